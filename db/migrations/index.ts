@@ -1,0 +1,21 @@
+import type { Knex } from 'knex';
+import * as createProfiles from './20261122000000_create_profiles.ts';
+import * as createGroups from './20261122000100_create_groups.ts';
+import * as createSessions from './20261122000200_create_sessions.ts';
+import * as createTokens from './20261122000300_create_tokens.ts';
+import * as createSettings from './20261122000400_create_settings.ts';
+
+export interface Migration {
+  name: string;
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+/** Every migration, oldest first. A new one is a new file and one more line here. */
+export const migrations: Migration[] = [
+  { name: '20261122000000_create_profiles', ...createProfiles },
+  { name: '20261122000100_create_groups', ...createGroups },
+  { name: '20261122000200_create_sessions', ...createSessions },
+  { name: '20261122000300_create_tokens', ...createTokens },
+  { name: '20261122000400_create_settings', ...createSettings },
+];

@@ -1,0 +1,440 @@
+import { createHmac, randomInt, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import {
+  AppError,
+  DEFAULT_SESSION_SECONDS,
+  type LoginInput,
+  type NameParts,
+  type PastState,
+  type Profile,
+  type ProfileContent,
+  type ProfileState,
+  type ProfilesQuery,
+  type RegisterInput,
+  type RegisterResult,
+  type SessionResult,
+  type SimplifiedProfile,
+} from '../../shared/index.ts';
+import type { Config } from '../config.ts';
+import type { Mailer } from '../mail.ts';
+import type { PasswordHasher } from './passwords.ts';
+import { type AccountsRepository, normaliseEmail, type ProfileRecord } from './repository.ts';
+import { hashSecret, randomToken, type SessionTokens } from './session-tokens.ts';
+import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
+
+/** Members of this group may do anything; the operator CLI adds them (`--role superuser`). */
+export const SUPER_USERS_GROUP = 'Service/Superusers';
+/** Members of this group decide on profiles; the operator CLI adds them (`--role moderator`). */
+export const MODERATORS_GROUP = 'Service/Moderators';
+/** The invitation every profile is written through. */
+export const PROFILE_INVITATION = '~/-/Profile';
+
+/** States in which a person may sign in. */
+const ACTIVE_STATES: ReadonlySet<ProfileState> = new Set(['Active', 'Active Institutional', 'Active Automatic', 'Limited']);
+
+const WRONG_CREDENTIALS = 'Invalid username or password';
+
+/** The signed-in caller of a request, resolved from its access token. */
+export interface Viewer {
+  profileId: string;
+  sessionId: string;
+  loginEmail: string;
+  tokenVersion: number;
+  isSuperUser: boolean;
+  isModerator: boolean;
+}
+
+/** What a token-issuing operation hands to the transport: the body, and the cookies to set. */
+export interface IssuedSession {
+  result: SessionResult;
+  accessToken: string;
+  accessSeconds: number;
+  refreshToken: string;
+  refreshSeconds: number;
+}
+
+export interface AccountsDeps {
+  repo: AccountsRepository;
+  hasher: PasswordHasher;
+  tokens: SessionTokens;
+  mailer: Mailer;
+  config: Config;
+  /** Keys the hashes of 6-digit codes, so a stolen table does not give them away by brute force. */
+  codeKey: string;
+  logger: Logger;
+  now?: () => number;
+}
+
+export interface NewUser {
+  email: string;
+  password: string;
+  fullname?: string | undefined;
+  name?: NameParts | undefined;
+  state: ProfileState;
+  role?: 'superuser' | 'moderator' | undefined;
+}
+
+/** Sign-up, sign-in and sessions: the business rules, free of any transport. */
+export class AccountsService {
+  readonly #d: AccountsDeps;
+  readonly #now: () => number;
+
+  constructor(deps: AccountsDeps) {
+    this.#d = deps;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  // ---- tilde usernames ------------------------------------------------------------------------
+
+  /** The next free `~First_Last<N>` for a name. */
+  async nextUsername(name: NameInput, repo = this.#d.repo): Promise<string> {
+    const base = tildeBase(name);
+    return `${base}${smallestFreeNumber(await repo.usedNumbers(base))}`;
+  }
+
+  // ---- sign-up --------------------------------------------------------------------------------
+
+  /**
+   * Creates a profile with its tilde id, its email, its two groups (`~Id` with the email as
+   * member, and the email with `~Id` as member) and, for the operator CLI, a role. One transaction.
+   */
+  async createUser(user: NewUser): Promise<string> {
+    const now = this.#now();
+    const passwordHash = await this.#d.hasher.hash(user.password);
+    const name = user.name ?? { fullname: user.fullname };
+    return this.#d.repo.transaction(async (repo) => {
+      if (await repo.emailExists(user.email)) {
+        throw new AppError('ValidationError', `The email ${user.email} is already in use`, { path: 'email' });
+      }
+      const base = tildeBase(name);
+      const number = smallestFreeNumber(await repo.usedNumbers(base));
+      const id = `${base}${number}`;
+      const parts = user.name ?? splitFullname(user.fullname ?? '');
+      const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
+      const content: ProfileContent = {
+        names: [
+          { first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true },
+        ],
+      };
+      const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
+      await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
+      await repo.addUsername(id, base, number);
+      await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
+      const email = normaliseEmail(user.email);
+      await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [email], now);
+      await repo.upsertGroup(email, { readers: [email], writers: [id], signatures: [id], signatories: [email] }, [id], now);
+      if (user.role) {
+        const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
+        await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
+        await repo.addMember(group, id);
+      }
+      return id;
+    });
+  }
+
+  /**
+   * `POST /register`. An email that is already taken gets the same answer as a new one, so the
+   * form cannot be used to find out who has an account; the owner of the address is told by mail.
+   */
+  async register(input: RegisterInput): Promise<RegisterResult> {
+    const name = input.name ?? { fullname: input.fullname };
+    if (await this.#d.repo.emailExists(input.email)) {
+      const id = await this.nextUsername(name);
+      await this.#d.mailer.send({
+        to: input.email,
+        subject: 'Sign-up attempt with your email address',
+        text:
+          `Someone tried to create a new account with ${input.email}, which already belongs to an account.\n\n` +
+          `If it was you, sign in, or reset your password at ${this.#d.config.webUrl}/reset.\n` +
+          'If it was not you, you can ignore this message.\n',
+      });
+      return { id, status: 'ok' };
+    }
+    const id = await this.createUser({ ...input, state: 'Inactive' });
+    await this.#sendActivation(id, input.email);
+    return { id, status: 'ok' };
+  }
+
+  async #sendActivation(profileId: string, email: string): Promise<void> {
+    const now = this.#now();
+    const token = randomToken();
+    const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    await this.#d.repo.replaceToken({
+      kind: 'activation',
+      tokenHash: hashSecret(token),
+      codeHash: this.#hashCode(code),
+      profileId,
+      email: normaliseEmail(email),
+      now,
+      expiresAt: now + this.#d.config.activationTokenSeconds * 1000,
+    });
+    const link = `${this.#d.config.webUrl}/profile/activate?token=${encodeURIComponent(token)}`;
+    await this.#d.mailer.send({
+      to: email,
+      subject: 'Signup confirmation',
+      text:
+        `Thank you for signing up, ${profileId}.\n\n` +
+        `To activate your account, open this link:\n${link}\n\n` +
+        `or enter this code: ${code}\n\n` +
+        `The link and the code expire in ${Math.round(this.#d.config.activationTokenSeconds / 86400)} days.\n`,
+    });
+  }
+
+  #hashCode(code: string): string {
+    return createHmac('sha256', this.#d.codeKey).update(code).digest('hex');
+  }
+
+  // ---- sessions -------------------------------------------------------------------------------
+
+  /**
+   * `POST /login` with an email or a tilde id. An unknown id, a wrong password and a deleted
+   * profile all get the same 400, which is not a 401 so that clients do not try to refresh.
+   */
+  async login(input: LoginInput): Promise<IssuedSession> {
+    const repo = this.#d.repo;
+    const isTilde = input.id.startsWith('~');
+    const found = isTilde ? await repo.findProfileByUsername(input.id) : await repo.findProfileByEmail(input.id);
+    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
+    const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null);
+    if (!profile || !passwordOk || profile.ddate !== null) {
+      throw new AppError('BadRequestError', WRONG_CREDENTIALS);
+    }
+    if (!ACTIVE_STATES.has(profile.state)) {
+      throw new AppError('ForbiddenError', inactiveMessage(profile.state));
+    }
+    const emails = await repo.emailsOf(profile.id);
+    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : normaliseEmail(input.id);
+    const now = this.#now();
+    const sessionId = randomUUID();
+    const refreshToken = randomToken();
+    const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
+    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, accessSeconds);
+    await repo.insertSession({
+      id: sessionId,
+      profileId: profile.id,
+      loginEmail,
+      refreshHash: hashSecret(refreshToken),
+      tokenVersion: profile.tokenVersion,
+      accessSeconds,
+      now,
+      expiresAt: now + refreshSeconds * 1000,
+    });
+    await repo.touchLastLogin(profile.id, now);
+    return this.#issue(profile, sessionId, loginEmail, accessSeconds, refreshToken, refreshSeconds);
+  }
+
+  async #issue(
+    profile: ProfileRecord,
+    sessionId: string,
+    loginEmail: string,
+    accessSeconds: number,
+    refreshToken: string,
+    refreshSeconds: number,
+  ): Promise<IssuedSession> {
+    const accessToken = await this.#d.tokens.sign(
+      { sub: profile.id, sid: sessionId, ver: profile.tokenVersion },
+      accessSeconds,
+    );
+    return {
+      result: { token: accessToken, user: { id: loginEmail, profile: await this.simplify(profile) } },
+      accessToken,
+      accessSeconds,
+      refreshToken,
+      refreshSeconds,
+    };
+  }
+
+  /**
+   * Resolves an access token to its caller: the signature and expiry, then the session row
+   * (not logged out), then the profile (still active, same `tokenVersion`).
+   */
+  async authenticate(accessToken: string): Promise<Viewer> {
+    const claims = await this.#d.tokens.verify(accessToken);
+    const repo = this.#d.repo;
+    const session = await repo.findSession(claims.sid);
+    const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+    if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw ended;
+    const profile = await repo.findProfile(claims.sub);
+    if (!profile || profile.tokenVersion !== claims.ver || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
+      throw ended;
+    }
+    return {
+      profileId: profile.id,
+      sessionId: session.id,
+      loginEmail: session.loginEmail,
+      tokenVersion: profile.tokenVersion,
+      isSuperUser: await repo.isMember(SUPER_USERS_GROUP, profile.id),
+      isModerator: await repo.isMember(MODERATORS_GROUP, profile.id),
+    };
+  }
+
+  /**
+   * `POST /refreshToken`: with the refresh cookie, the session's refresh token is rotated and
+   * a new access token issued even if the old one expired; with only a valid access token, a
+   * new one is issued for the same session.
+   */
+  async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<IssuedSession> {
+    const repo = this.#d.repo;
+    const now = this.#now();
+    let session = credentials.viewer ? await repo.findSession(credentials.viewer.sessionId) : null;
+    let oldHash: string | null = null;
+    if (credentials.refreshToken) {
+      oldHash = hashSecret(credentials.refreshToken);
+      session = await repo.findSessionByRefreshHash(oldHash);
+    }
+    const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
+    const profile = await repo.findProfile(session.profileId);
+    if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
+      throw ended;
+    }
+    const refreshToken = randomToken();
+    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
+    const rotated = await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash);
+    if (!rotated) throw ended;
+    return this.#issue(profile, session.id, session.loginEmail, session.accessSeconds, refreshToken, refreshSeconds);
+  }
+
+  /** `POST /logout`: ends this session only. */
+  async logout(viewer: Viewer | null): Promise<void> {
+    if (viewer) await this.#d.repo.revokeSession(viewer.sessionId, this.#now());
+  }
+
+  /**
+   * `POST /logout-all-devices`: raises the profile's `tokenVersion`, so every token issued
+   * before is refused, ends every other session, and keeps this one with a fresh token.
+   */
+  async logoutOtherDevices(viewer: Viewer): Promise<IssuedSession> {
+    const now = this.#now();
+    const refreshToken = randomToken();
+    const { profile, session } = await this.#d.repo.transaction(async (repo) => {
+      const version = await repo.incrementTokenVersion(viewer.profileId, now);
+      await repo.revokeOtherSessions(viewer.profileId, viewer.sessionId, now);
+      await repo.setSessionVersion(viewer.sessionId, version);
+      const session = await repo.findSession(viewer.sessionId);
+      const profile = await repo.findProfile(viewer.profileId);
+      if (!session || !profile) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+      const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
+      await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, null);
+      return { profile, session };
+    });
+    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
+    return this.#issue(profile, session.id, session.loginEmail, session.accessSeconds, refreshToken, refreshSeconds);
+  }
+
+  // ---- profiles -------------------------------------------------------------------------------
+
+  /**
+   * `GET /profiles`: the caller's own profile, or the one named by `id` (any of its usernames;
+   * a merged id leads to the surviving profile) or `email`.
+   */
+  async profiles(query: ProfilesQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    const repo = this.#d.repo;
+    let profile: ProfileRecord | null;
+    if (query.id) profile = await repo.findProfileByUsername(query.id);
+    else if (query.email) profile = await repo.findProfileByEmail(query.email);
+    else profile = await repo.findProfile(viewer.profileId);
+    if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
+    const visible = profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
+    if (!profile || !visible) throw new AppError('NotFoundError', `Profile Not Found: ${query.id ?? query.email ?? viewer.profileId}`);
+    const isOwner = profile.id === viewer.profileId;
+    return { profiles: [await this.present(profile, isOwner || viewer.isModerator || viewer.isSuperUser, isOwner)] };
+  }
+
+  /** A profile as the API shows it; emails only to its owner and to moderators. */
+  async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean): Promise<Profile> {
+    const repo = this.#d.repo;
+    const emails = showEmails ? await repo.emailsOf(profile.id) : [];
+    const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
+    const content: ProfileContent = { ...profile.content };
+    if (showEmails) {
+      content.emails = emails.map((e) => e.email);
+      content.emailsConfirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
+      if (preferred) content.preferredEmail = preferred;
+    }
+    return {
+      id: profile.id,
+      active: ACTIVE_STATES.has(profile.state),
+      password: profile.passwordHash !== null,
+      invitation: PROFILE_INVITATION,
+      ...(preferred ? { email: preferred } : {}),
+      ...(showEmails ? { confirmedEmails: content.emailsConfirmed ?? [] } : {}),
+      content,
+      readers: ['everyone'],
+      writers: [profile.id],
+      signatures: [profile.id],
+      state: profile.state,
+      pastStates: profile.pastStates,
+      ddate: profile.ddate,
+      tcdate: profile.tcdate,
+      tmdate: profile.tmdate,
+      tauthor: profile.id,
+      tokenVersion: profile.tokenVersion,
+      ...(profile.termsTimestamp !== null ? { termsTimestamp: profile.termsTimestamp } : {}),
+      ...(profile.dobTimestamp !== null ? { dobTimestamp: profile.dobTimestamp } : {}),
+      ...(isOwner && profile.lastLogin !== null ? { lastLogIn: profile.lastLogin } : {}),
+    };
+  }
+
+  async simplify(profile: ProfileRecord): Promise<SimplifiedProfile> {
+    const repo = this.#d.repo;
+    const emails = await repo.emailsOf(profile.id);
+    const usernames = await repo.usernamesOf(profile.id);
+    const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
+    const preferred = preferredEmail(profile, emails);
+    return {
+      id: profile.id,
+      first: name?.first ?? null,
+      middle: name?.middle ?? null,
+      last: name?.last ?? null,
+      fullname: name?.fullname || profile.id,
+      emails: emails.map((e) => e.email),
+      ...(preferred ? { preferredEmail: preferred } : {}),
+      usernames,
+      preferredId: name?.username ?? profile.id,
+      state: profile.state,
+      ...(profile.termsTimestamp !== null ? { termsTimestamp: profile.termsTimestamp } : {}),
+      ...(profile.dobTimestamp !== null ? { dobTimestamp: profile.dobTimestamp } : {}),
+      tokenVersion: profile.tokenVersion,
+    };
+  }
+
+  /** Every profile, for the operator CLI. */
+  async listUsers(): Promise<Array<{ id: string; state: ProfileState; emails: string[] }>> {
+    const repo = this.#d.repo;
+    const profiles = await repo.listProfiles();
+    return Promise.all(
+      profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emailsOf(p.id)).map((e) => e.email) })),
+    );
+  }
+}
+
+function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {
+  return profile.content.preferredEmail ?? emails.find((e) => e.confirmed)?.email ?? emails[0]?.email;
+}
+
+function splitFullname(fullname: string): { first: string; middle?: string; last: string } {
+  const words = fullname.trim().split(/\s+/);
+  if (words.length === 1) return { first: words[0] ?? '', last: '' };
+  return { first: words[0] ?? '', middle: words.slice(1, -1).join(' '), last: words.at(-1) ?? '' };
+}
+
+function inactiveMessage(state: ProfileState): string {
+  switch (state) {
+    case 'Inactive':
+      return 'Your account is not active yet. Please activate it from the link in your sign-up email.';
+    case 'Needs Moderation':
+      return 'Your profile is waiting for moderation. You will be notified by email.';
+    case 'Rejected':
+      return 'Your profile was not accepted. Please check your email for the reason.';
+    case 'Blocked':
+      return 'Your account is blocked. Please contact support.';
+    case 'Merged':
+      return 'This profile was merged into another one. Please log in with that profile.';
+    case 'Active':
+    case 'Active Institutional':
+    case 'Active Automatic':
+    case 'Limited':
+      return 'Your account cannot log in.';
+  }
+}

@@ -1,0 +1,94 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { errors, jwtVerify, SignJWT } from 'jose';
+import { AppError } from '../../shared/errors.ts';
+
+/** What a session's access token carries. */
+export interface SessionClaims {
+  /** The profile id. */
+  sub: string;
+  /** The session row. */
+  sid: string;
+  /** The profile's `tokenVersion` when the token was issued; a stale one is refused. */
+  ver: number;
+}
+
+const AUDIENCE = 'session';
+
+/**
+ * Signs and checks access tokens: JWTs, HS256, with the issuer set to the service's address.
+ * A valid signature is not enough to be let in: the session row and the profile's
+ * `tokenVersion` are checked by the accounts service.
+ */
+export class SessionTokens {
+  readonly #key: Uint8Array;
+  readonly #issuer: string;
+
+  constructor(secret: string, issuer: string) {
+    this.#key = new TextEncoder().encode(secret);
+    this.#issuer = issuer;
+  }
+
+  sign(claims: SessionClaims, seconds: number): Promise<string> {
+    return new SignJWT({ sid: claims.sid, ver: claims.ver })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(claims.sub)
+      .setIssuer(this.#issuer)
+      .setAudience(AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
+      .sign(this.#key);
+  }
+
+  async verify(token: string): Promise<SessionClaims> {
+    try {
+      const { payload } = await jwtVerify(token, this.#key, {
+        algorithms: ['HS256'],
+        issuer: this.#issuer,
+        audience: AUDIENCE,
+      });
+      const { sub, sid, ver } = payload;
+      if (typeof sub !== 'string' || typeof sid !== 'string' || typeof ver !== 'number') throw new errors.JWTInvalid('claims');
+      return { sub, sid, ver };
+    } catch (error) {
+      if (error instanceof errors.JWTExpired) {
+        throw new AppError('TokenExpiredError', 'Token has expired. Please log in again.');
+      }
+      throw new AppError('UnauthorizedError', 'Invalid session token. Please log in again.');
+    }
+  }
+}
+
+/**
+ * The signing secret: `SESSION_SECRET` when set, otherwise one generated into
+ * `$DATA_DIR/session-secret` (mode 0600) on first start and read back after that.
+ */
+export async function loadSessionSecret(configured: string | undefined, dataDir: string): Promise<string> {
+  if (configured) return configured;
+  const file = path.join(dataDir, 'session-secret');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const secret = randomBytes(48).toString('base64url');
+  try {
+    // `wx`: if another process created it first, use theirs.
+    await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    return secret;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return (await readFile(file, 'utf8')).trim();
+  }
+}
+
+/** A fresh random secret (256 bits), base64url. */
+export function randomToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** How secrets are stored: SHA-256, hex. The secrets are random, so no salt or stretching is needed. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}

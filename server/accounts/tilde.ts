@@ -1,0 +1,57 @@
+import { AppError } from '../../shared/errors.ts';
+
+/**
+ * A valid name part: words of letters (any script, with their combining marks), each word
+ * optionally ending in one dot, separated by a single space or a single hyphen.
+ */
+const NAME_PART = /^[\p{L}\p{M}]+\.?(?:[ -][\p{L}\p{M}]+\.?)*$/u;
+
+export interface NameInput {
+  first?: string | undefined;
+  middle?: string | undefined;
+  last?: string | undefined;
+  fullname?: string | undefined;
+}
+
+/** The name parts a tilde id is built from: first, middle, last; or the full name split on spaces. */
+export function nameParts(name: NameInput): string[] {
+  const given = [name.first, name.middle, name.last].map((part) => part?.trim() ?? '').filter(Boolean);
+  if (given.length > 0) return given;
+  return (name.fullname ?? '').trim().split(/\s+/).filter(Boolean);
+}
+
+/**
+ * `~First_Middle_Last`, without its number. Case is kept as typed; spaces inside a part become
+ * underscores; hyphens, dots and letters of any script are kept.
+ */
+export function tildeBase(name: NameInput): string {
+  const parts = nameParts(name);
+  if (parts.length === 0) {
+    throw new AppError('ValidationError', 'A name is required: give first and last, or fullname', { path: 'fullname' });
+  }
+  for (const part of parts) {
+    if (!NAME_PART.test(part)) {
+      throw new AppError(
+        'ValidationError',
+        `The name ${part} is invalid. Only letters, single hyphens, single dots at the end of a name, and single spaces are allowed`,
+        { path: 'fullname' },
+      );
+    }
+  }
+  return `~${parts.map((part) => part.replace(/ /g, '_')).join('_')}`;
+}
+
+/** The smallest integer ≥ 1 not in `used`. */
+export function smallestFreeNumber(used: Iterable<number>): number {
+  const taken = new Set(used);
+  let n = 1;
+  while (taken.has(n)) n += 1;
+  return n;
+}
+
+/** Splits `~Ada_Lovelace12` into its base and number; null for anything else. */
+export function splitUsername(username: string): { base: string; number: number } | null {
+  const match = /^(~.+?)(\d+)$/u.exec(username);
+  if (!match?.[1] || !match[2]) return null;
+  return { base: match[1], number: Number(match[2]) };
+}

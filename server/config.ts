@@ -1,0 +1,71 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const Port = z.coerce.number().pipe(z.int().min(0).max(65535));
+const Seconds = z.coerce.number().pipe(z.int().min(1));
+const Url = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
+
+/** The environment variables the service reads, validated once at start-up. */
+const Env = z.object({
+  PORT: Port.default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  BASE_URL: Url.optional(),
+  DEV_BASE_URL: Url.optional(),
+  WEB_URL: Url.optional(),
+  SESSION_SECRET: z.string().min(32, 'SESSION_SECRET must be at least 32 characters').optional(),
+  SMTP_URL: z.string().min(1).optional(),
+  MAIL_FROM: z.string().min(3).default('Peer Review <noreply@localhost>'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  REFRESH_TOKEN_SECONDS: Seconds.default(30 * 24 * 60 * 60),
+  ACTIVATION_TOKEN_SECONDS: Seconds.default(7 * 24 * 60 * 60),
+  EMAIL_TOKEN_SECONDS: Seconds.default(2 * 24 * 60 * 60),
+  RESET_TOKEN_SECONDS: Seconds.default(60 * 60),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** The service's public address; the OIDC `issuer`. */
+  baseUrl: string;
+  devBaseUrl: string;
+  /** The web application's address, used in links sent by mail. */
+  webUrl: string;
+  sessionSecret: string | undefined;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  logLevel: z.infer<typeof Env>['LOG_LEVEL'];
+  /** Lifetimes, in seconds. */
+  refreshTokenSeconds: number;
+  activationTokenSeconds: number;
+  emailTokenSeconds: number;
+  resetTokenSeconds: number;
+}
+
+/** Reads the configuration from environment variables; throws a readable error on a bad value. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const baseUrl = e.BASE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: path.resolve(e.DATA_DIR),
+    baseUrl,
+    devBaseUrl: e.DEV_BASE_URL ?? baseUrl,
+    webUrl: e.WEB_URL ?? baseUrl,
+    sessionSecret: e.SESSION_SECRET,
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    logLevel: e.LOG_LEVEL,
+    refreshTokenSeconds: e.REFRESH_TOKEN_SECONDS,
+    activationTokenSeconds: e.ACTIVATION_TOKEN_SECONDS,
+    emailTokenSeconds: e.EMAIL_TOKEN_SECONDS,
+    resetTokenSeconds: e.RESET_TOKEN_SECONDS,
+  };
+}

@@ -1,0 +1,53 @@
+import type { Logger } from 'pino';
+import { AppError } from '../shared/errors.ts';
+import type { IssuedSession, Viewer } from './accounts/service.ts';
+import type { Services } from './services.ts';
+
+/** How a procedure sets or clears the session cookies, whatever transport it runs under. */
+export interface SessionCookies {
+  set(session: IssuedSession): void;
+  clear(): void;
+}
+
+export interface Credentials {
+  /** From the cookie `service.accessToken` or an `Authorization: Bearer` header. */
+  accessToken?: string | undefined;
+  /** From the cookie `service.refreshToken`. */
+  refreshToken?: string | undefined;
+}
+
+export interface Context {
+  services: Services;
+  log: Logger;
+  credentials: Credentials;
+  cookies: SessionCookies;
+  /** The signed-in caller; rejects with 401 when there is no valid session. Resolved once. */
+  viewer(): Promise<Viewer>;
+  /** The signed-in caller, or null when the request carries no valid session. */
+  optionalViewer(): Promise<Viewer | null>;
+}
+
+/** Builds a context from its parts; used by the HTTP adapters and directly by tests. */
+export function createContextInner(opts: {
+  services: Services;
+  log: Logger;
+  credentials?: Credentials;
+  cookies?: SessionCookies;
+}): Context {
+  const credentials = opts.credentials ?? {};
+  let resolved: Promise<Viewer> | undefined;
+  const viewer = (): Promise<Viewer> => {
+    resolved ??= credentials.accessToken
+      ? opts.services.accounts.authenticate(credentials.accessToken)
+      : Promise.reject(new AppError('UnauthorizedError', 'You must be logged in to do this.'));
+    return resolved;
+  };
+  return {
+    services: opts.services,
+    log: opts.log,
+    credentials,
+    cookies: opts.cookies ?? { set() {}, clear() {} },
+    viewer,
+    optionalViewer: () => viewer().catch(() => null),
+  };
+}

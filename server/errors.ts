@@ -1,0 +1,41 @@
+import { TRPCError } from '@trpc/server';
+import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+import type { Logger } from 'pino';
+import { AppError, issuesToErrors } from '../shared/errors.ts';
+import type { z } from 'zod';
+
+/** HTTP status → the tRPC code that carries it, so tRPC answers with the same status as REST. */
+const TRPC_CODE: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  413: 'PAYLOAD_TOO_LARGE',
+  429: 'TOO_MANY_REQUESTS',
+  500: 'INTERNAL_SERVER_ERROR',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+function hasIssues(value: unknown): value is { issues: z.core.$ZodIssue[] } {
+  return typeof value === 'object' && value !== null && Array.isArray((value as { issues?: unknown }).issues);
+}
+
+/**
+ * Anything thrown → the AppError a client is shown. Schema failures list every field;
+ * unexpected errors become a generic 500 and are logged with their stack, never sent.
+ */
+export function toAppError(error: unknown, input: unknown, log?: Logger): AppError {
+  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  if (cause instanceof AppError) return cause;
+  if (hasIssues(cause)) return AppError.fromItems(issuesToErrors(cause.issues, input));
+  if (error instanceof TRPCError && error.code === 'NOT_FOUND') return new AppError('NotFoundError', error.message);
+  if (error instanceof TRPCError && error.code === 'METHOD_NOT_SUPPORTED') return new AppError('BadRequestError', error.message);
+  if (error instanceof TRPCError && error.code === 'PARSE_ERROR') return new AppError('BadRequestError', 'Malformed JSON body');
+  log?.error({ err: error }, 'unexpected error');
+  return new AppError('InternalServerError', 'Internal server error');
+}
+
+/** The TRPCError that carries an AppError with the matching code. */
+export function toTRPCError(error: AppError): TRPCError {
+  return new TRPCError({ code: TRPC_CODE[error.status] ?? 'INTERNAL_SERVER_ERROR', message: error.message, cause: error });
+}

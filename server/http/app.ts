@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import cookieParser from 'cookie-parser';
+import express, { type Express, type Request, type Response } from 'express';
+import helmet from 'helmet';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import { AppError } from '../../shared/errors.ts';
+import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import type { Config } from '../config.ts';
+import { createLogger, redactUrl } from '../logger.ts';
+import { appRouter, createCaller } from '../router.ts';
+import { createServices, type Services } from '../services.ts';
+import { createHttpContext } from './context.ts';
+import { routes } from './routes.ts';
+import { errorHandler, notFound, sendError } from './send-error.ts';
+
+export interface App {
+  /** The Express app, not listening: hand it to `http.createServer` or `app.listen`. */
+  app: Express;
+  db: Db;
+  services: Services;
+  logger: Logger;
+  /** Releases the database and the mail transport. Call after the HTTP server has closed. */
+  close(): Promise<void>;
+}
+
+/** A request id: the caller's `X-Request-Id` when it is a sane one, a fresh UUID otherwise. */
+function requestId(req: Request, res: Response): string {
+  const given = req.get('x-request-id');
+  const id = given && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
+  res.setHeader('X-Request-Id', id);
+  return id;
+}
+
+/**
+ * Builds the service: opens the database, runs pending migrations, wires the services and
+ * mounts tRPC at `/trpc`, the REST route table, and `/health`. Does not listen.
+ */
+export async function createApp(config: Config, opts: { logger?: Logger } = {}): Promise<App> {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  const db = openDatabase(config.dataDir);
+  await migrateToLatest(db);
+  const services = await createServices(config, db, logger);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: requestId,
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: redactUrl(req.url) }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+  app.use(helmet());
+  app.use(cookieParser());
+  app.use(express.json({ limit: '1mb' }));
+
+  app.get('/health', async (_req, res) => {
+    try {
+      await db.raw('select 1');
+      res.json({ status: 'ok', database: 'ok' });
+    } catch (error) {
+      res.req.log.error({ err: error }, 'health check: database unavailable');
+      sendError(res, new AppError('ServiceUnavailableError', 'The database is not available', { database: 'unavailable' }));
+    }
+  });
+
+  app.use(
+    '/trpc',
+    createExpressMiddleware({
+      router: appRouter,
+      createContext: ({ req, res }) => createHttpContext(req, res, services, config),
+    }),
+  );
+
+  for (const route of routes) {
+    app[route.method](route.path, async (req, res) => {
+      try {
+        const caller = createCaller(createHttpContext(req, res, services, config));
+        res.json(await route.call(caller, req));
+      } catch (error) {
+        sendError(res, error, route.method === 'get' ? req.query : req.body);
+      }
+    });
+  }
+
+  app.use(notFound);
+  app.use(errorHandler);
+
+  return {
+    app,
+    db,
+    services,
+    logger,
+    async close() {
+      services.mailer.close();
+      await db.destroy();
+    },
+  };
+}

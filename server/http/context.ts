@@ -1,0 +1,43 @@
+import type { Request, Response } from 'express';
+import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
+import type { Config } from '../config.ts';
+import { createContextInner, type Context, type SessionCookies } from '../context.ts';
+import type { Services } from '../services.ts';
+
+/** The access token: the `Authorization: Bearer` header wins over the cookie. */
+function accessTokenOf(req: Request): string | undefined {
+  const header = req.get('authorization');
+  const bearer = header && /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+  if (bearer) return bearer;
+  const cookie: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
+  return typeof cookie === 'string' && cookie !== '' ? cookie : undefined;
+}
+
+/** Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https. */
+function httpCookies(res: Response, config: Config): SessionCookies {
+  const base = { httpOnly: true, sameSite: 'lax', secure: config.baseUrl.startsWith('https:'), path: '/' } as const;
+  return {
+    set(session) {
+      res.cookie(ACCESS_TOKEN_COOKIE, session.accessToken, { ...base, maxAge: session.accessSeconds * 1000 });
+      res.cookie(REFRESH_TOKEN_COOKIE, session.refreshToken, { ...base, maxAge: session.refreshSeconds * 1000 });
+    },
+    clear() {
+      res.clearCookie(ACCESS_TOKEN_COOKIE, base);
+      res.clearCookie(REFRESH_TOKEN_COOKIE, base);
+    },
+  };
+}
+
+/** The context of a request arriving over HTTP, for tRPC and REST alike. */
+export function createHttpContext(req: Request, res: Response, services: Services, config: Config): Context {
+  const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
+  return createContextInner({
+    services,
+    log: req.log,
+    credentials: {
+      accessToken: accessTokenOf(req),
+      refreshToken: typeof refresh === 'string' && refresh !== '' ? refresh : undefined,
+    },
+    cookies: httpCookies(res, config),
+  });
+}

@@ -1,0 +1,31 @@
+import { pino, type Logger } from 'pino';
+
+/** Path segments that follow these prefixes are secrets (one-time tokens) and never logged. */
+const SECRET_PATH = /^(\/(?:activate|activatable|activatelink|resettable|reset|user\/confirm))\/[^/?#]+/;
+/** Query parameters that carry secrets. */
+const SECRET_QUERY = new Set(['token', 'code', 'code_verifier', 'access_token', 'id_token_hint', 'refresh_token', 'password']);
+
+/** A URL fit for a log line: one-time tokens in the path and secret query parameters replaced. */
+export function redactUrl(url: string): string {
+  const [pathPart = '', query] = url.split('?', 2);
+  const path = pathPart.replace(SECRET_PATH, '$1/[redacted]');
+  if (query === undefined) return path;
+  const params = new URLSearchParams(query);
+  for (const key of [...params.keys()]) if (SECRET_QUERY.has(key)) params.set(key, '[redacted]');
+  return `${path}?${params.toString()}`;
+}
+
+/**
+ * Structured JSON logs. Request and response headers are never logged (they carry cookies and
+ * bearer tokens); bodies are never logged (they carry passwords).
+ */
+export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+  return pino(
+    {
+      level,
+      base: undefined,
+      redact: { paths: ['password', '*.password', 'token', '*.token', 'accessToken', 'refreshToken'], censor: '[redacted]' },
+    },
+    destination as pino.DestinationStream | undefined,
+  );
+}

@@ -1,0 +1,43 @@
+/**
+ * `npm start`: migrates the database, then serves on `$HOST:$PORT` until SIGTERM or SIGINT,
+ * when it stops accepting connections, lets requests in flight finish, and exits.
+ */
+import { createServer } from 'node:http';
+import { loadConfig } from './config.ts';
+import { createApp } from './http/app.ts';
+import { createLogger } from './logger.ts';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+const config = loadConfig(process.env);
+const logger = createLogger(config.logLevel);
+const service = await createApp(config, { logger });
+const server = createServer(service.app);
+
+server.listen(config.port, config.host, () => {
+  const address = server.address();
+  const where = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address);
+  logger.info({ address: where, dataDir: config.dataDir, mail: config.smtpUrl ? 'smtp' : 'outbox' }, 'listening');
+  console.log(`Listening on ${where}`);
+});
+
+let stopping = false;
+function shutdown(signal: string): void {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down: finishing requests in flight');
+  const force = setTimeout(() => {
+    logger.warn('requests still running after the grace period; closing them');
+    server.closeAllConnections();
+  }, SHUTDOWN_GRACE_MS);
+  force.unref();
+  server.close(async () => {
+    await service.close();
+    logger.info('stopped');
+    process.exit(0);
+  });
+  server.closeIdleConnections();
+}
+
+process.on('SIGTERM', () => shutdown('SIGTERM'));
+process.on('SIGINT', () => shutdown('SIGINT'));

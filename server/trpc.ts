@@ -1,0 +1,44 @@
+/**
+ * The one place tRPC is initialised. It exports only what procedures are built from.
+ */
+import { initTRPC } from '@trpc/server';
+import { AppError } from '../shared/errors.ts';
+import type { Viewer } from './accounts/service.ts';
+import type { Context } from './context.ts';
+import { toAppError, toTRPCError } from './errors.ts';
+
+const t = initTRPC.context<Context>().create({
+  isDev: false,
+  /** A tRPC client sees the spec's Error body (name, status, details with the field's path) in `data`. */
+  errorFormatter({ shape, error }) {
+    const app = error.cause instanceof AppError ? error.cause : new AppError('InternalServerError', 'Internal server error');
+    return {
+      message: app.message,
+      code: shape.code,
+      data: { code: shape.data.code, httpStatus: app.status, path: shape.data.path, error: app.toBody() },
+    };
+  },
+});
+
+/**
+ * Every failure leaves a procedure as a TRPCError whose cause is an AppError: schema failures
+ * are named per field (the raw input tells a missing field from a wrong one), anything
+ * unexpected becomes a logged 500.
+ */
+const errorsAsAppErrors = t.middleware(async ({ next, getRawInput, ctx }) => {
+  const result = await next();
+  if (result.ok) return result;
+  const app = toAppError(result.error, await getRawInput().catch(() => undefined), ctx.log);
+  return { ...result, error: toTRPCError(app) };
+});
+
+const requireSession = t.middleware(async ({ ctx, next }) => {
+  const viewer: Viewer = await ctx.viewer();
+  return next({ ctx: { ...ctx, user: viewer } });
+});
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+export const publicProcedure = t.procedure.use(errorsAsAppErrors);
+/** A procedure for signed-in callers: `ctx.user` is the caller, or the request gets 401. */
+export const authedProcedure = publicProcedure.use(requireSession);

@@ -1,0 +1,152 @@
+import { z } from 'zod';
+
+/**
+ * The closed list of error names, with the HTTP status each one is sent with and when it is
+ * thrown. Clients of this kind of service already switch on these names.
+ */
+export const ERROR_STATUS = {
+  /** A value breaks a rule of its schema or of the operation. */
+  ValidationError: 400,
+  /** An object marked closed got a property it does not define. */
+  AdditionalPropertiesError: 400,
+  /** A required property is absent. */
+  MissingRequiredError: 400,
+  /** The request is malformed as a whole (bad JSON, wrong content type, bad credentials). */
+  BadRequestError: 400,
+  /** The operation needs a human-verification token and none, or a rejected one, was sent. */
+  HumanVerificationRequiredError: 400,
+  /** No valid session was presented. */
+  UnauthorizedError: 401,
+  /** The session's access token is past its expiry. */
+  TokenExpiredError: 401,
+  /** The caller is known but not allowed to do this. */
+  ForbiddenError: 403,
+  /** The resource or the route does not exist. */
+  NotFoundError: 404,
+  /** The request body is larger than allowed. */
+  PayloadTooLargeError: 413,
+  /** Too many requests, or too much work already queued. */
+  TooManyError: 429,
+  /** Anything unexpected; its details stay in the server's log. */
+  InternalServerError: 500,
+  /** A dependency (the database) is not answering. */
+  ServiceUnavailableError: 503,
+} as const;
+
+export type ErrorName = keyof typeof ERROR_STATUS;
+export const ErrorNameSchema = z.enum(Object.keys(ERROR_STATUS) as [ErrorName, ...ErrorName[]]);
+
+const errorItemShape = {
+  status: z.int(),
+  name: z.string(),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+};
+
+export const ErrorItem = z.strictObject(errorItemShape);
+export type ErrorItem = z.infer<typeof ErrorItem>;
+
+/** The spec's Error body; `errors` is present only when the request failed for several reasons. */
+export const ErrorBody = z.strictObject({ ...errorItemShape, errors: z.array(ErrorItem).optional() });
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+/** The one error class of the service: a name from the closed list, a message safe to show. */
+export class AppError extends Error {
+  override readonly name: ErrorName;
+  readonly status: number;
+  readonly details: Record<string, unknown> | undefined;
+  readonly errors: ErrorItem[] | undefined;
+
+  constructor(name: ErrorName, message: string, details?: Record<string, unknown>, errors?: ErrorItem[]) {
+    super(message);
+    this.name = name;
+    this.status = ERROR_STATUS[name];
+    this.details = details;
+    this.errors = errors && errors.length > 1 ? errors : undefined;
+  }
+
+  /** Several problems at once: the first one heads the body, all of them are listed. */
+  static fromItems(items: ErrorItem[]): AppError {
+    const [first] = items;
+    if (!first) return new AppError('ValidationError', 'Invalid request');
+    return new AppError(ErrorNameSchema.catch('ValidationError').parse(first.name), first.message, first.details, items);
+  }
+
+  toBody(): ErrorBody {
+    return {
+      status: this.status,
+      name: this.name,
+      message: this.message,
+      ...(this.details ? { details: this.details } : {}),
+      ...(this.errors ? { errors: this.errors } : {}),
+    };
+  }
+}
+
+type Issue = z.core.$ZodIssue;
+type PathKey = PropertyKey;
+
+/** `content/title/value`: the path a client shows next to the failing field. */
+export function slashPath(path: readonly PathKey[]): string {
+  return path.map(String).join('/');
+}
+
+function valueAt(input: unknown, path: readonly PathKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+function describe(path: readonly PathKey[]): string {
+  return path.length === 0 ? 'The body' : slashPath(path);
+}
+
+/**
+ * Turns schema issues into Error items, one per failing field. `input` is what was parsed: it
+ * tells a missing property (MissingRequiredError) from a wrong one (ValidationError) without
+ * reading any message text.
+ */
+export function issuesToErrors(issues: readonly Issue[], input: unknown): ErrorItem[] {
+  const items: ErrorItem[] = [];
+  for (const issue of issues) {
+    const path = issue.path as PathKey[];
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const keyPath = slashPath([...path, key]);
+        items.push({
+          status: 400,
+          name: 'AdditionalPropertiesError',
+          message: `The property ${keyPath} must NOT be present`,
+          details: { path: keyPath },
+        });
+      }
+      continue;
+    }
+    if (issue.code === 'invalid_type' && path.length > 0 && valueAt(input, path) === undefined) {
+      items.push({
+        status: 400,
+        name: 'MissingRequiredError',
+        message: `The property ${slashPath(path)} is required`,
+        details: { path: slashPath(path) },
+      });
+      continue;
+    }
+    items.push({
+      status: 400,
+      name: 'ValidationError',
+      message: `${describe(path)}: ${issue.message}`,
+      details: { path: slashPath(path) },
+    });
+  }
+  return items;
+}
+
+/** Parses `input` with `schema`, or throws one AppError listing every problem. */
+export function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  throw AppError.fromItems(issuesToErrors(result.error.issues, input));
+}

@@ -1,0 +1,18 @@
+export * from './errors.ts';
+export * from './forms.ts';
+export * from './schemas/attachments.ts';
+export * from './schemas/common.ts';
+export * from './schemas/group.ts';
+export * from './schemas/moderation.ts';
+export * from './schemas/profile.ts';
+export * from './schemas/session.ts';
+export * from './schemas/tokens.ts';
+export * from './schemas/venue.ts';
+
+/** Lifetimes the spec fixes for the sign-in provider. */
+export const OIDC_TOKEN_SECONDS = 60 * 60;
+export const OIDC_CODE_SECONDS = 10 * 60;
+
+/** The session cookies (the spec names the first). */
+export const ACCESS_TOKEN_COOKIE = 'service.accessToken';
+export const REFRESH_TOKEN_COOKIE = 'service.refreshToken';

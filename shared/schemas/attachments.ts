@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { NonEmptyString } from './common.ts';
+
+/** An attachment field name: 1 to 80 letters, digits, `_` or `-`, not starting with `-`. */
+export const AttachmentName = z
+  .string()
+  .min(1)
+  .max(80)
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_-]*$/, {
+    message: 'Only letters, digits, underscore and hyphen are allowed, and it must not start with a hyphen',
+  });
+
+/** Identifies all chunks of one file: 1 to 25 letters, digits, `_` or `-`. */
+export const ClientUploadId = z
+  .string()
+  .min(1)
+  .max(25)
+  .regex(/^[A-Za-z0-9_-]+$/, { message: 'Only letters, digits, underscore and hyphen are allowed' });
+
+/** The text fields of `PUT /attachment` (the file part travels beside them). */
+export const UploadFields = z.strictObject({
+  name: AttachmentName,
+  invitationId: NonEmptyString,
+});
+export type UploadFields = z.infer<typeof UploadFields>;
+
+/** The text fields of `PUT /attachment/chunk`; numbers arrive as multipart text. */
+export const ChunkFields = UploadFields.extend({
+  clientUploadId: ClientUploadId,
+  chunkIndex: z.coerce.number().pipe(z.int().min(0)),
+  totalChunks: z.coerce.number().pipe(z.int().min(1)),
+});
+export type ChunkFields = z.infer<typeof ChunkFields>;
+
+export const UploadResult = z.strictObject({ url: z.string() });
+export const ChunkStatus = z.record(z.string(), z.enum(['missing', 'completed']));

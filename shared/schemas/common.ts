@@ -1,0 +1,14 @@
+import { z } from 'zod';
+
+/** Milliseconds since the epoch, as the spec bounds every timestamp: 0 to 9999999999999. */
+export const Timestamp = z.int().min(0).max(9_999_999_999_999);
+
+/** A year in a history, relation or expertise entry: 1900 to 2099, null, or the empty string. */
+export const Year = z.union([z.int().min(1900).max(2099), z.null(), z.literal('')]);
+
+export const NonEmptyString = z.string().min(1);
+
+/** An identifier a person types (an email or a tilde id): 1 to 254 characters. */
+export const AccountId = z.string().min(1).max(254);
+
+export const StringList = z.array(NonEmptyString);

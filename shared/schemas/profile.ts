@@ -1,0 +1,256 @@
+import { z } from 'zod';
+import { AccountId, NonEmptyString, StringList, Timestamp, Year } from './common.ts';
+
+export const ProfileState = z.enum([
+  'Active',
+  'Active Institutional',
+  'Active Automatic',
+  'Inactive',
+  'Blocked',
+  'Rejected',
+  'Needs Moderation',
+  'Merged',
+  'Limited',
+]);
+export type ProfileState = z.infer<typeof ProfileState>;
+
+export const Name = z.strictObject({
+  preferred: z.boolean().optional(),
+  first: z.string().nullable().optional(),
+  middle: z.string().nullable().optional(),
+  last: z.string().nullable().optional(),
+  fullname: z.string().optional(),
+  username: z.string().nullable().optional(),
+});
+export type Name = z.infer<typeof Name>;
+
+/**
+ * `name` and `domain` are required: the domain is what activation matches against the
+ * institution list, and an institution without a name cannot be shown.
+ */
+export const Institution = z.strictObject({
+  name: NonEmptyString,
+  domain: NonEmptyString,
+  country: NonEmptyString.nullable().optional(),
+  stateProvince: NonEmptyString.nullable().optional(),
+  city: NonEmptyString.nullable().optional(),
+  department: NonEmptyString.nullable().optional(),
+});
+
+export const HistoryEntry = z.strictObject({
+  position: NonEmptyString,
+  institution: Institution,
+  start: Year,
+  end: Year.optional(),
+});
+export type HistoryEntry = z.infer<typeof HistoryEntry>;
+
+/** `relation` and `name` are required (as metaContent requires them); the rest is optional. */
+export const Relation = z.strictObject({
+  relation: NonEmptyString,
+  name: NonEmptyString,
+  email: NonEmptyString.optional(),
+  username: NonEmptyString.optional(),
+  start: Year.optional(),
+  end: Year.optional(),
+  readers: StringList.optional(),
+});
+export type Relation = z.infer<typeof Relation>;
+
+export const ExpertiseEntry = z.strictObject({
+  keywords: z.array(NonEmptyString).min(1).nullable(),
+  start: Year,
+  end: Year.optional(),
+});
+export type ExpertiseEntry = z.infer<typeof ExpertiseEntry>;
+
+export const ProfileContent = z.strictObject({
+  yearOfBirth: z.int().optional(),
+  dob: z.int().optional(),
+  isMinor: z.boolean().optional(),
+  isOver18: z.boolean().optional(),
+  preferredEmail: z.string().optional(),
+  gender: z.string().nullable().optional(),
+  homepage: z.string().optional(),
+  dblp: z.string().optional(),
+  gscholar: z.string().optional(),
+  wikipedia: z.string().optional(),
+  linkedin: z.string().optional(),
+  semanticScholar: z.string().optional(),
+  aclanthology: z.string().optional(),
+  orcid: z.string().optional(),
+  names: z.array(Name).optional(),
+  pronouns: z.string().max(50).optional(),
+  emails: z.array(z.string()).optional(),
+  emailsConfirmed: z.array(z.string()).optional(),
+  history: z.array(HistoryEntry).min(1).nullable().optional(),
+  relations: z.array(Relation).nullable().optional(),
+  expertise: z.array(ExpertiseEntry).nullable().optional(),
+});
+export type ProfileContent = z.infer<typeof ProfileContent>;
+
+export const PastState = z.strictObject({
+  state: ProfileState,
+  date: z.int().min(0),
+  setBy: z.string(),
+});
+export type PastState = z.infer<typeof PastState>;
+
+export const SimplifiedProfile = z.strictObject({
+  id: z.string(),
+  first: z.string().nullable().optional(),
+  middle: z.string().nullable().optional(),
+  last: z.string().nullable().optional(),
+  fullname: NonEmptyString,
+  emails: z.array(z.string()),
+  preferredEmail: z.string().optional(),
+  usernames: z.array(NonEmptyString),
+  preferredId: NonEmptyString,
+  state: ProfileState,
+  termsTimestamp: Timestamp.optional(),
+  dobTimestamp: z.int().optional(),
+  tokenVersion: z.int().min(0),
+});
+export type SimplifiedProfile = z.infer<typeof SimplifiedProfile>;
+
+/** The inner shape of `metaContent` is not in the spec; on a Profile it is carried as an object. */
+export const Profile = z.strictObject({
+  id: z.string(),
+  active: z.boolean().optional(),
+  password: z.boolean().optional(),
+  invitation: z.string(),
+  email: z.string().optional(),
+  confirmedEmails: z.array(z.string()).optional(),
+  content: ProfileContent,
+  metaContent: z.record(z.string(), z.unknown()).optional(),
+  ddate: z.int().nullable().optional(),
+  tcdate: z.int().optional(),
+  tmdate: z.int().optional(),
+  tauthor: z.string().optional(),
+  readers: z.array(z.string()),
+  nonreaders: z.array(z.string()).optional(),
+  writers: z.array(z.string()),
+  signatures: z.array(z.string()),
+  state: ProfileState.optional(),
+  pastStates: z.array(PastState).optional(),
+  termsTimestamp: Timestamp.optional(),
+  dobTimestamp: z.int().optional(),
+  tokenVersion: z.int().min(0).optional(),
+  lastLogIn: Timestamp.optional(),
+});
+export type Profile = z.infer<typeof Profile>;
+
+// ---- metaContent of a ProfileReference -------------------------------------------------------
+
+/** Exactly one item: the spec's single-valued metaContent arrays. */
+const one = <T extends z.ZodType>(item: T) => z.array(item).length(1);
+
+const atLeastOneOf =
+  (keys: readonly string[]) =>
+  (value: Record<string, unknown>, ctx: z.RefinementCtx) => {
+    if (!keys.some((key) => value[key] !== undefined)) {
+      ctx.addIssue({ code: 'custom', message: `Must have at least one of ${keys.join(', ')}` });
+    }
+  };
+
+const singleValued = <T extends z.ZodType>(value: T) =>
+  z
+    .strictObject({
+      values: one(value).optional(),
+      weights: one(z.int()).optional(),
+      signatures: one(NonEmptyString).optional(),
+    })
+    .superRefine(atLeastOneOf(['values', 'weights', 'signatures']));
+
+const MetaName = z.union([
+  z.strictObject({
+    first: NonEmptyString,
+    last: NonEmptyString,
+    middle: z.string().nullable().optional(),
+    fullname: z.string().optional(),
+    username: z.string().nullable().optional(),
+    preferred: z.boolean().optional(),
+  }),
+  z.strictObject({
+    fullname: NonEmptyString,
+    first: z.string().nullable().optional(),
+    last: z.string().nullable().optional(),
+    middle: z.string().nullable().optional(),
+    username: z.string().nullable().optional(),
+    preferred: z.boolean().optional(),
+  }),
+]);
+
+const MetaRelation = Relation.extend({ readers: StringList.nullable().optional() });
+
+/**
+ * A multi-valued key is either `{values, weights}` or a non-empty list of signed entries.
+ * The spec names only `signatures` as required on an entry, so the rest of an entry is kept
+ * as sent.
+ */
+const multiValued = <T extends z.ZodType>(value: T, minValues = 0) =>
+  z.union([
+    z.strictObject({ values: z.array(value).min(minValues), weights: z.array(z.int()) }),
+    z.array(z.looseObject({ signatures: z.array(NonEmptyString).min(1) })).min(1),
+  ]);
+
+export const MetaContent = z.strictObject({
+  preferredEmail: singleValued(NonEmptyString).optional(),
+  gender: singleValued(NonEmptyString).optional(),
+  homepage: singleValued(NonEmptyString).optional(),
+  dblp: singleValued(NonEmptyString).optional(),
+  gscholar: singleValued(NonEmptyString).optional(),
+  wikipedia: singleValued(NonEmptyString).optional(),
+  linkedin: singleValued(NonEmptyString).optional(),
+  aclanthology: singleValued(NonEmptyString).optional(),
+  orcid: singleValued(NonEmptyString).optional(),
+  semanticScholar: singleValued(NonEmptyString).optional(),
+  pronouns: singleValued(NonEmptyString).optional(),
+  yearOfBirth: singleValued(z.int()).optional(),
+  dob: singleValued(z.int()).optional(),
+  names: multiValued(MetaName).optional(),
+  emails: multiValued(z.string(), 1).optional(),
+  history: multiValued(HistoryEntry).optional(),
+  relations: multiValued(MetaRelation).optional(),
+  expertise: multiValued(ExpertiseEntry).optional(),
+});
+export type MetaContent = z.infer<typeof MetaContent>;
+
+export const ProfileReference = z.strictObject({
+  signatures: z.array(NonEmptyString).min(1),
+  id: NonEmptyString.optional(),
+  invitation: NonEmptyString.optional(),
+  referent: NonEmptyString.optional(),
+  /** Accepted and ignored, so a client can post back a profile it read. */
+  dobTimestamp: z.unknown().optional(),
+  tcdate: z.int().optional(),
+  tmdate: z.int().optional(),
+  ddate: z.int().nullable().optional(),
+  packaging: z.record(z.string(), z.unknown()).optional(),
+  active: z.boolean().optional(),
+  password: z.boolean().optional(),
+  tauthor: z.string().optional(),
+  state: ProfileState.optional(),
+  lastLogIn: Timestamp.optional(),
+  pastStates: z.array(PastState).optional(),
+  content: ProfileContent.optional(),
+  readers: StringList.optional(),
+  writers: StringList.optional(),
+  nonreaders: z.array(z.string()).nullable().optional(),
+  metaContent: MetaContent.optional(),
+});
+export type ProfileReference = z.infer<typeof ProfileReference>;
+
+// ---- requests about profiles -------------------------------------------------------------------
+
+/** `GET /profiles`: no parameter asks "who am I"; `id` or `email` looks one profile up. */
+export const ProfilesQuery = z
+  .strictObject({
+    id: AccountId.optional(),
+    email: AccountId.optional(),
+  })
+  .refine((q) => !(q.id && q.email), { message: 'Give either id or email, not both' });
+export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
+
+export const ProfilesResult = z.strictObject({ profiles: z.array(Profile) });
+export type ProfilesResult = z.infer<typeof ProfilesResult>;

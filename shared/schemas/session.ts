@@ -1,0 +1,144 @@
+import { z } from 'zod';
+import { AccountId, NonEmptyString } from './common.ts';
+import { ProfileContent, SimplifiedProfile } from './profile.ts';
+
+/** A session lasts one hour unless the login asks otherwise, and never more than a week. */
+export const DEFAULT_SESSION_SECONDS = 60 * 60;
+export const MAX_SESSION_SECONDS = 7 * 24 * 60 * 60;
+
+/**
+ * The password policy: 10 to 64 characters with an upper-case letter, a lower-case letter
+ * and a digit. Applied wherever a password is chosen, never when one is checked at login.
+ */
+export const NewPassword = z
+  .string()
+  .min(10)
+  .max(64)
+  .regex(/\p{Lu}/u, { message: 'Password must contain an upper-case letter' })
+  .regex(/\p{Ll}/u, { message: 'Password must contain a lower-case letter' })
+  .regex(/\p{Nd}/u, { message: 'Password must contain a digit' });
+
+export const Email = z.email().max(254);
+
+/** The parts of a person's name as typed; `GET /tildeusername` turns them into `~First_Last1`. */
+export const NameParts = z.strictObject({
+  first: NonEmptyString.max(100),
+  middle: z.string().max(100).optional(),
+  last: NonEmptyString.max(100),
+});
+export type NameParts = z.infer<typeof NameParts>;
+
+/**
+ * `POST /register` (not in the spec; every client of this kind of service expects it).
+ * A name is given either as `fullname` or as `name: {first, middle?, last}`, never both.
+ * `token` is the human-verification token.
+ */
+export const RegisterInput = z
+  .strictObject({
+    email: Email,
+    password: NewPassword,
+    fullname: NonEmptyString.max(300).optional(),
+    name: NameParts.optional(),
+    token: z.string().max(4096).optional(),
+  })
+  .superRefine((body, ctx) => {
+    if ((body.fullname === undefined) === (body.name === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['fullname'], message: 'Give either fullname or name, exactly one' });
+    }
+  });
+export type RegisterInput = z.infer<typeof RegisterInput>;
+
+export const RegisterResult = z.strictObject({ id: z.string(), status: z.literal('ok') });
+export type RegisterResult = z.infer<typeof RegisterResult>;
+
+/** `POST /login` (the spec does not show it): an email or a tilde id, and the password. */
+export const LoginInput = z.strictObject({
+  id: AccountId,
+  password: z.string().min(1).max(1024),
+  /** Lifetime of the session's access token in seconds: 1 to one week, one hour by default. */
+  expiresIn: z.int().min(1).max(MAX_SESSION_SECONDS).optional(),
+});
+export type LoginInput = z.infer<typeof LoginInput>;
+
+export const SessionUser = z.strictObject({
+  /** The login email, as the spec says of every token-issuing operation. */
+  id: z.string(),
+  profile: SimplifiedProfile,
+});
+
+/** The answer of every token-issuing operation: login, refresh, activation, logout-all. */
+export const SessionResult = z.strictObject({ token: z.string(), user: SessionUser });
+export type SessionResult = z.infer<typeof SessionResult>;
+
+export const Empty = z.strictObject({});
+
+const impersonatorFields = {
+  id: z.string(),
+  isSuperUser: z.boolean().optional(),
+  isSupportUser: z.boolean().optional(),
+  isOpenReviewGroup: z.boolean().optional(),
+  isPrivilegedUser: z.boolean().optional(),
+  isVenueid: z.boolean().optional(),
+  isActiveVenueid: z.boolean().optional(),
+  isActiveVenueOrganizer: z.boolean().optional(),
+  isVenueOrganizer: z.boolean().optional(),
+  profile: SimplifiedProfile.optional(),
+};
+
+/** An impersonator may carry one nested impersonator of the same shape, and no deeper one. */
+export const Impersonator = z.strictObject({
+  ...impersonatorFields,
+  impersonator: z.strictObject(impersonatorFields).optional(),
+});
+export type Impersonator = z.infer<typeof Impersonator>;
+
+export const ImpersonateInput = z.strictObject({ groupId: NonEmptyString });
+export type ImpersonateInput = z.infer<typeof ImpersonateInput>;
+
+export const ImpersonateResult = z.strictObject({
+  token: z.string(),
+  user: z.strictObject({
+    id: z.string(),
+    profile: SimplifiedProfile,
+    disallowDataModification: z.boolean(),
+    impersonatables: z.array(NonEmptyString),
+    impersonator: Impersonator,
+  }),
+});
+export type ImpersonateResult = z.infer<typeof ImpersonateResult>;
+
+// ---- token-driven account operations (bodies of the spec's Users table) ----------------------
+
+/** `PUT /activate/{token}`. */
+export const ActivateInput = z.strictObject({ content: ProfileContent.optional() });
+
+/** `POST /activatable`: re-send the activation mail. */
+export const ActivatableRequest = z.strictObject({ id: AccountId });
+
+/** `POST /resettable`: `token` is the human-verification token. */
+export const ResettableRequest = z.strictObject({ id: AccountId, token: z.string().nullable().optional() });
+
+/** `PUT /reset/{token}`. */
+export const ResetPasswordInput = z.strictObject({ password: z.string().min(1) });
+
+/** `POST /user/confirm`. */
+export const ConfirmEmailInput = z.strictObject({
+  alternate: z.string().min(1).max(254),
+  username: NonEmptyString.optional(),
+});
+
+/** `PUT /activatelink/{token}`: `token` here is the 6-digit code from the mail. */
+export const ActivateLinkInput = z.strictObject({ email: NonEmptyString, token: NonEmptyString });
+
+export const StatusResult = z.strictObject({ status: z.string() });
+
+/** `GET /tildeusername`: every part optional, as the spec says. */
+export const TildeUsernameQuery = z.strictObject({
+  first: z.string().max(100).optional(),
+  middle: z.string().max(100).optional(),
+  last: z.string().max(100).optional(),
+  fullname: NonEmptyString.max(300).optional(),
+});
+export type TildeUsernameQuery = z.infer<typeof TildeUsernameQuery>;
+
+export const TildeUsernameResult = z.strictObject({ username: z.string() });

@@ -1,0 +1,59 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { loadConfig, type Config } from '../../server/config.ts';
+import { createApp, type App } from '../../server/http/app.ts';
+import { createLogger } from '../../server/logger.ts';
+
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  config: Config;
+  service: App;
+  /** Every log line the server wrote, as text. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+/** A fresh temporary folder, removed by `cleanup`. */
+export async function tempDir(prefix = 'service-test-'): Promise<string> {
+  return mkdtemp(path.join(tmpdir(), prefix));
+}
+
+/**
+ * The real service on a real SQLite file in a temporary folder, listening on 127.0.0.1 at a
+ * port the system picks. Its `BASE_URL` is the address it got.
+ */
+export async function startServer(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
+  const dir = dataDir ?? (await tempDir());
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...env });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const service = await createApp(config, { logger: createLogger('info', sink) });
+  server.on('request', service.app);
+  return {
+    url,
+    dataDir: dir,
+    config,
+    service,
+    logs,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await service.close();
+      if (!dataDir) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Each test file starts its own server on its own SQLite file: files run in parallel,
+    // bounded to the two cores of the machines this runs on.
+    pool: 'forks',
+    maxWorkers: 2,
+    // scrypt at OWASP strength takes about a third of a second per hash.
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+  },
+});
