@@ -57,3 +57,12 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
     },
   };
 }
+
+/**
+ * The environment for a child process of the service. Vitest puts Vite's own `BASE_URL`
+ * (`/`) into `process.env`; it is not ours, so it is left out.
+ */
+export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const { BASE_URL: _vite, ...rest } = process.env;
+  return { ...rest, ...extra };
+}

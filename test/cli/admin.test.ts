@@ -1,0 +1,71 @@
+import { execFile } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../helpers/http.ts';
+import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
+
+const run = promisify(execFile);
+let dir: string;
+let server: TestServer;
+
+/** Runs `npm run admin -- ...` as an operator would (the same script, on the same Node). */
+async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['server/cli/admin.ts', ...args], {
+      env: childEnv({ DATA_DIR: dir }),
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(async () => {
+  dir = await tempDir();
+  server = await startServer({}, dir);
+});
+afterAll(async () => {
+  await server.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('npm run admin', () => {
+  it('user add creates an active user while the server runs, and prints its tilde id', async () => {
+    const res = await admin('user', 'add', '--email', 'root@example.org', '--password', 'Operator-Pass1', '--fullname', 'Root Operator', '--role', 'superuser');
+    expect(res).toMatchObject({ code: 0, stdout: '~Root_Operator1\n' });
+    expect(res.stderr).not.toContain('Operator-Pass1');
+
+    const login = await new Client(server.url).post('/login', { id: 'root@example.org', password: 'Operator-Pass1' });
+    expect(login.status).toBe(200);
+    expect(login.body.user.profile).toMatchObject({ id: '~Root_Operator1', state: 'Active' });
+    expect(await server.service.db('group_members').where({ group_id: 'Service/Superusers' }).pluck('member')).toEqual(['~Root_Operator1']);
+  });
+
+  it('user list shows every profile', async () => {
+    await admin('user', 'add', '--email', 'mod@example.org', '--password', 'Moderator-Pass1', '--fullname', 'Mo Derator', '--role', 'moderator');
+    const res = await admin('user', 'list');
+    expect(res.code).toBe(0);
+    expect(res.stdout).toBe('~Root_Operator1\tActive\troot@example.org\n~Mo_Derator1\tActive\tmod@example.org\n');
+  });
+
+  it('refuses a weak password, a taken email and a bad role with a clear message', async () => {
+    const weak = await admin('user', 'add', '--email', 'x@example.org', '--password', 'weak', '--fullname', 'X Y');
+    expect(weak.code).toBe(1);
+    expect(weak.stderr).toMatch(/error: password: /);
+    const taken = await admin('user', 'add', '--email', 'root@example.org', '--password', 'Operator-Pass1', '--fullname', 'Root Again');
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain('error: The email root@example.org is already in use');
+    const role = await admin('user', 'add', '--email', 'y@example.org', '--password', 'Operator-Pass1', '--fullname', 'Y Z', '--role', 'king');
+    expect(role.code).toBe(1);
+    expect(role.stderr).toMatch(/error: role: /);
+    expect((await admin('user', 'list')).stdout.split('\n').filter(Boolean)).toHaveLength(2);
+  });
+
+  it('an unknown command prints the usage and fails', async () => {
+    const res = await admin('user', 'delete');
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('Usage: npm run admin');
+  });
+});

@@ -1,0 +1,47 @@
+import { rm } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import { migrations } from '../../db/migrations/index.ts';
+import { tempDir } from '../helpers/server.ts';
+
+let db: Db | undefined;
+let dir: string | undefined;
+
+afterEach(async () => {
+  await db?.destroy();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  db = undefined;
+});
+
+async function fresh(): Promise<Db> {
+  dir = await tempDir();
+  db = openDatabase(dir);
+  return db;
+}
+
+describe('migrations', () => {
+  it('run latest → rollback → latest on a fresh database', async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    expect(await db.schema.hasTable('profiles')).toBe(true);
+    await db.migrate.rollback(undefined, true);
+    for (const table of ['profiles', 'profile_emails', 'groups', 'sessions', 'account_tokens', 'settings']) {
+      expect(await db.schema.hasTable(table)).toBe(false);
+    }
+    await migrateToLatest(db);
+    const [done, pending] = await db.migrate.list();
+    expect(done).toHaveLength(migrations.length);
+    expect(pending).toHaveLength(0);
+  });
+
+  it('opens SQLite with foreign keys and WAL on', async () => {
+    const db = await fresh();
+    expect(await db.raw('PRAGMA foreign_keys')).toEqual([{ foreign_keys: 1 }]);
+    expect(await db.raw('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);
+    await migrateToLatest(db);
+    // A session for a profile that does not exist is refused by the foreign key.
+    await expect(
+      db('sessions').insert({ id: 's', profile_id: '~Nobody1', login_email: 'x', refresh_hash: 'h', token_version: 0, access_seconds: 1, created_at: 0, expires_at: 0 }),
+    ).rejects.toThrow(/FOREIGN KEY/);
+  });
+});

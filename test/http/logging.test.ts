@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redactUrl } from '../../server/logger.ts';
+import { Client } from '../helpers/http.ts';
+import { lastMailTo } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+describe('logs', () => {
+  it('never hold a password, a session token, a refresh token or a one-time token', async () => {
+    const user = await createActiveUser(server);
+    const { client, token } = await loggedIn(server, user.email);
+    const refresh = client.jar.get('service.refreshToken') ?? '';
+    await client.post('/refreshToken');
+    await new Client(server.url).post('/login', { id: user.email, password: 'Wrong-Password-77' });
+    await new Client(server.url).post('/register', { email: 'log@example.org', password: 'Registered-Pass1', fullname: 'Log Reader' });
+    const activation = /token=([\w-]+)/.exec((await lastMailTo(server.dataDir, 'log@example.org')).text)?.[1] ?? '';
+    await new Client(server.url).get(`/activatable/${activation}`);
+    await new Client(server.url).get(`/nowhere?token=${activation}&code=123456`);
+
+    const text = server.logs.join('\n');
+    expect(text.length).toBeGreaterThan(0);
+    for (const secret of [PASSWORD, 'Wrong-Password-77', 'Registered-Pass1', token, refresh, activation]) {
+      expect(secret.length).toBeGreaterThan(8);
+      expect(text).not.toContain(secret);
+    }
+    expect(text).toContain('/activatable/[redacted]');
+    for (const line of server.logs) expect(() => JSON.parse(line)).not.toThrow();
+  });
+});
+
+describe('redactUrl', () => {
+  it.each([
+    ['/activate/abc123', '/activate/[redacted]'],
+    ['/activatable/abc123', '/activatable/[redacted]'],
+    ['/activatelink/abc', '/activatelink/[redacted]'],
+    ['/resettable/abc', '/resettable/[redacted]'],
+    ['/reset/abc', '/reset/[redacted]'],
+    ['/user/confirm/abc', '/user/confirm/[redacted]'],
+    ['/activatable', '/activatable'],
+    ['/oidc/authorize?client_id=app&code_verifier=v&state=s', '/oidc/authorize?client_id=app&code_verifier=%5Bredacted%5D&state=s'],
+    ['/profiles?id=~A_B1', '/profiles?id=%7EA_B1'],
+  ])('%s → %s', (url, expected) => {
+    expect(redactUrl(url)).toBe(expected);
+  });
+});
