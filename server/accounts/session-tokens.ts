@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errors, jwtVerify, SignJWT } from 'jose';
@@ -37,6 +37,8 @@ export class SessionTokens {
       .setIssuer(this.#issuer)
       .setAudience(AUDIENCE)
       .setIssuedAt()
+      // Two tokens issued in the same second still differ.
+      .setJti(randomUUID())
       .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
       .sign(this.#key);
   }

@@ -69,3 +69,15 @@ describe('npm run admin', () => {
     expect(res.stderr).toContain('Usage: npm run admin');
   });
 });
+
+describe('npm run migrate', () => {
+  it('creates and migrates the database of DATA_DIR', async () => {
+    const fresh = await tempDir();
+    try {
+      const { stdout } = await run(process.execPath, ['db/migrate.ts'], { env: childEnv({ DATA_DIR: fresh }) });
+      expect(stdout).toBe(`Database at ${fresh} is up to date (0 pending).\n`);
+    } finally {
+      await rm(fresh, { recursive: true, force: true });
+    }
+  });
+});
