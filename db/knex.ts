@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
+import { RateLimiterSQLite, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { migrations } from './migrations/index.ts';
 
 export type Db = Knex;
@@ -49,4 +50,21 @@ const migrationSource: Knex.MigrationSource<(typeof migrations)[number]> = {
 
 export async function migrateToLatest(db: Db): Promise<void> {
   await db.migrate.latest();
+}
+
+/**
+ * SQLITE-ONLY: a rate limiter whose counters live in the `rate_limits` table (created by a
+ * migration). On PostgreSQL this would be `RateLimiterPostgres` over the same Knex instance.
+ * Never call it inside a transaction: it borrows the pool's one connection.
+ */
+export function rateLimiter(db: Db, rule: { keyPrefix: string; points: number; duration: number }): RateLimiterAbstract {
+  return new RateLimiterSQLite({
+    storeClient: db,
+    storeType: 'knex',
+    tableName: 'rate_limits',
+    tableCreated: true,
+    keyPrefix: rule.keyPrefix,
+    points: rule.points,
+    duration: rule.duration,
+  });
 }

@@ -21,6 +21,11 @@ const Env = z.object({
   ACTIVATION_TOKEN_SECONDS: Seconds.default(7 * 24 * 60 * 60),
   EMAIL_TOKEN_SECONDS: Seconds.default(2 * 24 * 60 * 60),
   RESET_TOKEN_SECONDS: Seconds.default(60 * 60),
+  HUMAN_VERIFICATION_URL: z.url({ protocol: /^https?$/ }).optional(),
+  HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
+}).refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
+  message: 'Set both HUMAN_VERIFICATION_URL and HUMAN_VERIFICATION_SECRET, or neither',
+  path: ['HUMAN_VERIFICATION_URL'],
 });
 
 export interface Config {
@@ -41,6 +46,8 @@ export interface Config {
   activationTokenSeconds: number;
   emailTokenSeconds: number;
   resetTokenSeconds: number;
+  /** A Turnstile-style `siteverify` endpoint and its secret; unset, development mode. */
+  humanVerification: { url: string; secret: string } | undefined;
 }
 
 /** Reads the configuration from environment variables; throws a readable error on a bad value. */
@@ -67,5 +74,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     activationTokenSeconds: e.ACTIVATION_TOKEN_SECONDS,
     emailTokenSeconds: e.EMAIL_TOKEN_SECONDS,
     resetTokenSeconds: e.RESET_TOKEN_SECONDS,
+    humanVerification:
+      e.HUMAN_VERIFICATION_URL && e.HUMAN_VERIFICATION_SECRET
+        ? { url: e.HUMAN_VERIFICATION_URL, secret: e.HUMAN_VERIFICATION_SECRET }
+        : undefined,
   };
 }

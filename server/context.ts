@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { AppError } from '../shared/errors.ts';
-import type { IssuedSession, Viewer } from './accounts/service.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from './accounts/service.ts';
 import type { Services } from './services.ts';
 
 /** How a procedure sets or clears the session cookies, whatever transport it runs under. */
@@ -21,6 +21,8 @@ export interface Context {
   log: Logger;
   credentials: Credentials;
   cookies: SessionCookies;
+  /** Where the request comes from (the client address), for rate limits. */
+  origin: RequestOrigin;
   /** The signed-in caller; rejects with 401 when there is no valid session. Resolved once. */
   viewer(): Promise<Viewer>;
   /** The signed-in caller, or null when the request carries no valid session. */
@@ -33,6 +35,7 @@ export function createContextInner(opts: {
   log: Logger;
   credentials?: Credentials;
   cookies?: SessionCookies;
+  origin?: RequestOrigin;
 }): Context {
   const credentials = opts.credentials ?? {};
   let resolved: Promise<Viewer> | undefined;
@@ -47,6 +50,7 @@ export function createContextInner(opts: {
     log: opts.log,
     credentials,
     cookies: opts.cookies ?? { set() {}, clear() {} },
+    origin: opts.origin ?? { address: 'local' },
     viewer,
     optionalViewer: () => viewer().catch(() => null),
   };

@@ -1,31 +1,57 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/knex.ts';
+import { ActivationService } from './accounts/activation.ts';
+import { EmailService } from './accounts/emails.ts';
+import { HumanVerifier } from './accounts/human-verification.ts';
+import { ImpersonationService } from './accounts/impersonation.ts';
+import { ModerationService } from './accounts/moderation.ts';
+import { OneTimeTokens } from './accounts/one-time-tokens.ts';
 import { PasswordHasher } from './accounts/passwords.ts';
+import { PasswordResetService } from './accounts/password-reset.ts';
 import { AccountsRepository } from './accounts/repository.ts';
-import { AccountsService } from './accounts/service.ts';
+import { AccountsService, type AccountsDeps } from './accounts/service.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
+import { RateLimits } from './rate-limits.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
 export interface Services {
   db: Db;
   mailer: Mailer;
   accounts: AccountsService;
+  activation: ActivationService;
+  passwordReset: PasswordResetService;
+  emails: EmailService;
+  moderation: ModerationService;
+  impersonation: ImpersonationService;
 }
 
 /** The composition root: the only place services are wired to their dependencies. */
 export async function createServices(config: Config, db: Db, logger: Logger): Promise<Services> {
   const secret = await loadSessionSecret(config.sessionSecret, config.dataDir);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
-  const accounts = new AccountsService({
+  const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
     hasher: new PasswordHasher(),
     tokens: new SessionTokens(secret, config.baseUrl),
+    // Keys the hashes of 6-digit codes, so a copy of the table does not give them away.
+    oneTime: new OneTimeTokens(`${secret}:codes`),
+    verifier: new HumanVerifier(config.humanVerification, logger),
+    limits: new RateLimits(db),
     mailer,
     config,
-    codeKey: `${secret}:codes`,
     logger,
-  });
-  return { db, mailer, accounts };
+  };
+  const accounts = new AccountsService(deps);
+  return {
+    db,
+    mailer,
+    accounts,
+    activation: new ActivationService(deps, accounts),
+    passwordReset: new PasswordResetService(deps, accounts),
+    emails: new EmailService(deps, accounts),
+    moderation: new ModerationService(deps, accounts),
+    impersonation: new ImpersonationService(deps, accounts),
+  };
 }

@@ -7,7 +7,17 @@ import type { Viewer } from './accounts/service.ts';
 import type { Context } from './context.ts';
 import { toAppError, toTRPCError } from './errors.ts';
 
-const t = initTRPC.context<Context>().create({
+/** What a procedure declares about itself beyond its input and output. */
+export interface ProcedureMeta {
+  /**
+   * How a mutation behaves in an impersonation session. By default it runs only when the
+   * impersonator is a super user (`disallowDataModification` false). `allowed`: always
+   * (logout, refresh, impersonate, exit). `refused`: never, for anyone: credential changes.
+   */
+  whileImpersonating?: 'allowed' | 'refused';
+}
+
+const t = initTRPC.context<Context>().meta<ProcedureMeta>().create({
   isDev: false,
   /** A tRPC client sees the spec's Error body (name, status, details with the field's path) in `data`. */
   errorFormatter({ shape, error }) {
@@ -32,6 +42,19 @@ const errorsAsAppErrors = t.middleware(async ({ next, getRawInput, ctx }) => {
   return { ...result, error: toTRPCError(app) };
 });
 
+/** Mutations in an impersonation session: see `ProcedureMeta.whileImpersonating`. */
+const impersonationGuard = t.middleware(async ({ ctx, type, meta, next }) => {
+  if (type !== 'mutation' || meta?.whileImpersonating === 'allowed') return next();
+  const viewer = await ctx.optionalViewer();
+  if (viewer?.impersonator) {
+    if (meta?.whileImpersonating === 'refused') {
+      throw new AppError('ForbiddenError', 'Credentials cannot be changed while impersonating');
+    }
+    if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
+  }
+  return next();
+});
+
 const requireSession = t.middleware(async ({ ctx, next }) => {
   const viewer: Viewer = await ctx.viewer();
   return next({ ctx: { ...ctx, user: viewer } });
@@ -39,6 +62,6 @@ const requireSession = t.middleware(async ({ ctx, next }) => {
 
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
-export const publicProcedure = t.procedure.use(errorsAsAppErrors);
+export const publicProcedure = t.procedure.use(errorsAsAppErrors).use(impersonationGuard);
 /** A procedure for signed-in callers: `ctx.user` is the caller, or the request gets 401. */
 export const authedProcedure = publicProcedure.use(requireSession);

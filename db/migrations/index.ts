@@ -4,6 +4,7 @@ import * as createGroups from './20261122000100_create_groups.ts';
 import * as createSessions from './20261122000200_create_sessions.ts';
 import * as createTokens from './20261122000300_create_tokens.ts';
 import * as createSettings from './20261122000400_create_settings.ts';
+import * as accountsLifecycle from './20261122010000_accounts_lifecycle.ts';
 
 export interface Migration {
   name: string;
@@ -18,4 +19,5 @@ export const migrations: Migration[] = [
   { name: '20261122000200_create_sessions', ...createSessions },
   { name: '20261122000300_create_tokens', ...createTokens },
   { name: '20261122000400_create_settings', ...createSettings },
+  { name: '20261122010000_accounts_lifecycle', ...accountsLifecycle },
 ];

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { PastState, ProfileContent, ProfileState } from '../../shared/index.ts';
+import type { Impersonator, PastState, ProfileContent, ProfileState } from '../../shared/index.ts';
 
 /** Rows as they are stored; JSON columns are text, parsed here and nowhere else. */
 interface ProfileRow {
@@ -47,6 +47,41 @@ export interface SessionRecord {
   accessSeconds: number;
   expiresAt: number;
   revokedAt: number | null;
+  /** On an impersonation session: who is acting (the spec's Impersonator). */
+  impersonator: Impersonator | null;
+  /** On an impersonation session: the impersonator's own session, to return to. */
+  parentSessionId: string | null;
+  /** On an impersonation session by anyone but a super user: no data may be changed. */
+  readOnly: boolean;
+}
+
+export interface TokenRecord {
+  id: number;
+  kind: TokenKind;
+  profileId: string;
+  email: string | null;
+  codeHash: string | null;
+  attempts: number;
+  createdAt: number;
+  expiresAt: number;
+  duplicateProfile: string | null;
+}
+
+/** The kinds of one-time token. */
+export type TokenKind = 'activation' | 'email' | 'reset';
+
+export interface AuditEntry {
+  actor: string;
+  action: string;
+  target: string;
+  reason?: string | null | undefined;
+  details?: Record<string, unknown> | undefined;
+}
+
+export interface GroupRecord {
+  id: string;
+  data: Record<string, unknown>;
+  members: string[];
 }
 
 interface SessionRow {
@@ -59,6 +94,23 @@ interface SessionRow {
   created_at: number;
   expires_at: number;
   revoked_at: number | null;
+  impersonator: string | null;
+  parent_session_id: string | null;
+  read_only: unknown;
+}
+
+interface TokenRow {
+  id: number;
+  kind: string;
+  token_hash: string;
+  used_at: number | null;
+  profile_id: string;
+  email: string | null;
+  code_hash: string | null;
+  attempts: number;
+  created_at: number;
+  expires_at: number;
+  duplicate_profile: string | null;
 }
 
 /** Postgres hands JSON columns back parsed, SQLite as text: accept both. */
@@ -93,6 +145,23 @@ function toSession(row: SessionRow): SessionRecord {
     accessSeconds: Number(row.access_seconds),
     expiresAt: Number(row.expires_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    impersonator: row.impersonator === null ? null : json<Impersonator>(row.impersonator),
+    parentSessionId: row.parent_session_id,
+    readOnly: Boolean(row.read_only),
+  };
+}
+
+function toToken(row: TokenRow): TokenRecord {
+  return {
+    id: row.id,
+    kind: row.kind as TokenKind,
+    profileId: row.profile_id,
+    email: row.email,
+    codeHash: row.code_hash,
+    attempts: Number(row.attempts),
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    duplicateProfile: row.duplicate_profile,
   };
 }
 
@@ -167,6 +236,32 @@ export class AccountsRepository {
     return rows.map(toProfile);
   }
 
+  /** Changes some columns of a profile and stamps `tmdate`. */
+  async updateProfile(
+    id: string,
+    change: {
+      state?: ProfileState;
+      content?: ProfileContent;
+      pastStates?: PastState[];
+      passwordHash?: string;
+      ddate?: number | null;
+      mergedInto?: string;
+    },
+    now: number,
+  ): Promise<void> {
+    await this.#db('profiles')
+      .where({ id })
+      .update({
+        ...(change.state !== undefined ? { state: change.state } : {}),
+        ...(change.content !== undefined ? { content: JSON.stringify(change.content) } : {}),
+        ...(change.pastStates !== undefined ? { past_states: JSON.stringify(change.pastStates) } : {}),
+        ...(change.passwordHash !== undefined ? { password_hash: change.passwordHash } : {}),
+        ...(change.ddate !== undefined ? { ddate: change.ddate } : {}),
+        ...(change.mergedInto !== undefined ? { merged_into: change.mergedInto } : {}),
+        tmdate: now,
+      });
+  }
+
   async touchLastLogin(id: string, now: number): Promise<void> {
     await this.#db('profiles').where({ id }).update({ last_login: now });
   }
@@ -187,6 +282,21 @@ export class AccountsRepository {
   async emailsOf(profileId: string): Promise<EmailRecord[]> {
     const rows = await this.#db('profile_emails').where({ profile_id: profileId }).orderBy('created_at').orderBy('email');
     return rows.map((row: { email: string; confirmed: unknown }) => ({ email: row.email, confirmed: Boolean(row.confirmed) }));
+  }
+
+  async findEmail(email: string): Promise<{ email: string; profileId: string; confirmed: boolean } | null> {
+    const row = await this.#db('profile_emails').where({ email: normaliseEmail(email) }).first();
+    return row ? { email: row.email, profileId: row.profile_id, confirmed: Boolean(row.confirmed) } : null;
+  }
+
+  async confirmEmail(profileId: string, email: string): Promise<void> {
+    await this.#db('profile_emails').where({ email: normaliseEmail(email), profile_id: profileId }).update({ confirmed: true });
+  }
+
+  /** Moves every email and username of one profile to another (a merge). */
+  async moveEmailsAndUsernames(from: string, to: string): Promise<void> {
+    await this.#db('profile_emails').where({ profile_id: from }).update({ profile_id: to });
+    await this.#db('profile_usernames').where({ profile_id: from }).update({ profile_id: to });
   }
 
   async emailExists(email: string): Promise<boolean> {
@@ -224,6 +334,34 @@ export class AccountsRepository {
     await this.#db('group_members').insert({ group_id: groupId, member }).onConflict(['group_id', 'member']).ignore();
   }
 
+  async findGroup(id: string): Promise<GroupRecord | null> {
+    const row = await this.#db('groups').where({ id }).first();
+    if (!row) return null;
+    const members = await this.#db('group_members').where({ group_id: id }).orderBy('member').pluck('member');
+    return { id: row.id, data: json<Record<string, unknown>>(row.data), members };
+  }
+
+  /** The ids of the groups any of `members` belongs to directly. */
+  async groupsOf(members: string[]): Promise<string[]> {
+    if (members.length === 0) return [];
+    return this.#db('group_members').whereIn('member', members).distinct().pluck('group_id');
+  }
+
+  /** Every group that has an `impersonators` list, with that list. */
+  async groupsWithImpersonators(): Promise<Array<{ id: string; impersonators: string[] }>> {
+    const rows: Array<{ id: string; data: string }> = await this.#db('groups').select('id', 'data');
+    return rows
+      .map((row) => ({ id: row.id, impersonators: json<{ impersonators?: string[] }>(row.data).impersonators ?? [] }))
+      .filter((group) => group.impersonators.length > 0);
+  }
+
+  /** Replaces `from` by `to` in every group's members (a merge). */
+  async rewireMembers(from: string, to: string): Promise<void> {
+    const groups = await this.#db('group_members').where({ member: from }).pluck('group_id');
+    for (const group of groups) await this.addMember(group, to);
+    await this.#db('group_members').where({ member: from }).delete();
+  }
+
   async isMember(groupId: string, member: string): Promise<boolean> {
     return (await this.#db('group_members').where({ group_id: groupId, member }).first('member')) !== undefined;
   }
@@ -239,8 +377,14 @@ export class AccountsRepository {
     accessSeconds: number;
     now: number;
     expiresAt: number;
+    impersonator?: Impersonator;
+    parentSessionId?: string;
+    readOnly?: boolean;
   }): Promise<void> {
     await this.#db('sessions').insert({
+      impersonator: session.impersonator ? JSON.stringify(session.impersonator) : null,
+      parent_session_id: session.parentSessionId ?? null,
+      read_only: session.readOnly ?? false,
       id: session.id,
       profile_id: session.profileId,
       login_email: session.loginEmail,
@@ -290,28 +434,107 @@ export class AccountsRepository {
 
   // ---- one-time tokens ------------------------------------------------------------------------
 
-  /** Stores a new token of a kind for a profile, voiding the older ones of that kind. */
+  /**
+   * Stores a new token of a kind for a profile and voids the older ones of that kind (for email
+   * confirmations: of that address, so confirming two addresses at once works).
+   */
   async replaceToken(token: {
-    kind: string;
+    kind: TokenKind;
     tokenHash: string;
     codeHash: string | null;
     profileId: string;
     email: string | null;
+    duplicateProfile?: string | null;
     now: number;
     expiresAt: number;
   }): Promise<void> {
-    await this.#db('account_tokens')
-      .where({ profile_id: token.profileId, kind: token.kind })
-      .whereNull('used_at')
-      .update({ used_at: token.now });
+    const older = this.#db('account_tokens').where({ profile_id: token.profileId, kind: token.kind }).whereNull('used_at');
+    if (token.kind === 'email') older.where({ email: token.email });
+    await older.update({ used_at: token.now });
     await this.#db('account_tokens').insert({
       kind: token.kind,
       token_hash: token.tokenHash,
       code_hash: token.codeHash,
       profile_id: token.profileId,
       email: token.email,
+      duplicate_profile: token.duplicateProfile ?? null,
       created_at: token.now,
       expires_at: token.expiresAt,
+    });
+  }
+
+  /** A token that is neither used nor expired, by the hash of its secret. */
+  async findLiveToken(kind: TokenKind, tokenHash: string, now: number): Promise<TokenRecord | null> {
+    const row = await this.#db<TokenRow>('account_tokens')
+      .where({ kind, token_hash: tokenHash })
+      .whereNull('used_at')
+      .where('expires_at', '>', now)
+      .first();
+    return row ? toToken(row) : null;
+  }
+
+  /** The live email-confirmation token of a profile for an address. */
+  async findLiveEmailToken(profileId: string, email: string, now: number): Promise<TokenRecord | null> {
+    const row = await this.#db<TokenRow>('account_tokens')
+      .where({ kind: 'email', profile_id: profileId, email: normaliseEmail(email) })
+      .whereNull('used_at')
+      .where('expires_at', '>', now)
+      .orderBy('id', 'desc')
+      .first();
+    return row ? toToken(row) : null;
+  }
+
+  /**
+   * Uses a token up: `UPDATE … WHERE used_at IS NULL` must change exactly one row, so of two
+   * simultaneous uses one succeeds and the other gets false.
+   */
+  async consumeToken(id: number, now: number): Promise<boolean> {
+    const changed = await this.#db('account_tokens')
+      .where({ id })
+      .whereNull('used_at')
+      .where('expires_at', '>', now)
+      .update({ used_at: now });
+    return changed === 1;
+  }
+
+  /** Counts a wrong code; at `maxAttempts` wrong codes the token is void. */
+  async recordWrongCode(id: number, now: number, maxAttempts: number): Promise<void> {
+    await this.#db('account_tokens').where({ id }).increment('attempts', 1);
+    await this.#db('account_tokens').where({ id }).whereNull('used_at').where('attempts', '>=', maxAttempts).update({ used_at: now });
+  }
+
+  /** Voids every outstanding token of a kind for a profile. */
+  async voidTokens(profileId: string, kind: TokenKind, now: number): Promise<void> {
+    await this.#db('account_tokens').where({ profile_id: profileId, kind }).whereNull('used_at').update({ used_at: now });
+  }
+
+  // ---- settings, institutions, audit ----------------------------------------------------------
+
+  async getSetting(key: string): Promise<string | null> {
+    const row = await this.#db('settings').where({ key }).first('value');
+    return row ? String(row.value) : null;
+  }
+
+  async setSetting(key: string, value: string): Promise<void> {
+    await this.#db('settings').insert({ key, value }).onConflict('key').merge({ value });
+  }
+
+  async institutionDomains(): Promise<string[]> {
+    return this.#db('institutions').orderBy('domain').pluck('domain');
+  }
+
+  async addInstitution(domain: string, name: string, country: string | null): Promise<void> {
+    await this.#db('institutions').insert({ domain: domain.toLowerCase(), name, country }).onConflict('domain').merge({ name, country });
+  }
+
+  async audit(entry: AuditEntry, now: number): Promise<void> {
+    await this.#db('audit_log').insert({
+      at: now,
+      actor: entry.actor,
+      action: entry.action,
+      target: entry.target,
+      reason: entry.reason ?? null,
+      details: entry.details ? JSON.stringify(entry.details) : null,
     });
   }
 }

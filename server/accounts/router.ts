@@ -1,59 +1,162 @@
 import {
+  ActivatableQuery,
+  ActivatableRequest,
+  ActivatableResult,
+  ActivateLinkRequest,
+  ActivateLinkResult,
+  ActivateRequest,
+  ActivateResult,
+  ConfirmEmailRequest,
+  ConfirmEmailResult,
   Empty,
+  IdResult,
+  ImpersonateInput,
+  ImpersonateResult,
   LoginInput,
+  ModerateProfileInput,
+  Profile,
   ProfilesQuery,
   ProfilesResult,
   RegisterInput,
   RegisterResult,
+  ResetPasswordRequest,
+  ResettableQuery,
+  ResettableRequest,
+  ResettableResult,
   SessionResult,
+  StatusResult,
   TildeUsernameQuery,
   TildeUsernameResult,
 } from '../../shared/index.ts';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
 
 export const accountsRouter = router({
+  // ---- sign-up and activation ----------------------------------------------------------------
   register: publicProcedure
     .input(RegisterInput)
     .output(RegisterResult)
-    .mutation(({ ctx, input }) => ctx.services.accounts.register(input)),
+    .mutation(({ ctx, input }) => ctx.services.accounts.register(input, ctx.origin)),
 
-  login: publicProcedure
-    .input(LoginInput)
-    .output(SessionResult)
+  activatable: publicProcedure
+    .input(ActivatableQuery)
+    .output(ActivatableResult)
+    .query(({ ctx, input }) => ctx.services.activation.activatable(input.token)),
+
+  activate: publicProcedure
+    .input(ActivateRequest)
+    .output(ActivateResult)
     .mutation(async ({ ctx, input }) => {
-      const session = await ctx.services.accounts.login(input);
-      ctx.cookies.set(session);
-      return session.result;
+      const outcome = await ctx.services.activation.activate(input);
+      if (outcome.session) ctx.cookies.set(outcome.session);
+      return outcome.result;
     }),
 
-  refreshToken: publicProcedure.output(SessionResult).mutation(async ({ ctx }) => {
-    const session = await ctx.services.accounts.refresh({
-      refreshToken: ctx.credentials.refreshToken,
-      viewer: ctx.credentials.refreshToken ? undefined : await ctx.viewer(),
-    });
-    ctx.cookies.set(session);
-    return session.result;
-  }),
-
-  logout: publicProcedure.output(Empty).mutation(async ({ ctx }) => {
-    await ctx.services.accounts.logout(await ctx.optionalViewer());
-    ctx.cookies.clear();
-    return {};
-  }),
-
-  logoutOtherDevices: authedProcedure.output(SessionResult).mutation(async ({ ctx }) => {
-    const session = await ctx.services.accounts.logoutOtherDevices(ctx.user);
-    ctx.cookies.set(session);
-    return session.result;
-  }),
-
-  profiles: authedProcedure
-    .input(ProfilesQuery.optional())
-    .output(ProfilesResult)
-    .query(({ ctx, input }) => ctx.services.accounts.profiles(input ?? {}, ctx.user)),
+  resendActivation: publicProcedure
+    .input(ActivatableRequest)
+    .output(IdResult)
+    .mutation(({ ctx, input }) => ctx.services.activation.resend(input.id, ctx.origin)),
 
   tildeUsername: publicProcedure
     .input(TildeUsernameQuery)
     .output(TildeUsernameResult)
     .query(async ({ ctx, input }) => ({ username: await ctx.services.accounts.nextUsername(input) })),
+
+  // ---- sessions ---------------------------------------------------------------------------------
+  login: publicProcedure
+    .input(LoginInput)
+    .output(SessionResult)
+    .mutation(async ({ ctx, input }) => {
+      const session = await ctx.services.accounts.login(input, ctx.origin);
+      ctx.cookies.set(session);
+      return session.result;
+    }),
+
+  refreshToken: publicProcedure
+    .meta({ whileImpersonating: 'allowed' })
+    .output(SessionResult)
+    .mutation(async ({ ctx }) => {
+      const session = await ctx.services.accounts.refresh({
+        refreshToken: ctx.credentials.refreshToken,
+        viewer: ctx.credentials.refreshToken ? undefined : await ctx.viewer(),
+      });
+      ctx.cookies.set(session);
+      return session.result;
+    }),
+
+  logout: publicProcedure
+    .meta({ whileImpersonating: 'allowed' })
+    .output(Empty)
+    .mutation(async ({ ctx }) => {
+      await ctx.services.accounts.logout(await ctx.optionalViewer());
+      ctx.cookies.clear();
+      return {};
+    }),
+
+  logoutOtherDevices: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .output(SessionResult)
+    .mutation(async ({ ctx }) => {
+      const session = await ctx.services.accounts.logoutOtherDevices(ctx.user);
+      ctx.cookies.set(session);
+      return session.result;
+    }),
+
+  // ---- passwords and emails ----------------------------------------------------------------------
+  requestReset: publicProcedure
+    .input(ResettableRequest)
+    .output(IdResult)
+    .mutation(({ ctx, input }) => ctx.services.passwordReset.request(input, ctx.origin)),
+
+  resettable: publicProcedure
+    .input(ResettableQuery)
+    .output(ResettableResult)
+    .query(({ ctx, input }) => ctx.services.passwordReset.resettable(input.token)),
+
+  resetPassword: publicProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(ResetPasswordRequest)
+    .output(StatusResult)
+    .mutation(({ ctx, input }) => ctx.services.passwordReset.reset(input)),
+
+  confirmEmail: publicProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(ConfirmEmailRequest)
+    .output(ConfirmEmailResult)
+    .mutation(async ({ ctx, input }) => ctx.services.emails.requestConfirmation(input, await ctx.optionalViewer())),
+
+  activateLink: publicProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(ActivateLinkRequest)
+    .output(ActivateLinkResult)
+    .mutation(async ({ ctx, input }) => ctx.services.emails.confirm(input, await ctx.optionalViewer())),
+
+  // ---- profiles, moderation, impersonation -----------------------------------------------------
+  profiles: authedProcedure
+    .input(ProfilesQuery.optional())
+    .output(ProfilesResult)
+    .query(({ ctx, input }) => ctx.services.accounts.profiles(input ?? {}, ctx.user)),
+
+  moderate: authedProcedure
+    .input(ModerateProfileInput)
+    .output(Profile)
+    .mutation(({ ctx, input }) => ctx.services.moderation.moderate(input, ctx.user)),
+
+  impersonate: authedProcedure
+    .meta({ whileImpersonating: 'allowed' })
+    .input(ImpersonateInput)
+    .output(ImpersonateResult)
+    .mutation(async ({ ctx, input }) => {
+      const outcome = await ctx.services.impersonation.impersonate(input.groupId, ctx.user);
+      ctx.cookies.set(outcome.session);
+      return outcome.result;
+    }),
+
+  exitImpersonation: authedProcedure
+    .meta({ whileImpersonating: 'allowed' })
+    .output(SessionResult)
+    .mutation(async ({ ctx }) => {
+      const session = await ctx.services.impersonation.exit(ctx.user);
+      ctx.cookies.set(session);
+      return session.result;
+    }),
 });

@@ -1,8 +1,9 @@
-import { createHmac, randomInt, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   AppError,
   DEFAULT_SESSION_SECONDS,
+  type Impersonator,
   type LoginInput,
   type NameParts,
   type PastState,
@@ -17,8 +18,11 @@ import {
 } from '../../shared/index.ts';
 import type { Config } from '../config.ts';
 import type { Mailer } from '../mail.ts';
+import type { RateLimits } from '../rate-limits.ts';
+import type { HumanVerifier } from './human-verification.ts';
+import type { OneTimeTokens } from './one-time-tokens.ts';
 import type { PasswordHasher } from './passwords.ts';
-import { type AccountsRepository, normaliseEmail, type ProfileRecord } from './repository.ts';
+import { type AccountsRepository, normaliseEmail, type ProfileRecord, type SessionRecord } from './repository.ts';
 import { hashSecret, randomToken, type SessionTokens } from './session-tokens.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
 
@@ -30,7 +34,7 @@ export const MODERATORS_GROUP = 'Service/Moderators';
 export const PROFILE_INVITATION = '~/-/Profile';
 
 /** States in which a person may sign in. */
-const ACTIVE_STATES: ReadonlySet<ProfileState> = new Set(['Active', 'Active Institutional', 'Active Automatic', 'Limited']);
+export const ACTIVE_STATES: ReadonlySet<ProfileState> = new Set(['Active', 'Active Institutional', 'Active Automatic', 'Limited']);
 
 const WRONG_CREDENTIALS = 'Invalid username or password';
 
@@ -42,6 +46,12 @@ export interface Viewer {
   tokenVersion: number;
   isSuperUser: boolean;
   isModerator: boolean;
+  /** Set when this session is an impersonation: who is really acting. */
+  impersonator: Impersonator | null;
+  /** The impersonator's own session, to return to. */
+  parentSessionId: string | null;
+  /** An impersonation by anyone but a super user: no data may be changed. */
+  readOnly: boolean;
 }
 
 /** What a token-issuing operation hands to the transport: the body, and the cookies to set. */
@@ -57,12 +67,18 @@ export interface AccountsDeps {
   repo: AccountsRepository;
   hasher: PasswordHasher;
   tokens: SessionTokens;
+  oneTime: OneTimeTokens;
+  verifier: HumanVerifier;
+  limits: RateLimits;
   mailer: Mailer;
   config: Config;
-  /** Keys the hashes of 6-digit codes, so a stolen table does not give them away by brute force. */
-  codeKey: string;
   logger: Logger;
   now?: () => number;
+}
+
+/** Where a request comes from, for rate limits and human verification. */
+export interface RequestOrigin {
+  address: string;
 }
 
 export interface NewUser {
@@ -136,7 +152,9 @@ export class AccountsService {
    * `POST /register`. An email that is already taken gets the same answer as a new one, so the
    * form cannot be used to find out who has an account; the owner of the address is told by mail.
    */
-  async register(input: RegisterInput): Promise<RegisterResult> {
+  async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
+    await this.#d.verifier.verify(input.token, origin.address);
+    await this.#d.limits.consume('registerAddress', origin.address);
     const name = input.name ?? { fullname: input.fullname };
     if (await this.#d.repo.emailExists(input.email)) {
       const id = await this.nextUsername(name);
@@ -151,22 +169,18 @@ export class AccountsService {
       return { id, status: 'ok' };
     }
     const id = await this.createUser({ ...input, state: 'Inactive' });
-    await this.#sendActivation(id, input.email);
+    await this.sendActivation(id, input.email);
     return { id, status: 'ok' };
   }
 
-  async #sendActivation(profileId: string, email: string): Promise<void> {
-    const now = this.#now();
-    const token = randomToken();
-    const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
-    await this.#d.repo.replaceToken({
+  /** Mails a new activation link and code (voiding the previous ones). */
+  async sendActivation(profileId: string, email: string): Promise<void> {
+    const { token, code } = await this.#d.oneTime.issue(this.#d.repo, {
       kind: 'activation',
-      tokenHash: hashSecret(token),
-      codeHash: this.#hashCode(code),
       profileId,
       email: normaliseEmail(email),
-      now,
-      expiresAt: now + this.#d.config.activationTokenSeconds * 1000,
+      seconds: this.#d.config.activationTokenSeconds,
+      now: this.#now(),
     });
     const link = `${this.#d.config.webUrl}/profile/activate?token=${encodeURIComponent(token)}`;
     await this.#d.mailer.send({
@@ -180,23 +194,24 @@ export class AccountsService {
     });
   }
 
-  #hashCode(code: string): string {
-    return createHmac('sha256', this.#d.codeKey).update(code).digest('hex');
-  }
-
   // ---- sessions -------------------------------------------------------------------------------
 
   /**
    * `POST /login` with an email or a tilde id. An unknown id, a wrong password and a deleted
    * profile all get the same 400, which is not a 401 so that clients do not try to refresh.
    */
-  async login(input: LoginInput): Promise<IssuedSession> {
+  async login(input: LoginInput, origin: RequestOrigin): Promise<IssuedSession> {
     const repo = this.#d.repo;
+    const limits = this.#d.limits;
+    await limits.check('loginAccount', input.id);
+    await limits.check('loginAddress', origin.address);
     const isTilde = input.id.startsWith('~');
     const found = isTilde ? await repo.findProfileByUsername(input.id) : await repo.findProfileByEmail(input.id);
     const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
     const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null);
     if (!profile || !passwordOk || profile.ddate !== null) {
+      await limits.consume('loginAccount', input.id);
+      await limits.consume('loginAddress', origin.address);
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
     if (!ACTIVE_STATES.has(profile.state)) {
@@ -204,44 +219,59 @@ export class AccountsService {
     }
     const emails = await repo.emailsOf(profile.id);
     const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : normaliseEmail(input.id);
+    await repo.touchLastLogin(profile.id, this.#now());
+    return this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS });
+  }
+
+  /** Opens a new session for a profile: a session row, a refresh token, an access token. */
+  async issueSession(
+    profile: ProfileRecord,
+    opts: { loginEmail: string; accessSeconds: number; impersonator?: Impersonator; parentSessionId?: string; readOnly?: boolean },
+    repo = this.#d.repo,
+  ): Promise<IssuedSession> {
     const now = this.#now();
-    const sessionId = randomUUID();
     const refreshToken = randomToken();
-    const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
-    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, accessSeconds);
-    await repo.insertSession({
-      id: sessionId,
+    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, opts.accessSeconds);
+    const session = {
+      id: randomUUID(),
       profileId: profile.id,
-      loginEmail,
-      refreshHash: hashSecret(refreshToken),
+      loginEmail: opts.loginEmail,
       tokenVersion: profile.tokenVersion,
-      accessSeconds,
-      now,
+      accessSeconds: opts.accessSeconds,
       expiresAt: now + refreshSeconds * 1000,
+    };
+    await repo.insertSession({
+      ...session,
+      refreshHash: hashSecret(refreshToken),
+      now,
+      ...(opts.impersonator ? { impersonator: opts.impersonator } : {}),
+      ...(opts.parentSessionId ? { parentSessionId: opts.parentSessionId } : {}),
+      ...(opts.readOnly ? { readOnly: opts.readOnly } : {}),
     });
-    await repo.touchLastLogin(profile.id, now);
-    return this.#issue(profile, sessionId, loginEmail, accessSeconds, refreshToken, refreshSeconds);
+    return this.#issue(profile, session, refreshToken, refreshSeconds, repo);
   }
 
   async #issue(
     profile: ProfileRecord,
-    sessionId: string,
-    loginEmail: string,
-    accessSeconds: number,
+    session: Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'>,
     refreshToken: string,
     refreshSeconds: number,
+    repo = this.#d.repo,
   ): Promise<IssuedSession> {
-    const accessToken = await this.#d.tokens.sign(
-      { sub: profile.id, sid: sessionId, ver: profile.tokenVersion },
-      accessSeconds,
-    );
+    const accessToken = await this.#d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion }, session.accessSeconds);
     return {
-      result: { token: accessToken, user: { id: loginEmail, profile: await this.simplify(profile) } },
+      result: { token: accessToken, user: { id: session.loginEmail, profile: await this.simplify(profile, repo) } },
       accessToken,
-      accessSeconds,
+      accessSeconds: session.accessSeconds,
       refreshToken,
       refreshSeconds,
     };
+  }
+
+  /** Ends every session of a profile: its `tokenVersion` moves on and every session row is closed. */
+  async endAllSessions(repo: AccountsRepository, profileId: string, now: number): Promise<void> {
+    await repo.incrementTokenVersion(profileId, now);
+    await repo.revokeOtherSessions(profileId, null, now);
   }
 
   /**
@@ -265,6 +295,9 @@ export class AccountsService {
       tokenVersion: profile.tokenVersion,
       isSuperUser: await repo.isMember(SUPER_USERS_GROUP, profile.id),
       isModerator: await repo.isMember(MODERATORS_GROUP, profile.id),
+      impersonator: session.impersonator,
+      parentSessionId: session.parentSessionId,
+      readOnly: session.readOnly,
     };
   }
 
@@ -275,13 +308,21 @@ export class AccountsService {
    */
   async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<IssuedSession> {
     const repo = this.#d.repo;
-    const now = this.#now();
-    let session = credentials.viewer ? await repo.findSession(credentials.viewer.sessionId) : null;
-    let oldHash: string | null = null;
     if (credentials.refreshToken) {
-      oldHash = hashSecret(credentials.refreshToken);
-      session = await repo.findSessionByRefreshHash(oldHash);
+      const oldHash = hashSecret(credentials.refreshToken);
+      return this.resumeSession(await repo.findSessionByRefreshHash(oldHash), oldHash);
     }
+    return this.resumeSession(credentials.viewer ? await repo.findSession(credentials.viewer.sessionId) : null, null);
+  }
+
+  /**
+   * Issues a new access token for an existing session, rotating its refresh token (only if it
+   * is still `oldHash`, when given). The session must be live and its profile's `tokenVersion`
+   * unchanged since it was opened.
+   */
+  async resumeSession(session: SessionRecord | null, oldHash: string | null): Promise<IssuedSession> {
+    const repo = this.#d.repo;
+    const now = this.#now();
     const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
     if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
     const profile = await repo.findProfile(session.profileId);
@@ -292,7 +333,7 @@ export class AccountsService {
     const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
     const rotated = await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash);
     if (!rotated) throw ended;
-    return this.#issue(profile, session.id, session.loginEmail, session.accessSeconds, refreshToken, refreshSeconds);
+    return this.#issue(profile, session, refreshToken, refreshSeconds);
   }
 
   /** `POST /logout`: ends this session only. */
@@ -319,7 +360,7 @@ export class AccountsService {
       return { profile, session };
     });
     const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-    return this.#issue(profile, session.id, session.loginEmail, session.accessSeconds, refreshToken, refreshSeconds);
+    return this.#issue(profile, session, refreshToken, refreshSeconds);
   }
 
   // ---- profiles -------------------------------------------------------------------------------
@@ -342,8 +383,7 @@ export class AccountsService {
   }
 
   /** A profile as the API shows it; emails only to its owner and to moderators. */
-  async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean): Promise<Profile> {
-    const repo = this.#d.repo;
+  async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean, repo = this.#d.repo): Promise<Profile> {
     const emails = showEmails ? await repo.emailsOf(profile.id) : [];
     const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
     const content: ProfileContent = { ...profile.content };
@@ -376,8 +416,7 @@ export class AccountsService {
     };
   }
 
-  async simplify(profile: ProfileRecord): Promise<SimplifiedProfile> {
-    const repo = this.#d.repo;
+  async simplify(profile: ProfileRecord, repo = this.#d.repo): Promise<SimplifiedProfile> {
     const emails = await repo.emailsOf(profile.id);
     const usernames = await repo.usernamesOf(profile.id);
     const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
@@ -409,7 +448,7 @@ export class AccountsService {
   }
 }
 
-function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {
+export function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {
   return profile.content.preferredEmail ?? emails.find((e) => e.confirmed)?.email ?? emails[0]?.email;
 }
 

@@ -7,10 +7,10 @@ import { AppError } from '../../shared/errors.ts';
 const NAME_PART = /^[\p{L}\p{M}]+\.?(?:[ -][\p{L}\p{M}]+\.?)*$/u;
 
 export interface NameInput {
-  first?: string | undefined;
-  middle?: string | undefined;
-  last?: string | undefined;
-  fullname?: string | undefined;
+  first?: string | null | undefined;
+  middle?: string | null | undefined;
+  last?: string | null | undefined;
+  fullname?: string | null | undefined;
 }
 
 /** The name parts a tilde id is built from: first, middle, last; or the full name split on spaces. */

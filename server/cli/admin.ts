@@ -4,6 +4,10 @@
  *
  *   user add --email E --password P --fullname "F L" [--role superuser|moderator]
  *   user list
+ *   settings set moderation on|off
+ *   settings get moderation
+ *   institution add --domain D --name N [--country C]
+ *   institution list
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -19,7 +23,19 @@ const USAGE = `Usage: npm run admin -- <command>
       Creates an active user and prints its tilde id.
   user list
       Lists every profile: id, state, emails.
+  settings set moderation on|off
+      With moderation on, a new profile without an institutional email waits for a moderator.
+  settings get moderation
+  institution add --domain D --name N [--country C]
+      Adds an institution: a confirmed email at D (or a subdomain) activates as Active Institutional.
+  institution list
 `;
+
+const InstitutionArgs = z.strictObject({
+  domain: z.string().regex(/^[a-z0-9-]+(\.[a-z0-9-]+)+$/i, { message: 'must be a domain such as example.edu' }),
+  name: NonEmptyString,
+  country: NonEmptyString.optional(),
+});
 
 const UserAddArgs = z.strictObject({
   email: Email,
@@ -46,6 +62,35 @@ const commands: Record<string, Command> = {
     for (const user of await services.accounts.listUsers()) {
       console.log(`${user.id}\t${user.state}\t${user.emails.join(',')}`);
     }
+  },
+
+  async 'settings set'(services, args) {
+    const [key, value, ...rest] = args;
+    if (key !== 'moderation' || (value !== 'on' && value !== 'off') || rest.length > 0) {
+      throw new AppError('ValidationError', 'Usage: settings set moderation on|off');
+    }
+    await services.activation.setModeration(value === 'on');
+    console.log(`moderation ${value}`);
+  },
+
+  async 'settings get'(services, args) {
+    if (args.join(' ') !== 'moderation') throw new AppError('ValidationError', 'Usage: settings get moderation');
+    console.log(`moderation ${(await services.activation.moderation()) ? 'on' : 'off'}`);
+  },
+
+  async 'institution add'(services, args) {
+    const { values } = parseArgs({
+      args,
+      options: { domain: { type: 'string' }, name: { type: 'string' }, country: { type: 'string' } },
+      strict: true,
+    });
+    const input = parseOrThrow(InstitutionArgs, values);
+    await services.activation.addInstitution(input.domain, input.name, input.country ?? null);
+    console.log(input.domain.toLowerCase());
+  },
+
+  async 'institution list'(services) {
+    for (const domain of await services.activation.institutionDomains()) console.log(domain);
   },
 };
 

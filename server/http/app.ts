@@ -13,6 +13,7 @@ import { appRouter, createCaller } from '../router.ts';
 import { createServices, type Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import { routes } from './routes.ts';
+import { sameOriginWrites } from './same-origin.ts';
 import { errorHandler, notFound, sendError } from './send-error.ts';
 
 export interface App {
@@ -58,6 +59,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   );
   app.use(helmet());
   app.use(cookieParser());
+  app.use(sameOriginWrites([config.baseUrl, config.webUrl]));
   app.use(express.json({ limit: '1mb' }));
 
   app.get('/health', async (_req, res) => {

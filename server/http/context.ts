@@ -39,5 +39,6 @@ export function createHttpContext(req: Request, res: Response, services: Service
       refreshToken: typeof refresh === 'string' && refresh !== '' ? refresh : undefined,
     },
     cookies: httpCookies(res, config),
+    origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown' },
   });
 }

@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import { AppError } from '../../shared/errors.ts';
 import type { createCaller } from '../router.ts';
 
 type Caller = ReturnType<typeof createCaller>;
@@ -12,15 +13,47 @@ export interface Route {
 }
 
 /**
+ * The body with the path parameters added under their procedure names. A body that already
+ * has such a key is refused, so a path parameter cannot be smuggled in through the body.
+ */
+// Typed `never` so it can stand for any procedure's input: the procedure's schema checks it.
+function withPath(body: unknown, params: Record<string, string>): never {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body as never;
+  for (const key of Object.keys(params)) {
+    if (key in body) throw new AppError('AdditionalPropertiesError', `The property ${key} must NOT be present`, { path: key });
+  }
+  return { ...body, ...params } as never;
+}
+
+const token = (req: Request): string => String(req.params.token);
+
+/**
  * The REST route table: every path the spec (and the README's additions) define, one line each.
- * Paths are literal or have one named parameter, so no two routes overlap and order never matters.
+ * Paths are literal or end in one named parameter, so no two routes overlap and order never matters.
  */
 export const routes: Route[] = [
+  // sign-up and activation
   { method: 'post', path: '/register', call: (c, req) => c.accounts.register(req.body) },
+  { method: 'get', path: '/activatable/:token', call: (c, req) => c.accounts.activatable({ token: token(req) }) },
+  { method: 'put', path: '/activate/:token', call: (c, req) => c.accounts.activate(withPath(req.body, { token: token(req) })) },
+  { method: 'post', path: '/activatable', call: (c, req) => c.accounts.resendActivation(req.body) },
+  { method: 'get', path: '/tildeusername', call: (c, req) => c.accounts.tildeUsername(req.query) },
+  // sessions
   { method: 'post', path: '/login', call: (c, req) => c.accounts.login(req.body) },
   { method: 'post', path: '/refreshToken', call: (c) => c.accounts.refreshToken() },
   { method: 'post', path: '/logout', call: (c) => c.accounts.logout() },
   { method: 'post', path: '/logout-all-devices', call: (c) => c.accounts.logoutOtherDevices() },
+  // passwords and emails
+  { method: 'post', path: '/resettable', call: (c, req) => c.accounts.requestReset(req.body) },
+  { method: 'get', path: '/resettable/:token', call: (c, req) => c.accounts.resettable({ token: token(req) }) },
+  { method: 'put', path: '/reset/:token', call: (c, req) => c.accounts.resetPassword(withPath(req.body, { token: token(req) })) },
+  { method: 'post', path: '/user/confirm', call: (c, req) => c.accounts.confirmEmail(req.body) },
+  { method: 'post', path: '/user/confirm/:token', call: (c, req) => c.accounts.confirmEmail(withPath(req.body, { activationToken: token(req) })) },
+  { method: 'put', path: '/activatelink', call: (c, req) => c.accounts.activateLink(req.body) },
+  { method: 'put', path: '/activatelink/:token', call: (c, req) => c.accounts.activateLink(withPath(req.body, { activationToken: token(req) })) },
+  // profiles, moderation, impersonation
   { method: 'get', path: '/profiles', call: (c, req) => c.accounts.profiles(req.query) },
-  { method: 'get', path: '/tildeusername', call: (c, req) => c.accounts.tildeUsername(req.query) },
+  { method: 'post', path: '/profile/moderate', call: (c, req) => c.accounts.moderate(req.body) },
+  { method: 'post', path: '/impersonate', call: (c, req) => c.accounts.impersonate(req.body) },
+  { method: 'post', path: '/impersonate/exit', call: (c) => c.accounts.exitImpersonation() },
 ];

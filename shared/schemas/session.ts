@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AccountId, NonEmptyString } from './common.ts';
-import { ProfileContent, SimplifiedProfile } from './profile.ts';
+import { Profile, ProfileContent, ProfileReference, SimplifiedProfile } from './profile.ts';
+import { Activatable, Resettable } from './tokens.ts';
 
 /** A session lasts one hour unless the login asks otherwise, and never more than a week. */
 export const DEFAULT_SESSION_SECONDS = 60 * 60;
@@ -142,3 +143,49 @@ export const TildeUsernameQuery = z.strictObject({
 export type TildeUsernameQuery = z.infer<typeof TildeUsernameQuery>;
 
 export const TildeUsernameResult = z.strictObject({ username: z.string() });
+
+// ---- answers and path-parameter inputs of the account lifecycle ----------------------------
+
+/** A path segment carrying a one-time token. */
+export const TokenParam = z.string().min(1).max(200);
+
+/** `GET /activatable/{token}`. */
+export const ActivatableQuery = z.strictObject({ token: TokenParam });
+
+export const ActivatableResult = z.strictObject({
+  profile: Profile,
+  activatable: Activatable,
+  prefixed_positions: z.array(z.string()),
+  institutions: z.array(z.string()),
+});
+export type ActivatableResult = z.infer<typeof ActivatableResult>;
+
+/** `PUT /activate/{token}`: the path token and the body. */
+export const ActivateRequest = ActivateInput.extend({ token: TokenParam });
+export type ActivateRequest = z.infer<typeof ActivateRequest>;
+
+/** Activation logs the person in, unless the profile now waits for moderation (no token then). */
+export const ActivateResult = z.strictObject({ token: z.string().optional(), user: SessionUser });
+export type ActivateResult = z.infer<typeof ActivateResult>;
+
+export const IdResult = z.strictObject({ id: z.string() });
+
+/** `GET /resettable/{token}`. */
+export const ResettableQuery = z.strictObject({ token: TokenParam });
+export const ResettableResult = z.strictObject({ resettable: Resettable });
+export type ResettableResult = z.infer<typeof ResettableResult>;
+
+/** `PUT /reset/{token}`: the new password follows the password policy. */
+export const ResetPasswordRequest = z.strictObject({ token: TokenParam, password: NewPassword });
+export type ResetPasswordRequest = z.infer<typeof ResetPasswordRequest>;
+
+/** `POST /user/confirm` (signed in) or `POST /user/confirm/{activationToken}` (a guest activating). */
+export const ConfirmEmailRequest = ConfirmEmailInput.extend({ activationToken: TokenParam.optional() });
+export type ConfirmEmailRequest = z.infer<typeof ConfirmEmailRequest>;
+export const ConfirmEmailResult = z.strictObject({ alternate: z.string() });
+
+/** `PUT /activatelink/{activationToken}` (a guest activating) or `PUT /activatelink` (signed in). */
+export const ActivateLinkRequest = ActivateLinkInput.extend({ activationToken: TokenParam.optional() });
+export type ActivateLinkRequest = z.infer<typeof ActivateLinkRequest>;
+export const ActivateLinkResult = z.union([z.strictObject({ confirmedEmail: z.string() }), ProfileReference]);
+export type ActivateLinkResult = z.infer<typeof ActivateLinkResult>;

@@ -43,7 +43,7 @@ describe('the Error body on every path', () => {
 
   it('unknown fields, missing fields and over-limit values are named, and nothing is written', async () => {
     const before = await rowCounts();
-    const res = await http.post('/register', { password: 'Good-Password1', fullname: 'X'.repeat(301), role: 'superuser' });
+    const res = await http.post('/register', { token: 'dev-ok', password: 'Good-Password1', fullname: 'X'.repeat(301), role: 'superuser' });
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual([
       { status: 400, name: 'MissingRequiredError', message: 'The property email is required', details: { path: 'email' } },

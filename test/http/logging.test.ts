@@ -21,7 +21,7 @@ describe('logs', () => {
     const refresh = client.jar.get('service.refreshToken') ?? '';
     await client.post('/refreshToken');
     await new Client(server.url).post('/login', { id: user.email, password: 'Wrong-Password-77' });
-    await new Client(server.url).post('/register', { email: 'log@example.org', password: 'Registered-Pass1', fullname: 'Log Reader' });
+    await new Client(server.url).post('/register', { token: 'dev-ok', email: 'log@example.org', password: 'Registered-Pass1', fullname: 'Log Reader' });
     const activation = /token=([\w-]+)/.exec((await lastMailTo(server.dataDir, 'log@example.org')).text)?.[1] ?? '';
     await new Client(server.url).get(`/activatable/${activation}`);
     await new Client(server.url).get(`/nowhere?token=${activation}&code=123456`);

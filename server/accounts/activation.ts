@@ -1,0 +1,189 @@
+import {
+  AppError,
+  type ActivatableResult,
+  type ActivateRequest,
+  type ActivateResult,
+  type Name,
+  type ProfileContent,
+  type ProfileState,
+} from '../../shared/index.ts';
+import { POSITIONS } from '../../db/seeds/institutions.ts';
+import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import { normaliseEmail } from './repository.ts';
+import type { AccountsDeps, AccountsService, IssuedSession, RequestOrigin } from './service.ts';
+import { smallestFreeNumber, tildeBase } from './tilde.ts';
+
+const INVALID_ACTIVATION = 'Activation token is not valid';
+
+/** The setting that sends new profiles without an institutional email to moderation. */
+export const MODERATION_SETTING = 'moderation';
+
+/** Whether an email's domain is an institution's domain or one of its subdomains. */
+export function isInstitutional(email: string, domains: readonly string[]): boolean {
+  const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+  return domains.some((d) => domain === d || domain.endsWith(`.${d}`));
+}
+
+export interface ActivationOutcome {
+  result: ActivateResult;
+  /** Set when the person is now signed in. */
+  session?: IssuedSession;
+}
+
+/** Activation of a new profile from the link mailed at registration, and its re-sending. */
+export class ActivationService {
+  readonly #d: AccountsDeps;
+  readonly #core: AccountsService;
+  readonly #now: () => number;
+
+  constructor(deps: AccountsDeps, core: AccountsService) {
+    this.#d = deps;
+    this.#core = core;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  /** The profile an activation token is for, with what the activation page offers. */
+  async #pending(repo: AccountsRepository, token: string) {
+    const now = this.#now();
+    const record = await this.#d.oneTime.live(repo, 'activation', token, now, INVALID_ACTIVATION);
+    const profile = await repo.findProfile(record.profileId);
+    if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) {
+      throw new AppError('ValidationError', INVALID_ACTIVATION, { path: 'token' });
+    }
+    return { record, profile };
+  }
+
+  /** `GET /activatable/{token}`. */
+  async activatable(token: string): Promise<ActivatableResult> {
+    const repo = this.#d.repo;
+    const { record, profile } = await this.#pending(repo, token);
+    return {
+      profile: await this.#core.present(profile, true, true),
+      activatable: {
+        action: 'activate',
+        token,
+        username: profile.id,
+        ...(record.email ? { groupId: record.email } : {}),
+        expireAt: new Date(record.expiresAt).toISOString(),
+      },
+      prefixed_positions: [...POSITIONS],
+      institutions: await repo.institutionDomains(),
+    };
+  }
+
+  /**
+   * `PUT /activate/{token}`: stores the profile content, confirms the registration email and
+   * sets the state: `Active Institutional` when a confirmed email belongs to a listed
+   * institution, otherwise `Active Automatic` with moderation off or `Needs Moderation` with it
+   * on. One transaction: the token is used up only if everything else is written too.
+   */
+  async activate(request: ActivateRequest): Promise<ActivationOutcome> {
+    const content = request.content ?? {};
+    if (!content.history?.length) {
+      throw new AppError('MissingRequiredError', 'At least one history entry with an institution is required', {
+        path: 'content/history',
+      });
+    }
+    const moderation = await this.moderation();
+    const now = this.#now();
+    const outcome = await this.#d.repo.transaction(async (repo) => {
+      const { record, profile } = await this.#pending(repo, request.token);
+      await this.#d.oneTime.consume(repo, record, now, INVALID_ACTIVATION);
+      if (record.email) await repo.confirmEmail(profile.id, record.email);
+      const emails = await repo.emailsOf(profile.id);
+      const confirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
+      const domains = await repo.institutionDomains();
+      const state: ProfileState = confirmed.some((email) => isInstitutional(email, domains))
+        ? 'Active Institutional'
+        : moderation
+          ? 'Needs Moderation'
+          : 'Active Automatic';
+      const stored = await this.#withNames(repo, profile, content, confirmed);
+      await repo.updateProfile(
+        profile.id,
+        { state, content: stored, pastStates: [...profile.pastStates, { state, date: now, setBy: profile.id }] },
+        now,
+      );
+      const updated = (await repo.findProfile(profile.id)) as ProfileRecord;
+      const loginEmail = record.email ?? confirmed[0] ?? profile.id;
+      if (state === 'Needs Moderation') {
+        return { result: { user: { id: loginEmail, profile: await this.#core.simplify(updated, repo) } }, loginEmail };
+      }
+      const session = await this.#core.issueSession(updated, { loginEmail, accessSeconds: 60 * 60 }, repo);
+      return { result: session.result, session, loginEmail };
+    });
+    if (!outcome.session) {
+      await this.#d.mailer.send({
+        to: outcome.loginEmail,
+        subject: 'Activation pending',
+        text:
+          'Thank you for completing your profile.\n\n' +
+          'Your profile will be reviewed by our moderators, which usually takes a few days. ' +
+          'You will receive an email when it is accepted, and can log in then.\n',
+      });
+    }
+    return outcome.session ? { result: outcome.result, session: outcome.session } : { result: outcome.result };
+  }
+
+  /**
+   * The content as stored: emails come from the email table, never from the body; names keep
+   * their usernames, and a new name gets the next free tilde username of its own.
+   */
+  async #withNames(repo: AccountsRepository, profile: ProfileRecord, content: ProfileContent, confirmed: string[]): Promise<ProfileContent> {
+    const { emails: _emails, emailsConfirmed: _confirmed, preferredEmail, ...rest } = content;
+    const owned = new Set(await repo.usernamesOf(profile.id));
+    const names: Name[] = [];
+    for (const name of content.names ?? profile.content.names ?? []) {
+      if (name.username && !owned.has(name.username)) {
+        throw new AppError('ValidationError', `The username ${name.username} does not belong to this profile`, { path: 'content/names' });
+      }
+      if (name.username) {
+        names.push(name);
+        continue;
+      }
+      const base = tildeBase(name);
+      const number = smallestFreeNumber(await repo.usedNumbers(base));
+      names.push({ ...name, username: await repo.addUsername(profile.id, base, number) });
+    }
+    if (names.length === 0) throw new AppError('MissingRequiredError', 'At least one name is required', { path: 'content/names' });
+    if (!names.some((n) => n.preferred)) names[0] = { ...names[0], preferred: true };
+    const preferred = preferredEmail && confirmed.includes(normaliseEmail(preferredEmail)) ? normaliseEmail(preferredEmail) : undefined;
+    return { ...rest, names, ...(preferred ? { preferredEmail: preferred } : {}) };
+  }
+
+  /**
+   * `POST /activatable`: mails a new activation link. An unknown id, or an account that is
+   * already active, gets the same answer and no mail.
+   */
+  async resend(id: string, origin: RequestOrigin): Promise<{ id: string }> {
+    const limits = this.#d.limits;
+    await limits.consume('resendAccount', id);
+    await limits.consume('resendAddress', origin.address);
+    const repo = this.#d.repo;
+    const profile = id.startsWith('~') ? await repo.findProfileByUsername(id) : await repo.findProfileByEmail(id);
+    if (profile && profile.state === 'Inactive' && profile.ddate === null) {
+      const email = id.includes('@') ? normaliseEmail(id) : (await repo.emailsOf(profile.id))[0]?.email;
+      if (email) await this.#core.sendActivation(profile.id, email);
+    }
+    return { id };
+  }
+
+  // ---- operator settings ------------------------------------------------------------------------
+
+  /** Whether new profiles without an institutional email wait for moderation (default: off). */
+  async moderation(): Promise<boolean> {
+    return (await this.#d.repo.getSetting(MODERATION_SETTING)) === 'on';
+  }
+
+  async setModeration(on: boolean): Promise<void> {
+    await this.#d.repo.setSetting(MODERATION_SETTING, on ? 'on' : 'off');
+  }
+
+  async addInstitution(domain: string, name: string, country: string | null): Promise<void> {
+    await this.#d.repo.addInstitution(domain, name, country);
+  }
+
+  async institutionDomains(): Promise<string[]> {
+    return this.#d.repo.institutionDomains();
+  }
+}

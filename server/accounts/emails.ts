@@ -1,0 +1,199 @@
+import {
+  AppError,
+  Email,
+  parseOrThrow,
+  type ActivateLinkRequest,
+  type ActivateLinkResult,
+  type ConfirmEmailRequest,
+  type Name,
+  type ProfileContent,
+  type ProfileReference,
+} from '../../shared/index.ts';
+import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import { normaliseEmail } from './repository.ts';
+import type { AccountsDeps, AccountsService, Viewer } from './service.ts';
+
+const INVALID_CODE = 'Token is not valid';
+const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
+
+/**
+ * Alternate emails: a profile asks to add an address, a 6-digit code is mailed to it, and the
+ * code confirms it. When the address already belongs to another profile, confirming it merges
+ * that profile into the one that asked.
+ */
+export class EmailService {
+  readonly #d: AccountsDeps;
+  readonly #core: AccountsService;
+  readonly #now: () => number;
+
+  constructor(deps: AccountsDeps, core: AccountsService) {
+    this.#d = deps;
+    this.#core = core;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  /**
+   * Whose emails these are: the signed-in caller, or a guest activating their profile with its
+   * activation token. Nobody changes emails while impersonating.
+   */
+  async #asker(activationToken: string | undefined, viewer: Viewer | null): Promise<{ profileId: string; activationEmail: string | null; activationId: number | null }> {
+    if (activationToken) {
+      const record = await this.#d.oneTime.live(this.#d.repo, 'activation', activationToken, this.#now(), 'Activation token is not valid');
+      return { profileId: record.profileId, activationEmail: record.email, activationId: record.id };
+    }
+    if (!viewer) throw new AppError('BadRequestError', GUEST_NEEDS_TOKEN);
+    if (viewer.impersonator) throw new AppError('ForbiddenError', 'Emails cannot be changed while impersonating');
+    return { profileId: viewer.profileId, activationEmail: null, activationId: null };
+  }
+
+  /** `POST /user/confirm[/{activationToken}]`: mails a confirmation code to `alternate`. */
+  async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null): Promise<{ alternate: string }> {
+    const { profileId } = await this.#asker(request.activationToken, viewer);
+    const repo = this.#d.repo;
+    if (request.username && !(await repo.usernamesOf(profileId)).includes(request.username)) {
+      throw new AppError('ForbiddenError', `${request.username} is not one of your usernames`, { path: 'username' });
+    }
+    const alternate = normaliseEmail(parseOrThrow(Email, request.alternate));
+    await this.#d.limits.consume('confirmEmailAccount', profileId);
+    const owner = await repo.findEmail(alternate);
+    if (owner?.profileId === profileId && owner.confirmed) {
+      throw new AppError('ValidationError', `${alternate} is already confirmed`, { path: 'alternate' });
+    }
+    const duplicate = owner && owner.profileId !== profileId ? owner.profileId : null;
+    const { code } = await this.#d.oneTime.issue(repo, {
+      kind: 'email',
+      profileId,
+      email: alternate,
+      seconds: this.#d.config.emailTokenSeconds,
+      now: this.#now(),
+      duplicateProfile: duplicate,
+    });
+    const hours = Math.round(this.#d.config.emailTokenSeconds / 3600);
+    await this.#d.mailer.send(
+      duplicate
+        ? {
+            to: alternate,
+            subject: 'Duplicate Profile Found',
+            text:
+              `The profile ${profileId} asked to add ${alternate}, which belongs to the profile ${duplicate}.\n\n` +
+              `If both profiles are yours, enter this code to merge ${duplicate} into ${profileId}: ${code}\n\n` +
+              `The code expires in ${hours} hours. If this was not you, ignore this message and nothing changes.\n`,
+          }
+        : {
+            to: alternate,
+            subject: 'Email confirmation',
+            text:
+              `The profile ${profileId} asked to add this address.\n\n` +
+              `To confirm it, enter this code: ${code}\n\n` +
+              `The code expires in ${hours} hours. If this was not you, ignore this message.\n`,
+          },
+    );
+    return { alternate };
+  }
+
+  /**
+   * `PUT /activatelink[/{activationToken}]` `{email, token: code}`: confirms the address, or,
+   * when the code was mailed to another profile's address, merges that profile into the asker.
+   * A wrong code counts (five void the token); a wrong user or a reused code is "Token is not
+   * valid".
+   */
+  async confirm(request: ActivateLinkRequest, viewer: Viewer | null): Promise<ActivateLinkResult> {
+    const asker = await this.#asker(request.activationToken, viewer);
+    const repo = this.#d.repo;
+    const now = this.#now();
+    const email = normaliseEmail(request.email);
+
+    // The registration address of a profile being activated: its code came with the signup mail.
+    if (asker.activationId !== null && asker.activationEmail === email) {
+      const record = await this.#d.oneTime.live(repo, 'activation', request.activationToken ?? '', now, INVALID_CODE);
+      await this.#d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
+      await repo.confirmEmail(asker.profileId, email);
+      return { confirmedEmail: email };
+    }
+
+    const record = await repo.findLiveEmailToken(asker.profileId, email, now);
+    if (!record) throw new AppError('ValidationError', INVALID_CODE, { path: 'token' });
+    await this.#d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
+    const duplicate = record.duplicateProfile;
+
+    return repo.transaction(async (trx) => {
+      await this.#d.oneTime.consume(trx, record, now, INVALID_CODE);
+      if (duplicate) return this.#merge(trx, asker.profileId, duplicate, email, now);
+      const owner = await trx.findEmail(email);
+      if (owner && owner.profileId !== asker.profileId) {
+        throw new AppError('ValidationError', `${email} now belongs to another profile; ask for a new code`, { path: 'email' });
+      }
+      if (owner) await trx.confirmEmail(asker.profileId, email);
+      else await trx.addEmail(asker.profileId, email, true, now);
+      await trx.addMember(asker.profileId, email);
+      return { confirmedEmail: email };
+    });
+  }
+
+  /**
+   * Folds `otherId` into `survivorId`: its names (with their usernames), emails, history,
+   * relations and expertise move over, group memberships are rewired, and the other profile
+   * becomes `Merged`, its id still resolving to the survivor. Runs inside the caller's transaction.
+   */
+  async #merge(repo: AccountsRepository, survivorId: string, otherId: string, email: string, now: number): Promise<ProfileReference> {
+    const survivor = await repo.findProfile(survivorId);
+    const other = await repo.findProfile(otherId);
+    if (!survivor || !other || survivor.state === 'Merged' || other.state === 'Merged' || other.id === survivor.id) {
+      throw new AppError('ValidationError', 'These profiles cannot be merged', { path: 'email' });
+    }
+    const content = foldContent(survivor.content, other.content);
+    await repo.moveEmailsAndUsernames(other.id, survivor.id);
+    await repo.confirmEmail(survivor.id, email);
+    await repo.rewireMembers(other.id, survivor.id);
+    await repo.addMember(survivor.id, email);
+    await repo.updateProfile(survivor.id, { content }, now);
+    await repo.updateProfile(
+      other.id,
+      { state: 'Merged', mergedInto: survivor.id, pastStates: [...other.pastStates, { state: 'Merged', date: now, setBy: survivor.id }] },
+      now,
+    );
+    await this.#core.endAllSessions(repo, other.id, now);
+    await repo.audit({ actor: survivor.id, action: 'merge', target: other.id, details: { email } }, now);
+    return this.#reference(repo, (await repo.findProfile(survivor.id)) as ProfileRecord);
+  }
+
+  async #reference(repo: AccountsRepository, profile: ProfileRecord): Promise<ProfileReference> {
+    const presented = await this.#core.present(profile, true, true, repo);
+    return {
+      id: presented.id,
+      signatures: [presented.id],
+      invitation: presented.invitation,
+      content: presented.content,
+      readers: presented.readers,
+      writers: presented.writers,
+      ...(presented.state ? { state: presented.state } : {}),
+      ...(presented.active !== undefined ? { active: presented.active } : {}),
+      ...(presented.password !== undefined ? { password: presented.password } : {}),
+      ...(presented.tcdate !== undefined ? { tcdate: presented.tcdate } : {}),
+      ...(presented.tmdate !== undefined ? { tmdate: presented.tmdate } : {}),
+    };
+  }
+}
+
+/** The survivor's content with the other profile's names, history, relations and expertise added. */
+export function foldContent(survivor: ProfileContent, other: ProfileContent): ProfileContent {
+  const usernames = new Set((survivor.names ?? []).map((n) => n.username).filter(Boolean));
+  const names: Name[] = [
+    ...(survivor.names ?? []),
+    ...(other.names ?? []).filter((n) => !n.username || !usernames.has(n.username)).map((n) => ({ ...n, preferred: false })),
+  ];
+  const concat = <T>(a: T[] | null | undefined, b: T[] | null | undefined): T[] | undefined => {
+    const all = [...(a ?? []), ...(b ?? [])];
+    return all.length > 0 ? all : undefined;
+  };
+  const history = concat(survivor.history, other.history);
+  const relations = concat(survivor.relations, other.relations);
+  const expertise = concat(survivor.expertise, other.expertise);
+  return {
+    ...survivor,
+    names,
+    ...(history ? { history } : {}),
+    ...(relations ? { relations } : {}),
+    ...(expertise ? { expertise } : {}),
+  };
+}

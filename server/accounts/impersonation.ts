@@ -1,0 +1,132 @@
+import { AppError, type Impersonator, type ImpersonateResult } from '../../shared/index.ts';
+import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import type { AccountsDeps, AccountsService, IssuedSession, Viewer } from './service.ts';
+import { ACTIVE_STATES, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+
+/** How long an impersonation session's access token lasts. */
+const IMPERSONATION_SECONDS = 60 * 60;
+
+export interface ImpersonationOutcome {
+  result: ImpersonateResult;
+  session: IssuedSession;
+}
+
+/**
+ * Acting as another user, for support and venue organisers.
+ *
+ * Rules:
+ * - a super user may impersonate anyone but another super user;
+ * - anyone named in a group's `impersonators` (directly, by one of their ids or emails, or
+ *   through a group they belong to) may impersonate that group's profile and its members;
+ * - one nested impersonation is kept (impersonating again while impersonating); a third
+ *   level is refused;
+ * - only a super user's impersonation may change data; credentials never change while
+ *   impersonating (see the procedures' `whileImpersonating` meta);
+ * - the target's `tokenVersion` is in the token, so the target's password reset or
+ *   logout-all ends the impersonation too.
+ */
+export class ImpersonationService {
+  readonly #d: AccountsDeps;
+  readonly #core: AccountsService;
+  readonly #now: () => number;
+
+  constructor(deps: AccountsDeps, core: AccountsService) {
+    this.#d = deps;
+    this.#core = core;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  async impersonate(groupId: string, viewer: Viewer): Promise<ImpersonationOutcome> {
+    if (viewer.impersonator?.impersonator) {
+      throw new AppError('ForbiddenError', 'Impersonation can be nested only once');
+    }
+    const repo = this.#d.repo;
+    const target = await this.#target(repo, groupId);
+    if (target.id === viewer.profileId) throw new AppError('ValidationError', 'You cannot impersonate yourself', { path: 'groupId' });
+    if (!ACTIVE_STATES.has(target.state) || target.ddate !== null) {
+      throw new AppError('ValidationError', `${groupId} is not an active profile`, { path: 'groupId' });
+    }
+    if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
+      throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
+    }
+    const granting = await this.#grantingGroups(repo, viewer);
+    if (!viewer.isSuperUser) {
+      const targetIds = await this.#idsOf(repo, target.id);
+      const allowed = await Promise.all(
+        granting.map(async (groupId) => targetIds.includes(groupId) || (await repo.findGroup(groupId))?.members.some((m) => targetIds.includes(m))),
+      );
+      if (!allowed.some(Boolean)) throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
+    }
+
+    const caller = await repo.findProfile(viewer.profileId);
+    if (!caller) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+    const me: Impersonator = {
+      id: viewer.loginEmail,
+      isSuperUser: viewer.isSuperUser,
+      isPrivilegedUser: viewer.isSuperUser || viewer.isModerator,
+      profile: await this.#core.simplify(caller),
+    };
+    const impersonator: Impersonator = viewer.impersonator ? { ...me, impersonator: viewer.impersonator } : me;
+    const readOnly = !viewer.isSuperUser || viewer.readOnly;
+    const loginEmail = preferredEmail(target, await repo.emailsOf(target.id)) ?? target.id;
+    const now = this.#now();
+    const session = await this.#core.issueSession(target, {
+      loginEmail,
+      accessSeconds: IMPERSONATION_SECONDS,
+      impersonator,
+      parentSessionId: viewer.sessionId,
+      readOnly,
+    });
+    await repo.audit({ actor: viewer.profileId, action: 'impersonate', target: target.id, details: { readOnly } }, now);
+    return {
+      session,
+      result: {
+        token: session.result.token,
+        user: {
+          id: loginEmail,
+          profile: session.result.user.profile,
+          disallowDataModification: readOnly,
+          impersonatables: granting,
+          impersonator,
+        },
+      },
+    };
+  }
+
+  /** `POST /impersonate/exit`: ends the impersonation session and resumes the impersonator's own. */
+  async exit(viewer: Viewer): Promise<IssuedSession> {
+    if (!viewer.impersonator || !viewer.parentSessionId) {
+      throw new AppError('BadRequestError', 'You are not impersonating anyone');
+    }
+    const repo = this.#d.repo;
+    const now = this.#now();
+    await repo.revokeSession(viewer.sessionId, now);
+    await repo.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
+    return this.#core.resumeSession(await repo.findSession(viewer.parentSessionId), null);
+  }
+
+  /** The profile named by a tilde id, an email, or a group standing for one profile (`~Id`, an email). */
+  async #target(repo: AccountsRepository, groupId: string): Promise<ProfileRecord> {
+    const direct = groupId.startsWith('~') ? await repo.findProfileByUsername(groupId) : await repo.findProfileByEmail(groupId);
+    const profile = direct?.mergedInto ? await repo.findProfile(direct.mergedInto) : direct;
+    if (profile) return profile;
+    const group = await repo.findGroup(groupId);
+    if (group) {
+      throw new AppError('ValidationError', `${groupId} is a group: impersonate one of its members`, { path: 'groupId' });
+    }
+    throw new AppError('NotFoundError', `Group Not Found: ${groupId}`);
+  }
+
+  /** A profile's ids: its usernames and its emails. */
+  async #idsOf(repo: AccountsRepository, profileId: string): Promise<string[]> {
+    return [...(await repo.usernamesOf(profileId)), ...(await repo.emailsOf(profileId)).map((e) => e.email), profileId];
+  }
+
+  /** The groups whose `impersonators` name the caller, directly or through a group the caller is in. */
+  async #grantingGroups(repo: AccountsRepository, viewer: Viewer): Promise<string[]> {
+    const ids = await this.#idsOf(repo, viewer.profileId);
+    const memberships = await repo.groupsOf(ids);
+    const me = new Set([...ids, ...memberships]);
+    return (await repo.groupsWithImpersonators()).filter((g) => g.impersonators.some((i) => me.has(i))).map((g) => g.id);
+  }
+}

@@ -1,0 +1,114 @@
+import { AppError, type ModerateProfileInput, type ModerationDecision, type PastState, type Profile, type ProfileState } from '../../shared/index.ts';
+import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import type { AccountsDeps, AccountsService, Viewer } from './service.ts';
+import { preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+
+/**
+ * What each moderation decision does, by the profile's current state. A decision not listed
+ * for a state makes no sense there and gets a 400; a `Merged` profile takes no decision.
+ *
+ * | decision | allowed when                                          | result                                   |
+ * |----------|-------------------------------------------------------|------------------------------------------|
+ * | accept   | Needs Moderation, Rejected, Limited                   | Active (mail unless sendMail is false)   |
+ * | reject   | Needs Moderation                                      | Rejected (mail with `reason` unless sendMail is false) |
+ * | block    | any state but Blocked                                 | Blocked; every session ends              |
+ * | unblock  | Blocked                                               | the state before the block (Inactive if never activated) |
+ * | delete   | not deleted (ddate unset)                             | state kept, ddate set: no login, hidden; every session ends |
+ * | restore  | deleted (ddate set)                                   | state kept, ddate cleared                |
+ * | limit    | Active, Active Institutional, Active Automatic        | Limited: may log in, may not author notes |
+ */
+export function decide(
+  profile: Pick<ProfileRecord, 'state' | 'ddate' | 'pastStates'>,
+  decision: ModerationDecision,
+  now: number,
+): { state: ProfileState; ddate: number | null; endSessions: boolean } {
+  const { state, ddate } = profile;
+  const refuse = (): never => {
+    throw new AppError('ValidationError', `Cannot ${decision} a profile in state ${state}${ddate !== null ? ' (deleted)' : ''}`, {
+      path: 'decision',
+    });
+  };
+  if (state === 'Merged') refuse();
+  switch (decision) {
+    case 'accept':
+      if (state !== 'Needs Moderation' && state !== 'Rejected' && state !== 'Limited') refuse();
+      return { state: 'Active', ddate, endSessions: false };
+    case 'reject':
+      if (state !== 'Needs Moderation') refuse();
+      return { state: 'Rejected', ddate, endSessions: false };
+    case 'block':
+      if (state === 'Blocked') refuse();
+      return { state: 'Blocked', ddate, endSessions: true };
+    case 'unblock':
+      if (state !== 'Blocked') refuse();
+      return { state: stateBeforeBlock(profile.pastStates), ddate, endSessions: false };
+    case 'delete':
+      if (ddate !== null) refuse();
+      return { state, ddate: now, endSessions: true };
+    case 'restore':
+      if (ddate === null) refuse();
+      return { state, ddate: null, endSessions: false };
+    case 'limit':
+      if (state !== 'Active' && state !== 'Active Institutional' && state !== 'Active Automatic') refuse();
+      return { state: 'Limited', ddate, endSessions: false };
+  }
+}
+
+/** The last state before the most recent block; a profile never activated goes back to Inactive. */
+export function stateBeforeBlock(pastStates: readonly PastState[]): ProfileState {
+  const lastBlock = pastStates.map((p) => p.state).lastIndexOf('Blocked');
+  const before = pastStates.slice(0, lastBlock === -1 ? pastStates.length : lastBlock).filter((p) => p.state !== 'Blocked');
+  return before.at(-1)?.state ?? 'Inactive';
+}
+
+/** `POST /profile/moderate`, for moderators and super users. Every decision is audited. */
+export class ModerationService {
+  readonly #d: AccountsDeps;
+  readonly #core: AccountsService;
+  readonly #now: () => number;
+
+  constructor(deps: AccountsDeps, core: AccountsService) {
+    this.#d = deps;
+    this.#core = core;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  async moderate(input: ModerateProfileInput, viewer: Viewer): Promise<Profile> {
+    if (!viewer.isModerator && !viewer.isSuperUser) {
+      throw new AppError('ForbiddenError', 'Only moderators can moderate profiles');
+    }
+    const now = this.#now();
+    const { profile, mailTo } = await this.#d.repo.transaction(async (repo) => {
+      const target = await findTarget(repo, input.id);
+      if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
+        if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can moderate a super user');
+      }
+      const next = decide(target, input.decision, now);
+      const pastStates: PastState[] =
+        next.state !== target.state ? [...target.pastStates, { state: next.state, date: now, setBy: viewer.profileId }] : target.pastStates;
+      await repo.updateProfile(target.id, { state: next.state, ddate: next.ddate, pastStates }, now);
+      if (next.endSessions) await this.#core.endAllSessions(repo, target.id, now);
+      await repo.audit({ actor: viewer.profileId, action: `moderate:${input.decision}`, target: target.id, reason: input.reason ?? null }, now);
+      const updated = (await repo.findProfile(target.id)) as ProfileRecord;
+      return { profile: updated, mailTo: preferredEmail(updated, await repo.emailsOf(updated.id)) };
+    });
+    if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
+      await this.#d.mailer.send({
+        to: mailTo,
+        subject: 'Profile activation status',
+        text:
+          input.decision === 'accept'
+            ? 'Your profile has been accepted. You can now log in.\n'
+            : `Your profile was not accepted.\n\nReason: ${input.reason ?? 'not given'}\n\n` +
+              'You can update your profile and submit it again for moderation.\n',
+      });
+    }
+    return this.#core.present(profile, true, false);
+  }
+}
+
+async function findTarget(repo: AccountsRepository, id: string): Promise<ProfileRecord> {
+  const profile = id.startsWith('~') ? await repo.findProfileByUsername(id) : await repo.findProfileByEmail(id);
+  if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${id}`);
+  return profile;
+}

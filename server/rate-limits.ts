@@ -1,0 +1,60 @@
+import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { AppError } from '../shared/errors.ts';
+import { rateLimiter, type Db } from '../db/knex.ts';
+
+/**
+ * Every rate limit of the service: how many tries a key gets in a window. Keys are an account
+ * (an email or tilde id, lower-cased) or a client address. The counters are in the database, so
+ * every process on it shares them.
+ */
+export const RATE_LIMITS = {
+  /** Password attempts on one account. */
+  loginAccount: { points: 10, seconds: 15 * 60 },
+  /** Password attempts from one address, over all accounts. */
+  loginAddress: { points: 100, seconds: 15 * 60 },
+  /** New accounts from one address. */
+  registerAddress: { points: 20, seconds: 60 * 60 },
+  /** Reset mails asked for one account, and from one address. */
+  resetAccount: { points: 5, seconds: 60 * 60 },
+  resetAddress: { points: 30, seconds: 60 * 60 },
+  /** Activation mails re-sent for one account, and from one address. */
+  resendAccount: { points: 5, seconds: 60 * 60 },
+  resendAddress: { points: 30, seconds: 60 * 60 },
+  /** Confirmation codes mailed for one profile. */
+  confirmEmailAccount: { points: 10, seconds: 60 * 60 },
+} as const;
+
+export type RateLimitName = keyof typeof RATE_LIMITS;
+
+export class RateLimits {
+  readonly #limiters: Record<RateLimitName, RateLimiterAbstract>;
+
+  constructor(db: Db) {
+    const entries = Object.entries(RATE_LIMITS).map(([name, rule]) => [
+      name,
+      rateLimiter(db, { keyPrefix: name, points: rule.points, duration: rule.seconds }),
+    ]);
+    this.#limiters = Object.fromEntries(entries) as Record<RateLimitName, RateLimiterAbstract>;
+  }
+
+  /** Refuses with 429 when the key has no tries left, without counting this one. */
+  async check(name: RateLimitName, key: string): Promise<void> {
+    const state = await this.#limiters[name].get(key.toLowerCase());
+    if (state && state.remainingPoints <= 0) throw tooMany(state.msBeforeNext);
+  }
+
+  /** Counts one try; past the limit, a 429 `TooManyError` saying when to try again. */
+  async consume(name: RateLimitName, key: string): Promise<void> {
+    try {
+      await this.#limiters[name].consume(key.toLowerCase());
+    } catch (error) {
+      if (!(error instanceof RateLimiterRes)) throw error;
+      throw tooMany(error.msBeforeNext);
+    }
+  }
+}
+
+function tooMany(msBeforeNext: number): AppError {
+  const retryAfter = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  return new AppError('TooManyError', `Too many attempts. Please try again in ${retryAfter} seconds.`, { retryAfter });
+}
