@@ -27,7 +27,9 @@ function hasIssues(value: unknown): value is { issues: z.core.$ZodIssue[] } {
 export function toAppError(error: unknown, input: unknown, log?: Logger): AppError {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   if (cause instanceof AppError) return cause;
-  if (hasIssues(cause)) return AppError.fromItems(issuesToErrors(cause.issues, input));
+  // Schema issues are the client's fault only on the way in; a failing output check is our bug.
+  const isOutputCheck = error instanceof TRPCError && error.code === 'INTERNAL_SERVER_ERROR';
+  if (hasIssues(cause) && !isOutputCheck) return AppError.fromItems(issuesToErrors(cause.issues, input));
   if (error instanceof TRPCError && error.code === 'NOT_FOUND') return new AppError('NotFoundError', error.message);
   if (error instanceof TRPCError && error.code === 'METHOD_NOT_SUPPORTED') return new AppError('BadRequestError', error.message);
   if (error instanceof TRPCError && error.code === 'PARSE_ERROR') return new AppError('BadRequestError', 'Malformed JSON body');

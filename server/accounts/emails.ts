@@ -76,7 +76,7 @@ export class EmailService {
             subject: 'Duplicate Profile Found',
             text:
               `The profile ${profileId} asked to add ${alternate}, which belongs to the profile ${duplicate}.\n\n` +
-              `If both profiles are yours, enter this code to merge ${duplicate} into ${profileId}: ${code}\n\n` +
+              `If both profiles are yours, ${duplicate} can be merged into ${profileId} with this code: ${code}\n\n` +
               `The code expires in ${hours} hours. If this was not you, ignore this message and nothing changes.\n`,
           }
         : {

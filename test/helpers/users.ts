@@ -29,3 +29,26 @@ export async function loggedIn(server: TestServer, id: string, password = PASSWO
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { client, token: res.body.token };
 }
+
+/** Registers through `POST /register` and returns the activation link's token from the outbox. */
+export async function registerAndGetToken(
+  server: TestServer,
+  body: { email: string; fullname?: string; name?: { first: string; middle?: string; last: string }; password?: string },
+): Promise<{ id: string; token: string; code: string }> {
+  const { lastMailTo } = await import('./outbox.ts');
+  const res = await new Client(server.url).post('/register', {
+    token: 'dev-ok',
+    password: PASSWORD,
+    ...(body.name ? {} : { fullname: body.fullname ?? 'Rosalind Franklin' }),
+    ...body,
+  });
+  if (res.status !== 200) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
+  const mail = await lastMailTo(server.dataDir, body.email);
+  const token = /token=([\w-]+)/.exec(mail.text)?.[1];
+  const code = /code: (\d{6})/.exec(mail.text)?.[1];
+  if (!token || !code) throw new Error(`no activation link in: ${mail.text}`);
+  return { id: res.body.id, token, code };
+}
+
+/** A history entry, as activation requires one. */
+export const HISTORY = [{ position: 'PhD Student', institution: { name: 'Example University', domain: 'example.org' }, start: 2021 }];

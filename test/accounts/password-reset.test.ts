@@ -1,0 +1,142 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../helpers/http.ts';
+import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+async function resetLink(email: string): Promise<string> {
+  const mail = await lastMailTo(server.dataDir, email);
+  expect(mail.subject).toBe('Password reset');
+  const token = /\/user\/password\?token=([\w-]+)/.exec(mail.text)?.[1];
+  if (!token) throw new Error(`no reset link in ${mail.text}`);
+  return token;
+}
+
+describe('password reset', () => {
+  it('needs human verification', async () => {
+    const user = await createActiveUser(server);
+    const before = (await readOutbox(server.dataDir)).length;
+    for (const token of [undefined, null, 'not-a-human']) {
+      const res = await new Client(server.url).post('/resettable', { id: user.email, ...(token === undefined ? {} : { token }) });
+      expect(res.status).toBe(400);
+      expect(res.body.name).toBe('HumanVerificationRequiredError');
+    }
+    expect((await readOutbox(server.dataDir)).length).toBe(before);
+  });
+
+  it('mails a link, shows it, sets the new password and ends every old session', async () => {
+    const user = await createActiveUser(server);
+    const { client: oldSession } = await loggedIn(server, user.email);
+    const res = await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
+    expect(res.body).toEqual({ id: user.email });
+    const token = await resetLink(user.email);
+
+    const shown = await new Client(server.url).get(`/resettable/${token}`);
+    expect(shown.status).toBe(200);
+    expect(shown.body).toEqual({
+      resettable: {
+        action: 'reset',
+        token,
+        username: user.id,
+        groupId: user.email,
+        expireAt: expect.any(String),
+        group: expect.objectContaining({ id: user.email, members: [user.id] }),
+      },
+    });
+    const lifetime = Date.parse(shown.body.resettable.expireAt) - Date.now();
+    expect(lifetime).toBeGreaterThan(59 * 60 * 1000);
+    expect(lifetime).toBeLessThanOrEqual(60 * 60 * 1000);
+
+    const weak = await new Client(server.url).request('PUT', `/reset/${token}`, { password: 'weak' });
+    expect(weak.status).toBe(400);
+    expect(weak.body.details).toEqual({ path: 'password' });
+    expect((await oldSession.get('/profiles')).status).toBe(200);
+
+    const done = await new Client(server.url).request('PUT', `/reset/${token}`, { password: 'Brand-New-Pass9' });
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ status: 'ok' });
+    expect((await oldSession.get('/profiles')).status).toBe(401);
+    expect((await oldSession.post('/refreshToken')).status).toBe(401);
+    expect((await new Client(server.url).post('/login', { id: user.email, password: PASSWORD })).status).toBe(400);
+    expect((await new Client(server.url).post('/login', { id: user.email, password: 'Brand-New-Pass9' })).status).toBe(200);
+
+    const reused = await new Client(server.url).request('PUT', `/reset/${token}`, { password: 'Another-Pass99' });
+    expect(reused.status).toBe(400);
+    expect(reused.body.message).toBe('Reset token is not valid');
+  });
+
+  it('a new request voids the previous link, and a password change voids every outstanding one', async () => {
+    const user = await createActiveUser(server);
+    await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
+    const first = await resetLink(user.email);
+    await new Client(server.url).post('/resettable', { id: user.id, token: 'dev-ok' });
+    const second = await resetLink(user.email);
+    expect((await new Client(server.url).get(`/resettable/${first}`)).status).toBe(400);
+    expect((await new Client(server.url).request('PUT', `/reset/${second}`, { password: 'Second-Link-Pass1' })).status).toBe(200);
+    expect(await server.service.db('account_tokens').where({ profile_id: user.id, kind: 'reset' }).whereNull('used_at')).toEqual([]);
+  });
+
+  it('answers an unknown id the same way, and mails nothing', async () => {
+    const before = (await readOutbox(server.dataDir)).length;
+    const res = await new Client(server.url).post('/resettable', { id: 'ghost@example.org', token: 'dev-ok' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ id: 'ghost@example.org' });
+    expect((await readOutbox(server.dataDir)).length).toBe(before);
+  });
+
+  it('an unknown token is a clear 400', async () => {
+    const res = await new Client(server.url).get('/resettable/not-a-real-token');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ status: 400, name: 'ValidationError', message: 'Reset token is not valid', details: { path: 'token' } });
+  });
+});
+
+describe('human verification against a siteverify endpoint', () => {
+  let verifier: Server;
+  let remote: TestServer;
+  const seen: string[] = [];
+
+  beforeAll(async () => {
+    verifier = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        const form = new URLSearchParams(body);
+        seen.push(body);
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ success: form.get('secret') === 's3cret' && form.get('response') === 'human-yes' }));
+      });
+    });
+    await new Promise<void>((resolve) => verifier.listen(0, '127.0.0.1', resolve));
+    const { port } = verifier.address() as AddressInfo;
+    remote = await startServer({ HUMAN_VERIFICATION_URL: `http://127.0.0.1:${port}/siteverify`, HUMAN_VERIFICATION_SECRET: 's3cret' });
+  });
+  afterAll(async () => {
+    await remote.close();
+    await new Promise<void>((resolve) => verifier.close(() => resolve()));
+  });
+
+  it('posts the secret and the token, and follows its answer; dev-ok means nothing there', async () => {
+    const http = new Client(remote.url);
+    const body = { email: 'remote@example.org', password: PASSWORD, fullname: 'Re Mote' };
+    expect((await http.post('/register', { ...body, token: 'dev-ok' })).body.name).toBe('HumanVerificationRequiredError');
+    expect((await http.post('/register', { ...body, token: 'human-yes' })).body).toEqual({ id: '~Re_Mote1', status: 'ok' });
+    expect(seen.at(-1)).toContain('secret=s3cret');
+    expect(seen.at(-1)).toContain('remoteip=');
+  });
+
+  it('logs at start-up that development mode accepts only dev-ok, and not in remote mode', () => {
+    expect(server.logs.join('\n')).toContain('development mode');
+    expect(remote.logs.join('\n')).not.toContain('development mode');
+  });
+});
