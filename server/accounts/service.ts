@@ -154,6 +154,7 @@ export class AccountsService {
    */
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
     await this.#d.verifier.verify(input.token, origin.address);
+    await this.#d.limits.consume('registerAccount', input.email);
     await this.#d.limits.consume('registerAddress', origin.address);
     const name = input.name ?? { fullname: input.fullname };
     if (await this.#d.repo.emailExists(input.email)) {

@@ -81,3 +81,24 @@ describe('npm run migrate', () => {
     }
   });
 });
+
+describe('npm run admin settings and institutions', () => {
+  it('switches moderation on and off', async () => {
+    expect((await admin('settings', 'get', 'moderation')).stdout).toBe('moderation off\n');
+    expect((await admin('settings', 'set', 'moderation', 'on')).stdout).toBe('moderation on\n');
+    expect(await server.service.services.activation.moderation()).toBe(true);
+    expect((await admin('settings', 'set', 'moderation', 'off')).stdout).toBe('moderation off\n');
+    const bad = await admin('settings', 'set', 'moderation', 'maybe');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('Usage: settings set moderation on|off');
+  });
+
+  it('adds an institution, which then makes its emails institutional', async () => {
+    const res = await admin('institution', 'add', '--domain', 'Example-University.EDU', '--name', 'Example University', '--country', 'Nowhere');
+    expect(res).toMatchObject({ code: 0, stdout: 'example-university.edu\n' });
+    expect((await admin('institution', 'list')).stdout.split('\n')).toContain('example-university.edu');
+    const bad = await admin('institution', 'add', '--domain', 'not a domain', '--name', 'X');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/error: domain: /);
+  });
+});

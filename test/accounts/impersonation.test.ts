@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../helpers/http.ts';
+import { lastMailTo } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn } from '../helpers/users.ts';
+
+let server: TestServer;
+let root: { id: string; email: string };
+
+beforeAll(async () => {
+  server = await startServer();
+  root = await createActiveUser(server, { role: 'superuser', fullname: 'Super User' });
+});
+
+/**
+ * A fresh browser-like session of the super user: impersonating replaces a browser's session
+ * cookies, so each test starts from its own login.
+ */
+async function asRoot(): Promise<Client> {
+  return (await loggedIn(server, root.email)).client;
+}
+afterAll(async () => {
+  await server.close();
+});
+
+/** A group with an `impersonators` list and members, as a venue would have. */
+async function group(id: string, members: string[], impersonators: string[]) {
+  const repo = (await import('../../server/accounts/repository.ts')).AccountsRepository;
+  await new repo(server.service.db).upsertGroup(id, { readers: ['everyone'], impersonators }, members, Date.now());
+}
+
+/** A client carrying only a bearer token. */
+function bearer(token: string): Client {
+  const client = new Client(server.url);
+  client.bearer = token;
+  return client;
+}
+
+describe('super users', () => {
+  it('impersonate anyone: the answer names the target, the impersonator and the rights', async () => {
+    const target = await createActiveUser(server, { fullname: 'Imper Sonated' });
+    const res = await (await asRoot()).post('/impersonate', { groupId: target.id });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      token: expect.any(String),
+      user: {
+        id: target.email,
+        profile: expect.objectContaining({ id: target.id }),
+        disallowDataModification: false,
+        impersonatables: [],
+        impersonator: { id: root.email, isSuperUser: true, isPrivilegedUser: true, profile: expect.objectContaining({ id: root.id }) },
+      },
+    });
+    const as = bearer(res.body.token);
+    expect((await as.get('/profiles')).body.profiles[0].id).toBe(target.id);
+    expect(await server.service.db('audit_log').where({ action: 'impersonate', target: target.id }).pluck('actor')).toEqual([root.id]);
+  });
+
+  it('may impersonate by email, and may change data while impersonating', async () => {
+    const target = await createActiveUser(server);
+    const res = await (await asRoot()).post('/impersonate', { groupId: target.email });
+    expect(res.body.user.profile.id).toBe(target.id);
+    expect((await bearer(res.body.token).post('/activatable', { id: 'whoever@example.org' })).status).toBe(200);
+  });
+
+  it('cannot impersonate another super user', async () => {
+    const other = await createActiveUser(server, { role: 'superuser', fullname: 'Other Root' });
+    const res = await (await asRoot()).post('/impersonate', { groupId: other.id });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Super users cannot be impersonated' });
+  });
+
+  it('never change credentials while impersonating', async () => {
+    const target = await createActiveUser(server);
+    const as = bearer((await (await asRoot()).post('/impersonate', { groupId: target.id })).body.token);
+    for (const [method, path, body] of [
+      ['POST', '/logout-all-devices', undefined],
+      ['POST', '/user/confirm', { alternate: 'new@example.org' }],
+      ['PUT', '/activatelink', { email: 'new@example.org', token: '123456' }],
+    ] as const) {
+      const res = await as.request(method, path, body);
+      expect(res.status, path).toBe(403);
+      expect(res.body.message).toBe('Credentials cannot be changed while impersonating');
+    }
+  });
+});
+
+describe('impersonators named by a group', () => {
+  it('may impersonate the group\'s members and its own profile, directly or through a group they belong to', async () => {
+    const organiser = await createActiveUser(server, { fullname: 'Venue Organiser' });
+    const helper = await createActiveUser(server, { fullname: 'Venue Helper' });
+    const author = await createActiveUser(server, { fullname: 'Venue Author' });
+    const outsider = await createActiveUser(server, { fullname: 'Out Sider' });
+    await group('Conf.org/2027/Organisers', [helper.id], []);
+    await group('Conf.org/2027/Authors', [author.id], [organiser.id, 'Conf.org/2027/Organisers']);
+    await group(outsider.id, [outsider.email], [organiser.email]);
+
+    const org = async () => (await loggedIn(server, organiser.email)).client;
+    const asAuthor = await (await org()).post('/impersonate', { groupId: author.id });
+    expect(asAuthor.status).toBe(200);
+    expect(asAuthor.body.user).toMatchObject({ disallowDataModification: true });
+    expect(asAuthor.body.user.impersonatables.sort()).toEqual(['Conf.org/2027/Authors', outsider.id].sort());
+    // The profile's own group names the organiser by email.
+    expect((await (await org()).post('/impersonate', { groupId: outsider.email })).status).toBe(200);
+    // Through membership of the organisers group.
+    const help = async () => (await loggedIn(server, helper.email)).client;
+    expect((await (await help()).post('/impersonate', { groupId: author.email })).status).toBe(200);
+    expect((await (await help()).post('/impersonate', { groupId: outsider.id })).status).toBe(403);
+  });
+
+  it('anyone else is refused, and a group id is not a person', async () => {
+    const nobody = (await loggedIn(server, (await createActiveUser(server)).email)).client;
+    const target = await createActiveUser(server);
+    const refused = await nobody.post('/impersonate', { groupId: target.id });
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toBe(`You are not allowed to impersonate ${target.id}`);
+    await group('Conf.org/2027/Reviewers', [target.id], []);
+    const aGroup = await (await asRoot()).post('/impersonate', { groupId: 'Conf.org/2027/Reviewers' });
+    expect(aGroup.status).toBe(400);
+    expect((await (await asRoot()).post('/impersonate', { groupId: 'No/Such/Group' })).body).toEqual({
+      status: 404,
+      name: 'NotFoundError',
+      message: 'Group Not Found: No/Such/Group',
+    });
+  });
+
+  it('cannot change data while impersonating', async () => {
+    const organiser = await createActiveUser(server);
+    const author = await createActiveUser(server);
+    await group(author.id, [author.email], [organiser.id]);
+    const token = (await (await loggedIn(server, organiser.email)).client.post('/impersonate', { groupId: author.id })).body.token;
+    const res = await bearer(token).post('/activatable', { id: 'someone@example.org' });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Data cannot be modified while impersonating' });
+    expect((await bearer(token).get('/profiles')).status).toBe(200);
+  });
+});
+
+describe('nesting, exit and ending', () => {
+  it('keeps one nested level and refuses a third', async () => {
+    const middle = await createActiveUser(server, { fullname: 'Middle Man' });
+    const inner = await createActiveUser(server, { fullname: 'Inner Most' });
+    const third = await createActiveUser(server, { fullname: 'Third Level' });
+    await group(inner.id, [inner.email], [middle.id]);
+    await group(third.id, [third.email], [inner.id]);
+    const first = bearer((await (await asRoot()).post('/impersonate', { groupId: middle.id })).body.token);
+    const nested = await first.post('/impersonate', { groupId: inner.id });
+    expect(nested.status).toBe(200);
+    expect(nested.body.user.impersonator).toMatchObject({ id: middle.email, impersonator: { id: root.email, isSuperUser: true } });
+    expect(nested.body.user.impersonator.impersonator.impersonator).toBeUndefined();
+    const deeper = await bearer(nested.body.token).post('/impersonate', { groupId: third.id });
+    expect(deeper.status).toBe(403);
+    expect(deeper.body.message).toBe('Impersonation can be nested only once');
+  });
+
+  it('exit returns to the impersonator\'s own session', async () => {
+    const target = await createActiveUser(server);
+    const { client } = await loggedIn(server, root.email);
+    const imp = await client.post('/impersonate', { groupId: target.id });
+    expect((await client.get('/profiles')).body.profiles[0].id).toBe(target.id);
+    const back = await client.post('/impersonate/exit');
+    expect(back.status).toBe(200);
+    expect(back.body.user.profile.id).toBe(root.id);
+    expect((await client.get('/profiles')).body.profiles[0].id).toBe(root.id);
+    expect((await bearer(imp.body.token).get('/profiles')).status).toBe(401);
+    expect((await client.post('/impersonate/exit')).status).toBe(400);
+  });
+
+  it('the target\'s logout-all or password reset ends the impersonation', async () => {
+    const target = await createActiveUser(server);
+    const imp = bearer((await (await asRoot()).post('/impersonate', { groupId: target.id })).body.token);
+    expect((await imp.get('/profiles')).status).toBe(200);
+    await (await loggedIn(server, target.email)).client.post('/logout-all-devices');
+    expect((await imp.get('/profiles')).status).toBe(401);
+
+    const again = bearer((await (await asRoot()).post('/impersonate', { groupId: target.id })).body.token);
+    expect((await again.get('/profiles')).status).toBe(200);
+    await new Client(server.url).post('/resettable', { id: target.email, token: 'dev-ok' });
+    const link = /token=([\w-]+)/.exec((await lastMailTo(server.dataDir, target.email)).text)?.[1];
+    expect((await new Client(server.url).request('PUT', `/reset/${link}`, { password: 'Reset-Ends-It1' })).status).toBe(200);
+    expect((await again.get('/profiles')).status).toBe(401);
+  });
+
+  it('names missing, unknown and empty fields', async () => {
+    expect((await (await asRoot()).post('/impersonate', {})).body).toMatchObject({ name: 'MissingRequiredError', details: { path: 'groupId' } });
+    expect((await (await asRoot()).post('/impersonate', { groupId: '' })).body).toMatchObject({ name: 'ValidationError', details: { path: 'groupId' } });
+    expect((await (await asRoot()).post('/impersonate', { groupId: 'x', as: 'y' })).body).toMatchObject({ name: 'AdditionalPropertiesError' });
+    expect((await new Client(server.url).post('/impersonate', { groupId: 'x' })).status).toBe(401);
+  });
+});
