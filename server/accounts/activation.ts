@@ -10,7 +10,8 @@ import {
 import { POSITIONS } from '../../db/seeds/institutions.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
-import type { AccountsDeps, AccountsService, IssuedSession, RequestOrigin } from './service.ts';
+import type { IssuedSession, RequestOrigin } from './service.ts';
+import { AccountsPart } from './service.ts';
 import { smallestFreeNumber, tildeBase } from './tilde.ts';
 
 const INVALID_ACTIVATION = 'Activation token is not valid';
@@ -31,21 +32,11 @@ export interface ActivationOutcome {
 }
 
 /** Activation of a new profile from the link mailed at registration, and its re-sending. */
-export class ActivationService {
-  readonly #d: AccountsDeps;
-  readonly #core: AccountsService;
-  readonly #now: () => number;
-
-  constructor(deps: AccountsDeps, core: AccountsService) {
-    this.#d = deps;
-    this.#core = core;
-    this.#now = deps.now ?? Date.now;
-  }
-
+export class ActivationService extends AccountsPart {
   /** The profile an activation token is for, with what the activation page offers. */
   async #pending(repo: AccountsRepository, token: string) {
-    const now = this.#now();
-    const record = await this.#d.oneTime.live(repo, 'activation', token, now, INVALID_ACTIVATION);
+    const now = this.now();
+    const record = await this.d.oneTime.live(repo, 'activation', token, now, INVALID_ACTIVATION);
     const profile = await repo.findProfile(record.profileId);
     if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) {
       throw new AppError('ValidationError', INVALID_ACTIVATION, { path: 'token' });
@@ -55,10 +46,10 @@ export class ActivationService {
 
   /** `GET /activatable/{token}`. */
   async activatable(token: string): Promise<ActivatableResult> {
-    const repo = this.#d.repo;
+    const repo = this.d.repo;
     const { record, profile } = await this.#pending(repo, token);
     return {
-      profile: await this.#core.present(profile, true, true),
+      profile: await this.core.present(profile, true, true),
       activatable: {
         action: 'activate',
         token,
@@ -85,10 +76,10 @@ export class ActivationService {
       });
     }
     const moderation = await this.moderation();
-    const now = this.#now();
-    const outcome = await this.#d.repo.transaction(async (repo) => {
+    const now = this.now();
+    const outcome = await this.d.repo.transaction(async (repo) => {
       const { record, profile } = await this.#pending(repo, request.token);
-      await this.#d.oneTime.consume(repo, record, now, INVALID_ACTIVATION);
+      await this.d.oneTime.consume(repo, record, now, INVALID_ACTIVATION);
       if (record.email) await repo.confirmEmail(profile.id, record.email);
       const emails = await repo.emailsOf(profile.id);
       const confirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
@@ -107,13 +98,13 @@ export class ActivationService {
       const updated = (await repo.findProfile(profile.id)) as ProfileRecord;
       const loginEmail = record.email ?? confirmed[0] ?? profile.id;
       if (state === 'Needs Moderation') {
-        return { result: { user: { id: loginEmail, profile: await this.#core.simplify(updated, repo) } }, loginEmail };
+        return { result: { user: { id: loginEmail, profile: await this.core.simplify(updated, repo) } }, loginEmail };
       }
-      const session = await this.#core.issueSession(updated, { loginEmail, accessSeconds: 60 * 60 }, repo);
+      const session = await this.core.issueSession(updated, { loginEmail, accessSeconds: 60 * 60 }, repo);
       return { result: session.result, session, loginEmail };
     });
     if (!outcome.session) {
-      await this.#d.mailer.send({
+      await this.d.mailer.send({
         to: outcome.loginEmail,
         subject: 'Activation pending',
         text:
@@ -156,14 +147,14 @@ export class ActivationService {
    * already active, gets the same answer and no mail.
    */
   async resend(id: string, origin: RequestOrigin): Promise<{ id: string }> {
-    const limits = this.#d.limits;
+    const limits = this.d.limits;
     await limits.consume('resendAccount', id);
     await limits.consume('resendAddress', origin.address);
-    const repo = this.#d.repo;
+    const repo = this.d.repo;
     const profile = id.startsWith('~') ? await repo.findProfileByUsername(id) : await repo.findProfileByEmail(id);
     if (profile && profile.state === 'Inactive' && profile.ddate === null) {
       const email = id.includes('@') ? normaliseEmail(id) : (await repo.emailsOf(profile.id))[0]?.email;
-      if (email) await this.#core.sendActivation(profile.id, email);
+      if (email) await this.core.sendActivation(profile.id, email);
     }
     return { id };
   }
@@ -172,18 +163,18 @@ export class ActivationService {
 
   /** Whether new profiles without an institutional email wait for moderation (default: off). */
   async moderation(): Promise<boolean> {
-    return (await this.#d.repo.getSetting(MODERATION_SETTING)) === 'on';
+    return (await this.d.repo.getSetting(MODERATION_SETTING)) === 'on';
   }
 
   async setModeration(on: boolean): Promise<void> {
-    await this.#d.repo.setSetting(MODERATION_SETTING, on ? 'on' : 'off');
+    await this.d.repo.setSetting(MODERATION_SETTING, on ? 'on' : 'off');
   }
 
   async addInstitution(domain: string, name: string, country: string | null): Promise<void> {
-    await this.#d.repo.addInstitution(domain, name, country);
+    await this.d.repo.addInstitution(domain, name, country);
   }
 
   async institutionDomains(): Promise<string[]> {
-    return this.#d.repo.institutionDomains();
+    return this.d.repo.institutionDomains();
   }
 }

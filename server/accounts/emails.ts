@@ -11,7 +11,8 @@ import {
 } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
-import type { AccountsDeps, AccountsService, Viewer } from './service.ts';
+import type { Viewer } from './service.ts';
+import { AccountsPart } from './service.ts';
 
 const INVALID_CODE = 'Token is not valid';
 const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
@@ -21,24 +22,14 @@ const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
  * code confirms it. When the address already belongs to another profile, confirming it merges
  * that profile into the one that asked.
  */
-export class EmailService {
-  readonly #d: AccountsDeps;
-  readonly #core: AccountsService;
-  readonly #now: () => number;
-
-  constructor(deps: AccountsDeps, core: AccountsService) {
-    this.#d = deps;
-    this.#core = core;
-    this.#now = deps.now ?? Date.now;
-  }
-
+export class EmailService extends AccountsPart {
   /**
    * Whose emails these are: the signed-in caller, or a guest activating their profile with its
    * activation token. Nobody changes emails while impersonating.
    */
   async #asker(activationToken: string | undefined, viewer: Viewer | null): Promise<{ profileId: string; activationEmail: string | null; activationId: number | null }> {
     if (activationToken) {
-      const record = await this.#d.oneTime.live(this.#d.repo, 'activation', activationToken, this.#now(), 'Activation token is not valid');
+      const record = await this.d.oneTime.live(this.d.repo, 'activation', activationToken, this.now(), 'Activation token is not valid');
       return { profileId: record.profileId, activationEmail: record.email, activationId: record.id };
     }
     if (!viewer) throw new AppError('BadRequestError', GUEST_NEEDS_TOKEN);
@@ -49,27 +40,27 @@ export class EmailService {
   /** `POST /user/confirm[/{activationToken}]`: mails a confirmation code to `alternate`. */
   async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null): Promise<{ alternate: string }> {
     const { profileId } = await this.#asker(request.activationToken, viewer);
-    const repo = this.#d.repo;
+    const repo = this.d.repo;
     if (request.username && !(await repo.usernamesOf(profileId)).includes(request.username)) {
       throw new AppError('ForbiddenError', `${request.username} is not one of your usernames`, { path: 'username' });
     }
     const alternate = normaliseEmail(parseOrThrow(Email, request.alternate));
-    await this.#d.limits.consume('confirmEmailAccount', profileId);
+    await this.d.limits.consume('confirmEmailAccount', profileId);
     const owner = await repo.findEmail(alternate);
     if (owner?.profileId === profileId && owner.confirmed) {
       throw new AppError('ValidationError', `${alternate} is already confirmed`, { path: 'alternate' });
     }
     const duplicate = owner && owner.profileId !== profileId ? owner.profileId : null;
-    const { code } = await this.#d.oneTime.issue(repo, {
+    const { code } = await this.d.oneTime.issue(repo, {
       kind: 'email',
       profileId,
       email: alternate,
-      seconds: this.#d.config.emailTokenSeconds,
-      now: this.#now(),
+      seconds: this.d.config.emailTokenSeconds,
+      now: this.now(),
       duplicateProfile: duplicate,
     });
-    const hours = Math.round(this.#d.config.emailTokenSeconds / 3600);
-    await this.#d.mailer.send(
+    const hours = Math.round(this.d.config.emailTokenSeconds / 3600);
+    await this.d.mailer.send(
       duplicate
         ? {
             to: alternate,
@@ -99,25 +90,25 @@ export class EmailService {
    */
   async confirm(request: ActivateLinkRequest, viewer: Viewer | null): Promise<ActivateLinkResult> {
     const asker = await this.#asker(request.activationToken, viewer);
-    const repo = this.#d.repo;
-    const now = this.#now();
+    const repo = this.d.repo;
+    const now = this.now();
     const email = normaliseEmail(request.email);
 
     // The registration address of a profile being activated: its code came with the signup mail.
     if (asker.activationId !== null && asker.activationEmail === email) {
-      const record = await this.#d.oneTime.live(repo, 'activation', request.activationToken ?? '', now, INVALID_CODE);
-      await this.#d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
+      const record = await this.d.oneTime.live(repo, 'activation', request.activationToken ?? '', now, INVALID_CODE);
+      await this.d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
       await repo.confirmEmail(asker.profileId, email);
       return { confirmedEmail: email };
     }
 
     const record = await repo.findLiveEmailToken(asker.profileId, email, now);
     if (!record) throw new AppError('ValidationError', INVALID_CODE, { path: 'token' });
-    await this.#d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
+    await this.d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
     const duplicate = record.duplicateProfile;
 
     return repo.transaction(async (trx) => {
-      await this.#d.oneTime.consume(trx, record, now, INVALID_CODE);
+      await this.d.oneTime.consume(trx, record, now, INVALID_CODE);
       if (duplicate) return this.#merge(trx, asker.profileId, duplicate, email, now);
       const owner = await trx.findEmail(email);
       if (owner && owner.profileId !== asker.profileId) {
@@ -152,13 +143,13 @@ export class EmailService {
       { state: 'Merged', mergedInto: survivor.id, pastStates: [...other.pastStates, { state: 'Merged', date: now, setBy: survivor.id }] },
       now,
     );
-    await this.#core.endAllSessions(repo, other.id, now);
+    await this.core.endAllSessions(repo, other.id, now);
     await repo.audit({ actor: survivor.id, action: 'merge', target: other.id, details: { email } }, now);
     return this.#reference(repo, (await repo.findProfile(survivor.id)) as ProfileRecord);
   }
 
   async #reference(repo: AccountsRepository, profile: ProfileRecord): Promise<ProfileReference> {
-    const presented = await this.#core.present(profile, true, true, repo);
+    const presented = await this.core.present(profile, true, true, repo);
     return {
       id: presented.id,
       signatures: [presented.id],

@@ -1,7 +1,7 @@
 import { AppError, type Impersonator, type ImpersonateResult } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import type { AccountsDeps, AccountsService, IssuedSession, Viewer } from './service.ts';
-import { ACTIVE_STATES, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+import type { IssuedSession, Viewer } from './service.ts';
+import { AccountsPart, ACTIVE_STATES, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
 
 /** How long an impersonation session's access token lasts. */
 const IMPERSONATION_SECONDS = 60 * 60;
@@ -25,22 +25,12 @@ export interface ImpersonationOutcome {
  * - the target's `tokenVersion` is in the token, so the target's password reset or
  *   logout-all ends the impersonation too.
  */
-export class ImpersonationService {
-  readonly #d: AccountsDeps;
-  readonly #core: AccountsService;
-  readonly #now: () => number;
-
-  constructor(deps: AccountsDeps, core: AccountsService) {
-    this.#d = deps;
-    this.#core = core;
-    this.#now = deps.now ?? Date.now;
-  }
-
+export class ImpersonationService extends AccountsPart {
   async impersonate(groupId: string, viewer: Viewer): Promise<ImpersonationOutcome> {
     if (viewer.impersonator?.impersonator) {
       throw new AppError('ForbiddenError', 'Impersonation can be nested only once');
     }
-    const repo = this.#d.repo;
+    const repo = this.d.repo;
     const target = await this.#target(repo, groupId);
     if (target.id === viewer.profileId) throw new AppError('ValidationError', 'You cannot impersonate yourself', { path: 'groupId' });
     if (!ACTIVE_STATES.has(target.state) || target.ddate !== null) {
@@ -64,13 +54,13 @@ export class ImpersonationService {
       id: viewer.loginEmail,
       isSuperUser: viewer.isSuperUser,
       isPrivilegedUser: viewer.isSuperUser || viewer.isModerator,
-      profile: await this.#core.simplify(caller),
+      profile: await this.core.simplify(caller),
     };
     const impersonator: Impersonator = viewer.impersonator ? { ...me, impersonator: viewer.impersonator } : me;
     const readOnly = !viewer.isSuperUser || viewer.readOnly;
     const loginEmail = preferredEmail(target, await repo.emailsOf(target.id)) ?? target.id;
-    const now = this.#now();
-    const session = await this.#core.issueSession(target, {
+    const now = this.now();
+    const session = await this.core.issueSession(target, {
       loginEmail,
       accessSeconds: IMPERSONATION_SECONDS,
       impersonator,
@@ -98,11 +88,11 @@ export class ImpersonationService {
     if (!viewer.impersonator || !viewer.parentSessionId) {
       throw new AppError('BadRequestError', 'You are not impersonating anyone');
     }
-    const repo = this.#d.repo;
-    const now = this.#now();
+    const repo = this.d.repo;
+    const now = this.now();
     await repo.revokeSession(viewer.sessionId, now);
     await repo.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
-    return this.#core.resumeSession(await repo.findSession(viewer.parentSessionId), null);
+    return this.core.resumeSession(await repo.findSession(viewer.parentSessionId), null);
   }
 
   /** The profile named by a tilde id, an email, or a group standing for one profile (`~Id`, an email). */

@@ -1,7 +1,7 @@
 import { AppError, type ModerateProfileInput, type ModerationDecision, type PastState, type Profile, type ProfileState } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import type { AccountsDeps, AccountsService, Viewer } from './service.ts';
-import { preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+import type { Viewer } from './service.ts';
+import { AccountsPart, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
 
 /**
  * What each moderation decision does, by the profile's current state. A decision not listed
@@ -62,23 +62,13 @@ export function stateBeforeBlock(pastStates: readonly PastState[]): ProfileState
 }
 
 /** `POST /profile/moderate`, for moderators and super users. Every decision is audited. */
-export class ModerationService {
-  readonly #d: AccountsDeps;
-  readonly #core: AccountsService;
-  readonly #now: () => number;
-
-  constructor(deps: AccountsDeps, core: AccountsService) {
-    this.#d = deps;
-    this.#core = core;
-    this.#now = deps.now ?? Date.now;
-  }
-
+export class ModerationService extends AccountsPart {
   async moderate(input: ModerateProfileInput, viewer: Viewer): Promise<Profile> {
     if (!viewer.isModerator && !viewer.isSuperUser) {
       throw new AppError('ForbiddenError', 'Only moderators can moderate profiles');
     }
-    const now = this.#now();
-    const { profile, mailTo } = await this.#d.repo.transaction(async (repo) => {
+    const now = this.now();
+    const { profile, mailTo } = await this.d.repo.transaction(async (repo) => {
       const target = await findTarget(repo, input.id);
       if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
         if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can moderate a super user');
@@ -87,13 +77,13 @@ export class ModerationService {
       const pastStates: PastState[] =
         next.state !== target.state ? [...target.pastStates, { state: next.state, date: now, setBy: viewer.profileId }] : target.pastStates;
       await repo.updateProfile(target.id, { state: next.state, ddate: next.ddate, pastStates }, now);
-      if (next.endSessions) await this.#core.endAllSessions(repo, target.id, now);
+      if (next.endSessions) await this.core.endAllSessions(repo, target.id, now);
       await repo.audit({ actor: viewer.profileId, action: `moderate:${input.decision}`, target: target.id, reason: input.reason ?? null }, now);
       const updated = (await repo.findProfile(target.id)) as ProfileRecord;
       return { profile: updated, mailTo: preferredEmail(updated, await repo.emailsOf(updated.id)) };
     });
     if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
-      await this.#d.mailer.send({
+      await this.d.mailer.send({
         to: mailTo,
         subject: 'Profile activation status',
         text:
@@ -103,7 +93,7 @@ export class ModerationService {
               'You can update your profile and submit it again for moderation.\n',
       });
     }
-    return this.#core.present(profile, true, false);
+    return this.core.present(profile, true, false);
   }
 }
 

@@ -1,51 +1,41 @@
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
 import { normaliseEmail } from './repository.ts';
-import type { AccountsDeps, AccountsService, RequestOrigin } from './service.ts';
-import { preferredEmail } from './service.ts';
+import type { RequestOrigin } from './service.ts';
+import { AccountsPart, preferredEmail } from './service.ts';
 
 const INVALID_RESET = 'Reset token is not valid';
 
 /** Password reset by a link mailed to the account's address, after human verification. */
-export class PasswordResetService {
-  readonly #d: AccountsDeps;
-  readonly #core: AccountsService;
-  readonly #now: () => number;
-
-  constructor(deps: AccountsDeps, core: AccountsService) {
-    this.#d = deps;
-    this.#core = core;
-    this.#now = deps.now ?? Date.now;
-  }
-
+export class PasswordResetService extends AccountsPart {
   /**
    * `POST /resettable`: needs a human-verification token. Mails a reset link; an unknown id gets
    * the same answer and no mail, so the form does not tell who has an account.
    */
   async request(input: { id: string; token?: string | null | undefined }, origin: RequestOrigin): Promise<{ id: string }> {
-    await this.#d.verifier.verify(input.token, origin.address);
-    await this.#d.limits.consume('resetAccount', input.id);
-    await this.#d.limits.consume('resetAddress', origin.address);
-    const repo = this.#d.repo;
+    await this.d.verifier.verify(input.token, origin.address);
+    await this.d.limits.consume('resetAccount', input.id);
+    await this.d.limits.consume('resetAddress', origin.address);
+    const repo = this.d.repo;
     const found = input.id.startsWith('~') ? await repo.findProfileByUsername(input.id) : await repo.findProfileByEmail(input.id);
     const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
     if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return { id: input.id };
     const email = input.id.includes('@') ? normaliseEmail(input.id) : preferredEmail(profile, await repo.emailsOf(profile.id));
     if (!email) return { id: input.id };
-    const { token } = await this.#d.oneTime.issue(repo, {
+    const { token } = await this.d.oneTime.issue(repo, {
       kind: 'reset',
       profileId: profile.id,
       email,
-      seconds: this.#d.config.resetTokenSeconds,
-      now: this.#now(),
+      seconds: this.d.config.resetTokenSeconds,
+      now: this.now(),
     });
-    const minutes = Math.round(this.#d.config.resetTokenSeconds / 60);
-    await this.#d.mailer.send({
+    const minutes = Math.round(this.d.config.resetTokenSeconds / 60);
+    await this.d.mailer.send({
       to: email,
       subject: 'Password reset',
       text:
         `A password reset was requested for the account ${profile.id}.\n\n` +
         `To choose a new password, open this link within ${minutes} minutes:\n` +
-        `${this.#d.config.webUrl}/user/password?token=${encodeURIComponent(token)}\n\n` +
+        `${this.d.config.webUrl}/user/password?token=${encodeURIComponent(token)}\n\n` +
         'If you did not ask for this, you can ignore this message: your password stays as it is.\n',
     });
     return { id: input.id };
@@ -53,8 +43,8 @@ export class PasswordResetService {
 
   /** `GET /resettable/{token}`: what the reset page shows. */
   async resettable(token: string): Promise<ResettableResult> {
-    const repo = this.#d.repo;
-    const record = await this.#d.oneTime.live(repo, 'reset', token, this.#now(), INVALID_RESET);
+    const repo = this.d.repo;
+    const record = await this.d.oneTime.live(repo, 'reset', token, this.now(), INVALID_RESET);
     const group = record.email ? await repo.findGroup(record.email) : null;
     return {
       resettable: {
@@ -73,16 +63,16 @@ export class PasswordResetService {
    * on) and voids every outstanding reset token. One transaction.
    */
   async reset(request: ResetPasswordRequest): Promise<{ status: string }> {
-    const passwordHash = await this.#d.hasher.hash(request.password);
-    const now = this.#now();
-    await this.#d.repo.transaction(async (repo) => {
-      const record = await this.#d.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
-      await this.#d.oneTime.consume(repo, record, now, INVALID_RESET);
+    const passwordHash = await this.d.hasher.hash(request.password);
+    const now = this.now();
+    await this.d.repo.transaction(async (repo) => {
+      const record = await this.d.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
+      await this.d.oneTime.consume(repo, record, now, INVALID_RESET);
       const profile = await repo.findProfile(record.profileId);
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
       await repo.updateProfile(profile.id, { passwordHash }, now);
       await repo.voidTokens(profile.id, 'reset', now);
-      await this.#core.endAllSessions(repo, profile.id, now);
+      await this.core.endAllSessions(repo, profile.id, now);
     });
     return { status: 'ok' };
   }

@@ -478,3 +478,21 @@ function inactiveMessage(state: ProfileState): string {
       return 'Your account cannot log in.';
   }
 }
+
+/**
+ * What every accounts service beside the core is built from: the shared dependencies and the
+ * core service (sessions, profiles) it builds on.
+ */
+export abstract class AccountsPart {
+  protected readonly d: AccountsDeps;
+  protected readonly core: AccountsService;
+
+  constructor(deps: AccountsDeps, core: AccountsService) {
+    this.d = deps;
+    this.core = core;
+  }
+
+  protected now(): number {
+    return (this.d.now ?? Date.now)();
+  }
+}
