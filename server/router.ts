@@ -1,9 +1,11 @@
 /** The root router: the only place area routers are joined. */
 import { accountsRouter } from './accounts/router.ts';
 import { createCallerFactory, router } from './trpc.ts';
+import { venueRouter } from './venue/router.ts';
 
 export const appRouter = router({
   accounts: accountsRouter,
+  venue: venueRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -14,6 +14,7 @@ import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
+import { VenueService } from './venue/service.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
 export interface Services {
@@ -25,6 +26,7 @@ export interface Services {
   emails: EmailService;
   moderation: ModerationService;
   impersonation: ImpersonationService;
+  venue: VenueService;
 }
 
 /** The composition root: the only place services are wired to their dependencies. */
@@ -53,5 +55,6 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     emails: new EmailService(deps, accounts),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
+    venue: new VenueService(db),
   };
 }

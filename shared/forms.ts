@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ErrorItem } from './errors.ts';
 
 /** The param keys a form field may use (version 2 format, `value.param`). */
 export const FieldParam = z.strictObject({
@@ -114,3 +115,152 @@ export const defaultRegistrationForm = {
     value: { param: { type: 'string', enum: ['Yes'], input: 'checkbox' } },
   },
 } as const satisfies FormDefinition;
+
+// ---- validating a note's content against a form ------------------------------------------------
+
+/** A note's content: `{field: {value}}`, each entry optionally with its own readers. */
+export type NoteContent = Record<string, unknown>;
+
+/** A stored file's URL, as the attachment endpoints return it. */
+const FILE_URL = /^\/(?:pdf\/[0-9a-f]{40}\.pdf|attachment\/[0-9a-f]{40}\.([A-Za-z0-9]{1,10}))$/;
+
+/** The extension of a stored file's URL (`pdf` for `/pdf/…`), or null when it is not one. */
+export function fileUrlExtension(url: string): string | null {
+  const match = FILE_URL.exec(url);
+  if (!match) return null;
+  return match[1] ? match[1].toLowerCase() : 'pdf';
+}
+
+/** `^(?:regex)$`: a form's regex matches the whole value, never a part of it. */
+function wholeMatch(regex: string): RegExp {
+  return new RegExp(`^(?:${regex})$`);
+}
+
+/** Length in characters (code points), not UTF-16 units. */
+const length = (s: string) => [...s].length;
+
+const isDelete = (value: unknown) =>
+  typeof value === 'object' && value !== null && (value as { delete?: unknown }).delete === true && Object.keys(value).length === 1;
+
+interface Problem {
+  name: 'ValidationError' | 'MissingRequiredError' | 'AdditionalPropertiesError';
+  path: string;
+  message: string;
+}
+
+/**
+ * Checks a note's `content` against a form and returns every problem at once, each with the
+ * slash path of the failing value (`content/title/value`) and the error name clients know.
+ * An empty list means the content is valid.
+ *
+ * Honoured param keys: `type`, `regex` (whole value), `optional`, `deletable` (a value
+ * `{delete: true}` removes the field, only where deletable), `minLength`, `maxLength` (in
+ * characters), `enum` (radio: one of; checkbox: a subset), `extensions` (of a file's URL),
+ * `fieldName` (the name used in messages). `hidden`, `markdown` and `input` say how a field is
+ * shown, not what it may hold; `maxSize` is checked when the file is uploaded.
+ */
+export function validateContent(form: FormDefinition, content: unknown): ErrorItem[] {
+  return problemsOf(form, content).map((p) => ({ status: 400, name: p.name, message: p.message, details: { path: p.path } }));
+}
+
+function problemsOf(form: FormDefinition, content: unknown): Problem[] {
+  const problems: Problem[] = [];
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) {
+    return [{ name: 'ValidationError', path: 'content', message: 'content must be an object of fields' }];
+  }
+  const entries = content as NoteContent;
+  for (const key of Object.keys(entries)) {
+    if (!(key in form)) {
+      problems.push({ name: 'AdditionalPropertiesError', path: `content/${key}`, message: `The property content/${key} must NOT be present` });
+    }
+  }
+  for (const [field, definition] of Object.entries(form)) {
+    const param = definition.value.param;
+    const label = param.fieldName ?? field;
+    const path = `content/${field}/value`;
+    const entry = entries[field];
+    if (entry === undefined) {
+      if (!param.optional) problems.push({ name: 'MissingRequiredError', path, message: `The property ${path} is required` });
+      continue;
+    }
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      problems.push({ name: 'ValidationError', path: `content/${field}`, message: `${label} must be an object with a value` });
+      continue;
+    }
+    for (const key of Object.keys(entry)) {
+      if (key !== 'value' && key !== 'readers') {
+        problems.push({ name: 'AdditionalPropertiesError', path: `content/${field}/${key}`, message: `The property content/${field}/${key} must NOT be present` });
+      }
+    }
+    const readers = (entry as { readers?: unknown }).readers;
+    if (readers !== undefined && !(Array.isArray(readers) && readers.every((r) => typeof r === 'string' && r.length > 0))) {
+      problems.push({ name: 'ValidationError', path: `content/${field}/readers`, message: `The readers of ${label} must be a list of ids` });
+    }
+    const value = (entry as { value?: unknown }).value;
+    if (value === undefined || value === null) {
+      if (!param.optional) problems.push({ name: 'MissingRequiredError', path, message: `The property ${path} is required` });
+      continue;
+    }
+    if (isDelete(value)) {
+      if (!param.deletable) problems.push({ name: 'ValidationError', path, message: `${label} cannot be deleted` });
+      continue;
+    }
+    problems.push(...checkValue(param, value, path, label));
+  }
+  return problems;
+}
+
+function checkValue(param: FieldParam, value: unknown, path: string, label: string): Problem[] {
+  const fail = (message: string, at = path): Problem[] => [{ name: 'ValidationError', path: at, message }];
+  switch (param.type) {
+    case 'string': {
+      if (typeof value === 'string') return checkString(param, value, path, label);
+      if (param.input === 'checkbox' && Array.isArray(value)) return checkList(param, value, path, label);
+      return fail(`${label} must be a string`);
+    }
+    case 'string[]':
+    case 'group[]': {
+      if (!Array.isArray(value)) return fail(`${label} must be a list of strings`);
+      if (value.length === 0 && !param.optional) return fail(`${label} must have at least one item`);
+      return checkList(param, value, path, label);
+    }
+    case 'file': {
+      if (typeof value !== 'string') return fail(`${label} must be the URL of an uploaded file`);
+      const extension = fileUrlExtension(value);
+      if (extension === null) return fail(`${label} must be the URL of an uploaded file`);
+      if (param.extensions && !param.extensions.map((e) => e.toLowerCase()).includes(extension)) {
+        return fail(`${label} must be a file of type ${param.extensions.join(', ')}`);
+      }
+      return [];
+    }
+  }
+}
+
+function checkList(param: FieldParam, value: unknown[], path: string, label: string): Problem[] {
+  const problems: Problem[] = [];
+  value.forEach((item, i) => {
+    if (typeof item !== 'string') problems.push({ name: 'ValidationError', path: `${path}/${i}`, message: `${label} must hold strings` });
+    else problems.push(...checkString({ ...param, enum: undefined }, item, `${path}/${i}`, label));
+  });
+  if (param.enum) {
+    const allowed = new Set(param.enum.map(String));
+    value.forEach((item, i) => {
+      if (!allowed.has(String(item))) {
+        problems.push({ name: 'ValidationError', path: `${path}/${i}`, message: `${label} must be among: ${param.enum?.join(', ')}` });
+      }
+    });
+  }
+  return problems;
+}
+
+function checkString(param: FieldParam, value: string, path: string, label: string): Problem[] {
+  const problems: Problem[] = [];
+  const fail = (message: string) => problems.push({ name: 'ValidationError', path, message });
+  if (param.minLength !== undefined && length(value) < param.minLength) {
+    fail(param.minLength === 1 ? `${label} must not be empty` : `${label} must be at least ${param.minLength} characters`);
+  }
+  if (param.maxLength !== undefined && length(value) > param.maxLength) fail(`${label} must be at most ${param.maxLength} characters`);
+  if (param.regex !== undefined && !wholeMatch(param.regex).test(value)) fail(`${label} must match the pattern ${param.regex}`);
+  if (param.enum && !param.enum.map(String).includes(value)) fail(`${label} must be one of: ${param.enum.join(', ')}`);
+  return problems;
+}

@@ -5,6 +5,7 @@ import * as createSessions from './20261122000200_create_sessions.ts';
 import * as createTokens from './20261122000300_create_tokens.ts';
 import * as createSettings from './20261122000400_create_settings.ts';
 import * as accountsLifecycle from './20261122010000_accounts_lifecycle.ts';
+import * as createVenues from './20261122020000_create_venues.ts';
 
 export interface Migration {
   name: string;
@@ -20,4 +21,5 @@ export const migrations: Migration[] = [
   { name: '20261122000300_create_tokens', ...createTokens },
   { name: '20261122000400_create_settings', ...createSettings },
   { name: '20261122010000_accounts_lifecycle', ...accountsLifecycle },
+  { name: '20261122020000_create_venues', ...createVenues },
 ];

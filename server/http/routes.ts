@@ -26,10 +26,18 @@ function withPath(body: unknown, params: Record<string, string>): never {
 }
 
 const token = (req: Request): string => String(req.params.token);
+/** The query string, typed `never` so it can stand for any procedure's input: the procedure's schema checks it. */
+const query = (req: Request): never => req.query as never;
+/** A venue id holds slashes (`Conf.org/2027`): it is the wildcard's segments joined again. */
+const venueId = (req: Request): string => {
+  const segments: unknown = req.params.venueId;
+  return Array.isArray(segments) ? segments.join('/') : String(segments);
+};
 
 /**
  * The REST route table: every path the spec (and the README's additions) define, one line each.
- * Paths are literal or end in one named parameter, so no two routes overlap and order never matters.
+ * Paths are literal, or have one named parameter (a venue id may span segments), and no two
+ * routes match the same path, so order never matters.
  */
 export const routes: Route[] = [
   // sign-up and activation
@@ -37,7 +45,7 @@ export const routes: Route[] = [
   { method: 'get', path: '/activatable/:token', call: (c, req) => c.accounts.activatable({ token: token(req) }) },
   { method: 'put', path: '/activate/:token', call: (c, req) => c.accounts.activate(withPath(req.body, { token: token(req) })) },
   { method: 'post', path: '/activatable', call: (c, req) => c.accounts.resendActivation(req.body) },
-  { method: 'get', path: '/tildeusername', call: (c, req) => c.accounts.tildeUsername(req.query) },
+  { method: 'get', path: '/tildeusername', call: (c, req) => c.accounts.tildeUsername(query(req)) },
   // sessions
   { method: 'post', path: '/login', call: (c, req) => c.accounts.login(req.body) },
   { method: 'post', path: '/refreshToken', call: (c) => c.accounts.refreshToken() },
@@ -52,8 +60,18 @@ export const routes: Route[] = [
   { method: 'put', path: '/activatelink', call: (c, req) => c.accounts.activateLink(req.body) },
   { method: 'put', path: '/activatelink/:token', call: (c, req) => c.accounts.activateLink(withPath(req.body, { activationToken: token(req) })) },
   // profiles, moderation, impersonation
-  { method: 'get', path: '/profiles', call: (c, req) => c.accounts.profiles(req.query) },
+  { method: 'get', path: '/profiles', call: (c, req) => c.accounts.profiles(query(req)) },
   { method: 'post', path: '/profile/moderate', call: (c, req) => c.accounts.moderate(req.body) },
   { method: 'post', path: '/impersonate', call: (c, req) => c.accounts.impersonate(req.body) },
   { method: 'post', path: '/impersonate/exit', call: (c) => c.accounts.exitImpersonation() },
+  // venues, invitations, notes (not in the spec: see the README)
+  { method: 'post', path: '/venues', call: (c, req) => c.venue.createVenue(req.body) },
+  { method: 'get', path: '/venues/*venueId/config', call: (c, req) => c.venue.venueConfig({ venueId: venueId(req) }) },
+  { method: 'get', path: '/venues/*venueId/author-console', call: (c, req) => c.venue.authorConsole({ venueId: venueId(req) }) },
+  { method: 'post', path: '/groups/members', call: (c, req) => c.venue.addMembers(req.body) },
+  { method: 'post', path: '/invitations', call: (c, req) => c.venue.saveInvitation(req.body) },
+  { method: 'get', path: '/invitations', call: (c, req) => c.venue.invitations(query(req)) },
+  { method: 'post', path: '/notes', call: (c, req) => c.venue.postNote(req.body) },
+  { method: 'get', path: '/notes', call: (c, req) => c.venue.notes(query(req)) },
+  { method: 'get', path: '/notes/edits', call: (c, req) => c.venue.noteEdits(query(req)) },
 ];

@@ -1,0 +1,191 @@
+import type { Knex } from 'knex';
+import type { FormDefinition, Invitation, Note, NoteEdit } from '../../shared/index.ts';
+
+/** Postgres hands JSON columns back parsed, SQLite as text: accept both. */
+function json<T>(value: unknown): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
+
+interface InvitationRow {
+  id: string;
+  domain: string;
+  data: string;
+  duedate: number | null;
+  tauthor: string;
+  tcdate: number;
+  tmdate: number;
+}
+
+interface InvitationData {
+  form: FormDefinition;
+  invitees: string[];
+  noteReaders: string[];
+  noteWriters: string[];
+  readers: string[];
+  replyTo?: string;
+}
+
+interface NoteRow {
+  id: string;
+  invitation: string;
+  domain: string;
+  number: number;
+  forum: string;
+  replyto: string | null;
+  content: string;
+  signatures: string;
+  readers: string;
+  writers: string;
+  cdate: number;
+  mdate: number;
+  tcdate: number;
+  tmdate: number;
+}
+
+function toInvitation(row: InvitationRow): Invitation {
+  const data = json<InvitationData>(row.data);
+  return {
+    id: row.id,
+    domain: row.domain,
+    ...data,
+    ...(row.duedate !== null ? { duedate: Number(row.duedate) } : {}),
+    tauthor: row.tauthor,
+    tcdate: Number(row.tcdate),
+    tmdate: Number(row.tmdate),
+  };
+}
+
+function toNote(row: NoteRow): Note {
+  return {
+    id: row.id,
+    invitation: row.invitation,
+    domain: row.domain,
+    number: Number(row.number),
+    forum: row.forum,
+    replyto: row.replyto,
+    content: json<Record<string, unknown>>(row.content),
+    signatures: json<string[]>(row.signatures),
+    readers: json<string[]>(row.readers),
+    writers: json<string[]>(row.writers),
+    cdate: Number(row.cdate),
+    mdate: Number(row.mdate),
+    tcdate: Number(row.tcdate),
+    tmdate: Number(row.tmdate),
+  };
+}
+
+/** The author ids a note's `content.authorids` holds, for the author index. */
+export function authorIdsOf(content: Record<string, unknown>): string[] {
+  const value = (content.authorids as { value?: unknown } | undefined)?.value;
+  return Array.isArray(value) ? [...new Set(value.filter((v): v is string => typeof v === 'string'))] : [];
+}
+
+/** SQL for invitations, notes, their revisions and uploads. Given its Knex (or a transaction). */
+export class VenueRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  transaction<T>(work: (repo: VenueRepository) => Promise<T>): Promise<T> {
+    return this.#db.transaction((trx) => work(new VenueRepository(trx)));
+  }
+
+  async upsertInvitation(invitation: Invitation): Promise<void> {
+    const { id, domain, duedate, tauthor, tcdate, tmdate, ...data } = invitation;
+    await this.#db('invitations')
+      .insert({ id, domain, data: JSON.stringify(data), duedate: duedate ?? null, tauthor, tcdate, tmdate })
+      .onConflict('id')
+      .merge({ domain, data: JSON.stringify(data), duedate: duedate ?? null, tauthor, tmdate });
+  }
+
+  async findInvitation(id: string): Promise<Invitation | null> {
+    const row = await this.#db<InvitationRow>('invitations').where({ id }).first();
+    return row ? toInvitation(row) : null;
+  }
+
+  async nextNumber(invitation: string): Promise<number> {
+    const row = await this.#db('notes').where({ invitation }).max({ n: 'number' }).first();
+    return Number(row?.n ?? 0) + 1;
+  }
+
+  async insertNote(note: Note): Promise<void> {
+    await this.#db('notes').insert(this.#noteRow(note));
+    await this.#indexAuthors(note);
+  }
+
+  async updateNote(note: Note): Promise<void> {
+    const { id, ...row } = this.#noteRow(note);
+    await this.#db('notes').where({ id }).update(row);
+    await this.#db('note_authors').where({ note_id: id }).delete();
+    await this.#indexAuthors(note);
+  }
+
+  #noteRow(note: Note) {
+    return {
+      ...note,
+      content: JSON.stringify(note.content),
+      signatures: JSON.stringify(note.signatures),
+      readers: JSON.stringify(note.readers),
+      writers: JSON.stringify(note.writers),
+    };
+  }
+
+  async #indexAuthors(note: Note): Promise<void> {
+    const authors = authorIdsOf(note.content);
+    if (authors.length > 0) await this.#db('note_authors').insert(authors.map((author) => ({ note_id: note.id, author })));
+  }
+
+  async insertEdit(note: Note, tauthor: string, now: number): Promise<void> {
+    await this.#db('note_edits').insert({
+      note_id: note.id,
+      invitation: note.invitation,
+      content: JSON.stringify(note.content),
+      signatures: JSON.stringify(note.signatures),
+      readers: JSON.stringify(note.readers),
+      writers: JSON.stringify(note.writers),
+      tauthor,
+      tcdate: now,
+    });
+  }
+
+  async findNote(id: string): Promise<Note | null> {
+    const row = await this.#db<NoteRow>('notes').where({ id }).first();
+    return row ? toNote(row) : null;
+  }
+
+  /** Notes matching every criterion given, in posting order. */
+  async findNotes(query: { id?: string; invitation?: string; forum?: string; author?: string[] }): Promise<Note[]> {
+    const q = this.#db<NoteRow>('notes').select('notes.*');
+    if (query.id) q.where('notes.id', query.id);
+    if (query.invitation) q.where('notes.invitation', query.invitation);
+    if (query.forum) q.where('notes.forum', query.forum);
+    if (query.author) {
+      q.whereIn('notes.id', this.#db('note_authors').whereIn('author', query.author).select('note_id'));
+    }
+    const rows = await q.orderBy('notes.tcdate').orderBy('notes.number');
+    return rows.map(toNote);
+  }
+
+  async editsOf(noteId: string): Promise<NoteEdit[]> {
+    const rows = await this.#db('note_edits').where({ note_id: noteId }).orderBy('id');
+    return rows.map((row: Record<string, unknown>) => ({
+      id: String(row.id),
+      note: { id: String(row.note_id) },
+      invitation: String(row.invitation),
+      content: json<Record<string, unknown>>(row.content),
+      signatures: json<string[]>(row.signatures),
+      readers: json<string[]>(row.readers),
+      writers: json<string[]>(row.writers),
+      tauthor: String(row.tauthor),
+      tcdate: Number(row.tcdate),
+    }));
+  }
+
+  /** Whether `profileId` uploaded `url` for this invitation and field. */
+  async uploadedBy(profileId: string, url: string, invitation: string, field: string): Promise<boolean> {
+    const row = await this.#db('uploads').where({ profile_id: profileId, url, invitation, field }).first('id');
+    return row !== undefined;
+  }
+}

@@ -1,0 +1,498 @@
+import type { Knex } from 'knex';
+import {
+  AppError,
+  AuthorConsoleConfig,
+  defaultEthicsReviewForm,
+  defaultRegistrationForm,
+  defaultSubmissionForm,
+  validateContent,
+  type AuthorConsole,
+  type ErrorItem,
+  type FormDefinition,
+  type Invitation,
+  type InvitationInput,
+  type Note,
+  type NoteEdit,
+  type NotesQuery,
+  type PostNoteInput,
+  type RatingSummary,
+} from '../../shared/index.ts';
+import { AccountsRepository } from '../accounts/repository.ts';
+import type { Viewer } from '../accounts/service.ts';
+import { authorIdsOf, VenueRepository } from './repository.ts';
+
+/** The group of a venue's organisers: they manage its invitations and groups. */
+export const organisersOf = (venueId: string) => `${venueId}/Program_Chairs`;
+export const reviewersOf = (venueId: string) => `${venueId}/Reviewers`;
+
+/** Who is asking: a signed-in caller, or a guest (null). */
+type Reader = Viewer | null;
+
+interface Repos {
+  accounts: AccountsRepository;
+  venues: VenueRepository;
+}
+
+/** The field of a decision note that holds the decision: `decisionName`, lower-cased. */
+export const decisionField = (config: Pick<AuthorConsoleConfig, 'decisionName'>) => config.decisionName.toLowerCase();
+
+/** A rating entry as configured: one displayed name and the fields to try, in order. */
+export function ratingFields(reviewRatingName: AuthorConsoleConfig['reviewRatingName']): Array<{ display: string; fields: string[] }> {
+  const entries = typeof reviewRatingName === 'string' ? [reviewRatingName] : reviewRatingName;
+  return entries.flatMap((entry) =>
+    typeof entry === 'string' ? [{ display: entry, fields: [entry] }] : Object.entries(entry).map(([display, fields]) => ({ display, fields })),
+  );
+}
+
+/** `8: accept` counts as 8; a number is itself; anything else does not count. */
+export function ratingValue(value: unknown): number | null {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value !== 'string') return null;
+  const match = /^\s*(-?\d+(?:\.\d+)?)/.exec(value);
+  return match?.[1] ? Number(match[1]) : null;
+}
+
+export function summarise(values: number[]): RatingSummary {
+  if (values.length === 0) return { min: 'N/A', max: 'N/A', average: 'N/A' };
+  const sum = values.reduce((a, b) => a + b, 0);
+  return { min: Math.min(...values), max: Math.max(...values), average: (sum / values.length).toFixed(2) };
+}
+
+const fieldValue = (note: Note, field: string): unknown => (note.content[field] as { value?: unknown } | undefined)?.value;
+
+/**
+ * Venues, their invitations and notes, and the author console. Readers are enforced on every
+ * read: a guest sees only notes readable by `everyone`.
+ */
+export class VenueService {
+  readonly #db: Knex;
+  readonly #now: () => number;
+
+  constructor(db: Knex, now: () => number = Date.now) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  #repos(db: Knex = this.#db): Repos {
+    return { accounts: new AccountsRepository(db), venues: new VenueRepository(db) };
+  }
+
+  #transaction<T>(work: (repos: Repos) => Promise<T>): Promise<T> {
+    return this.#db.transaction((trx) => work(this.#repos(trx)));
+  }
+
+  /**
+   * Every id the reader answers to: `everyone`; and for a signed-in caller `~` (any signed-in
+   * user), their profile's usernames and emails, the groups those belong to, and the groups
+   * those groups belong to.
+   */
+  async identities(reader: Reader, repos = this.#repos()): Promise<Set<string>> {
+    const ids = new Set(['everyone']);
+    if (!reader) return ids;
+    ids.add('~');
+    const own = [...(await repos.accounts.usernamesOf(reader.profileId)), reader.profileId];
+    for (const email of await repos.accounts.emailsOf(reader.profileId)) if (email.confirmed) own.push(email.email);
+    const groups = await repos.accounts.groupsOf(own);
+    const outer = await repos.accounts.groupsOf(groups);
+    for (const id of [...own, ...groups, ...outer]) ids.add(id);
+    return ids;
+  }
+
+  #canRead(readers: string[], ids: Set<string>, reader: Reader): boolean {
+    return Boolean(reader?.isSuperUser) || readers.some((r) => ids.has(r));
+  }
+
+  async #requireOrganiser(venueId: string, reader: Viewer, repos: Repos): Promise<void> {
+    if (reader.isSuperUser) return;
+    if (!(await this.identities(reader, repos)).has(organisersOf(venueId))) {
+      throw new AppError('ForbiddenError', `Only the organisers of ${venueId} can do this`);
+    }
+  }
+
+  // ---- venues ----------------------------------------------------------------------------------
+
+  /**
+   * `POST /venues` (super users): the venue group with its organisers, reviewers and authors
+   * groups, and the invitations the config names: submissions (the default submission form),
+   * ethics review, registration, official review and decision. One transaction.
+   */
+  async createVenue(config: AuthorConsoleConfig, reader: Viewer): Promise<AuthorConsoleConfig> {
+    if (!reader.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can create venues');
+    const { venueId } = config;
+    const names: Array<[string, string]> = [
+      ['officialReviewName', config.officialReviewName],
+      ['decisionName', config.decisionName],
+      ['authorName', config.authorName],
+      ['submissionName', config.submissionName],
+    ];
+    const problems: ErrorItem[] = names
+      .filter(([, name]) => !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))
+      .map(([key, name]) => ({
+        status: 400,
+        name: 'ValidationError',
+        message: `${key}: ${name} must be letters, digits and underscores, starting with a letter`,
+        details: { path: key },
+      }));
+    if (!config.submissionId.startsWith(`${venueId}/`)) {
+      problems.push({ status: 400, name: 'ValidationError', message: `submissionId must be inside the venue: ${venueId}/…`, details: { path: 'submissionId' } });
+    }
+    if (problems.length > 0) throw AppError.fromItems(problems);
+
+    const now = this.#now();
+    await this.#transaction(async ({ accounts, venues }) => {
+      if (await accounts.findGroup(venueId)) {
+        throw new AppError('ValidationError', `The venue ${venueId} already exists`, { path: 'venueId' });
+      }
+      const organisers = organisersOf(venueId);
+      const reviewers = reviewersOf(venueId);
+      const authors = `${venueId}/${config.authorName}`;
+      const owned = { domain: venueId, readers: ['everyone'], writers: [organisers], signatories: [organisers] };
+      await accounts.upsertGroup(venueId, { ...owned, config, impersonators: [organisers] }, [], now);
+      await accounts.upsertGroup(organisers, { ...owned, impersonators: [] }, [reader.profileId], now);
+      await accounts.upsertGroup(reviewers, { ...owned, impersonators: [organisers] }, [], now);
+      await accounts.upsertGroup(`${venueId}/Ethics_Reviewers`, { ...owned, impersonators: [organisers] }, [], now);
+      await accounts.upsertGroup(authors, { ...owned, impersonators: [organisers] }, [], now);
+
+      const invitation = (input: InvitationInput & { invitees: string[] }): Invitation => ({
+        noteReaders: ['everyone'],
+        noteWriters: ['${signatures}'],
+        readers: ['everyone'],
+        ...input,
+        tauthor: reader.profileId,
+        tcdate: now,
+        tmdate: now,
+      });
+      const privateToForum = [organisers, '${signatures}', '${forum.content.authorids}'];
+      for (const inv of [
+        invitation({
+          id: config.submissionId,
+          domain: venueId,
+          form: defaultSubmissionForm,
+          invitees: ['~'],
+          noteReaders: [venueId, organisers, reviewers, '${content.authorids}', '${signatures}'],
+          noteWriters: [organisers, '${content.authorids}', '${signatures}'],
+        }),
+        invitation({
+          id: `${venueId}/-/Ethics_Review`,
+          domain: venueId,
+          form: defaultEthicsReviewForm,
+          invitees: [`${venueId}/Ethics_Reviewers`],
+          replyTo: config.submissionId,
+          noteReaders: [organisers, '${signatures}'],
+        }),
+        invitation({
+          id: `${venueId}/-/Registration`,
+          domain: venueId,
+          form: defaultRegistrationForm,
+          invitees: [reviewers],
+          noteReaders: [organisers, '${signatures}'],
+        }),
+        invitation({
+          id: `${venueId}/-/${config.officialReviewName}`,
+          domain: venueId,
+          form: reviewForm(config),
+          invitees: [reviewers],
+          replyTo: config.submissionId,
+          noteReaders: privateToForum,
+        }),
+        invitation({
+          id: `${venueId}/-/${config.decisionName}`,
+          domain: venueId,
+          form: decisionForm(config),
+          invitees: [organisers],
+          replyTo: config.submissionId,
+          noteReaders: privateToForum,
+          noteWriters: [organisers],
+        }),
+      ]) {
+        await venues.upsertInvitation(inv);
+      }
+    });
+    return config;
+  }
+
+  /** `GET /venues/{venueId}/config`: the config with its defaults applied. */
+  async venueConfig(venueId: string): Promise<AuthorConsoleConfig> {
+    const group = await this.#repos().accounts.findGroup(venueId);
+    const config = group?.data.config;
+    if (!config) throw new AppError('NotFoundError', `Venue Not Found: ${venueId}`);
+    return AuthorConsoleConfig.parse(config);
+  }
+
+  /** `POST /groups/members`: a venue's organisers (or super users) add members to its groups. */
+  async addMembers(input: { id: string; members: string[] }, reader: Viewer): Promise<{ id: string; members: string[] }> {
+    const repos = this.#repos();
+    const group = await repos.accounts.findGroup(input.id);
+    if (!group) throw new AppError('NotFoundError', `Group Not Found: ${input.id}`);
+    const domain = typeof group.data.domain === 'string' ? group.data.domain : null;
+    if (!reader.isSuperUser) {
+      if (!domain) throw new AppError('ForbiddenError', `Only super users can change ${input.id}`);
+      await this.#requireOrganiser(domain, reader, repos);
+    }
+    await this.#transaction(async ({ accounts }) => {
+      for (const member of input.members) await accounts.addMember(input.id, member);
+    });
+    return { id: input.id, members: (await repos.accounts.findGroup(input.id))?.members ?? [] };
+  }
+
+  // ---- invitations -----------------------------------------------------------------------------
+
+  /** `POST /invitations`: a venue's organisers (or super users) create or replace one of its invitations. */
+  async saveInvitation(input: Omit<Invitation, 'tauthor' | 'tcdate' | 'tmdate'>, reader: Viewer): Promise<Invitation> {
+    const repos = this.#repos();
+    if (!(await repos.accounts.findGroup(input.domain))) throw new AppError('NotFoundError', `Group Not Found: ${input.domain}`);
+    await this.#requireOrganiser(input.domain, reader, repos);
+    if (!input.id.startsWith(`${input.domain}/`)) {
+      throw new AppError('ValidationError', `The invitation must be inside its venue: ${input.domain}/…`, { path: 'id' });
+    }
+    if (input.replyTo && !(await repos.venues.findInvitation(input.replyTo))) {
+      throw new AppError('ValidationError', `Invitation Not Found: ${input.replyTo}`, { path: 'replyTo' });
+    }
+    const now = this.#now();
+    const existing = await repos.venues.findInvitation(input.id);
+    const invitation: Invitation = { ...input, tauthor: reader.profileId, tcdate: existing?.tcdate ?? now, tmdate: now };
+    await repos.venues.upsertInvitation(invitation);
+    return invitation;
+  }
+
+  async invitation(id: string, reader: Reader): Promise<Invitation> {
+    const repos = this.#repos();
+    const invitation = await repos.venues.findInvitation(id);
+    if (!invitation || !this.#canRead(invitation.readers, await this.identities(reader, repos), reader)) {
+      throw new AppError('NotFoundError', `Invitation Not Found: ${id}`);
+    }
+    return invitation;
+  }
+
+  // ---- notes -----------------------------------------------------------------------------------
+
+  /**
+   * `POST /notes`: a new note, or with `id` a revision of one. The content is checked against
+   * the invitation's form (every problem at once); a file field must hold a URL this user
+   * uploaded for this invitation and field. Every change is kept as an edit.
+   */
+  async postNote(input: PostNoteInput, reader: Viewer): Promise<Note> {
+    const now = this.#now();
+    const repos = this.#repos();
+    const profile = await repos.accounts.findProfile(reader.profileId);
+    if (profile?.state === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
+    const invitation = await repos.venues.findInvitation(input.invitation);
+    if (!invitation) throw new AppError('NotFoundError', `Invitation Not Found: ${input.invitation}`);
+    if (invitation.duedate !== undefined && now > invitation.duedate) {
+      throw new AppError('ValidationError', `The invitation ${invitation.id} is closed`, { path: 'invitation' });
+    }
+    const ids = await this.identities(reader, repos);
+    if (!reader.isSuperUser && !invitation.invitees.some((i) => ids.has(i))) {
+      throw new AppError('ForbiddenError', `You are not invited to post to ${invitation.id}`);
+    }
+
+    const previous = input.id ? await repos.venues.findNote(input.id) : null;
+    if (input.id) {
+      if (!previous || !this.#canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
+      if (previous.invitation !== invitation.id) {
+        throw new AppError('ValidationError', `The note ${input.id} belongs to ${previous.invitation}`, { path: 'invitation' });
+      }
+      if (!reader.isSuperUser && !previous.writers.some((w) => ids.has(w))) {
+        throw new AppError('ForbiddenError', `You cannot edit the note ${input.id}`);
+      }
+    }
+
+    const forum = previous ? await repos.venues.findNote(previous.forum) : await this.#forumOf(invitation, input.forum, ids, reader, repos);
+    const merged = { ...(previous?.content ?? {}), ...input.content };
+    const problems = validateContent(invitation.form, merged);
+    for (const [field, definition] of Object.entries(invitation.form)) {
+      const url = fieldValue({ content: merged } as Note, field);
+      if (definition.value.param.type !== 'file' || typeof url !== 'string') continue;
+      if (previous && fieldValue(previous, field) === url) continue;
+      if (!(await repos.venues.uploadedBy(reader.profileId, url, invitation.id, field))) {
+        problems.push({
+          status: 400,
+          name: 'ValidationError',
+          message: `${definition.value.param.fieldName ?? field} must be a file you uploaded for this invitation and field`,
+          details: { path: `content/${field}/value` },
+        });
+      }
+    }
+    if (problems.length > 0) throw AppError.fromItems(problems);
+    const content = Object.fromEntries(
+      Object.entries(merged).filter(([, entry]) => (entry as { value?: { delete?: unknown } }).value?.delete !== true),
+    );
+
+    const signatures = previous?.signatures ?? [reader.profileId];
+    const expand = (list: string[]) =>
+      [
+        ...new Set(
+          list.flatMap((item) => {
+            if (item === '${signatures}') return signatures;
+            if (item === '${content.authorids}') return authorIdsOf(content);
+            if (item === '${forum.content.authorids}') return forum ? authorIdsOf(forum.content) : [];
+            return [item];
+          }),
+        ),
+      ];
+
+    return this.#transaction(async ({ venues }) => {
+      const note: Note = previous
+        ? { ...previous, content, readers: expand(invitation.noteReaders), writers: expand(invitation.noteWriters), mdate: now, tmdate: now }
+        : {
+            id: newNoteId(),
+            invitation: invitation.id,
+            domain: invitation.domain,
+            number: await venues.nextNumber(invitation.id),
+            forum: '',
+            replyto: forum?.id ?? null,
+            content,
+            signatures,
+            readers: expand(invitation.noteReaders),
+            writers: expand(invitation.noteWriters),
+            cdate: now,
+            mdate: now,
+            tcdate: now,
+            tmdate: now,
+          };
+      if (!previous) note.forum = forum?.id ?? note.id;
+      if (previous) await venues.updateNote(note);
+      else await venues.insertNote(note);
+      await venues.insertEdit(note, reader.profileId, now);
+      return note;
+    });
+  }
+
+  /** The note a reply belongs to: required exactly when the invitation replies to another's notes. */
+  async #forumOf(invitation: Invitation, forumId: string | undefined, ids: Set<string>, reader: Reader, repos: Repos): Promise<Note | null> {
+    if (!invitation.replyTo) {
+      if (forumId) throw new AppError('ValidationError', `Notes of ${invitation.id} are not replies`, { path: 'forum' });
+      return null;
+    }
+    if (!forumId) throw new AppError('MissingRequiredError', `The property forum is required: notes of ${invitation.id} reply to a note`, { path: 'forum' });
+    const forum = await repos.venues.findNote(forumId);
+    if (!forum || forum.invitation !== invitation.replyTo || !this.#canRead(forum.readers, ids, reader)) {
+      throw new AppError('ValidationError', `Note Not Found: ${forumId} is not a note of ${invitation.replyTo}`, { path: 'forum' });
+    }
+    return forum;
+  }
+
+  /** `GET /notes`: the notes matching the query that the reader may read. */
+  async notes(query: NotesQuery, reader: Reader): Promise<Note[]> {
+    const repos = this.#repos();
+    let author: string[] | undefined;
+    const authorId = query['content.authorids'];
+    if (authorId) {
+      // A profile is an author under any of its usernames and confirmed emails.
+      const profile = authorId.startsWith('~') ? await repos.accounts.findProfileByUsername(authorId) : await repos.accounts.findProfileByEmail(authorId);
+      author = profile
+        ? [...(await repos.accounts.usernamesOf(profile.id)), ...(await repos.accounts.emailsOf(profile.id)).filter((e) => e.confirmed).map((e) => e.email)]
+        : [authorId];
+    }
+    const notes = await repos.venues.findNotes({
+      ...(query.id ? { id: query.id } : {}),
+      ...(query.invitation ? { invitation: query.invitation } : {}),
+      ...(query.forum ? { forum: query.forum } : {}),
+      ...(author ? { author } : {}),
+    });
+    const ids = await this.identities(reader, repos);
+    return notes.filter((note) => this.#canRead(note.readers, ids, reader));
+  }
+
+  /** `GET /notes/edits`: every revision of a note the reader may read, oldest first. */
+  async edits(noteId: string, reader: Reader): Promise<NoteEdit[]> {
+    const repos = this.#repos();
+    const note = await repos.venues.findNote(noteId);
+    if (!note || !this.#canRead(note.readers, await this.identities(reader, repos), reader)) {
+      throw new AppError('NotFoundError', `Note Not Found: ${noteId}`);
+    }
+    return repos.venues.editsOf(noteId);
+  }
+
+  // ---- the author console ----------------------------------------------------------------------
+
+  /**
+   * What the author console shows the caller: their submissions to the venue (notes of
+   * `submissionId` whose `authorSubmissionField` holds one of their ids), and for each the
+   * official reviews' ratings (min, max, average), the confidence, the decision and, unless
+   * `showAuthorProfileStatus` is false, each author's profile state.
+   */
+  async authorConsole(venueId: string, reader: Viewer): Promise<AuthorConsole> {
+    const config = await this.venueConfig(venueId);
+    const repos = this.#repos();
+    const ids = await this.identities(reader, repos);
+    const field = config.authorSubmissionField.replace(/^content\./, '');
+    const mine = (await repos.venues.findNotes({ invitation: config.submissionId })).filter((note) => {
+      const value = fieldValue(note, field);
+      return Array.isArray(value) && value.some((v) => typeof v === 'string' && ids.has(v)) && this.#canRead(note.readers, ids, reader);
+    });
+    const reviewInvitation = `${venueId}/-/${config.officialReviewName}`;
+    const decisionInvitation = `${venueId}/-/${config.decisionName}`;
+    const submissions = [];
+    for (const note of mine) {
+      const replies = (await repos.venues.findNotes({ forum: note.id })).filter((n) => this.#canRead(n.readers, ids, reader));
+      const reviews = replies.filter((n) => n.invitation === reviewInvitation);
+      const decisionNote = replies.filter((n) => n.invitation === decisionInvitation).at(-1);
+      const ratings: Record<string, RatingSummary> = {};
+      for (const { display, fields } of ratingFields(config.reviewRatingName)) {
+        const values = reviews
+          .map((review) => fields.map((f) => ratingValue(fieldValue(review, f))).find((v) => v !== null) ?? null)
+          .filter((v): v is number => v !== null);
+        ratings[display] = summarise(values);
+      }
+      const confidence = summarise(
+        reviews.map((r) => ratingValue(fieldValue(r, config.reviewConfidenceName))).filter((v): v is number => v !== null),
+      );
+      const decision = decisionNote ? fieldValue(decisionNote, decisionField(config)) : undefined;
+      const submission = {
+        note,
+        reviewCount: reviews.length,
+        ratings,
+        confidence,
+        decision: typeof decision === 'string' ? decision : null,
+        ...(config.showAuthorProfileStatus !== false ? { authors: await this.#authorStates(note, field, repos) } : {}),
+      };
+      submissions.push(submission);
+    }
+    return { venueId, header: config.header, submissions };
+  }
+
+  async #authorStates(note: Note, field: string, repos: Repos) {
+    const value = fieldValue(note, field);
+    const authors = Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    return Promise.all(
+      authors.map(async (id) => {
+        const profile = id.startsWith('~') ? await repos.accounts.findProfileByUsername(id) : await repos.accounts.findProfileByEmail(id);
+        return { id, state: profile?.state ?? null };
+      }),
+    );
+  }
+}
+
+/** The official review form: one field per configured rating field, the confidence, the review text. */
+export function reviewForm(config: AuthorConsoleConfig): FormDefinition {
+  const rating = { type: 'string', regex: '-?\\d+(\\.\\d+)?(: .*)?' } as const;
+  const form: FormDefinition = {};
+  let order = 1;
+  for (const { fields } of ratingFields(config.reviewRatingName)) {
+    fields.forEach((field, i) => {
+      form[field] ??= { order: order++, description: `Rating: a number, optionally followed by ": " and its meaning`, value: { param: { ...rating, ...(i > 0 ? { optional: true } : {}) } } };
+    });
+  }
+  form[config.reviewConfidenceName] ??= { order: order++, description: 'Confidence in this review', value: { param: rating } };
+  form.review = { order: order++, description: 'The review. Markdown is allowed.', value: { param: { type: 'string', maxLength: 200000, input: 'textarea', markdown: true, optional: true } } };
+  return form;
+}
+
+export function decisionForm(config: AuthorConsoleConfig): FormDefinition {
+  return {
+    [decisionField(config)]: {
+      order: 1,
+      description: 'The decision on this submission',
+      value: { param: { type: 'string', input: 'radio', enum: ['Accept (Oral)', 'Accept (Poster)', 'Reject'] } },
+    },
+    comment: { order: 2, value: { param: { type: 'string', maxLength: 5000, input: 'textarea', markdown: true, optional: true } } },
+  };
+}
+
+/** A note id: 10 random characters, as the platform's ids look. */
+function newNoteId(): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  const bytes = crypto.getRandomValues(new Uint8Array(10));
+  return Array.from(bytes, (b) => alphabet[b % alphabet.length]).join('');
+}

@@ -1,0 +1,243 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn } from '../helpers/users.ts';
+
+let server: TestServer;
+let root: Client;
+let author: { id: string; email: string; client: Client };
+let coauthor: { id: string; email: string };
+
+const VENUE = 'Conf.org/2027';
+const SUBMISSION = `${VENUE}/-/Submission`;
+const config = {
+  header: { title: 'Conf 2027', instructions: 'Welcome, **authors**.' },
+  apiVersion: 2,
+  venueId: VENUE,
+  submissionId: SUBMISSION,
+  authorSubmissionField: 'content.authorids',
+  officialReviewName: 'Official_Review',
+  reviewRatingName: 'rating',
+  reviewConfidenceName: 'confidence',
+  authorName: 'Authors',
+  submissionName: 'Submission',
+};
+
+/** What the attachments endpoint records when a user uploads a file for an invitation's field. */
+async function recordUpload(profileId: string, invitation: string, field: string, url: string) {
+  await server.service.db('uploads').insert({ profile_id: profileId, invitation, field, url, size: 1000, sha1: url.slice(5, 45), created_at: Date.now() });
+}
+
+const PDF = `/pdf/${'1'.repeat(40)}.pdf`;
+const submission = (overrides: Record<string, unknown> = {}) => ({
+  title: { value: 'Graphs, learned' },
+  authors: { value: ['Paper Author', 'Co Author'] },
+  authorids: { value: [author.id, coauthor.email] },
+  abstract: { value: 'We learn graphs.' },
+  pdf: { value: PDF },
+  ...overrides,
+});
+
+const rowCount = async (table: string) => Number((await server.service.db(table).count({ n: '*' }))[0]?.n);
+
+beforeAll(async () => {
+  server = await startServer();
+  const admin = await createActiveUser(server, { role: 'superuser', fullname: 'Venue Admin' });
+  root = (await loggedIn(server, admin.email)).client;
+  const a = await createActiveUser(server, { fullname: 'Paper Author' });
+  author = { ...a, client: (await loggedIn(server, a.email)).client };
+  coauthor = await createActiveUser(server, { fullname: 'Co Author' });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+describe('a venue from its author-console config', () => {
+  it('is created by a super user, and its config reads back with the defaults applied', async () => {
+    const res = await root.post('/venues', config);
+    expect(res.status).toBe(200);
+    const read = await new Client(server.url).get(`/venues/${VENUE}/config`);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({ ...config, decisionName: 'Decision', showAuthorProfileStatus: true });
+    expect((await new Client(server.url).get(`/venues/${encodeURIComponent(VENUE)}/config`)).body.venueId).toBe(VENUE);
+    for (const id of [SUBMISSION, `${VENUE}/-/Official_Review`, `${VENUE}/-/Decision`, `${VENUE}/-/Ethics_Review`, `${VENUE}/-/Registration`]) {
+      const inv = await new Client(server.url).get(`/invitations?id=${encodeURIComponent(id)}`);
+      expect(inv.status, id).toBe(200);
+    }
+    const submissionInvitation = (await new Client(server.url).get(`/invitations?id=${encodeURIComponent(SUBMISSION)}`)).body.invitations[0];
+    expect(Object.keys(submissionInvitation.form)).toEqual(['title', 'authors', 'authorids', 'keywords', 'TLDR', 'abstract', 'pdf']);
+  });
+
+  it('only super users create venues; a duplicate, a bad config and blindSubmissionId on v2 are refused', async () => {
+    expect((await author.client.post('/venues', { ...config, venueId: 'Other.org' })).status).toBe(403);
+    const again = await root.post('/venues', config);
+    expect(again.status).toBe(400);
+    expect(again.body.message).toBe(`The venue ${VENUE} already exists`);
+    const blind = await root.post('/venues', { ...config, venueId: 'Blind.org', submissionId: 'Blind.org/-/Submission', blindSubmissionId: 'X' });
+    expect(blind.status).toBe(400);
+    expect(blind.body.details).toEqual({ path: 'blindSubmissionId' });
+    const missing = await root.post('/venues', { ...config, venueId: 'Missing.org', submissionId: 'Missing.org/-/S', officialReviewName: undefined });
+    expect(missing.body).toMatchObject({ name: 'MissingRequiredError', details: { path: 'officialReviewName' } });
+  });
+});
+
+describe('notes', () => {
+  let paperId: string;
+
+  it('a bad submission gets one 400 listing every problem, and nothing is stored', async () => {
+    const before = [await rowCount('notes'), await rowCount('note_edits')];
+    const { abstract: _a, ...content } = submission({ title: { value: 't'.repeat(251) }, venue: { value: 'Somewhere' } });
+    const res = await author.client.post('/notes', { invitation: SUBMISSION, content });
+    expect(res.status).toBe(400);
+    expect(res.body.errors.map((e: { name: string; details: { path: string } }) => [e.details.path, e.name])).toEqual([
+      ['content/venue', 'AdditionalPropertiesError'],
+      ['content/title/value', 'ValidationError'],
+      ['content/abstract/value', 'MissingRequiredError'],
+      ['content/pdf/value', 'ValidationError'],
+    ]);
+    expect([await rowCount('notes'), await rowCount('note_edits')]).toEqual(before);
+  });
+
+  it('a file field takes only a URL this user uploaded for this invitation and field', async () => {
+    await recordUpload(coauthor.id, SUBMISSION, 'pdf', PDF);
+    const res = await author.client.post('/notes', { invitation: SUBMISSION, content: submission() });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ details: { path: 'content/pdf/value' }, message: 'pdf must be a file you uploaded for this invitation and field' });
+  });
+
+  it('an author posts a submission and gets the stored note back', async () => {
+    await recordUpload(author.id, SUBMISSION, 'pdf', PDF);
+    const res = await author.client.post('/notes', { invitation: SUBMISSION, content: submission() });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      id: expect.stringMatching(/^[A-Za-z0-9]{10}$/),
+      invitation: SUBMISSION,
+      domain: VENUE,
+      number: 1,
+      replyto: null,
+      signatures: [author.id],
+      content: submission(),
+    });
+    expect(res.body.forum).toBe(res.body.id);
+    expect(res.body.readers).toEqual([VENUE, `${VENUE}/Program_Chairs`, `${VENUE}/Reviewers`, author.id, coauthor.email]);
+    paperId = res.body.id;
+  });
+
+  it('readers are enforced: a guest and a stranger see nothing, the authors see it', async () => {
+    expect((await new Client(server.url).get(`/notes?id=${paperId}`)).body).toEqual({ notes: [], count: 0 });
+    const stranger = (await loggedIn(server, (await createActiveUser(server)).email)).client;
+    expect((await stranger.get(`/notes?invitation=${encodeURIComponent(SUBMISSION)}`)).body.count).toBe(0);
+    expect((await author.client.get(`/notes?content.authorids=${encodeURIComponent(author.id)}`)).body.notes.map((n: { id: string }) => n.id)).toEqual([paperId]);
+    expect((await root.get(`/notes?id=${paperId}`)).body.count).toBe(1);
+    expect((await new Client(server.url).get('/notes')).status).toBe(400);
+  });
+
+  it('every revision is kept, and a deletable field can be removed', async () => {
+    const first = await author.client.post('/notes', { id: paperId, invitation: SUBMISSION, content: { title: { value: 'Graphs, relearned' }, keywords: { value: 'graphs' } } });
+    expect(first.status).toBe(200);
+    expect(first.body.content.title).toEqual({ value: 'Graphs, relearned' });
+    expect(first.body.content.abstract).toEqual({ value: 'We learn graphs.' });
+    const second = await author.client.post('/notes', { id: paperId, invitation: SUBMISSION, content: { keywords: { value: { delete: true } } } });
+    expect(second.body.content.keywords).toBeUndefined();
+    const edits = await author.client.get(`/notes/edits?note.id=${paperId}`);
+    expect(edits.body.edits.map((e: { content: { title: { value: string } } }) => e.content.title.value)).toEqual([
+      'Graphs, learned',
+      'Graphs, relearned',
+      'Graphs, relearned',
+    ]);
+    expect((await new Client(server.url).get(`/notes/edits?note.id=${paperId}`)).status).toBe(404);
+    const stranger = (await loggedIn(server, (await createActiveUser(server)).email)).client;
+    expect((await stranger.post('/notes', { id: paperId, invitation: SUBMISSION, content: { title: { value: 'Mine now' } } })).status).toBe(404);
+  });
+
+  it('reviews, a decision, and the author console', async () => {
+    const reviewers = await Promise.all([createActiveUser(server, { fullname: 'Re Viewer' }), createActiveUser(server, { fullname: 'Critical Reviewer' })]);
+    const notInvited = await author.client.post('/notes', {
+      invitation: `${VENUE}/-/Official_Review`,
+      forum: paperId,
+      content: { rating: { value: '10: top' }, confidence: { value: '5: certain' } },
+    });
+    expect(notInvited.status).toBe(403);
+
+    const added = await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: reviewers.map((r) => r.id) });
+    expect(added.body.members.sort()).toEqual(reviewers.map((r) => r.id).sort());
+    for (const [reviewer, rating, confidence] of [
+      [reviewers[0], '8: accept', '4: confident'],
+      [reviewers[1], '3: reject', '2: unsure'],
+    ] as const) {
+      const client = (await loggedIn(server, reviewer?.email ?? '')).client;
+      const res = await client.post('/notes', {
+        invitation: `${VENUE}/-/Official_Review`,
+        forum: paperId,
+        content: { rating: { value: rating }, confidence: { value: confidence }, review: { value: 'Thorough.' } },
+      });
+      expect(res.body).toMatchObject({ forum: paperId, replyto: paperId, number: expect.any(Number) });
+    }
+    const noForum = await root.post('/notes', { invitation: `${VENUE}/-/Official_Review`, content: { rating: { value: '1' }, confidence: { value: '1' } } });
+    expect(noForum.body).toMatchObject({ status: 400, details: { path: 'forum' } });
+
+    const decision = await root.post('/notes', { invitation: `${VENUE}/-/Decision`, forum: paperId, content: { decision: { value: 'Accept (Poster)' } } });
+    expect(decision.status).toBe(200);
+
+    const console = await author.client.get(`/venues/${VENUE}/author-console`);
+    expect(console.status).toBe(200);
+    expect(console.body).toMatchObject({ venueId: VENUE, header: config.header });
+    expect(console.body.submissions).toHaveLength(1);
+    expect(console.body.submissions[0]).toMatchObject({
+      note: { id: paperId },
+      reviewCount: 2,
+      ratings: { rating: { min: 3, max: 8, average: '5.50' } },
+      confidence: { min: 2, max: 4, average: '3.00' },
+      decision: 'Accept (Poster)',
+      authors: [
+        { id: author.id, state: 'Active' },
+        { id: coauthor.email, state: 'Active' },
+      ],
+    });
+    // A user with no submissions sees an empty console.
+    const other = (await loggedIn(server, (await createActiveUser(server)).email)).client;
+    expect((await other.get(`/venues/${VENUE}/author-console`)).body.submissions).toEqual([]);
+  });
+
+  it('a limited profile may not author notes; a closed invitation takes none', async () => {
+    const limited = await createActiveUser(server);
+    await server.service.db('profiles').where({ id: limited.id }).update({ state: 'Limited' });
+    const res = await (await loggedIn(server, limited.email)).client.post('/notes', { invitation: SUBMISSION, content: submission() });
+    expect(res.status).toBe(403);
+    expect(res.body.message).toBe('A limited profile cannot author notes');
+
+    const closed = await root.post('/invitations', {
+      id: `${VENUE}/-/Late_Submission`,
+      domain: VENUE,
+      form: { title: { order: 1, value: { param: { type: 'string' } } } },
+      duedate: Date.now() - 1000,
+    });
+    expect(closed.status).toBe(200);
+    const late = await author.client.post('/notes', { invitation: `${VENUE}/-/Late_Submission`, content: { title: { value: 'Late' } } });
+    expect(late.status).toBe(400);
+    expect(late.body.message).toBe(`The invitation ${VENUE}/-/Late_Submission is closed`);
+  });
+
+  it('only organisers replace invitations; unknown invitations are 404', async () => {
+    const res = await author.client.post('/invitations', { id: `${VENUE}/-/Mine`, domain: VENUE, form: {} });
+    expect(res.status).toBe(403);
+    expect((await author.client.post('/notes', { invitation: 'Nowhere/-/X', content: {} })).status).toBe(404);
+    expect((await new Client(server.url).get('/invitations?id=Nowhere/-/X')).status).toBe(404);
+  });
+});
+
+describe('a ratings config with fallbacks', () => {
+  it('uses the first field present, per displayed rating', async () => {
+    const venue = 'Fallback.org';
+    const res = await root.post('/venues', {
+      ...config,
+      venueId: venue,
+      submissionId: `${venue}/-/Submission`,
+      reviewRatingName: [{ overall: ['overall_rating', 'rating'] }, 'soundness'],
+      showAuthorProfileStatus: false,
+    });
+    expect(res.status).toBe(200);
+    const form = (await root.get(`/invitations?id=${encodeURIComponent(`${venue}/-/Official_Review`)}`)).body.invitations[0].form;
+    expect(Object.keys(form)).toEqual(['overall_rating', 'rating', 'soundness', 'confidence', 'review']);
+  });
+});
