@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { RateLimiterSQLite, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import sqlite3 from 'sqlite3';
 import { migrations } from './migrations/index.ts';
 
 export type Db = Knex;
@@ -52,19 +53,33 @@ export async function migrateToLatest(db: Db): Promise<void> {
   await db.migrate.latest();
 }
 
+/** Where the rate limiters keep their counters, and how to let go of it. */
+export interface RateLimiterStore {
+  limiter(rule: { keyPrefix: string; points: number; duration: number }): RateLimiterAbstract;
+  close(): Promise<void>;
+}
+
 /**
- * SQLITE-ONLY: a rate limiter whose counters live in the `rate_limits` table (created by a
- * migration). On PostgreSQL this would be `RateLimiterPostgres` over the same Knex instance.
- * Never call it inside a transaction: it borrows the pool's one connection.
+ * SQLITE-ONLY: rate limiters whose counters live in the `rate_limits` table (created by a
+ * migration), on a connection of their own. rate-limiter-flexible's Knex mode hands the pool's
+ * connection back while its SAVEPOINT is still open, which breaks the next transaction; its
+ * plain sqlite3 mode on a separate connection does not. On PostgreSQL this would be
+ * `RateLimiterPostgres` over the Knex pool.
  */
-export function rateLimiter(db: Db, rule: { keyPrefix: string; points: number; duration: number }): RateLimiterAbstract {
-  return new RateLimiterSQLite({
-    storeClient: db,
-    storeType: 'knex',
-    tableName: 'rate_limits',
-    tableCreated: true,
-    keyPrefix: rule.keyPrefix,
-    points: rule.points,
-    duration: rule.duration,
-  });
+export function openRateLimiterStore(dataDir: string): RateLimiterStore {
+  const conn = new sqlite3.Database(path.join(dataDir, 'service.sqlite'));
+  conn.configure('busyTimeout', 5000);
+  return {
+    limiter: (rule) =>
+      new RateLimiterSQLite({
+        storeClient: conn,
+        storeType: 'sqlite3',
+        tableName: 'rate_limits',
+        tableCreated: true,
+        keyPrefix: rule.keyPrefix,
+        points: rule.points,
+        duration: rule.duration,
+      }),
+    close: () => new Promise<void>((resolve, reject) => conn.close((err) => (err ? reject(err) : resolve()))),
+  };
 }

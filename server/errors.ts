@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
-import { AppError, issuesToErrors } from '../shared/errors.ts';
+import { AppError, issuesToErrors, type ErrorName } from '../shared/errors.ts';
 import type { z } from 'zod';
 
 /** HTTP status → the tRPC code that carries it, so tRPC answers with the same status as REST. */
@@ -14,6 +14,19 @@ const TRPC_CODE: Record<number, TRPC_ERROR_CODE_KEY> = {
   429: 'TOO_MANY_REQUESTS',
   500: 'INTERNAL_SERVER_ERROR',
   503: 'SERVICE_UNAVAILABLE',
+};
+
+/** tRPC's own errors → our names. Anything not listed is unexpected and becomes a 500. */
+const FROM_TRPC_CODE: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorName>> = {
+  PARSE_ERROR: 'BadRequestError',
+  BAD_REQUEST: 'BadRequestError',
+  NOT_FOUND: 'NotFoundError',
+  METHOD_NOT_SUPPORTED: 'BadRequestError',
+  UNSUPPORTED_MEDIA_TYPE: 'BadRequestError',
+  UNAUTHORIZED: 'UnauthorizedError',
+  FORBIDDEN: 'ForbiddenError',
+  PAYLOAD_TOO_LARGE: 'PayloadTooLargeError',
+  TOO_MANY_REQUESTS: 'TooManyError',
 };
 
 function hasIssues(value: unknown): value is { issues: z.core.$ZodIssue[] } {
@@ -30,9 +43,11 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
   // Schema issues are the client's fault only on the way in; a failing output check is our bug.
   const isOutputCheck = error instanceof TRPCError && error.code === 'INTERNAL_SERVER_ERROR';
   if (hasIssues(cause) && !isOutputCheck) return AppError.fromItems(issuesToErrors(cause.issues, input));
-  if (error instanceof TRPCError && error.code === 'NOT_FOUND') return new AppError('NotFoundError', error.message);
-  if (error instanceof TRPCError && error.code === 'METHOD_NOT_SUPPORTED') return new AppError('BadRequestError', error.message);
-  if (error instanceof TRPCError && error.code === 'PARSE_ERROR') return new AppError('BadRequestError', 'Malformed JSON body');
+  if (error instanceof TRPCError) {
+    // Raised by tRPC itself, outside any procedure: an unknown procedure, a malformed input.
+    const name = FROM_TRPC_CODE[error.code];
+    if (name) return new AppError(name, error.code === 'PARSE_ERROR' ? 'Malformed JSON input' : error.message);
+  }
   log?.error({ err: error }, 'unexpected error');
   return new AppError('InternalServerError', 'Internal server error');
 }

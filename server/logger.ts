@@ -5,13 +5,19 @@ const SECRET_PATH = /^(\/(?:activate|activatable|activatelink|resettable|reset|u
 /** Query parameters that carry secrets. */
 const SECRET_QUERY = new Set(['token', 'code', 'code_verifier', 'access_token', 'id_token_hint', 'refresh_token', 'password']);
 
-/** A URL fit for a log line: one-time tokens in the path and secret query parameters replaced. */
+/**
+ * A URL fit for a log line: one-time tokens in the path and secret query parameters replaced.
+ * A tRPC query carries its whole input in `input`, which may hold a token: it is never logged.
+ */
 export function redactUrl(url: string): string {
   const [pathPart = '', query] = url.split('?', 2);
   const path = pathPart.replace(SECRET_PATH, '$1/[redacted]');
   if (query === undefined) return path;
   const params = new URLSearchParams(query);
-  for (const key of [...params.keys()]) if (SECRET_QUERY.has(key)) params.set(key, '[redacted]');
+  const isTrpc = path.startsWith('/trpc/');
+  for (const key of [...params.keys()]) {
+    if (SECRET_QUERY.has(key) || (isTrpc && key === 'input')) params.set(key, '[redacted]');
+  }
   return `${path}?${params.toString()}`;
 }
 

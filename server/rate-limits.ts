@@ -1,6 +1,6 @@
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.ts';
-import { rateLimiter, type Db } from '../db/knex.ts';
+import type { RateLimiterStore } from '../db/knex.ts';
 
 /**
  * Every rate limit of the service: how many tries a key gets in a window. Keys are an account
@@ -21,33 +21,49 @@ export const RATE_LIMITS = {
   /** Activation mails re-sent for one account, and from one address. */
   resendAccount: { points: 5, seconds: 60 * 60 },
   resendAddress: { points: 30, seconds: 60 * 60 },
-  /** Confirmation codes mailed for one profile. */
+  /** Confirmation codes mailed for one profile, and to one address (whoever asks). */
   confirmEmailAccount: { points: 10, seconds: 60 * 60 },
+  confirmEmailAddress: { points: 5, seconds: 60 * 60 },
+  /** Wrong 6-digit codes typed for one address, over all its tokens: guessing stays hopeless. */
+  wrongCodeAddress: { points: 20, seconds: 24 * 60 * 60 },
 } as const;
 
 export type RateLimitName = keyof typeof RATE_LIMITS;
 
 export class RateLimits {
   readonly #limiters: Record<RateLimitName, RateLimiterAbstract>;
+  /** The store's statements run one call at a time, so their savepoints never interleave. */
+  #queue: Promise<unknown> = Promise.resolve();
 
-  constructor(db: Db) {
+  constructor(store: RateLimiterStore) {
     const entries = Object.entries(RATE_LIMITS).map(([name, rule]) => [
       name,
-      rateLimiter(db, { keyPrefix: name, points: rule.points, duration: rule.seconds }),
+      store.limiter({ keyPrefix: name, points: rule.points, duration: rule.seconds }),
     ]);
     this.#limiters = Object.fromEntries(entries) as Record<RateLimitName, RateLimiterAbstract>;
   }
 
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Gives back a try counted by `consume` (a login that turned out right). */
+  async refund(name: RateLimitName, key: string): Promise<void> {
+    await this.#serial(() => this.#limiters[name].reward(key.toLowerCase(), 1));
+  }
+
   /** Refuses with 429 when the key has no tries left, without counting this one. */
   async check(name: RateLimitName, key: string): Promise<void> {
-    const state = await this.#limiters[name].get(key.toLowerCase());
+    const state = await this.#serial(() => this.#limiters[name].get(key.toLowerCase()));
     if (state && state.remainingPoints <= 0) throw tooMany(state.msBeforeNext);
   }
 
   /** Counts one try; past the limit, a 429 `TooManyError` saying when to try again. */
   async consume(name: RateLimitName, key: string): Promise<void> {
     try {
-      await this.#limiters[name].consume(key.toLowerCase());
+      await this.#serial(() => this.#limiters[name].consume(key.toLowerCase()));
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
       throw tooMany(error.msBeforeNext);

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Db } from '../db/knex.ts';
+import { openRateLimiterStore, type Db } from '../db/knex.ts';
 import { ActivationService } from './accounts/activation.ts';
 import { EmailService } from './accounts/emails.ts';
 import { HumanVerifier } from './accounts/human-verification.ts';
@@ -27,12 +27,15 @@ export interface Services {
   moderation: ModerationService;
   impersonation: ImpersonationService;
   venue: VenueService;
+  /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
+  close(): Promise<void>;
 }
 
 /** The composition root: the only place services are wired to their dependencies. */
 export async function createServices(config: Config, db: Db, logger: Logger): Promise<Services> {
   const secret = await loadSessionSecret(config.sessionSecret, config.dataDir);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
+  const limiterStore = openRateLimiterStore(config.dataDir);
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
     hasher: new PasswordHasher(),
@@ -40,7 +43,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     // Keys the hashes of 6-digit codes, so a copy of the table does not give them away.
     oneTime: new OneTimeTokens(`${secret}:codes`),
     verifier: new HumanVerifier(config.humanVerification, logger),
-    limits: new RateLimits(db),
+    limits: new RateLimits(limiterStore),
     mailer,
     config,
     logger,
@@ -56,5 +59,9 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     venue: new VenueService(db),
+    async close() {
+      mailer.close();
+      await limiterStore.close();
+    },
   };
 }

@@ -21,7 +21,9 @@ const t = initTRPC.context<Context>().meta<ProcedureMeta>().create({
   isDev: false,
   /** A tRPC client sees the spec's Error body (name, status, details with the field's path) in `data`. */
   errorFormatter({ shape, error }) {
-    const app = error.cause instanceof AppError ? error.cause : new AppError('InternalServerError', 'Internal server error');
+    // Errors from procedures arrive as AppErrors already; tRPC's own (an unknown procedure, a
+    // malformed input) are named here.
+    const app = error.cause instanceof AppError ? error.cause : toAppError(error, undefined);
     return {
       message: app.message,
       code: shape.code,

@@ -124,7 +124,7 @@ export class ActivationService extends AccountsPart {
     const { emails: _emails, emailsConfirmed: _confirmed, preferredEmail, ...rest } = content;
     const owned = new Set(await repo.usernamesOf(profile.id));
     const names: Name[] = [];
-    for (const name of content.names ?? profile.content.names ?? []) {
+    for (const [i, name] of (content.names ?? profile.content.names ?? []).entries()) {
       if (name.username && !owned.has(name.username)) {
         throw new AppError('ValidationError', `The username ${name.username} does not belong to this profile`, { path: 'content/names' });
       }
@@ -132,7 +132,7 @@ export class ActivationService extends AccountsPart {
         names.push(name);
         continue;
       }
-      const base = tildeBase(name);
+      const base = tildeBase(name, `content/names/${i}/`);
       const number = smallestFreeNumber(await repo.usedNumbers(base));
       names.push({ ...name, username: await repo.addUsername(profile.id, base, number) });
     }

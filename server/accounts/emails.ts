@@ -9,8 +9,9 @@ import {
   type ProfileContent,
   type ProfileReference,
 } from '../../shared/index.ts';
-import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import type { AccountsRepository, ProfileRecord, TokenRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
+import { hashSecret } from './session-tokens.ts';
 import type { Viewer } from './service.ts';
 import { AccountsPart } from './service.ts';
 
@@ -27,31 +28,32 @@ export class EmailService extends AccountsPart {
    * Whose emails these are: the signed-in caller, or a guest activating their profile with its
    * activation token. Nobody changes emails while impersonating.
    */
-  async #asker(activationToken: string | undefined, viewer: Viewer | null): Promise<{ profileId: string; activationEmail: string | null; activationId: number | null }> {
+  async #asker(activationToken: string | undefined, viewer: Viewer | null): Promise<string> {
     if (activationToken) {
       const record = await this.d.oneTime.live(this.d.repo, 'activation', activationToken, this.now(), 'Activation token is not valid');
-      return { profileId: record.profileId, activationEmail: record.email, activationId: record.id };
+      return record.profileId;
     }
     if (!viewer) throw new AppError('BadRequestError', GUEST_NEEDS_TOKEN);
     if (viewer.impersonator) throw new AppError('ForbiddenError', 'Emails cannot be changed while impersonating');
-    return { profileId: viewer.profileId, activationEmail: null, activationId: null };
+    return viewer.profileId;
   }
 
   /** `POST /user/confirm[/{activationToken}]`: mails a confirmation code to `alternate`. */
   async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null): Promise<{ alternate: string }> {
-    const { profileId } = await this.#asker(request.activationToken, viewer);
+    const profileId = await this.#asker(request.activationToken, viewer);
     const repo = this.d.repo;
     if (request.username && !(await repo.usernamesOf(profileId)).includes(request.username)) {
       throw new AppError('ForbiddenError', `${request.username} is not one of your usernames`, { path: 'username' });
     }
     const alternate = normaliseEmail(parseOrThrow(Email, request.alternate));
     await this.d.limits.consume('confirmEmailAccount', profileId);
+    await this.d.limits.consume('confirmEmailAddress', alternate);
     const owner = await repo.findEmail(alternate);
     if (owner?.profileId === profileId && owner.confirmed) {
       throw new AppError('ValidationError', `${alternate} is already confirmed`, { path: 'alternate' });
     }
     const duplicate = owner && owner.profileId !== profileId ? owner.profileId : null;
-    const { code } = await this.d.oneTime.issue(repo, {
+    const { code, token } = await this.d.oneTime.issue(repo, {
       kind: 'email',
       profileId,
       email: alternate,
@@ -75,7 +77,8 @@ export class EmailService extends AccountsPart {
             subject: 'Email confirmation',
             text:
               `The profile ${profileId} asked to add this address.\n\n` +
-              `To confirm it, enter this code: ${code}\n\n` +
+              `To confirm it, enter this code: ${code}\n` +
+              `or open ${this.d.config.webUrl}/confirm?token=${encodeURIComponent(token)} and enter it there.\n\n` +
               `The code expires in ${hours} hours. If this was not you, ignore this message.\n`,
           },
     );
@@ -89,36 +92,64 @@ export class EmailService extends AccountsPart {
    * valid".
    */
   async confirm(request: ActivateLinkRequest, viewer: Viewer | null): Promise<ActivateLinkResult> {
-    const asker = await this.#asker(request.activationToken, viewer);
     const repo = this.d.repo;
     const now = this.now();
     const email = normaliseEmail(request.email);
+    const invalid = new AppError('ValidationError', INVALID_CODE, { path: 'token' });
 
-    // The registration address of a profile being activated: its code came with the signup mail.
-    if (asker.activationId !== null && asker.activationEmail === email) {
-      const record = await this.d.oneTime.live(repo, 'activation', request.activationToken ?? '', now, INVALID_CODE);
-      await this.d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
-      await repo.confirmEmail(asker.profileId, email);
-      return { confirmedEmail: email };
+    let record: TokenRecord | null;
+    if (request.activationToken) {
+      const secret = hashSecret(request.activationToken);
+      const activation = await repo.findLiveToken('activation', secret, now);
+      if (activation?.email === email) {
+        // The registration address of a profile being activated: its code came with the signup mail.
+        await this.#checkCode(activation, request.token, email, now);
+        await repo.confirmEmail(activation.profileId, email);
+        return { confirmedEmail: email };
+      }
+      if (activation) {
+        record = await repo.findLiveEmailToken(activation.profileId, email, now);
+      } else {
+        // The link of an email-confirmation mail: it names the address and the profile.
+        record = await repo.findLiveToken('email', secret, now);
+        if (record && (record.email !== email || (viewer && viewer.profileId !== record.profileId))) record = null;
+      }
+    } else {
+      if (!viewer) throw new AppError('BadRequestError', GUEST_NEEDS_TOKEN);
+      record = await repo.findLiveEmailToken(viewer.profileId, email, now);
     }
-
-    const record = await repo.findLiveEmailToken(asker.profileId, email, now);
-    if (!record) throw new AppError('ValidationError', INVALID_CODE, { path: 'token' });
-    await this.d.oneTime.checkCode(repo, record, request.token, now, INVALID_CODE);
-    const duplicate = record.duplicateProfile;
+    if (!record) throw invalid;
+    await this.#checkCode(record, request.token, email, now);
+    const { profileId, duplicateProfile } = record;
+    const confirmed = record;
 
     return repo.transaction(async (trx) => {
-      await this.d.oneTime.consume(trx, record, now, INVALID_CODE);
-      if (duplicate) return this.#merge(trx, asker.profileId, duplicate, email, now);
+      await this.d.oneTime.consume(trx, confirmed, now, INVALID_CODE);
+      if (duplicateProfile) return this.#merge(trx, profileId, duplicateProfile, email, now);
       const owner = await trx.findEmail(email);
-      if (owner && owner.profileId !== asker.profileId) {
+      if (owner && owner.profileId !== profileId) {
         throw new AppError('ValidationError', `${email} now belongs to another profile; ask for a new code`, { path: 'email' });
       }
-      if (owner) await trx.confirmEmail(asker.profileId, email);
-      else await trx.addEmail(asker.profileId, email, true, now);
-      await trx.addMember(asker.profileId, email);
+      if (owner) await trx.confirmEmail(profileId, email);
+      else await trx.addEmail(profileId, email, true, now);
+      await trx.linkEmailGroups(profileId, email, now);
       return { confirmedEmail: email };
     });
+  }
+
+  /**
+   * A typed code against its token. Wrong codes count twice: per token (five void it) and per
+   * address over all tokens, so asking for fresh codes again and again does not let anyone
+   * guess their way into merging someone else's profile.
+   */
+  async #checkCode(record: TokenRecord, code: string, email: string, now: number): Promise<void> {
+    await this.d.limits.check('wrongCodeAddress', email);
+    try {
+      await this.d.oneTime.checkCode(this.d.repo, record, code, now, INVALID_CODE);
+    } catch (error) {
+      await this.d.limits.consume('wrongCodeAddress', email).catch(() => undefined);
+      throw error;
+    }
   }
 
   /**

@@ -60,14 +60,15 @@ export class ImpersonationService extends AccountsPart {
     const readOnly = !viewer.isSuperUser || viewer.readOnly;
     const loginEmail = preferredEmail(target, await repo.emailsOf(target.id)) ?? target.id;
     const now = this.now();
-    const session = await this.core.issueSession(target, {
-      loginEmail,
-      accessSeconds: IMPERSONATION_SECONDS,
-      impersonator,
-      parentSessionId: viewer.sessionId,
-      readOnly,
+    const session = await repo.transaction(async (trx) => {
+      const issued = await this.core.issueSession(
+        target,
+        { loginEmail, accessSeconds: IMPERSONATION_SECONDS, impersonator, parentSessionId: viewer.sessionId, readOnly },
+        trx,
+      );
+      await trx.audit({ actor: viewer.profileId, action: 'impersonate', target: target.id, details: { readOnly } }, now);
+      return issued;
     });
-    await repo.audit({ actor: viewer.profileId, action: 'impersonate', target: target.id, details: { readOnly } }, now);
     return {
       session,
       result: {

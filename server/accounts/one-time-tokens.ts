@@ -1,4 +1,4 @@
-import { createHmac, randomInt } from 'node:crypto';
+import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../shared/errors.ts';
 import type { AccountsRepository, TokenKind, TokenRecord } from './repository.ts';
 import { hashSecret, randomToken } from './session-tokens.ts';
@@ -63,7 +63,9 @@ export class OneTimeTokens {
    * call this before opening one.
    */
   async checkCode(repo: AccountsRepository, record: TokenRecord, code: string, now: number, message: string): Promise<void> {
-    if (record.codeHash !== null && record.codeHash === this.#hashCode(code)) return;
+    const typed = Buffer.from(this.#hashCode(code), 'hex');
+    const stored = record.codeHash === null ? null : Buffer.from(record.codeHash, 'hex');
+    if (stored !== null && stored.length === typed.length && timingSafeEqual(stored, typed)) return;
     await repo.recordWrongCode(record.id, now, MAX_CODE_ATTEMPTS);
     throw invalid(message);
   }

@@ -330,6 +330,16 @@ export class AccountsRepository {
     for (const member of members) await this.addMember(id, member);
   }
 
+  /**
+   * The two groups an email is linked to its profile by: the email's own group (member: the
+   * profile) and the profile's `~Id` group (member: the email).
+   */
+  async linkEmailGroups(profileId: string, email: string, now: number): Promise<void> {
+    const address = normaliseEmail(email);
+    await this.upsertGroup(address, { readers: [address], writers: [profileId], signatures: [profileId], signatories: [address] }, [profileId], now);
+    await this.addMember(profileId, address);
+  }
+
   async addMember(groupId: string, member: string): Promise<void> {
     await this.#db('group_members').insert({ group_id: groupId, member }).onConflict(['group_id', 'member']).ignore();
   }
@@ -423,6 +433,14 @@ export class AccountsRepository {
 
   async revokeSession(id: string, now: number): Promise<void> {
     await this.#db('sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
+  }
+
+  /** Ends the impersonation sessions opened from any session of a profile. */
+  async revokeImpersonationsFrom(profileId: string, now: number): Promise<void> {
+    await this.#db('sessions')
+      .whereIn('parent_session_id', this.#db('sessions').where({ profile_id: profileId }).select('id'))
+      .whereNull('revoked_at')
+      .update({ revoked_at: now });
   }
 
   /** Ends every session of a profile but one (`keep`, which may be null to end them all). */

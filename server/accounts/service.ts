@@ -122,7 +122,7 @@ export class AccountsService {
       if (await repo.emailExists(user.email)) {
         throw new AppError('ValidationError', `The email ${user.email} is already in use`, { path: 'email' });
       }
-      const base = tildeBase(name);
+      const base = tildeBase(name, user.name ? 'name/' : '');
       const number = smallestFreeNumber(await repo.usedNumbers(base));
       const id = `${base}${number}`;
       const parts = user.name ?? splitFullname(user.fullname ?? '');
@@ -136,9 +136,8 @@ export class AccountsService {
       await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
       await repo.addUsername(id, base, number);
       await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
-      const email = normaliseEmail(user.email);
-      await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [email], now);
-      await repo.upsertGroup(email, { readers: [email], writers: [id], signatures: [id], signatories: [email] }, [id], now);
+      await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
+      await repo.linkEmailGroups(id, user.email, now);
       if (user.role) {
         const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
         await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
@@ -158,6 +157,8 @@ export class AccountsService {
     await this.#d.limits.consume('registerAddress', origin.address);
     const name = input.name ?? { fullname: input.fullname };
     if (await this.#d.repo.emailExists(input.email)) {
+      // The same work as a real sign-up, so the answer's timing does not tell either.
+      await this.#d.hasher.hash(input.password);
       const id = await this.nextUsername(name);
       await this.#d.mailer.send({
         to: input.email,
@@ -204,17 +205,19 @@ export class AccountsService {
   async login(input: LoginInput, origin: RequestOrigin): Promise<IssuedSession> {
     const repo = this.#d.repo;
     const limits = this.#d.limits;
-    await limits.check('loginAccount', input.id);
-    await limits.check('loginAddress', origin.address);
+    // Every attempt is counted before the password is checked (so parallel guesses cannot all
+    // slip under the limit), and given back when the password was right.
+    await limits.consume('loginAccount', input.id);
+    await limits.consume('loginAddress', origin.address);
     const isTilde = input.id.startsWith('~');
     const found = isTilde ? await repo.findProfileByUsername(input.id) : await repo.findProfileByEmail(input.id);
     const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
     const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null);
     if (!profile || !passwordOk || profile.ddate !== null) {
-      await limits.consume('loginAccount', input.id);
-      await limits.consume('loginAddress', origin.address);
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
+    await limits.refund('loginAccount', input.id);
+    await limits.refund('loginAddress', origin.address);
     if (!ACTIVE_STATES.has(profile.state)) {
       throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     }
@@ -289,13 +292,16 @@ export class AccountsService {
     if (!profile || profile.tokenVersion !== claims.ver || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
       throw ended;
     }
+    if (!(await this.#parentLive(session))) throw ended;
+    // A read-only impersonation never lends the target's privileges to the impersonator.
+    const privileged = !session.readOnly;
     return {
       profileId: profile.id,
       sessionId: session.id,
       loginEmail: session.loginEmail,
       tokenVersion: profile.tokenVersion,
-      isSuperUser: await repo.isMember(SUPER_USERS_GROUP, profile.id),
-      isModerator: await repo.isMember(MODERATORS_GROUP, profile.id),
+      isSuperUser: privileged && (await repo.isMember(SUPER_USERS_GROUP, profile.id)),
+      isModerator: privileged && (await repo.isMember(MODERATORS_GROUP, profile.id)),
       impersonator: session.impersonator,
       parentSessionId: session.parentSessionId,
       readOnly: session.readOnly,
@@ -330,6 +336,7 @@ export class AccountsService {
     if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
       throw ended;
     }
+    if (!(await this.#parentLive(session))) throw ended;
     const refreshToken = randomToken();
     const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
     const rotated = await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash);
@@ -337,9 +344,35 @@ export class AccountsService {
     return this.#issue(profile, session, refreshToken, refreshSeconds);
   }
 
-  /** `POST /logout`: ends this session only. */
-  async logout(viewer: Viewer | null): Promise<void> {
-    if (viewer) await this.#d.repo.revokeSession(viewer.sessionId, this.#now());
+  /**
+   * An impersonation session lives only as long as the impersonator's own session (and its
+   * parent's, when nested): the impersonator's logout, logout-all, reset or block ends it.
+   */
+  async #parentLive(session: SessionRecord): Promise<boolean> {
+    const repo = this.#d.repo;
+    let current = session;
+    while (current.parentSessionId) {
+      const parent = await repo.findSession(current.parentSessionId);
+      if (!parent || parent.revokedAt !== null || parent.expiresAt <= this.#now()) return false;
+      const owner = await repo.findProfile(parent.profileId);
+      if (!owner || owner.tokenVersion !== parent.tokenVersion || owner.ddate !== null || !ACTIVE_STATES.has(owner.state)) return false;
+      current = parent;
+    }
+    return true;
+  }
+
+  /**
+   * `POST /logout`: ends this session only: the one the access token names, and the one the
+   * refresh cookie names (so a logout with an expired access token still ends the session).
+   */
+  async logout(credentials: { viewer: Viewer | null; refreshToken?: string | undefined }): Promise<void> {
+    const repo = this.#d.repo;
+    const now = this.#now();
+    if (credentials.viewer) await repo.revokeSession(credentials.viewer.sessionId, now);
+    if (credentials.refreshToken) {
+      const session = await repo.findSessionByRefreshHash(hashSecret(credentials.refreshToken));
+      if (session) await repo.revokeSession(session.id, now);
+    }
   }
 
   /**
@@ -352,6 +385,7 @@ export class AccountsService {
     const { profile, session } = await this.#d.repo.transaction(async (repo) => {
       const version = await repo.incrementTokenVersion(viewer.profileId, now);
       await repo.revokeOtherSessions(viewer.profileId, viewer.sessionId, now);
+      await repo.revokeImpersonationsFrom(viewer.profileId, now);
       await repo.setSessionVersion(viewer.sessionId, version);
       const session = await repo.findSession(viewer.sessionId);
       const profile = await repo.findProfile(viewer.profileId);

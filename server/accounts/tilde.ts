@@ -15,30 +15,41 @@ export interface NameInput {
 
 /** The name parts a tilde id is built from: first, middle, last; or the full name split on spaces. */
 export function nameParts(name: NameInput): string[] {
-  const given = [name.first, name.middle, name.last].map((part) => part?.trim() ?? '').filter(Boolean);
+  return namedParts(name).map((p) => p.part);
+}
+
+/** The parts with the field each came from, so an error can name it. */
+function namedParts(name: NameInput): Array<{ part: string; field: string }> {
+  const given = (['first', 'middle', 'last'] as const)
+    .map((field) => ({ part: name[field]?.trim() ?? '', field }))
+    .filter((p) => p.part !== '');
   if (given.length > 0) return given;
-  return (name.fullname ?? '').trim().split(/\s+/).filter(Boolean);
+  return (name.fullname ?? '')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((part) => ({ part, field: 'fullname' }));
 }
 
 /**
  * `~First_Middle_Last`, without its number. Case is kept as typed; spaces inside a part become
  * underscores; hyphens, dots and letters of any script are kept.
  */
-export function tildeBase(name: NameInput): string {
-  const parts = nameParts(name);
+export function tildeBase(name: NameInput, pathPrefix = ''): string {
+  const parts = namedParts(name);
   if (parts.length === 0) {
-    throw new AppError('ValidationError', 'A name is required: give first and last, or fullname', { path: 'fullname' });
+    throw new AppError('ValidationError', 'A name is required: give first and last, or fullname', { path: `${pathPrefix}fullname` });
   }
-  for (const part of parts) {
+  for (const { part, field } of parts) {
     if (!NAME_PART.test(part)) {
       throw new AppError(
         'ValidationError',
         `The name ${part} is invalid. Only letters, single hyphens, single dots at the end of a name, and single spaces are allowed`,
-        { path: 'fullname' },
+        { path: `${pathPrefix}${field}` },
       );
     }
   }
-  return `~${parts.map((part) => part.replace(/ /g, '_')).join('_')}`;
+  return `~${parts.map(({ part }) => part.replace(/ /g, '_')).join('_')}`;
 }
 
 /** The smallest integer ≥ 1 not in `used`. */

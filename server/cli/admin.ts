@@ -104,9 +104,11 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
   const logger = createLogger('warn', process.stderr);
   const db = openDatabase(config.dataDir);
+  let services: Services | undefined;
   try {
     await migrateToLatest(db);
-    await command(await createServices(config, db, logger), argv.slice(2));
+    services = await createServices(config, db, logger);
+    await command(services, argv.slice(2));
     return 0;
   } catch (error) {
     if (error instanceof AppError) {
@@ -120,6 +122,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   } finally {
+    await services?.close();
     await db.destroy();
   }
 }

@@ -100,7 +100,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
     services,
     logger,
     async close() {
-      services.mailer.close();
+      await services.close();
       await db.destroy();
     },
   };

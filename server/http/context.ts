@@ -4,10 +4,14 @@ import type { Config } from '../config.ts';
 import { createContextInner, type Context, type SessionCookies } from '../context.ts';
 import type { Services } from '../services.ts';
 
-/** The access token: the `Authorization: Bearer` header wins over the cookie. */
+/** The token of an `Authorization: Bearer` header, if the request has one. */
+export function bearerToken(req: Request): string | undefined {
+  return /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
+}
+
+/** The access token: a bearer token wins over the cookie. */
 function accessTokenOf(req: Request): string | undefined {
-  const header = req.get('authorization');
-  const bearer = header && /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+  const bearer = bearerToken(req);
   if (bearer) return bearer;
   const cookie: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
   return typeof cookie === 'string' && cookie !== '' ? cookie : undefined;

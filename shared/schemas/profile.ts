@@ -108,7 +108,7 @@ export const SimplifiedProfile = z.strictObject({
   preferredId: NonEmptyString,
   state: ProfileState,
   termsTimestamp: Timestamp.optional(),
-  dobTimestamp: z.int().optional(),
+  dobTimestamp: Timestamp.optional(),
   tokenVersion: z.int().min(0),
 });
 export type SimplifiedProfile = z.infer<typeof SimplifiedProfile>;
@@ -123,9 +123,9 @@ export const Profile = z.strictObject({
   confirmedEmails: z.array(z.string()).optional(),
   content: ProfileContent,
   metaContent: z.record(z.string(), z.unknown()).optional(),
-  ddate: z.int().nullable().optional(),
-  tcdate: z.int().optional(),
-  tmdate: z.int().optional(),
+  ddate: Timestamp.nullable().optional(),
+  tcdate: Timestamp.optional(),
+  tmdate: Timestamp.optional(),
   tauthor: z.string().optional(),
   readers: z.array(z.string()),
   nonreaders: z.array(z.string()).optional(),
@@ -134,7 +134,7 @@ export const Profile = z.strictObject({
   state: ProfileState.optional(),
   pastStates: z.array(PastState).optional(),
   termsTimestamp: Timestamp.optional(),
-  dobTimestamp: z.int().optional(),
+  dobTimestamp: Timestamp.optional(),
   tokenVersion: z.int().min(0).optional(),
   lastLogIn: Timestamp.optional(),
 });
@@ -223,9 +223,9 @@ export const ProfileReference = z.strictObject({
   referent: NonEmptyString.optional(),
   /** Accepted and ignored, so a client can post back a profile it read. */
   dobTimestamp: z.unknown().optional(),
-  tcdate: z.int().optional(),
-  tmdate: z.int().optional(),
-  ddate: z.int().nullable().optional(),
+  tcdate: Timestamp.optional(),
+  tmdate: Timestamp.optional(),
+  ddate: Timestamp.nullable().optional(),
   packaging: z.record(z.string(), z.unknown()).optional(),
   active: z.boolean().optional(),
   password: z.boolean().optional(),

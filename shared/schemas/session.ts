@@ -21,6 +21,9 @@ export const NewPassword = z
 
 export const Email = z.email().max(254);
 
+/** A human-verification token, as a challenge widget hands it to the page. */
+export const HumanVerificationToken = z.string().max(4096);
+
 /** The parts of a person's name as typed; `GET /tildeusername` turns them into `~First_Last1`. */
 export const NameParts = z.strictObject({
   first: NonEmptyString.max(100),
@@ -40,7 +43,7 @@ export const RegisterInput = z
     password: NewPassword,
     fullname: NonEmptyString.max(300).optional(),
     name: NameParts.optional(),
-    token: z.string().max(4096).optional(),
+    token: HumanVerificationToken.optional(),
   })
   .superRefine((body, ctx) => {
     if ((body.fullname === undefined) === (body.name === undefined)) {
@@ -117,19 +120,19 @@ export const ActivateInput = z.strictObject({ content: ProfileContent.optional()
 export const ActivatableRequest = z.strictObject({ id: AccountId });
 
 /** `POST /resettable`: `token` is the human-verification token. */
-export const ResettableRequest = z.strictObject({ id: AccountId, token: z.string().nullable().optional() });
+export const ResettableRequest = z.strictObject({ id: AccountId, token: HumanVerificationToken.nullable().optional() });
 
 /** `PUT /reset/{token}`. */
 export const ResetPasswordInput = z.strictObject({ password: z.string().min(1) });
 
-/** `POST /user/confirm`. */
+/** `POST /user/confirm`: the address to add, 1 to 254 characters, shaped as an email. */
 export const ConfirmEmailInput = z.strictObject({
-  alternate: z.string().min(1).max(254),
+  alternate: z.email().min(1).max(254),
   username: NonEmptyString.optional(),
 });
 
 /** `PUT /activatelink/{token}`: `token` here is the 6-digit code from the mail. */
-export const ActivateLinkInput = z.strictObject({ email: NonEmptyString, token: NonEmptyString });
+export const ActivateLinkInput = z.strictObject({ email: z.email().max(254), token: NonEmptyString.max(100) });
 
 export const StatusResult = z.strictObject({ status: z.string() });
 

@@ -16,7 +16,9 @@ import {
   OIDC_CODE_SECONDS,
   OIDC_TOKEN_SECONDS,
   parseOrThrow,
+  Profile,
   ProfileContent,
+  ProfileReference,
   ResettableRequest,
   SimplifiedProfile,
   UploadFields,
@@ -54,8 +56,9 @@ describe('limits', () => {
   });
 
   it('alternate in POST /user/confirm: 1 to 254 characters', () => {
-    expectBoundary(ConfirmEmailInput, { alternate: 'a'.repeat(254) }, { alternate: 'a'.repeat(255) }, 'alternate');
-    expectBoundary(ConfirmEmailInput, { alternate: 'a' }, { alternate: '' }, 'alternate');
+    const at = (n: number) => `${'a'.repeat(n - '@example.org'.length)}@example.org`;
+    expectBoundary(ConfirmEmailInput, { alternate: at(254) }, { alternate: at(255) }, 'alternate');
+    expectBoundary(ConfirmEmailInput, { alternate: 'a@b.co' }, { alternate: '' }, 'alternate');
   });
 
   it('pronouns: at most 50 characters', () => {
@@ -79,6 +82,14 @@ describe('limits', () => {
     expectBoundary(SimplifiedProfile, { ...simplified, termsTimestamp: 9_999_999_999_999 }, { ...simplified, termsTimestamp: 10_000_000_000_000 }, 'termsTimestamp');
     expectBoundary(SimplifiedProfile, { ...simplified, termsTimestamp: 0 }, { ...simplified, termsTimestamp: -1 }, 'termsTimestamp');
     expectBoundary(Group, { id: 'g', tcdate: 9_999_999_999_999 }, { id: 'g', tcdate: 10_000_000_000_000 }, 'tcdate');
+    const profile = { id: '~A_B1', invitation: 'i', content: {}, readers: [], writers: [], signatures: [] };
+    for (const field of ['tcdate', 'tmdate', 'ddate', 'termsTimestamp', 'dobTimestamp', 'lastLogIn']) {
+      expectBoundary(Profile, { ...profile, [field]: 9_999_999_999_999 }, { ...profile, [field]: 10_000_000_000_000 }, field);
+      expectBoundary(Profile, { ...profile, [field]: 0 }, { ...profile, [field]: -1 }, field);
+    }
+    for (const field of ['tcdate', 'tmdate', 'ddate']) {
+      expectBoundary(ProfileReference, { signatures: ['~A_B1'], [field]: 9_999_999_999_999 }, { signatures: ['~A_B1'], [field]: 10_000_000_000_000 }, field);
+    }
     expectBoundary(Group, { id: 'g', cdate: 0 }, { id: 'g', cdate: -1 }, 'cdate');
   });
 
