@@ -1,6 +1,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 
+/** A megabyte, as forms' `maxSize` and the upload settings count it: 2^20 bytes. */
+export const MB = 1024 * 1024;
+
 const Port = z.coerce.number().pipe(z.int().min(0).max(65535));
 const Seconds = z.coerce.number().pipe(z.int().min(1));
 const Url = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
@@ -21,6 +24,10 @@ const Env = z.object({
   ACTIVATION_TOKEN_SECONDS: Seconds.default(7 * 24 * 60 * 60),
   EMAIL_TOKEN_SECONDS: Seconds.default(2 * 24 * 60 * 60),
   RESET_TOKEN_SECONDS: Seconds.default(60 * 60),
+  MAX_UPLOAD_MB: z.coerce.number().positive().default(100),
+  CHUNK_MAX_MB: z.coerce.number().positive().default(10),
+  UPLOAD_ABANDON_SECONDS: Seconds.default(24 * 60 * 60),
+  UPLOAD_HUMAN_VERIFICATION_AFTER: z.coerce.number().pipe(z.int().min(0)).default(10),
   HUMAN_VERIFICATION_URL: z.url({ protocol: /^https?$/ }).optional(),
   HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
 }).refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
@@ -46,6 +53,14 @@ export interface Config {
   activationTokenSeconds: number;
   emailTokenSeconds: number;
   resetTokenSeconds: number;
+  /** Largest file accepted where a form sets no `maxSize`, in bytes. */
+  maxUploadBytes: number;
+  /** Largest chunk of a chunked upload, in bytes. */
+  maxChunkBytes: number;
+  /** Unfinished chunked uploads older than this are deleted. */
+  uploadAbandonSeconds: number;
+  /** Uploads per user per hour before a human-verification token is needed; 0: never. */
+  uploadHumanVerificationAfter: number;
   /** A Turnstile-style `siteverify` endpoint and its secret; unset, development mode. */
   humanVerification: { url: string; secret: string } | undefined;
 }
@@ -74,6 +89,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     activationTokenSeconds: e.ACTIVATION_TOKEN_SECONDS,
     emailTokenSeconds: e.EMAIL_TOKEN_SECONDS,
     resetTokenSeconds: e.RESET_TOKEN_SECONDS,
+    maxUploadBytes: Math.round(e.MAX_UPLOAD_MB * MB),
+    maxChunkBytes: Math.round(e.CHUNK_MAX_MB * MB),
+    uploadAbandonSeconds: e.UPLOAD_ABANDON_SECONDS,
+    uploadHumanVerificationAfter: e.UPLOAD_HUMAN_VERIFICATION_AFTER,
     humanVerification:
       e.HUMAN_VERIFICATION_URL && e.HUMAN_VERIFICATION_SECRET
         ? { url: e.HUMAN_VERIFICATION_URL, secret: e.HUMAN_VERIFICATION_SECRET }

@@ -13,6 +13,8 @@ const config = loadConfig(process.env);
 const logger = createLogger(config.logLevel);
 const service = await createApp(config, { logger });
 const server = createServer(service.app);
+// Slow uploads are allowed an hour; every other path is held to a shorter deadline in the app.
+server.requestTimeout = 60 * 60 * 1000;
 
 server.listen(config.port, config.host, () => {
   const address = server.address();

@@ -1,11 +1,13 @@
 /** The root router: the only place area routers are joined. */
 import { accountsRouter } from './accounts/router.ts';
+import { attachmentsRouter } from './attachments/router.ts';
 import { createCallerFactory, router } from './trpc.ts';
 import { venueRouter } from './venue/router.ts';
 
 export const appRouter = router({
   accounts: accountsRouter,
   venue: venueRouter,
+  attachments: attachmentsRouter,
 });
 
 export type AppRouter = typeof appRouter;

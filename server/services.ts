@@ -15,6 +15,8 @@ import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
 import { VenueService } from './venue/service.ts';
+import { AttachmentsService } from './attachments/service.ts';
+import { FileStore } from './attachments/storage.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
 export interface Services {
@@ -27,6 +29,7 @@ export interface Services {
   moderation: ModerationService;
   impersonation: ImpersonationService;
   venue: VenueService;
+  attachments: AttachmentsService;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
   close(): Promise<void>;
 }
@@ -49,6 +52,9 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     logger,
   };
   const accounts = new AccountsService(deps);
+  const venue = new VenueService(db);
+  const store = new FileStore(config.dataDir);
+  await store.init();
   return {
     db,
     mailer,
@@ -58,7 +64,8 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     emails: new EmailService(deps, accounts),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
-    venue: new VenueService(db),
+    venue,
+    attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger }),
     async close() {
       mailer.close();
       await limiterStore.close();

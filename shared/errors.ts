@@ -23,7 +23,9 @@ export const ERROR_STATUS = {
   ForbiddenError: 403,
   /** The resource or the route does not exist. */
   NotFoundError: 404,
-  /** The request body is larger than allowed. */
+  /** The request body did not arrive in time. */
+  RequestTimeoutError: 408,
+  /** The request body, or an uploaded file, is larger than allowed. */
   PayloadTooLargeError: 413,
   /** Too many requests, or too much work already queued. */
   TooManyError: 429,

@@ -14,7 +14,7 @@ export const FieldParam = z.strictObject({
   input: z.enum(['textarea', 'radio', 'checkbox']).optional(),
   markdown: z.boolean().optional(),
   extensions: z.array(z.string().min(1)).min(1).optional(),
-  /** In megabytes (10^6 bytes); fractions are allowed. The spec leaves the unit open. */
+  /** In megabytes (2^20 bytes); fractions are allowed. The spec leaves the unit open. */
   maxSize: z.number().positive().optional(),
   enum: z.array(z.union([z.string(), z.number()])).min(1).optional(),
 });

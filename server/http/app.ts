@@ -14,6 +14,7 @@ import { createServices, type Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import { routes } from './routes.ts';
 import { sameOriginWrites } from './same-origin.ts';
+import { fileRoutes, UPLOAD_PATHS } from './files.ts';
 import { errorHandler, notFound, sendError } from './send-error.ts';
 
 export interface App {
@@ -24,6 +25,32 @@ export interface App {
   logger: Logger;
   /** Releases the database and the mail transport. Call after the HTTP server has closed. */
   close(): Promise<void>;
+}
+
+/** How long a request other than an upload may take to send its body. */
+const BODY_DEADLINE_MS = 60_000;
+/** How often abandoned chunked uploads are swept away. */
+const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
+
+/**
+ * The server lets a request take an hour to arrive (`requestTimeout` in main.ts), for slow
+ * uploads; every other path must have its body in within `ms`, or gets a 408 and is closed.
+ */
+function bodyDeadline(ms: number, exempt: readonly string[]) {
+  return (req: Request, res: Response, next: () => void) => {
+    if (exempt.includes(req.path) || req.complete) return next();
+    const timer = setTimeout(() => {
+      if (!req.complete && !res.headersSent) {
+        res.setHeader('Connection', 'close');
+        sendError(res, new AppError('RequestTimeoutError', 'The request body took too long to arrive'));
+        req.destroy();
+      }
+    }, ms);
+    timer.unref();
+    req.on('end', () => clearTimeout(timer));
+    req.on('close', () => clearTimeout(timer));
+    next();
+  };
 }
 
 /** A request id: the caller's `X-Request-Id` when it is a sane one, a fresh UUID otherwise. */
@@ -60,6 +87,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   app.use(helmet());
   app.use(cookieParser());
   app.use(sameOriginWrites([config.baseUrl, config.webUrl]));
+  app.use(bodyDeadline(BODY_DEADLINE_MS, UPLOAD_PATHS));
   app.use(express.json({ limit: '1mb' }));
 
   app.get('/health', async (_req, res) => {
@@ -91,8 +119,15 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
     });
   }
 
+  app.use(fileRoutes(services, config));
+
   app.use(notFound);
   app.use(errorHandler);
+
+  const sweeper = setInterval(() => {
+    services.attachments.sweep().catch((error: unknown) => logger.error({ err: error }, 'upload sweep failed'));
+  }, SWEEP_INTERVAL_MS);
+  sweeper.unref();
 
   return {
     app,
@@ -100,6 +135,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
     services,
     logger,
     async close() {
+      clearInterval(sweeper);
       await services.close();
       await db.destroy();
     },

@@ -74,4 +74,6 @@ export const routes: Route[] = [
   { method: 'post', path: '/notes', call: (c, req) => c.venue.postNote(req.body) },
   { method: 'get', path: '/notes', call: (c, req) => c.venue.notes(query(req)) },
   { method: 'get', path: '/notes/edits', call: (c, req) => c.venue.noteEdits(query(req)) },
+  // attachments that answer JSON (uploads and downloads are streams: see files.ts)
+  { method: 'get', path: '/pdf/compare', call: (c, req) => c.attachments.compare(query(req)) },
 ];

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { FormDefinition, Invitation, Note, NoteEdit } from '../../shared/index.ts';
+import { fileUrlExtension, type FormDefinition, type Invitation, type Note, type NoteEdit } from '../../shared/index.ts';
 
 /** Postgres hands JSON columns back parsed, SQLite as text: accept both. */
 function json<T>(value: unknown): T {
@@ -135,6 +135,40 @@ export class VenueRepository {
   async #indexAuthors(note: Note): Promise<void> {
     const authors = authorIdsOf(note.content);
     if (authors.length > 0) await this.#db('note_authors').insert(authors.map((author) => ({ note_id: note.id, author })));
+    const files = Object.entries(note.content)
+      .map(([field, entry]) => ({ field, url: (entry as { value?: unknown } | null)?.value }))
+      .filter((f): f is { field: string; url: string } => typeof f.url === 'string' && fileUrlExtension(f.url) !== null);
+    if (files.length > 0) {
+      await this.#db('note_files')
+        .insert(files.map((f) => ({ note_id: note.id, field: f.field, url: f.url })))
+        .onConflict(['note_id', 'field', 'url'])
+        .ignore();
+    }
+  }
+
+  /** The notes whose fields hold, or once held, a stored file's URL. */
+  async notesWithFile(url: string): Promise<Note[]> {
+    const rows = await this.#db<NoteRow>('notes')
+      .whereIn('id', this.#db('note_files').where({ url }).select('note_id'))
+      .select('*');
+    return rows.map(toNote);
+  }
+
+  async recordUpload(upload: { profileId: string; invitation: string; field: string; url: string; size: number; sha1: string; now: number }): Promise<void> {
+    await this.#db('uploads').insert({
+      profile_id: upload.profileId,
+      invitation: upload.invitation,
+      field: upload.field,
+      url: upload.url,
+      size: upload.size,
+      sha1: upload.sha1,
+      created_at: upload.now,
+    });
+  }
+
+  /** Whether `profileId` ever uploaded `url`. */
+  async isUploader(profileId: string, url: string): Promise<boolean> {
+    return (await this.#db('uploads').where({ profile_id: profileId, url }).first('id')) !== undefined;
   }
 
   async insertEdit(note: Note, tauthor: string, now: number): Promise<void> {

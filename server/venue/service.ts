@@ -394,6 +394,23 @@ export class VenueService {
     return notes.filter((note) => this.#canRead(note.readers, ids, reader));
   }
 
+  /** A note the reader may read: 404 when it does not exist, 403 when it is not theirs to read. */
+  async readableNote(noteId: string, reader: Reader): Promise<Note> {
+    const repos = this.#repos();
+    const note = await repos.venues.findNote(noteId);
+    if (!note) throw new AppError('NotFoundError', `Note Not Found: ${noteId}`);
+    if (!this.#canRead(note.readers, await this.identities(reader, repos), reader)) {
+      throw new AppError('ForbiddenError', `You cannot read the note ${noteId}`);
+    }
+    return note;
+  }
+
+  /** The first of `notes` the reader may read, if any. */
+  async firstReadable(notes: Note[], reader: Reader): Promise<Note | undefined> {
+    const ids = await this.identities(reader);
+    return notes.find((note) => this.#canRead(note.readers, ids, reader));
+  }
+
   /** `GET /notes/edits`: every revision of a note the reader may read, oldest first. */
   async edits(noteId: string, reader: Reader): Promise<NoteEdit[]> {
     const repos = this.#repos();

@@ -34,3 +34,27 @@ export type ChunkFields = z.infer<typeof ChunkFields>;
 
 export const UploadResult = z.strictObject({ url: z.string() });
 export const ChunkStatus = z.record(z.string(), z.enum(['missing', 'completed']));
+
+/** `GET /pdf/compare`: two revisions (edit ids) of a note's file field, as existing clients send them. */
+export const PdfCompareQuery = z.strictObject({
+  noteId: z.string().min(1).max(40),
+  leftId: z.string().min(1).max(40),
+  rightId: z.string().min(1).max(40),
+  field: AttachmentName.default('pdf'),
+});
+export type PdfCompareQuery = z.infer<typeof PdfCompareQuery>;
+
+/** `GET /attachment` and `GET /pdf`: one note (`id`) or several (`ids`, up to 50, answered as a zip). */
+export const AttachmentQuery = z
+  .strictObject({
+    id: NonEmptyString.max(40).optional(),
+    ids: z.union([NonEmptyString.max(40), z.array(NonEmptyString.max(40)).min(1).max(50)]).optional(),
+    name: AttachmentName,
+  })
+  .refine((q) => (q.id === undefined) !== (q.ids === undefined), { message: 'Give either id or ids', path: ['id'] });
+export const PdfQuery = z
+  .strictObject({
+    id: NonEmptyString.max(40).optional(),
+    ids: z.union([NonEmptyString.max(40), z.array(NonEmptyString.max(40)).min(1).max(50)]).optional(),
+  })
+  .refine((q) => (q.id === undefined) !== (q.ids === undefined), { message: 'Give either id or ids', path: ['id'] });

@@ -184,3 +184,6 @@ export const AuthorConsole = z.strictObject({
   submissions: z.array(AuthorConsoleSubmission),
 });
 export type AuthorConsole = z.infer<typeof AuthorConsole>;
+
+/** The answer of `GET /pdf/compare`. */
+export const PdfCompareResult = z.strictObject({ leftNote: NoteEdit, rightNote: NoteEdit, viewerUrl: z.string() });

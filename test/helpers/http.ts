@@ -54,3 +54,39 @@ export class Client {
     return this.request<T>('POST', path, body, headers);
   }
 }
+
+/** A file part of a multipart body. */
+export interface FilePart {
+  filename: string;
+  data: Uint8Array;
+  type?: string;
+}
+
+/**
+ * Sends a real multipart/form-data body (built by fetch's FormData) with the client's cookies
+ * or bearer token, and parses the JSON answer.
+ */
+export async function sendMultipart<T = any>(
+  client: Client,
+  method: string,
+  path: string,
+  fields: Record<string, string | number>,
+  file?: FilePart,
+  headers: Record<string, string> = {},
+): Promise<Reply<T>> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, String(value));
+  if (file) form.append('file', new Blob([file.data], { type: file.type ?? 'application/octet-stream' }), file.filename);
+  const send: Record<string, string> = { ...headers };
+  if (client.jar.size > 0) send.cookie = [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  if (client.bearer) send.authorization = `Bearer ${client.bearer}`;
+  const res = await fetch(client.url + path, { method, headers: send, body: form });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body: body as T, headers: res.headers, cookies: {} };
+}

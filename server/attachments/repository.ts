@@ -1,0 +1,137 @@
+import type { Knex } from 'knex';
+
+export type UploadStatus = 'receiving' | 'assembling' | 'done';
+
+export interface ChunkedUpload {
+  id: string;
+  profileId: string;
+  clientUploadId: string;
+  invitation: string;
+  field: string;
+  extension: string;
+  totalChunks: number;
+  indexBase: 0 | 1 | null;
+  status: UploadStatus;
+  url: string | null;
+  updatedAt: number;
+}
+
+interface UploadRow {
+  id: string;
+  profile_id: string;
+  client_upload_id: string;
+  invitation: string;
+  field: string;
+  extension: string;
+  total_chunks: number;
+  index_base: number | null;
+  status: string;
+  url: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+function toUpload(row: UploadRow): ChunkedUpload {
+  return {
+    id: row.id,
+    profileId: row.profile_id,
+    clientUploadId: row.client_upload_id,
+    invitation: row.invitation,
+    field: row.field,
+    extension: row.extension,
+    totalChunks: Number(row.total_chunks),
+    indexBase: row.index_base === null ? null : (Number(row.index_base) as 0 | 1),
+    status: row.status as UploadStatus,
+    url: row.url,
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+/** SQL for chunked uploads and their chunks. */
+export class AttachmentsRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  /** The upload of `(profile, clientUploadId)`, created on its first chunk. */
+  async openUpload(upload: Omit<ChunkedUpload, 'indexBase' | 'status' | 'url' | 'updatedAt'>, now: number): Promise<ChunkedUpload> {
+    await this.#db('chunked_uploads')
+      .insert({
+        id: upload.id,
+        profile_id: upload.profileId,
+        client_upload_id: upload.clientUploadId,
+        invitation: upload.invitation,
+        field: upload.field,
+        extension: upload.extension,
+        total_chunks: upload.totalChunks,
+        status: 'receiving',
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict(['profile_id', 'client_upload_id'])
+      .ignore();
+    const row = await this.#db<UploadRow>('chunked_uploads')
+      .where({ profile_id: upload.profileId, client_upload_id: upload.clientUploadId })
+      .first();
+    if (!row) throw new Error('chunked upload vanished');
+    return toUpload(row);
+  }
+
+  async findUpload(id: string): Promise<ChunkedUpload | null> {
+    const row = await this.#db<UploadRow>('chunked_uploads').where({ id }).first();
+    return row ? toUpload(row) : null;
+  }
+
+  /** Records how the client counts, once; false when it was already known otherwise. */
+  async settleIndexBase(id: string, base: 0 | 1): Promise<boolean> {
+    await this.#db('chunked_uploads').where({ id }).whereNull('index_base').update({ index_base: base });
+    return (await this.findUpload(id))?.indexBase === base;
+  }
+
+  /** Records a chunk; a chunk already recorded (a retry) keeps its first record. */
+  async recordChunk(uploadId: string, index: number, size: number, now: number): Promise<void> {
+    await this.#db('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore();
+    await this.#db('chunked_uploads').where({ id: uploadId }).update({ updated_at: now });
+  }
+
+  async chunksOf(uploadId: string): Promise<Map<number, number>> {
+    const rows: Array<{ chunk_index: number; size: number }> = await this.#db('upload_chunks').where({ upload_id: uploadId });
+    return new Map(rows.map((r) => [Number(r.chunk_index), Number(r.size)]));
+  }
+
+  /**
+   * Claims the assembly of a complete upload: `UPDATE … SET status = 'assembling' WHERE status =
+   * 'receiving'` changes exactly one row for exactly one request.
+   */
+  async claimAssembly(id: string, now: number): Promise<boolean> {
+    const changed = await this.#db('chunked_uploads').where({ id, status: 'receiving' }).update({ status: 'assembling', updated_at: now });
+    return changed === 1;
+  }
+
+  async finish(id: string, url: string, now: number): Promise<void> {
+    await this.#db('chunked_uploads').where({ id }).update({ status: 'done', url, updated_at: now });
+    await this.#db('upload_chunks').where({ upload_id: id }).delete();
+  }
+
+  /** Gives an assembly that failed back to the receiving state. */
+  async release(id: string, now: number): Promise<void> {
+    await this.#db('chunked_uploads').where({ id, status: 'assembling' }).update({ status: 'receiving', updated_at: now });
+  }
+
+  async deleteUpload(id: string): Promise<void> {
+    await this.#db('chunked_uploads').where({ id }).delete();
+  }
+
+  /** Uploads last touched before `before`: unfinished ones are abandoned, finished ones spent. */
+  async staleUploads(before: number): Promise<string[]> {
+    return this.#db('chunked_uploads').where('updated_at', '<', before).pluck('id');
+  }
+
+  /** Uploads by one user in the last hour. */
+  async recentUploadCount(profileId: string, since: number): Promise<number> {
+    const row = await this.#db('uploads').where({ profile_id: profileId }).where('created_at', '>=', since).count({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+}

@@ -1,0 +1,371 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import {
+  AppError,
+  ChunkFields,
+  fileUrlExtension,
+  parseOrThrow,
+  UploadFields,
+  type FieldParam,
+  type NoteEdit,
+} from '../../shared/index.ts';
+import type { HumanVerifier } from '../accounts/human-verification.ts';
+import type { Viewer } from '../accounts/service.ts';
+import { MB, type Config } from '../config.ts';
+import { VenueRepository } from '../venue/repository.ts';
+import type { VenueService } from '../venue/service.ts';
+import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
+import { formatBytes, removeQuietly, type FileStore, type Received } from './storage.ts';
+
+/** What the multipart adapter hands over: the text fields, and the file part if there was one. */
+export interface UploadRequest {
+  fields: Record<string, string>;
+  file: (Received & { filename: string }) | null;
+}
+
+/** A stored file to send: where it is, and how to describe it. */
+export interface StoredFile {
+  path: string;
+  url: string;
+  sha1: string;
+  extension: string;
+  /** A safe download name, from the note's title. */
+  filename: string;
+}
+
+const PDF_SIGNATURE = Buffer.from('%PDF-');
+const WAIT_FOR_ASSEMBLY_MS = 60_000;
+
+/** `{<chunkIndex>: "completed" | "missing"}` for every chunk of an upload, keyed as the client counts. */
+function statusMap(indexes: number[], chunks: Map<number, number>): Record<string, 'missing' | 'completed'> {
+  return Object.fromEntries(indexes.map((i) => [String(i), chunks.has(i) ? ('completed' as const) : ('missing' as const)]));
+}
+
+/** A file name's extension, lower-cased, if it is a plain one. */
+function extensionOf(filename: string): string | null {
+  const match = /\.([A-Za-z0-9]{1,10})$/.exec(filename);
+  return match?.[1] ? match[1].toLowerCase() : null;
+}
+
+/** A file name safe in any header and any file system: the note's title, tamed. */
+function safeFilename(title: unknown, fallback: string, extension: string): string {
+  const base = typeof title === 'string' ? title.replace(/[^A-Za-z0-9 ._-]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 100) : '';
+  return `${base || fallback}.${extension}`;
+}
+
+/**
+ * Uploads (whole or in chunks) and reading files back. Every upload goes through one pipeline:
+ * the adapter streams the file part into a temporary file (hashing, counting, cut off past the
+ * field's `maxSize`), then this service checks it and keeps it under its content address, or
+ * removes it. Nothing is kept unless every check passed.
+ */
+export class AttachmentsService {
+  readonly #db: Knex;
+  readonly #store: FileStore;
+  readonly #venue: VenueService;
+  readonly #verifier: HumanVerifier;
+  readonly #config: Config;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+
+  constructor(deps: { db: Knex; store: FileStore; venue: VenueService; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
+    this.#db = deps.db;
+    this.#store = deps.store;
+    this.#venue = deps.venue;
+    this.#verifier = deps.verifier;
+    this.#config = deps.config;
+    this.#logger = deps.logger;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  get store(): FileStore {
+    return this.#store;
+  }
+
+  #repo(): AttachmentsRepository {
+    return new AttachmentsRepository(this.#db);
+  }
+
+  // ---- before the body is read -------------------------------------------------------------
+
+  /**
+   * After `UPLOAD_HUMAN_VERIFICATION_AFTER` uploads in the last hour, a further upload needs a
+   * human-verification token in the `cf-turnstile-token` header.
+   */
+  async allowUpload(viewer: Viewer, humanToken: string | undefined, address: string): Promise<void> {
+    if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
+    const after = this.#config.uploadHumanVerificationAfter;
+    if (after === 0) return;
+    const recent = await this.#repo().recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000);
+    if (recent >= after) await this.#verifier.verify(humanToken, address);
+  }
+
+  /**
+   * How many bytes the file part may have, from the fields that came before it: the field's
+   * `maxSize` when the invitation and field are known, the server's ceiling otherwise (the
+   * field's limit is then checked once the fields are all in).
+   */
+  async limitFor(kind: 'whole' | 'chunk', fields: Record<string, string>): Promise<number> {
+    const ceiling = kind === 'chunk' ? this.#config.maxChunkBytes : this.#config.maxUploadBytes;
+    if (!fields.invitationId || !fields.name) return ceiling;
+    const target = await this.#target(fields.invitationId, fields.name).catch(() => null);
+    return target ? Math.min(ceiling, target.maxBytes) : ceiling;
+  }
+
+  /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
+  async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number }> {
+    const invitation = await new VenueRepository(this.#db).findInvitation(invitationId);
+    if (!invitation) throw new AppError('ValidationError', `Invitation Not Found: ${invitationId}`, { path: 'invitationId' });
+    if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
+      throw new AppError('ValidationError', `The invitation ${invitationId} is closed`, { path: 'invitationId' });
+    }
+    const param = invitation.form[name]?.value.param;
+    if (!param || param.type !== 'file') {
+      throw new AppError('ValidationError', `The invitation ${invitationId} has no file field ${name}`, { path: 'name' });
+    }
+    const maxBytes = param.maxSize !== undefined ? Math.floor(param.maxSize * MB) : this.#config.maxUploadBytes;
+    return { param, maxBytes };
+  }
+
+  /** The extension a file is stored under: the file name's, which the field must allow. */
+  #extension(param: FieldParam, filename: string): string {
+    const allowed = param.extensions?.map((e) => e.toLowerCase());
+    const extension = extensionOf(filename) ?? (allowed?.length === 1 ? allowed[0] : null);
+    if (!extension || (allowed && !allowed.includes(extension))) {
+      throw new AppError('ValidationError', `The file must be of type ${allowed?.join(', ') ?? 'with an extension'}`, { path: 'file' });
+    }
+    return extension;
+  }
+
+  #checkContent(received: Received, extension: string, maxBytes: number): void {
+    if (received.size > maxBytes) {
+      throw new AppError('PayloadTooLargeError', `The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+    }
+    if (extension === 'pdf' && !received.head.subarray(0, PDF_SIGNATURE.length).equals(PDF_SIGNATURE)) {
+      throw new AppError('ValidationError', 'The file is not a PDF: it does not start with %PDF-', { path: 'file' });
+    }
+  }
+
+  async #keep(viewer: Viewer, received: Received, extension: string, invitation: string, field: string): Promise<string> {
+    const url = await this.#store.keep(received, extension);
+    await new VenueRepository(this.#db).recordUpload({
+      profileId: viewer.profileId,
+      invitation,
+      field,
+      url,
+      size: received.size,
+      sha1: received.sha1,
+      now: this.#now(),
+    });
+    return url;
+  }
+
+  // ---- whole files -------------------------------------------------------------------------------
+
+  /** `PUT /attachment`: checks the fields and the file, keeps it, answers its URL. */
+  async saveUpload(viewer: Viewer, request: UploadRequest): Promise<{ url: string }> {
+    const file = request.file;
+    try {
+      const fields = parseOrThrow(UploadFields, request.fields);
+      if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
+      const { param, maxBytes } = await this.#target(fields.invitationId, fields.name);
+      const extension = this.#extension(param, file.filename);
+      this.#checkContent(file, extension, maxBytes);
+      return { url: await this.#keep(viewer, file, extension, fields.invitationId, fields.name) };
+    } finally {
+      if (file) await removeQuietly(file.path);
+    }
+  }
+
+  // ---- chunks ------------------------------------------------------------------------------------
+
+  /**
+   * `PUT /attachment/chunk`: keeps one chunk and answers the status of every chunk, or, for the
+   * request that completes the set, assembles the file and answers its URL.
+   *
+   * Indices: the spec counts from 0, existing web clients from 1. Index 0 seen means 0-based,
+   * index `totalChunks` seen means 1-based, both is a 400; until one is seen the status map is
+   * keyed 1-based, as those clients expect.
+   */
+  async saveChunk(viewer: Viewer, request: UploadRequest): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+    const file = request.file;
+    try {
+      const fields = parseOrThrow(ChunkFields, request.fields);
+      if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
+      if (fields.chunkIndex > fields.totalChunks) {
+        throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
+      }
+      const repo = this.#repo();
+      const { param, maxBytes } = await this.#target(fields.invitationId, fields.name);
+      const now = this.#now();
+      let upload = await repo.openUpload(
+        {
+          id: randomUUID(),
+          profileId: viewer.profileId,
+          clientUploadId: fields.clientUploadId,
+          invitation: fields.invitationId,
+          field: fields.name,
+          extension: this.#extension(param, file.filename),
+          totalChunks: fields.totalChunks,
+        },
+        now,
+      );
+      if (upload.invitation !== fields.invitationId || upload.field !== fields.name || upload.totalChunks !== fields.totalChunks) {
+        throw new AppError('ValidationError', 'totalChunks, invitationId and name must stay the same for every chunk of one upload', {
+          path: 'clientUploadId',
+        });
+      }
+      if (upload.status === 'done' && upload.url) return { url: upload.url };
+      if (file.size > this.#config.maxChunkBytes) {
+        throw new AppError('PayloadTooLargeError', `A chunk may be at most ${formatBytes(this.#config.maxChunkBytes)}`, { path: 'file' });
+      }
+
+      const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
+      if (base !== null && !(await repo.settleIndexBase(upload.id, base))) {
+        throw new AppError('ValidationError', 'The chunks of one upload must count either from 0 or from 1, not both', { path: 'chunkIndex' });
+      }
+      upload = (await repo.findUpload(upload.id)) ?? upload;
+
+      const chunks = await repo.chunksOf(upload.id);
+      const received = [...chunks.entries()].filter(([index]) => index !== fields.chunkIndex).reduce((sum, [, size]) => sum + size, 0);
+      if (received + file.size > maxBytes) {
+        await this.#discard(upload);
+        throw new AppError('PayloadTooLargeError', `The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+      }
+      await this.#store.keepChunk(file, upload.id, fields.chunkIndex);
+      await repo.recordChunk(upload.id, fields.chunkIndex, file.size, now);
+      return await this.#completeOrStatus(viewer, upload, maxBytes);
+    } finally {
+      if (file) await removeQuietly(file.path);
+    }
+  }
+
+  async #completeOrStatus(viewer: Viewer, upload: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+    const repo = this.#repo();
+    const chunks = await repo.chunksOf(upload.id);
+    const base = upload.indexBase ?? 1;
+    const indexes = Array.from({ length: upload.totalChunks }, (_, i) => i + base);
+    const complete = upload.indexBase !== null && indexes.every((i) => chunks.has(i));
+    if (!complete) return statusMap(indexes, chunks);
+
+    if (!(await repo.claimAssembly(upload.id, this.#now()))) return this.#awaitAssembly(upload, indexes, chunks);
+    let assembled: Received | null = null;
+    try {
+      assembled = await this.#store.assemble(upload.id, indexes, maxBytes);
+      const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
+      if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
+      this.#checkContent(assembled, upload.extension, maxBytes);
+      const url = await this.#keep(viewer, assembled, upload.extension, upload.invitation, upload.field);
+      await repo.finish(upload.id, url, this.#now());
+      await this.#store.removeChunks(upload.id);
+      return { url };
+    } catch (error) {
+      if (assembled) await removeQuietly(assembled.path);
+      if (error instanceof AppError) {
+        // The file as a whole is refused: the upload cannot succeed, so nothing of it is kept.
+        await this.#discard(upload);
+      } else {
+        await repo.release(upload.id, this.#now());
+      }
+      throw error;
+    }
+  }
+
+  /** Another request is assembling this upload: wait for its URL. */
+  async #awaitAssembly(upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>) {
+    const deadline = this.#now() + WAIT_FOR_ASSEMBLY_MS;
+    while (this.#now() < deadline) {
+      const current = await this.#repo().findUpload(upload.id);
+      if (!current) throw new AppError('ValidationError', 'The upload was refused; start again', { path: 'clientUploadId' });
+      if (current.status === 'done' && current.url) return { url: current.url };
+      if (current.status === 'receiving') break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return statusMap(indexes, chunks);
+  }
+
+  async #discard(upload: ChunkedUpload): Promise<void> {
+    await this.#repo().deleteUpload(upload.id);
+    await this.#store.removeChunks(upload.id);
+  }
+
+  /**
+   * Deletes chunked uploads untouched for `UPLOAD_ABANDON_SECONDS` (their chunks with them) and
+   * temporary files left by a crash. Runs in the server every ten minutes.
+   */
+  async sweep(): Promise<number> {
+    const before = this.#now() - this.#config.uploadAbandonSeconds * 1000;
+    const stale = await this.#repo().staleUploads(before);
+    for (const id of stale) {
+      await this.#repo().deleteUpload(id);
+      await this.#store.removeChunks(id);
+    }
+    await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
+    if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
+    return stale.length;
+  }
+
+  // ---- reading back -----------------------------------------------------------------------------
+
+  /** The file of a note's field: 404 for a missing note or field, 403 for a note the reader may not read. */
+  async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
+    const note = await this.#venue.readableNote(noteId, reader);
+    const url = (note.content[field] as { value?: unknown } | undefined)?.value;
+    if (typeof url !== 'string' || fileUrlExtension(url) === null) {
+      throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
+    }
+    return this.#stored(url, (note.content.title as { value?: unknown } | undefined)?.value, noteId);
+  }
+
+  /**
+   * `GET /pdf/{id}`: a stored PDF by the value saved in a note (`/pdf/<sha1>.pdf`, `<sha1>.pdf` or
+   * `<sha1>`), for the readers of a note that references it (now or in an earlier revision) and
+   * for its uploader.
+   */
+  async pdfById(id: string, reader: Viewer | null): Promise<StoredFile> {
+    const sha1 = /^(?:\/?pdf\/)?([0-9a-f]{40})(?:\.pdf)?$/.exec(id)?.[1];
+    if (!sha1) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
+    const url = `/pdf/${sha1}.pdf`;
+    const venues = new VenueRepository(this.#db);
+    const notes = await venues.notesWithFile(url);
+    const readable = await this.#venue.firstReadable(notes, reader);
+    if (!readable && !(reader && (await venues.isUploader(reader.profileId, url)))) {
+      if (notes.length > 0 || reader) throw new AppError('ForbiddenError', 'You cannot read this PDF');
+      throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
+    }
+    return this.#stored(url, (readable?.content.title as { value?: unknown } | undefined)?.value, sha1);
+  }
+
+  async #stored(url: string, title: unknown, fallback: string): Promise<StoredFile> {
+    const path = this.#store.pathOf(url);
+    const extension = fileUrlExtension(url);
+    if (!path || !extension || (await this.#store.sizeOf(url)) === null) throw new AppError('NotFoundError', `File Not Found: ${url}`);
+    const sha1 = url.slice(url.lastIndexOf('/') + 1, url.lastIndexOf('.'));
+    return { path, url, sha1, extension, filename: safeFilename(title, fallback, extension) };
+  }
+
+  /**
+   * `GET /pdf/compare`: two revisions (edit ids) of a note's file field, and the address of a
+   * page that shows them side by side.
+   */
+  async compare(
+    query: { noteId: string; leftId: string; rightId: string; field: string },
+    reader: Viewer | null,
+  ): Promise<{ leftNote: NoteEdit; rightNote: NoteEdit; viewerUrl: string }> {
+    const edits = await this.#venue.edits(query.noteId, reader);
+    const pick = (id: string, path: string) => {
+      const edit = edits.find((e) => e.id === id);
+      if (!edit) throw new AppError('NotFoundError', `Edit Not Found: ${id}`, { path });
+      const value = (edit.content[query.field] as { value?: unknown } | undefined)?.value;
+      if (typeof value !== 'string' || fileUrlExtension(value) === null) {
+        throw new AppError('NotFoundError', `The edit ${id} has no file in ${query.field}`, { path: 'field' });
+      }
+      return edit;
+    };
+    const leftNote = pick(query.leftId, 'leftId');
+    const rightNote = pick(query.rightId, 'rightId');
+    const params = new URLSearchParams(query);
+    return { leftNote, rightNote, viewerUrl: `${this.#config.baseUrl}/pdf/compare/view?${params.toString()}` };
+  }
+}

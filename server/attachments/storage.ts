@@ -1,0 +1,179 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { link, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { AppError } from '../../shared/errors.ts';
+import { fileUrlExtension } from '../../shared/forms.ts';
+
+/** A file received into the temporary folder: its path, length, SHA-1 and first bytes. */
+export interface Received {
+  path: string;
+  size: number;
+  sha1: string;
+  /** The first bytes, to check a PDF's `%PDF-` signature. */
+  head: Buffer;
+}
+
+const HEAD_BYTES = 8;
+
+/**
+ * Content-addressed file storage under `$DATA_DIR`: `files/pdf/<sha1>.pdf` and
+ * `files/attachment/<sha1>.<ext>`, with `tmp/` for files being received and `chunks/` for the
+ * chunks of unfinished uploads. Every path is built from a validated hex hash, a validated
+ * extension or a server-made id; nothing a client sends is ever joined into a path.
+ */
+export class FileStore {
+  readonly root: string;
+  readonly #files: string;
+  readonly #tmp: string;
+  readonly #chunks: string;
+
+  constructor(dataDir: string) {
+    this.root = dataDir;
+    this.#files = path.join(dataDir, 'files');
+    this.#tmp = path.join(dataDir, 'tmp');
+    this.#chunks = path.join(dataDir, 'chunks');
+  }
+
+  async init(): Promise<void> {
+    for (const dir of [path.join(this.#files, 'pdf'), path.join(this.#files, 'attachment'), this.#tmp, this.#chunks]) {
+      await mkdir(dir, { recursive: true });
+    }
+  }
+
+  /**
+   * Streams `source` into a new temporary file (opened exclusively), hashing and counting as the
+   * bytes arrive. Past `maxBytes` it stops with a 413 and the temporary file is removed; so it is
+   * when the source fails (the client went away).
+   */
+  async receive(source: Readable, maxBytes: number): Promise<Received> {
+    const file = path.join(this.#tmp, randomUUID());
+    const hash = createHash('sha1');
+    let size = 0;
+    const head: Buffer[] = [];
+    let headLength = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        size += chunk.length;
+        if (size > maxBytes) {
+          done(new AppError('PayloadTooLargeError', `The file is larger than the ${formatBytes(maxBytes)} allowed`));
+          return;
+        }
+        if (headLength < HEAD_BYTES) {
+          head.push(chunk.subarray(0, HEAD_BYTES - headLength));
+          headLength += Math.min(chunk.length, HEAD_BYTES - headLength);
+        }
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', mode: 0o600 }));
+    } catch (error) {
+      await removeQuietly(file);
+      throw error;
+    }
+    return { path: file, size, sha1: hash.digest('hex'), head: Buffer.concat(head) };
+  }
+
+  /** The URL a stored file is known by. */
+  urlOf(sha1: string, extension: string): string {
+    return extension === 'pdf' ? `/pdf/${sha1}.pdf` : `/attachment/${sha1}.${extension}`;
+  }
+
+  /** Where the file of a URL lives, or null when the URL is not one of ours. */
+  pathOf(url: string): string | null {
+    const extension = fileUrlExtension(url);
+    if (extension === null) return null;
+    const name = url.slice(url.lastIndexOf('/') + 1);
+    return path.join(this.#files, extension === 'pdf' && url.startsWith('/pdf/') ? 'pdf' : 'attachment', name);
+  }
+
+  /**
+   * Moves a received file into its content-addressed place with an atomic rename; the same bytes
+   * are stored once (a second copy is simply dropped). Returns the URL.
+   */
+  async keep(received: Received, extension: string): Promise<string> {
+    const url = this.urlOf(received.sha1, extension);
+    const target = this.pathOf(url);
+    if (!target) throw new Error(`not a storable URL: ${url}`);
+    // Same name, same bytes: replacing an existing copy is harmless, and readers of the old one
+    // keep reading it to the end.
+    await rename(received.path, target);
+    return url;
+  }
+
+  /** Whether a stored file exists, with its size. */
+  async sizeOf(url: string): Promise<number | null> {
+    const file = this.pathOf(url);
+    if (!file) return null;
+    try {
+      return (await stat(file)).size;
+    } catch {
+      return null;
+    }
+  }
+
+  // ---- chunks ----------------------------------------------------------------------------------
+
+  #chunkDir(uploadId: string): string {
+    if (!/^[0-9a-f-]{36}$/.test(uploadId)) throw new Error(`not an upload id: ${uploadId}`);
+    return path.join(this.#chunks, uploadId);
+  }
+
+  chunkPath(uploadId: string, index: number): string {
+    return path.join(this.#chunkDir(uploadId), String(Math.trunc(index)));
+  }
+
+  /**
+   * Moves a received chunk into place; a chunk already there (a retry) is kept as it was:
+   * link() refuses to replace it.
+   */
+  async keepChunk(received: Received, uploadId: string, index: number): Promise<void> {
+    await mkdir(this.#chunkDir(uploadId), { recursive: true });
+    try {
+      await link(received.path, this.chunkPath(uploadId, index));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      await removeQuietly(received.path);
+    }
+  }
+
+  /** Concatenates the chunks, in order, into a new temporary file, hashing as it goes. */
+  async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Received> {
+    const parts = indexes.map((i) => this.chunkPath(uploadId, i));
+    async function* concatenated() {
+      for (const part of parts) {
+        for await (const chunk of createReadStream(part)) yield chunk as Buffer;
+      }
+    }
+    return this.receive(Readable.from(concatenated()), maxBytes);
+  }
+
+  async removeChunks(uploadId: string): Promise<void> {
+    await rm(this.#chunkDir(uploadId), { recursive: true, force: true });
+  }
+
+  /** Temporary files older than `olderThan` (ms since the epoch), left by a crash. */
+  async sweepTemporary(olderThan: number): Promise<void> {
+    for (const name of await readdir(this.#tmp).catch(() => [] as string[])) {
+      const file = path.join(this.#tmp, name);
+      const info = await stat(file).catch(() => null);
+      if (info && info.mtimeMs < olderThan) await removeQuietly(file);
+    }
+  }
+}
+
+export async function removeQuietly(file: string): Promise<void> {
+  await unlink(file).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+  });
+}
+
+export function formatBytes(bytes: number): string {
+  const mb = bytes / (1024 * 1024);
+  return mb >= 1 ? `${Number(mb.toFixed(2))} MB` : `${bytes} bytes`;
+}

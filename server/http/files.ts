@@ -1,0 +1,151 @@
+import { Router, type Request, type Response } from 'express';
+import mime from 'mime-types';
+import yazl from 'yazl';
+import { AttachmentQuery, parseOrThrow, PdfCompareQuery, PdfQuery, type NoteEdit } from '../../shared/index.ts';
+import type { StoredFile } from '../attachments/service.ts';
+import type { Config } from '../config.ts';
+import type { Services } from '../services.ts';
+import { createHttpContext } from './context.ts';
+import { readUpload } from './multipart.ts';
+import { sendError } from './send-error.ts';
+
+/** The paths that take uploads: the only ones allowed a long time to send their body. */
+export const UPLOAD_PATHS = ['/attachment', '/attachment/chunk'];
+
+/** Answers once the rest of the body has been read and thrown away, so the client is not left hanging. */
+function drainThenSend(req: Request, res: Response, error: unknown): void {
+  if (req.complete) {
+    sendError(res, error);
+    return;
+  }
+  req.on('end', () => sendError(res, error));
+  req.on('error', () => res.destroy());
+  req.resume();
+}
+
+/** Streams a stored file with its type, length, ETag (the SHA-1) and a safe name; ranges are served. */
+function sendStored(res: Response, file: StoredFile): void {
+  const type = mime.lookup(file.extension) || 'application/octet-stream';
+  const disposition = file.extension === 'pdf' ? 'inline' : 'attachment';
+  res.sendFile(
+    file.path,
+    {
+      etag: false,
+      dotfiles: 'deny',
+      headers: {
+        'Content-Type': type,
+        ETag: `"${file.sha1}"`,
+        'Content-Disposition': `${disposition}; filename="${file.filename}"`,
+        'Cache-Control': 'private, no-cache',
+      },
+    },
+    (error) => {
+      if (error && !res.headersSent) sendError(res, error);
+    },
+  );
+}
+
+/** Several stored files as one zip, each named after its note. */
+function sendZip(res: Response, files: StoredFile[], name: string): void {
+  const zip = new yazl.ZipFile();
+  files.forEach((file, i) => zip.addFile(file.path, `${i + 1}-${file.filename}`));
+  zip.end();
+  res.setHeader('Content-Type', 'application/zip');
+  res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
+  zip.outputStream.pipe(res);
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+
+/** The page that shows two revisions of a note's PDF side by side. */
+function comparePage(left: NoteEdit, right: NoteEdit, field: string): string {
+  const column = (edit: NoteEdit, side: string) => {
+    const url = String((edit.content[field] as { value?: unknown }).value);
+    const date = new Date(edit.tcdate).toISOString().replace('T', ' ').slice(0, 16);
+    return `<section aria-label="${side} revision"><h2>${side}: revision of ${escapeHtml(date)} UTC</h2>
+<iframe title="${side} revision" src="${escapeHtml(url)}"></iframe></section>`;
+  };
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Compare revisions</title>
+<style>body{margin:0;font-family:system-ui,sans-serif}main{display:grid;grid-template-columns:1fr 1fr;gap:8px;height:100vh}
+section{display:flex;flex-direction:column}h2{font-size:14px;margin:8px}iframe{flex:1;border:1px solid #ccc;width:100%}</style>
+</head><body><main>${column(left, 'Left')}${column(right, 'Right')}</main></body></html>`;
+}
+
+/**
+ * The streaming routes: uploads (multipart, whole or in chunks) and file downloads. They call
+ * the same attachments service the procedures use; only the transport differs.
+ */
+export function fileRoutes(services: Services, config: Config): Router {
+  const router = Router();
+  const attachments = services.attachments;
+
+  const upload = (kind: 'whole' | 'chunk') => async (req: Request, res: Response) => {
+    const ctx = createHttpContext(req, res, services, config);
+    let viewer;
+    try {
+      viewer = await ctx.viewer();
+      await attachments.allowUpload(viewer, req.get('cf-turnstile-token'), ctx.origin.address);
+    } catch (error) {
+      drainThenSend(req, res, error);
+      return;
+    }
+    try {
+      const parsed = await readUpload(req, {
+        store: attachments.store,
+        ceiling: kind === 'chunk' ? config.maxChunkBytes : config.maxUploadBytes,
+        limitFor: (fields) => attachments.limitFor(kind, fields),
+      });
+      res.json(kind === 'chunk' ? await attachments.saveChunk(viewer, parsed) : await attachments.saveUpload(viewer, parsed));
+    } catch (error) {
+      drainThenSend(req, res, error);
+    }
+  };
+  router.put('/attachment', upload('whole'));
+  router.put('/attachment/chunk', upload('chunk'));
+
+  const download = (read: (req: Request, reader: Awaited<ReturnType<ReturnType<typeof createHttpContext>['optionalViewer']>>) => Promise<void>) =>
+    async (req: Request, res: Response) => {
+      try {
+        await read(req, await createHttpContext(req, res, services, config).optionalViewer());
+      } catch (error) {
+        sendError(res, error, req.query);
+      }
+    };
+
+  router.get(
+    '/attachment',
+    download(async (req, reader) => {
+      const query = parseOrThrow(AttachmentQuery, req.query);
+      const res = req.res as Response;
+      if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, query.name, reader));
+      const ids = Array.isArray(query.ids) ? query.ids : [query.ids ?? ''];
+      sendZip(res, await Promise.all(ids.map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
+    }),
+  );
+  router.get(
+    '/pdf',
+    download(async (req, reader) => {
+      const query = parseOrThrow(PdfQuery, req.query);
+      const res = req.res as Response;
+      if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, 'pdf', reader));
+      const ids = Array.isArray(query.ids) ? query.ids : [query.ids ?? ''];
+      sendZip(res, await Promise.all(ids.map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
+    }),
+  );
+  router.get(
+    '/pdf/compare/view',
+    download(async (req, reader) => {
+      const query = parseOrThrow(PdfCompareQuery, req.query);
+      const { leftNote, rightNote } = await attachments.compare(query, reader);
+      (req.res as Response).type('html').send(comparePage(leftNote, rightNote, query.field));
+    }),
+  );
+  const pdfById = download(async (req, reader) => {
+    sendStored(req.res as Response, await attachments.pdfById(String(req.params.id), reader));
+  });
+  // `/pdf/compare` is a route of its own (the JSON route table): this one steps aside for it.
+  router.get('/pdf/:id', (req, res, next) => (req.params.id === 'compare' ? next() : void pdfById(req, res)));
+  return router;
+}

@@ -1,0 +1,68 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { Client } from '../helpers/http.ts';
+import type { TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn } from '../helpers/users.ts';
+
+export const sha1 = (data: Uint8Array) => createHash('sha1').update(data).digest('hex');
+
+/** A PDF of `size` bytes: the signature, then random bytes (so every one is different). */
+export function pdfBytes(size: number): Buffer {
+  const data = randomBytes(size);
+  Buffer.from('%PDF-1.7\n').copy(data);
+  return data;
+}
+
+/** Every file under the data folder's file areas (stored files, temporary files, chunks). */
+export async function filesUnder(dataDir: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const area of ['files', 'tmp', 'chunks']) {
+    const entries = await readdir(path.join(dataDir, area), { recursive: true, withFileTypes: true }).catch(() => []);
+    for (const entry of entries) if (entry.isFile()) found.push(path.join(entry.parentPath, entry.name));
+  }
+  return found.sort();
+}
+
+/** Files being received (the data folder's `tmp/`). */
+export async function temporaryFiles(dataDir: string): Promise<string[]> {
+  const tmp = path.join(dataDir, 'tmp') + path.sep;
+  return (await filesUnder(dataDir)).filter((f) => f.startsWith(tmp));
+}
+
+export const VENUE = 'Uploads.org/2027';
+export const SUBMISSION = `${VENUE}/-/Submission`;
+
+/** A venue with the default submission form, its super user, and a signed-in author. */
+export async function venueWithAuthor(server: TestServer) {
+  const admin = await createActiveUser(server, { role: 'superuser', fullname: 'Upload Admin' });
+  const root = (await loggedIn(server, admin.email)).client;
+  const res = await root.post('/venues', {
+    header: {},
+    apiVersion: 2,
+    venueId: VENUE,
+    submissionId: SUBMISSION,
+    authorSubmissionField: 'content.authorids',
+    officialReviewName: 'Official_Review',
+    reviewRatingName: 'rating',
+    reviewConfidenceName: 'confidence',
+    authorName: 'Authors',
+    submissionName: 'Submission',
+  });
+  if (res.status !== 200) throw new Error(`venue: ${JSON.stringify(res.body)}`);
+  const user = await createActiveUser(server, { fullname: 'Upload Author' });
+  const author = (await loggedIn(server, user.email)).client;
+  return { root, author, authorId: user.id };
+}
+
+export function submissionContent(authorId: string, pdf: string) {
+  return {
+    title: { value: 'Uploaded paper' },
+    authors: { value: ['Upload Author'] },
+    authorids: { value: [authorId] },
+    abstract: { value: 'About uploads.' },
+    pdf: { value: pdf },
+  };
+}
+
+export { Client };
