@@ -17,6 +17,7 @@ import { RateLimits } from './rate-limits.ts';
 import { VenueService } from './venue/service.ts';
 import { AttachmentsService } from './attachments/service.ts';
 import { FileStore } from './attachments/storage.ts';
+import { OidcService } from './oidc/service.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
 export interface Services {
@@ -30,6 +31,7 @@ export interface Services {
   impersonation: ImpersonationService;
   venue: VenueService;
   attachments: AttachmentsService;
+  oidc: OidcService;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
   close(): Promise<void>;
 }
@@ -55,6 +57,8 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
   const venue = new VenueService(db);
   const store = new FileStore(config.dataDir);
   await store.init();
+  const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf` });
+  await oidc.keys.ensureKey();
   return {
     db,
     mailer,
@@ -66,6 +70,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     impersonation: new ImpersonationService(deps, accounts),
     venue,
     attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger }),
+    oidc,
     async close() {
       mailer.close();
       await limiterStore.close();

@@ -16,3 +16,4 @@ export const OIDC_CODE_SECONDS = 10 * 60;
 /** The session cookies (the spec names the first). */
 export const ACCESS_TOKEN_COOKIE = 'service.accessToken';
 export const REFRESH_TOKEN_COOKIE = 'service.refreshToken';
+export * from './schemas/oidc.ts';

@@ -7,6 +7,7 @@ import * as createSettings from './20261122000400_create_settings.ts';
 import * as accountsLifecycle from './20261122010000_accounts_lifecycle.ts';
 import * as createVenues from './20261122020000_create_venues.ts';
 import * as createChunkedUploads from './20261122030000_create_chunked_uploads.ts';
+import * as createOidc from './20261122040000_create_oidc.ts';
 
 export interface Migration {
   name: string;
@@ -24,4 +25,5 @@ export const migrations: Migration[] = [
   { name: '20261122010000_accounts_lifecycle', ...accountsLifecycle },
   { name: '20261122020000_create_venues', ...createVenues },
   { name: '20261122030000_create_chunked_uploads', ...createChunkedUploads },
+  { name: '20261122040000_create_oidc', ...createOidc },
 ];

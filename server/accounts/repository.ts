@@ -45,6 +45,8 @@ export interface SessionRecord {
   loginEmail: string;
   tokenVersion: number;
   accessSeconds: number;
+  /** When the person signed in (the session's start): an OIDC `auth_time`. */
+  createdAt: number;
   expiresAt: number;
   revokedAt: number | null;
   /** On an impersonation session: who is acting (the spec's Impersonator). */
@@ -143,6 +145,7 @@ function toSession(row: SessionRow): SessionRecord {
     loginEmail: row.login_email,
     tokenVersion: Number(row.token_version),
     accessSeconds: Number(row.access_seconds),
+    createdAt: Number(row.created_at),
     expiresAt: Number(row.expires_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
     impersonator: row.impersonator === null ? null : json<Impersonator>(row.impersonator),

@@ -52,6 +52,8 @@ export interface Viewer {
   parentSessionId: string | null;
   /** An impersonation by anyone but a super user: no data may be changed. */
   readOnly: boolean;
+  /** When the person signed in to this session (ms). */
+  authTime: number;
 }
 
 /** What a token-issuing operation hands to the transport: the body, and the cookies to set. */
@@ -305,6 +307,7 @@ export class AccountsService {
       impersonator: session.impersonator,
       parentSessionId: session.parentSessionId,
       readOnly: session.readOnly,
+      authTime: session.createdAt,
     };
   }
 
@@ -471,6 +474,13 @@ export class AccountsService {
       ...(profile.dobTimestamp !== null ? { dobTimestamp: profile.dobTimestamp } : {}),
       tokenVersion: profile.tokenVersion,
     };
+  }
+
+  /** A profile as its simplified view, by id. */
+  async simplifiedById(profileId: string): Promise<SimplifiedProfile> {
+    const profile = await this.#d.repo.findProfile(profileId);
+    if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
+    return this.simplify(profile);
   }
 
   /** Every profile, for the operator CLI. */

@@ -8,10 +8,14 @@
  *   settings get moderation
  *   institution add --domain D --name N [--country C]
  *   institution list
+ *   oidc-client add --id ID --name "App" --redirect-uri URI [--redirect-uri URI2] --scopes "openid profile email"
+ *   oidc-client approve|reject|remove ID
+ *   oidc-client list
+ *   oidc-keys rotate
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { AppError, Email, NewPassword, NonEmptyString, parseOrThrow } from '../../shared/index.ts';
+import { AppError, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
@@ -29,6 +33,12 @@ const USAGE = `Usage: npm run admin -- <command>
   institution add --domain D --name N [--country C]
       Adds an institution: a confirmed email at D (or a subdomain) activates as Active Institutional.
   institution list
+  oidc-client add --id ID --name "App name" --redirect-uri URI [--redirect-uri URI2] --scopes "openid profile email"
+      Registers a sign-in client (status pending).
+  oidc-client approve ID | oidc-client reject ID | oidc-client remove ID
+  oidc-client list
+  oidc-keys rotate
+      Adds a new ID-token signing key; the old public key stays published until its tokens expire.
 `;
 
 const InstitutionArgs = z.strictObject({
@@ -92,7 +102,51 @@ const commands: Record<string, Command> = {
   async 'institution list'(services) {
     for (const domain of await services.activation.institutionDomains()) console.log(domain);
   },
+
+  async 'oidc-client add'(services, args) {
+    const { values } = parseArgs({
+      args,
+      options: { id: { type: 'string' }, name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, scopes: { type: 'string' } },
+      strict: true,
+    });
+    const input = parseOrThrow(OidcClientInput, {
+      id: values.id,
+      name: values.name,
+      redirectUris: values['redirect-uri'],
+      scopes: values.scopes?.split(/\s+/).filter(Boolean),
+    });
+    const client = await services.oidc.addClient(input);
+    console.log(`${client.id}\t${client.status}`);
+  },
+
+  async 'oidc-client approve'(services, args) {
+    console.log(`${(await services.oidc.setClientStatus(clientIdArg(args), 'approved')).id}\tapproved`);
+  },
+
+  async 'oidc-client reject'(services, args) {
+    console.log(`${(await services.oidc.setClientStatus(clientIdArg(args), 'rejected')).id}\trejected`);
+  },
+
+  async 'oidc-client remove'(services, args) {
+    await services.oidc.removeClient(clientIdArg(args));
+    console.log(`${args[0]}\tremoved`);
+  },
+
+  async 'oidc-client list'(services) {
+    for (const c of await services.oidc.listClients()) {
+      console.log(`${c.id}\t${c.status}\t${c.name}\t${c.scopes.join(' ')}\t${c.redirectUris.join(' ')}`);
+    }
+  },
+
+  async 'oidc-keys rotate'(services) {
+    console.log(await services.oidc.keys.rotate());
+  },
 };
+
+function clientIdArg(args: string[]): string {
+  if (args.length !== 1 || !args[0]) throw new AppError('ValidationError', 'Give exactly one client id');
+  return parseOrThrow(OidcClientIdInput, { id: args[0] }).id;
+}
 
 async function main(argv: string[]): Promise<number> {
   const name = argv.slice(0, 2).join(' ');

@@ -15,6 +15,7 @@ import { createHttpContext } from './context.ts';
 import { routes } from './routes.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { fileRoutes, UPLOAD_PATHS } from './files.ts';
+import { OIDC_FORM_PATHS, oidcRoutes } from './oidc.ts';
 import { errorHandler, notFound, sendError } from './send-error.ts';
 
 export interface App {
@@ -86,7 +87,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   );
   app.use(helmet());
   app.use(cookieParser());
-  app.use(sameOriginWrites([config.baseUrl, config.webUrl]));
+  app.use(sameOriginWrites([config.baseUrl, config.webUrl], OIDC_FORM_PATHS));
   app.use(bodyDeadline(BODY_DEADLINE_MS, UPLOAD_PATHS));
   app.use(express.json({ limit: '1mb' }));
 
@@ -120,6 +121,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   }
 
   app.use(fileRoutes(services, config));
+  app.use(oidcRoutes(services, config));
 
   app.use(notFound);
   app.use(errorHandler);

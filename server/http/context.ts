@@ -18,7 +18,7 @@ function accessTokenOf(req: Request): string | undefined {
 }
 
 /** Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https. */
-function httpCookies(res: Response, config: Config): SessionCookies {
+export function httpCookies(res: Response, config: Config): SessionCookies {
   const base = { httpOnly: true, sameSite: 'lax', secure: config.baseUrl.startsWith('https:'), path: '/' } as const;
   return {
     set(session) {

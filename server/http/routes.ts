@@ -76,4 +76,13 @@ export const routes: Route[] = [
   { method: 'get', path: '/notes/edits', call: (c, req) => c.venue.noteEdits(query(req)) },
   // attachments that answer JSON (uploads and downloads are streams: see files.ts)
   { method: 'get', path: '/pdf/compare', call: (c, req) => c.attachments.compare(query(req)) },
+  // the sign-in provider's JSON procedures (the protocol endpoints and pages are in oidc.ts)
+  { method: 'get', path: '/oidc/clients', call: (c) => c.oidc.clients() },
+  { method: 'post', path: '/oidc/clients', call: (c, req) => c.oidc.addClient(req.body) },
+  { method: 'put', path: '/oidc/clients/:id', call: (c, req) => c.oidc.setClientStatus(withPath(req.body, { id: String(req.params.id) })) },
+  { method: 'delete', path: '/oidc/clients/:id', call: (c, req) => c.oidc.removeClient({ id: String(req.params.id) }) },
+  { method: 'get', path: '/oidc/consents', call: (c) => c.oidc.consents() },
+  { method: 'delete', path: '/oidc/consents/:clientId', call: (c, req) => c.oidc.withdrawConsent({ clientId: String(req.params.clientId) }) },
+  { method: 'post', path: '/oidc/authorize/confirm', call: (c, req) => c.oidc.confirmInteraction(req.body) },
+  { method: 'post', path: '/oidc/authorize/consent', call: (c, req) => c.oidc.consentInteraction(req.body) },
 ];

@@ -1,0 +1,65 @@
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
+import type { OidcRepository } from './repository.ts';
+
+/**
+ * The provider's RS256 signing keys, kept in the database. The first is made on first start;
+ * `rotate` adds a new signing key and retires the old one, whose public half stays in the JWKS
+ * until every token it signed has expired. Private keys never leave this class.
+ */
+export class KeyStore {
+  readonly #repo: OidcRepository;
+  readonly #now: () => number;
+  #signer: { kid: string; key: CryptoKey } | null = null;
+
+  constructor(repo: OidcRepository, now: () => number = Date.now) {
+    this.#repo = repo;
+    this.#now = now;
+  }
+
+  async #published() {
+    return this.#repo.publishedKeys(this.#now() - OIDC_TOKEN_SECONDS * 1000);
+  }
+
+  /** Makes the first key if there is none. */
+  async ensureKey(): Promise<void> {
+    if (!(await this.#published()).some((k) => k.retiredAt === null)) await this.#generate();
+  }
+
+  /** A new signing key; the previous one stays published until its tokens have expired. */
+  async rotate(): Promise<string> {
+    await this.#repo.retireKeys(this.#now());
+    this.#signer = null;
+    return this.#generate();
+  }
+
+  async #generate(): Promise<string> {
+    const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
+    const publicJwk = await exportJWK(publicKey);
+    const kid = await calculateJwkThumbprint(publicJwk);
+    const privateJwk = await exportJWK(privateKey);
+    await this.#repo.insertKey({
+      kid,
+      privateJwk: { ...privateJwk, kid, alg: 'RS256' },
+      publicJwk: { ...publicJwk, kid, alg: 'RS256', use: 'sig' },
+      createdAt: this.#now(),
+      retiredAt: null,
+    });
+    return kid;
+  }
+
+  /** The current signing key, imported once per rotation (other processes may have rotated). */
+  async signer(): Promise<{ kid: string; key: CryptoKey }> {
+    const current = (await this.#published()).find((k) => k.retiredAt === null);
+    if (!current) throw new Error('no signing key: run the migrations and start the server once');
+    if (this.#signer?.kid !== current.kid) {
+      this.#signer = { kid: current.kid, key: (await importJWK(current.privateJwk as JWK, 'RS256')) as CryptoKey };
+    }
+    return this.#signer;
+  }
+
+  /** The public keys a relying party verifies ID tokens with. */
+  async jwks(): Promise<{ keys: Array<Record<string, unknown>> }> {
+    return { keys: (await this.#published()).map((k) => k.publicJwk) };
+  }
+}

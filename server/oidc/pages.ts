@@ -1,0 +1,75 @@
+/**
+ * The pages a person sees while signing in to another application: plain server-rendered HTML
+ * with one small stylesheet, no script, a CSRF token in every form.
+ */
+
+const escape = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+
+/** What each scope means, in plain words. */
+const SCOPE_WORDS: Record<string, string> = {
+  openid: 'Know who you are (your profile id)',
+  profile: 'See your name',
+  email: 'See your email address and whether it is confirmed',
+};
+
+export const STYLESHEET = `
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1d2330}
+main{max-width:420px;margin:10vh auto;background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:32px}
+h1{font-size:22px;margin:0 0 16px}
+label{display:block;font-weight:600;margin:16px 0 4px}
+input[type=email],input[type=password]{width:100%;padding:10px;border:1px solid #aab2c0;border-radius:4px;font-size:16px}
+button{font-size:16px;padding:10px 18px;border-radius:4px;border:1px solid #1f4fbf;background:#1f4fbf;color:#fff;cursor:pointer;margin-top:20px}
+button.secondary{background:#fff;color:#1f4fbf}
+.actions{display:flex;gap:12px}
+.error{background:#fdecea;border:1px solid #f5c2bd;color:#8a1c12;padding:10px;border-radius:4px}
+ul{padding-left:20px}
+a{color:#1f4fbf}
+`;
+
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(title)}</title><link rel="stylesheet" href="/oidc/pages.css"></head>
+<body><main>${body}</main></body></html>`;
+}
+
+export function loginPage(opts: { interactionId: string; csrf: string; clientName: string; resetUrl: string; error?: string; email?: string }): string {
+  return layout(
+    'Sign in',
+    `<h1>Sign in to continue to ${escape(opts.clientName)}</h1>
+${opts.error ? `<p class="error" role="alert">${escape(opts.error)}</p>` : ''}
+<form method="post" action="/oidc/login">
+<input type="hidden" name="interaction" value="${escape(opts.interactionId)}">
+<input type="hidden" name="csrf" value="${escape(opts.csrf)}">
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required value="${escape(opts.email ?? '')}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button>
+</form>
+<p><a href="${escape(opts.resetUrl)}">Forgot your password?</a></p>`,
+  );
+}
+
+export function consentPage(opts: { interactionId: string; csrf: string; clientName: string; scopes: string[]; userName: string }): string {
+  return layout(
+    `${opts.clientName} wants to sign you in`,
+    `<h1>${escape(opts.clientName)} wants to sign you in</h1>
+<p>You are signed in as ${escape(opts.userName)}. ${escape(opts.clientName)} will be able to:</p>
+<ul>${opts.scopes.map((s) => `<li>${escape(SCOPE_WORDS[s] ?? s)}</li>`).join('')}</ul>
+<form method="post" action="/oidc/consent">
+<input type="hidden" name="interaction" value="${escape(opts.interactionId)}">
+<input type="hidden" name="csrf" value="${escape(opts.csrf)}">
+<div class="actions">
+<button type="submit" name="decision" value="allow">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+</div>
+</form>`,
+  );
+}
+
+export function errorPage(message: string): string {
+  return layout('Sign-in error', `<h1>Sign-in error</h1><p class="error" role="alert">${escape(message)}</p>`);
+}

@@ -1,0 +1,274 @@
+import type { Knex } from 'knex';
+import type { OidcClient, OidcScope } from '../../shared/index.ts';
+
+function json<T>(value: unknown): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
+
+/** The authorization request as it arrived, kept while the person signs in and consents. */
+export interface AuthorizationParams {
+  clientId: string;
+  redirectUri: string;
+  scopes: OidcScope[];
+  state?: string | undefined;
+  nonce?: string | undefined;
+  codeChallenge: string;
+  prompt: string[];
+  maxAge?: number | undefined;
+}
+
+export interface Interaction {
+  id: string;
+  params: AuthorizationParams;
+  profileId: string | null;
+  authenticatedAt: number | null;
+  expiresAt: number;
+  completedAt: number | null;
+}
+
+export interface CodeRecord {
+  codeHash: string;
+  clientId: string;
+  profileId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  scopes: OidcScope[];
+  nonce: string | null;
+  authTime: number;
+  expiresAt: number;
+  usedAt: number | null;
+}
+
+export interface TokenRecord {
+  tokenHash: string;
+  codeHash: string;
+  clientId: string;
+  profileId: string;
+  scopes: OidcScope[];
+  expiresAt: number;
+  revokedAt: number | null;
+}
+
+export interface KeyRecord {
+  kid: string;
+  privateJwk: Record<string, unknown>;
+  publicJwk: Record<string, unknown>;
+  createdAt: number;
+  retiredAt: number | null;
+}
+
+const toClient = (row: Record<string, unknown>): OidcClient => ({
+  id: String(row.id),
+  name: String(row.name),
+  redirectUris: json<string[]>(row.redirect_uris),
+  scopes: json<OidcScope[]>(row.scopes),
+  status: row.status as OidcClient['status'],
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+});
+
+/** SQL for the sign-in provider. */
+export class OidcRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  // ---- clients -----------------------------------------------------------------------------------
+
+  async insertClient(client: OidcClient): Promise<void> {
+    await this.#db('oidc_clients').insert({
+      id: client.id,
+      name: client.name,
+      redirect_uris: JSON.stringify(client.redirectUris),
+      scopes: JSON.stringify(client.scopes),
+      status: client.status,
+      created_at: client.createdAt,
+      updated_at: client.updatedAt,
+    });
+  }
+
+  async findClient(id: string): Promise<OidcClient | null> {
+    const row = await this.#db('oidc_clients').where({ id }).first();
+    return row ? toClient(row) : null;
+  }
+
+  async listClients(): Promise<OidcClient[]> {
+    return (await this.#db('oidc_clients').orderBy('id')).map(toClient);
+  }
+
+  async setClientStatus(id: string, status: OidcClient['status'], now: number): Promise<boolean> {
+    return (await this.#db('oidc_clients').where({ id }).update({ status, updated_at: now })) === 1;
+  }
+
+  async deleteClient(id: string): Promise<boolean> {
+    return (await this.#db('oidc_clients').where({ id }).delete()) === 1;
+  }
+
+  // ---- keys --------------------------------------------------------------------------------------
+
+  async insertKey(key: KeyRecord): Promise<void> {
+    await this.#db('oidc_keys').insert({
+      kid: key.kid,
+      private_jwk: JSON.stringify(key.privateJwk),
+      public_jwk: JSON.stringify(key.publicJwk),
+      created_at: key.createdAt,
+      retired_at: key.retiredAt,
+    });
+  }
+
+  async retireKeys(now: number): Promise<void> {
+    await this.#db('oidc_keys').whereNull('retired_at').update({ retired_at: now });
+  }
+
+  /** Keys still published: the signing key, and retired ones retired after `since`. */
+  async publishedKeys(since: number): Promise<KeyRecord[]> {
+    const rows = await this.#db('oidc_keys').whereNull('retired_at').orWhere('retired_at', '>', since).orderBy('created_at', 'desc');
+    return rows.map((row: Record<string, unknown>) => ({
+      kid: String(row.kid),
+      privateJwk: json<Record<string, unknown>>(row.private_jwk),
+      publicJwk: json<Record<string, unknown>>(row.public_jwk),
+      createdAt: Number(row.created_at),
+      retiredAt: row.retired_at === null ? null : Number(row.retired_at),
+    }));
+  }
+
+  // ---- interactions and consents -----------------------------------------------------------------
+
+  async insertInteraction(id: string, params: AuthorizationParams, now: number, expiresAt: number): Promise<void> {
+    await this.#db('oidc_interactions').insert({
+      id,
+      client_id: params.clientId,
+      params: JSON.stringify(params),
+      created_at: now,
+      expires_at: expiresAt,
+    });
+  }
+
+  async findInteraction(id: string, now: number): Promise<Interaction | null> {
+    const row = await this.#db('oidc_interactions').where({ id }).whereNull('completed_at').where('expires_at', '>', now).first();
+    if (!row) return null;
+    return {
+      id: row.id,
+      params: json<AuthorizationParams>(row.params),
+      profileId: row.profile_id,
+      authenticatedAt: row.authenticated_at === null ? null : Number(row.authenticated_at),
+      expiresAt: Number(row.expires_at),
+      completedAt: null,
+    };
+  }
+
+  async markAuthenticated(id: string, profileId: string, at: number): Promise<void> {
+    await this.#db('oidc_interactions').where({ id }).update({ profile_id: profileId, authenticated_at: at });
+  }
+
+  /** Ends an interaction; false when it had already ended (a double submit). */
+  async completeInteraction(id: string, now: number): Promise<boolean> {
+    return (await this.#db('oidc_interactions').where({ id }).whereNull('completed_at').update({ completed_at: now })) === 1;
+  }
+
+  async findConsent(profileId: string, clientId: string): Promise<OidcScope[] | null> {
+    const row = await this.#db('oidc_consents').where({ profile_id: profileId, client_id: clientId }).first();
+    return row ? json<OidcScope[]>(row.scopes) : null;
+  }
+
+  async saveConsent(profileId: string, clientId: string, scopes: OidcScope[], now: number): Promise<void> {
+    await this.#db('oidc_consents')
+      .insert({ profile_id: profileId, client_id: clientId, scopes: JSON.stringify(scopes), created_at: now })
+      .onConflict(['profile_id', 'client_id'])
+      .merge({ scopes: JSON.stringify(scopes), created_at: now });
+  }
+
+  async consentsOf(profileId: string): Promise<Array<{ clientId: string; clientName: string; scopes: string[]; createdAt: number }>> {
+    const rows = await this.#db('oidc_consents')
+      .join('oidc_clients', 'oidc_clients.id', 'oidc_consents.client_id')
+      .where('oidc_consents.profile_id', profileId)
+      .select('oidc_consents.client_id', 'oidc_clients.name', 'oidc_consents.scopes', 'oidc_consents.created_at')
+      .orderBy('oidc_consents.client_id');
+    return rows.map((row: Record<string, unknown>) => ({
+      clientId: String(row.client_id),
+      clientName: String(row.name),
+      scopes: json<string[]>(row.scopes),
+      createdAt: Number(row.created_at),
+    }));
+  }
+
+  async deleteConsent(profileId: string, clientId: string): Promise<boolean> {
+    return (await this.#db('oidc_consents').where({ profile_id: profileId, client_id: clientId }).delete()) === 1;
+  }
+
+  // ---- codes and tokens --------------------------------------------------------------------------
+
+  async insertCode(code: Omit<CodeRecord, 'usedAt'>, now: number): Promise<void> {
+    await this.#db('oidc_codes').insert({
+      code_hash: code.codeHash,
+      client_id: code.clientId,
+      profile_id: code.profileId,
+      redirect_uri: code.redirectUri,
+      code_challenge: code.codeChallenge,
+      scopes: JSON.stringify(code.scopes),
+      nonce: code.nonce,
+      auth_time: code.authTime,
+      created_at: now,
+      expires_at: code.expiresAt,
+    });
+  }
+
+  async findCode(codeHash: string): Promise<CodeRecord | null> {
+    const row = await this.#db('oidc_codes').where({ code_hash: codeHash }).first();
+    if (!row) return null;
+    return {
+      codeHash: row.code_hash,
+      clientId: row.client_id,
+      profileId: row.profile_id,
+      redirectUri: row.redirect_uri,
+      codeChallenge: row.code_challenge,
+      scopes: json<OidcScope[]>(row.scopes),
+      nonce: row.nonce,
+      authTime: Number(row.auth_time),
+      expiresAt: Number(row.expires_at),
+      usedAt: row.used_at === null ? null : Number(row.used_at),
+    };
+  }
+
+  /** Uses a code up: one conditional UPDATE that must change exactly one row. */
+  async consumeCode(codeHash: string, now: number): Promise<boolean> {
+    return (await this.#db('oidc_codes').where({ code_hash: codeHash }).whereNull('used_at').update({ used_at: now })) === 1;
+  }
+
+  async insertToken(token: Omit<TokenRecord, 'revokedAt'>, now: number): Promise<void> {
+    await this.#db('oidc_tokens').insert({
+      token_hash: token.tokenHash,
+      code_hash: token.codeHash,
+      client_id: token.clientId,
+      profile_id: token.profileId,
+      scopes: JSON.stringify(token.scopes),
+      created_at: now,
+      expires_at: token.expiresAt,
+    });
+  }
+
+  async findToken(tokenHash: string): Promise<TokenRecord | null> {
+    const row = await this.#db('oidc_tokens').where({ token_hash: tokenHash }).first();
+    if (!row) return null;
+    return {
+      tokenHash: row.token_hash,
+      codeHash: row.code_hash,
+      clientId: row.client_id,
+      profileId: row.profile_id,
+      scopes: json<OidcScope[]>(row.scopes),
+      expiresAt: Number(row.expires_at),
+      revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    };
+  }
+
+  async revokeToken(tokenHash: string, now: number): Promise<void> {
+    await this.#db('oidc_tokens').where({ token_hash: tokenHash }).whereNull('revoked_at').update({ revoked_at: now });
+  }
+
+  /** Revokes every token issued from a code (the code was presented twice). */
+  async revokeTokensOfCode(codeHash: string, now: number): Promise<void> {
+    await this.#db('oidc_tokens').where({ code_hash: codeHash }).whereNull('revoked_at').update({ revoked_at: now });
+  }
+}

@@ -1,0 +1,78 @@
+import {
+  Empty,
+  InteractionConsentInput,
+  InteractionInput,
+  InteractionResult,
+  OidcClient,
+  OidcClientIdInput,
+  OidcClientInput,
+  OidcClientsResult,
+  OidcClientStatusInput,
+  OidcConsentClientInput,
+  OidcConsentsResult,
+  RedirectResult,
+  AppError,
+} from '../../shared/index.ts';
+import type { Viewer } from '../accounts/service.ts';
+import { authedProcedure, router } from '../trpc.ts';
+
+function requireSuperUser(viewer: Viewer): void {
+  if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can manage sign-in clients');
+}
+
+/**
+ * The provider's JSON procedures: the client registry (super users; operators use
+ * `npm run admin -- oidc-client`), a person's consents, and the interaction endpoints a
+ * separate frontend uses instead of the built-in login and consent pages.
+ */
+export const oidcRouter = router({
+  clients: authedProcedure.output(OidcClientsResult).query(async ({ ctx }) => {
+    requireSuperUser(ctx.user);
+    return { clients: await ctx.services.oidc.listClients() };
+  }),
+
+  addClient: authedProcedure
+    .input(OidcClientInput)
+    .output(OidcClient)
+    .mutation(({ ctx, input }) => {
+      requireSuperUser(ctx.user);
+      return ctx.services.oidc.addClient(input);
+    }),
+
+  setClientStatus: authedProcedure
+    .input(OidcClientStatusInput)
+    .output(OidcClient)
+    .mutation(({ ctx, input }) => {
+      requireSuperUser(ctx.user);
+      return ctx.services.oidc.setClientStatus(input.id, input.status);
+    }),
+
+  removeClient: authedProcedure
+    .input(OidcClientIdInput)
+    .output(Empty)
+    .mutation(async ({ ctx, input }) => {
+      requireSuperUser(ctx.user);
+      await ctx.services.oidc.removeClient(input.id);
+      return {};
+    }),
+
+  consents: authedProcedure.output(OidcConsentsResult).query(async ({ ctx }) => ({ consents: await ctx.services.oidc.consents(ctx.user) })),
+
+  withdrawConsent: authedProcedure
+    .input(OidcConsentClientInput)
+    .output(Empty)
+    .mutation(async ({ ctx, input }) => {
+      await ctx.services.oidc.withdrawConsent(ctx.user, input.clientId);
+      return {};
+    }),
+
+  confirmInteraction: authedProcedure
+    .input(InteractionInput)
+    .output(InteractionResult)
+    .mutation(({ ctx, input }) => ctx.services.oidc.confirm(input.interactionId, ctx.user)),
+
+  consentInteraction: authedProcedure
+    .input(InteractionConsentInput)
+    .output(RedirectResult)
+    .mutation(async ({ ctx, input }) => ({ redirectUri: (await ctx.services.oidc.consent(input.interactionId, ctx.user, input.approved)).redirect })),
+});
