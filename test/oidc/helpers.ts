@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import * as client from 'openid-client';
+import type { TestServer } from '../helpers/server.ts';
+import { childEnv } from '../helpers/server.ts';
+
+const run = promisify(execFile);
+
+/** `npm run admin -- …` against the server's data folder, as an operator would run it. */
+export async function admin(server: TestServer, ...args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, ['server/cli/admin.ts', ...args], { env: childEnv({ DATA_DIR: server.dataDir }) });
+  return stdout;
+}
+
+export const REDIRECT = 'http://127.0.0.1:9/callback';
+
+/** Registers and approves a client through the admin command line. */
+export async function registerClient(server: TestServer, id: string, opts: { scopes?: string; approve?: boolean; redirect?: string } = {}) {
+  await admin(server, 'oidc-client', 'add', '--id', id, '--name', `App ${id}`, '--redirect-uri', opts.redirect ?? REDIRECT, '--scopes', opts.scopes ?? 'openid profile email');
+  if (opts.approve !== false) await admin(server, 'oidc-client', 'approve', id);
+}
+
+/** The relying party: openid-client with discovery, signature checks on, plain http allowed for the test. */
+export async function relyingParty(server: TestServer, clientId: string): Promise<client.Configuration> {
+  const config = await client.discovery(new URL(server.url), clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });
+  client.enableNonRepudiationChecks(config);
+  return config;
+}
+
+/** An authorization request with PKCE, state and nonce, and what to check the answer with. */
+export async function authorizationRequest(config: client.Configuration, extra: Record<string, string> = {}) {
+  const verifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const nonce = client.randomNonce();
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT,
+    scope: 'openid profile email',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+    ...extra,
+  });
+  return { url, verifier, state, nonce };
+}
+
+interface Page {
+  status: number;
+  url: string;
+  location: string | null;
+  html: string;
+}
+
+/**
+ * A browser stand-in for the tests that do not need a real one: it keeps cookies, follows
+ * redirects inside the service, stops at the client's redirect URI, and fills the login and
+ * consent forms the way a person would.
+ */
+export class UserAgent {
+  readonly jar = new Map<string, string>();
+
+  async #request(url: string, init: RequestInit = {}): Promise<Page> {
+    const headers = new Headers(init.headers);
+    if (this.jar.size > 0) headers.set('cookie', [...this.jar].map(([k, v]) => `${k}=${v}`).join('; '));
+    const res = await fetch(url, { ...init, headers, redirect: 'manual' });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';');
+      const eq = pair.indexOf('=');
+      const value = pair.slice(eq + 1);
+      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.jar.delete(pair.slice(0, eq));
+      else this.jar.set(pair.slice(0, eq), value);
+    }
+    const location = res.headers.get('location');
+    return { status: res.status, url, location: location ? new URL(location, url).toString() : null, html: await res.text() };
+  }
+
+  /** Follows redirects until a page is shown or the browser is sent to the client. */
+  async go(url: string, init?: RequestInit): Promise<Page> {
+    let page = await this.#request(url, init);
+    while (page.location && !page.location.startsWith(REDIRECT)) page = await this.#request(page.location);
+    return page;
+  }
+
+  /** Submits the form of the page shown, with its hidden fields and `fields`. */
+  async submit(page: Page, fields: Record<string, string>): Promise<Page> {
+    const action = /<form method="post" action="([^"]+)"/.exec(page.html)?.[1];
+    if (!action) throw new Error(`no form on the page: ${page.html.slice(0, 300)}`);
+    const body = new URLSearchParams();
+    for (const match of page.html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) body.set(match[1] ?? '', match[2] ?? '');
+    for (const [k, v] of Object.entries(fields)) body.set(k, v);
+    return this.go(new URL(action, page.url).toString(), { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  }
+
+  /** Signs in if asked to, consents if asked to, and returns where the browser ends up. */
+  async authorize(url: URL | string, person?: { email: string; password: string }, decision: 'allow' | 'deny' = 'allow'): Promise<Page> {
+    let page = await this.go(url.toString());
+    for (let step = 0; step < 4 && !page.location; step += 1) {
+      if (page.html.includes('action="/oidc/login"')) {
+        if (!person) return page;
+        page = await this.submit(page, { email: person.email, password: person.password });
+      } else if (page.html.includes('action="/oidc/consent"')) {
+        page = await this.submit(page, { decision });
+      } else {
+        return page;
+      }
+    }
+    return page;
+  }
+}

@@ -1,0 +1,372 @@
+import * as client from 'openid-client';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+import { admin, authorizationRequest, REDIRECT, registerClient, relyingParty, UserAgent } from './helpers.ts';
+
+let server: TestServer;
+let person: { id: string; email: string; password: string };
+let rp: client.Configuration;
+
+beforeAll(async () => {
+  server = await startServer();
+  const user = await createActiveUser(server, { fullname: 'Signing In' });
+  person = { ...user, password: PASSWORD };
+  await registerClient(server, 'app');
+  rp = await relyingParty(server, 'app');
+}, 60_000);
+afterAll(async () => {
+  await server.close();
+});
+
+/** Signs in through the pages and redeems the code, as an application would. */
+async function signIn(extra: Record<string, string> = {}, agent = new UserAgent()) {
+  const request = await authorizationRequest(rp, extra);
+  const page = await agent.authorize(request.url, person);
+  expect(page.location, page.html.slice(0, 300)).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?/);
+  const tokens = await client.authorizationCodeGrant(rp, new URL(page.location ?? ''), {
+    pkceCodeVerifier: request.verifier,
+    expectedState: request.state,
+    expectedNonce: request.nonce,
+    idTokenExpected: true,
+  });
+  return { tokens, agent, callback: new URL(page.location ?? ''), request };
+}
+
+const errorOf = (location: string | null) => {
+  const url = new URL(location ?? 'http://x');
+  return { error: url.searchParams.get('error'), description: url.searchParams.get('error_description'), state: url.searchParams.get('state'), iss: url.searchParams.get('iss') };
+};
+
+describe('discovery', () => {
+  it('describes the provider, with the issuer exactly BASE_URL', async () => {
+    const doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    expect(doc).toMatchObject({
+      issuer: server.url,
+      authorization_endpoint: `${server.url}/oidc/authorize`,
+      token_endpoint: `${server.url}/oidc/token`,
+      userinfo_endpoint: `${server.url}/oidc/userinfo`,
+      jwks_uri: `${server.url}/oidc/jwks`,
+      revocation_endpoint: `${server.url}/oidc/revoke`,
+      scopes_supported: ['openid', 'profile', 'email'],
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none'],
+      authorization_response_iss_parameter_supported: true,
+    });
+    expect(doc.claims_supported).toEqual(expect.arrayContaining(['sub', 'name', 'email', 'email_verified']));
+  });
+});
+
+describe('the whole flow, with openid-client as the relying party', () => {
+  it('signs in, validates the ID token, reads the claims, and revocation ends the access token', async () => {
+    const { tokens, callback, request } = await signIn();
+    expect(callback.searchParams.get('iss')).toBe(server.url);
+    expect(callback.searchParams.get('state')).toBe(request.state);
+    expect(tokens.token_type.toLowerCase()).toBe('bearer');
+    expect(tokens.expires_in).toBe(3600);
+    const claims = tokens.claims();
+    expect(claims).toMatchObject({ iss: server.url, aud: 'app', sub: person.id, nonce: request.nonce, name: 'Signing In', email: person.email, email_verified: true });
+    expect(claims?.auth_time).toEqual(expect.any(Number));
+    expect(claims?.at_hash).toEqual(expect.any(String));
+    expect(decodeProtectedHeader(tokens.id_token ?? '')).toMatchObject({ alg: 'RS256', kid: expect.any(String) });
+
+    const info = await client.fetchUserInfo(rp, tokens.access_token, person.id);
+    expect(info).toEqual({ sub: person.id, name: 'Signing In', email: person.email, email_verified: true });
+
+    await client.tokenRevocation(rp, tokens.access_token);
+    const after = await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(after.status).toBe(401);
+    expect(after.headers.get('www-authenticate')).toContain('error="invalid_token"');
+  });
+
+  it('is seamless the second time: a session and a consent go straight back with a code', async () => {
+    const { agent } = await signIn();
+    const again = await authorizationRequest(rp);
+    const page = await agent.authorize(again.url);
+    expect(page.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+  });
+
+  it('works without a nonce, and with the request POSTed, ignoring unknown parameters', async () => {
+    const request = await authorizationRequest(rp, { display: 'page', ui_locales: 'fr', login_hint: person.email, acr_values: '1', foo: 'bar' });
+    const params = new URLSearchParams(request.url.search);
+    params.delete('nonce');
+    const agent = new UserAgent();
+    let page = await agent.go(`${server.url}/oidc/authorize`, { method: 'POST', body: params, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    page = await agent.submit(page, { email: person.email, password: person.password });
+    if (!page.location) page = await agent.submit(page, { decision: 'allow' });
+    const tokens = await client.authorizationCodeGrant(rp, new URL(page.location ?? ''), { pkceCodeVerifier: request.verifier, expectedState: request.state, idTokenExpected: true });
+    expect(tokens.claims()?.nonce).toBeUndefined();
+  });
+});
+
+describe('the spec\'s sign-in error messages, word for word', () => {
+  it('Client is not approved', async () => {
+    await registerClient(server, 'pending-app', { approve: false });
+    const res = await fetch(`${server.url}/oidc/authorize?client_id=pending-app&redirect_uri=${encodeURIComponent(REDIRECT)}&response_type=code&scope=openid`, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('Client is not approved');
+  });
+
+  it('Invalid client_id', async () => {
+    const res = await fetch(`${server.url}/oidc/authorize?client_id=nobody&redirect_uri=${encodeURIComponent(REDIRECT)}&response_type=code&scope=openid`, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('Invalid client_id');
+  });
+
+  it('Invalid redirect_uri (never redirected to)', async () => {
+    const res = await fetch(`${server.url}/oidc/authorize?client_id=app&redirect_uri=${encodeURIComponent('http://127.0.0.1:9/callback/other')}&response_type=code&scope=openid`, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(await res.text()).toContain('Invalid redirect_uri');
+  });
+
+  it.each([
+    [{ scope: 'profile email' }, 'invalid_scope', 'Scope must include openid'],
+    [{ code_challenge: '' }, 'invalid_request', 'code_challenge is required for public clients'],
+  ])('%j → %s "%s", with state and iss', async (override, error, description) => {
+    const request = await authorizationRequest(rp);
+    const url = new URL(request.url);
+    for (const [k, v] of Object.entries(override)) {
+      if (v === '') url.searchParams.delete(k);
+      else url.searchParams.set(k, v);
+    }
+    const res = await fetch(url, { redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(errorOf(res.headers.get('location'))).toEqual({ error, description, state: request.state, iss: server.url });
+  });
+
+  it('Unsupported scope: <scope>', async () => {
+    await registerClient(server, 'narrow-app', { scopes: 'openid profile' });
+    const narrow = await relyingParty(server, 'narrow-app');
+    const request = await authorizationRequest(narrow);
+    const res = await fetch(request.url, { redirect: 'manual' });
+    expect(errorOf(res.headers.get('location'))).toMatchObject({ error: 'invalid_scope', description: 'Unsupported scope: email' });
+  });
+
+  it('invalid_grant: Invalid or expired authorization code, for a reused code, and the tokens it gave are revoked', async () => {
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, person);
+    const code = new URL(page.location ?? '').searchParams.get('code') ?? '';
+    const redeem = () =>
+      fetch(`${server.url}/oidc/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: request.verifier }),
+      });
+    const first = await redeem();
+    expect(first.status).toBe(200);
+    expect(first.headers.get('cache-control')).toBe('no-store');
+    expect(first.headers.get('pragma')).toBe('no-cache');
+    const { access_token } = (await first.json()) as { access_token: string };
+    const second = await redeem();
+    expect(second.status).toBe(400);
+    expect(await second.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid or expired authorization code' });
+    expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${access_token}` } })).status).toBe(401);
+  });
+
+  it('invalid_grant: Invalid code_verifier', async () => {
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, person);
+    const res = await fetch(`${server.url}/oidc/token`, {
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: new URL(page.location ?? '').searchParams.get('code') ?? '',
+        redirect_uri: REDIRECT,
+        client_id: 'app',
+        code_verifier: client.randomPKCECodeVerifier(),
+      }),
+    });
+    expect(await res.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid code_verifier' });
+  });
+});
+
+describe('the token endpoint', () => {
+  async function freshCode() {
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, person);
+    return { code: new URL(page.location ?? '').searchParams.get('code') ?? '', verifier: request.verifier };
+  }
+  const post = (body: Record<string, string>) => fetch(`${server.url}/oidc/token`, { method: 'POST', body: new URLSearchParams(body) });
+
+  it('refuses a redirect_uri other than the request\'s, an expired code, and an unknown client', async () => {
+    const one = await freshCode();
+    const wrongUri = await post({ grant_type: 'authorization_code', code: one.code, redirect_uri: `${REDIRECT}/x`, client_id: 'app', code_verifier: one.verifier });
+    expect(await wrongUri.json()).toMatchObject({ error: 'invalid_grant' });
+
+    const two = await freshCode();
+    await server.service.db('oidc_codes').update({ expires_at: Date.now() - 1 });
+    const expired = await post({ grant_type: 'authorization_code', code: two.code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: two.verifier });
+    expect(await expired.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid or expired authorization code' });
+
+    const unknown = await post({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_id: 'nobody', code_verifier: 'y' });
+    expect(unknown.status).toBe(401);
+    expect(await unknown.json()).toEqual({ error: 'invalid_client', error_description: 'Invalid client_id' });
+    const grant = await post({ grant_type: 'password', client_id: 'app' });
+    expect(await grant.json()).toMatchObject({ error: 'unsupported_grant_type' });
+  });
+
+  it('two simultaneous redemptions of one code cannot both succeed', async () => {
+    const { code, verifier } = await freshCode();
+    const body = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: verifier };
+    const results = await Promise.all([post(body), post(body), post(body)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400, 400]);
+  });
+});
+
+describe('PKCE and prompts', () => {
+  it('refuses plain PKCE', async () => {
+    const request = await authorizationRequest(rp, { code_challenge_method: 'plain' });
+    const res = await fetch(request.url, { redirect: 'manual' });
+    expect(errorOf(res.headers.get('location'))).toMatchObject({ error: 'invalid_request', description: 'code_challenge_method must be S256' });
+  });
+
+  it('prompt=none: login_required without a session, consent_required without consent, a code with both', async () => {
+    const noSession = await fetch((await authorizationRequest(rp, { prompt: 'none' })).url, { redirect: 'manual' });
+    expect(errorOf(noSession.headers.get('location'))).toMatchObject({ error: 'login_required', iss: server.url });
+
+    const other = await createActiveUser(server);
+    const agent = new UserAgent();
+    await agent.go(`${server.url}/login`, { method: 'POST', body: JSON.stringify({ id: other.email, password: PASSWORD }), headers: { 'content-type': 'application/json' } });
+    const noConsent = await agent.go((await authorizationRequest(rp, { prompt: 'none' })).url.toString());
+    expect(errorOf(noConsent.location)).toMatchObject({ error: 'consent_required' });
+
+    const { agent: consented } = await signIn();
+    const silent = await consented.go((await authorizationRequest(rp, { prompt: 'none' })).url.toString());
+    expect(silent.location).toMatch(/callback\?code=/);
+    const combined = await consented.go((await authorizationRequest(rp, { prompt: 'none login' })).url.toString());
+    expect(errorOf(combined.location)).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('prompt=login forces the login page; prompt=consent the consent page', async () => {
+    const { agent } = await signIn();
+    const login = await agent.go((await authorizationRequest(rp, { prompt: 'login' })).url.toString());
+    expect(login.html).toContain('action="/oidc/login"');
+    const consent = await agent.go((await authorizationRequest(rp, { prompt: 'consent' })).url.toString());
+    expect(consent.html).toContain('App app wants to sign you in');
+  });
+
+  it('max_age forces a fresh login when the session is older, and auth_time is in the ID token', async () => {
+    const { agent } = await signIn();
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const old = await agent.go((await authorizationRequest(rp, { max_age: '1' })).url.toString());
+    expect(old.html).toContain('action="/oidc/login"');
+    const { tokens } = await signIn({ max_age: '10000' }, agent);
+    expect(tokens.claims()?.auth_time).toEqual(expect.any(Number));
+  });
+
+  it('Deny sends access_denied back to the client', async () => {
+    const someone = await createActiveUser(server);
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, { email: someone.email, password: PASSWORD }, 'deny');
+    expect(errorOf(page.location)).toMatchObject({ error: 'access_denied', state: request.state, iss: server.url });
+  });
+});
+
+describe('userinfo', () => {
+  it('takes the token in the header (GET, POST) or the form body, never the query string', async () => {
+    const { tokens } = await signIn();
+    const at = tokens.access_token;
+    const get = await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${at}` } });
+    expect(((await get.json()) as { sub: string }).sub).toBe(person.id);
+    const postHeader = await fetch(`${server.url}/oidc/userinfo`, { method: 'POST', headers: { authorization: `Bearer ${at}` } });
+    expect(postHeader.status).toBe(200);
+    const postBody = await fetch(`${server.url}/oidc/userinfo`, { method: 'POST', body: new URLSearchParams({ access_token: at }) });
+    expect(postBody.status).toBe(200);
+    const query = await fetch(`${server.url}/oidc/userinfo?access_token=${at}`);
+    expect(query.status).toBe(401);
+    expect(query.headers.get('www-authenticate')).toBe(`Bearer realm="${server.url}"`);
+  });
+
+  it('releases only the claims of the scopes granted', async () => {
+    const profileOnly = await signIn({ scope: 'openid profile' });
+    expect(await client.fetchUserInfo(rp, profileOnly.tokens.access_token, person.id)).toEqual({ sub: person.id, name: 'Signing In' });
+    const emailOnly = await signIn({ scope: 'openid email' });
+    expect(await client.fetchUserInfo(rp, emailOnly.tokens.access_token, person.id)).toEqual({ sub: person.id, email: person.email, email_verified: true });
+  });
+
+  it('gives a blocked profile no claims', async () => {
+    const blocked = await createActiveUser(server);
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, { email: blocked.email, password: PASSWORD });
+    const tokens = await client.authorizationCodeGrant(rp, new URL(page.location ?? ''), { pkceCodeVerifier: request.verifier, expectedState: request.state, expectedNonce: request.nonce });
+    await server.service.db('profiles').where({ id: blocked.id }).update({ state: 'Blocked' });
+    expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(401);
+  });
+});
+
+describe('revocation', () => {
+  it('answers 200 in every case, and a client_id not the token\'s revokes nothing', async () => {
+    const { tokens } = await signIn();
+    const revoke = (body: Record<string, string>) => fetch(`${server.url}/oidc/revoke`, { method: 'POST', body: new URLSearchParams(body) });
+    expect((await revoke({ token: 'nonsense' })).status).toBe(200);
+    expect((await revoke({})).status).toBe(200);
+    expect((await revoke({ token: tokens.access_token, client_id: 'someone-else' })).status).toBe(200);
+    expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(200);
+    const done = await revoke({ token: tokens.access_token, token_type_hint: 'access_token', client_id: 'app' });
+    expect(done.status).toBe(200);
+    expect(await done.text()).toBe('');
+    expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(401);
+  });
+});
+
+describe('consents and the JSON interaction endpoints', () => {
+  it('lists and withdraws consents; a withdrawn consent is asked again', async () => {
+    const { agent } = await signIn();
+    const { client: api } = await loggedIn(server, person.email);
+    const list = await api.get('/oidc/consents');
+    expect(list.body.consents).toContainEqual(expect.objectContaining({ clientId: 'app', clientName: 'App app', scopes: expect.arrayContaining(['openid']) }));
+    expect((await api.request('DELETE', '/oidc/consents/app')).status).toBe(200);
+    const page = await agent.go((await authorizationRequest(rp)).url.toString());
+    expect(page.html).toContain('wants to sign you in');
+  });
+
+  it('confirm answers what to ask, consent answers the redirect', async () => {
+    const other = await createActiveUser(server);
+    const { client: api } = await loggedIn(server, other.email);
+    const request = await authorizationRequest(rp);
+    const res = await fetch(request.url, { redirect: 'manual', headers: { cookie: [...api.jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    const interactionId = new URL(res.headers.get('location') ?? '').searchParams.get('interaction') ?? '';
+    expect((await api.post('/oidc/authorize/confirm', { interactionId })).body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'] });
+    const consent = await api.post('/oidc/authorize/consent', { interactionId, approved: true });
+    expect(consent.body.redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+  });
+
+  it('lets super users manage clients over the API', async () => {
+    const root = await createActiveUser(server, { role: 'superuser' });
+    const { client: api } = await loggedIn(server, root.email);
+    const added = await api.post('/oidc/clients', { id: 'api-app', name: 'API App', redirectUris: ['https://app.example.org/cb'], scopes: ['openid'] });
+    expect(added.body).toMatchObject({ id: 'api-app', status: 'pending' });
+    expect((await api.request('PUT', '/oidc/clients/api-app', { status: 'approved' })).body.status).toBe('approved');
+    expect((await api.get('/oidc/clients')).body.clients.map((c: { id: string }) => c.id)).toContain('api-app');
+    expect((await api.request('DELETE', '/oidc/clients/api-app')).status).toBe(200);
+    const user = await loggedIn(server, person.email);
+    expect((await user.client.get('/oidc/clients')).status).toBe(403);
+    expect((await new Client(server.url).post('/oidc/clients', {})).status).toBe(401);
+  });
+});
+
+describe('keys (last: it rotates the key every other test signs with)', () => {
+  it('after a rotation, an ID token signed before still verifies, and new ones use the new key', async () => {
+    const before = await signIn();
+    const oldKid = decodeProtectedHeader(before.tokens.id_token ?? '').kid;
+    const newKid = (await admin(server, 'oidc-keys', 'rotate')).trim();
+    expect(newKid).not.toBe(oldKid);
+    const jwks = (await (await fetch(`${server.url}/oidc/jwks`)).json()) as { keys: Array<{ kid: string }> };
+    expect(jwks.keys.map((k) => k.kid)).toEqual([newKid, oldKid]);
+    expect(JSON.stringify(jwks)).not.toMatch(/"d":/);
+    // The ID token from before the rotation verifies against the JWKS published now.
+    const keySet = createLocalJWKSet(jwks as never);
+    await expect(jwtVerify(before.tokens.id_token ?? '', keySet, { issuer: server.url, audience: 'app' })).resolves.toBeTruthy();
+    // A relying party that has not cached the old key set signs in with the new key.
+    // (A cached one waits out its cooldown before fetching the JWKS again.)
+    rp = await relyingParty(server, 'app');
+    const after = await signIn({}, before.agent);
+    expect(decodeProtectedHeader(after.tokens.id_token ?? '').kid).toBe(newKid);
+  });
+});
