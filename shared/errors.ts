@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   ForbiddenError: 403,
   /** The resource or the route does not exist. */
   NotFoundError: 404,
+  /** A `Range` outside the file. */
+  RangeNotSatisfiableError: 416,
   /** The request body did not arrive in time. */
   RequestTimeoutError: 408,
   /** The request body, or an uploaded file, is larger than allowed. */

@@ -31,8 +31,10 @@ export type FormField = z.infer<typeof FormField>;
 export const FormDefinition = z.record(z.string().regex(/^[A-Za-z0-9_]+$/), FormField);
 export type FormDefinition = z.infer<typeof FormDefinition>;
 
-/** A name with no comma, semicolon or newline; a list of such names joined by commas. */
-const NAMES_REGEX = '[^;,\\n]+(,[^,\\n]+)*';
+/** One author name: no comma, no semicolon, no newline. */
+const AUTHOR_NAME_REGEX = '[^;,\\n]+';
+/** Empty, or items separated by commas (no newline). */
+const KEYWORDS_REGEX = '(^$)|[^,\\n]+(,[^,\\n]+)*';
 /** A tilde profile id, or one or more e-mail-shaped ids separated by commas. */
 const AUTHOR_ID_REGEX =
   '^~\\S+$|([a-z0-9_\\-\\.]{1,}@[a-z0-9_\\-\\.]{2,}\\.[a-z]{2,},){0,}([a-z0-9_\\-\\.]{1,}@[a-z0-9_\\-\\.]{2,}\\.[a-z]{2,})';
@@ -46,7 +48,7 @@ export const defaultSubmissionForm = {
   authors: {
     order: 2,
     description: 'Comma separated list of author names.',
-    value: { param: { type: 'string[]', regex: NAMES_REGEX, hidden: true } },
+    value: { param: { type: 'string[]', regex: AUTHOR_NAME_REGEX, hidden: true } },
   },
   authorids: {
     order: 3,
@@ -57,7 +59,7 @@ export const defaultSubmissionForm = {
   keywords: {
     order: 6,
     description: 'Comma separated list of keywords.',
-    value: { param: { type: 'string', regex: `(^$)|${NAMES_REGEX}`, optional: true, deletable: true } },
+    value: { param: { type: 'string', regex: KEYWORDS_REGEX, optional: true, deletable: true } },
   },
   TLDR: {
     order: 7,
@@ -131,9 +133,17 @@ export function fileUrlExtension(url: string): string | null {
   return match[1] ? match[1].toLowerCase() : 'pdf';
 }
 
-/** `^(?:regex)$`: a form's regex matches the whole value, never a part of it. */
+/**
+ * `^(?:regex)$`: a form's regex matches the whole value, never a part of it. Compiled with the
+ * `u` flag, so `.` counts characters, not UTF-16 units; a pattern that is not valid under `u`
+ * (an escaped `-` in a class, as older forms have) falls back to the plain flags.
+ */
 function wholeMatch(regex: string): RegExp {
-  return new RegExp(`^(?:${regex})$`);
+  try {
+    return new RegExp(`^(?:${regex})$`, 'u');
+  } catch {
+    return new RegExp(`^(?:${regex})$`);
+  }
 }
 
 /** Length in characters (code points), not UTF-16 units. */

@@ -90,10 +90,26 @@ export class AttachmentsRepository {
     return (await this.findUpload(id))?.indexBase === base;
   }
 
-  /** Records a chunk; a chunk already recorded (a retry) keeps its first record. */
-  async recordChunk(uploadId: string, index: number, size: number, now: number): Promise<void> {
-    await this.#db('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore();
-    await this.#db('chunked_uploads').where({ id: uploadId }).update({ updated_at: now });
+  /**
+   * Records a chunk, in one transaction with its checks: the upload still exists (no other
+   * request refused it meanwhile) and the chunks received stay within `maxBytes`. A chunk already
+   * recorded (a retry) keeps its first record. Answers what happened.
+   */
+  async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'too-large'> {
+    return this.#db.transaction(async (trx) => {
+      const upload = await trx('chunked_uploads').where({ id: uploadId }).first('id');
+      if (!upload) return 'gone';
+      const others = await trx('upload_chunks').where({ upload_id: uploadId }).whereNot({ chunk_index: index }).sum({ total: 'size' }).first();
+      if (Number(others?.total ?? 0) + size > maxBytes) return 'too-large';
+      await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore();
+      await trx('chunked_uploads').where({ id: uploadId }).update({ updated_at: now });
+      return 'recorded';
+    });
+  }
+
+  /** Every upload id there is, for the sweep to tell orphaned chunk folders from live ones. */
+  async uploadIds(): Promise<Set<string>> {
+    return new Set(await this.#db('chunked_uploads').pluck('id'));
   }
 
   async chunksOf(uploadId: string): Promise<Map<number, number>> {

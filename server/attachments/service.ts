@@ -227,14 +227,17 @@ export class AttachmentsService {
       }
       upload = (await repo.findUpload(upload.id)) ?? upload;
 
-      const chunks = await repo.chunksOf(upload.id);
-      const received = [...chunks.entries()].filter(([index]) => index !== fields.chunkIndex).reduce((sum, [, size]) => sum + size, 0);
-      if (received + file.size > maxBytes) {
+      const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex);
+      const outcome = await repo.recordChunk(upload.id, fields.chunkIndex, file.size, maxBytes, now);
+      if (outcome !== 'recorded') {
+        if (placed) await removeQuietly(this.#store.chunkPath(upload.id, fields.chunkIndex));
+        if (outcome === 'gone') {
+          await this.#store.removeChunks(upload.id);
+          throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+        }
         await this.#discard(upload);
         throw new AppError('PayloadTooLargeError', `The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
       }
-      await this.#store.keepChunk(file, upload.id, fields.chunkIndex);
-      await repo.recordChunk(upload.id, fields.chunkIndex, file.size, now);
       return await this.#completeOrStatus(viewer, upload, maxBytes);
     } finally {
       if (file) await removeQuietly(file.path);
@@ -301,6 +304,8 @@ export class AttachmentsService {
       await this.#repo().deleteUpload(id);
       await this.#store.removeChunks(id);
     }
+    // Chunk folders whose upload row is gone (a refusal racing a late chunk).
+    await this.#store.sweepOrphanChunks(await this.#repo().uploadIds(), before);
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;
@@ -312,7 +317,7 @@ export class AttachmentsService {
   async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
     const note = await this.#venue.readableNote(noteId, reader);
     const url = (note.content[field] as { value?: unknown } | undefined)?.value;
-    if (typeof url !== 'string' || fileUrlExtension(url) === null) {
+    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#venue.isFileField(note, field))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
     }
     return this.#stored(url, (note.content.title as { value?: unknown } | undefined)?.value, noteId);
@@ -331,7 +336,7 @@ export class AttachmentsService {
     const notes = await venues.notesWithFile(url);
     const readable = await this.#venue.firstReadable(notes, reader);
     if (!readable && !(reader && (await venues.isUploader(reader.profileId, url)))) {
-      if (notes.length > 0 || reader) throw new AppError('ForbiddenError', 'You cannot read this PDF');
+      if (notes.length > 0) throw new AppError('ForbiddenError', 'You cannot read this PDF');
       throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
     }
     return this.#stored(url, (readable?.content.title as { value?: unknown } | undefined)?.value, sha1);

@@ -129,16 +129,27 @@ export class FileStore {
 
   /**
    * Moves a received chunk into place; a chunk already there (a retry) is kept as it was:
-   * link() refuses to replace it.
+   * link() refuses to replace it. Answers whether this call placed it.
    */
-  async keepChunk(received: Received, uploadId: string, index: number): Promise<void> {
+  async keepChunk(received: Received, uploadId: string, index: number): Promise<boolean> {
     await mkdir(this.#chunkDir(uploadId), { recursive: true });
     try {
       await link(received.path, this.chunkPath(uploadId, index));
+      return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      return false;
     } finally {
       await removeQuietly(received.path);
+    }
+  }
+
+  /** Removes chunk folders that belong to no upload and were last touched before `olderThan`. */
+  async sweepOrphanChunks(live: Set<string>, olderThan: number): Promise<void> {
+    for (const name of await readdir(this.#chunks).catch(() => [] as string[])) {
+      if (live.has(name) || !/^[0-9a-f-]{36}$/.test(name)) continue;
+      const info = await stat(path.join(this.#chunks, name)).catch(() => null);
+      if (info && info.mtimeMs < olderThan) await rm(path.join(this.#chunks, name), { recursive: true, force: true });
     }
   }
 

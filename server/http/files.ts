@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import mime from 'mime-types';
 import yazl from 'yazl';
-import { AttachmentQuery, parseOrThrow, PdfCompareQuery, PdfQuery, type NoteEdit } from '../../shared/index.ts';
+import { AppError, AttachmentQuery, parseOrThrow, PdfCompareQuery, PdfQuery, type NoteEdit } from '../../shared/index.ts';
 import type { StoredFile } from '../attachments/service.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
@@ -40,7 +40,12 @@ function sendStored(res: Response, file: StoredFile): void {
       },
     },
     (error) => {
-      if (error && !res.headersSent) sendError(res, error);
+      if (!error || res.headersSent) return;
+      for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Content-Range']) res.removeHeader(header);
+      const status = (error as { status?: number }).status;
+      if (status === 416) sendError(res, new AppError('RangeNotSatisfiableError', 'The requested range is outside the file'));
+      else if (status === 404) sendError(res, new AppError('NotFoundError', `File Not Found: ${file.url}`));
+      else sendError(res, error);
     },
   );
 }

@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import busboy from 'busboy';
 import type { Request } from 'express';
 import { AppError } from '../../shared/errors.ts';
@@ -22,6 +23,8 @@ export function readUpload(
     const fields: Record<string, string> = {};
     let failure: unknown = null;
     let pending: Promise<(Received & { filename: string }) | null> = Promise.resolve(null);
+    /** The stream the store is reading, to end it if the client goes away. */
+    let current: PassThrough | null = null;
     const fail = (error: unknown) => {
       failure ??= error;
     };
@@ -50,9 +53,16 @@ export function readUpload(
         stream.resume();
         return;
       }
+      // The store reads a pass-through, never busboy's own stream: when the store gives up (too
+      // large) it destroys what it reads, and a destroyed busboy stream would stall the parser
+      // and leave the client hanging. Busboy's stream is unpiped and drained instead.
+      const pass = new PassThrough();
+      current = pass;
+      stream.on('error', (error) => pass.destroy(error));
+      stream.pipe(pass);
       pending = (async () => {
         const limit = await opts.limitFor({ ...fields });
-        const received = await opts.store.receive(stream, limit);
+        const received = await opts.store.receive(pass, limit);
         if ((stream as { truncated?: boolean }).truncated) {
           await removeQuietly(received.path);
           throw new AppError('PayloadTooLargeError', 'The file is larger than allowed', { path: 'file' });
@@ -61,6 +71,7 @@ export function readUpload(
       })().catch((error: unknown) => {
         fail(error);
         // Keep reading, and throwing away, what the client still sends.
+        stream.unpipe(pass);
         stream.resume();
         return null;
       });
@@ -87,10 +98,15 @@ export function readUpload(
         }
       });
     }
-    req.on('aborted', () => {
-      fail(new AppError('BadRequestError', 'The upload was interrupted'));
+    const interrupted = () => {
+      if (req.complete) return;
+      const error = new AppError('BadRequestError', 'The upload was interrupted');
+      fail(error);
+      current?.destroy(error);
       parser.destroy();
-    });
+    };
+    req.on('aborted', interrupted);
+    req.on('close', interrupted);
     req.pipe(parser);
   });
 }

@@ -110,16 +110,17 @@ export class VenueRepository {
     return Number(row?.n ?? 0) + 1;
   }
 
-  async insertNote(note: Note): Promise<void> {
+  /** Stores a new note; `fileFields` are its form's fields of type `file`. */
+  async insertNote(note: Note, fileFields: readonly string[]): Promise<void> {
     await this.#db('notes').insert(this.#noteRow(note));
-    await this.#indexAuthors(note);
+    await this.#index(note, fileFields);
   }
 
-  async updateNote(note: Note): Promise<void> {
+  async updateNote(note: Note, fileFields: readonly string[]): Promise<void> {
     const { id, ...row } = this.#noteRow(note);
     await this.#db('notes').where({ id }).update(row);
     await this.#db('note_authors').where({ note_id: id }).delete();
-    await this.#indexAuthors(note);
+    await this.#index(note, fileFields);
   }
 
   #noteRow(note: Note) {
@@ -132,11 +133,15 @@ export class VenueRepository {
     };
   }
 
-  async #indexAuthors(note: Note): Promise<void> {
+  /**
+   * The author index, and the file index: the URLs held by the note's `file` fields (only those:
+   * a URL typed into a text field gives no right to read the file).
+   */
+  async #index(note: Note, fileFields: readonly string[]): Promise<void> {
     const authors = authorIdsOf(note.content);
     if (authors.length > 0) await this.#db('note_authors').insert(authors.map((author) => ({ note_id: note.id, author })));
-    const files = Object.entries(note.content)
-      .map(([field, entry]) => ({ field, url: (entry as { value?: unknown } | null)?.value }))
+    const files = fileFields
+      .map((field) => ({ field, url: (note.content[field] as { value?: unknown } | undefined)?.value }))
       .filter((f): f is { field: string; url: string } => typeof f.url === 'string' && fileUrlExtension(f.url) !== null);
     if (files.length > 0) {
       await this.#db('note_files')

@@ -43,10 +43,10 @@ export const venueRouter = router({
     .output(Invitation)
     .mutation(({ ctx, input }) => ctx.services.venue.saveInvitation(input, ctx.user)),
 
-  invitations: publicProcedure
+  invitations: authedProcedure
     .input(InvitationsQuery)
     .output(InvitationsResult)
-    .query(async ({ ctx, input }) => ({ invitations: [await ctx.services.venue.invitation(input.id, await ctx.optionalViewer())] })),
+    .query(async ({ ctx, input }) => ({ invitations: [await ctx.services.venue.invitation(input.id, ctx.user)] })),
 
   postNote: authedProcedure
     .input(PostNoteInput)

@@ -255,12 +255,12 @@ export class VenueService {
     return invitation;
   }
 
-  async invitation(id: string, reader: Reader): Promise<Invitation> {
+  /** `GET /invitations?id=`: for the venue's organisers and super users, as the issue asks. */
+  async invitation(id: string, reader: Viewer): Promise<Invitation> {
     const repos = this.#repos();
     const invitation = await repos.venues.findInvitation(id);
-    if (!invitation || !this.#canRead(invitation.readers, await this.identities(reader, repos), reader)) {
-      throw new AppError('NotFoundError', `Invitation Not Found: ${id}`);
-    }
+    if (!invitation) throw new AppError('NotFoundError', `Invitation Not Found: ${id}`);
+    await this.#requireOrganiser(invitation.domain, reader, repos);
     return invitation;
   }
 
@@ -351,8 +351,11 @@ export class VenueService {
             tmdate: now,
           };
       if (!previous) note.forum = forum?.id ?? note.id;
-      if (previous) await venues.updateNote(note);
-      else await venues.insertNote(note);
+      const fileFields = Object.entries(invitation.form)
+        .filter(([, field]) => field.value.param.type === 'file')
+        .map(([name]) => name);
+      if (previous) await venues.updateNote(note, fileFields);
+      else await venues.insertNote(note, fileFields);
       await venues.insertEdit(note, reader.profileId, now);
       return note;
     });
@@ -403,6 +406,12 @@ export class VenueService {
       throw new AppError('ForbiddenError', `You cannot read the note ${noteId}`);
     }
     return note;
+  }
+
+  /** Whether a field of a note's form is a `file` field. */
+  async isFileField(note: Note, field: string): Promise<boolean> {
+    const invitation = await this.#repos().venues.findInvitation(note.invitation);
+    return invitation?.form[field]?.value.param.type === 'file';
   }
 
   /** The first of `notes` the reader may read, if any. */

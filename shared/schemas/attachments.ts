@@ -28,7 +28,8 @@ export type UploadFields = z.infer<typeof UploadFields>;
 export const ChunkFields = UploadFields.extend({
   clientUploadId: ClientUploadId,
   chunkIndex: z.coerce.number().pipe(z.int().min(0)),
-  totalChunks: z.coerce.number().pipe(z.int().min(1)),
+  /** At most 10 000 chunks: the status map lists every one. */
+  totalChunks: z.coerce.number().pipe(z.int().min(1).max(10_000)),
 });
 export type ChunkFields = z.infer<typeof ChunkFields>;
 

@@ -172,8 +172,9 @@ describe('an uploaded file is the uploader\'s until a note holds it', () => {
     expect(mine.status).toBe(200);
     expect(sha1(new Uint8Array(await mine.arrayBuffer()))).toBe(sha1(data));
     expect(body.url).toBe(`/pdf/${id}`);
+    // To anyone else it does not exist yet: no note holds it.
     const stranger = (await loggedIn(server, (await createActiveUser(server)).email)).client;
-    expect((await stranger.get(`/pdf/${id}`)).status).toBe(403);
+    expect((await stranger.get(`/pdf/${id}`)).status).toBe(404);
     expect((await new Client(server.url).get(`/pdf/${'0'.repeat(40)}.pdf`)).status).toBe(404);
     expect((await new Client(server.url).get('/pdf/..%2F..%2Fservice.sqlite')).status).toBe(404);
   });

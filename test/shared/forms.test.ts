@@ -25,8 +25,9 @@ describe('the default submission form', () => {
     expect(validateContent(defaultSubmissionForm, submission())).toEqual([]);
   });
 
-  it('title: 1 to 250 characters', () => {
+  it('title: 1 to 250 characters (characters, not UTF-16 units)', () => {
     expect(problems(defaultSubmissionForm, submission({ title: { value: 't'.repeat(250) } }))).toEqual([]);
+    expect(problems(defaultSubmissionForm, submission({ title: { value: '😀'.repeat(250) } }))).toEqual([]);
     expect(problems(defaultSubmissionForm, submission({ title: { value: 't'.repeat(251) } }))).toEqual([['content/title/value', 'ValidationError']]);
     expect(problems(defaultSubmissionForm, submission({ title: { value: 't' } }))).toEqual([]);
     expect(problems(defaultSubmissionForm, submission({ title: { value: '' } }))).toEqual([['content/title/value', 'ValidationError']]);
@@ -34,6 +35,10 @@ describe('the default submission form', () => {
 
   it('authors: names with no comma, semicolon or newline', () => {
     expect(problems(defaultSubmissionForm, submission({ authors: { value: ['Jean-Luc Picard'] } }))).toEqual([]);
+    expect(problems(defaultSubmissionForm, submission({ authors: { value: ['Doe, Jane', 'A,B;C'] } }))).toEqual([
+      ['content/authors/value/0', 'ValidationError'],
+      ['content/authors/value/1', 'ValidationError'],
+    ]);
     expect(problems(defaultSubmissionForm, submission({ authors: { value: ['Ada; Lovelace', 'Ok Name', 'Line\nBreak'] } }))).toEqual([
       ['content/authors/value/0', 'ValidationError'],
       ['content/authors/value/2', 'ValidationError'],
@@ -53,7 +58,9 @@ describe('the default submission form', () => {
   it('keywords: empty, or comma-separated items; optional and deletable', () => {
     expect(problems(defaultSubmissionForm, submission({ keywords: { value: '' } }))).toEqual([]);
     expect(problems(defaultSubmissionForm, submission({ keywords: { value: 'graphs,learning' } }))).toEqual([]);
-    expect(problems(defaultSubmissionForm, submission({ keywords: { value: 'graphs;learning' } }))).toEqual([['content/keywords/value', 'ValidationError']]);
+    expect(problems(defaultSubmissionForm, submission({ keywords: { value: 'graphs;learning' } }))).toEqual([]);
+    expect(problems(defaultSubmissionForm, submission({ keywords: { value: 'graphs,\nlearning' } }))).toEqual([['content/keywords/value', 'ValidationError']]);
+    expect(problems(defaultSubmissionForm, submission({ keywords: { value: 'graphs,,learning' } }))).toEqual([['content/keywords/value', 'ValidationError']]);
     expect(problems(defaultSubmissionForm, submission({ keywords: { value: { delete: true } } }))).toEqual([]);
   });
 

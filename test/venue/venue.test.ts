@@ -61,10 +61,13 @@ describe('a venue from its author-console config', () => {
     expect(read.body).toEqual({ ...config, decisionName: 'Decision', showAuthorProfileStatus: true });
     expect((await new Client(server.url).get(`/venues/${encodeURIComponent(VENUE)}/config`)).body.venueId).toBe(VENUE);
     for (const id of [SUBMISSION, `${VENUE}/-/Official_Review`, `${VENUE}/-/Decision`, `${VENUE}/-/Ethics_Review`, `${VENUE}/-/Registration`]) {
-      const inv = await new Client(server.url).get(`/invitations?id=${encodeURIComponent(id)}`);
+      const inv = await root.get(`/invitations?id=${encodeURIComponent(id)}`);
       expect(inv.status, id).toBe(200);
     }
-    const submissionInvitation = (await new Client(server.url).get(`/invitations?id=${encodeURIComponent(SUBMISSION)}`)).body.invitations[0];
+    const submissionInvitation = (await root.get(`/invitations?id=${encodeURIComponent(SUBMISSION)}`)).body.invitations[0];
+    // Invitations are for organisers and super users.
+    expect((await author.client.get(`/invitations?id=${encodeURIComponent(SUBMISSION)}`)).status).toBe(403);
+    expect((await new Client(server.url).get(`/invitations?id=${encodeURIComponent(SUBMISSION)}`)).status).toBe(401);
     expect(Object.keys(submissionInvitation.form)).toEqual(['title', 'authors', 'authorids', 'keywords', 'TLDR', 'abstract', 'pdf']);
   });
 
@@ -222,7 +225,7 @@ describe('notes', () => {
     const res = await author.client.post('/invitations', { id: `${VENUE}/-/Mine`, domain: VENUE, form: {} });
     expect(res.status).toBe(403);
     expect((await author.client.post('/notes', { invitation: 'Nowhere/-/X', content: {} })).status).toBe(404);
-    expect((await new Client(server.url).get('/invitations?id=Nowhere/-/X')).status).toBe(404);
+    expect((await root.get('/invitations?id=Nowhere/-/X')).status).toBe(404);
   });
 });
 
