@@ -106,7 +106,11 @@ export function oidcRoutes(services: Services, config: Config): Router {
     safely(async (req, res) => {
       const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
       const { interaction, client } = await oidc.interaction(id);
-      page(res, 200, loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset` }));
+      const csrf = csrfFor(res, interaction.id);
+      // Signing in may send the browser straight on to the client (consent given before).
+      page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset` }), [
+        interaction.params.redirectUri,
+      ]);
     }),
   );
   router.post(
@@ -127,7 +131,8 @@ export function oidcRoutes(services: Services, config: Config): Router {
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         const csrf = csrfFor(res, interaction.id);
-        page(res, error.status, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message, email }));
+        const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message, email });
+        page(res, error.status, html, [interaction.params.redirectUri]);
       }
     }),
   );

@@ -1,0 +1,115 @@
+/**
+ * A person signs in to another application in a real browser: Debian's Chromium driven by
+ * playwright-core, against the real server, with openid-client as the application.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as client from 'openid-client';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { admin } from './helpers.ts';
+
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+let server: TestServer;
+let app: Server;
+let callback: string;
+let browser: Browser;
+let rp: client.Configuration;
+let person: { id: string; email: string };
+
+beforeAll(async () => {
+  server = await startServer();
+  app = createServer((_req, res) => res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>'));
+  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+  callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
+  await admin(server, 'oidc-client', 'add', '--id', 'browser-app', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
+  await admin(server, 'oidc-client', 'approve', 'browser-app');
+  rp = await client.discovery(new URL(server.url), 'browser-app', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+  client.enableNonRepudiationChecks(rp);
+  person = await createActiveUser(server, { fullname: 'Rosalind Franklin' });
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_FLAGS });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => app.close(() => resolve()));
+  await server.close();
+});
+
+async function start() {
+  const verifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const nonce = client.randomNonce();
+  const url = client.buildAuthorizationUrl(rp, {
+    redirect_uri: callback,
+    scope: 'openid profile email',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+  });
+  return { url, verifier, state, nonce };
+}
+
+describe('signing in to an application in a real browser', () => {
+  it('signs in, consents with "Allow", and the application gets a valid ID token', async () => {
+    // No JavaScript: the pages work without it.
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    const request = await start();
+    await page.goto(request.url.toString());
+
+    await expect.poll(() => page.title()).toBe('Sign in');
+    expect(await page.getByRole('link', { name: 'Forgot your password?' }).count()).toBe(1);
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    await page.getByRole('heading', { name: 'Paper Finder wants to sign you in' }).waitFor();
+    expect(await page.getByRole('listitem').allTextContents()).toEqual([
+      'Know who you are (your profile id)',
+      'See your name',
+      'See your email address and whether it is confirmed',
+    ]);
+    await page.screenshot({ path: `${server.dataDir}/consent.png` });
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((url) => url.toString().startsWith(callback));
+
+    const tokens = await client.authorizationCodeGrant(rp, new URL(page.url()), {
+      pkceCodeVerifier: request.verifier,
+      expectedState: request.state,
+      expectedNonce: request.nonce,
+      idTokenExpected: true,
+    });
+    expect(tokens.claims()).toMatchObject({ iss: server.url, aud: 'browser-app', sub: person.id, name: 'Rosalind Franklin', email: person.email });
+    expect(await client.fetchUserInfo(rp, tokens.access_token, person.id)).toMatchObject({ sub: person.id, email_verified: true });
+    await client.tokenRevocation(rp, tokens.access_token);
+    expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(401);
+
+    // The second time, with the session and the consent, the browser goes straight back.
+    const again = await start();
+    await page.goto(again.url.toString());
+    await page.waitForURL((url) => url.toString().startsWith(callback));
+    expect(new URL(page.url()).searchParams.get('code')).toBeTruthy();
+    await context.close();
+  });
+
+  it('shows a wrong password on the login page, and "Deny" sends access_denied back', async () => {
+    const other = await createActiveUser(server);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto((await start()).url.toString());
+    await page.getByLabel('Email').fill(other.email);
+    await page.getByLabel('Password').fill('Not-The-Password-1');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Invalid username or password');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.waitForURL((url) => url.toString().startsWith(callback));
+    expect(new URL(page.url()).searchParams.get('error')).toBe('access_denied');
+    await context.close();
+  });
+});
