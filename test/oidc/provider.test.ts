@@ -126,7 +126,16 @@ describe('the spec\'s sign-in error messages, word for word', () => {
     expect(await res.text()).toContain('Invalid redirect_uri');
   });
 
+  it('a request without redirect_uri gets the same page, never a redirect', async () => {
+    const res = await fetch(`${server.url}/oidc/authorize?client_id=app&response_type=code&scope=openid`, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(await res.text()).toContain('Invalid redirect_uri');
+  });
+
   it.each([
+    [{ response_type: 'token' }, 'unsupported_response_type', 'response_type must be code'],
+    [{ code_challenge: 'too-short' }, 'invalid_request', 'code_challenge must be 43 to 128 characters'],
     [{ scope: 'profile email' }, 'invalid_scope', 'Scope must include openid'],
     [{ code_challenge: '' }, 'invalid_request', 'code_challenge is required for public clients'],
   ])('%j → %s "%s", with state and iss', async (override, error, description) => {
