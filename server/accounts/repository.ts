@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { fromJson as json } from '../../db/json.ts';
 import type { Impersonator, PastState, ProfileContent, ProfileState } from '../../shared/index.ts';
 
 /** Rows as they are stored; JSON columns are text, parsed here and nowhere else. */
@@ -113,11 +114,6 @@ interface TokenRow {
   created_at: number;
   expires_at: number;
   duplicate_profile: string | null;
-}
-
-/** Postgres hands JSON columns back parsed, SQLite as text: accept both. */
-function json<T>(value: unknown): T {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }
 
 function toProfile(row: ProfileRow): ProfileRecord {

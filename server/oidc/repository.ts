@@ -1,9 +1,6 @@
 import type { Knex } from 'knex';
+import { fromJson as json } from '../../db/json.ts';
 import type { OidcClient, OidcScope } from '../../shared/index.ts';
-
-function json<T>(value: unknown): T {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
-}
 
 /** The authorization request as it arrived, kept while the person signs in and consents. */
 export interface AuthorizationParams {

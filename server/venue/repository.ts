@@ -1,10 +1,6 @@
 import type { Knex } from 'knex';
+import { fromJson as json } from '../../db/json.ts';
 import { fileUrlExtension, type FormDefinition, type Invitation, type Note, type NoteEdit } from '../../shared/index.ts';
-
-/** Postgres hands JSON columns back parsed, SQLite as text: accept both. */
-function json<T>(value: unknown): T {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
-}
 
 interface InvitationRow {
   id: string;

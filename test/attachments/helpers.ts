@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Client } from '../helpers/http.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
+import { venueConfig } from '../helpers/venue.ts';
 
 export const sha1 = (data: Uint8Array) => createHash('sha1').update(data).digest('hex');
 
@@ -37,18 +38,7 @@ export const SUBMISSION = `${VENUE}/-/Submission`;
 export async function venueWithAuthor(server: TestServer) {
   const admin = await createActiveUser(server, { role: 'superuser', fullname: 'Upload Admin' });
   const root = (await loggedIn(server, admin.email)).client;
-  const res = await root.post('/venues', {
-    header: {},
-    apiVersion: 2,
-    venueId: VENUE,
-    submissionId: SUBMISSION,
-    authorSubmissionField: 'content.authorids',
-    officialReviewName: 'Official_Review',
-    reviewRatingName: 'rating',
-    reviewConfidenceName: 'confidence',
-    authorName: 'Authors',
-    submissionName: 'Submission',
-  });
+  const res = await root.post('/venues', venueConfig(VENUE));
   if (res.status !== 200) throw new Error(`venue: ${JSON.stringify(res.body)}`);
   const user = await createActiveUser(server, { fullname: 'Upload Author' });
   const author = (await loggedIn(server, user.email)).client;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
+import { venueConfig } from '../helpers/venue.ts';
 
 let server: TestServer;
 let root: Client;
@@ -10,18 +11,7 @@ let coauthor: { id: string; email: string };
 
 const VENUE = 'Conf.org/2027';
 const SUBMISSION = `${VENUE}/-/Submission`;
-const config = {
-  header: { title: 'Conf 2027', instructions: 'Welcome, **authors**.' },
-  apiVersion: 2,
-  venueId: VENUE,
-  submissionId: SUBMISSION,
-  authorSubmissionField: 'content.authorids',
-  officialReviewName: 'Official_Review',
-  reviewRatingName: 'rating',
-  reviewConfidenceName: 'confidence',
-  authorName: 'Authors',
-  submissionName: 'Submission',
-};
+const config = venueConfig(VENUE, { header: { title: 'Conf 2027', instructions: 'Welcome, **authors**.' } });
 
 /** What the attachments endpoint records when a user uploads a file for an invitation's field. */
 async function recordUpload(profileId: string, invitation: string, field: string, url: string) {

@@ -1,0 +1,7 @@
+/**
+ * A JSON column as stored: SQLite hands it back as text, PostgreSQL parsed. Repositories read
+ * every JSON column through this, so they run on either.
+ */
+export function fromJson<T>(value: unknown): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
