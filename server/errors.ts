@@ -27,7 +27,6 @@ const FROM_TRPC_CODE: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorName>> = {
   UNSUPPORTED_MEDIA_TYPE: 'BadRequestError',
   UNAUTHORIZED: 'UnauthorizedError',
   FORBIDDEN: 'ForbiddenError',
-  PAYLOAD_TOO_LARGE: 'PayloadTooLargeError',
   TOO_MANY_REQUESTS: 'TooManyError',
 };
 

@@ -27,8 +27,6 @@ export const ERROR_STATUS = {
   RangeNotSatisfiableError: 416,
   /** The request body did not arrive in time. */
   RequestTimeoutError: 408,
-  /** The request body, or an uploaded file, is larger than allowed. */
-  PayloadTooLargeError: 413,
   /** Too many requests, or too much work already queued. */
   TooManyError: 429,
   /** Anything unexpected; its details stay in the server's log. */
@@ -38,6 +36,13 @@ export const ERROR_STATUS = {
 } as const;
 
 export type ErrorName = keyof typeof ERROR_STATUS;
+
+/**
+ * The one status a name may carry besides its own: a value that is too large (a file over its
+ * field's `maxSize`, a body over the limit) is a `ValidationError` with 413, as clients of this
+ * kind of service expect.
+ */
+export const TOO_LARGE = 413;
 export const ErrorNameSchema = z.enum(Object.keys(ERROR_STATUS) as [ErrorName, ...ErrorName[]]);
 
 const errorItemShape = {
@@ -61,12 +66,17 @@ export class AppError extends Error {
   readonly details: Record<string, unknown> | undefined;
   readonly errors: ErrorItem[] | undefined;
 
-  constructor(name: ErrorName, message: string, details?: Record<string, unknown>, errors?: ErrorItem[]) {
+  constructor(name: ErrorName, message: string, details?: Record<string, unknown>, errors?: ErrorItem[], status?: typeof TOO_LARGE) {
     super(message);
     this.name = name;
-    this.status = ERROR_STATUS[name];
+    this.status = status ?? ERROR_STATUS[name];
     this.details = details;
     this.errors = errors && errors.length > 1 ? errors : undefined;
+  }
+
+  /** A value too large to accept: `ValidationError` with status 413. */
+  static tooLarge(message: string, details?: Record<string, unknown>): AppError {
+    return new AppError('ValidationError', message, details, undefined, TOO_LARGE);
   }
 
   /** Several problems at once: the first one heads the body, all of them are listed. */

@@ -140,7 +140,7 @@ export class AttachmentsService {
 
   #checkContent(received: Received, extension: string, maxBytes: number): void {
     if (received.size > maxBytes) {
-      throw new AppError('PayloadTooLargeError', `The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+      throw AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
     }
     if (extension === 'pdf' && !received.head.subarray(0, PDF_SIGNATURE.length).equals(PDF_SIGNATURE)) {
       throw new AppError('ValidationError', 'The file is not a PDF: it does not start with %PDF-', { path: 'file' });
@@ -218,7 +218,7 @@ export class AttachmentsService {
       }
       if (upload.status === 'done' && upload.url) return { url: upload.url };
       if (file.size > this.#config.maxChunkBytes) {
-        throw new AppError('PayloadTooLargeError', `A chunk may be at most ${formatBytes(this.#config.maxChunkBytes)}`, { path: 'file' });
+        throw AppError.tooLarge(`A chunk may be at most ${formatBytes(this.#config.maxChunkBytes)}`, { path: 'file' });
       }
 
       const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
@@ -236,7 +236,7 @@ export class AttachmentsService {
           throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
         }
         await this.#discard(upload);
-        throw new AppError('PayloadTooLargeError', `The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+        throw AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
       }
       return await this.#completeOrStatus(viewer, upload, maxBytes);
     } finally {

@@ -58,7 +58,7 @@ export class FileStore {
       transform(chunk: Buffer, _encoding, done) {
         size += chunk.length;
         if (size > maxBytes) {
-          done(new AppError('PayloadTooLargeError', `The file is larger than the ${formatBytes(maxBytes)} allowed`));
+          done(AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' }));
           return;
         }
         if (headLength < HEAD_BYTES) {

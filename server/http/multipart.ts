@@ -65,7 +65,7 @@ export function readUpload(
         const received = await opts.store.receive(pass, limit);
         if ((stream as { truncated?: boolean }).truncated) {
           await removeQuietly(received.path);
-          throw new AppError('PayloadTooLargeError', 'The file is larger than allowed', { path: 'file' });
+          throw AppError.tooLarge('The file is larger than allowed', { path: 'file' });
         }
         return { ...received, filename: info.filename ?? '' };
       })().catch((error: unknown) => {

@@ -9,7 +9,7 @@ function bodyParserError(error: unknown): AppError | null {
     case 'entity.parse.failed':
       return new AppError('BadRequestError', 'Malformed JSON body');
     case 'entity.too.large':
-      return new AppError('PayloadTooLargeError', 'The request body is too large');
+      return AppError.tooLarge('The request body is too large');
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new AppError('BadRequestError', 'Unsupported body encoding');

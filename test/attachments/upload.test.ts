@@ -62,7 +62,7 @@ describe('PUT /attachment', () => {
     expect(exact.status).toBe(200);
     const over = await upload(author, { name: 'doc', invitationId: `${VENUE}/-/Small` }, { filename: 'b.pdf', data: pdfBytes(10486) });
     expect(over.status).toBe(413);
-    expect(over.body).toMatchObject({ status: 413, name: 'PayloadTooLargeError' });
+    expect(over.body).toMatchObject({ status: 413, name: 'ValidationError', details: { path: 'file' } });
     const after = await filesUnder(server.dataDir);
     expect(after.length).toBe(before.length + 1);
     expect(await temporaryFiles(server.dataDir)).toEqual([]);

@@ -211,6 +211,21 @@ describe('notes', () => {
     expect(late.body.message).toBe(`The invitation ${VENUE}/-/Late_Submission is closed`);
   });
 
+  it('a guest sees the notes readable by everyone, and only those', async () => {
+    const res = await root.post('/invitations', {
+      id: `${VENUE}/-/Public_Comment`,
+      domain: VENUE,
+      form: { comment: { order: 1, value: { param: { type: 'string', maxLength: 500 } } } },
+      noteReaders: ['everyone'],
+    });
+    expect(res.status).toBe(200);
+    const note = await author.client.post('/notes', { invitation: `${VENUE}/-/Public_Comment`, content: { comment: { value: 'Open to all.' } } });
+    expect(note.status).toBe(200);
+    const guest = await new Client(server.url).get(`/notes?invitation=${encodeURIComponent(`${VENUE}/-/Public_Comment`)}`);
+    expect(guest.body.notes.map((n: { id: string }) => n.id)).toEqual([note.body.id]);
+    expect((await new Client(server.url).get(`/notes?invitation=${encodeURIComponent(SUBMISSION)}`)).body.count).toBe(0);
+  });
+
   it('only organisers replace invitations; unknown invitations are 404', async () => {
     const res = await author.client.post('/invitations', { id: `${VENUE}/-/Mine`, domain: VENUE, form: {} });
     expect(res.status).toBe(403);
