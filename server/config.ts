@@ -24,6 +24,7 @@ const Env = z.object({
   ACTIVATION_TOKEN_SECONDS: Seconds.default(7 * 24 * 60 * 60),
   EMAIL_TOKEN_SECONDS: Seconds.default(2 * 24 * 60 * 60),
   RESET_TOKEN_SECONDS: Seconds.default(60 * 60),
+  OIDC_KEY_ACTIVATION_SECONDS: z.coerce.number().pipe(z.int().min(0)).default(300),
   MAX_UPLOAD_MB: z.coerce.number().positive().default(100),
   CHUNK_MAX_MB: z.coerce.number().positive().default(10),
   UPLOAD_ABANDON_SECONDS: Seconds.default(24 * 60 * 60),
@@ -53,6 +54,8 @@ export interface Config {
   activationTokenSeconds: number;
   emailTokenSeconds: number;
   resetTokenSeconds: number;
+  /** How long a rotated-in signing key is published before it signs (the JWKS cache lifetime). */
+  oidcKeyActivationSeconds: number;
   /** Largest file accepted where a form sets no `maxSize`, in bytes. */
   maxUploadBytes: number;
   /** Largest chunk of a chunked upload, in bytes. */
@@ -89,6 +92,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     activationTokenSeconds: e.ACTIVATION_TOKEN_SECONDS,
     emailTokenSeconds: e.EMAIL_TOKEN_SECONDS,
     resetTokenSeconds: e.RESET_TOKEN_SECONDS,
+    oidcKeyActivationSeconds: e.OIDC_KEY_ACTIVATION_SECONDS,
     maxUploadBytes: Math.round(e.MAX_UPLOAD_MB * MB),
     maxChunkBytes: Math.round(e.CHUNK_MAX_MB * MB),
     uploadAbandonSeconds: e.UPLOAD_ABANDON_SECONDS,

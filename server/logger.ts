@@ -3,7 +3,7 @@ import { pino, type Logger } from 'pino';
 /** Path segments that follow these prefixes are secrets (one-time tokens) and never logged. */
 const SECRET_PATH = /^(\/(?:activate|activatable|activatelink|resettable|reset|user\/confirm))\/[^/?#]+/;
 /** Query parameters that carry secrets. */
-const SECRET_QUERY = new Set(['token', 'code', 'code_verifier', 'access_token', 'id_token_hint', 'refresh_token', 'password']);
+const SECRET_QUERY = new Set(['token', 'code', 'code_verifier', 'access_token', 'id_token_hint', 'refresh_token', 'password', 'interaction']);
 
 /**
  * A URL fit for a log line: one-time tokens in the path and secret query parameters replaced.

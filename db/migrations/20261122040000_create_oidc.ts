@@ -20,7 +20,10 @@ export async function up(db: Knex): Promise<void> {
     t.text('private_jwk').notNullable();
     t.text('public_jwk').notNullable();
     t.bigInteger('created_at').notNullable();
-    // Set when a newer key took over signing; the public key stays published a while after.
+    // A new key is published before it signs anything, so relying parties that cached the key
+    // set have fetched it by then.
+    t.bigInteger('activates_at').notNullable();
+    // When a newer key took over signing; the public key stays published a while after.
     t.bigInteger('retired_at').nullable();
   });
   await db.schema.createTable('oidc_interactions', (t) => {

@@ -30,7 +30,7 @@ export interface App {
 
 /** How long a request other than an upload may take to send its body. */
 const BODY_DEADLINE_MS = 60_000;
-/** How often abandoned chunked uploads are swept away. */
+/** How often abandoned chunked uploads, and expired sign-in requests, codes and tokens, are swept away. */
 const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
 
 /**
@@ -128,6 +128,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
 
   const sweeper = setInterval(() => {
     services.attachments.sweep().catch((error: unknown) => logger.error({ err: error }, 'upload sweep failed'));
+    services.oidc.sweep().catch((error: unknown) => logger.error({ err: error }, 'sign-in sweep failed'));
   }, SWEEP_INTERVAL_MS);
   sweeper.unref();
 

@@ -89,7 +89,8 @@ export function oidcRoutes(services: Services, config: Config): Router {
     res.json(oidc.discovery());
   });
   router.get('/oidc/jwks', openToAnyOrigin, async (_req, res) => {
-    res.setHeader('Cache-Control', 'public, max-age=300');
+    // Cached no longer than a rotated key waits before it signs.
+    res.setHeader('Cache-Control', `public, max-age=${Math.min(300, config.oidcKeyActivationSeconds)}`);
     res.json(await oidc.keys.jwks());
   });
 
@@ -144,8 +145,9 @@ export function oidcRoutes(services: Services, config: Config): Router {
       const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
       const { interaction, client } = await oidc.interaction(id);
       const viewer = await viewerOf(req, res);
-      if (!viewer || viewer.impersonator) {
-        res.redirect(303, `${config.webUrl}/oidc/login?interaction=${interaction.id}`);
+      // No session, or one that does not satisfy prompt=login or max_age: sign in first.
+      if (!viewer || viewer.impersonator || oidc.needsLogin(interaction, viewer)) {
+        res.redirect(303, oidc.loginPageUrl(interaction.id));
         return;
       }
       const profile = await services.accounts.simplifiedById(viewer.profileId);
@@ -183,11 +185,16 @@ export function oidcRoutes(services: Services, config: Config): Router {
   const userinfo = async (req: Request, res: Response) => {
     const header = /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
     const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? field(req, 'access_token') : undefined;
-    const token = header ?? fromBody;
     const realm = `Bearer realm="${oidc.issuer}"`;
+    if (header && fromBody) {
+      sendOAuthError(res, new OAuthError('invalid_request', 'Send the access token in one place only'));
+      return;
+    }
+    const token = header ?? fromBody;
     if (!token) {
+      // RFC 6750: no credentials, no error code.
       res.setHeader('WWW-Authenticate', realm);
-      res.status(401).json({ error: 'invalid_token', error_description: 'An access token is required' });
+      res.status(401).end();
       return;
     }
     try {

@@ -3,17 +3,21 @@ import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
 import type { OidcRepository } from './repository.ts';
 
 /**
- * The provider's RS256 signing keys, kept in the database. The first is made on first start;
- * `rotate` adds a new signing key and retires the old one, whose public half stays in the JWKS
- * until every token it signed has expired. Private keys never leave this class.
+ * The provider's RS256 signing keys, kept in the database. The first is made on first start and
+ * signs at once. `rotate` publishes a new key that starts signing `activationSeconds` later (so
+ * relying parties that cached the key set have fetched it by then); the old key signs until
+ * then, and its public half stays in the JWKS until every token it signed has expired. Private
+ * keys never leave this class.
  */
 export class KeyStore {
   readonly #repo: OidcRepository;
   readonly #now: () => number;
+  readonly #activationSeconds: number;
   #signer: { kid: string; key: CryptoKey } | null = null;
 
-  constructor(repo: OidcRepository, now: () => number = Date.now) {
+  constructor(repo: OidcRepository, activationSeconds: number, now: () => number = Date.now) {
     this.#repo = repo;
+    this.#activationSeconds = activationSeconds;
     this.#now = now;
   }
 
@@ -23,17 +27,18 @@ export class KeyStore {
 
   /** Makes the first key if there is none. */
   async ensureKey(): Promise<void> {
-    if (!(await this.#published()).some((k) => k.retiredAt === null)) await this.#generate();
+    if (!(await this.#published()).some((k) => k.retiredAt === null)) await this.#generate(this.#now());
   }
 
-  /** A new signing key; the previous one stays published until its tokens have expired. */
+  /** Publishes a new signing key, which takes over `activationSeconds` from now. */
   async rotate(): Promise<string> {
-    await this.#repo.retireKeys(this.#now());
+    const activatesAt = this.#now() + this.#activationSeconds * 1000;
+    await this.#repo.retireKeys(activatesAt);
     this.#signer = null;
-    return this.#generate();
+    return this.#generate(activatesAt);
   }
 
-  async #generate(): Promise<string> {
+  async #generate(activatesAt: number): Promise<string> {
     const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
     const publicJwk = await exportJWK(publicKey);
     const kid = await calculateJwkThumbprint(publicJwk);
@@ -43,6 +48,7 @@ export class KeyStore {
       privateJwk: { ...privateJwk, kid, alg: 'RS256' },
       publicJwk: { ...publicJwk, kid, alg: 'RS256', use: 'sig' },
       createdAt: this.#now(),
+      activatesAt,
       retiredAt: null,
     });
     return kid;
@@ -50,7 +56,8 @@ export class KeyStore {
 
   /** The current signing key, imported once per rotation (other processes may have rotated). */
   async signer(): Promise<{ kid: string; key: CryptoKey }> {
-    const current = (await this.#published()).find((k) => k.retiredAt === null);
+    const now = this.#now();
+    const current = (await this.#published()).find((k) => k.activatesAt <= now);
     if (!current) throw new Error('no signing key: run the migrations and start the server once');
     if (this.#signer?.kid !== current.kid) {
       this.#signer = { kid: current.kid, key: (await importJWK(current.privateJwk as JWK, 'RS256')) as CryptoKey };

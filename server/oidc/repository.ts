@@ -51,6 +51,7 @@ export interface KeyRecord {
   privateJwk: Record<string, unknown>;
   publicJwk: Record<string, unknown>;
   createdAt: number;
+  activatesAt: number;
   retiredAt: number | null;
 }
 
@@ -111,22 +112,25 @@ export class OidcRepository {
       private_jwk: JSON.stringify(key.privateJwk),
       public_jwk: JSON.stringify(key.publicJwk),
       created_at: key.createdAt,
+      activates_at: key.activatesAt,
       retired_at: key.retiredAt,
     });
   }
 
-  async retireKeys(now: number): Promise<void> {
-    await this.#db('oidc_keys').whereNull('retired_at').update({ retired_at: now });
+  /** Marks the keys in service as retiring at `at`, when their successor starts signing. */
+  async retireKeys(at: number): Promise<void> {
+    await this.#db('oidc_keys').whereNull('retired_at').update({ retired_at: at });
   }
 
   /** Keys still published: the signing key, and retired ones retired after `since`. */
   async publishedKeys(since: number): Promise<KeyRecord[]> {
-    const rows = await this.#db('oidc_keys').whereNull('retired_at').orWhere('retired_at', '>', since).orderBy('created_at', 'desc');
+    const rows = await this.#db('oidc_keys').whereNull('retired_at').orWhere('retired_at', '>', since).orderBy('activates_at', 'desc');
     return rows.map((row: Record<string, unknown>) => ({
       kid: String(row.kid),
       privateJwk: json<Record<string, unknown>>(row.private_jwk),
       publicJwk: json<Record<string, unknown>>(row.public_jwk),
       createdAt: Number(row.created_at),
+      activatesAt: Number(row.activates_at),
       retiredAt: row.retired_at === null ? null : Number(row.retired_at),
     }));
   }

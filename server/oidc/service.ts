@@ -67,7 +67,7 @@ export class OidcService {
     this.#config = deps.config;
     this.#csrfKey = deps.csrfKey;
     this.#now = deps.now ?? Date.now;
-    this.keys = new KeyStore(new OidcRepository(deps.db), this.#now);
+    this.keys = new KeyStore(new OidcRepository(deps.db), deps.config.oidcKeyActivationSeconds, this.#now);
   }
 
   get issuer(): string {
@@ -157,6 +157,7 @@ export class OidcService {
       const scopes = checkScope(client, param('scope'));
       const codeChallenge = checkPkce(param('code_challenge'), param('code_challenge_method'));
       const maxAge = checkMaxAge(param('max_age'));
+      checkLengths({ state, nonce: param('nonce') });
       const params: AuthorizationParams = {
         clientId: client.id,
         redirectUri,
@@ -185,19 +186,37 @@ export class OidcService {
     return client;
   }
 
+  /**
+   * Whether the person must sign in (again) before this request can go on: no session;
+   * `prompt=login` without a sign-in during this request; or a session older than `max_age`
+   * (a sign-in during this request always satisfies `max_age`, even 0).
+   */
+  needsLogin(interaction: Interaction, viewer: Viewer | null): viewer is null {
+    if (!viewer) return true;
+    const loggedInHere = interaction.profileId === viewer.profileId && interaction.authenticatedAt !== null;
+    if (loggedInHere) return false;
+    const { params } = interaction;
+    if (params.prompt.includes('login')) return true;
+    return params.maxAge !== undefined && this.#now() - viewer.authTime > params.maxAge * 1000;
+  }
+
+  /** The sign-in time the ID token reports: this request's sign-in, or the session's. */
+  #authTime(interaction: Interaction, viewer: Viewer): number {
+    const loggedInHere = interaction.profileId === viewer.profileId && interaction.authenticatedAt !== null;
+    return loggedInHere ? (interaction.authenticatedAt as number) : viewer.authTime;
+  }
+
+  /** The login page of an interaction. */
+  loginPageUrl(interactionId: string): string {
+    return `${this.#config.webUrl}/oidc/login?interaction=${interactionId}`;
+  }
+
   /** Where an interaction goes next: the login page, the consent page, or back to the client. */
   async #next(interaction: Interaction, viewer: Viewer | null): Promise<Outcome> {
     const { params } = interaction;
-    const now = this.#now();
-    const loggedInHere = viewer !== null && interaction.profileId === viewer.profileId && interaction.authenticatedAt !== null;
-    const authTime = loggedInHere ? (interaction.authenticatedAt as number) : viewer?.authTime;
-    const needsLogin =
-      !viewer ||
-      (params.prompt.includes('login') && !loggedInHere) ||
-      (params.maxAge !== undefined && authTime !== undefined && now - authTime > params.maxAge * 1000);
-    if (needsLogin) {
+    if (this.needsLogin(interaction, viewer)) {
       if (params.prompt.includes('none')) throw new OAuthError('login_required', 'The user is not signed in');
-      return { redirect: `${this.#config.webUrl}/oidc/login?interaction=${interaction.id}` };
+      return { redirect: this.loginPageUrl(interaction.id) };
     }
     const consented = await this.#repo().findConsent(viewer.profileId, params.clientId);
     const covered = consented !== null && params.scopes.every((s) => consented.includes(s));
@@ -205,7 +224,7 @@ export class OidcService {
       if (params.prompt.includes('none')) throw new OAuthError('consent_required', 'The user has not consented');
       return { redirect: `${this.#config.webUrl}/oidc/consent?interaction=${interaction.id}` };
     }
-    return { redirect: await this.#issueCode(interaction, viewer.profileId, authTime as number) };
+    return { redirect: await this.#issueCode(interaction, viewer.profileId, this.#authTime(interaction, viewer)) };
   }
 
   /** Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge). */
@@ -273,6 +292,8 @@ export class OidcService {
   /** `POST /oidc/authorize/confirm`: already consented → the redirect; otherwise what to ask. */
   async confirm(interactionId: string, viewer: Viewer): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: string[] }> {
     const { interaction, client } = await this.interaction(interactionId);
+    // A fresh sign-in is needed first (prompt=login, max_age): the frontend goes to the login page.
+    if (this.needsLogin(interaction, usable(viewer))) return { redirectUri: this.loginPageUrl(interaction.id) };
     const outcome = await this.#resume(interaction, viewer);
     if ('redirect' in outcome && !outcome.redirect.startsWith(`${this.#config.webUrl}/oidc/`)) return { redirectUri: outcome.redirect };
     return { client: { clientName: client.name }, scopes: interaction.params.scopes };
@@ -287,13 +308,11 @@ export class OidcService {
       return { redirect: this.#errorRedirect(params.redirectUri, new OAuthError('access_denied', 'The user denied the request'), params.state) };
     }
     const person = usable(viewer);
-    if (!person) throw new AppError('UnauthorizedError', 'You must be logged in to do this.');
+    if (this.needsLogin(interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
     const merged = [...new Set([...((await this.#repo().findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
     await this.#repo().saveConsent(person.profileId, params.clientId, merged as OidcScope[], this.#now());
-    const loggedInHere = interaction.profileId === person.profileId && interaction.authenticatedAt !== null;
-    const authTime = loggedInHere ? (interaction.authenticatedAt as number) : person.authTime;
     try {
-      return { redirect: await this.#issueCode(interaction, person.profileId, authTime) };
+      return { redirect: await this.#issueCode(interaction, person.profileId, this.#authTime(interaction, person)) };
     } catch (error) {
       if (error instanceof OAuthError) return { redirect: this.#errorRedirect(params.redirectUri, error, params.state) };
       throw error;
@@ -335,14 +354,14 @@ export class OidcService {
    */
   async token(form: Record<string, unknown>): Promise<TokenAnswer> {
     const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
-    if (field('grant_type') !== 'authorization_code') {
-      throw new OAuthError('unsupported_grant_type', 'Only the authorization_code grant is supported');
-    }
     const repo = this.#repo();
     const clientId = field('client_id');
     const client = clientId ? await repo.findClient(clientId) : null;
     if (!client) throw new OAuthError('invalid_client', 'Invalid client_id', 401);
     if (client.status !== 'approved') throw new OAuthError('invalid_client', 'Client is not approved', 401);
+    if (field('grant_type') !== 'authorization_code') {
+      throw new OAuthError('unsupported_grant_type', 'Only the authorization_code grant is supported');
+    }
     const invalidCode = new OAuthError('invalid_grant', 'Invalid or expired authorization code');
     const code = field('code');
     const record = code ? await repo.findCode(hashSecret(code)) : null;
@@ -350,26 +369,33 @@ export class OidcService {
     if (!record || record.clientId !== client.id || record.expiresAt <= now) throw invalidCode;
     checkVerifier(field('code_verifier'), record.codeChallenge);
     if (field('redirect_uri') !== record.redirectUri) throw invalidCode;
-    if (!(await repo.consumeCode(record.codeHash, now))) {
-      await repo.revokeTokensOfCode(record.codeHash, now);
-      throw invalidCode;
-    }
     const accounts = new AccountsRepository(this.#db);
     const profile = await accounts.findProfile(record.profileId);
     if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) throw invalidCode;
 
+    // Consuming the code and storing its token is one transaction: a second redemption either
+    // fails to consume, or comes after the token exists and revokes it.
     const accessToken = randomSecret();
-    await repo.insertToken(
-      {
-        tokenHash: hashSecret(accessToken),
-        codeHash: record.codeHash,
-        clientId: client.id,
-        profileId: profile.id,
-        scopes: record.scopes,
-        expiresAt: now + OIDC_TOKEN_SECONDS * 1000,
-      },
-      now,
-    );
+    const consumed = await this.#db.transaction(async (trx) => {
+      const inTrx = new OidcRepository(trx);
+      if (!(await inTrx.consumeCode(record.codeHash, now))) return false;
+      await inTrx.insertToken(
+        {
+          tokenHash: hashSecret(accessToken),
+          codeHash: record.codeHash,
+          clientId: client.id,
+          profileId: profile.id,
+          scopes: record.scopes,
+          expiresAt: now + OIDC_TOKEN_SECONDS * 1000,
+        },
+        now,
+      );
+      return true;
+    });
+    if (!consumed) {
+      await repo.revokeTokensOfCode(record.codeHash, now);
+      throw invalidCode;
+    }
     const claims = await this.#claims(profile.id, record.scopes);
     const { kid, key } = await this.keys.signer();
     const idToken = await new SignJWT({
@@ -408,6 +434,14 @@ export class OidcService {
     return claims;
   }
 
+  /** Deletes what has expired: interactions, codes and access tokens older than their lifetime. */
+  async sweep(): Promise<void> {
+    const now = this.#now();
+    await this.#db('oidc_interactions').where('expires_at', '<', now).delete();
+    await this.#db('oidc_codes').where('expires_at', '<', now - OIDC_TOKEN_SECONDS * 1000).delete();
+    await this.#db('oidc_tokens').where('expires_at', '<', now).delete();
+  }
+
   // ---- userinfo and revocation --------------------------------------------------------------------
 
   /** `/oidc/userinfo`: the claims of a live access token; an expired, revoked or orphaned one is 401. */
@@ -415,6 +449,7 @@ export class OidcService {
     const record = await this.#repo().findToken(hashSecret(accessToken));
     const invalid = new OAuthError('invalid_token', 'The access token is invalid, expired or revoked', 401);
     if (!record || record.revokedAt !== null || record.expiresAt <= this.#now()) throw invalid;
+    if ((await this.#repo().findClient(record.clientId))?.status !== 'approved') throw invalid;
     const profile = await new AccountsRepository(this.#db).findProfile(record.profileId);
     if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) throw invalid;
     return this.#claims(profile.id, record.scopes);
@@ -488,6 +523,13 @@ function checkMaxAge(maxAge: string | undefined): number | undefined {
   if (maxAge === undefined || maxAge === '') return undefined;
   if (!/^\d{1,10}$/.test(maxAge)) throw new OAuthError('invalid_request', 'max_age must be a whole number of seconds');
   return Number(maxAge);
+}
+
+/** checkLengths: `state` and `nonce` are kept until the code is redeemed, so they are bounded. */
+function checkLengths(values: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(values)) {
+    if (value !== undefined && value.length > 500) throw new OAuthError('invalid_request', `${name} must be at most 500 characters`);
+  }
 }
 
 /** checkVerifier: BASE64URL(SHA-256(code_verifier)) equals the challenge, compared in constant time. */
