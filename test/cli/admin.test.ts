@@ -102,3 +102,27 @@ describe('npm run admin settings and institutions', () => {
     expect(bad.stderr).toMatch(/error: domain: /);
   });
 });
+
+describe('npm run admin oidc-client and oidc-keys', () => {
+  it('adds, lists, approves, rejects and removes a client; rotates keys', async () => {
+    const add = await admin('oidc-client', 'add', '--id', 'cli-app', '--name', 'CLI App', '--redirect-uri', 'https://app.example.org/cb', '--redirect-uri', 'https://app.example.org/cb2', '--scopes', 'openid email');
+    expect(add).toMatchObject({ code: 0, stdout: 'cli-app\tpending\n' });
+    expect((await admin('oidc-client', 'approve', 'cli-app')).stdout).toBe('cli-app\tapproved\n');
+    expect((await admin('oidc-client', 'list')).stdout).toBe('cli-app\tapproved\tCLI App\topenid email\thttps://app.example.org/cb https://app.example.org/cb2\n');
+    expect((await admin('oidc-client', 'reject', 'cli-app')).stdout).toBe('cli-app\trejected\n');
+    expect((await admin('oidc-client', 'remove', 'cli-app')).stdout).toBe('cli-app\tremoved\n');
+    expect((await admin('oidc-client', 'list')).stdout).toBe('');
+    const missing = await admin('oidc-client', 'approve', 'nobody');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('Client Not Found: nobody');
+    const bad = await admin('oidc-client', 'add', '--id', 'x', '--name', 'X', '--redirect-uri', 'not a url', '--scopes', 'email');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/error: redirectUris\/0: /);
+    expect(bad.stderr).toMatch(/error: scopes: The scopes must include openid/);
+    const kid = (await admin('oidc-keys', 'rotate')).stdout.trim();
+    expect(kid).toMatch(/^[\w-]{43}$/);
+    const jwks = (await (await fetch(`${server.url}/oidc/jwks`)).json()) as { keys: Array<{ kid: string; d?: string }> };
+    expect(jwks.keys.map((k) => k.kid)).toContain(kid);
+    expect(jwks.keys.every((k) => k.d === undefined)).toBe(true);
+  });
+});
