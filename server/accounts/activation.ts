@@ -151,7 +151,7 @@ export class ActivationService extends AccountsPart {
     await limits.consume('resendAccount', id);
     await limits.consume('resendAddress', origin.address);
     const repo = this.d.repo;
-    const profile = id.startsWith('~') ? await repo.findProfileByUsername(id) : await repo.findProfileByEmail(id);
+    const profile = await repo.findProfileByIdOrEmail(id);
     if (profile && profile.state === 'Inactive' && profile.ddate === null) {
       const email = id.includes('@') ? normaliseEmail(id) : (await repo.emailsOf(profile.id))[0]?.email;
       if (email) await this.core.sendActivation(profile.id, email);

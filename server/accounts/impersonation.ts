@@ -98,7 +98,7 @@ export class ImpersonationService extends AccountsPart {
 
   /** The profile named by a tilde id, an email, or a group standing for one profile (`~Id`, an email). */
   async #target(repo: AccountsRepository, groupId: string): Promise<ProfileRecord> {
-    const direct = groupId.startsWith('~') ? await repo.findProfileByUsername(groupId) : await repo.findProfileByEmail(groupId);
+    const direct = await repo.findProfileByIdOrEmail(groupId);
     const profile = direct?.mergedInto ? await repo.findProfile(direct.mergedInto) : direct;
     if (profile) return profile;
     const group = await repo.findGroup(groupId);

@@ -98,7 +98,7 @@ export class ModerationService extends AccountsPart {
 }
 
 async function findTarget(repo: AccountsRepository, id: string): Promise<ProfileRecord> {
-  const profile = id.startsWith('~') ? await repo.findProfileByUsername(id) : await repo.findProfileByEmail(id);
+  const profile = await repo.findProfileByIdOrEmail(id);
   if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${id}`);
   return profile;
 }

@@ -16,7 +16,7 @@ export class PasswordResetService extends AccountsPart {
     await this.d.limits.consume('resetAccount', input.id);
     await this.d.limits.consume('resetAddress', origin.address);
     const repo = this.d.repo;
-    const found = input.id.startsWith('~') ? await repo.findProfileByUsername(input.id) : await repo.findProfileByEmail(input.id);
+    const found = await repo.findProfileByIdOrEmail(input.id);
     const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
     if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return { id: input.id };
     const email = input.id.includes('@') ? normaliseEmail(input.id) : preferredEmail(profile, await repo.emailsOf(profile.id));

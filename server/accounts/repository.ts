@@ -230,6 +230,11 @@ export class AccountsRepository {
     return row ? toProfile(row) : null;
   }
 
+  /** The profile a person names by a tilde username or an email, as every form lets them. */
+  async findProfileByIdOrEmail(id: string): Promise<ProfileRecord | null> {
+    return id.startsWith('~') ? this.findProfileByUsername(id) : this.findProfileByEmail(id);
+  }
+
   async listProfiles(): Promise<ProfileRecord[]> {
     const rows = await this.#db<ProfileRow>('profiles').orderBy('tcdate').orderBy('id');
     return rows.map(toProfile);

@@ -212,7 +212,7 @@ export class AccountsService {
     await limits.consume('loginAccount', input.id);
     await limits.consume('loginAddress', origin.address);
     const isTilde = input.id.startsWith('~');
-    const found = isTilde ? await repo.findProfileByUsername(input.id) : await repo.findProfileByEmail(input.id);
+    const found = await repo.findProfileByIdOrEmail(input.id);
     const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
     const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null);
     if (!profile || !passwordOk || profile.ddate !== null) {

@@ -25,13 +25,11 @@ const HEAD_BYTES = 8;
  * extension or a server-made id; nothing a client sends is ever joined into a path.
  */
 export class FileStore {
-  readonly root: string;
   readonly #files: string;
   readonly #tmp: string;
   readonly #chunks: string;
 
   constructor(dataDir: string) {
-    this.root = dataDir;
     this.#files = path.join(dataDir, 'files');
     this.#tmp = path.join(dataDir, 'tmp');
     this.#chunks = path.join(dataDir, 'chunks');

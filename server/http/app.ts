@@ -64,7 +64,8 @@ function requestId(req: Request, res: Response): string {
 
 /**
  * Builds the service: opens the database, runs pending migrations, wires the services and
- * mounts tRPC at `/trpc`, the REST route table, and `/health`. Does not listen.
+ * mounts tRPC at `/trpc`, the REST route table, the streaming file routes, the sign-in
+ * provider's endpoints and pages, and `/health`. Does not listen.
  */
 export async function createApp(config: Config, opts: { logger?: Logger } = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel);

@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import mime from 'mime-types';
 import yazl from 'yazl';
-import { AppError, AttachmentQuery, parseOrThrow, PdfCompareQuery, PdfQuery, type NoteEdit } from '../../shared/index.ts';
+import { AppError, AttachmentQuery, ChunkStatus, UploadResult, parseOrThrow, PdfCompareQuery, PdfQuery, type NoteEdit } from '../../shared/index.ts';
 import type { StoredFile } from '../attachments/service.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
@@ -102,7 +102,9 @@ export function fileRoutes(services: Services, config: Config): Router {
         ceiling: kind === 'chunk' ? config.maxChunkBytes : config.maxUploadBytes,
         limitFor: (fields) => attachments.limitFor(kind, fields),
       });
-      res.json(kind === 'chunk' ? await attachments.saveChunk(viewer, parsed) : await attachments.saveUpload(viewer, parsed));
+      // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.
+      const answer = kind === 'chunk' ? await attachments.saveChunk(viewer, parsed) : await attachments.saveUpload(viewer, parsed);
+      res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
       drainThenSend(req, res, error);
     }

@@ -35,7 +35,8 @@ const venueId = (req: Request): string => {
 };
 
 /**
- * The REST route table: every path the spec (and the README's additions) define, one line each.
+ * The REST route table: every JSON path the spec (and the README's additions) define, one line
+ * each. Streams (uploads, downloads) are in `files.ts`, the OpenID Connect protocol in `oidc.ts`.
  * Paths are literal, or have one named parameter (a venue id may span segments), and no two
  * routes match the same path, so order never matters.
  */

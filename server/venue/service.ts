@@ -382,7 +382,7 @@ export class VenueService {
     const authorId = query['content.authorids'];
     if (authorId) {
       // A profile is an author under any of its usernames and confirmed emails.
-      const profile = authorId.startsWith('~') ? await repos.accounts.findProfileByUsername(authorId) : await repos.accounts.findProfileByEmail(authorId);
+      const profile = await repos.accounts.findProfileByIdOrEmail(authorId);
       author = profile
         ? [...(await repos.accounts.usernamesOf(profile.id)), ...(await repos.accounts.emailsOf(profile.id)).filter((e) => e.confirmed).map((e) => e.email)]
         : [authorId];
@@ -483,7 +483,7 @@ export class VenueService {
     const authors = Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
     return Promise.all(
       authors.map(async (id) => {
-        const profile = id.startsWith('~') ? await repos.accounts.findProfileByUsername(id) : await repos.accounts.findProfileByEmail(id);
+        const profile = await repos.accounts.findProfileByIdOrEmail(id);
         return { id, state: profile?.state ?? null };
       }),
     );

@@ -122,9 +122,6 @@ export const ActivatableRequest = z.strictObject({ id: AccountId });
 /** `POST /resettable`: `token` is the human-verification token. */
 export const ResettableRequest = z.strictObject({ id: AccountId, token: HumanVerificationToken.nullable().optional() });
 
-/** `PUT /reset/{token}`. */
-export const ResetPasswordInput = z.strictObject({ password: z.string().min(1) });
-
 /** `POST /user/confirm`: the address to add, 1 to 254 characters, shaped as an email. */
 export const ConfirmEmailInput = z.strictObject({
   alternate: z.email().min(1).max(254),
