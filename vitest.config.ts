@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Every HTTP answer a test receives is checked against the API document.
+    setupFiles: ['test/setup/validate-responses.ts'],
     // Each test file starts its own server on its own SQLite file: files run in parallel,
     // bounded to the two cores of the machines this runs on.
     pool: 'forks',

@@ -15,6 +15,8 @@ export interface ProcedureMeta {
    * (logout, refresh, impersonate, exit). `refused`: never, for anyone: credential changes.
    */
   whileImpersonating?: 'allowed' | 'refused';
+  /** Set by `authedProcedure`: the caller must have a session (the API document says so too). */
+  session?: 'required';
 }
 
 const t = initTRPC.context<Context>().meta<ProcedureMeta>().create({
@@ -66,4 +68,4 @@ export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure.use(errorsAsAppErrors).use(impersonationGuard);
 /** A procedure for signed-in callers: `ctx.user` is the caller, or the request gets 401. */
-export const authedProcedure = publicProcedure.use(requireSession);
+export const authedProcedure = publicProcedure.use(requireSession).meta({ session: 'required' });

@@ -79,6 +79,12 @@ export class AttachmentsRepository {
     return toUpload(row);
   }
 
+  /** A person's upload by the id their client gave it. */
+  async findUploadOf(profileId: string, clientUploadId: string): Promise<ChunkedUpload | null> {
+    const row = await this.#db<UploadRow>('chunked_uploads').where({ profile_id: profileId, client_upload_id: clientUploadId }).first();
+    return row ? toUpload(row) : null;
+  }
+
   async findUpload(id: string): Promise<ChunkedUpload | null> {
     const row = await this.#db<UploadRow>('chunked_uploads').where({ id }).first();
     return row ? toUpload(row) : null;

@@ -1,5 +1,12 @@
-import { PdfCompareQuery, PdfCompareResult } from '../../shared/index.ts';
-import { publicProcedure, router } from '../trpc.ts';
+import {
+  ChunkedUploadQuery,
+  ChunkedUploadState,
+  PdfCompareQuery,
+  PdfCompareResult,
+  UploadRules,
+  UploadRulesQuery,
+} from '../../shared/index.ts';
+import { authedProcedure, publicProcedure, router } from '../trpc.ts';
 
 /**
  * The attachment procedures that answer JSON. Uploads and file downloads are streams, served by
@@ -10,4 +17,16 @@ export const attachmentsRouter = router({
     .input(PdfCompareQuery)
     .output(PdfCompareResult)
     .query(async ({ ctx, input }) => ctx.services.attachments.compare(input, await ctx.optionalViewer())),
+
+  /** What a file for one field must be: clients check before they send. */
+  uploadRules: authedProcedure
+    .input(UploadRulesQuery)
+    .output(UploadRules)
+    .query(({ ctx, input }) => ctx.services.attachments.uploadRules(input)),
+
+  /** Where one of the caller's chunked uploads stands: clients resume from it. */
+  chunkedUpload: authedProcedure
+    .input(ChunkedUploadQuery)
+    .output(ChunkedUploadState)
+    .query(({ ctx, input }) => ctx.services.attachments.chunkedUpload(ctx.user, input.clientUploadId)),
 });

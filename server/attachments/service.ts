@@ -7,8 +7,11 @@ import {
   fileUrlExtension,
   parseOrThrow,
   UploadFields,
+  type ChunkedUploadState,
   type FieldParam,
   type NoteEdit,
+  type UploadRules,
+  type UploadRulesQuery,
 } from '../../shared/index.ts';
 import type { HumanVerifier } from '../accounts/human-verification.ts';
 import type { Viewer } from '../accounts/service.ts';
@@ -111,6 +114,36 @@ export class AttachmentsService {
     if (!fields.invitationId || !fields.name) return ceiling;
     const target = await this.#target(fields.invitationId, fields.name).catch(() => null);
     return target ? Math.min(ceiling, target.maxBytes) : ceiling;
+  }
+
+  /** `GET /attachment/rules`: what a file for this field must be, for clients to check before sending. */
+  async uploadRules(query: UploadRulesQuery): Promise<UploadRules> {
+    const { param, maxBytes } = await this.#target(query.invitationId, query.name);
+    return {
+      extensions: param.extensions?.map((e) => e.toLowerCase()) ?? null,
+      maxBytes,
+      maxUploadBytes: this.#config.maxUploadBytes,
+      maxChunkBytes: this.#config.maxChunkBytes,
+    };
+  }
+
+  /**
+   * `GET /attachment/chunk/status`: the caller's chunked upload, so an interrupted client can
+   * send only what is missing. Another person's upload of the same id does not exist for them.
+   */
+  async chunkedUpload(viewer: Viewer, clientUploadId: string): Promise<ChunkedUploadState> {
+    const upload = await this.#repo().findUploadOf(viewer.profileId, clientUploadId);
+    if (!upload) throw new AppError('NotFoundError', `Upload Not Found: ${clientUploadId}`, { path: 'clientUploadId' });
+    const chunks = await this.#repo().chunksOf(upload.id);
+    const base = upload.indexBase ?? 1;
+    const indexes = Array.from({ length: upload.totalChunks }, (_, i) => i + base);
+    return {
+      clientUploadId,
+      totalChunks: upload.totalChunks,
+      state: upload.status,
+      ...(upload.url ? { url: upload.url } : {}),
+      chunks: statusMap(indexes, chunks),
+    };
   }
 
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */

@@ -12,8 +12,9 @@ import { createLogger, redactUrl } from '../logger.ts';
 import { appRouter, createCaller } from '../router.ts';
 import { createServices, type Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
-import { routes } from './routes.ts';
+import { callRoute, routes } from './routes.ts';
 import { sameOriginWrites } from './same-origin.ts';
+import { docsRoutes } from './docs.ts';
 import { fileRoutes, UPLOAD_PATHS } from './files.ts';
 import { OIDC_FORM_PATHS, oidcRoutes } from './oidc.ts';
 import { errorHandler, notFound, sendError } from './send-error.ts';
@@ -65,7 +66,7 @@ function requestId(req: Request, res: Response): string {
 /**
  * Builds the service: opens the database, runs pending migrations, wires the services and
  * mounts tRPC at `/trpc`, the REST route table, the streaming file routes, the sign-in
- * provider's endpoints and pages, and `/health`. Does not listen.
+ * provider's endpoints and pages, the API document and its reference page, and `/health`. Does not listen.
  */
 export async function createApp(config: Config, opts: { logger?: Logger } = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel);
@@ -114,7 +115,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
     app[route.method](route.path, async (req, res) => {
       try {
         const caller = createCaller(createHttpContext(req, res, services, config));
-        res.json(await route.call(caller, req));
+        res.json(await callRoute(caller, route, req));
       } catch (error) {
         sendError(res, error, route.method === 'get' ? req.query : req.body);
       }
@@ -123,6 +124,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
 
   app.use(fileRoutes(services, config));
   app.use(oidcRoutes(services, config));
+  app.use(docsRoutes(config));
 
   app.use(notFound);
   app.use(errorHandler);

@@ -1,16 +1,94 @@
 import { Router, type Request, type Response } from 'express';
 import mime from 'mime-types';
 import yazl from 'yazl';
-import { AppError, AttachmentQuery, ChunkStatus, UploadResult, parseOrThrow, PdfCompareQuery, PdfQuery, type NoteEdit } from '../../shared/index.ts';
+import { z } from 'zod';
+import {
+  AppError,
+  AttachmentQuery,
+  ChunkFields,
+  ChunkStatus,
+  parseOrThrow,
+  PdfCompareQuery,
+  PdfQuery,
+  UploadFields,
+  UploadResult,
+  type NoteEdit,
+} from '../../shared/index.ts';
 import type { StoredFile } from '../attachments/service.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import { readUpload } from './multipart.ts';
+import type { Operation } from './openapi.ts';
 import { sendError } from './send-error.ts';
 
 /** The paths that take uploads: the only ones allowed a long time to send their body. */
 export const UPLOAD_PATHS = ['/attachment', '/attachment/chunk'];
+
+const ANY_FILE = ['application/pdf', 'application/zip', 'application/octet-stream'];
+/** 429 and 503: after many uploads, a human-verification token is needed and checked. */
+const UPLOAD_ERRORS = [429, 503];
+
+/** How the API document describes these routes: the same shared schemas that check them. */
+export const fileOperations: Operation[] = [
+  {
+    method: 'put',
+    path: '/attachment',
+    tag: 'attachments',
+    summary: "Upload a file for an invitation's field; answers its URL",
+    session: 'required',
+    body: { multipart: UploadFields, file: 'file' },
+    answer: { json: UploadResult },
+    errors: UPLOAD_ERRORS,
+  },
+  {
+    method: 'put',
+    path: '/attachment/chunk',
+    tag: 'attachments',
+    summary: 'Upload one chunk; answers every chunk’s status, or the URL once the file is complete',
+    session: 'required',
+    body: { multipart: ChunkFields, file: 'file' },
+    answer: { json: z.union([UploadResult, ChunkStatus]) },
+    errors: UPLOAD_ERRORS,
+  },
+  {
+    method: 'get',
+    path: '/attachment',
+    tag: 'attachments',
+    summary: "A note's file field (`id`), or several notes' as a zip (`ids`)",
+    session: 'optional',
+    query: AttachmentQuery,
+    answer: { file: ANY_FILE },
+  },
+  {
+    method: 'get',
+    path: '/pdf',
+    tag: 'attachments',
+    summary: "A note's PDF (`id`), or several as a zip (`ids`)",
+    session: 'optional',
+    query: PdfQuery,
+    answer: { file: ['application/pdf', 'application/zip'] },
+  },
+  {
+    method: 'get',
+    path: '/pdf/compare/view',
+    tag: 'attachments',
+    summary: 'A page showing two revisions of a note’s PDF side by side',
+    session: 'optional',
+    query: PdfCompareQuery,
+    answer: { html: true },
+    errors: [404],
+  },
+  {
+    method: 'get',
+    path: '/pdf/:id',
+    tag: 'attachments',
+    summary: 'A stored PDF by its id (the last part of its URL)',
+    session: 'optional',
+    pathParams: z.object({ id: z.string() }),
+    answer: { file: ['application/pdf'] },
+  },
+];
 
 /** Answers once the rest of the body has been read and thrown away, so the client is not left hanging. */
 function drainThenSend(req: Request, res: Response, error: unknown): void {

@@ -1,38 +1,70 @@
+import type { AnyProcedure } from '@trpc/server';
 import type { Request } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import type { createCaller } from '../router.ts';
+import type { AppRouter, createCaller } from '../router.ts';
 
 type Caller = ReturnType<typeof createCaller>;
 
-/** One REST route: its method and path, and the procedure it calls with the input it builds. */
+type PathsOf<T, Prefix extends string = ''> = {
+  [K in keyof T & string]: T[K] extends AnyProcedure ? `${Prefix}${K}` : PathsOf<T[K], `${Prefix}${K}.`>;
+}[keyof T & string];
+
+/** Every procedure of the router by its dotted path, e.g. `accounts.login`. */
+export type ProcedurePath = PathsOf<AppRouter['_def']['record']>;
+
+/**
+ * One REST route: its method and path, the procedure it calls, and where that procedure's
+ * input comes from. The API document (`openapi.ts`) is built from the same entry and the
+ * procedure's own input and output schemas, so the route and its description cannot drift.
+ */
 export interface Route {
   method: 'get' | 'post' | 'put' | 'delete';
+  /** Express syntax: `:name` is one segment, `*name` (a venue id) may span several. */
   path: string;
-  /** Builds the procedure's input from the request and calls the same procedure a tRPC client would. */
-  call(caller: Caller, req: Request): Promise<unknown>;
+  procedure: ProcedurePath;
+  /** The JSON body, the query string, or nothing; the path's parameters are added to it. */
+  input: 'body' | 'query' | 'none';
+  /** The input property each path parameter fills, when it is not named the same. */
+  rename?: Record<string, string>;
+  /** One line for the API document. */
+  summary: string;
+  /** Error statuses besides those every route may answer (see `openapi.ts`). */
+  errors?: number[];
+}
+
+/** The path's parameters by their input names; a venue id's segments are joined again. */
+export function pathParams(route: Route, req: Request): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.params as Record<string, string | string[]>)) {
+    params[route.rename?.[name] ?? name] = Array.isArray(value) ? value.join('/') : String(value);
+  }
+  return params;
 }
 
 /**
- * The body with the path parameters added under their procedure names. A body that already
- * has such a key is refused, so a path parameter cannot be smuggled in through the body.
+ * The procedure's input: the body or the query string with the path parameters added. A body
+ * that already has such a key is refused, so a path parameter cannot be smuggled in through
+ * the body. The procedure's schema checks the rest, exactly as for a tRPC call.
  */
-// Typed `never` so it can stand for any procedure's input: the procedure's schema checks it.
-function withPath(body: unknown, params: Record<string, string>): never {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body as never;
+export function routeInput(route: Route, req: Request): unknown {
+  const params = pathParams(route, req);
+  const source: unknown = route.input === 'body' ? req.body : route.input === 'query' ? req.query : undefined;
+  if (Object.keys(params).length === 0) return source;
+  if (source === undefined) return params;
+  if (source === null || typeof source !== 'object' || Array.isArray(source)) return source;
   for (const key of Object.keys(params)) {
-    if (key in body) throw new AppError('AdditionalPropertiesError', `The property ${key} must NOT be present`, { path: key });
+    if (key in source) throw new AppError('AdditionalPropertiesError', `The property ${key} must NOT be present`, { path: key });
   }
-  return { ...body, ...params } as never;
+  return { ...source, ...params };
 }
 
-const token = (req: Request): string => String(req.params.token);
-/** The query string, typed `never` so it can stand for any procedure's input: the procedure's schema checks it. */
-const query = (req: Request): never => req.query as never;
-/** A venue id holds slashes (`Conf.org/2027`): it is the wildcard's segments joined again. */
-const venueId = (req: Request): string => {
-  const segments: unknown = req.params.venueId;
-  return Array.isArray(segments) ? segments.join('/') : String(segments);
-};
+/** Calls the route's procedure through the caller: the same code path as a tRPC client's call. */
+export function callRoute(caller: Caller, route: Route, req: Request): Promise<unknown> {
+  let target: unknown = caller;
+  for (const key of route.procedure.split('.')) target = (target as Record<string, unknown>)[key];
+  const procedure = target as (input?: unknown) => Promise<unknown>;
+  return route.input === 'none' && Object.keys(req.params).length === 0 ? procedure() : procedure(routeInput(route, req));
+}
 
 /**
  * The REST route table: every JSON path the spec (and the README's additions) define, one line
@@ -41,49 +73,51 @@ const venueId = (req: Request): string => {
  * routes match the same path, so order never matters.
  */
 export const routes: Route[] = [
-  // sign-up and activation
-  { method: 'post', path: '/register', call: (c, req) => c.accounts.register(req.body) },
-  { method: 'get', path: '/activatable/:token', call: (c, req) => c.accounts.activatable({ token: token(req) }) },
-  { method: 'put', path: '/activate/:token', call: (c, req) => c.accounts.activate(withPath(req.body, { token: token(req) })) },
-  { method: 'post', path: '/activatable', call: (c, req) => c.accounts.resendActivation(req.body) },
-  { method: 'get', path: '/tildeusername', call: (c, req) => c.accounts.tildeUsername(query(req)) },
+  // sign-up and activation (503: the human-verification service did not answer)
+  { method: 'post', path: '/register', procedure: 'accounts.register', input: 'body', summary: 'Sign up: sends the activation mail', errors: [429, 503] },
+  { method: 'get', path: '/activatable/:token', procedure: 'accounts.activatable', input: 'none', summary: 'The account an activation token is for', errors: [404] },
+  { method: 'put', path: '/activate/:token', procedure: 'accounts.activate', input: 'body', summary: 'Activate an account from its token; starts a session', errors: [404] },
+  { method: 'post', path: '/activatable', procedure: 'accounts.resendActivation', input: 'body', summary: 'Send the activation mail again', errors: [404, 429] },
+  { method: 'get', path: '/tildeusername', procedure: 'accounts.tildeUsername', input: 'query', summary: 'The next free tilde username for a name' },
   // sessions
-  { method: 'post', path: '/login', call: (c, req) => c.accounts.login(req.body) },
-  { method: 'post', path: '/refreshToken', call: (c) => c.accounts.refreshToken() },
-  { method: 'post', path: '/logout', call: (c) => c.accounts.logout() },
-  { method: 'post', path: '/logout-all-devices', call: (c) => c.accounts.logoutOtherDevices() },
+  { method: 'post', path: '/login', procedure: 'accounts.login', input: 'body', summary: 'Sign in: sets the session cookies', errors: [429] },
+  { method: 'post', path: '/refreshToken', procedure: 'accounts.refreshToken', input: 'none', summary: 'A new access token from the refresh cookie', errors: [401] },
+  { method: 'post', path: '/logout', procedure: 'accounts.logout', input: 'none', summary: 'End this session' },
+  { method: 'post', path: '/logout-all-devices', procedure: 'accounts.logoutOtherDevices', input: 'none', summary: 'End every other session of this person' },
   // passwords and emails
-  { method: 'post', path: '/resettable', call: (c, req) => c.accounts.requestReset(req.body) },
-  { method: 'get', path: '/resettable/:token', call: (c, req) => c.accounts.resettable({ token: token(req) }) },
-  { method: 'put', path: '/reset/:token', call: (c, req) => c.accounts.resetPassword(withPath(req.body, { token: token(req) })) },
-  { method: 'post', path: '/user/confirm', call: (c, req) => c.accounts.confirmEmail(req.body) },
-  { method: 'post', path: '/user/confirm/:token', call: (c, req) => c.accounts.confirmEmail(withPath(req.body, { activationToken: token(req) })) },
-  { method: 'put', path: '/activatelink', call: (c, req) => c.accounts.activateLink(req.body) },
-  { method: 'put', path: '/activatelink/:token', call: (c, req) => c.accounts.activateLink(withPath(req.body, { activationToken: token(req) })) },
+  { method: 'post', path: '/resettable', procedure: 'accounts.requestReset', input: 'body', summary: 'Send a password-reset mail', errors: [404, 429, 503] },
+  { method: 'get', path: '/resettable/:token', procedure: 'accounts.resettable', input: 'none', summary: 'The account a reset token is for', errors: [404] },
+  { method: 'put', path: '/reset/:token', procedure: 'accounts.resetPassword', input: 'body', summary: 'Choose a new password from a reset token', errors: [404] },
+  { method: 'post', path: '/user/confirm', procedure: 'accounts.confirmEmail', input: 'body', summary: 'Add an email: sends a confirmation mail', errors: [429] },
+  { method: 'post', path: '/user/confirm/:token', procedure: 'accounts.confirmEmail', input: 'body', rename: { token: 'activationToken' }, summary: 'Add an email to an account being activated', errors: [404, 429] },
+  { method: 'put', path: '/activatelink', procedure: 'accounts.activateLink', input: 'body', summary: 'Confirm an email with its code', errors: [404, 429] },
+  { method: 'put', path: '/activatelink/:token', procedure: 'accounts.activateLink', input: 'body', rename: { token: 'activationToken' }, summary: 'Confirm an email of an account being activated', errors: [404, 429] },
   // profiles, moderation, impersonation
-  { method: 'get', path: '/profiles', call: (c, req) => c.accounts.profiles(query(req)) },
-  { method: 'post', path: '/profile/moderate', call: (c, req) => c.accounts.moderate(req.body) },
-  { method: 'post', path: '/impersonate', call: (c, req) => c.accounts.impersonate(req.body) },
-  { method: 'post', path: '/impersonate/exit', call: (c) => c.accounts.exitImpersonation() },
+  { method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'Profiles by id, email or moderation state', errors: [404] },
+  { method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'Accept, reject, block or unblock a profile', errors: [404] },
+  { method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
+  { method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session" },
   // venues, invitations, notes (not in the spec: see the README)
-  { method: 'post', path: '/venues', call: (c, req) => c.venue.createVenue(req.body) },
-  { method: 'get', path: '/venues/*venueId/config', call: (c, req) => c.venue.venueConfig({ venueId: venueId(req) }) },
-  { method: 'get', path: '/venues/*venueId/author-console', call: (c, req) => c.venue.authorConsole({ venueId: venueId(req) }) },
-  { method: 'post', path: '/groups/members', call: (c, req) => c.venue.addMembers(req.body) },
-  { method: 'post', path: '/invitations', call: (c, req) => c.venue.saveInvitation(req.body) },
-  { method: 'get', path: '/invitations', call: (c, req) => c.venue.invitations(query(req)) },
-  { method: 'post', path: '/notes', call: (c, req) => c.venue.postNote(req.body) },
-  { method: 'get', path: '/notes', call: (c, req) => c.venue.notes(query(req)) },
-  { method: 'get', path: '/notes/edits', call: (c, req) => c.venue.noteEdits(query(req)) },
+  { method: 'post', path: '/venues', procedure: 'venue.createVenue', input: 'body', summary: 'Create a venue from its author-console config' },
+  { method: 'get', path: '/venues/*venueId/config', procedure: 'venue.venueConfig', input: 'none', summary: "A venue's author-console config", errors: [404] },
+  { method: 'get', path: '/venues/*venueId/author-console', procedure: 'venue.authorConsole', input: 'none', summary: "The caller's author console for a venue", errors: [404] },
+  { method: 'post', path: '/groups/members', procedure: 'venue.addMembers', input: 'body', summary: 'Add members to a venue group', errors: [404] },
+  { method: 'post', path: '/invitations', procedure: 'venue.saveInvitation', input: 'body', summary: 'Create or replace an invitation of a venue', errors: [404] },
+  { method: 'get', path: '/invitations', procedure: 'venue.invitations', input: 'query', summary: 'An invitation with its form', errors: [404] },
+  { method: 'post', path: '/notes', procedure: 'venue.postNote', input: 'body', summary: 'Post or edit a note under an invitation', errors: [404] },
+  { method: 'get', path: '/notes', procedure: 'venue.notes', input: 'query', summary: 'Notes the caller may read' },
+  { method: 'get', path: '/notes/edits', procedure: 'venue.noteEdits', input: 'query', summary: 'The revisions of a note', errors: [404] },
   // attachments that answer JSON (uploads and downloads are streams: see files.ts)
-  { method: 'get', path: '/pdf/compare', call: (c, req) => c.attachments.compare(query(req)) },
+  { method: 'get', path: '/attachment/rules', procedure: 'attachments.uploadRules', input: 'query', summary: "What a file for an invitation's field must be" },
+  { method: 'get', path: '/attachment/chunk/status', procedure: 'attachments.chunkedUpload', input: 'query', summary: 'Where a chunked upload stands, to resume it', errors: [404] },
+  { method: 'get', path: '/pdf/compare', procedure: 'attachments.compare', input: 'query', summary: 'Two revisions of a note’s file field', errors: [404] },
   // the sign-in provider's JSON procedures (the protocol endpoints and pages are in oidc.ts)
-  { method: 'get', path: '/oidc/clients', call: (c) => c.oidc.clients() },
-  { method: 'post', path: '/oidc/clients', call: (c, req) => c.oidc.addClient(req.body) },
-  { method: 'put', path: '/oidc/clients/:id', call: (c, req) => c.oidc.setClientStatus(withPath(req.body, { id: String(req.params.id) })) },
-  { method: 'delete', path: '/oidc/clients/:id', call: (c, req) => c.oidc.removeClient({ id: String(req.params.id) }) },
-  { method: 'get', path: '/oidc/consents', call: (c) => c.oidc.consents() },
-  { method: 'delete', path: '/oidc/consents/:clientId', call: (c, req) => c.oidc.withdrawConsent({ clientId: String(req.params.clientId) }) },
-  { method: 'post', path: '/oidc/authorize/confirm', call: (c, req) => c.oidc.confirmInteraction(req.body) },
-  { method: 'post', path: '/oidc/authorize/consent', call: (c, req) => c.oidc.consentInteraction(req.body) },
+  { method: 'get', path: '/oidc/clients', procedure: 'oidc.clients', input: 'none', summary: 'Sign-in clients (operators see all)' },
+  { method: 'post', path: '/oidc/clients', procedure: 'oidc.addClient', input: 'body', summary: 'Register a sign-in client' },
+  { method: 'put', path: '/oidc/clients/:id', procedure: 'oidc.setClientStatus', input: 'body', summary: 'Approve or reject a sign-in client', errors: [404] },
+  { method: 'delete', path: '/oidc/clients/:id', procedure: 'oidc.removeClient', input: 'none', summary: 'Remove a sign-in client', errors: [404] },
+  { method: 'get', path: '/oidc/consents', procedure: 'oidc.consents', input: 'none', summary: 'The applications the caller has let sign them in' },
+  { method: 'delete', path: '/oidc/consents/:clientId', procedure: 'oidc.withdrawConsent', input: 'none', summary: 'Withdraw consent from an application', errors: [404] },
+  { method: 'post', path: '/oidc/authorize/confirm', procedure: 'oidc.confirmInteraction', input: 'body', summary: 'Continue a sign-in request as the signed-in person', errors: [404] },
+  { method: 'post', path: '/oidc/authorize/consent', procedure: 'oidc.consentInteraction', input: 'body', summary: 'Allow or deny a sign-in request', errors: [404] },
 ];

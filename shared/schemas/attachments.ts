@@ -59,3 +59,36 @@ export const PdfQuery = z
     ids: z.union([NonEmptyString.max(40), z.array(NonEmptyString.max(40)).min(1).max(50)]).optional(),
   })
   .refine((q) => (q.id === undefined) !== (q.ids === undefined), { message: 'Give either id or ids', path: ['id'] });
+
+/** `GET /attachment/rules`: the field an upload is for. */
+export const UploadRulesQuery = z.strictObject({ invitationId: NonEmptyString, name: AttachmentName });
+export type UploadRulesQuery = z.infer<typeof UploadRulesQuery>;
+
+/**
+ * What a file for one field must be, so a client can check it before sending a byte:
+ * the extensions allowed (null: any), the field's size limit, and the server's ceilings for
+ * one `PUT /attachment` and for one chunk. A file above `maxUploadBytes` goes in chunks.
+ */
+export const UploadRules = z.strictObject({
+  extensions: z.array(z.string()).nullable(),
+  maxBytes: z.int().min(0),
+  maxUploadBytes: z.int().min(1),
+  maxChunkBytes: z.int().min(1),
+});
+export type UploadRules = z.infer<typeof UploadRules>;
+
+/** `GET /attachment/chunk/status`: one of the caller's chunked uploads. */
+export const ChunkedUploadQuery = z.strictObject({ clientUploadId: ClientUploadId });
+
+/**
+ * Where a chunked upload stands, so a client can resume it: which chunks the server holds
+ * (keyed by the indices the client sent), and the URL once it is assembled.
+ */
+export const ChunkedUploadState = z.strictObject({
+  clientUploadId: ClientUploadId,
+  totalChunks: z.int().min(1),
+  state: z.enum(['receiving', 'assembling', 'done']),
+  url: z.string().optional(),
+  chunks: ChunkStatus,
+});
+export type ChunkedUploadState = z.infer<typeof ChunkedUploadState>;

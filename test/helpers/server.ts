@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
+import { serviceOrigins } from './api-document.ts';
 
 export interface TestServer {
   url: string;
@@ -43,6 +44,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   });
   const service = await createApp(config, { logger: createLogger('info', sink) });
   server.on('request', service.app);
+  serviceOrigins.add(url);
   return {
     url,
     dataDir: dir,
@@ -50,6 +52,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
     service,
     logs,
     async close() {
+      serviceOrigins.delete(url);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await service.close();

@@ -1,0 +1,51 @@
+/**
+ * `GET /openapi.json` (the API document) and `GET /docs` (Swagger UI rendering it). The viewer's
+ * files come from the `swagger-ui-dist` package on disk, never from a CDN: the service must
+ * work offline. Only the two files the page needs are served from that package.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { Router } from 'express';
+import type { Config } from '../config.ts';
+import { buildOpenApiDocument } from './openapi.ts';
+
+const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js'];
+
+/** Where the page finds its files: under `/docs/`, so the page works behind any path prefix. */
+export const DOCS_PATHS = ['/docs', '/docs/init.js', ...VIEWER_FILES.map((file) => `/docs/${file}`)];
+
+const PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>API reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="docs/swagger-ui.css">
+</head><body><div id="swagger-ui"></div>
+<script src="docs/swagger-ui-bundle.js"></script>
+<script src="docs/init.js"></script>
+</body></html>`;
+
+// A file of its own, not an inline script: the Content-Security-Policy allows only our scripts.
+const INIT = `window.ui = SwaggerUIBundle({
+  url: new URL('openapi.json', document.baseURI).href,
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  presets: [SwaggerUIBundle.presets.apis],
+  layout: 'BaseLayout',
+  withCredentials: true,
+});
+`;
+
+export function docsRoutes(config: Config): Router {
+  const router = Router();
+  const document = JSON.stringify(buildOpenApiDocument(config));
+  router.get('/openapi.json', (_req, res) => {
+    res.type('json').setHeader('Access-Control-Allow-Origin', '*');
+    res.send(document);
+  });
+  router.get('/docs', (_req, res) => res.type('html').send(PAGE));
+  router.get('/docs/init.js', (_req, res) => res.type('js').send(INIT));
+  for (const file of VIEWER_FILES) {
+    router.get(`/docs/${file}`, (_req, res) => res.sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' }));
+  }
+  return router;
+}

@@ -1,0 +1,252 @@
+/**
+ * The OpenAPI 3.1 document of the REST API, built at start-up from the route tables and the
+ * very Zod schemas that check requests and answers (Zod 4's JSON Schema output), never by hand.
+ *
+ * JSON routes (`routes.ts`) are described by the procedure they call: its input schema gives
+ * the path, query or body parameters, its output schema the answer. The streaming routes
+ * (`files.ts`) and the few plain ones below describe themselves with the same shared schemas.
+ * The OpenID Connect protocol endpoints are not here: `/.well-known/openid-configuration` is
+ * their machine-readable description, and they answer in OAuth's error format, not ours.
+ */
+import { z } from 'zod';
+import { ERROR_STATUS, ErrorBody } from '../../shared/errors.ts';
+import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
+import type { Config } from '../config.ts';
+import { appRouter } from '../router.ts';
+import { fileOperations } from './files.ts';
+import { routes, type Route } from './routes.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+/** One operation as the document shows it. */
+export interface Operation {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** Express syntax, as it is registered. */
+  path: string;
+  tag: string;
+  summary: string;
+  /** `required`: 401 without a session; `optional`: a session changes what is answered. */
+  session: 'required' | 'optional' | 'none';
+  pathParams?: z.ZodObject;
+  query?: z.ZodType;
+  body?: { json: z.ZodType } | { multipart: z.ZodObject; file: string };
+  /** The answer on success: JSON of a schema, an HTML page, or a file (with ranges and ETags). */
+  answer: { json: z.ZodType } | { html: true } | { file: string[] };
+  /** Error statuses besides the ones `errorStatuses` adds for every operation of its kind. */
+  errors?: number[];
+}
+
+/** The document's `info.version`: the version of the API contract, not of this package. */
+export const API_VERSION = '1.0.0';
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK',
+  206: 'Partial content: the requested range',
+  304: 'Not modified: the ETag still matches',
+  400: 'Bad request: the Error body names the field (`details.path`)',
+  401: 'No valid session',
+  403: 'Not allowed, or a write from another origin',
+  404: 'Not found',
+  408: 'The request body took too long to arrive',
+  413: 'The body or file is too large',
+  416: 'The requested range is outside the file',
+  429: 'Too many requests: retry later',
+  500: 'Unexpected error: its details stay in the server log',
+  503: 'The database is not answering',
+};
+
+/** JSON Schema (draft 2020-12, OpenAPI 3.1's dialect) of a schema, as requests send it or answers carry it. */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  return rest;
+}
+
+/** The named parameters of an Express path, in order; `*name` is a venue id that may hold slashes. */
+export function expressParams(path: string): string[] {
+  return [...path.matchAll(/[:*](\w+)/g)].map((m) => m[1] as string);
+}
+
+/** `/venues/*venueId/config` → `/venues/{venueId}/config`. */
+export function openApiPath(path: string): string {
+  return path.replace(/[:*](\w+)/g, '{$1}');
+}
+
+/** The statuses an operation may answer with an Error body. */
+function errorStatuses(op: Operation): number[] {
+  const statuses = new Set([400, 500, ...(op.errors ?? [])]);
+  if (op.session === 'required') [401, 403].forEach((s) => statuses.add(s));
+  if (op.method !== 'get') [403, 408].forEach((s) => statuses.add(s));
+  if (op.body) statuses.add(413);
+  if ('file' in op.answer) [403, 404, 416].forEach((s) => statuses.add(s));
+  return [...statuses].sort((a, b) => a - b);
+}
+
+interface ProcedureDef {
+  inputs: unknown[];
+  output?: unknown;
+  meta?: { session?: string };
+}
+
+/** A route's procedure as tRPC defines it: its parsers (Zod schemas) and meta. */
+function procedureDef(route: Route): ProcedureDef {
+  // tRPC keeps each procedure's parsers on `_def` (what OpenAPI adapters for tRPC read too).
+  const procedures = appRouter._def.procedures as unknown as Record<string, { _def: ProcedureDef } | undefined>;
+  const procedure = procedures[route.procedure];
+  if (!procedure) throw new Error(`route ${route.method} ${route.path}: no procedure ${route.procedure}`);
+  return procedure._def;
+}
+
+/** A JSON route as an operation: its input split into path parameters and the query or body. */
+function fromRoute(route: Route): Operation {
+  const def = procedureDef(route);
+  const input = def.inputs[0] as z.ZodType | undefined;
+  const output = def.output as z.ZodType | undefined;
+  if (!output) throw new Error(`route ${route.method} ${route.path}: ${route.procedure} declares no output`);
+  const names = expressParams(route.path).map((name) => route.rename?.[name] ?? name);
+  const shape = input ? objectShape(input) : {};
+  const pick = Object.fromEntries(names.map((n) => [n, true] as const));
+  const op: Operation = {
+    method: route.method,
+    path: route.path,
+    tag: route.procedure.split('.')[0] as string,
+    summary: route.summary,
+    session: def.meta?.session === 'required' ? 'required' : 'optional',
+    answer: { json: output },
+    ...(route.errors ? { errors: route.errors } : {}),
+  };
+  if (names.length > 0) op.pathParams = z.object(Object.fromEntries(names.map((n) => [n, shape[n] ?? z.string()])));
+  const rest = input && names.length > 0 ? omitKeys(input, pick) : input;
+  if (rest && route.input === 'query') op.query = rest;
+  if (rest && route.input === 'body') op.body = { json: rest };
+  return op;
+}
+
+/** The properties of an object schema, looking through `.optional()`. */
+function objectShape(schema: z.ZodType): Record<string, z.ZodType> {
+  const inner = schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
+  return inner instanceof z.ZodObject ? (inner.shape as Record<string, z.ZodType>) : {};
+}
+
+function omitKeys(schema: z.ZodType, keys: Record<string, true>): z.ZodType {
+  const inner = schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
+  return inner instanceof z.ZodObject ? inner.omit(keys) : schema;
+}
+
+/** Parameters from an object schema's properties. */
+function parameters(schema: z.ZodType, where: 'path' | 'query'): JsonSchema[] {
+  const json = jsonSchema(schema, 'input');
+  const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((json.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, schema]) => ({
+    name,
+    in: where,
+    required: where === 'path' || required.has(name),
+    schema,
+    ...(name === 'venueId' && where === 'path' ? { description: 'A venue id; its slashes stay as they are (`Conf.org/2027`).' } : {}),
+  }));
+}
+
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+
+function operationObject(op: Operation): JsonSchema {
+  const responses: Record<string, JsonSchema> = {};
+  if ('json' in op.answer) {
+    responses['200'] = { description: STATUS_TEXT[200], content: { 'application/json': { schema: jsonSchema(op.answer.json, 'output') } } };
+  } else if ('html' in op.answer) {
+    responses['200'] = { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } };
+  } else {
+    const content = Object.fromEntries(op.answer.file.map((type) => [type, { schema: { type: 'string', contentMediaType: type } }]));
+    const headers = { ETag: { description: 'The SHA-1 of the file, quoted', schema: { type: 'string' } } };
+    responses['200'] = { description: 'The file', headers, content };
+    responses['206'] = { description: STATUS_TEXT[206], headers, content };
+    responses['304'] = { description: STATUS_TEXT[304] };
+  }
+  for (const status of errorStatuses(op)) {
+    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ERROR_REF } } };
+  }
+  const object: JsonSchema = {
+    operationId: `${op.method}${openApiPath(op.path).replace(/[{}]/g, '').replace(/(?:^|[/.-])(\w)/g, (_m, c: string) => c.toUpperCase())}`,
+    tags: [op.tag],
+    summary: op.summary,
+    responses,
+  };
+  const params = [...(op.pathParams ? parameters(op.pathParams, 'path') : []), ...(op.query ? parameters(op.query, 'query') : [])];
+  if (params.length > 0) object.parameters = params;
+  if (op.body && 'json' in op.body) {
+    object.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(op.body.json, 'input') } } };
+  } else if (op.body) {
+    const fields = jsonSchema(op.body.multipart, 'input');
+    const properties = { ...(fields.properties as JsonSchema), [op.body.file]: { type: 'string', contentMediaType: 'application/octet-stream' } };
+    const required = [...((fields.required ?? []) as string[]), op.body.file];
+    object.requestBody = {
+      required: true,
+      content: { 'multipart/form-data': { schema: { type: 'object', properties, required, additionalProperties: false } } },
+    };
+  }
+  if (op.session === 'none') object.security = [];
+  if (op.session === 'optional') object.security = [{}, { accessTokenCookie: [] }, { bearerToken: [] }];
+  return object;
+}
+
+/** `/health` and the document itself: plain routes of `app.ts` and `docs.ts`. */
+const plainOperations: Operation[] = [
+  {
+    method: 'get',
+    path: '/health',
+    tag: 'service',
+    summary: 'Whether the service and its database answer',
+    session: 'none',
+    answer: { json: z.strictObject({ status: z.literal('ok'), database: z.literal('ok') }) },
+    errors: [503],
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    tag: 'service',
+    summary: 'This document',
+    session: 'none',
+    answer: { json: z.record(z.string(), z.unknown()) },
+  },
+];
+
+/** Every operation the document describes. */
+export function operations(): Operation[] {
+  return [...routes.map(fromRoute), ...fileOperations, ...plainOperations];
+}
+
+/** The whole document for a configuration (its servers are the configured addresses). */
+export function buildOpenApiDocument(config: Pick<Config, 'baseUrl' | 'devBaseUrl'>): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const op of operations()) {
+    const path = openApiPath(op.path);
+    const item = (paths[path] ??= {});
+    if (item[op.method]) throw new Error(`two operations for ${op.method.toUpperCase()} ${path}`);
+    item[op.method] = operationObject(op);
+  }
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'Peer-review accounts, attachments and sign-in',
+      version: API_VERSION,
+      description:
+        'The REST face of the service. Every operation here calls the same procedure a tRPC client calls at `/trpc`. ' +
+        'Errors answer with one body: `{status, name, message, details}`. ' +
+        'The OpenID Connect endpoints are described by `/.well-known/openid-configuration`.',
+    },
+    servers: [
+      { url: config.baseUrl, description: 'production' },
+      { url: config.devBaseUrl, description: 'development' },
+    ],
+    security: [{ accessTokenCookie: [] }, { bearerToken: [] }],
+    tags: ['accounts', 'venue', 'attachments', 'oidc', 'service'].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: { Error: { ...jsonSchema(ErrorBody, 'output'), description: `Names: ${Object.keys(ERROR_STATUS).join(', ')}` } },
+      securitySchemes: {
+        accessTokenCookie: { type: 'apiKey', in: 'cookie', name: ACCESS_TOKEN_COOKIE, description: 'Set by `POST /login`' },
+        bearerToken: { type: 'http', scheme: 'bearer', description: 'The `token` of a login answer, for clients without cookies' },
+      },
+    },
+  };
+}

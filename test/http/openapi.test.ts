@@ -1,0 +1,149 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOpenApiDocument, openApiPath } from '../../server/http/openapi.ts';
+import { routes } from '../../server/http/routes.ts';
+import { isOtherProtocol, problemsOf } from '../helpers/api-document.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+let server: TestServer;
+let document: Record<string, any>;
+
+beforeAll(async () => {
+  server = await startServer({ DEV_BASE_URL: 'http://localhost:5173' });
+  document = (await (await fetch(`${server.url}/openapi.json`)).json()) as Record<string, any>;
+});
+afterAll(() => server.close());
+
+interface Layer {
+  route?: { path: string | string[]; methods: Record<string, boolean> };
+  handle?: { stack?: Layer[] };
+}
+
+/** Every method and path the running app has registered, read from Express's own router. */
+function registeredRoutes(stack: Layer[]): string[] {
+  return stack.flatMap((layer) => {
+    const route = layer.route;
+    if (route) {
+      const paths = Array.isArray(route.path) ? route.path : [route.path];
+      const methods = Object.keys(route.methods).filter((m) => m !== '_all');
+      return paths.flatMap((path) => methods.map((method) => `${method.toUpperCase()} ${openApiPath(path)}`));
+    }
+    return layer.handle?.stack ? registeredRoutes(layer.handle.stack) : [];
+  });
+}
+
+function documentedRoutes(doc: Record<string, any>): string[] {
+  return Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
+    Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
+  );
+}
+
+describe('the API document', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(document);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+  });
+
+  it('is the one built from the code, with version 1.0.0 and the production and development servers', () => {
+    expect(document).toEqual(buildOpenApiDocument(server.config));
+    expect(document.info.version).toBe('1.0.0');
+    expect(document.servers).toEqual([
+      { url: server.url, description: 'production' },
+      { url: 'http://localhost:5173', description: 'development' },
+    ]);
+  });
+
+  it('has the session cookie service.accessToken as the default security scheme', () => {
+    expect(document.security[0]).toEqual({ accessTokenCookie: [] });
+    expect(document.components.securitySchemes.accessTokenCookie).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'service.accessToken' });
+    // A route that needs no session says so; one that needs it inherits the default.
+    expect(document.paths['/health'].get.security).toEqual([]);
+    expect(document.paths['/profiles'].get.security).toBeUndefined();
+  });
+
+  it('lists every route the app serves, and serves every route it lists', () => {
+    const served = registeredRoutes((server.service.app as unknown as { router: { stack: Layer[] } }).router.stack)
+      .filter((route) => !isOtherProtocol(route.split(' ')[1] ?? ''));
+    const listed = documentedRoutes(document);
+    expect(new Set(listed)).toEqual(new Set(served));
+    expect(listed).toHaveLength(new Set(listed).size);
+  });
+
+  it('has each route of the REST route table, with its path parameters', () => {
+    for (const route of routes) {
+      const operation = document.paths[openApiPath(route.path)]?.[route.method];
+      expect(operation, `${route.method} ${route.path}`).toBeDefined();
+      const params = [...route.path.matchAll(/[:*](\w+)/g)].map((m) => m[1]);
+      const inPath = (operation.parameters ?? []).filter((p: { in: string }) => p.in === 'path').map((p: { name: string }) => p.name);
+      expect(inPath.sort(), `${route.method} ${route.path}`).toEqual(params.map((p) => route.rename?.[p ?? ''] ?? p).sort());
+    }
+  });
+
+  it('describes bodies, query parameters and answers from the schemas that check them', () => {
+    const login = document.paths['/login'].post;
+    expect(login.requestBody.content['application/json'].schema).toMatchObject({
+      type: 'object',
+      required: ['id', 'password'],
+      additionalProperties: false,
+    });
+    expect(login.responses['200'].content['application/json'].schema.required).toEqual(['token', 'user']);
+    const tilde = document.paths['/tildeusername'].get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`);
+    expect(tilde).toEqual(['query:first', 'query:middle', 'query:last', 'query:fullname']);
+    // A path parameter is not also asked for in the body.
+    const activate = document.paths['/activate/{token}'].put;
+    expect(Object.keys(activate.requestBody.content['application/json'].schema.properties)).toEqual(['content']);
+  });
+
+  it('describes the uploads as multipart bodies with the file and every field', () => {
+    const chunk = document.paths['/attachment/chunk'].put.requestBody.content['multipart/form-data'].schema;
+    expect(chunk.required.sort()).toEqual(['chunkIndex', 'clientUploadId', 'file', 'invitationId', 'name', 'totalChunks']);
+    expect(chunk.properties.file).toEqual({ type: 'string', contentMediaType: 'application/octet-stream' });
+    expect(document.paths['/attachment'].put.requestBody.content['multipart/form-data'].schema.required.sort()).toEqual([
+      'file',
+      'invitationId',
+      'name',
+    ]);
+  });
+
+  it('gives every error status the Error body', () => {
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+          if (Number(status) < 400) continue;
+          expect(response.content['application/json'].schema, `${method} ${path} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
+        }
+      }
+    }
+    expect(document.components.schemas.Error.required.sort()).toEqual(['message', 'name', 'status']);
+  });
+});
+
+describe('the answer check every HTTP test runs', () => {
+  it('refuses a status, a body or a path the document does not have', () => {
+    const answer = { method: 'GET', path: '/tildeusername', contentType: 'application/json; charset=utf-8' };
+    expect(problemsOf({ ...answer, status: 200, text: '{"username":"~Ada_Lovelace1"}' })).toEqual([]);
+    expect(problemsOf({ ...answer, status: 200, text: '{"user":"~Ada_Lovelace1"}' }).join()).toMatch(/must have required property 'username'/);
+    expect(problemsOf({ ...answer, status: 418, text: '{}' }).join()).toMatch(/status not in the API document/);
+    expect(problemsOf({ ...answer, path: '/nowhere', status: 200, text: '{}' }).join()).toMatch(/not in the API document/);
+    const notFound = '{"name":"NotFoundError","message":"Route not found","status":404}';
+    expect(problemsOf({ ...answer, path: '/nowhere', status: 404, text: notFound })).toEqual([]);
+  });
+
+  it('is installed around fetch, so an undocumented answer fails the test that got it', async () => {
+    // A HEAD request is not in the document: the check refuses the answer.
+    await expect(fetch(`${server.url}/tildeusername`, { method: 'HEAD' })).rejects.toThrow(/does not match the API document/);
+  });
+});
+
+describe('the reference page', () => {
+  it('serves the viewer from the package, not a CDN', async () => {
+    const page = await (await fetch(`${server.url}/docs`)).text();
+    expect(page).not.toMatch(/https?:\/\//);
+    const script = await fetch(`${server.url}/docs/swagger-ui-bundle.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+  });
+});
