@@ -1,7 +1,7 @@
 /**
  * `GET /openapi.json` (the API document) and `GET /docs` (Swagger UI rendering it). The viewer's
  * files come from the `swagger-ui-dist` package on disk, never from a CDN: the service must
- * work offline. Only the two files the page needs are served from that package.
+ * work offline. Only the three files the page needs are served from that package.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 
 const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js'];
+const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'];
 
 /** Where the page finds its files: under `/docs/`, so the page works behind any path prefix. */
 export const DOCS_PATHS = ['/docs', '/docs/init.js', ...VIEWER_FILES.map((file) => `/docs/${file}`)];
@@ -19,6 +19,7 @@ const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>API reference</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="docs/swagger-ui.css">
+<link rel="icon" type="image/png" href="docs/favicon-32x32.png">
 </head><body><div id="swagger-ui"></div>
 <script src="docs/swagger-ui-bundle.js"></script>
 <script src="docs/init.js"></script>

@@ -225,7 +225,6 @@ export function buildOpenApiDocument(config: Pick<Config, 'baseUrl' | 'devBaseUr
   }
   return {
     openapi: '3.1.0',
-    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: {
       title: 'Peer-review accounts, attachments and sign-in',
       version: API_VERSION,

@@ -5,13 +5,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { admin } from './helpers.ts';
-
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 let server: TestServer;
 let app: Server;
@@ -30,7 +29,7 @@ beforeAll(async () => {
   rp = await client.discovery(new URL(server.url), 'browser-app', undefined, client.None(), { execute: [client.allowInsecureRequests] });
   client.enableNonRepudiationChecks(rp);
   person = await createActiveUser(server, { fullname: 'Rosalind Franklin' });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_FLAGS });
+  browser = await launchBrowser();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
