@@ -1,13 +1,19 @@
 /**
  * The typed client of the service: every procedure of the server's router, with its input and
- * output types, over tRPC's HTTP transport. It keeps the session token it was given or that
- * `login` returned and sends it as a bearer token, so it works outside a browser too.
+ * output types, over tRPC's HTTP transport, plus what tRPC does not carry (uploads, downloads).
+ * It keeps the session token it was given or that `login` returned and sends it as a bearer
+ * token, so it works outside a browser too; a call that answers 401 refreshes the session once
+ * and is sent again.
  */
 import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
 import type { AppRouter } from '../server/router.ts';
 import type { LoginInput, SessionResult } from '../shared/index.ts';
+import { Files, type DownloadedFile, type DownloadOptions, type UploadOptions } from './files.ts';
+import { Session } from './transport.ts';
 
 export * from '../shared/index.ts';
+export { ApiError } from './transport.ts';
+export { checkFile, type DownloadedFile, type DownloadOptions, type Progress, type UploadOptions } from './files.ts';
 export type { AppRouter };
 
 export interface ClientOptions {
@@ -25,35 +31,37 @@ export interface Client {
   /** The session token sent with each call, if any. */
   readonly token: string | undefined;
   login(input: LoginInput): Promise<SessionResult>;
+  /** A new access token (from the refresh cookie, or the still-valid token). */
   refresh(): Promise<SessionResult>;
   logout(): Promise<void>;
+  attachments: {
+    /** Checks the file against the field, sends it whole or in chunks, answers its URL. */
+    upload(file: Blob, options: UploadOptions): Promise<{ url: string }>;
+    /** A note's file, streamed. */
+    download(options: DownloadOptions): Promise<DownloadedFile>;
+  };
 }
 
 export function createClient(options: ClientOptions): Client {
-  let token = options.token;
+  const session = new Session(options);
   const api = createTRPCClient<AppRouter>({
-    links: [
-      httpLink({
-        url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
-        ...(options.fetch ? { fetch: options.fetch } : {}),
-        headers: () => (token ? { authorization: `Bearer ${token}` } : {}),
-      }),
-    ],
+    links: [httpLink({ url: `${session.baseUrl}/trpc`, fetch: session.fetch })],
   });
-  const keep = (session: SessionResult): SessionResult => {
-    token = session.token;
-    return session;
-  };
+  const files = new Files(session);
   return {
     api,
     get token() {
-      return token;
+      return session.token;
     },
-    login: async (input) => keep(await api.accounts.login.mutate(input)),
-    refresh: async () => keep(await api.accounts.refreshToken.mutate()),
+    login: async (input) => session.keep(await api.accounts.login.mutate(input)),
+    refresh: () => session.refresh(),
     async logout() {
       await api.accounts.logout.mutate();
-      token = undefined;
+      session.forget();
+    },
+    attachments: {
+      upload: (file, uploadOptions) => files.upload(file, uploadOptions),
+      download: (downloadOptions) => files.download(downloadOptions),
     },
   };
 }

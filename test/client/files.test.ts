@@ -1,0 +1,198 @@
+/**
+ * The client's uploads and downloads against the real server, with a proxy in between that
+ * can cut the line, and its one refresh-and-retry on a 401.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError, createClient, type Client, type Progress } from '../../client/index.ts';
+import { pdfBytes, sha1, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
+import { serviceOrigins } from '../helpers/api-document.ts';
+import { startProxy, type CuttingProxy } from '../helpers/proxy.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+
+const MB = 1024 * 1024;
+let server: TestServer;
+let proxy: CuttingProxy;
+let email: string;
+
+/** Every request a client sends, as `METHOD path`. */
+function counting(): { fetch: typeof fetch; sent: string[] } {
+  const sent: string[] = [];
+  return {
+    sent,
+    fetch: (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      sent.push(`${init?.method ?? 'GET'} ${url.pathname}`);
+      return fetch(input, init);
+    },
+  };
+}
+
+async function author(baseUrl = server.url, fetchImpl?: typeof fetch): Promise<Client> {
+  const client = createClient({ baseUrl, fetch: fetchImpl });
+  await client.login({ id: email, password: PASSWORD });
+  return client;
+}
+
+/** A stored file as its uploader reads it back (`GET /pdf/{id}`), failing on anything but a 200. */
+async function readBack(client: Client, url: string): Promise<Buffer> {
+  const response = await fetch(`${server.url}${url}`, { headers: { authorization: `Bearer ${client.token}` } });
+  expect(response.status).toBe(200);
+  return readAll(response.body as ReadableStream<Uint8Array>);
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const part of stream) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+beforeAll(async () => {
+  server = await startServer();
+  await venueWithAuthor(server);
+  email = (await createActiveUser(server, { fullname: 'Client Author' })).email;
+  proxy = await startProxy(server.url);
+  serviceOrigins.add(proxy.url);
+});
+afterAll(async () => {
+  serviceOrigins.delete(proxy.url);
+  await proxy.close();
+  await server.close();
+});
+
+describe('attachments.upload', () => {
+  it('sends a small file in one PUT /attachment and reports progress to the whole size', async () => {
+    const { fetch: fetchImpl, sent } = counting();
+    const client = await author(server.url, fetchImpl);
+    const data = pdfBytes(300 * 1024);
+    const progress: Progress[] = [];
+    const { url } = await client.attachments.upload(new File([data], 'paper.pdf'), { invitationId: SUBMISSION, name: 'pdf', onProgress: (p) => progress.push(p) });
+    expect(url).toMatch(/^\/pdf\/[0-9a-f]{40}\.pdf$/);
+    expect(sent.filter((s) => s.startsWith('PUT'))).toEqual(['PUT /attachment']);
+    expect(progress.at(-1)).toEqual({ loaded: data.length, total: data.length });
+  });
+
+  it('refuses, before sending anything, a file of the wrong type or over the field’s size', async () => {
+    const { fetch: fetchImpl, sent } = counting();
+    const client = await author(server.url, fetchImpl);
+    const wrongType = await client.attachments.upload(new File([pdfBytes(1000)], 'paper.docx'), { invitationId: SUBMISSION, name: 'pdf' }).catch((e: unknown) => e);
+    expect(wrongType).toBeInstanceOf(ApiError);
+    expect(wrongType).toMatchObject({ status: 400, name: 'ValidationError', details: { path: 'file' }, message: 'The file must be of type pdf' });
+    // A Blob that says it is 51 MB: nothing is read from it, so it costs no memory.
+    const huge = new Blob([new Uint8Array(51 * MB)]);
+    const tooLarge = await client.attachments.upload(huge, { invitationId: SUBMISSION, name: 'pdf', filename: 'huge.pdf' }).catch((e: unknown) => e);
+    expect(tooLarge).toMatchObject({ status: 413, name: 'ValidationError', details: { path: 'file' } });
+    expect(sent.filter((s) => s.startsWith('PUT'))).toEqual([]);
+  });
+
+  it('sends a large file in chunks, a few at a time, and the bytes read back match', async () => {
+    const { fetch: fetchImpl, sent } = counting();
+    const client = await author(server.url, fetchImpl);
+    const data = pdfBytes(12 * MB);
+    const progress: Progress[] = [];
+    const { url } = await client.attachments.upload(new File([data], 'big.pdf'), {
+      invitationId: SUBMISSION,
+      name: 'pdf',
+      chunkSize: 2 * MB,
+      onProgress: (p) => progress.push({ ...p }),
+    });
+    expect(sent.filter((s) => s === 'PUT /attachment/chunk')).toHaveLength(6);
+    expect(progress[0]).toEqual({ loaded: 0, total: data.length });
+    expect(progress.at(-1)).toEqual({ loaded: data.length, total: data.length });
+    expect(progress.map((p) => p.loaded)).toEqual([...progress.map((p) => p.loaded)].sort((a, b) => a - b));
+    const stored = await readBack(client, url);
+    expect(sha1(stored)).toBe(sha1(data));
+  });
+
+  it('retries a chunk whose connection was cut, and finishes', async () => {
+    const client = await author(proxy.url);
+    const data = pdfBytes(6 * MB);
+    proxy.cutAfter(3 * MB);
+    const cutsBefore = proxy.cuts;
+    const { url } = await client.attachments.upload(new File([data], 'cut.pdf'), { invitationId: SUBMISSION, name: 'pdf', chunkSize: 1 * MB });
+    expect(proxy.cuts).toBe(cutsBefore + 1);
+    const stored = await readBack(client, url);
+    expect(sha1(stored)).toBe(sha1(data));
+  });
+
+  it('after the line stays down, a second call resumes from the chunks the server holds', async () => {
+    const { fetch: fetchImpl, sent } = counting();
+    const client = await author(proxy.url, fetchImpl);
+    const data = pdfBytes(8 * MB);
+    const file = new File([data], 'resume.pdf', { lastModified: 1_700_000_000_000 });
+    const options = { invitationId: SUBMISSION, name: 'pdf', chunkSize: 1 * MB, concurrency: 1, retries: 1 };
+    proxy.cutAfter(4.5 * MB, { stayDown: true });
+    const failed = await client.attachments.upload(file, options).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(TypeError);
+    proxy.heal();
+
+    sent.length = 0;
+    const progress: Progress[] = [];
+    const { url } = await client.attachments.upload(file, { ...options, onProgress: (p) => progress.push({ ...p }) });
+    const resent = sent.filter((s) => s === 'PUT /attachment/chunk').length;
+    expect(resent).toBeGreaterThan(0);
+    expect(resent).toBeLessThan(8);
+    expect(progress[0]?.loaded).toBe((8 - resent) * MB);
+    const stored = await readBack(client, url);
+    expect(sha1(stored)).toBe(sha1(data));
+  });
+
+  it('stops when its signal is aborted, and can be resumed later', async () => {
+    const client = await author();
+    const data = pdfBytes(6 * MB);
+    const file = new File([data], 'cancel.pdf');
+    const controller = new AbortController();
+    const options = { invitationId: SUBMISSION, name: 'pdf', chunkSize: 1 * MB, concurrency: 1 };
+    const cancelled = await client.attachments
+      .upload(file, { ...options, signal: controller.signal, onProgress: (p) => (p.loaded >= 2 * MB ? controller.abort() : undefined) })
+      .catch((e: unknown) => e);
+    expect(cancelled).toMatchObject({ name: 'AbortError' });
+    const { url } = await client.attachments.upload(file, options);
+    const stored = await readBack(client, url);
+    expect(sha1(stored)).toBe(sha1(data));
+  });
+});
+
+describe('attachments.download', () => {
+  it("streams a note's file with its name, type, size and SHA-1", async () => {
+    const client = await author();
+    const data = pdfBytes(3 * MB);
+    const { url } = await client.attachments.upload(new File([data], 'read-me.pdf'), { invitationId: SUBMISSION, name: 'pdf' });
+    const me = (await client.api.accounts.profiles.query()).profiles[0];
+    const note = await client.api.venue.postNote.mutate({
+      invitation: SUBMISSION,
+      content: {
+        title: { value: 'Read me back' },
+        authors: { value: ['Client Author'] },
+        authorids: { value: [me?.id ?? ''] },
+        abstract: { value: 'Bytes in, bytes out.' },
+        pdf: { value: url },
+      },
+    });
+    const progress: Progress[] = [];
+    const file = await client.attachments.download({ id: note.id, name: 'pdf', onProgress: (p) => progress.push({ ...p }) });
+    expect(file).toMatchObject({ contentType: 'application/pdf', size: data.length, sha1: sha1(data) });
+    expect(file.filename).toMatch(/\.pdf$/);
+    expect(sha1(await readAll(file.stream))).toBe(sha1(data));
+    expect(progress.at(-1)).toEqual({ loaded: data.length, total: data.length });
+    const missing = await client.attachments.download({ id: 'no-such-note' }).catch((e: unknown) => e);
+    expect(missing).toMatchObject({ status: 404, name: 'NotFoundError' });
+  });
+});
+
+describe('a 401', () => {
+  it('makes the client refresh its session once and send the call again', async () => {
+    const client = createClient({ baseUrl: server.url });
+    const first = await client.login({ id: email, password: PASSWORD, expiresIn: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const { profiles } = await client.api.accounts.profiles.query();
+    expect(profiles).toHaveLength(1);
+    expect(client.token).not.toBe(first.token);
+  });
+
+  it('is the caller’s when there is no session to refresh', async () => {
+    const client = createClient({ baseUrl: server.url, token: 'not-a-token' });
+    const error = await client.api.accounts.profiles.query().catch((e: unknown) => e);
+    expect(error).toMatchObject({ data: { httpStatus: 401 } });
+  });
+});
