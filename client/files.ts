@@ -94,19 +94,20 @@ function abortable(ms: number, signal: AbortSignal | undefined): Promise<void> {
 /** Sends a request until it succeeds, fails for good (a 4xx), or runs out of retries. */
 async function withRetries(send: () => Promise<Response>, retries: number, signal: AbortSignal | undefined): Promise<Response> {
   for (let attempt = 0; ; attempt++) {
-    let failure: unknown;
+    let retryAfterMs: number | undefined;
     try {
       const response = await send();
       if (response.ok || !TRANSIENT.has(response.status) || attempt >= retries) return response;
-      const after = Number(response.headers.get('retry-after'));
+      const seconds = Number(response.headers.get('retry-after'));
+      if (Number.isFinite(seconds) && seconds > 0) retryAfterMs = seconds * 1000;
       await response.body?.cancel().catch(() => undefined);
-      failure = Number.isFinite(after) && after > 0 ? after * 1000 : undefined;
     } catch (error) {
       // A dropped connection is a TypeError from fetch; a cancellation is the caller's.
-      if (signal?.aborted || attempt >= retries || !(error instanceof TypeError)) throw signal?.aborted ? signal.reason : error;
+      if (signal?.aborted) throw signal.reason;
+      if (attempt >= retries || !(error instanceof TypeError)) throw error;
     }
-    const backoff = typeof failure === 'number' ? failure : Math.min(8000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
-    await abortable(backoff, signal);
+    // Exponential backoff with jitter, unless the server said how long to wait.
+    await abortable(retryAfterMs ?? Math.min(8000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2), signal);
   }
 }
 
