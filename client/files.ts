@@ -4,8 +4,9 @@
  *
  * An upload checks the file against the field's rules before sending a byte, sends chunks a
  * few at a time, retries a failed chunk with backoff, and resumes from the server's status map:
- * the upload id is derived from the file and the field, so calling `upload` again with the same
- * file after an interruption sends only the chunks the server does not have.
+ * the upload id is derived from the file's content and the field, so calling `upload` again
+ * with the same file after an interruption sends only the chunks the server does not have,
+ * and a different file never continues another's upload.
  */
 import { ChunkedUploadState, ChunkStatus, UploadResult, UploadRules } from '../shared/index.ts';
 import { ApiError, type Session } from './transport.ts';
@@ -30,6 +31,11 @@ export interface UploadOptions {
   concurrency?: number;
   /** Retries of one failed request, with exponential backoff (4). */
   retries?: number;
+  /**
+   * A human-verification token, once the server asks for one (`HumanVerificationRequiredError`
+   * after many uploads in an hour); sent with every request of this upload.
+   */
+  humanVerificationToken?: string;
   /** The id grouping the chunks; by default derived from the file, so a new call resumes. */
   clientUploadId?: string;
   onProgress?: (progress: Progress) => void;
@@ -91,6 +97,16 @@ function abortable(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** The longest a server's `Retry-After` is waited for: beyond it, the upload fails instead. */
+const MAX_RETRY_AFTER_MS = 60_000;
+
+/** `Retry-After` in seconds or as an HTTP date, in milliseconds (capped); undefined if absent. */
+function retryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(ms) ? Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms)) : undefined;
+}
+
 /** Sends a request until it succeeds, fails for good (a 4xx), or runs out of retries. */
 async function withRetries(send: () => Promise<Response>, retries: number, signal: AbortSignal | undefined): Promise<Response> {
   for (let attempt = 0; ; attempt++) {
@@ -98,8 +114,7 @@ async function withRetries(send: () => Promise<Response>, retries: number, signa
     try {
       const response = await send();
       if (response.ok || !TRANSIENT.has(response.status) || attempt >= retries) return response;
-      const seconds = Number(response.headers.get('retry-after'));
-      if (Number.isFinite(seconds) && seconds > 0) retryAfterMs = seconds * 1000;
+      retryAfterMs = retryAfter(response.headers.get('retry-after'));
       await response.body?.cancel().catch(() => undefined);
     } catch (error) {
       // A dropped connection is a TypeError from fetch; a cancellation is the caller's.
@@ -111,16 +126,20 @@ async function withRetries(send: () => Promise<Response>, retries: number, signa
   }
 }
 
-/** An id for the chunks of one file for one field: the same file resumes the same upload. */
+/**
+ * An id for the chunks of one file for one field: the SHA-256 of the field, the name, the chunk
+ * size and the SHA-256 of every chunk. The same file resumes the same upload; a file that
+ * differs anywhere gets another. Read a chunk at a time, so memory stays at one chunk.
+ */
 async function deriveUploadId(file: Blob, filename: string, options: UploadOptions, chunkSize: number): Promise<string> {
-  const lastModified = 'lastModified' in file ? String(file.lastModified) : '';
-  const identity = new TextEncoder().encode([options.invitationId, options.name, filename, file.size, lastModified, chunkSize].join('\n'));
-  const head = new Uint8Array(await file.slice(0, 64 * 1024).arrayBuffer());
-  const tail = new Uint8Array(await file.slice(Math.max(0, file.size - 64 * 1024)).arrayBuffer());
-  const all = new Uint8Array(identity.length + head.length + tail.length);
-  all.set(identity);
-  all.set(head, identity.length);
-  all.set(tail, identity.length + head.length);
+  const digests: Uint8Array[] = [new TextEncoder().encode([options.invitationId, options.name, filename, file.size, chunkSize].join('\n'))];
+  for (let offset = 0; offset < file.size; offset += chunkSize) {
+    if (options.signal?.aborted) throw options.signal.reason;
+    const part = await file.slice(offset, offset + chunkSize).arrayBuffer();
+    digests.push(new Uint8Array(await crypto.subtle.digest('SHA-256', part)));
+  }
+  const all = new Uint8Array(digests.reduce((n, d) => n + d.length, 0));
+  digests.reduce((at, d) => (all.set(d, at), at + d.length), 0);
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', all));
   return `u${Array.from(digest.subarray(0, 12), (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
@@ -144,26 +163,36 @@ export class Files {
     if (!filename) throw new TypeError('upload: give options.filename when the file is a Blob');
     const rules = await this.rules(options.invitationId, options.name);
     checkFile(rules, filename, file.size);
-    const chunkSize = Math.max(1, Math.min(options.chunkSize ?? 5 * MB, rules.maxChunkBytes));
+    const asked = options.chunkSize ?? 5 * MB;
+    if (!Number.isSafeInteger(asked) || asked < 1) throw new TypeError(`upload: chunkSize must be a whole number of bytes, not ${asked}`);
+    const chunkSize = Math.min(asked, rules.maxChunkBytes);
     if (file.size <= chunkSize && file.size <= rules.maxUploadBytes) return this.#whole(file, filename, options);
     return this.#chunked(file, filename, options, chunkSize);
   }
 
-  async #whole(file: Blob, filename: string, options: UploadOptions): Promise<{ url: string }> {
-    options.onProgress?.({ loaded: 0, total: file.size });
+  /** One upload request, retried when it may succeed later; its failure is an ApiError. */
+  async #put(path: string, form: () => FormData, options: UploadOptions, signal: AbortSignal): Promise<unknown> {
+    const headers: Record<string, string> = options.humanVerificationToken ? { 'cf-turnstile-token': options.humanVerificationToken } : {};
     const response = await withRetries(
-      () => this.#session.fetch(`${this.#session.baseUrl}/attachment`, { method: 'PUT', body: this.#form(file, filename, options, {}), signal: options.signal ?? null }),
+      () => this.#session.fetch(`${this.#session.baseUrl}${path}`, { method: 'PUT', body: form(), headers, signal }),
       options.retries ?? 4,
-      options.signal,
+      signal,
     );
     if (!response.ok) throw await ApiError.from(response);
-    const result = UploadResult.parse(await response.json());
+    return response.json();
+  }
+
+  async #whole(file: Blob, filename: string, options: UploadOptions): Promise<{ url: string }> {
+    options.onProgress?.({ loaded: 0, total: file.size });
+    const signal = options.signal ?? new AbortController().signal;
+    const result = UploadResult.parse(await this.#put('/attachment', () => this.#form(file, filename, options, {}), options, signal));
     options.onProgress?.({ loaded: file.size, total: file.size });
     return result;
   }
 
   async #chunked(file: Blob, filename: string, options: UploadOptions, chunkSize: number): Promise<{ url: string }> {
     const totalChunks = Math.ceil(file.size / chunkSize);
+    if (totalChunks > 10_000) throw new TypeError(`upload: ${totalChunks} chunks is more than the 10 000 allowed; use a larger chunkSize`);
     const clientUploadId = options.clientUploadId ?? (await deriveUploadId(file, filename, options, chunkSize));
     const sizeOf = (index: number) => Math.min(chunkSize, file.size - index * chunkSize);
 
@@ -172,49 +201,61 @@ export class Files {
       options.onProgress?.({ loaded: file.size, total: file.size });
       return { url: state.url };
     }
-    if (state && state.totalChunks !== totalChunks) {
+    const held = new Set(Object.entries(state?.chunks ?? {}).filter(([, s]) => s === 'completed').map(([index]) => Number(index)));
+    // Resuming with other chunk boundaries would assemble a different file: refused.
+    const misfit = state && (state.totalChunks !== totalChunks || [...held].some((i) => state.chunkBytes[String(i)] !== sizeOf(i)));
+    if (misfit) {
       throw new ApiError({
         status: 400,
         name: 'ValidationError',
-        message: `The upload ${clientUploadId} was started with ${state.totalChunks} chunks, not ${totalChunks}: use another clientUploadId`,
+        message: `The upload ${clientUploadId} was started with other chunks (${state.totalChunks} of them): use another clientUploadId`,
         details: { path: 'clientUploadId' },
       });
     }
-    const held = new Set(Object.entries(state?.chunks ?? {}).filter(([, s]) => s === 'completed').map(([index]) => Number(index)));
     const pending = Array.from({ length: totalChunks }, (_, i) => i).filter((i) => !held.has(i));
-    let loaded = [...held].reduce((sum, i) => sum + (i < totalChunks ? sizeOf(i) : 0), 0);
+    // Every chunk is there but no file: its assembly failed or was cut short. Sending the last
+    // chunk again (the server keeps its first copy) makes the server assemble it again.
+    if (pending.length === 0) pending.push(totalChunks - 1);
+    let loaded = [...held].reduce((sum, i) => sum + sizeOf(i), 0);
     options.onProgress?.({ loaded, total: file.size });
 
+    // The first chunk that fails for good stops the others: nothing goes on in the background.
+    const stop = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
     let url: string | undefined;
     const sendChunk = async (index: number) => {
       const fields = { clientUploadId, chunkIndex: String(index), totalChunks: String(totalChunks) };
       const part = file.slice(index * chunkSize, index * chunkSize + sizeOf(index));
-      const response = await withRetries(
-        () => this.#session.fetch(`${this.#session.baseUrl}/attachment/chunk`, { method: 'PUT', body: this.#form(part, filename, options, fields), signal: options.signal ?? null }),
-        options.retries ?? 4,
-        options.signal,
-      );
-      if (!response.ok) throw await ApiError.from(response);
-      const answer: unknown = await response.json();
+      const answer = await this.#put('/attachment/chunk', () => this.#form(part, filename, options, fields), options, signal);
       const done = UploadResult.safeParse(answer);
       if (done.success) url = done.data.url;
       else ChunkStatus.parse(answer);
-      loaded += sizeOf(index);
+      if (!held.has(index)) loaded += sizeOf(index);
       options.onProgress?.({ loaded, total: file.size });
     };
 
     const queue = [...pending];
     const worker = async () => {
       for (let index = queue.shift(); index !== undefined; index = queue.shift()) {
-        if (options.signal?.aborted) throw options.signal.reason;
+        if (signal.aborted) throw signal.reason;
         await sendChunk(index);
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 3, pending.length)) }, worker));
+    const workers = Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 3, pending.length)) }, () =>
+      worker().catch((error: unknown) => {
+        stop.abort(error);
+        throw error;
+      }),
+    );
+    const outcomes = await Promise.allSettled(workers);
+    // The caller's cancellation, else the first failure (the others are its echo).
+    if (options.signal?.aborted) throw options.signal.reason;
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw stop.signal.reason ?? failed.reason;
 
     // Two last chunks arriving together: one assembles, the other may answer the status map.
     url ??= (await this.#state(clientUploadId))?.url;
-    if (!url) throw new ApiError({ status: 500, name: 'InternalServerError', message: 'Every chunk was sent but the file was not assembled' });
+    if (!url) throw new ApiError({ status: 500, name: 'InternalServerError', message: 'Every chunk was sent but the file was not assembled; try again' });
     return { url };
   }
 

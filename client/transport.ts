@@ -50,7 +50,7 @@ export class Session {
   readonly baseUrl: string;
   token: string | undefined;
   #refreshCookie: string | undefined;
-  #refreshing: Promise<boolean> | null = null;
+  #refreshing: Promise<SessionResult> | null = null;
   readonly #fetch: typeof globalThis.fetch;
 
   constructor(options: SessionOptions) {
@@ -86,28 +86,29 @@ export class Session {
   };
 
   /** Refreshes unless another call already did since `sentWith` was the token; true when there is a new one. */
-  refreshOnce(sentWith: string | undefined): Promise<boolean> {
-    if (this.token !== sentWith) return Promise.resolve(true);
+  async refreshOnce(sentWith: string | undefined): Promise<boolean> {
+    if (this.token !== sentWith) return true;
+    return this.refresh().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /**
+   * `POST /refreshToken`: a new access token from the refresh cookie. Calls made while one is
+   * under way share it: the refresh token rotates, so a second one sent alongside would fail.
+   */
+  refresh(): Promise<SessionResult> {
     this.#refreshing ??= this.#refresh().finally(() => {
       this.#refreshing = null;
     });
     return this.#refreshing;
   }
 
-  /** `POST /refreshToken`: a new access token from the refresh cookie. */
-  async refresh(): Promise<SessionResult> {
+  async #refresh(): Promise<SessionResult> {
     const response = await this.#send(`${this.baseUrl}/refreshToken`, { method: 'POST' });
     if (!response.ok) throw await ApiError.from(response);
     return this.keep(SessionResult.parse(await response.json()));
-  }
-
-  async #refresh(): Promise<boolean> {
-    try {
-      await this.refresh();
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   #isRefresh(input: string | URL | Request): boolean {

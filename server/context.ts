@@ -25,8 +25,14 @@ export interface Context {
   origin: RequestOrigin;
   /** The signed-in caller; rejects with 401 when there is no valid session. Resolved once. */
   viewer(): Promise<Viewer>;
-  /** The signed-in caller, or null when the request carries no valid session. */
+  /**
+   * The signed-in caller, or null when the request carries no session. A session token that
+   * is presented but expired or ended is a 401, not a guest: the answer depends on who asks,
+   * and the client should refresh rather than be shown less.
+   */
   optionalViewer(): Promise<Viewer | null>;
+  /** The caller when the request carries a valid session, null otherwise (logout, sign-in pages). */
+  viewerIfValid(): Promise<Viewer | null>;
 }
 
 /** Builds a context from its parts; used by the HTTP adapters and directly by tests. */
@@ -52,6 +58,7 @@ export function createContextInner(opts: {
     cookies: opts.cookies ?? { set() {}, clear() {} },
     origin: opts.origin ?? { address: 'local' },
     viewer,
-    optionalViewer: () => viewer().catch(() => null),
+    optionalViewer: () => (credentials.accessToken ? viewer() : Promise.resolve(null)),
+    viewerIfValid: () => viewer().catch(() => null),
   };
 }

@@ -49,7 +49,7 @@ const errorsAsAppErrors = t.middleware(async ({ next, getRawInput, ctx }) => {
 /** Mutations in an impersonation session: see `ProcedureMeta.whileImpersonating`. */
 const impersonationGuard = t.middleware(async ({ ctx, type, meta, next }) => {
   if (type !== 'mutation' || meta?.whileImpersonating === 'allowed') return next();
-  const viewer = await ctx.optionalViewer();
+  const viewer = await ctx.viewerIfValid();
   if (viewer?.impersonator) {
     if (meta?.whileImpersonating === 'refused') {
       throw new AppError('ForbiddenError', 'Credentials cannot be changed while impersonating');

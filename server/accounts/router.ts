@@ -87,7 +87,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'allowed' })
     .output(Empty)
     .mutation(async ({ ctx }) => {
-      await ctx.services.accounts.logout({ viewer: await ctx.optionalViewer(), refreshToken: ctx.credentials.refreshToken });
+      await ctx.services.accounts.logout({ viewer: await ctx.viewerIfValid(), refreshToken: ctx.credentials.refreshToken });
       ctx.cookies.clear();
       return {};
     }),

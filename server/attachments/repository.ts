@@ -108,7 +108,8 @@ export class AttachmentsRepository {
       const others = await trx('upload_chunks').where({ upload_id: uploadId }).whereNot({ chunk_index: index }).sum({ total: 'size' }).first();
       if (Number(others?.total ?? 0) + size > maxBytes) return 'too-large';
       await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore();
-      await trx('chunked_uploads').where({ id: uploadId }).update({ updated_at: now });
+      // While it is being assembled, `updated_at` keeps the time of the claim (see claimAssembly).
+      await trx('chunked_uploads').where({ id: uploadId, status: 'receiving' }).update({ updated_at: now });
       return 'recorded';
     });
   }
@@ -125,10 +126,14 @@ export class AttachmentsRepository {
 
   /**
    * Claims the assembly of a complete upload: `UPDATE … SET status = 'assembling' WHERE status =
-   * 'receiving'` changes exactly one row for exactly one request.
+   * 'receiving'` changes exactly one row for exactly one request. An assembly claimed before
+   * `staleBefore` and never finished (its server stopped) may be claimed again.
    */
-  async claimAssembly(id: string, now: number): Promise<boolean> {
-    const changed = await this.#db('chunked_uploads').where({ id, status: 'receiving' }).update({ status: 'assembling', updated_at: now });
+  async claimAssembly(id: string, now: number, staleBefore: number): Promise<boolean> {
+    const changed = await this.#db('chunked_uploads')
+      .where({ id })
+      .andWhere((q) => q.where({ status: 'receiving' }).orWhere((stale) => stale.where({ status: 'assembling' }).andWhere('updated_at', '<', staleBefore)))
+      .update({ status: 'assembling', updated_at: now });
     return changed === 1;
   }
 

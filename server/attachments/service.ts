@@ -39,6 +39,8 @@ export interface StoredFile {
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 const WAIT_FOR_ASSEMBLY_MS = 60_000;
+/** An assembly not finished after this long was left by a server that stopped: it may be redone. */
+const STALE_ASSEMBLY_MS = 10 * 60_000;
 
 /** `{<chunkIndex>: "completed" | "missing"}` for every chunk of an upload, keyed as the client counts. */
 function statusMap(indexes: number[], chunks: Map<number, number>): Record<string, 'missing' | 'completed'> {
@@ -143,6 +145,7 @@ export class AttachmentsService {
       state: upload.status,
       ...(upload.url ? { url: upload.url } : {}),
       chunks: statusMap(indexes, chunks),
+      chunkBytes: Object.fromEntries([...chunks].map(([index, size]) => [String(index), size])),
     };
   }
 
@@ -258,7 +261,9 @@ export class AttachmentsService {
       if (base !== null && !(await repo.settleIndexBase(upload.id, base))) {
         throw new AppError('ValidationError', 'The chunks of one upload must count either from 0 or from 1, not both', { path: 'chunkIndex' });
       }
-      upload = (await repo.findUpload(upload.id)) ?? upload;
+      // Once settled, the index base never changes: the row is read again only while it is unknown
+      // (this chunk, or a parallel one, may have just settled it).
+      if (upload.indexBase === null) upload = (await repo.findUpload(upload.id)) ?? upload;
 
       const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex);
       const outcome = await repo.recordChunk(upload.id, fields.chunkIndex, file.size, maxBytes, now);
@@ -285,7 +290,8 @@ export class AttachmentsService {
     const complete = upload.indexBase !== null && indexes.every((i) => chunks.has(i));
     if (!complete) return statusMap(indexes, chunks);
 
-    if (!(await repo.claimAssembly(upload.id, this.#now()))) return this.#awaitAssembly(upload, indexes, chunks);
+    const now = this.#now();
+    if (!(await repo.claimAssembly(upload.id, now, now - STALE_ASSEMBLY_MS))) return this.#awaitAssembly(upload, indexes, chunks);
     let assembled: Received | null = null;
     try {
       assembled = await this.#store.assemble(upload.id, indexes, maxBytes);

@@ -7,6 +7,7 @@ import {
   AttachmentQuery,
   ChunkFields,
   ChunkStatus,
+  HumanVerificationToken,
   parseOrThrow,
   PdfCompareQuery,
   PdfQuery,
@@ -28,6 +29,8 @@ export const UPLOAD_PATHS = ['/attachment', '/attachment/chunk'];
 const ANY_FILE = ['application/pdf', 'application/zip', 'application/octet-stream'];
 /** 429 and 503: after many uploads, a human-verification token is needed and checked. */
 const UPLOAD_ERRORS = [429, 503];
+/** After `UPLOAD_HUMAN_VERIFICATION_AFTER` uploads in an hour, each upload request carries a token. */
+const UPLOAD_HEADERS = z.object({ 'cf-turnstile-token': HumanVerificationToken.optional() });
 
 /** How the API document describes these routes: the same shared schemas that check them. */
 export const fileOperations: Operation[] = [
@@ -37,6 +40,7 @@ export const fileOperations: Operation[] = [
     tag: 'attachments',
     summary: "Upload a file for an invitation's field; answers its URL",
     session: 'required',
+    headers: UPLOAD_HEADERS,
     body: { multipart: UploadFields, file: 'file' },
     answer: { json: UploadResult },
     errors: UPLOAD_ERRORS,
@@ -47,6 +51,7 @@ export const fileOperations: Operation[] = [
     tag: 'attachments',
     summary: 'Upload one chunk; answers every chunk’s status, or the URL once the file is complete',
     session: 'required',
+    headers: UPLOAD_HEADERS,
     body: { multipart: ChunkFields, file: 'file' },
     answer: { json: z.union([UploadResult, ChunkStatus]) },
     errors: UPLOAD_ERRORS,

@@ -57,6 +57,10 @@ export function readUpload(
       // large) it destroys what it reads, and a destroyed busboy stream would stall the parser
       // and leave the client hanging. Busboy's stream is unpiped and drained instead.
       const pass = new PassThrough();
+      // Destroyed with an error when the client goes away, perhaps before the store reads it or
+      // after it has finished: the failure is reported through `fail`, and an 'error' with no
+      // listener would otherwise bring the whole process down.
+      pass.on('error', () => undefined);
       current = pass;
       stream.on('error', (error) => pass.destroy(error));
       stream.pipe(pass);

@@ -44,7 +44,7 @@ function sendOAuthError(res: Response, error: unknown): void {
 export function oidcRoutes(services: Services, config: Config): Router {
   const router = Router();
   const oidc = services.oidc;
-  const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config).optionalViewer();
+  const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config).viewerIfValid();
 
   /** A page: its own CSP, so a form may send the person on to the client's redirect URI. */
   const page = (res: Response, status: number, html: string, formTargets: string[] = []) => {

@@ -29,6 +29,7 @@ export interface Operation {
   session: 'required' | 'optional' | 'none';
   pathParams?: z.ZodObject;
   query?: z.ZodType;
+  headers?: z.ZodObject;
   body?: { json: z.ZodType } | { multipart: z.ZodObject; file: string };
   /** The answer on success: JSON of a schema, an HTML page, or a file (with ranges and ETags). */
   answer: { json: z.ZodType } | { html: true } | { file: string[] };
@@ -74,7 +75,9 @@ export function openApiPath(path: string): string {
 /** The statuses an operation may answer with an Error body. */
 function errorStatuses(op: Operation): number[] {
   const statuses = new Set([400, 500, ...(op.errors ?? [])]);
-  if (op.session === 'required') [401, 403].forEach((s) => statuses.add(s));
+  // An expired or ended session is a 401 wherever a session is read, even where it is optional.
+  if (op.session !== 'none') statuses.add(401);
+  if (op.session === 'required') statuses.add(403);
   if (op.method !== 'get') [403, 408].forEach((s) => statuses.add(s));
   if (op.body) statuses.add(413);
   if ('file' in op.answer) [403, 404, 416].forEach((s) => statuses.add(s));
@@ -102,9 +105,11 @@ function fromRoute(route: Route): Operation {
   const input = def.inputs[0] as z.ZodType | undefined;
   const output = def.output as z.ZodType | undefined;
   if (!output) throw new Error(`route ${route.method} ${route.path}: ${route.procedure} declares no output`);
-  const names = expressParams(route.path).map((name) => route.rename?.[name] ?? name);
+  // Path parameters keep the names the path gives them; their schemas are those of the input
+  // properties they fill.
+  const params = expressParams(route.path).map((name) => ({ name, key: route.rename?.[name] ?? name }));
   const shape = input ? objectShape(input) : {};
-  const pick = Object.fromEntries(names.map((n) => [n, true] as const));
+  const pick = Object.fromEntries(params.map((p) => [p.key, true] as const));
   const op: Operation = {
     method: route.method,
     path: route.path,
@@ -114,8 +119,8 @@ function fromRoute(route: Route): Operation {
     answer: { json: output },
     ...(route.errors ? { errors: route.errors } : {}),
   };
-  if (names.length > 0) op.pathParams = z.object(Object.fromEntries(names.map((n) => [n, shape[n] ?? z.string()])));
-  const rest = input && names.length > 0 ? omitKeys(input, pick) : input;
+  if (params.length > 0) op.pathParams = z.object(Object.fromEntries(params.map((p) => [p.name, shape[p.key] ?? z.string()])));
+  const rest = input && params.length > 0 ? omitKeys(input, pick) : input;
   if (rest && route.input === 'query') op.query = rest;
   if (rest && route.input === 'body') op.body = { json: rest };
   return op;
@@ -133,7 +138,7 @@ function omitKeys(schema: z.ZodType, keys: Record<string, true>): z.ZodType {
 }
 
 /** Parameters from an object schema's properties. */
-function parameters(schema: z.ZodType, where: 'path' | 'query'): JsonSchema[] {
+function parameters(schema: z.ZodType, where: 'path' | 'query' | 'header'): JsonSchema[] {
   const json = jsonSchema(schema, 'input');
   const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
   const required = new Set((json.required ?? []) as string[]);
@@ -170,7 +175,11 @@ function operationObject(op: Operation): JsonSchema {
     summary: op.summary,
     responses,
   };
-  const params = [...(op.pathParams ? parameters(op.pathParams, 'path') : []), ...(op.query ? parameters(op.query, 'query') : [])];
+  const params = [
+    ...(op.pathParams ? parameters(op.pathParams, 'path') : []),
+    ...(op.query ? parameters(op.query, 'query') : []),
+    ...(op.headers ? parameters(op.headers, 'header') : []),
+  ];
   if (params.length > 0) object.parameters = params;
   if (op.body && 'json' in op.body) {
     object.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(op.body.json, 'input') } } };

@@ -90,5 +90,7 @@ export const ChunkedUploadState = z.strictObject({
   state: z.enum(['receiving', 'assembling', 'done']),
   url: z.string().optional(),
   chunks: ChunkStatus,
+  /** The size of each chunk held, so a client resuming with other chunk boundaries is caught. */
+  chunkBytes: z.record(z.string(), z.int().min(0)),
 });
 export type ChunkedUploadState = z.infer<typeof ChunkedUploadState>;

@@ -53,10 +53,27 @@ describe('where a chunked upload stands (GET /attachment/chunk/status)', () => {
     expect((await send(0)).status).toBe(200);
     expect((await send(2)).status).toBe(200);
     const halfway = await status(author, 'resume-me');
-    expect(halfway.body).toEqual({ clientUploadId: 'resume-me', totalChunks: 3, state: 'receiving', chunks: { 0: 'completed', 1: 'missing', 2: 'completed' } });
+    expect(halfway.body).toEqual({
+      clientUploadId: 'resume-me',
+      totalChunks: 3,
+      state: 'receiving',
+      chunks: { 0: 'completed', 1: 'missing', 2: 'completed' },
+      chunkBytes: { 0: MB, 2: MB },
+    });
     const done = await send(1);
     expect(done.body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
     expect((await status(author, 'resume-me')).body).toMatchObject({ state: 'done', url: done.body.url });
+  });
+
+  it('lets an assembly that was claimed long ago and never finished (its server stopped) be redone', async () => {
+    const data = pdfBytes(2 * MB);
+    const send = (i: number) =>
+      sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId: 'stuck-assembly', chunkIndex: i, totalChunks: 2 }, { filename: 'paper.pdf', data: data.subarray(i * MB, (i + 1) * MB) });
+    expect((await send(0)).status).toBe(200);
+    // As a server that stopped halfway through assembling would have left it, an hour ago.
+    await server.service.db('chunked_uploads').where({ client_upload_id: 'stuck-assembly' }).update({ status: 'assembling', updated_at: Date.now() - 60 * 60 * 1000 });
+    const done = await send(1);
+    expect(done.body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
   });
 
   it("is a 404 for an id never used, and for another person's upload of the same id", async () => {

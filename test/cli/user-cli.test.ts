@@ -3,7 +3,7 @@
  * and logs out, against the real server, with the session kept in a 0600 file.
  */
 import { spawn } from 'node:child_process';
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, sha1, SUBMISSION, submissionContent, venueWithAuthor } from '../attachments/helpers.ts';
@@ -116,6 +116,38 @@ describe('npm run cli', () => {
     const down = await cli(['download', '--note', 'no-such-note', '-o', path.join(work, 'missing.pdf')]);
     expect(down).toMatchObject({ code: 1, stderr: expect.stringContaining('NotFoundError') });
     expect(await readdir(work)).toEqual(before);
+  });
+
+  it('refuses a session file others can read, as ssh refuses such a key', async () => {
+    await chmod(sessionFile(), 0o644);
+    const res = await cli(['whoami']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/can be read by others: run `chmod 600/);
+    await chmod(sessionFile(), 0o600);
+    expect((await cli(['whoami'])).code).toBe(0);
+  });
+
+  it('stops an upload on Ctrl-C with status 130, and the same command resumes it', async () => {
+    const file = path.join(work, 'interrupted.pdf');
+    await writeFile(file, pdfBytes(24 * MB));
+    const args = ['client/cli.ts', 'upload', file, '--invitation', SUBMISSION, '--chunk-mb', '1'];
+    const child = spawn(process.execPath, args, { cwd: path.resolve(import.meta.dirname, '../..'), env: childEnv({ XDG_CONFIG_HOME: home }) });
+    let stderr = '';
+    // Interrupted as soon as its progress bar shows: it has started sending.
+    await new Promise<void>((resolve) =>
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (stderr.includes('Uploading')) resolve();
+      }),
+    );
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code).toBe(130);
+    expect(stderr).toContain('Cancelled; run the same command again to resume');
+
+    const again = await cli(['upload', file, '--invitation', SUBMISSION, '--chunk-mb', '1']);
+    expect(again.code).toBe(0);
+    expect(again.stdout.trim()).toMatch(/^\/pdf\/[0-9a-f]{40}\.pdf$/);
   });
 
   it('logs out: the session ends and the file is gone', async () => {

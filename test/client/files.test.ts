@@ -147,9 +147,83 @@ describe('attachments.upload', () => {
       .upload(file, { ...options, signal: controller.signal, onProgress: (p) => (p.loaded >= 2 * MB ? controller.abort() : undefined) })
       .catch((e: unknown) => e);
     expect(cancelled).toMatchObject({ name: 'AbortError' });
-    const { url } = await client.attachments.upload(file, options);
+    const progress: Progress[] = [];
+    const { url } = await client.attachments.upload(file, { ...options, onProgress: (p) => progress.push({ ...p }) });
+    expect(progress[0]?.loaded).toBeGreaterThanOrEqual(2 * MB);
     const stored = await readBack(client, url);
     expect(sha1(stored)).toBe(sha1(data));
+  });
+});
+
+describe('attachments.upload, when things go wrong', () => {
+  it('never continues another file’s upload: a file that differs only inside gets its own', async () => {
+    const client = await author();
+    const a = pdfBytes(6 * MB);
+    const b = Buffer.from(a);
+    b.fill(7, 3 * MB, 3 * MB + 100);
+    const options = { invitationId: SUBMISSION, name: 'pdf', chunkSize: 1 * MB, concurrency: 1 };
+    const controller = new AbortController();
+    await client.attachments
+      .upload(new Blob([a]), { ...options, filename: 'same.pdf', signal: controller.signal, onProgress: (p) => (p.loaded >= MB ? controller.abort() : undefined) })
+      .catch(() => undefined);
+    const { url } = await client.attachments.upload(new Blob([b]), { ...options, filename: 'same.pdf' });
+    expect(sha1(await readBack(client, url))).toBe(sha1(b));
+  });
+
+  it('refuses to resume an upload id with other chunk boundaries', async () => {
+    const client = await author();
+    const data = pdfBytes(4 * MB);
+    const options = { invitationId: SUBMISSION, name: 'pdf', clientUploadId: 'fixed-boundaries', concurrency: 1 };
+    const controller = new AbortController();
+    await client.attachments
+      .upload(new File([data], 'b.pdf'), { ...options, chunkSize: MB, signal: controller.signal, onProgress: (p) => (p.loaded >= MB ? controller.abort() : undefined) })
+      .catch(() => undefined);
+    // 1.2 MB chunks: four of them too, but cut elsewhere.
+    const refused = await client.attachments.upload(new File([data], 'b.pdf'), { ...options, chunkSize: Math.round(1.2 * MB) }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 400, name: 'ValidationError', details: { path: 'clientUploadId' } });
+  });
+
+  it('stops every chunk once one is refused for good: nothing goes on after it fails', async () => {
+    const chunks: string[] = [];
+    const failing: typeof fetch = async (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (url.endsWith('/attachment/chunk')) {
+        chunks.push(url);
+        if (chunks.length === 2) {
+          const body = { status: 400, name: 'ValidationError', message: 'refused for the test', details: { path: 'file' } };
+          return new Response(JSON.stringify(body), { status: 400, headers: { 'content-type': 'application/json' } });
+        }
+      }
+      return fetch(input, init);
+    };
+    const client = await author(server.url, failing);
+    const error = await client.attachments
+      .upload(new File([pdfBytes(10 * MB)], 'stops.pdf'), { invitationId: SUBMISSION, name: 'pdf', chunkSize: MB })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400, message: 'refused for the test' });
+    const sentWhenRejected = chunks.length;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(chunks.length).toBe(sentWhenRejected);
+    expect(sentWhenRejected).toBeLessThan(10);
+  });
+
+  it('sends the human-verification token, once the server asks for one, with every request', async () => {
+    const strict = await startServer({ UPLOAD_HUMAN_VERIFICATION_AFTER: '1' });
+    try {
+      await venueWithAuthor(strict);
+      const person = await createActiveUser(strict, { fullname: 'Busy Uploader' });
+      const client = createClient({ baseUrl: strict.url });
+      await client.login({ id: person.email, password: PASSWORD });
+      const options = { invitationId: SUBMISSION, name: 'pdf' };
+      await client.attachments.upload(new File([pdfBytes(1000)], 'one.pdf'), options);
+      const asked = await client.attachments.upload(new File([pdfBytes(1000)], 'two.pdf'), options).catch((e: unknown) => e);
+      expect(asked).toMatchObject({ status: 400, name: 'HumanVerificationRequiredError' });
+      const big = { ...options, chunkSize: MB, humanVerificationToken: 'dev-ok' };
+      const { url } = await client.attachments.upload(new File([pdfBytes(3 * MB)], 'three.pdf'), big);
+      expect(url).toMatch(/^\/pdf\//);
+    } finally {
+      await strict.close();
+    }
   });
 });
 
@@ -181,18 +255,44 @@ describe('attachments.download', () => {
 });
 
 describe('a 401', () => {
-  it('makes the client refresh its session once and send the call again', async () => {
-    const client = createClient({ baseUrl: server.url });
+  /** Logs in with a one-second session and waits until it has certainly expired. */
+  async function expiredSession(fetchImpl: typeof fetch) {
+    const client = createClient({ baseUrl: server.url, fetch: fetchImpl });
     const first = await client.login({ id: email, password: PASSWORD, expiresIn: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    const { profiles } = await client.api.accounts.profiles.query();
-    expect(profiles).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    return { client, first };
+  }
+
+  it('makes the client refresh its session once and send the call again, calls in flight sharing the refresh', async () => {
+    const { fetch: fetchImpl, sent } = counting();
+    const { client, first } = await expiredSession(fetchImpl);
+    sent.length = 0;
+    const answers = await Promise.all([1, 2, 3].map(() => client.api.accounts.profiles.query()));
+    expect(answers.map((a) => a.profiles.length)).toEqual([1, 1, 1]);
+    expect(sent.filter((s) => s === 'POST /refreshToken')).toHaveLength(1);
     expect(client.token).not.toBe(first.token);
   });
 
+  it('applies where a session is optional too: an expired one is refreshed, not taken for a guest', async () => {
+    const owner = await author();
+    const data = pdfBytes(100 * 1024);
+    const { url } = await owner.attachments.upload(new File([data], 'mine.pdf'), { invitationId: SUBMISSION, name: 'pdf' });
+    const me = (await owner.api.accounts.profiles.query()).profiles[0]?.id ?? '';
+    const note = await owner.api.venue.postNote.mutate({ invitation: SUBMISSION, content: { title: { value: 'Expired reader' }, authors: { value: ['Client Author'] }, authorids: { value: [me] }, abstract: { value: 'x' }, pdf: { value: url } } });
+
+    const { fetch: fetchImpl, sent } = counting();
+    const { client } = await expiredSession(fetchImpl);
+    sent.length = 0;
+    const file = await client.attachments.download({ id: note.id });
+    expect(sha1(await readAll(file.stream))).toBe(sha1(data));
+    expect(sent).toEqual(['GET /attachment', 'POST /refreshToken', 'GET /attachment']);
+  });
+
   it('is the caller’s when there is no session to refresh', async () => {
-    const client = createClient({ baseUrl: server.url, token: 'not-a-token' });
+    const { fetch: fetchImpl, sent } = counting();
+    const client = createClient({ baseUrl: server.url, token: 'not-a-token', fetch: fetchImpl });
     const error = await client.api.accounts.profiles.query().catch((e: unknown) => e);
     expect(error).toMatchObject({ data: { httpStatus: 401 } });
+    expect(sent.filter((s) => s.startsWith('GET /trpc'))).toHaveLength(1);
   });
 });

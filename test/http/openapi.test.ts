@@ -72,13 +72,18 @@ describe('the API document', () => {
     expect(listed).toHaveLength(new Set(listed).size);
   });
 
-  it('has each route of the REST route table, with its path parameters', () => {
-    for (const route of routes) {
-      const operation = document.paths[openApiPath(route.path)]?.[route.method];
-      expect(operation, `${route.method} ${route.path}`).toBeDefined();
-      const params = [...route.path.matchAll(/[:*](\w+)/g)].map((m) => m[1]);
-      const inPath = (operation.parameters ?? []).filter((p: { in: string }) => p.in === 'path').map((p: { name: string }) => p.name);
-      expect(inPath.sort(), `${route.method} ${route.path}`).toEqual(params.map((p) => route.rename?.[p ?? ''] ?? p).sort());
+  it('has each route of the REST route table', () => {
+    for (const route of routes) expect(document.paths[openApiPath(route.path)]?.[route.method], `${route.method} ${route.path}`).toBeDefined();
+  });
+
+  it('names exactly the variables of its path template as each operation’s path parameters', () => {
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, { parameters?: { in: string; name: string; required: boolean }[] }>>)) {
+      const variables = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+      for (const [method, operation] of Object.entries(item)) {
+        const inPath = (operation.parameters ?? []).filter((p) => p.in === 'path');
+        expect(inPath.map((p) => p.name).sort(), `${method} ${path}`).toEqual(variables);
+        expect(inPath.every((p) => p.required)).toBe(true);
+      }
     }
   });
 
