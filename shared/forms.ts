@@ -28,7 +28,7 @@ export const FormField = z.strictObject({
 export type FormField = z.infer<typeof FormField>;
 
 /** A form: an object keyed by field name. */
-export const FormDefinition = z.record(z.string().regex(/^[A-Za-z0-9_]+$/), FormField);
+export const FormDefinition = z.record(z.string().regex(/^[A-Za-z0-9_]+$/), FormField).meta({ id: 'FormDefinition' });
 export type FormDefinition = z.infer<typeof FormDefinition>;
 
 /** One author name: no comma, no semicolon, no newline. */

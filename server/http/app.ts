@@ -6,6 +6,7 @@ import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { AppError } from '../../shared/errors.ts';
+import { HealthResult } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { createLogger, redactUrl } from '../logger.ts';
@@ -87,7 +88,9 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
       },
     }),
   );
-  app.use(helmet());
+  // Over plain http (an offline install), asking browsers to upgrade every request to https
+  // would break the pages; behind https the upgrade stays on.
+  app.use(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } }));
   app.use(cookieParser());
   app.use(sameOriginWrites([config.baseUrl, config.webUrl], OIDC_FORM_PATHS));
   app.use(bodyDeadline(BODY_DEADLINE_MS, UPLOAD_PATHS));
@@ -96,7 +99,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   app.get('/health', async (_req, res) => {
     try {
       await db.raw('select 1');
-      res.json({ status: 'ok', database: 'ok' });
+      res.json(HealthResult.parse({ status: 'ok', database: 'ok' }));
     } catch (error) {
       res.req.log.error({ err: error }, 'health check: database unavailable');
       sendError(res, new AppError('ServiceUnavailableError', 'The database is not available', { database: 'unavailable' }));

@@ -43,7 +43,11 @@ export function docsRoutes(config: Config): Router {
     res.type('json').setHeader('Access-Control-Allow-Origin', '*');
     res.send(document);
   });
-  router.get('/docs', (_req, res) => res.type('html').send(PAGE));
+  router.get('/docs', (req, res) => {
+    // The page's links are relative to `/docs`: `/docs/` would look for its files in `/docs/docs/`.
+    if (req.path.endsWith('/')) return res.redirect(301, '../docs');
+    res.type('html').send(PAGE);
+  });
   router.get('/docs/init.js', (_req, res) => res.type('js').send(INIT));
   for (const file of VIEWER_FILES) {
     router.get(`/docs/${file}`, (_req, res) => res.sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' }));

@@ -11,6 +11,7 @@ import {
   parseOrThrow,
   PdfCompareQuery,
   PdfQuery,
+  StoredPdfParams,
   UploadFields,
   UploadResult,
   type NoteEdit,
@@ -90,7 +91,7 @@ export const fileOperations: Operation[] = [
     tag: 'attachments',
     summary: 'A stored PDF by its id (the last part of its URL)',
     session: 'optional',
-    pathParams: z.object({ id: z.string() }),
+    pathParams: StoredPdfParams,
     answer: { file: ['application/pdf'] },
   },
 ];
@@ -233,7 +234,7 @@ export function fileRoutes(services: Services, config: Config): Router {
     }),
   );
   const pdfById = download(async (req, reader) => {
-    sendStored(req.res as Response, await attachments.pdfById(String(req.params.id), reader));
+    sendStored(req.res as Response, await attachments.pdfById(parseOrThrow(StoredPdfParams, { ...req.params }).id, reader));
   });
   // `/pdf/compare` is a route of its own (the JSON route table): this one steps aside for it.
   router.get('/pdf/:id', (req, res, next) => (req.params.id === 'compare' ? next() : void pdfById(req, res)));

@@ -9,8 +9,8 @@
  * their machine-readable description, and they answer in OAuth's error format, not ours.
  */
 import { z } from 'zod';
-import { ERROR_STATUS, ErrorBody } from '../../shared/errors.ts';
-import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
+import { ErrorBody, ErrorNameSchema } from '../../shared/errors.ts';
+import { ACCESS_TOKEN_COOKIE, HealthResult } from '../../shared/index.ts';
 import type { Config } from '../config.ts';
 import { appRouter } from '../router.ts';
 import { fileOperations } from './files.ts';
@@ -56,10 +56,51 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'The database is not answering',
 };
 
-/** JSON Schema (draft 2020-12, OpenAPI 3.1's dialect) of a schema, as requests send it or answers carry it. */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-  return rest;
+/**
+ * The document's shared schemas: every shared schema with an id (`.meta({ id })`, e.g. `Profile`)
+ * becomes one entry of `components.schemas` that operations refer to, as requests send it
+ * (`ProfileInput`, when that differs) or answers carry it (`Profile`).
+ */
+class Components {
+  readonly schemas: Record<string, JsonSchema> = {};
+
+  /** JSON Schema (draft 2020-12, OpenAPI 3.1's dialect) of a schema, with shared parts referred to. */
+  of(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    const defs = ($defs ?? {}) as Record<string, JsonSchema>;
+    const names = new Map(Object.entries(defs).map(([id, def]) => [id, this.#nameFor(id, def, io)] as const));
+    const relink = <T>(value: T): T =>
+      JSON.parse(JSON.stringify(value).replace(/"#\/\$defs\/([^"]+)"/g, (_m, id: string) => JSON.stringify(`#/components/schemas/${names.get(id) ?? id}`))) as T;
+    for (const [id, def] of Object.entries(defs)) {
+      const name = names.get(id) as string;
+      const linked = relink(def);
+      const known = this.schemas[name];
+      if (known && JSON.stringify(known) !== JSON.stringify(linked)) throw new Error(`two different schemas are named ${name}`);
+      this.schemas[name] = linked;
+    }
+    return relink(rest);
+  }
+
+  /**
+   * The document with every `XInput` that turned out the same as `X` (its answer was met
+   * later) replaced by `X`.
+   */
+  finish<T>(document: T): T {
+    let text = JSON.stringify(document);
+    for (const name of Object.keys(this.schemas)) {
+      const base = name.replace(/Input$/, '');
+      if (base === name || JSON.stringify(this.schemas[base]) !== JSON.stringify(this.schemas[name])) continue;
+      delete this.schemas[name];
+      text = text.replaceAll(`"#/components/schemas/${name}"`, `"#/components/schemas/${base}"`);
+    }
+    return JSON.parse(text) as T;
+  }
+
+  #nameFor(id: string, def: JsonSchema, io: 'input' | 'output'): string {
+    if (io === 'output') return id;
+    const asAnswered = this.schemas[id];
+    return asAnswered && JSON.stringify(asAnswered) === JSON.stringify(def) ? id : `${id}Input`;
+  }
 }
 
 /** The named parameters of an Express path, in order; `*name` is a venue id that may hold slashes. */
@@ -138,8 +179,8 @@ function omitKeys(schema: z.ZodType, keys: Record<string, true>): z.ZodType {
 }
 
 /** Parameters from an object schema's properties. */
-function parameters(schema: z.ZodType, where: 'path' | 'query' | 'header'): JsonSchema[] {
-  const json = jsonSchema(schema, 'input');
+function parameters(schema: z.ZodType, where: 'path' | 'query' | 'header', components: Components): JsonSchema[] {
+  const json = components.of(schema, 'input');
   const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
   const required = new Set((json.required ?? []) as string[]);
   return Object.entries(properties).map(([name, schema]) => ({
@@ -153,10 +194,16 @@ function parameters(schema: z.ZodType, where: 'path' | 'query' | 'header'): Json
 
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 
-function operationObject(op: Operation): JsonSchema {
+/** What a file download honours: a byte range (206), and the ETag it was given before (304). */
+const FILE_REQUEST_HEADERS = [
+  { name: 'Range', in: 'header', required: false, schema: { type: 'string', examples: ['bytes=0-1023'] }, description: 'One byte range (answered 206)' },
+  { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' }, description: 'The ETag of a copy already held (answered 304)' },
+];
+
+function operationObject(op: Operation, components: Components): JsonSchema {
   const responses: Record<string, JsonSchema> = {};
   if ('json' in op.answer) {
-    responses['200'] = { description: STATUS_TEXT[200], content: { 'application/json': { schema: jsonSchema(op.answer.json, 'output') } } };
+    responses['200'] = { description: STATUS_TEXT[200], content: { 'application/json': { schema: components.of(op.answer.json, 'output') } } };
   } else if ('html' in op.answer) {
     responses['200'] = { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } };
   } else {
@@ -176,15 +223,17 @@ function operationObject(op: Operation): JsonSchema {
     responses,
   };
   const params = [
-    ...(op.pathParams ? parameters(op.pathParams, 'path') : []),
-    ...(op.query ? parameters(op.query, 'query') : []),
-    ...(op.headers ? parameters(op.headers, 'header') : []),
+    ...(op.pathParams ? parameters(op.pathParams, 'path', components) : []),
+    ...(op.query ? parameters(op.query, 'query', components) : []),
+    ...(op.headers ? parameters(op.headers, 'header', components) : []),
+    ...('file' in op.answer ? FILE_REQUEST_HEADERS : []),
   ];
   if (params.length > 0) object.parameters = params;
   if (op.body && 'json' in op.body) {
-    object.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(op.body.json, 'input') } } };
+    object.requestBody = { required: true, content: { 'application/json': { schema: components.of(op.body.json, 'input') } } };
   } else if (op.body) {
-    const fields = jsonSchema(op.body.multipart, 'input');
+    // Multipart fields arrive as text; the document shows what they must parse as (integers for indices).
+    const fields = components.of(op.body.multipart, 'output');
     const properties = { ...(fields.properties as JsonSchema), [op.body.file]: { type: 'string', contentMediaType: 'application/octet-stream' } };
     const required = [...((fields.required ?? []) as string[]), op.body.file];
     object.requestBody = {
@@ -205,7 +254,7 @@ const plainOperations: Operation[] = [
     tag: 'service',
     summary: 'Whether the service and its database answer',
     session: 'none',
-    answer: { json: z.strictObject({ status: z.literal('ok'), database: z.literal('ok') }) },
+    answer: { json: HealthResult },
     errors: [503],
   },
   {
@@ -226,13 +275,16 @@ export function operations(): Operation[] {
 /** The whole document for a configuration (its servers are the configured addresses). */
 export function buildOpenApiDocument(config: Pick<Config, 'baseUrl' | 'devBaseUrl'>): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
+  const components = new Components();
   for (const op of operations()) {
     const path = openApiPath(op.path);
     const item = (paths[path] ??= {});
     if (item[op.method]) throw new Error(`two operations for ${op.method.toUpperCase()} ${path}`);
-    item[op.method] = operationObject(op);
+    item[op.method] = operationObject(op, components);
   }
-  return {
+  const error = components.of(ErrorBody, 'output');
+  components.schemas.Error = { ...error, properties: { ...(error.properties as JsonSchema), name: components.of(ErrorNameSchema, 'output') } };
+  return components.finish({
     openapi: '3.1.0',
     info: {
       title: 'Peer-review accounts, attachments and sign-in',
@@ -250,11 +302,11 @@ export function buildOpenApiDocument(config: Pick<Config, 'baseUrl' | 'devBaseUr
     tags: ['accounts', 'venue', 'attachments', 'oidc', 'service'].map((name) => ({ name })),
     paths,
     components: {
-      schemas: { Error: { ...jsonSchema(ErrorBody, 'output'), description: `Names: ${Object.keys(ERROR_STATUS).join(', ')}` } },
+      schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {
         accessTokenCookie: { type: 'apiKey', in: 'cookie', name: ACCESS_TOKEN_COOKIE, description: 'Set by `POST /login`' },
         bearerToken: { type: 'http', scheme: 'bearer', description: 'The `token` of a login answer, for clients without cookies' },
       },
     },
-  };
+  });
 }

@@ -87,14 +87,14 @@ export const routes: Route[] = [
   // passwords and emails
   { method: 'post', path: '/resettable', procedure: 'accounts.requestReset', input: 'body', summary: 'Send a password-reset mail', errors: [404, 429, 503] },
   { method: 'get', path: '/resettable/:token', procedure: 'accounts.resettable', input: 'none', summary: 'The account a reset token is for', errors: [404] },
-  { method: 'put', path: '/reset/:token', procedure: 'accounts.resetPassword', input: 'body', summary: 'Choose a new password from a reset token', errors: [404] },
+  { method: 'put', path: '/reset/:token', procedure: 'accounts.resetPassword', input: 'body', summary: 'Choose a new password from a reset token', errors: [404, 429] },
   { method: 'post', path: '/user/confirm', procedure: 'accounts.confirmEmail', input: 'body', summary: 'Add an email: sends a confirmation mail', errors: [429] },
   { method: 'post', path: '/user/confirm/:token', procedure: 'accounts.confirmEmail', input: 'body', rename: { token: 'activationToken' }, summary: 'Add an email to an account being activated', errors: [404, 429] },
   { method: 'put', path: '/activatelink', procedure: 'accounts.activateLink', input: 'body', summary: 'Confirm an email with its code', errors: [404, 429] },
   { method: 'put', path: '/activatelink/:token', procedure: 'accounts.activateLink', input: 'body', rename: { token: 'activationToken' }, summary: 'Confirm an email of an account being activated', errors: [404, 429] },
   // profiles, moderation, impersonation
-  { method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'Profiles by id, email or moderation state', errors: [404] },
-  { method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'Accept, reject, block or unblock a profile', errors: [404] },
+  { method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'The caller’s profile, or one by id or email', errors: [404] },
+  { method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'A moderation decision on a profile', errors: [404] },
   { method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
   { method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session" },
   // venues, invitations, notes (not in the spec: see the README)

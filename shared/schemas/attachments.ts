@@ -60,6 +60,9 @@ export const PdfQuery = z
   })
   .refine((q) => (q.id === undefined) !== (q.ids === undefined), { message: 'Give either id or ids', path: ['id'] });
 
+/** `GET /pdf/{id}`: a stored PDF by the last part of its URL (`<sha1>.pdf`). */
+export const StoredPdfParams = z.strictObject({ id: NonEmptyString.max(100) });
+
 /** `GET /attachment/rules`: the field an upload is for. */
 export const UploadRulesQuery = z.strictObject({ invitationId: NonEmptyString, name: AttachmentName });
 export type UploadRulesQuery = z.infer<typeof UploadRulesQuery>;

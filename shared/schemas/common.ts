@@ -12,3 +12,6 @@ export const NonEmptyString = z.string().min(1);
 export const AccountId = z.string().min(1).max(254);
 
 export const StringList = z.array(NonEmptyString);
+
+/** `GET /health`: the service and its database answer. */
+export const HealthResult = z.strictObject({ status: z.literal('ok'), database: z.literal('ok') });

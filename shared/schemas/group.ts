@@ -43,5 +43,5 @@ export const Group = z.strictObject({
   anonids: z.boolean().optional(),
   secret: z.string().optional(),
   details: z.strictObject({ writable: z.boolean().optional() }).optional(),
-});
+}).meta({ id: 'Group' });
 export type Group = z.infer<typeof Group>;

@@ -86,7 +86,7 @@ export const ProfileContent = z.strictObject({
   history: z.array(HistoryEntry).min(1).nullable().optional(),
   relations: z.array(Relation).nullable().optional(),
   expertise: z.array(ExpertiseEntry).nullable().optional(),
-});
+}).meta({ id: 'ProfileContent' });
 export type ProfileContent = z.infer<typeof ProfileContent>;
 
 export const PastState = z.strictObject({
@@ -110,7 +110,7 @@ export const SimplifiedProfile = z.strictObject({
   termsTimestamp: Timestamp.optional(),
   dobTimestamp: Timestamp.optional(),
   tokenVersion: z.int().min(0),
-});
+}).meta({ id: 'SimplifiedProfile' });
 export type SimplifiedProfile = z.infer<typeof SimplifiedProfile>;
 
 /** The inner shape of `metaContent` is not in the spec; on a Profile it is carried as an object. */
@@ -137,7 +137,7 @@ export const Profile = z.strictObject({
   dobTimestamp: Timestamp.optional(),
   tokenVersion: z.int().min(0).optional(),
   lastLogIn: Timestamp.optional(),
-});
+}).meta({ id: 'Profile' });
 export type Profile = z.infer<typeof Profile>;
 
 // ---- metaContent of a ProfileReference -------------------------------------------------------

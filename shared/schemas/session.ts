@@ -71,7 +71,7 @@ export const SessionUser = z.strictObject({
 });
 
 /** The answer of every token-issuing operation: login, refresh, activation, logout-all. */
-export const SessionResult = z.strictObject({ token: z.string(), user: SessionUser });
+export const SessionResult = z.strictObject({ token: z.string(), user: SessionUser }).meta({ id: 'SessionResult' });
 export type SessionResult = z.infer<typeof SessionResult>;
 
 export const Empty = z.strictObject({});
@@ -93,7 +93,7 @@ const impersonatorFields = {
 export const Impersonator = z.strictObject({
   ...impersonatorFields,
   impersonator: z.strictObject(impersonatorFields).optional(),
-});
+}).meta({ id: 'Impersonator' });
 export type Impersonator = z.infer<typeof Impersonator>;
 
 export const ImpersonateInput = z.strictObject({ groupId: NonEmptyString });

@@ -45,7 +45,7 @@ export const AuthorConsoleConfig = z
         message: 'blindSubmissionId is deprecated and applies only to apiVersion 1',
       });
     }
-  });
+  }).meta({ id: 'AuthorConsoleConfig' });
 export type AuthorConsoleConfig = z.infer<typeof AuthorConsoleConfig>;
 export type AuthorConsoleConfigInput = z.input<typeof AuthorConsoleConfig>;
 
@@ -81,7 +81,7 @@ export const Invitation = InvitationInput.extend({
   tauthor: z.string(),
   tcdate: Timestamp,
   tmdate: Timestamp,
-});
+}).meta({ id: 'Invitation' });
 export type Invitation = z.infer<typeof Invitation>;
 
 export const InvitationsQuery = z.strictObject({ id: EntityId });
@@ -107,7 +107,7 @@ export const Note = z.strictObject({
   mdate: Timestamp,
   tcdate: Timestamp,
   tmdate: Timestamp,
-});
+}).meta({ id: 'Note' });
 export type Note = z.infer<typeof Note>;
 
 /**
@@ -145,7 +145,7 @@ export const NoteEdit = z.strictObject({
   writers: z.array(z.string()),
   tauthor: z.string(),
   tcdate: Timestamp,
-});
+}).meta({ id: 'NoteEdit' });
 export type NoteEdit = z.infer<typeof NoteEdit>;
 
 export const NoteEditsQuery = z.strictObject({ 'note.id': NoteId });

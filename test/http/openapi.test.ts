@@ -94,7 +94,10 @@ describe('the API document', () => {
       required: ['id', 'password'],
       additionalProperties: false,
     });
-    expect(login.responses['200'].content['application/json'].schema.required).toEqual(['token', 'user']);
+    // Shared resources are components the operations refer to.
+    expect(login.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/SessionResult' });
+    expect(document.components.schemas.SessionResult.required).toEqual(['token', 'user']);
+    expect(document.components.schemas.Error.properties.name.enum).toContain('TokenExpiredError');
     const tilde = document.paths['/tildeusername'].get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`);
     expect(tilde).toEqual(['query:first', 'query:middle', 'query:last', 'query:fullname']);
     // A path parameter is not also asked for in the body.
@@ -106,6 +109,10 @@ describe('the API document', () => {
     const chunk = document.paths['/attachment/chunk'].put.requestBody.content['multipart/form-data'].schema;
     expect(chunk.required.sort()).toEqual(['chunkIndex', 'clientUploadId', 'file', 'invitationId', 'name', 'totalChunks']);
     expect(chunk.properties.file).toEqual({ type: 'string', contentMediaType: 'application/octet-stream' });
+    expect(chunk.properties.chunkIndex).toMatchObject({ type: 'integer', minimum: 0 });
+    expect(chunk.properties.totalChunks).toMatchObject({ type: 'integer', minimum: 1, maximum: 10_000 });
+    const headers = document.paths['/attachment/chunk'].put.parameters.filter((p: { in: string }) => p.in === 'header');
+    expect(headers.map((p: { name: string }) => p.name)).toEqual(['cf-turnstile-token']);
     expect(document.paths['/attachment'].put.requestBody.content['multipart/form-data'].schema.required.sort()).toEqual([
       'file',
       'invitationId',
@@ -144,6 +151,18 @@ describe('the answer check every HTTP test runs', () => {
 });
 
 describe('the reference page', () => {
+  it('sends /docs/ to /docs, where its relative links work', async () => {
+    const res = await fetch(`${server.url}/docs/`, { redirect: 'manual' });
+    expect(res.status).toBe(301);
+    expect(new URL(res.headers.get('location') ?? '', `${server.url}/docs/`).pathname).toBe('/docs');
+  });
+
+  it('does not ask browsers to upgrade to https a service that is served over http', async () => {
+    const res = await fetch(`${server.url}/docs`);
+    expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
+    expect(res.headers.get('content-security-policy')).not.toMatch(/upgrade-insecure-requests/);
+  });
+
   it('serves the viewer from the package, not a CDN', async () => {
     const page = await (await fetch(`${server.url}/docs`)).text();
     expect(page).not.toMatch(/https?:\/\//);
