@@ -164,6 +164,31 @@ function toToken(row: TokenRow): TokenRecord {
   };
 }
 
+/** The columns of `profiles`, for queries that read a profile alongside another table's row. */
+const PROFILE_COLUMNS = [
+  'id',
+  'state',
+  'password_hash',
+  'token_version',
+  'content',
+  'past_states',
+  'tcdate',
+  'tmdate',
+  'ddate',
+  'terms_timestamp',
+  'dob_timestamp',
+  'last_login',
+  'merged_into',
+] as const satisfies ReadonlyArray<keyof ProfileRow>;
+
+/** How a joined profile's columns are named in the row: `p_<column>`, clear of the other table's. */
+const JOINED_PROFILE = PROFILE_COLUMNS.map((column) => `profiles.${column} as p_${column}`);
+
+function joinedProfile(row: Record<string, unknown>): ProfileRecord | null {
+  if (row.p_id === null || row.p_id === undefined) return null;
+  return toProfile(Object.fromEntries(PROFILE_COLUMNS.map((column) => [column, row[`p_${column}`]])) as unknown as ProfileRow);
+}
+
 /** Emails are compared and stored lower-cased. */
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -318,6 +343,27 @@ export class AccountsRepository {
     return rows.map((row: { username: string }) => row.username);
   }
 
+  /**
+   * A profile's emails (in `emailsOf`'s order) and usernames (in `usernamesOf`'s) in one query:
+   * every answer that carries a session shows both.
+   */
+  async emailsAndUsernamesOf(profileId: string): Promise<{ emails: EmailRecord[]; usernames: string[] }> {
+    const rows: Array<{ kind: string; value: string; confirmed: unknown }> = await this.#db('profile_emails')
+      .where({ profile_id: profileId })
+      .select(this.#db.raw("'email' as kind"), 'email as value', 'confirmed', 'created_at as sort')
+      .unionAll((usernames) =>
+        usernames
+          .from('profile_usernames')
+          .where({ profile_id: profileId })
+          .select(this.#db.raw("'username' as kind"), 'username as value', this.#db.raw('null as confirmed'), this.#db.raw('0 as sort')),
+      )
+      .orderBy(['kind', 'sort', 'value']);
+    return {
+      emails: rows.filter((row) => row.kind === 'email').map((row) => ({ email: row.value, confirmed: Boolean(row.confirmed) })),
+      usernames: rows.filter((row) => row.kind === 'username').map((row) => row.value),
+    };
+  }
+
   /** Numbers taken by any profile (merged ones included) for a username base. */
   async usedNumbers(base: string): Promise<number[]> {
     const rows = await this.#db('profile_usernames').where({ base }).select('number');
@@ -380,6 +426,12 @@ export class AccountsRepository {
     return (await this.#db('group_members').where({ group_id: groupId, member }).first('member')) !== undefined;
   }
 
+  /** Which of `groupIds` have `member` as a direct member: one query for several role checks. */
+  async groupsWithMember(member: string, groupIds: readonly string[]): Promise<Set<string>> {
+    const rows: Array<{ group_id: string }> = await this.#db('group_members').where({ member }).whereIn('group_id', groupIds).select('group_id');
+    return new Set(rows.map((row) => row.group_id));
+  }
+
   // ---- sessions -------------------------------------------------------------------------------
 
   async insertSession(session: {
@@ -418,6 +470,18 @@ export class AccountsRepository {
   async findSessionByRefreshHash(refreshHash: string): Promise<SessionRecord | null> {
     const row = await this.#db<SessionRow>('sessions').where({ refresh_hash: refreshHash }).first();
     return row ? toSession(row) : null;
+  }
+
+  /**
+   * A session and its profile (null when the profile is gone) in one query, by session id or by
+   * refresh-token hash: every signed-in request and every refresh needs both.
+   */
+  async findSessionWithProfile(by: { id: string } | { refreshHash: string }): Promise<{ session: SessionRecord; profile: ProfileRecord | null } | null> {
+    const row = (await this.#db('sessions')
+      .leftJoin('profiles', 'profiles.id', 'sessions.profile_id')
+      .where('id' in by ? { 'sessions.id': by.id } : { 'sessions.refresh_hash': by.refreshHash })
+      .first('sessions.*', ...JOINED_PROFILE)) as (SessionRow & Record<string, unknown>) | undefined;
+    return row ? { session: toSession(row), profile: joinedProfile(row) } : null;
   }
 
   /**

@@ -287,23 +287,27 @@ export class AccountsService {
   async authenticate(accessToken: string): Promise<Viewer> {
     const claims = await this.#d.tokens.verify(accessToken);
     const repo = this.#d.repo;
-    const session = await repo.findSession(claims.sid);
+    // Every signed-in request comes through here: the session, its profile and the roles take
+    // two queries, not four.
+    const found = await repo.findSessionWithProfile({ id: claims.sid });
     const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+    const session = found?.session;
     if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw ended;
-    const profile = await repo.findProfile(claims.sub);
+    const profile = found.profile;
     if (!profile || profile.tokenVersion !== claims.ver || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
       throw ended;
     }
     if (!(await this.#parentLive(session))) throw ended;
     // A read-only impersonation never lends the target's privileges to the impersonator.
     const privileged = !session.readOnly;
+    const roles = privileged ? await repo.groupsWithMember(profile.id, [SUPER_USERS_GROUP, MODERATORS_GROUP]) : new Set<string>();
     return {
       profileId: profile.id,
       sessionId: session.id,
       loginEmail: session.loginEmail,
       tokenVersion: profile.tokenVersion,
-      isSuperUser: privileged && (await repo.isMember(SUPER_USERS_GROUP, profile.id)),
-      isModerator: privileged && (await repo.isMember(MODERATORS_GROUP, profile.id)),
+      isSuperUser: roles.has(SUPER_USERS_GROUP),
+      isModerator: roles.has(MODERATORS_GROUP),
       impersonator: session.impersonator,
       parentSessionId: session.parentSessionId,
       readOnly: session.readOnly,
@@ -320,22 +324,24 @@ export class AccountsService {
     const repo = this.#d.repo;
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
-      return this.resumeSession(await repo.findSessionByRefreshHash(oldHash), oldHash);
+      const found = await repo.findSessionWithProfile({ refreshHash: oldHash });
+      return this.resumeSession(found?.session ?? null, oldHash, found?.profile ?? null);
     }
-    return this.resumeSession(credentials.viewer ? await repo.findSession(credentials.viewer.sessionId) : null, null);
+    const found = credentials.viewer ? await repo.findSessionWithProfile({ id: credentials.viewer.sessionId }) : null;
+    return this.resumeSession(found?.session ?? null, null, found?.profile ?? null);
   }
 
   /**
    * Issues a new access token for an existing session, rotating its refresh token (only if it
    * is still `oldHash`, when given). The session must be live and its profile's `tokenVersion`
-   * unchanged since it was opened.
+   * unchanged since it was opened. `known` is the session's profile, when the caller has read it.
    */
-  async resumeSession(session: SessionRecord | null, oldHash: string | null): Promise<IssuedSession> {
+  async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null): Promise<IssuedSession> {
     const repo = this.#d.repo;
     const now = this.#now();
     const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
     if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
-    const profile = await repo.findProfile(session.profileId);
+    const profile = known === undefined ? await repo.findProfile(session.profileId) : known;
     if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
       throw ended;
     }
@@ -455,8 +461,7 @@ export class AccountsService {
   }
 
   async simplify(profile: ProfileRecord, repo = this.#d.repo): Promise<SimplifiedProfile> {
-    const emails = await repo.emailsOf(profile.id);
-    const usernames = await repo.usernamesOf(profile.id);
+    const { emails, usernames } = await repo.emailsAndUsernamesOf(profile.id);
     const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
     const preferred = preferredEmail(profile, emails);
     return {

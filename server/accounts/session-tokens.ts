@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, jwtVerify, SignJWT } from 'jose';
+import { errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
 import { AppError } from '../../shared/errors.ts';
 
 /** What a session's access token carries. */
@@ -22,15 +22,17 @@ const AUDIENCE = 'session';
  * `tokenVersion` are checked by the accounts service.
  */
 export class SessionTokens {
-  readonly #key: Uint8Array;
   readonly #issuer: string;
 
+  /** The key imported once: given the raw bytes, jose imports them again for every token. */
+  readonly #cryptoKey: Promise<CryptoKey>;
+
   constructor(secret: string, issuer: string) {
-    this.#key = new TextEncoder().encode(secret);
     this.#issuer = issuer;
+    this.#cryptoKey = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
 
-  sign(claims: SessionClaims, seconds: number): Promise<string> {
+  async sign(claims: SessionClaims, seconds: number): Promise<string> {
     return new SignJWT({ sid: claims.sid, ver: claims.ver })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
@@ -40,12 +42,12 @@ export class SessionTokens {
       // Two tokens issued in the same second still differ.
       .setJti(randomUUID())
       .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
-      .sign(this.#key);
+      .sign(await this.#cryptoKey);
   }
 
   async verify(token: string): Promise<SessionClaims> {
     try {
-      const { payload } = await jwtVerify(token, this.#key, {
+      const { payload } = await jwtVerify(token, await this.#cryptoKey, {
         algorithms: ['HS256'],
         issuer: this.#issuer,
         audience: AUDIENCE,

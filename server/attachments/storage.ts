@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { link, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { link, mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../shared/errors.ts';
 import { fileUrlExtension } from '../../shared/forms.ts';
@@ -17,6 +17,8 @@ export interface Received {
 }
 
 const HEAD_BYTES = 8;
+/** How much of a chunk file the assembly reads at once. */
+const ASSEMBLY_BUFFER_BYTES = 1024 * 1024;
 
 /**
  * Content-addressed file storage under `$DATA_DIR`: `files/pdf/<sha1>.pdf` and
@@ -44,11 +46,12 @@ export class FileStore {
   /**
    * Streams `source` into a new temporary file (opened exclusively), hashing and counting as the
    * bytes arrive. Past `maxBytes` it stops with a 413 and the temporary file is removed; so it is
-   * when the source fails (the client went away).
+   * when the source fails (the client went away). `hash: false` skips the SHA-1 (5 ms for a 5 MB
+   * chunk, whose own hash nothing uses) and answers `sha1: ''`.
    */
-  async receive(source: Readable, maxBytes: number): Promise<Received> {
+  async receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
     const file = path.join(this.#tmp, randomUUID());
-    const hash = createHash('sha1');
+    const hash = opts.hash === false ? null : createHash('sha1');
     let size = 0;
     const head: Buffer[] = [];
     let headLength = 0;
@@ -63,7 +66,7 @@ export class FileStore {
           head.push(chunk.subarray(0, HEAD_BYTES - headLength));
           headLength += Math.min(chunk.length, HEAD_BYTES - headLength);
         }
-        hash.update(chunk);
+        hash?.update(chunk);
         done(null, chunk);
       },
     });
@@ -73,7 +76,7 @@ export class FileStore {
       await removeQuietly(file);
       throw error;
     }
-    return { path: file, size, sha1: hash.digest('hex'), head: Buffer.concat(head) };
+    return { path: file, size, sha1: hash?.digest('hex') ?? '', head: Buffer.concat(head) };
   }
 
   /** The URL a stored file is known by. */
@@ -151,15 +154,42 @@ export class FileStore {
     }
   }
 
-  /** Concatenates the chunks, in order, into a new temporary file, hashing as it goes. */
+  /**
+   * Concatenates the chunks, in order, into a new temporary file (opened exclusively), hashing as
+   * it goes. A megabyte at a time through one buffer: a stream's 64 KiB pieces made this copy
+   * take twice as long (`npm run bench`, row 6), and ten assemblies at once hold ten megabytes.
+   * Past `maxBytes` it stops with a 413; on any failure the temporary file is removed.
+   */
   async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Received> {
-    const parts = indexes.map((i) => this.chunkPath(uploadId, i));
-    async function* concatenated() {
-      for (const part of parts) {
-        for await (const chunk of createReadStream(part)) yield chunk as Buffer;
+    const file = path.join(this.#tmp, randomUUID());
+    const hash = createHash('sha1');
+    const buffer = Buffer.allocUnsafe(ASSEMBLY_BUFFER_BYTES);
+    let size = 0;
+    let head = Buffer.alloc(0);
+    const out = await open(file, 'wx', 0o600);
+    try {
+      for (const index of indexes) {
+        const part = await open(this.chunkPath(uploadId, index), 'r');
+        try {
+          for (let read = await part.read(buffer, 0, buffer.length); read.bytesRead > 0; read = await part.read(buffer, 0, buffer.length)) {
+            size += read.bytesRead;
+            if (size > maxBytes) throw AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+            const bytes = buffer.subarray(0, read.bytesRead);
+            if (head.length < HEAD_BYTES) head = Buffer.concat([head, bytes.subarray(0, HEAD_BYTES - head.length)]);
+            hash.update(bytes);
+            await writeAll(out, bytes);
+          }
+        } finally {
+          await part.close();
+        }
       }
+      await out.close();
+    } catch (error) {
+      await out.close().catch(() => undefined);
+      await removeQuietly(file);
+      throw error;
     }
-    return this.receive(Readable.from(concatenated()), maxBytes);
+    return { path: file, size, sha1: hash.digest('hex'), head };
   }
 
   async removeChunks(uploadId: string): Promise<void> {
@@ -173,6 +203,13 @@ export class FileStore {
       const info = await stat(file).catch(() => null);
       if (info && info.mtimeMs < olderThan) await removeQuietly(file);
     }
+  }
+}
+
+/** Writes every byte of `bytes` at the file's position (a write may take fewer than it is given). */
+async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let offset = 0; offset < bytes.length; ) {
+    offset += (await handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
   }
 }
 

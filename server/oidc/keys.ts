@@ -1,6 +1,9 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
-import type { OidcRepository } from './repository.ts';
+import type { KeyRecord, OidcRepository } from './repository.ts';
+
+/** How long the signer trusts its last reading of the key list. */
+const SIGNER_READ_MS = 1000;
 
 /**
  * The provider's RS256 signing keys, kept in the database. The first is made on first start and
@@ -14,6 +17,8 @@ export class KeyStore {
   readonly #now: () => number;
   readonly #activationSeconds: number;
   #signer: { kid: string; key: CryptoKey } | null = null;
+  /** The published keys as last read, and until when that reading is used to pick the signer. */
+  #read: { keys: KeyRecord[]; until: number } | null = null;
 
   constructor(repo: OidcRepository, activationSeconds: number, now: () => number = Date.now) {
     this.#repo = repo;
@@ -35,6 +40,7 @@ export class KeyStore {
     const activatesAt = this.#now() + this.#activationSeconds * 1000;
     await this.#repo.retireKeys(activatesAt);
     this.#signer = null;
+    this.#read = null;
     return this.#generate(activatesAt);
   }
 
@@ -54,10 +60,19 @@ export class KeyStore {
     return kid;
   }
 
-  /** The current signing key, imported once per rotation (other processes may have rotated). */
+  /**
+   * The current signing key, imported once per rotation. The key list is read again a second
+   * after the last reading, and at the moment a key it holds takes over, rather than on every
+   * sign-in: a rotation by another process (the admin command) is seen within that second, and
+   * the key it replaces stays published for an hour after, so a token it signs meanwhile verifies.
+   */
   async signer(): Promise<{ kid: string; key: CryptoKey }> {
     const now = this.#now();
-    const current = (await this.#published()).find((k) => k.activatesAt <= now);
+    if (!this.#read || now >= this.#read.until) {
+      const keys = await this.#published();
+      this.#read = { keys, until: Math.min(now + SIGNER_READ_MS, ...keys.map((k) => k.activatesAt).filter((at) => at > now)) };
+    }
+    const current = this.#read.keys.find((k) => k.activatesAt <= now);
     if (!current) throw new Error('no signing key: run the migrations and start the server once');
     if (this.#signer?.kid !== current.kid) {
       this.#signer = { kid: current.kid, key: (await importJWK(current.privateJwk as JWK, 'RS256')) as CryptoKey };

@@ -66,6 +66,18 @@ const toClient = (row: Record<string, unknown>): OidcClient => ({
 });
 
 /** SQL for the sign-in provider. */
+function toToken(row: Record<string, unknown>): TokenRecord {
+  return {
+    tokenHash: row.token_hash as string,
+    codeHash: row.code_hash as string,
+    clientId: row.client_id as string,
+    profileId: row.profile_id as string,
+    scopes: json<OidcScope[]>(row.scopes),
+    expiresAt: Number(row.expires_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  };
+}
+
 export class OidcRepository {
   readonly #db: Knex;
 
@@ -252,16 +264,16 @@ export class OidcRepository {
 
   async findToken(tokenHash: string): Promise<TokenRecord | null> {
     const row = await this.#db('oidc_tokens').where({ token_hash: tokenHash }).first();
-    if (!row) return null;
-    return {
-      tokenHash: row.token_hash,
-      codeHash: row.code_hash,
-      clientId: row.client_id,
-      profileId: row.profile_id,
-      scopes: json<OidcScope[]>(row.scopes),
-      expiresAt: Number(row.expires_at),
-      revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
-    };
+    return row ? toToken(row) : null;
+  }
+
+  /** A token with its client's status (null when the client is gone), in one query: UserInfo checks both. */
+  async findTokenWithClientStatus(tokenHash: string): Promise<{ token: TokenRecord; clientStatus: OidcClient['status'] | null } | null> {
+    const row = await this.#db('oidc_tokens')
+      .leftJoin('oidc_clients', 'oidc_clients.id', 'oidc_tokens.client_id')
+      .where('oidc_tokens.token_hash', tokenHash)
+      .first('oidc_tokens.*', 'oidc_clients.status as client_status');
+    return row ? { token: toToken(row), clientStatus: (row.client_status ?? null) as OidcClient['status'] | null } : null;
   }
 
   async revokeToken(tokenHash: string, now: number): Promise<void> {

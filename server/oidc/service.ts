@@ -10,7 +10,7 @@ import {
   type OidcClient,
   type OidcClientInput,
 } from '../../shared/index.ts';
-import { AccountsRepository } from '../accounts/repository.ts';
+import { AccountsRepository, type ProfileRecord } from '../accounts/repository.ts';
 import { ACTIVE_STATES, preferredEmail, type Viewer } from '../accounts/service.ts';
 import type { Config } from '../config.ts';
 import { KeyStore } from './keys.ts';
@@ -168,11 +168,19 @@ export class OidcService {
         prompt,
         maxAge,
       };
-      const id = randomSecret();
       const now = this.#now();
-      await this.#repo().insertInteraction(id, params, now, now + INTERACTION_SECONDS * 1000);
-      const interaction = (await this.#repo().findInteraction(id, now)) as Interaction;
-      return await this.#next(interaction, usable(viewer));
+      const interaction: Interaction = {
+        id: randomSecret(),
+        params,
+        profileId: null,
+        authenticatedAt: null,
+        expiresAt: now + INTERACTION_SECONDS * 1000,
+        completedAt: null,
+      };
+      // Stored only when a page has to continue it: a person with a session and a consent goes
+      // straight back with a code, and their request needs no row.
+      const store = () => this.#repo().insertInteraction(interaction.id, params, now, interaction.expiresAt);
+      return await this.#next(interaction, usable(viewer), store);
     } catch (error) {
       if (error instanceof OAuthError) return { redirect: this.#errorRedirect(redirectUri, error, state) };
       throw error;
@@ -211,27 +219,36 @@ export class OidcService {
     return `${this.#config.webUrl}/oidc/login?interaction=${interactionId}`;
   }
 
-  /** Where an interaction goes next: the login page, the consent page, or back to the client. */
-  async #next(interaction: Interaction, viewer: Viewer | null): Promise<Outcome> {
+  /**
+   * Where an interaction goes next: the login page, the consent page, or back to the client.
+   * `store` is given for a request not stored yet: it is stored before a page is shown, and a
+   * code issued at once has no interaction to complete.
+   */
+  async #next(interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
     const { params } = interaction;
     if (this.needsLogin(interaction, viewer)) {
       if (params.prompt.includes('none')) throw new OAuthError('login_required', 'The user is not signed in');
+      await store?.();
       return { redirect: this.loginPageUrl(interaction.id) };
     }
     const consented = await this.#repo().findConsent(viewer.profileId, params.clientId);
     const covered = consented !== null && params.scopes.every((s) => consented.includes(s));
     if (!covered || params.prompt.includes('consent')) {
       if (params.prompt.includes('none')) throw new OAuthError('consent_required', 'The user has not consented');
+      await store?.();
       return { redirect: `${this.#config.webUrl}/oidc/consent?interaction=${interaction.id}` };
     }
-    return { redirect: await this.#issueCode(interaction, viewer.profileId, this.#authTime(interaction, viewer)) };
+    return { redirect: await this.#issueCode(interaction, viewer.profileId, this.#authTime(interaction, viewer), store === undefined) };
   }
 
-  /** Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge). */
-  async #issueCode(interaction: Interaction, profileId: string, authTime: number): Promise<string> {
+  /**
+   * Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge).
+   * A stored interaction is completed first, so a second answer to it (a double submit) fails.
+   */
+  async #issueCode(interaction: Interaction, profileId: string, authTime: number, stored = true): Promise<string> {
     const repo = this.#repo();
     const now = this.#now();
-    if (!(await repo.completeInteraction(interaction.id, now))) {
+    if (stored && !(await repo.completeInteraction(interaction.id, now))) {
       throw new OAuthError('invalid_request', 'This sign-in request was already answered');
     }
     const code = randomSecret();
@@ -396,7 +413,7 @@ export class OidcService {
       await repo.revokeTokensOfCode(record.codeHash, now);
       throw invalidCode;
     }
-    const claims = await this.#claims(profile.id, record.scopes);
+    const claims = await this.#claims(profile, record.scopes);
     const { kid, key } = await this.keys.signer();
     const idToken = await new SignJWT({
       ...claims,
@@ -414,10 +431,8 @@ export class OidcService {
   }
 
   /** The claims the scopes release: `sub` always, `name` for profile, `email` and `email_verified` for email. */
-  async #claims(profileId: string, scopes: readonly OidcScope[]): Promise<Record<string, unknown>> {
+  async #claims(profile: ProfileRecord, scopes: readonly OidcScope[]): Promise<Record<string, unknown>> {
     const accounts = new AccountsRepository(this.#db);
-    const profile = await accounts.findProfile(profileId);
-    if (!profile) return { sub: profileId };
     const claims: Record<string, unknown> = { sub: profile.id };
     if (scopes.includes('profile')) {
       const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
@@ -446,13 +461,14 @@ export class OidcService {
 
   /** `/oidc/userinfo`: the claims of a live access token; an expired, revoked or orphaned one is 401. */
   async userinfo(accessToken: string): Promise<Record<string, unknown>> {
-    const record = await this.#repo().findToken(hashSecret(accessToken));
+    const found = await this.#repo().findTokenWithClientStatus(hashSecret(accessToken));
     const invalid = new OAuthError('invalid_token', 'The access token is invalid, expired or revoked', 401);
+    const record = found?.token;
     if (!record || record.revokedAt !== null || record.expiresAt <= this.#now()) throw invalid;
-    if ((await this.#repo().findClient(record.clientId))?.status !== 'approved') throw invalid;
+    if (found.clientStatus !== 'approved') throw invalid;
     const profile = await new AccountsRepository(this.#db).findProfile(record.profileId);
     if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) throw invalid;
-    return this.#claims(profile.id, record.scopes);
+    return this.#claims(profile, record.scopes);
   }
 
   /**

@@ -1,0 +1,51 @@
+import { rm } from 'node:fs/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import { KeyStore } from '../../server/oidc/keys.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
+import { tempDir } from '../helpers/server.ts';
+
+let dir: string;
+let db: Db;
+let now: number;
+const clock = () => now;
+
+beforeEach(async () => {
+  dir = await tempDir();
+  db = openDatabase(dir);
+  await migrateToLatest(db);
+  now = Date.UTC(2027, 0, 1);
+});
+afterEach(async () => {
+  await db.destroy();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the signing key, which the server reads at most once a second', () => {
+  it('is, within a second, the key another process rotated in to sign at once; the old one until then', async () => {
+    const server = new KeyStore(new OidcRepository(db), 0, clock);
+    await server.ensureKey();
+    now += 10_000;
+    const old = (await server.signer()).kid;
+    // The admin command, in a process of its own, with no activation delay.
+    const rotated = await new KeyStore(new OidcRepository(db), 0, clock).rotate();
+    now += 999;
+    expect((await server.signer()).kid).toBe(old);
+    now += 1;
+    expect((await server.signer()).kid).toBe(rotated);
+  });
+
+  it('switches to a key it has already read at the moment that key takes over', async () => {
+    const server = new KeyStore(new OidcRepository(db), 0, clock);
+    await server.ensureKey();
+    now += 10_000;
+    // Published now, signing half a second from now.
+    const rotated = await new KeyStore(new OidcRepository(db), 0.5, clock).rotate();
+    const old = (await server.signer()).kid;
+    expect(old).not.toBe(rotated);
+    now += 499;
+    expect((await server.signer()).kid).toBe(old);
+    now += 1;
+    expect((await server.signer()).kid).toBe(rotated);
+  });
+});
