@@ -1,0 +1,47 @@
+/** What every group of rows shares: the run's context, how baselines are started, how a row is made. */
+import { startListening, type Started } from '../processes.ts';
+import type { Row } from '../report.ts';
+import type { Load } from '../load.ts';
+import type { Seeded } from '../setup.ts';
+
+export interface BenchContext {
+  /** The service, `node server/main.ts`, on the seeded data folder. */
+  server: Started;
+  dataDir: string;
+  /** A copy of the seeded data folder, for row 9 to fill with 100 000 profiles. */
+  largeDataDir: string;
+  /** Starts the service, as `server` was, on another data folder. */
+  startServer(dataDir: string): Promise<Started>;
+  /** Where baseline servers may write (row 6). */
+  scratchDir: string;
+  seeded: Seeded;
+}
+
+/** Connections for request-rate rows: the issue's 32 (row 3), for every JSON row alike. */
+export const CONNECTIONS = 32;
+
+export const ms = (value: number): string => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
+export const p99 = (load: Load): string => `p99 ${ms(load.p99)}`;
+
+export async function getJson(url: string, headers: Record<string, string> = {}): Promise<unknown> {
+  const res = await fetch(url, { headers });
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Starts a baseline server (`baselines/<name>.ts`), runs `work` against it, and always stops it. */
+export async function withBaseline<T>(name: string, args: string[], work: (url: string) => Promise<T>): Promise<T> {
+  const bare = await startListening(name, `test/bench/baselines/${name}.ts`, { args });
+  try {
+    return await work(bare.url);
+  } finally {
+    await bare.stop();
+  }
+}
+
+/** A row whose target is a least ratio of figure to baseline. */
+export function ratioRow(row: Omit<Row, 'ratio' | 'target' | 'met'> & { least: number }): Row {
+  const { least, ...rest } = row;
+  const ratio = row.figure / row.baseline;
+  return { ...rest, ratio, target: `≥ ${least}`, met: ratio >= least };
+}
