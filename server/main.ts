@@ -36,7 +36,7 @@ function shutdown(signal: string): void {
   server.close(async () => {
     await service.close();
     logger.info('stopped');
-    process.exit(0);
+    logger.flush(() => process.exit(0));
   });
   server.closeIdleConnections();
 }

@@ -68,6 +68,11 @@ function safeFilename(title: unknown, fallback: string, extension: string): stri
 export class AttachmentsService {
   readonly #db: Knex;
   readonly #store: FileStore;
+  /**
+   * How many requests are saving a chunk of each upload right now, in this process (the service
+   * runs as one). The last chunks of an upload sent together wait for each other's answer.
+   */
+  readonly #receiving = new Map<string, number>();
   readonly #venue: VenueService;
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
@@ -226,6 +231,7 @@ export class AttachmentsService {
    */
   async saveChunk(viewer: Viewer, request: UploadRequest): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const file = request.file;
+    let counted: string | null = null;
     try {
       const fields = parseOrThrow(ChunkFields, request.fields);
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
@@ -276,15 +282,42 @@ export class AttachmentsService {
         await this.#discard(upload);
         throw AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
       }
-      return await this.#completeOrStatus(viewer, upload, maxBytes);
+      this.#receiving.set(upload.id, (this.#receiving.get(upload.id) ?? 0) + 1);
+      counted = upload.id;
+      const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
+      if ('url' in answer || (this.#receiving.get(upload.id) ?? 0) <= 1) return answer;
+      // Other chunks of this upload are being saved alongside this one: answer as of after them,
+      // so the last chunks sent together all answer the URL (one of them assembles the file).
+      this.#leave(upload.id);
+      counted = null;
+      await this.#othersSaved(upload.id);
+      const current = await repo.findUpload(upload.id);
+      if (current?.status === 'done' && current.url) return { url: current.url };
+      return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
     } finally {
+      if (counted) this.#leave(counted);
       if (file) await removeQuietly(file.path);
     }
   }
 
-  async #completeOrStatus(viewer: Viewer, upload: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+  #leave(uploadId: string): void {
+    const left = (this.#receiving.get(uploadId) ?? 1) - 1;
+    if (left > 0) this.#receiving.set(uploadId, left);
+    else this.#receiving.delete(uploadId);
+  }
+
+  /** Waits until no other request is saving a chunk of this upload (a minute at most). */
+  async #othersSaved(uploadId: string): Promise<void> {
+    const deadline = this.#now() + WAIT_FOR_ASSEMBLY_MS;
+    while (this.#receiving.has(uploadId) && this.#now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+
+  async #completeOrStatus(viewer: Viewer, given: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const repo = this.#repo();
-    const chunks = await repo.chunksOf(upload.id);
+    const chunks = await repo.chunksOf(given.id);
+    // Read before a parallel request settled how the client counts: read again, or two last
+    // chunks arriving together could each see the set incomplete and neither assemble it.
+    const upload = given.indexBase === null ? ((await repo.findUpload(given.id)) ?? given) : given;
     const base = upload.indexBase ?? 1;
     const indexes = Array.from({ length: upload.totalChunks }, (_, i) => i + base);
     const complete = upload.indexBase !== null && indexes.every((i) => chunks.has(i));

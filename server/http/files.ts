@@ -184,6 +184,7 @@ export function fileRoutes(services: Services, config: Config): Router {
       const parsed = await readUpload(req, {
         store: attachments.store,
         ceiling: kind === 'chunk' ? config.maxChunkBytes : config.maxUploadBytes,
+        hash: kind !== 'chunk',
         limitFor: (fields) => attachments.limitFor(kind, fields),
       });
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.

@@ -14,7 +14,13 @@ import { removeQuietly, type FileStore, type Received } from '../attachments/sto
  */
 export function readUpload(
   req: Request,
-  opts: { store: FileStore; ceiling: number; limitFor(fields: Record<string, string>): Promise<number> },
+  opts: {
+    store: FileStore;
+    ceiling: number;
+    limitFor(fields: Record<string, string>): Promise<number>;
+    /** False for a chunk: its own SHA-1 is never used (the assembled file's is). */
+    hash?: boolean;
+  },
 ): Promise<UploadRequest> {
   if (!req.is('multipart/form-data')) {
     return Promise.reject(new AppError('BadRequestError', 'The body must be multipart/form-data'));
@@ -66,7 +72,7 @@ export function readUpload(
       stream.pipe(pass);
       pending = (async () => {
         const limit = await opts.limitFor({ ...fields });
-        const received = await opts.store.receive(pass, limit);
+        const received = await opts.store.receive(pass, limit, { hash: opts.hash ?? true });
         if ((stream as { truncated?: boolean }).truncated) {
           await removeQuietly(received.path);
           throw AppError.tooLarge('The file is larger than allowed', { path: 'file' });

@@ -255,11 +255,14 @@ describe('attachments.download', () => {
 });
 
 describe('a 401', () => {
-  /** Logs in with a one-second session and waits until it has certainly expired. */
+  /**
+   * Logs in with a three-second session and waits until it has certainly expired. (A refreshed
+   * token lives as long: three seconds leave the retry time to arrive on a busy machine.)
+   */
   async function expiredSession(fetchImpl: typeof fetch) {
     const client = createClient({ baseUrl: server.url, fetch: fetchImpl });
-    const first = await client.login({ id: email, password: PASSWORD, expiresIn: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const first = await client.login({ id: email, password: PASSWORD, expiresIn: 3 });
+    await new Promise((resolve) => setTimeout(resolve, 4100));
     return { client, first };
   }
 
