@@ -6,6 +6,7 @@
  * Usage: node test/bench/baselines/jose.ts <seconds>
  */
 import { generateKeyPair, SignJWT } from 'jose';
+import { printRate } from './rate.ts';
 
 const seconds = Number(process.argv[2] ?? 5);
 const { privateKey } = await generateKeyPair('RS256', { modulusLength: 2048 });
@@ -20,21 +21,4 @@ const sign = () =>
     .setExpirationTime('1h')
     .sign(privateKey);
 
-async function signFor(ms: number): Promise<number> {
-  const until = performance.now() + ms;
-  let count = 0;
-  await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      while (performance.now() < until) {
-        await sign();
-        count += 1;
-      }
-    }),
-  );
-  return count;
-}
-
-await signFor(1000);
-const started = performance.now();
-const count = await signFor(seconds * 1000);
-console.log(JSON.stringify({ perSecond: count / ((performance.now() - started) / 1000) }));
+await printRate(sign, { concurrency: 16, warmupMs: 1000, seconds });

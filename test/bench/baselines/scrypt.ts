@@ -6,6 +6,7 @@
  * Usage: node test/bench/baselines/scrypt.ts <N> <r> <p> <key bytes> <concurrency> <seconds>
  */
 import { randomBytes, scrypt } from 'node:crypto';
+import { printRate } from './rate.ts';
 
 const [N = 0, r = 0, p = 0, keyLength = 0, concurrency = 0, seconds = 0] = process.argv.slice(2).map(Number);
 const options = { N, r, p, maxmem: 256 * N * r * p };
@@ -15,21 +16,4 @@ const derive = () =>
     scrypt('Bench-Password-9', randomBytes(16), keyLength, options, (err) => (err ? reject(err) : resolve()));
   });
 
-async function deriveFor(ms: number): Promise<number> {
-  const until = performance.now() + ms;
-  let count = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < until) {
-        await derive();
-        count += 1;
-      }
-    }),
-  );
-  return count;
-}
-
-await deriveFor(500);
-const started = performance.now();
-const count = await deriveFor(seconds * 1000);
-console.log(JSON.stringify({ perSecond: count / ((performance.now() - started) / 1000) }));
+await printRate(derive, { concurrency, warmupMs: 500, seconds });
