@@ -25,7 +25,7 @@ export interface Operation {
   path: string;
   tag: string;
   summary: string;
-  /** `required`: 401 without a session; `optional`: a session changes what is answered. */
+  /** `required`: 401 without a session; `optional`: a session changes the answer (an expired one is a 401). */
   session: 'required' | 'optional' | 'none';
   pathParams?: z.ZodObject;
   query?: z.ZodType;
@@ -53,7 +53,7 @@ const STATUS_TEXT: Record<number, string> = {
   416: 'The requested range is outside the file',
   429: 'Too many requests: retry later',
   500: 'Unexpected error: its details stay in the server log',
-  503: 'The database is not answering',
+  503: 'A service it depends on (the database, human verification) is not answering',
 };
 
 /**
