@@ -51,8 +51,13 @@ async function save(saved: Saved): Promise<void> {
   // A new file, created 0600 (never one left behind), then moved into place: the token is never
   // readable by others, not even for a moment.
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
-  await writeFile(temporary, JSON.stringify(saved), { mode: 0o600, flag: 'wx' });
-  await rename(temporary, file);
+  try {
+    await writeFile(temporary, JSON.stringify(saved), { mode: 0o600, flag: 'wx' });
+    await rename(temporary, file);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
 }
 
 async function load(): Promise<Saved> {
@@ -193,8 +198,9 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
     const client = await signedIn();
     const bar = progressBar('Uploading');
     const signal = cancelOnCtrlC('Cancelled; run the same command again to resume');
+    let url: string;
     try {
-      const { url } = await client.attachments.upload(await openAsBlob(file), {
+      ({ url } = await client.attachments.upload(await openAsBlob(file), {
         invitationId: values.invitation,
         name: values.name,
         filename: path.basename(file),
@@ -202,12 +208,11 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
         ...(values['human-token'] ? { humanVerificationToken: values['human-token'] } : {}),
         onProgress: (p) => bar.update(p),
         signal,
-      });
-      bar.stop();
-      console.log(url);
+      }));
     } finally {
       bar.stop();
     }
+    console.log(url);
   },
 
   async download(args) {

@@ -8,7 +8,7 @@
  * with the same file after an interruption sends only the chunks the server does not have,
  * and a different file never continues another's upload.
  */
-import { ChunkedUploadState, ChunkStatus, UploadResult, UploadRules } from '../shared/index.ts';
+import { checkFileFor, ChunkedUploadState, ChunkStatus, UploadResult, UploadRules } from '../shared/index.ts';
 import { ApiError, type Session } from './transport.ts';
 
 const MB = 1024 * 1024;
@@ -65,21 +65,10 @@ export interface DownloadedFile {
 /** Statuses worth another try: the request may succeed later as it is. */
 const TRANSIENT = new Set([408, 429, 500, 502, 503, 504]);
 
-function extensionOf(filename: string): string | null {
-  const dot = filename.lastIndexOf('.');
-  return dot > 0 ? filename.slice(dot + 1).toLowerCase() : null;
-}
-
-/** The client's copy of the server's own checks, so a file that would be refused is not sent. */
+/** The server's own rule (`checkFileFor` in shared/), applied before a byte is sent. */
 export function checkFile(rules: UploadRules, filename: string, size: number): void {
-  const extension = extensionOf(filename);
-  if (rules.extensions && !(extension && rules.extensions.includes(extension))) {
-    throw new ApiError({ status: 400, name: 'ValidationError', message: `The file must be of type ${rules.extensions.join(', ')}`, details: { path: 'file' } });
-  }
-  if (size > rules.maxBytes) {
-    const limit = `${Math.round((rules.maxBytes / MB) * 10) / 10} MB`;
-    throw new ApiError({ status: 413, name: 'ValidationError', message: `The file is larger than the ${limit} allowed`, details: { path: 'file' } });
-  }
+  const verdict = checkFileFor(rules, filename, size);
+  if ('message' in verdict) throw new ApiError({ status: verdict.status, name: 'ValidationError', message: verdict.message, details: { path: 'file' } });
 }
 
 function abortable(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -80,13 +80,13 @@ export class Session {
     const sentWith = this.token;
     const response = await this.#send(input, init);
     if (response.status !== 401 || this.#isRefresh(input)) return response;
-    if (!(await this.refreshOnce(sentWith))) return response;
+    if (!(await this.#refreshOnce(sentWith))) return response;
     await response.body?.cancel().catch(() => undefined);
     return this.#send(input, init);
   };
 
   /** Refreshes unless another call already did since `sentWith` was the token; true when there is a new one. */
-  async refreshOnce(sentWith: string | undefined): Promise<boolean> {
+  async #refreshOnce(sentWith: string | undefined): Promise<boolean> {
     if (this.token !== sentWith) return true;
     return this.refresh().then(
       () => true,

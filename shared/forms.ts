@@ -274,3 +274,40 @@ function checkString(param: FieldParam, value: string, path: string, label: stri
   if (param.enum && !param.enum.map(String).includes(value)) fail(`${label} must be one of: ${param.enum.join(', ')}`);
   return problems;
 }
+
+// ---- the rules a file for a `file` field must meet ----------------------------------------------
+
+/** A size for people: `5 MB` (of 2^20 bytes, as `maxSize` counts), or bytes below one. */
+export function formatBytes(bytes: number): string {
+  const mb = bytes / (1024 * 1024);
+  return mb >= 1 ? `${Number(mb.toFixed(2))} MB` : `${bytes} bytes`;
+}
+
+/** The message of a file over its limit. */
+export function tooLargeMessage(maxBytes: number): string {
+  return `The file is larger than the ${formatBytes(maxBytes)} allowed`;
+}
+
+/** What a field allows: its extensions (null: any) and its size limit in bytes. */
+export interface FileRules {
+  extensions: readonly string[] | null | undefined;
+  maxBytes: number;
+}
+
+/**
+ * The one statement of whether a file may go into a field, for the server (which applies it)
+ * and for clients (which check before sending): the extension it is stored under — its name's,
+ * which the field must allow; a name without one takes the field's only extension — or why
+ * not, with the status the server answers (400 for its type, 413 for its size). `size` is
+ * left out while it is not known yet.
+ */
+export function checkFileFor(rules: FileRules, filename: string, size?: number): { extension: string } | { status: 400 | 413; message: string } {
+  const allowed = rules.extensions?.map((e) => e.toLowerCase());
+  const named = /\.([A-Za-z0-9]{1,10})$/.exec(filename)?.[1]?.toLowerCase();
+  const extension = named ?? (allowed?.length === 1 ? allowed[0] : undefined);
+  if (!extension || (allowed && !allowed.includes(extension))) {
+    return { status: 400, message: `The file must be of type ${allowed?.join(', ') ?? 'with an extension'}` };
+  }
+  if (size !== undefined && size > rules.maxBytes) return { status: 413, message: tooLargeMessage(rules.maxBytes) };
+  return { extension };
+}

@@ -3,9 +3,12 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
   AppError,
+  checkFileFor,
   ChunkFields,
+  formatBytes,
   fileUrlExtension,
   parseOrThrow,
+  tooLargeMessage,
   UploadFields,
   type ChunkedUploadState,
   type FieldParam,
@@ -19,7 +22,7 @@ import { MB, type Config } from '../config.ts';
 import { VenueRepository } from '../venue/repository.ts';
 import type { VenueService } from '../venue/service.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
-import { formatBytes, removeQuietly, type FileStore, type Received } from './storage.ts';
+import { removeQuietly, type FileStore, type Received } from './storage.ts';
 
 /** What the multipart adapter hands over: the text fields, and the file part if there was one. */
 export interface UploadRequest {
@@ -42,16 +45,17 @@ const WAIT_FOR_ASSEMBLY_MS = 60_000;
 /** An assembly not finished after this long was left by a server that stopped: it may be redone. */
 const STALE_ASSEMBLY_MS = 10 * 60_000;
 
+/** Every chunk index of an upload, as its client counts (from 1 until it is known). */
+function indexesOf(upload: ChunkedUpload): number[] {
+  const base = upload.indexBase ?? 1;
+  return Array.from({ length: upload.totalChunks }, (_, i) => i + base);
+}
+
 /** `{<chunkIndex>: "completed" | "missing"}` for every chunk of an upload, keyed as the client counts. */
 function statusMap(indexes: number[], chunks: Map<number, number>): Record<string, 'missing' | 'completed'> {
   return Object.fromEntries(indexes.map((i) => [String(i), chunks.has(i) ? ('completed' as const) : ('missing' as const)]));
 }
 
-/** A file name's extension, lower-cased, if it is a plain one. */
-function extensionOf(filename: string): string | null {
-  const match = /\.([A-Za-z0-9]{1,10})$/.exec(filename);
-  return match?.[1] ? match[1].toLowerCase() : null;
-}
 
 /** A file name safe in any header and any file system: the note's title, tamed. */
 function safeFilename(title: unknown, fallback: string, extension: string): string {
@@ -142,8 +146,7 @@ export class AttachmentsService {
     const upload = await this.#repo().findUploadOf(viewer.profileId, clientUploadId);
     if (!upload) throw new AppError('NotFoundError', `Upload Not Found: ${clientUploadId}`, { path: 'clientUploadId' });
     const chunks = await this.#repo().chunksOf(upload.id);
-    const base = upload.indexBase ?? 1;
-    const indexes = Array.from({ length: upload.totalChunks }, (_, i) => i + base);
+    const indexes = indexesOf(upload);
     return {
       clientUploadId,
       totalChunks: upload.totalChunks,
@@ -171,17 +174,14 @@ export class AttachmentsService {
 
   /** The extension a file is stored under: the file name's, which the field must allow. */
   #extension(param: FieldParam, filename: string): string {
-    const allowed = param.extensions?.map((e) => e.toLowerCase());
-    const extension = extensionOf(filename) ?? (allowed?.length === 1 ? allowed[0] : null);
-    if (!extension || (allowed && !allowed.includes(extension))) {
-      throw new AppError('ValidationError', `The file must be of type ${allowed?.join(', ') ?? 'with an extension'}`, { path: 'file' });
-    }
-    return extension;
+    const verdict = checkFileFor({ extensions: param.extensions, maxBytes: Infinity }, filename);
+    if ('message' in verdict) throw new AppError('ValidationError', verdict.message, { path: 'file' });
+    return verdict.extension;
   }
 
   #checkContent(received: Received, extension: string, maxBytes: number): void {
     if (received.size > maxBytes) {
-      throw AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+      throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
     }
     if (extension === 'pdf' && !received.head.subarray(0, PDF_SIGNATURE.length).equals(PDF_SIGNATURE)) {
       throw new AppError('ValidationError', 'The file is not a PDF: it does not start with %PDF-', { path: 'file' });
@@ -280,7 +280,7 @@ export class AttachmentsService {
           throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
         }
         await this.#discard(upload);
-        throw AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+        throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
       this.#receiving.set(upload.id, (this.#receiving.get(upload.id) ?? 0) + 1);
       counted = upload.id;
@@ -318,8 +318,7 @@ export class AttachmentsService {
     // Read before a parallel request settled how the client counts: read again, or two last
     // chunks arriving together could each see the set incomplete and neither assemble it.
     const upload = given.indexBase === null ? ((await repo.findUpload(given.id)) ?? given) : given;
-    const base = upload.indexBase ?? 1;
-    const indexes = Array.from({ length: upload.totalChunks }, (_, i) => i + base);
+    const indexes = indexesOf(upload);
     const complete = upload.indexBase !== null && indexes.every((i) => chunks.has(i));
     if (!complete) return statusMap(indexes, chunks);
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../shared/errors.ts';
-import { fileUrlExtension } from '../../shared/forms.ts';
+import { fileUrlExtension, tooLargeMessage } from '../../shared/forms.ts';
 
 /** A file received into the temporary folder: its path, length, SHA-1 and first bytes. */
 export interface Received {
@@ -59,7 +59,7 @@ export class FileStore {
       transform(chunk: Buffer, _encoding, done) {
         size += chunk.length;
         if (size > maxBytes) {
-          done(AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' }));
+          done(AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' }));
           return;
         }
         if (headLength < HEAD_BYTES) {
@@ -173,7 +173,7 @@ export class FileStore {
         try {
           for (let read = await part.read(buffer, 0, buffer.length); read.bytesRead > 0; read = await part.read(buffer, 0, buffer.length)) {
             size += read.bytesRead;
-            if (size > maxBytes) throw AppError.tooLarge(`The file is larger than the ${formatBytes(maxBytes)} allowed`, { path: 'file' });
+            if (size > maxBytes) throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
             const bytes = buffer.subarray(0, read.bytesRead);
             if (head.length < HEAD_BYTES) head = Buffer.concat([head, bytes.subarray(0, HEAD_BYTES - head.length)]);
             hash.update(bytes);
@@ -219,7 +219,3 @@ export async function removeQuietly(file: string): Promise<void> {
   });
 }
 
-export function formatBytes(bytes: number): string {
-  const mb = bytes / (1024 * 1024);
-  return mb >= 1 ? `${Number(mb.toFixed(2))} MB` : `${bytes} bytes`;
-}

@@ -12,9 +12,6 @@ import { buildOpenApiDocument } from './openapi.ts';
 const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'];
 
-/** Where the page finds its files: under `/docs/`, so the page works behind any path prefix. */
-export const DOCS_PATHS = ['/docs', '/docs/init.js', ...VIEWER_FILES.map((file) => `/docs/${file}`)];
-
 const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>API reference</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">

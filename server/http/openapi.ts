@@ -68,7 +68,8 @@ class Components {
   of(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
     const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
     const defs = ($defs ?? {}) as Record<string, JsonSchema>;
-    const names = new Map(Object.entries(defs).map(([id, def]) => [id, this.#nameFor(id, def, io)] as const));
+    // As requests send it, a schema is `XInput` until `finish` finds it the same as `X`.
+    const names = new Map(Object.keys(defs).map((id) => [id, io === 'output' ? id : `${id}Input`] as const));
     const relink = <T>(value: T): T =>
       JSON.parse(JSON.stringify(value).replace(/"#\/\$defs\/([^"]+)"/g, (_m, id: string) => JSON.stringify(`#/components/schemas/${names.get(id) ?? id}`))) as T;
     for (const [id, def] of Object.entries(defs)) {
@@ -82,24 +83,27 @@ class Components {
   }
 
   /**
-   * The document with every `XInput` that turned out the same as `X` (its answer was met
-   * later) replaced by `X`.
+   * The shared schemas once every operation is described: each `XInput` that is the same as
+   * `X` (once the schemas it refers to are merged too) is merged into `X`; `relink` points the
+   * operations' references at what is left.
    */
-  finish<T>(document: T): T {
-    let text = JSON.stringify(document);
-    for (const name of Object.keys(this.schemas)) {
-      const base = name.replace(/Input$/, '');
-      if (base === name || JSON.stringify(this.schemas[base]) !== JSON.stringify(this.schemas[name])) continue;
-      delete this.schemas[name];
-      text = text.replaceAll(`"#/components/schemas/${name}"`, `"#/components/schemas/${base}"`);
+  finish(): { schemas: Record<string, JsonSchema>; relink<T>(value: T): T } {
+    const merged = new Map<string, string>();
+    const relink = <T>(value: T): T =>
+      JSON.parse(JSON.stringify(value).replace(/"#\/components\/schemas\/(\w+)"/g, (ref, name: string) => (merged.has(name) ? `"#/components/schemas/${merged.get(name)}"` : ref))) as T;
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const name of Object.keys(this.schemas)) {
+        const base = name.replace(/Input$/, '');
+        if (base === name || merged.has(name) || !this.schemas[base]) continue;
+        if (JSON.stringify(relink(this.schemas[name])) !== JSON.stringify(relink(this.schemas[base]))) continue;
+        merged.set(name, base);
+        changed = true;
+      }
     }
-    return JSON.parse(text) as T;
-  }
-
-  #nameFor(id: string, def: JsonSchema, io: 'input' | 'output'): string {
-    if (io === 'output') return id;
-    const asAnswered = this.schemas[id];
-    return asAnswered && JSON.stringify(asAnswered) === JSON.stringify(def) ? id : `${id}Input`;
+    const left = Object.entries(this.schemas).filter(([name]) => !merged.has(name));
+    const schemas = Object.fromEntries(left.sort(([a], [b]) => a.localeCompare(b)).map(([name, schema]) => [name, relink(schema)]));
+    return { schemas, relink };
   }
 }
 
@@ -284,7 +288,8 @@ export function buildOpenApiDocument(config: Pick<Config, 'baseUrl' | 'devBaseUr
   }
   const error = components.of(ErrorBody, 'output');
   components.schemas.Error = { ...error, properties: { ...(error.properties as JsonSchema), name: components.of(ErrorNameSchema, 'output') } };
-  return components.finish({
+  const { schemas, relink } = components.finish();
+  return relink({
     openapi: '3.1.0',
     info: {
       title: 'Peer-review accounts, attachments and sign-in',
@@ -302,7 +307,7 @@ export function buildOpenApiDocument(config: Pick<Config, 'baseUrl' | 'devBaseUr
     tags: ['accounts', 'venue', 'attachments', 'oidc', 'service'].map((name) => ({ name })),
     paths,
     components: {
-      schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
+      schemas,
       securitySchemes: {
         accessTokenCookie: { type: 'apiKey', in: 'cookie', name: ACCESS_TOKEN_COOKIE, description: 'Set by `POST /login`' },
         bearerToken: { type: 'http', scheme: 'bearer', description: 'The `token` of a login answer, for clients without cookies' },

@@ -33,7 +33,7 @@ export interface Route {
 }
 
 /** The path's parameters by their input names; a venue id's segments are joined again. */
-export function pathParams(route: Route, req: Request): Record<string, string> {
+function pathParams(route: Route, req: Request): Record<string, string> {
   const params: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.params as Record<string, string | string[]>)) {
     params[route.rename?.[name] ?? name] = Array.isArray(value) ? value.join('/') : String(value);
@@ -46,7 +46,7 @@ export function pathParams(route: Route, req: Request): Record<string, string> {
  * that already has such a key is refused, so a path parameter cannot be smuggled in through
  * the body. The procedure's schema checks the rest, exactly as for a tRPC call.
  */
-export function routeInput(route: Route, req: Request): unknown {
+function routeInput(route: Route, req: Request): unknown {
   const params = pathParams(route, req);
   const source: unknown = route.input === 'body' ? req.body : route.input === 'query' ? req.query : undefined;
   if (Object.keys(params).length === 0) return source;
