@@ -395,6 +395,32 @@ export class AttachmentsService {
   }
 
   /**
+   * `GET /notes/edits/attachment`: a file field as one revision of a note held it, for the
+   * note's readers (a revision of a note one may not read does not exist for them).
+   */
+  async fileOfEdit(editId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
+    const [edit] = await this.#venue.edits({ id: editId }, reader);
+    const note = edit ? await this.#venue.readableNote(edit.note.id, reader) : null;
+    const url = (edit?.content[field] as { value?: unknown } | undefined)?.value;
+    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#venue.isFileField(note, field))) {
+      throw new AppError('NotFoundError', `Attachment Not Found: ${field} of edit ${editId}`);
+    }
+    return this.#stored(url, (edit.content.title as { value?: unknown } | undefined)?.value, note.id);
+  }
+
+  /**
+   * `GET /groups/attachment` and `GET /invitations/attachment`. On the real platform a group's or
+   * an invitation's content may hold files; here neither has content fields (venue files belong
+   * to notes), so once the group or invitation is found readable, the answer is that it holds no
+   * such file: 404 either way, with a message that says which.
+   */
+  async fileOfEntity(kind: 'group' | 'invitation', id: string, field: string, reader: Viewer | null): Promise<StoredFile> {
+    if (kind === 'group') await this.#venue.groups({ id }, reader);
+    else await this.#venue.readableInvitation(id, reader);
+    throw new AppError('NotFoundError', `Attachment Not Found: the ${kind} ${id} holds no file ${field}`);
+  }
+
+  /**
    * `GET /pdf/{id}`: a stored PDF by the value saved in a note (`/pdf/<sha1>.pdf`, `<sha1>.pdf` or
    * `<sha1>`), for the readers of a note that references it (now or in an earlier revision) and
    * for its uploader.
@@ -429,7 +455,7 @@ export class AttachmentsService {
     query: { noteId: string; leftId: string; rightId: string; field: string },
     reader: Viewer | null,
   ): Promise<{ leftNote: NoteEdit; rightNote: NoteEdit; viewerUrl: string }> {
-    const edits = await this.#venue.edits(query.noteId, reader);
+    const edits = await this.#venue.edits({ 'note.id': query.noteId }, reader);
     const pick = (id: string, path: string) => {
       const edit = edits.find((e) => e.id === id);
       if (!edit) throw new AppError('NotFoundError', `Edit Not Found: ${id}`, { path });

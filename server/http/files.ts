@@ -5,6 +5,8 @@ import { z } from 'zod';
 import {
   AppError,
   AttachmentQuery,
+  EditAttachmentQuery,
+  EntityAttachmentQuery,
   ChunkFields,
   ChunkStatus,
   HumanVerificationToken,
@@ -74,6 +76,33 @@ export const fileOperations: Operation[] = [
     session: 'optional',
     query: PdfQuery,
     answer: { file: ['application/pdf', 'application/zip'] },
+  },
+  {
+    method: 'get',
+    path: '/notes/edits/attachment',
+    tag: 'attachments',
+    summary: 'A file field as one revision (edit) of a note held it',
+    session: 'optional',
+    query: EditAttachmentQuery,
+    answer: { file: ANY_FILE },
+  },
+  {
+    method: 'get',
+    path: '/groups/attachment',
+    tag: 'attachments',
+    summary: "A file in a group's content (groups here hold none: see the README)",
+    session: 'optional',
+    query: EntityAttachmentQuery,
+    answer: { file: ANY_FILE },
+  },
+  {
+    method: 'get',
+    path: '/invitations/attachment',
+    tag: 'attachments',
+    summary: "A file in an invitation's content (invitations here hold none: see the README)",
+    session: 'optional',
+    query: EntityAttachmentQuery,
+    answer: { file: ANY_FILE },
   },
   {
     method: 'get',
@@ -212,8 +241,7 @@ export function fileRoutes(services: Services, config: Config): Router {
       const query = parseOrThrow(AttachmentQuery, req.query);
       const res = req.res as Response;
       if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, query.name, reader));
-      const ids = Array.isArray(query.ids) ? query.ids : [query.ids ?? ''];
-      sendZip(res, await Promise.all(ids.map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
+      sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
     }),
   );
   router.get(
@@ -222,10 +250,25 @@ export function fileRoutes(services: Services, config: Config): Router {
       const query = parseOrThrow(PdfQuery, req.query);
       const res = req.res as Response;
       if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, 'pdf', reader));
-      const ids = Array.isArray(query.ids) ? query.ids : [query.ids ?? ''];
-      sendZip(res, await Promise.all(ids.map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
+      sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
     }),
   );
+  router.get(
+    '/notes/edits/attachment',
+    download(async (req, reader) => {
+      const query = parseOrThrow(EditAttachmentQuery, req.query);
+      sendStored(req.res as Response, await attachments.fileOfEdit(query.id, query.name, reader));
+    }),
+  );
+  for (const kind of ['group', 'invitation'] as const) {
+    router.get(
+      `/${kind}s/attachment`,
+      download(async (req, reader) => {
+        const query = parseOrThrow(EntityAttachmentQuery, req.query);
+        sendStored(req.res as Response, await attachments.fileOfEntity(kind, query.id, query.name, reader));
+      }),
+    );
+  }
   router.get(
     '/pdf/compare/view',
     download(async (req, reader) => {

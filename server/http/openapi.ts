@@ -166,7 +166,7 @@ function fromRoute(route: Route): Operation {
   };
   if (params.length > 0) op.pathParams = z.object(Object.fromEntries(params.map((p) => [p.name, shape[p.key] ?? z.string()])));
   const rest = input && params.length > 0 ? omitKeys(input, pick) : input;
-  if (rest && route.input === 'query') op.query = rest;
+  if (rest && (route.input === 'query' || route.input === 'query-or-body')) op.query = rest;
   if (rest && route.input === 'body') op.body = { json: rest };
   return op;
 }

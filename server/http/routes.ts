@@ -22,8 +22,12 @@ export interface Route {
   /** Express syntax: `:name` is one segment, `*name` (a venue id) may span several. */
   path: string;
   procedure: ProcedurePath;
-  /** The JSON body, the query string, or nothing; the path's parameters are added to it. */
-  input: 'body' | 'query' | 'none';
+  /**
+   * The JSON body, the query string, or nothing; the path's parameters are added to it.
+   * `query-or-body`: the JSON body when one was sent, else the query string (a `DELETE` that
+   * clients send either way); the API document shows the query form.
+   */
+  input: 'body' | 'query' | 'query-or-body' | 'none';
   /** The input property each path parameter fills, when it is not named the same. */
   rename?: Record<string, string>;
   /** One line for the API document. */
@@ -48,7 +52,7 @@ function pathParams(route: Route, req: Request): Record<string, string> {
  */
 function routeInput(route: Route, req: Request): unknown {
   const params = pathParams(route, req);
-  const source: unknown = route.input === 'body' ? req.body : route.input === 'query' ? req.query : undefined;
+  const source: unknown = route.input === 'body' || (route.input === 'query-or-body' && req.body !== undefined) ? req.body : route.input === 'none' ? undefined : req.query;
   if (Object.keys(params).length === 0) return source;
   if (source === undefined) return params;
   if (source === null || typeof source !== 'object' || Array.isArray(source)) return source;
@@ -105,8 +109,12 @@ export const routes: Route[] = [
   { method: 'post', path: '/invitations', procedure: 'venue.saveInvitation', input: 'body', summary: 'Create or replace an invitation of a venue', errors: [404] },
   { method: 'get', path: '/invitations', procedure: 'venue.invitations', input: 'query', summary: 'An invitation with its form', errors: [404] },
   { method: 'post', path: '/notes', procedure: 'venue.postNote', input: 'body', summary: 'Post or edit a note under an invitation', errors: [404] },
-  { method: 'get', path: '/notes', procedure: 'venue.notes', input: 'query', summary: 'Notes the caller may read' },
-  { method: 'get', path: '/notes/edits', procedure: 'venue.noteEdits', input: 'query', summary: 'The revisions of a note', errors: [404] },
+  { method: 'get', path: '/notes', procedure: 'venue.notes', input: 'query', summary: 'Notes the caller may read; by `id`, a missing note is a 404', errors: [403, 404] },
+  { method: 'get', path: '/notes/edits', procedure: 'venue.noteEdits', input: 'query', summary: 'The revisions of a note, or one revision by id', errors: [404] },
+  { method: 'post', path: '/notes/edits', procedure: 'venue.postNoteEdit', input: 'body', summary: 'Post, revise or delete a note as an edit (the real platform’s way)', errors: [404] },
+  { method: 'delete', path: '/notes', procedure: 'venue.deleteNote', input: 'query-or-body', summary: 'Delete a note (`?id=`, or `{id}` as a JSON body)', errors: [404] },
+  { method: 'get', path: '/venues', procedure: 'venue.venues', input: 'query', summary: 'Venues by id, ids or the invitations they own' },
+  { method: 'get', path: '/groups', procedure: 'venue.groups', input: 'query', summary: 'A group by id, or the groups of a member, that the caller may read', errors: [404] },
   // attachments that answer JSON (uploads and downloads are streams: see files.ts)
   { method: 'get', path: '/attachment/rules', procedure: 'attachments.uploadRules', input: 'query', summary: "What a file for an invitation's field must be" },
   { method: 'get', path: '/attachment/chunk/status', procedure: 'attachments.chunkedUpload', input: 'query', summary: 'Where a chunked upload stands, to resume it', errors: [404] },

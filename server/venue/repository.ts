@@ -34,6 +34,7 @@ interface NoteRow {
   writers: string;
   cdate: number;
   mdate: number;
+  ddate: number | null;
   tcdate: number;
   tmdate: number;
 }
@@ -55,6 +56,7 @@ function toNote(row: NoteRow): Note {
   return {
     id: row.id,
     invitation: row.invitation,
+    invitations: [row.invitation],
     domain: row.domain,
     number: Number(row.number),
     forum: row.forum,
@@ -65,9 +67,30 @@ function toNote(row: NoteRow): Note {
     writers: json<string[]>(row.writers),
     cdate: Number(row.cdate),
     mdate: Number(row.mdate),
+    ...(row.ddate !== null ? { ddate: Number(row.ddate) } : {}),
     tcdate: Number(row.tcdate),
     tmdate: Number(row.tmdate),
   };
+}
+
+function toEdit(row: Record<string, unknown>): NoteEdit {
+  return {
+    id: String(row.id),
+    note: { id: String(row.note_id) },
+    invitation: String(row.invitation),
+    content: json<Record<string, unknown>>(row.content),
+    signatures: json<string[]>(row.signatures),
+    readers: json<string[]>(row.readers),
+    writers: json<string[]>(row.writers),
+    tauthor: String(row.tauthor),
+    tcdate: Number(row.tcdate),
+  };
+}
+
+/** Whether a content value matches a query's `content.<field>=wanted`: equal as text, or a list holding it. */
+function holds(value: unknown, wanted: string): boolean {
+  if (Array.isArray(value)) return value.some((item) => holds(item, wanted));
+  return (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') && String(value) === wanted;
 }
 
 /** The author ids a note's `content.authorids` holds, for the author index. */
@@ -120,8 +143,10 @@ export class VenueRepository {
   }
 
   #noteRow(note: Note) {
+    const { invitations: _derived, ...stored } = note;
     return {
-      ...note,
+      ...stored,
+      ddate: note.ddate ?? null,
       content: JSON.stringify(note.content),
       signatures: JSON.stringify(note.signatures),
       readers: JSON.stringify(note.readers),
@@ -151,6 +176,7 @@ export class VenueRepository {
   async notesWithFile(url: string): Promise<Note[]> {
     const rows = await this.#db<NoteRow>('notes')
       .whereIn('id', this.#db('note_files').where({ url }).select('note_id'))
+      .whereNull('ddate')
       .select('*');
     return rows.map(toNote);
   }
@@ -172,17 +198,22 @@ export class VenueRepository {
     return (await this.#db('uploads').where({ profile_id: profileId, url }).first('id')) !== undefined;
   }
 
-  async insertEdit(note: Note, tauthor: string, now: number): Promise<void> {
-    await this.#db('note_edits').insert({
-      note_id: note.id,
-      invitation: note.invitation,
-      content: JSON.stringify(note.content),
-      signatures: JSON.stringify(note.signatures),
-      readers: JSON.stringify(note.readers),
-      writers: JSON.stringify(note.writers),
-      tauthor,
-      tcdate: now,
-    });
+  /** Records a revision of the note as it now stands; answers the revision's id. */
+  async insertEdit(note: Note, tauthor: string, now: number): Promise<string> {
+    const [row] = await this.#db('note_edits')
+      .insert({
+        note_id: note.id,
+        invitation: note.invitation,
+        content: JSON.stringify(note.content),
+        signatures: JSON.stringify(note.signatures),
+        readers: JSON.stringify(note.readers),
+        writers: JSON.stringify(note.writers),
+        tauthor,
+        tcdate: now,
+        ddate: note.ddate ?? null,
+      })
+      .returning('id');
+    return String(typeof row === 'object' ? (row as { id: unknown }).id : row);
   }
 
   async findNote(id: string): Promise<Note | null> {
@@ -190,32 +221,67 @@ export class VenueRepository {
     return row ? toNote(row) : null;
   }
 
-  /** Notes matching every criterion given, in posting order. */
-  async findNotes(query: { id?: string; invitation?: string; forum?: string; author?: string[] }): Promise<Note[]> {
+  /**
+   * Notes matching every criterion given, in posting order; deleted notes only with `trash`.
+   * `content` filters run here on the decoded content (a list matches when it holds the value).
+   */
+  async findNotes(query: {
+    id?: string;
+    invitation?: string;
+    forum?: string;
+    replyto?: string;
+    domain?: string;
+    number?: number;
+    author?: string[];
+    content?: Record<string, string>;
+    trash?: boolean;
+  }): Promise<Note[]> {
     const q = this.#db<NoteRow>('notes').select('notes.*');
     if (query.id) q.where('notes.id', query.id);
     if (query.invitation) q.where('notes.invitation', query.invitation);
     if (query.forum) q.where('notes.forum', query.forum);
+    if (query.replyto) q.where('notes.replyto', query.replyto);
+    if (query.domain) q.where('notes.domain', query.domain);
+    if (query.number !== undefined) q.where('notes.number', query.number);
+    if (!query.trash) q.whereNull('notes.ddate');
     if (query.author) {
       q.whereIn('notes.id', this.#db('note_authors').whereIn('author', query.author).select('note_id'));
     }
     const rows = await q.orderBy('notes.tcdate').orderBy('notes.number');
-    return rows.map(toNote);
+    const notes = rows.map(toNote);
+    const filters = Object.entries(query.content ?? {});
+    if (filters.length === 0) return notes;
+    return notes.filter((note) => filters.every(([field, wanted]) => holds((note.content[field] as { value?: unknown } | undefined)?.value, wanted)));
   }
 
   async editsOf(noteId: string): Promise<NoteEdit[]> {
     const rows = await this.#db('note_edits').where({ note_id: noteId }).orderBy('id');
-    return rows.map((row: Record<string, unknown>) => ({
-      id: String(row.id),
-      note: { id: String(row.note_id) },
-      invitation: String(row.invitation),
-      content: json<Record<string, unknown>>(row.content),
-      signatures: json<string[]>(row.signatures),
-      readers: json<string[]>(row.readers),
-      writers: json<string[]>(row.writers),
-      tauthor: String(row.tauthor),
-      tcdate: Number(row.tcdate),
-    }));
+    return rows.map(toEdit);
+  }
+
+  async findEdit(id: string): Promise<NoteEdit | null> {
+    const row = await this.#db('note_edits').where({ id: Number(id) }).first();
+    return row ? toEdit(row) : null;
+  }
+
+  /** Marks a note deleted at `now` (its row, revisions and file records stay). */
+  async deleteNote(id: string, now: number): Promise<void> {
+    await this.#db('notes').where({ id }).update({ ddate: now, tmdate: now });
+  }
+
+  /** The venues (groups holding an author-console config) with these ids. */
+  async venues(ids: readonly string[]): Promise<Array<{ id: string; config: unknown; tcdate: number; tmdate: number }>> {
+    if (ids.length === 0) return [];
+    const rows: Array<{ id: string; data: string; tcdate: number; tmdate: number }> = await this.#db('groups').whereIn('id', ids).select('id', 'data', 'tcdate', 'tmdate').orderBy('id');
+    return rows
+      .map((row) => ({ id: row.id, config: json<{ config?: unknown }>(row.data).config, tcdate: Number(row.tcdate), tmdate: Number(row.tmdate) }))
+      .filter((venue) => venue.config !== undefined);
+  }
+
+  /** The domains (venue ids) of these invitations. */
+  async domainsOfInvitations(ids: readonly string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    return this.#db('invitations').whereIn('id', ids).distinct().pluck('domain');
   }
 
   /** Whether `profileId` uploaded `url` for this invitation and field. */

@@ -2,9 +2,13 @@ import {
   AddMembersInput,
   AuthorConsole,
   AuthorConsoleConfig,
+  DeleteNoteInput,
   GroupMembersResult,
-  Invitation,
+  GroupsQuery,
+  GroupsResult,
   InvitationInput,
+  invitationView,
+  InvitationView,
   InvitationsQuery,
   InvitationsResult,
   Note,
@@ -12,8 +16,13 @@ import {
   NoteEditsResult,
   NotesQuery,
   NotesResult,
+  PostedNoteEdit,
+  PostNoteEditInput,
   PostNoteInput,
+  StatusResult,
   VenueQuery,
+  VenuesQuery,
+  VenuesResult,
 } from '../../shared/index.ts';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
 
@@ -40,29 +49,52 @@ export const venueRouter = router({
 
   saveInvitation: authedProcedure
     .input(InvitationInput)
-    .output(Invitation)
-    .mutation(({ ctx, input }) => ctx.services.venue.saveInvitation(input, ctx.user)),
+    .output(InvitationView)
+    .mutation(async ({ ctx, input }) => invitationView(await ctx.services.venue.saveInvitation(input, ctx.user))),
 
   invitations: authedProcedure
     .input(InvitationsQuery)
     .output(InvitationsResult)
-    .query(async ({ ctx, input }) => ({ invitations: [await ctx.services.venue.invitation(input.id, ctx.user)] })),
+    .query(async ({ ctx, input }) => ({ invitations: [invitationView(await ctx.services.venue.invitation(input.id, ctx.user))] })),
 
   postNote: authedProcedure
     .input(PostNoteInput)
     .output(Note)
     .mutation(({ ctx, input }) => ctx.services.venue.postNote(input, ctx.user)),
 
+  postNoteEdit: authedProcedure
+    .input(PostNoteEditInput)
+    .output(PostedNoteEdit)
+    .mutation(({ ctx, input }) => ctx.services.venue.postNoteEdit(input, ctx.user)),
+
+  deleteNote: authedProcedure
+    .input(DeleteNoteInput)
+    .output(StatusResult)
+    .mutation(({ ctx, input }) => ctx.services.venue.deleteNote(input.id, ctx.user)),
+
   notes: publicProcedure
     .input(NotesQuery)
     .output(NotesResult)
-    .query(async ({ ctx, input }) => {
-      const notes = await ctx.services.venue.notes(input, await ctx.optionalViewer());
-      return { notes, count: notes.length };
-    }),
+    .query(async ({ ctx, input }) => ctx.services.venue.notes(input, await ctx.optionalViewer())),
 
   noteEdits: publicProcedure
     .input(NoteEditsQuery)
     .output(NoteEditsResult)
-    .query(async ({ ctx, input }) => ({ edits: await ctx.services.venue.edits(input['note.id'], await ctx.optionalViewer()) })),
+    .query(async ({ ctx, input }) => {
+      const edits = await ctx.services.venue.edits(input, await ctx.optionalViewer());
+      return { edits, count: edits.length };
+    }),
+
+  venues: publicProcedure
+    .input(VenuesQuery)
+    .output(VenuesResult)
+    .query(async ({ ctx, input }) => ({ venues: await ctx.services.venue.venues(input) })),
+
+  groups: publicProcedure
+    .input(GroupsQuery)
+    .output(GroupsResult)
+    .query(async ({ ctx, input }) => {
+      const groups = await ctx.services.venue.groups(input, await ctx.optionalViewer());
+      return { groups, count: groups.length };
+    }),
 });

@@ -13,9 +13,17 @@ import {
   type InvitationInput,
   type Note,
   type NoteEdit,
+  type NoteEditsQuery,
   type NotesQuery,
+  type PostedNoteEdit,
+  type PostNoteEditInput,
   type PostNoteInput,
   type RatingSummary,
+  type Group,
+  type GroupsQuery,
+  type Venue,
+  type VenuesQuery,
+  contentFilters,
 } from '../../shared/index.ts';
 import { AccountsRepository } from '../accounts/repository.ts';
 import type { Viewer } from '../accounts/service.ts';
@@ -264,6 +272,16 @@ export class VenueService {
     return invitation;
   }
 
+  /** An invitation whose readers include the caller (super users read every one); 404 otherwise. */
+  async readableInvitation(id: string, reader: Reader): Promise<Invitation> {
+    const repos = this.#repos();
+    const invitation = await repos.venues.findInvitation(id);
+    if (!invitation || !this.#canRead(invitation.readers, await this.identities(reader, repos), reader)) {
+      throw new AppError('NotFoundError', `Invitation Not Found: ${id}`);
+    }
+    return invitation;
+  }
+
   // ---- notes -----------------------------------------------------------------------------------
 
   /**
@@ -272,6 +290,67 @@ export class VenueService {
    * uploaded for this invitation and field. Every change is kept as an edit.
    */
   async postNote(input: PostNoteInput, reader: Viewer): Promise<Note> {
+    return (await this.#post(input, reader)).note;
+  }
+
+  /**
+   * `POST /notes/edits`, the real platform's way to post: the same rules as `POST /notes`
+   * (see `PostNoteEditInput` for how its fields map), answered as the edit it made. With
+   * `note.ddate` set it deletes the note instead.
+   */
+  async postNoteEdit(input: PostNoteEditInput, reader: Viewer): Promise<PostedNoteEdit> {
+    const signatures = input.signatures ?? input.note.signatures;
+    if (signatures && !reader.isSuperUser) {
+      const own = new Set(await this.#repos().accounts.usernamesOf(reader.profileId));
+      const foreign = signatures.find((signature) => !own.has(signature));
+      if (foreign) throw new AppError('ForbiddenError', `You cannot sign as ${foreign}`, { path: 'signatures' });
+    }
+    if (typeof input.note.ddate === 'number') {
+      if (!input.note.id) throw new AppError('MissingRequiredError', 'The property note.id is required to delete a note', { path: 'note/id' });
+      const { note, editId } = await this.#delete(input.note.id, reader);
+      return this.#postedEdit(note, editId);
+    }
+    const replyTo = input.note.replyto ?? input.note.forum;
+    const { note, editId } = await this.#post(
+      {
+        invitation: input.invitation,
+        content: input.note.content ?? {},
+        ...(input.note.id ? { id: input.note.id } : {}),
+        // A reply names the note it answers; a new submission's own id as its forum names nothing.
+        ...(replyTo && replyTo !== input.note.id ? { forum: replyTo } : {}),
+      },
+      reader,
+    );
+    return this.#postedEdit(note, editId);
+  }
+
+  async #postedEdit(note: Note, editId: string): Promise<PostedNoteEdit> {
+    const edit = await this.#repos().venues.findEdit(editId);
+    if (!edit) throw new Error(`The edit ${editId} just written is gone`);
+    const { note: _id, ...rest } = edit;
+    return { ...rest, domain: note.domain, note };
+  }
+
+  /** `DELETE /notes`: a note's writers (or super users) delete it. */
+  async deleteNote(id: string, reader: Viewer): Promise<{ status: string }> {
+    await this.#delete(id, reader);
+    return { status: 'ok' };
+  }
+
+  async #delete(id: string, reader: Viewer): Promise<{ note: Note; editId: string }> {
+    const now = this.#now();
+    return this.#transaction(async (repos) => {
+      const note = await repos.venues.findNote(id);
+      const ids = await this.identities(reader, repos);
+      if (!note || note.ddate !== undefined || !this.#canRead(note.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${id}`);
+      if (!reader.isSuperUser && !note.writers.some((w) => ids.has(w))) throw new AppError('ForbiddenError', `You cannot delete the note ${id}`);
+      await repos.venues.deleteNote(id, now);
+      const deleted: Note = { ...note, ddate: now, tmdate: now };
+      return { note: deleted, editId: await repos.venues.insertEdit(deleted, reader.profileId, now) };
+    });
+  }
+
+  async #post(input: PostNoteInput, reader: Viewer): Promise<{ note: Note; editId: string }> {
     const now = this.#now();
     const repos = this.#repos();
     const profile = await repos.accounts.findProfile(reader.profileId);
@@ -288,7 +367,7 @@ export class VenueService {
 
     const previous = input.id ? await repos.venues.findNote(input.id) : null;
     if (input.id) {
-      if (!previous || !this.#canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
+      if (!previous || previous.ddate !== undefined || !this.#canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
       if (previous.invitation !== invitation.id) {
         throw new AppError('ValidationError', `The note ${input.id} belongs to ${previous.invitation}`, { path: 'invitation' });
       }
@@ -337,6 +416,7 @@ export class VenueService {
         : {
             id: newNoteId(),
             invitation: invitation.id,
+            invitations: [invitation.id],
             domain: invitation.domain,
             number: await venues.nextNumber(invitation.id),
             forum: '',
@@ -356,8 +436,7 @@ export class VenueService {
         .map(([name]) => name);
       if (previous) await venues.updateNote(note, fileFields);
       else await venues.insertNote(note, fileFields);
-      await venues.insertEdit(note, reader.profileId, now);
-      return note;
+      return { note, editId: await venues.insertEdit(note, reader.profileId, now) };
     });
   }
 
@@ -375,8 +454,12 @@ export class VenueService {
     return forum;
   }
 
-  /** `GET /notes`: the notes matching the query that the reader may read. */
-  async notes(query: NotesQuery, reader: Reader): Promise<Note[]> {
+  /**
+   * `GET /notes`: the notes matching the query that the reader may read, sorted and paged as
+   * asked, with how many there are in all. Asked by `id`, a missing note is a 404 and one the
+   * reader may not read a 403, as on the real platform.
+   */
+  async notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {
     const repos = this.#repos();
     let author: string[] | undefined;
     const authorId = query['content.authorids'];
@@ -387,21 +470,35 @@ export class VenueService {
         ? [...(await repos.accounts.usernamesOf(profile.id)), ...(await repos.accounts.emailsOf(profile.id)).filter((e) => e.confirmed).map((e) => e.email)]
         : [authorId];
     }
-    const notes = await repos.venues.findNotes({
+    const { authorids: _indexed, ...content } = contentFilters(query);
+    const found = await repos.venues.findNotes({
       ...(query.id ? { id: query.id } : {}),
       ...(query.invitation ? { invitation: query.invitation } : {}),
       ...(query.forum ? { forum: query.forum } : {}),
+      ...(query.replyto ? { replyto: query.replyto } : {}),
+      ...(query.domain ? { domain: query.domain } : {}),
+      ...(query.number !== undefined ? { number: query.number } : {}),
       ...(author ? { author } : {}),
+      content,
+      trash: query.trash === true,
     });
     const ids = await this.identities(reader, repos);
-    return notes.filter((note) => this.#canRead(note.readers, ids, reader));
+    // Deleted notes are shown (with `trash`) only to those who could write them.
+    const readable = found.filter((note) => this.#canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w))));
+    if (query.id && readable.length === 0) {
+      if (found.length === 0) throw new AppError('NotFoundError', `Note Not Found: ${query.id}`);
+      throw new AppError('ForbiddenError', `You cannot read the note ${query.id}`);
+    }
+    const sorted = sortNotes(readable, query.sort);
+    const from = query.after !== undefined ? sorted.filter((note) => note.id > query.after!) : sorted.slice(query.offset ?? 0);
+    return { notes: query.stream ? from : from.slice(0, query.limit ?? 1000), count: readable.length };
   }
 
   /** A note the reader may read: 404 when it does not exist, 403 when it is not theirs to read. */
   async readableNote(noteId: string, reader: Reader): Promise<Note> {
     const repos = this.#repos();
     const note = await repos.venues.findNote(noteId);
-    if (!note) throw new AppError('NotFoundError', `Note Not Found: ${noteId}`);
+    if (!note || note.ddate !== undefined) throw new AppError('NotFoundError', `Note Not Found: ${noteId}`);
     if (!this.#canRead(note.readers, await this.identities(reader, repos), reader)) {
       throw new AppError('ForbiddenError', `You cannot read the note ${noteId}`);
     }
@@ -420,14 +517,60 @@ export class VenueService {
     return notes.find((note) => this.#canRead(note.readers, ids, reader));
   }
 
-  /** `GET /notes/edits`: every revision of a note the reader may read, oldest first. */
-  async edits(noteId: string, reader: Reader): Promise<NoteEdit[]> {
+  /**
+   * `GET /notes/edits`: every revision of a note the reader may read (or the one revision asked
+   * for by id), oldest first unless sorted otherwise; a revision of a note the reader may not read
+   * does not exist for them.
+   */
+  async edits(query: NoteEditsQuery, reader: Reader): Promise<NoteEdit[]> {
     const repos = this.#repos();
-    const note = await repos.venues.findNote(noteId);
+    const one = query.id !== undefined ? await repos.venues.findEdit(query.id) : null;
+    const noteId = one?.note.id ?? query['note.id'];
+    const note = noteId ? await repos.venues.findNote(noteId) : null;
     if (!note || !this.#canRead(note.readers, await this.identities(reader, repos), reader)) {
-      throw new AppError('NotFoundError', `Note Not Found: ${noteId}`);
+      throw new AppError('NotFoundError', query.id !== undefined ? `Edit Not Found: ${query.id}` : `Note Not Found: ${noteId}`);
     }
-    return repos.venues.editsOf(noteId);
+    let edits = one ? [one] : await repos.venues.editsOf(note.id);
+    if (query.invitation) edits = edits.filter((edit) => edit.invitation === query.invitation);
+    if (query.sort?.endsWith(':desc')) edits = edits.reverse();
+    return edits.slice(0, query.limit ?? edits.length);
+  }
+
+  /** `GET /venues`: venues by id, ids, or the invitations they own. Their configs are public. */
+  async venues(query: VenuesQuery): Promise<Venue[]> {
+    const repos = this.#repos();
+    const ids = new Set([...(query.id ? [query.id] : []), ...(query.ids ?? []), ...(await repos.venues.domainsOfInvitations(query.invitations ?? []))]);
+    const venues = await repos.venues.venues([...ids]);
+    return venues.map((venue) => ({ ...venue, config: AuthorConsoleConfig.parse(venue.config) }));
+  }
+
+  /**
+   * `GET /groups`: a group by id, or every group `member` belongs to directly, each only when
+   * its readers include the caller (super users read every group). A group asked for by id that
+   * the caller may not read does not exist for them.
+   */
+  async groups(query: GroupsQuery, reader: Reader): Promise<Group[]> {
+    const repos = this.#repos();
+    const ids = query.id !== undefined ? [query.id] : await repos.accounts.groupsOf([query.member ?? '']);
+    const identities = await this.identities(reader, repos);
+    const groups: Group[] = [];
+    for (const id of ids.sort()) {
+      const group = await repos.accounts.findGroup(id);
+      if (!group) continue;
+      const list = (key: string) => (Array.isArray(group.data[key]) ? (group.data[key] as unknown[]).filter((v): v is string => typeof v === 'string') : undefined);
+      const readers = list('readers') ?? [];
+      if (!this.#canRead(readers, identities, reader) && !identities.has(group.id)) continue;
+      const domain = group.data.domain;
+      groups.push({
+        id: group.id,
+        members: group.members,
+        readers,
+        ...Object.fromEntries(['writers', 'signatures', 'signatories', 'impersonators'].flatMap((key) => (list(key) ? [[key, list(key)]] : []))),
+        ...(typeof domain === 'string' ? { domain } : {}),
+      });
+    }
+    if (query.id !== undefined && groups.length === 0) throw new AppError('NotFoundError', `Group Not Found: ${query.id}`);
+    return groups;
   }
 
   // ---- the author console ----------------------------------------------------------------------
@@ -514,6 +657,17 @@ export function decisionForm(config: AuthorConsoleConfig): FormDefinition {
     },
     comment: { order: 2, value: { param: { type: 'string', maxLength: 5000, input: 'textarea', markdown: true, optional: true } } },
   };
+}
+
+/** Notes in the order `GET /notes` was asked for; posting order (as stored) by default. */
+function sortNotes(notes: Note[], sort: NotesQuery['sort']): Note[] {
+  if (!sort) return notes;
+  const [key, direction] = sort.split(':') as ['number' | 'tcdate' | 'tmdate' | 'cdate' | 'id', 'asc' | 'desc' | undefined];
+  const sign = direction === 'desc' ? -1 : 1;
+  return [...notes].sort((a, b) => {
+    const [x, y] = [a[key], b[key]];
+    return sign * (x < y ? -1 : x > y ? 1 : 0);
+  });
 }
 
 /** A note id: 10 random characters, as the platform's ids look. */

@@ -45,18 +45,28 @@ export const PdfCompareQuery = z.strictObject({
 });
 export type PdfCompareQuery = z.infer<typeof PdfCompareQuery>;
 
+/**
+ * Several notes' ids in a query, as the real platform's clients send them: the key repeated
+ * (`ids=a&ids=b`, the web client) or one comma-joined value (`ids=a,b`, the Python client), or
+ * both. The same id twice is one id; 1 to 50 ids in all.
+ */
+export const NoteIdList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((given) => [...new Set((Array.isArray(given) ? given : [given]).flatMap((value) => value.split(',')).map((id) => id.trim()))])
+  .pipe(z.array(NonEmptyString.max(40)).min(1).max(50, { message: 'At most 50 ids' }));
+
 /** `GET /attachment` and `GET /pdf`: one note (`id`) or several (`ids`, up to 50, answered as a zip). */
 export const AttachmentQuery = z
   .strictObject({
     id: NonEmptyString.max(40).optional(),
-    ids: z.union([NonEmptyString.max(40), z.array(NonEmptyString.max(40)).min(1).max(50)]).optional(),
+    ids: NoteIdList.optional(),
     name: AttachmentName,
   })
   .refine((q) => (q.id === undefined) !== (q.ids === undefined), { message: 'Give either id or ids', path: ['id'] });
 export const PdfQuery = z
   .strictObject({
     id: NonEmptyString.max(40).optional(),
-    ids: z.union([NonEmptyString.max(40), z.array(NonEmptyString.max(40)).min(1).max(50)]).optional(),
+    ids: NoteIdList.optional(),
   })
   .refine((q) => (q.id === undefined) !== (q.ids === undefined), { message: 'Give either id or ids', path: ['id'] });
 

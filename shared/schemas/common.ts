@@ -15,3 +15,14 @@ export const StringList = z.array(NonEmptyString);
 
 /** `GET /health`: the service and its database answer. */
 export const HealthResult = z.strictObject({ status: z.literal('ok'), database: z.literal('ok') });
+
+/**
+ * A boolean in a query string (`true`/`false`, as the platform's clients write them), or a real
+ * boolean from a tRPC client.
+ */
+export const QueryBoolean = z.union([z.boolean(), z.enum(['true', 'false']).transform((value) => value === 'true')]);
+
+/** A whole number in a query string (decimal digits only), or a number from a tRPC client. */
+export function queryInt(min: number, max: number) {
+  return z.union([z.int(), z.string().regex(/^\d{1,16}$/, { message: 'Must be a whole number' }).transform(Number)]).pipe(z.int().min(min).max(max));
+}

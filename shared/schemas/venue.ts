@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { FormDefinition } from '../forms.ts';
-import { NonEmptyString, StringList, Timestamp } from './common.ts';
+import { NonEmptyString, QueryBoolean, queryInt, StringList, Timestamp } from './common.ts';
+import { Group } from './group.ts';
+import { AttachmentName } from './attachments.ts';
 import { ProfileState } from './profile.ts';
 
 /** A rating field, a list of them, or a displayed name mapped to ordered fallback field names. */
@@ -84,8 +86,27 @@ export const Invitation = InvitationInput.extend({
 }).meta({ id: 'Invitation' });
 export type Invitation = z.infer<typeof Invitation>;
 
+/**
+ * An invitation as it is answered: ours, and beside it the real platform's v2 `edit` (what a
+ * note posted through it gets: its readers, writers and the form as `note.content`), which the
+ * platform's own clients read.
+ */
+export const InvitationView = Invitation.extend({
+  edit: z.strictObject({
+    readers: z.array(z.string()),
+    writers: z.array(z.string()),
+    note: z.strictObject({ content: FormDefinition }),
+  }),
+}).meta({ id: 'InvitationView' });
+export type InvitationView = z.infer<typeof InvitationView>;
+
+/** The answer's view of a stored invitation. */
+export function invitationView(invitation: Invitation): InvitationView {
+  return { ...invitation, edit: { readers: invitation.noteReaders, writers: invitation.noteWriters, note: { content: invitation.form } } };
+}
+
 export const InvitationsQuery = z.strictObject({ id: EntityId });
-export const InvitationsResult = z.strictObject({ invitations: z.array(Invitation) });
+export const InvitationsResult = z.strictObject({ invitations: z.array(InvitationView) });
 
 const NoteId = z.string().min(1).max(40);
 
@@ -95,6 +116,8 @@ export const NoteContentSchema = z.record(z.string(), z.unknown());
 export const Note = z.strictObject({
   id: NoteId,
   invitation: z.string(),
+  /** The real platform's v2 name: the invitations a note went through (ours: exactly one). */
+  invitations: z.array(z.string()),
   domain: z.string(),
   number: z.int().min(1),
   forum: z.string(),
@@ -105,6 +128,8 @@ export const Note = z.strictObject({
   writers: z.array(z.string()),
   cdate: Timestamp,
   mdate: Timestamp,
+  /** When the note was deleted (`DELETE /notes`); only `trash=true` shows such notes. */
+  ddate: Timestamp.optional(),
   tcdate: Timestamp,
   tmdate: Timestamp,
 }).meta({ id: 'Note' });
@@ -123,17 +148,66 @@ export const PostNoteInput = z.strictObject({
 });
 export type PostNoteInput = z.infer<typeof PostNoteInput>;
 
+/** How `GET /notes` may order its answer; posting order by default. */
+export const NotesSort = z.enum(['number:asc', 'number:desc', 'tcdate:asc', 'tcdate:desc', 'tmdate:asc', 'tmdate:desc', 'cdate:asc', 'cdate:desc', 'id', 'id:asc', 'id:desc']);
+
+/** A query key that filters on a content field: `content.title=…`. */
+const CONTENT_FILTER = /^content\.[A-Za-z0-9_]{1,80}$/;
+
+/**
+ * `GET /notes`: the filters and paging the real platform's clients send. `content.<field>=v`
+ * keeps notes whose field holds `v` (or, for a list, contains it); `content.authorids` also
+ * finds a profile under every username and confirmed email it has. `stream=true` answers every
+ * match at once; otherwise `limit` (1000 at most) from `offset`, or after the note `after` when
+ * sorted by id. `details` and `count` are accepted and change nothing (`count` is always
+ * answered). `trash=true` adds deleted notes the caller could write.
+ */
 export const NotesQuery = z
-  .strictObject({
+  .looseObject({
     id: NoteId.optional(),
     invitation: EntityId.optional(),
     forum: NoteId.optional(),
+    replyto: NoteId.optional(),
+    domain: EntityId.optional(),
+    number: queryInt(1, 1_000_000_000).optional(),
     'content.authorids': z.string().min(1).max(300).optional(),
+    details: z.string().max(300).optional(),
+    stream: QueryBoolean.optional(),
+    count: QueryBoolean.optional(),
+    trash: QueryBoolean.optional(),
+    sort: NotesSort.optional(),
+    limit: queryInt(1, 1000).optional(),
+    offset: queryInt(0, 1_000_000_000).optional(),
+    after: NoteId.optional(),
   })
-  .refine((q) => Object.values(q).some((v) => v !== undefined), { message: 'Give id, invitation, forum or content.authorids' });
+  .superRefine((query, ctx) => {
+    const known = new Set(['id', 'invitation', 'forum', 'replyto', 'domain', 'number', 'details', 'stream', 'count', 'trash', 'sort', 'limit', 'offset', 'after']);
+    for (const [key, value] of Object.entries(query)) {
+      if (known.has(key)) continue;
+      if (!CONTENT_FILTER.test(key)) {
+        ctx.addIssue({ code: 'unrecognized_keys', keys: [key], message: `The property ${key} must NOT be present` });
+      } else if (typeof value !== 'string' || value.length === 0 || value.length > 1000) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `${key} must be one value of 1 to 1000 characters` });
+      }
+    }
+    const filters = ['id', 'invitation', 'forum', 'replyto', 'domain'].some((key) => query[key as keyof typeof query] !== undefined) || Object.keys(query).some((key) => CONTENT_FILTER.test(key));
+    if (!filters) ctx.addIssue({ code: 'custom', path: [], message: 'Give id, invitation, forum, replyto, domain or a content.<field> filter' });
+  });
 export type NotesQuery = z.infer<typeof NotesQuery>;
 
+/** The content filters of a notes query: `content.title=x` → `{title: 'x'}`. */
+export function contentFilters(query: NotesQuery): Record<string, string> {
+  const filters: Record<string, string> = {};
+  for (const [key, value] of Object.entries(query)) {
+    if (CONTENT_FILTER.test(key) && typeof value === 'string') filters[key.slice('content.'.length)] = value;
+  }
+  return filters;
+}
+
 export const NotesResult = z.strictObject({ notes: z.array(Note), count: z.int().min(0) });
+
+/** `DELETE /notes` (`?id=` or a body `{id}`, as the Python client sends it): its writers delete a note. */
+export const DeleteNoteInput = z.strictObject({ id: NoteId });
 
 export const NoteEdit = z.strictObject({
   id: z.string(),
@@ -148,12 +222,105 @@ export const NoteEdit = z.strictObject({
 }).meta({ id: 'NoteEdit' });
 export type NoteEdit = z.infer<typeof NoteEdit>;
 
-export const NoteEditsQuery = z.strictObject({ 'note.id': NoteId });
-export const NoteEditsResult = z.strictObject({ edits: z.array(NoteEdit) });
+/** An edit's id, as `GET /notes/edits` answers it. */
+const EditId = z.string().regex(/^\d{1,15}$/, { message: 'An edit id is a number' });
+
+/**
+ * `GET /notes/edits`: the revisions of a note (`note.id`), or one revision by its id (`id`).
+ * `invitation`, `trash`, `sort`, `count`, `limit` and `details`, which the real platform's
+ * clients send, are accepted; revisions come oldest first.
+ */
+export const NoteEditsQuery = z
+  .strictObject({
+    'note.id': NoteId.optional(),
+    id: EditId.optional(),
+    invitation: EntityId.optional(),
+    trash: QueryBoolean.optional(),
+    sort: z.enum(['tcdate:asc', 'tcdate:desc', 'tmdate:asc', 'tmdate:desc']).optional(),
+    count: QueryBoolean.optional(),
+    limit: queryInt(1, 1000).optional(),
+    details: z.string().max(300).optional(),
+  })
+  .refine((q) => (q['note.id'] === undefined) !== (q.id === undefined), { message: 'Give either note.id or id', path: ['note.id'] });
+export type NoteEditsQuery = z.infer<typeof NoteEditsQuery>;
+export const NoteEditsResult = z.strictObject({ edits: z.array(NoteEdit), count: z.int().min(0) });
+
+/**
+ * `POST /notes/edits`: the way the real platform's clients post a note. `note` carries the
+ * note's `id` (to revise it), `forum` or `replyto` (the note it replies to), `content`, and
+ * `ddate` (set: delete the note). The note's readers and writers come from its invitation, as
+ * for `POST /notes`; the other v2 fields a client sends back (`invitations`, dates, `license`…)
+ * are accepted and do not change the note. `signatures`, when given, must be the caller's own.
+ */
+const EditNote = z.strictObject({
+  id: NoteId.optional(),
+  forum: NoteId.optional(),
+  replyto: NoteId.optional(),
+  content: NoteContentSchema.optional(),
+  ddate: Timestamp.nullable().optional(),
+  externalId: z.string().max(300).optional(),
+  invitations: z.array(z.string().max(300)).max(20).optional(),
+  parentInvitations: z.string().max(300).optional(),
+  cdate: Timestamp.nullable().optional(),
+  pdate: Timestamp.nullable().optional(),
+  odate: Timestamp.nullable().optional(),
+  mdate: Timestamp.nullable().optional(),
+  license: z.string().max(300).optional(),
+  signatures: z.array(NonEmptyString.max(300)).max(20).optional(),
+  readers: z.array(NonEmptyString.max(300)).max(1000).optional(),
+  writers: z.array(NonEmptyString.max(300)).max(1000).optional(),
+  nonreaders: z.array(NonEmptyString.max(300)).max(1000).nullable().optional(),
+});
+export const PostNoteEditInput = z.strictObject({
+  invitation: EntityId,
+  note: EditNote.default({}),
+  signatures: z.array(NonEmptyString.max(300)).min(1).max(20).optional(),
+  readers: z.array(NonEmptyString.max(300)).max(1000).optional(),
+  writers: z.array(NonEmptyString.max(300)).max(1000).optional(),
+  nonreaders: z.array(NonEmptyString.max(300)).max(1000).nullable().optional(),
+});
+export type PostNoteEditInput = z.infer<typeof PostNoteEditInput>;
+
+/** The answer of `POST /notes/edits`: the edit, with the note as it now stands. */
+export const PostedNoteEdit = NoteEdit.omit({ note: true }).extend({ domain: z.string(), note: Note }).meta({ id: 'PostedNoteEdit' });
+export type PostedNoteEdit = z.infer<typeof PostedNoteEdit>;
 
 // ---- venues and the author console ----------------------------------------------------------
 
 export const VenueQuery = z.strictObject({ venueId: EntityId });
+
+/** Ids joined by commas (`ids=a,b`, as the Python client sends them), or repeated. */
+const EntityIdList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((given) => [...new Set((Array.isArray(given) ? given : [given]).flatMap((value) => value.split(',')).map((id) => id.trim()))])
+  .pipe(z.array(EntityId).min(1).max(100));
+
+/**
+ * `GET /venues`: venues by id, by ids, or by the invitations they own (`invitations=a,b`);
+ * at least one of them.
+ */
+export const VenuesQuery = z
+  .strictObject({ id: EntityId.optional(), ids: EntityIdList.optional(), invitations: EntityIdList.optional() })
+  .refine((q) => q.id !== undefined || q.ids !== undefined || q.invitations !== undefined, { message: 'Give id, ids or invitations', path: ['id'] });
+export type VenuesQuery = z.infer<typeof VenuesQuery>;
+
+/** A venue: its group's id, its author-console config, and when it was made and last changed. */
+export const Venue = z.strictObject({ id: z.string(), config: AuthorConsoleConfig, tcdate: Timestamp, tmdate: Timestamp }).meta({ id: 'Venue' });
+export type Venue = z.infer<typeof Venue>;
+export const VenuesResult = z.strictObject({ venues: z.array(Venue) });
+
+/** `GET /groups`: a group by id, or the groups a member belongs to directly; only groups the caller may read. */
+export const GroupsQuery = z
+  .strictObject({ id: EntityId.optional(), member: z.string().min(1).max(300).optional(), details: z.string().max(300).optional() })
+  .refine((q) => q.id !== undefined || q.member !== undefined, { message: 'Give id or member', path: ['id'] });
+export type GroupsQuery = z.infer<typeof GroupsQuery>;
+export const GroupsResult = z.strictObject({ groups: z.array(Group), count: z.int().min(0) });
+
+/** `GET /groups/attachment` and `GET /invitations/attachment`: a file in a group's or an invitation's content. */
+export const EntityAttachmentQuery = z.strictObject({ id: EntityId, name: AttachmentName });
+
+/** `GET /notes/edits/attachment`: a file field as one revision of a note held it. */
+export const EditAttachmentQuery = z.strictObject({ id: EditId, name: AttachmentName });
 
 /** `POST /groups/members`: organisers add people to their venue's groups. */
 export const AddMembersInput = z.strictObject({ id: EntityId, members: z.array(NonEmptyString.max(300)).min(1).max(1000) });
