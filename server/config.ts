@@ -31,6 +31,7 @@ const Env = z.object({
   UPLOAD_HUMAN_VERIFICATION_AFTER: z.coerce.number().pipe(z.int().min(0)).default(10),
   HUMAN_VERIFICATION_URL: z.url({ protocol: /^https?$/ }).optional(),
   HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
+  SIGNUP_WITHOUT_HUMAN_VERIFICATION: z.enum(['on', 'off']).optional(),
 }).refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
   message: 'Set both HUMAN_VERIFICATION_URL and HUMAN_VERIFICATION_SECRET, or neither',
   path: ['HUMAN_VERIFICATION_URL'],
@@ -66,6 +67,13 @@ export interface Config {
   uploadHumanVerificationAfter: number;
   /** A Turnstile-style `siteverify` endpoint and its secret; unset, development mode. */
   humanVerification: { url: string; secret: string } | undefined;
+  /**
+   * Whether `POST /register` without a human-verification token is accepted (a token that is
+   * sent is still checked): on in development mode, off when human verification is configured,
+   * unless `SIGNUP_WITHOUT_HUMAN_VERIFICATION` says otherwise. Scripts such as the real
+   * platform's Python client register without one.
+   */
+  signupWithoutHumanVerification: boolean;
 }
 
 /** Reads the configuration from environment variables; throws a readable error on a bad value. */
@@ -101,5 +109,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       e.HUMAN_VERIFICATION_URL && e.HUMAN_VERIFICATION_SECRET
         ? { url: e.HUMAN_VERIFICATION_URL, secret: e.HUMAN_VERIFICATION_SECRET }
         : undefined,
+    signupWithoutHumanVerification: e.SIGNUP_WITHOUT_HUMAN_VERIFICATION ? e.SIGNUP_WITHOUT_HUMAN_VERIFICATION === 'on' : e.HUMAN_VERIFICATION_URL === undefined,
   };
 }

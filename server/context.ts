@@ -19,6 +19,8 @@ export interface Credentials {
 export interface Context {
   services: Services;
   log: Logger;
+  /** The request's id (also in its log line and `X-Request-Id`), for the Error body's `details.reqId`. */
+  requestId?: string | undefined;
   credentials: Credentials;
   cookies: SessionCookies;
   /** Where the request comes from (the client address), for rate limits. */
@@ -42,6 +44,7 @@ export function createContextInner(opts: {
   credentials?: Credentials;
   cookies?: SessionCookies;
   origin?: RequestOrigin;
+  requestId?: string;
 }): Context {
   const credentials = opts.credentials ?? {};
   let resolved: Promise<Viewer> | undefined;
@@ -54,6 +57,7 @@ export function createContextInner(opts: {
   return {
     services: opts.services,
     log: opts.log,
+    requestId: opts.requestId,
     credentials,
     cookies: opts.cookies ?? { set() {}, clear() {} },
     origin: opts.origin ?? { address: 'local' },

@@ -22,14 +22,14 @@ export interface ProcedureMeta {
 const t = initTRPC.context<Context>().meta<ProcedureMeta>().create({
   isDev: false,
   /** A tRPC client sees the spec's Error body (name, status, details with the field's path) in `data`. */
-  errorFormatter({ shape, error }) {
+  errorFormatter({ shape, error, ctx }) {
     // Errors from procedures arrive as AppErrors already; tRPC's own (an unknown procedure, a
     // malformed input) are named here.
     const app = error.cause instanceof AppError ? error.cause : toAppError(error, undefined);
     return {
       message: app.message,
       code: shape.code,
-      data: { code: shape.data.code, httpStatus: app.status, path: shape.data.path, error: app.toBody() },
+      data: { code: shape.data.code, httpStatus: app.status, path: shape.data.path, error: app.toBody(ctx?.requestId) },
     };
   },
 });

@@ -86,12 +86,17 @@ export class AppError extends Error {
     return new AppError(ErrorNameSchema.catch('ValidationError').parse(first.name), first.message, first.details, items);
   }
 
-  toBody(): ErrorBody {
+  /**
+   * The spec's Error body. `requestId` goes into `details.reqId`, as the real platform's errors
+   * carry it, so a person can quote it and an operator find the request's log line.
+   */
+  toBody(requestId?: string): ErrorBody {
+    const details = requestId ? { ...this.details, reqId: requestId } : this.details;
     return {
       status: this.status,
       name: this.name,
       message: this.message,
-      ...(this.details ? { details: this.details } : {}),
+      ...(details ? { details } : {}),
       ...(this.errors ? { errors: this.errors } : {}),
     };
   }

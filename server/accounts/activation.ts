@@ -12,7 +12,7 @@ import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
 import type { IssuedSession, RequestOrigin } from './service.ts';
 import { AccountsPart } from './service.ts';
-import { smallestFreeNumber, tildeBase } from './tilde.ts';
+import { smallestFreeNumber, splitUsername, tildeBase } from './tilde.ts';
 
 const INVALID_ACTIVATION = 'Activation token is not valid';
 
@@ -56,6 +56,7 @@ export class ActivationService extends AccountsPart {
         username: profile.id,
         ...(record.email ? { groupId: record.email } : {}),
         expireAt: new Date(record.expiresAt).toISOString(),
+        user: { id: record.email ?? profile.id, profile: { id: profile.id } },
       },
       prefixed_positions: [...POSITIONS],
       institutions: await repo.institutionDomains(),
@@ -133,6 +134,14 @@ export class ActivationService extends AccountsPart {
         continue;
       }
       const base = tildeBase(name, `content/names/${i}/`);
+      // A name the profile already holds keeps its username (clients post back the registration
+      // name without one); only a name new to the profile gets a new number.
+      const taken = new Set(names.map((n) => n.username));
+      const kept = [...owned].sort().find((username) => splitUsername(username)?.base === base && !taken.has(username));
+      if (kept) {
+        names.push({ ...name, username: kept });
+        continue;
+      }
       const number = smallestFreeNumber(await repo.usedNumbers(base));
       names.push({ ...name, username: await repo.addUsername(profile.id, base, number) });
     }

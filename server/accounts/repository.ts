@@ -265,6 +265,29 @@ export class AccountsRepository {
     return rows.map(toProfile);
   }
 
+  /**
+   * The profiles holding a username whose base (`~Ada_Lovelace`) is `base`, or starts with it,
+   * ignoring case; at most `limit`, by profile id. LIKE's wildcards in `base` are taken literally.
+   */
+  async profileIdsByUsernameBase(base: string, match: 'exact' | 'prefix', limit: number): Promise<string[]> {
+    const pattern = base.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`) + (match === 'prefix' ? '%' : '');
+    return this.#db('profile_usernames')
+      .whereRaw(`lower(base) like ? escape '\\'`, [pattern])
+      .distinct('profile_id')
+      .orderBy('profile_id')
+      .limit(limit)
+      .pluck('profile_id');
+  }
+
+  /** Which profile holds each of these addresses (confirmed ones only, when asked). */
+  async holdersOfEmails(emails: readonly string[], confirmedOnly: boolean): Promise<Array<{ email: string; profileId: string }>> {
+    if (emails.length === 0) return [];
+    const q = this.#db('profile_emails').whereIn('email', emails.map(normaliseEmail)).select('email', 'profile_id');
+    if (confirmedOnly) q.where('confirmed', true);
+    const rows: Array<{ email: string; profile_id: string }> = await q;
+    return rows.map((row) => ({ email: row.email, profileId: row.profile_id }));
+  }
+
   /** Changes some columns of a profile and stamps `tmdate`. */
   async updateProfile(
     id: string,

@@ -15,6 +15,8 @@ import {
   LoginInput,
   ModerateProfileInput,
   Profile,
+  ProfileSearchInput,
+  ProfileSearchQuery,
   ProfilesQuery,
   ProfilesResult,
   RegisterInput,
@@ -135,6 +137,16 @@ export const accountsRouter = router({
     .input(ProfilesQuery.optional())
     .output(ProfilesResult)
     .query(({ ctx, input }) => ctx.services.accounts.profiles(input ?? {}, ctx.user)),
+
+  searchProfiles: authedProcedure
+    .input(ProfileSearchQuery)
+    .output(ProfilesResult)
+    .query(({ ctx, input }) => ctx.services.accounts.searchProfiles(input, ctx.user)),
+
+  searchProfilesBy: authedProcedure
+    .input(ProfileSearchInput)
+    .output(ProfilesResult)
+    .mutation(({ ctx, input }) => ctx.services.accounts.searchProfilesBy(input, ctx.user)),
 
   moderate: authedProcedure
     .input(ModerateProfileInput)

@@ -10,6 +10,8 @@ import {
   type Profile,
   type ProfileContent,
   type ProfileState,
+  type ProfileSearchInput,
+  type ProfileSearchQuery,
   type ProfilesQuery,
   type RegisterInput,
   type RegisterResult,
@@ -154,7 +156,7 @@ export class AccountsService {
    * form cannot be used to find out who has an account; the owner of the address is told by mail.
    */
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
-    await this.#d.verifier.verify(input.token, origin.address);
+    if (input.token != null || !this.#d.config.signupWithoutHumanVerification) await this.#d.verifier.verify(input.token, origin.address);
     await this.#d.limits.consume('registerAccount', input.email);
     await this.#d.limits.consume('registerAddress', origin.address);
     const name = input.name ?? { fullname: input.fullname };
@@ -264,7 +266,7 @@ export class AccountsService {
     refreshSeconds: number,
     repo = this.#d.repo,
   ): Promise<IssuedSession> {
-    const accessToken = await this.#d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion }, session.accessSeconds);
+    const accessToken = await this.#d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds);
     return {
       result: { token: accessToken, user: { id: session.loginEmail, profile: await this.simplify(profile, repo) } },
       accessToken,
@@ -411,9 +413,11 @@ export class AccountsService {
 
   /**
    * `GET /profiles`: the caller's own profile, or the one named by `id` (any of its usernames;
-   * a merged id leads to the surviving profile) or `email`.
+   * a merged id leads to the surviving profile) or `email`, or a search by name. An unknown id is
+   * a 404; an email no profile holds is an empty list, as on the real platform.
    */
   async profiles(query: ProfilesQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    if (query.first ?? query.middle ?? query.last) return this.searchProfiles({ ...query }, viewer);
     const repo = this.#d.repo;
     let profile: ProfileRecord | null;
     if (query.id) profile = await repo.findProfileByUsername(query.id);
@@ -421,9 +425,65 @@ export class AccountsService {
     else profile = await repo.findProfile(viewer.profileId);
     if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
     const visible = profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
-    if (!profile || !visible) throw new AppError('NotFoundError', `Profile Not Found: ${query.id ?? query.email ?? viewer.profileId}`);
+    if (!profile || !visible) {
+      if (query.email) return { profiles: [] };
+      throw new AppError('NotFoundError', `Profile Not Found: ${query.id ?? viewer.profileId}`);
+    }
+    return { profiles: [await this.#presentTo(profile, viewer)] };
+  }
+
+  /** `GET /profiles/search`: active profiles by a term, a full name, or name parts. */
+  async searchProfiles(query: ProfileSearchQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    const repo = this.#d.repo;
+    const limit = (query.offset ?? 0) + (query.limit ?? 100);
+    let ids: string[];
+    if (query.term !== undefined) {
+      const term = query.term.trim();
+      if (term.includes('@')) ids = (await repo.holdersOfEmails([term], true)).map((h) => h.profileId);
+      else if (term.startsWith('~')) ids = await repo.profileIdsByUsernameBase(term.replace(/\d+$/, ''), 'prefix', limit);
+      else ids = await repo.profileIdsByUsernameBase(`~${term.replace(/\s+/g, '_')}`, 'prefix', limit);
+    } else {
+      const name = query.fullname !== undefined ? { fullname: query.fullname } : { first: query.first ?? '', middle: query.middle, last: query.last ?? '' };
+      ids = await repo.profileIdsByUsernameBase(tildeBase(name), 'exact', limit);
+    }
+    const profiles: Profile[] = [];
+    for (const id of ids.slice(query.offset ?? 0)) {
+      const profile = await repo.findProfile(id);
+      if (profile && profile.ddate === null && !profile.mergedInto && ACTIVE_STATES.has(profile.state)) profiles.push(await this.#presentTo(profile, viewer));
+    }
+    return { profiles };
+  }
+
+  /**
+   * `POST /profiles/search`: profiles by ids (in the order given; unknown ones left out), or by
+   * the emails they hold, each with the address it was found by in `email`.
+   */
+  async searchProfilesBy(input: ProfileSearchInput, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    const repo = this.#d.repo;
+    const profiles: Profile[] = [];
+    if (input.ids) {
+      for (const id of new Set(input.ids)) {
+        let profile = await repo.findProfileByUsername(id);
+        if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
+        if (profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator)) profiles.push(await this.#presentTo(profile, viewer));
+      }
+      return { profiles };
+    }
+    const confirmedOnly = input.confirmedEmails !== undefined;
+    for (const { email, profileId } of await repo.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly)) {
+      const profile = await repo.findProfile(profileId);
+      if (!profile || profile.mergedInto || (profile.ddate !== null && !viewer.isSuperUser && !viewer.isModerator)) continue;
+      const shown = await this.#presentTo(profile, viewer);
+      // The caller named the address: the answer says which profile holds it, and nothing more.
+      profiles.push({ ...shown, email, ...(confirmedOnly ? { confirmedEmails: [...new Set([...(shown.confirmedEmails ?? []), email])] } : {}) });
+    }
+    return { profiles };
+  }
+
+  /** A profile as `viewer` may see it: emails for its owner, moderators and super users. */
+  #presentTo(profile: ProfileRecord, viewer: Viewer): Promise<Profile> {
     const isOwner = profile.id === viewer.profileId;
-    return { profiles: [await this.present(profile, isOwner || viewer.isModerator || viewer.isSuperUser, isOwner)] };
+    return this.present(profile, isOwner || viewer.isModerator || viewer.isSuperUser, isOwner);
   }
 
   /** A profile as the API shows it; emails only to its owner and to moderators. */

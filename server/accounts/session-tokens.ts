@@ -32,8 +32,12 @@ export class SessionTokens {
     this.#cryptoKey = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
 
-  async sign(claims: SessionClaims, seconds: number): Promise<string> {
-    return new SignJWT({ sid: claims.sid, ver: claims.ver })
+  /**
+   * `loginEmail` goes into the token as `user: {id, profile: {id}}` (the answer's `user`, without
+   * anything secret): the real platform's clients, given only a token, read the profile id there.
+   */
+  async sign(claims: SessionClaims & { loginEmail: string }, seconds: number): Promise<string> {
+    return new SignJWT({ sid: claims.sid, ver: claims.ver, user: { id: claims.loginEmail, profile: { id: claims.sub } } })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
       .setIssuer(this.#issuer)

@@ -38,6 +38,7 @@ export function createHttpContext(req: Request, res: Response, services: Service
   return createContextInner({
     services,
     log: req.log,
+    requestId: String(req.id),
     credentials: {
       accessToken: accessTokenOf(req),
       refreshToken: typeof refresh === 'string' && refresh !== '' ? refresh : undefined,

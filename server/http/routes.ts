@@ -97,7 +97,9 @@ export const routes: Route[] = [
   { method: 'put', path: '/activatelink', procedure: 'accounts.activateLink', input: 'body', summary: 'Confirm an email with its code', errors: [404, 429] },
   { method: 'put', path: '/activatelink/:token', procedure: 'accounts.activateLink', input: 'body', rename: { token: 'activationToken' }, summary: 'Confirm an email of an account being activated', errors: [404, 429] },
   // profiles, moderation, impersonation
-  { method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'The caller’s profile, or one by id or email', errors: [404] },
+  { method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'The caller’s profile, or one by id or email (an unknown email: an empty list), or by name', errors: [404] },
+  { method: 'get', path: '/profiles/search', procedure: 'accounts.searchProfiles', input: 'query', summary: 'Active profiles by a term, a full name or name parts' },
+  { method: 'post', path: '/profiles/search', procedure: 'accounts.searchProfilesBy', input: 'body', summary: 'Profiles by ids, or by the emails they hold' },
   { method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'A moderation decision on a profile', errors: [404] },
   { method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
   { method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session" },

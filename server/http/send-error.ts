@@ -27,7 +27,10 @@ export function sendError(res: Response, error: unknown, input?: unknown): void 
     res.destroy();
     return;
   }
-  res.status(app.status).json(app.toBody());
+  // A client told how long to wait (the Python client honours it) need not guess with backoff.
+  const retryAfter = app.details?.retryAfter;
+  if (typeof retryAfter === 'number') res.setHeader('Retry-After', String(retryAfter));
+  res.status(app.status).json(app.toBody(String(res.req.id)));
 }
 
 /** The last middleware: whatever reached Express's error path leaves as an Error body. */

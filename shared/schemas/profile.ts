@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AccountId, NonEmptyString, StringList, Timestamp, Year } from './common.ts';
+import { AccountId, NonEmptyString, QueryBoolean, queryInt, StringList, Timestamp, Year } from './common.ts';
 
 export const ProfileState = z.enum([
   'Active',
@@ -25,11 +25,12 @@ export const Name = z.strictObject({
 export type Name = z.infer<typeof Name>;
 
 /**
- * `name` and `domain` are required: the domain is what activation matches against the
- * institution list, and an institution without a name cannot be shown.
+ * `domain` is required: it is what activation matches against the institution list. `name` is
+ * optional, as the real platform accepts it (its clients send `{country, domain}`); a page shows
+ * the domain where the name is missing.
  */
 export const Institution = z.strictObject({
-  name: NonEmptyString,
+  name: NonEmptyString.optional(),
   domain: NonEmptyString,
   country: NonEmptyString.nullable().optional(),
   stateProvince: NonEmptyString.nullable().optional(),
@@ -244,13 +245,59 @@ export type ProfileReference = z.infer<typeof ProfileReference>;
 // ---- requests about profiles -------------------------------------------------------------------
 
 /** `GET /profiles`: no parameter asks "who am I"; `id` or `email` looks one profile up. */
+const SearchText = z.string().min(1).max(300);
+
+/**
+ * `GET /profiles`: no parameter is "who am I"; `id` or `email` looks one profile up (an unknown
+ * email answers an empty list, as the real platform does; an unknown id is a 404); `first`,
+ * `middle`, `last` search by name as `GET /profiles/search` does. `es` (the real platform's
+ * search-engine switch, which its clients send) is accepted and changes nothing.
+ */
 export const ProfilesQuery = z
   .strictObject({
     id: AccountId.optional(),
     email: AccountId.optional(),
+    first: SearchText.optional(),
+    middle: SearchText.optional(),
+    last: SearchText.optional(),
+    es: QueryBoolean.optional(),
   })
-  .refine((q) => !(q.id && q.email), { message: 'Give either id or email, not both' });
+  .refine((q) => [q.id, q.email, q.first ?? q.middle ?? q.last].filter((v) => v !== undefined).length <= 1, {
+    message: 'Give one of id, email, or a name (first, middle, last)',
+  });
 export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
+
+/**
+ * `GET /profiles/search`: `term` (an email, a tilde username or the start of one, or the start
+ * of a name), `fullname`, or `first`/`middle`/`last` (the whole name). Active profiles only.
+ */
+export const ProfileSearchQuery = z
+  .strictObject({
+    term: SearchText.optional(),
+    fullname: SearchText.optional(),
+    first: SearchText.optional(),
+    middle: SearchText.optional(),
+    last: SearchText.optional(),
+    es: QueryBoolean.optional(),
+    limit: queryInt(1, 1000).optional(),
+    offset: queryInt(0, 1_000_000).optional(),
+  })
+  .refine((q) => [q.term, q.fullname, q.first ?? q.middle ?? q.last].filter((v) => v !== undefined).length === 1, {
+    message: 'Give one of term, fullname, or a name (first, middle, last)',
+  });
+export type ProfileSearchQuery = z.infer<typeof ProfileSearchQuery>;
+
+const SearchList = z.array(AccountId).min(0).max(1000);
+
+/**
+ * `POST /profiles/search`: profiles by `ids` (in the order given), or by the `emails` they hold
+ * (`confirmedEmails`: confirmed ones only); each answer of an email search carries the address
+ * it was found by in `email`. Exactly one of the three.
+ */
+export const ProfileSearchInput = z
+  .strictObject({ ids: SearchList.optional(), emails: SearchList.optional(), confirmedEmails: SearchList.optional() })
+  .refine((q) => [q.ids, q.emails, q.confirmedEmails].filter((v) => v !== undefined).length === 1, { message: 'Give one of ids, emails or confirmedEmails' });
+export type ProfileSearchInput = z.infer<typeof ProfileSearchInput>;
 
 export const ProfilesResult = z.strictObject({ profiles: z.array(Profile) });
 export type ProfilesResult = z.infer<typeof ProfilesResult>;

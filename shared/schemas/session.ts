@@ -43,7 +43,7 @@ export const RegisterInput = z
     password: NewPassword,
     fullname: NonEmptyString.max(300).optional(),
     name: NameParts.optional(),
-    token: HumanVerificationToken.optional(),
+    token: HumanVerificationToken.nullish(),
   })
   .superRefine((body, ctx) => {
     if ((body.fullname === undefined) === (body.name === undefined)) {
@@ -57,10 +57,14 @@ export type RegisterResult = z.infer<typeof RegisterResult>;
 
 /** `POST /login` (the spec does not show it): an email or a tilde id, and the password. */
 export const LoginInput = z.strictObject({
-  id: AccountId,
-  password: z.string().min(1).max(1024),
-  /** Lifetime of the session's access token in seconds: 1 to one week, one hour by default. */
-  expiresIn: z.int().min(1).max(MAX_SESSION_SECONDS).optional(),
+  // The wording of the real platform's answer, which its clients and their tests match.
+  id: z.string({ error: 'id cannot be empty or missing' }).min(1, 'id cannot be empty or missing').max(254),
+  password: z.string({ error: 'password cannot be empty or missing' }).min(1, 'password cannot be empty or missing').max(1024),
+  /**
+   * Lifetime of the session's access token in seconds: 1 to one week, one hour by default. The
+   * Python client always sends the key, as `null` when its caller gave none.
+   */
+  expiresIn: z.int().min(1).max(MAX_SESSION_SECONDS).nullish(),
 });
 export type LoginInput = z.infer<typeof LoginInput>;
 

@@ -11,6 +11,11 @@ export const Activatable = z.strictObject({
   duplicateProfile: z.string().optional(),
   /** The date the token expires, as an ISO 8601 string. */
   expireAt: z.string().optional(),
+  /**
+   * Beyond the spec: whom the token is for, in the shape of a session's `user`, which the real
+   * platform's Python client reads (`activatable.user.profile.id`).
+   */
+  user: z.strictObject({ id: z.string(), profile: z.strictObject({ id: z.string() }) }).optional(),
 });
 export type Activatable = z.infer<typeof Activatable>;
 

@@ -67,7 +67,7 @@ describe('super users', () => {
     const other = await createActiveUser(server, { role: 'superuser', fullname: 'Other Root' });
     const res = await (await asRoot()).post('/impersonate', { groupId: other.id });
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Super users cannot be impersonated' });
+    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Super users cannot be impersonated', details: { reqId: expect.any(String) } });
   });
 
   it('never change credentials while impersonating', async () => {
@@ -131,7 +131,7 @@ describe('impersonators named by a group', () => {
     const token = (await (await loggedIn(server, organiser.email)).client.post('/impersonate', { groupId: author.id })).body.token;
     const res = await bearer(token).post('/activatable', { id: 'someone@example.org' });
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Data cannot be modified while impersonating' });
+    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Data cannot be modified while impersonating', details: { reqId: expect.any(String) } });
     expect((await bearer(token).get('/profiles')).status).toBe(200);
   });
 });

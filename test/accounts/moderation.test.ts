@@ -101,7 +101,7 @@ describe('moderation', () => {
     const { client } = await loggedIn(server, user.email);
     const res = await client.post('/profile/moderate', { id: target.id, decision: 'block' });
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Only moderators can moderate profiles' });
+    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Only moderators can moderate profiles', details: { reqId: expect.any(String) } });
   });
 
   it('an unknown profile is 404, a bad decision 400', async () => {

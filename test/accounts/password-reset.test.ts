@@ -97,7 +97,7 @@ describe('password reset', () => {
   it('an unknown token is a clear 400', async () => {
     const res = await new Client(server.url).get('/resettable/not-a-real-token');
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ status: 400, name: 'ValidationError', message: 'Reset token is not valid', details: { path: 'token' } });
+    expect(res.body).toEqual({ status: 400, name: 'ValidationError', message: 'Reset token is not valid', details: { path: 'token', reqId: expect.any(String) } });
   });
 });
 
@@ -130,6 +130,10 @@ describe('human verification against a siteverify endpoint', () => {
     const http = new Client(remote.url);
     const body = { email: 'remote@example.org', password: PASSWORD, fullname: 'Re Mote' };
     expect((await http.post('/register', { ...body, token: 'dev-ok' })).body.name).toBe('HumanVerificationRequiredError');
+    // Outside development mode a sign-up without a token is refused (SIGNUP_WITHOUT_HUMAN_VERIFICATION is off).
+    const missing = await http.post('/register', body);
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({ name: 'HumanVerificationRequiredError', details: { path: 'token' } });
     expect((await http.post('/register', { ...body, token: 'human-yes' })).body).toEqual({ id: '~Re_Mote1', status: 'ok' });
     expect(seen.at(-1)).toContain('secret=s3cret');
     expect(seen.at(-1)).toContain('remoteip=');

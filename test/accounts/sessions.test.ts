@@ -118,7 +118,7 @@ describe('login', () => {
     const wrongPassword = await new Client(server.url).post('/login', { id: user.email, password: 'Not-The-Password1' });
     const wrongId = await new Client(server.url).post('/login', { id: 'nobody@example.org', password: PASSWORD });
     expect(wrongPassword.status).toBe(400);
-    expect(wrongPassword.body).toEqual({ status: 400, name: 'BadRequestError', message: 'Invalid username or password' });
+    expect(wrongPassword.body).toEqual({ status: 400, name: 'BadRequestError', message: 'Invalid username or password', details: { reqId: expect.any(String) } });
     expect(wrongId.body).toEqual(wrongPassword.body);
   });
 
@@ -216,7 +216,7 @@ describe('sessions', () => {
     bearer.bearer = login.body.token;
     const res = await bearer.get('/profiles');
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ status: 401, name: 'TokenExpiredError', message: 'Token has expired. Please log in again.' });
+    expect(res.body).toEqual({ status: 401, name: 'TokenExpiredError', message: 'Token has expired. Please log in again.', details: { reqId: expect.any(String) } });
   });
 
   it('a session can last at most one week', async () => {
@@ -255,6 +255,6 @@ describe('profiles', () => {
     const { client } = await loggedIn(server, user.email);
     const res = await client.get('/profiles?id=~Nobody_Here1');
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ status: 404, name: 'NotFoundError', message: 'Profile Not Found: ~Nobody_Here1' });
+    expect(res.body).toEqual({ status: 404, name: 'NotFoundError', message: 'Profile Not Found: ~Nobody_Here1', details: { reqId: expect.any(String) } });
   });
 });

@@ -28,7 +28,7 @@ describe('the Error body on every path', () => {
     const before = await rowCounts();
     const res = await http.request('POST', '/register', '{"email": "a@b.org",');
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ status: 400, name: 'BadRequestError', message: 'Malformed JSON body' });
+    expect(res.body).toEqual({ status: 400, name: 'BadRequestError', message: 'Malformed JSON body', details: { reqId: expect.any(String) } });
     expect(await rowCounts()).toEqual(before);
   });
 
@@ -37,7 +37,7 @@ describe('the Error body on every path', () => {
       const res = await http.request(method, path);
       expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toMatch(/application\/json/);
-      expect(res.body).toEqual({ status: 404, name: 'NotFoundError', message: `Route not found: ${method} ${path}` });
+      expect(res.body).toEqual({ status: 404, name: 'NotFoundError', message: `Route not found: ${method} ${path}`, details: { reqId: expect.any(String) } });
     }
   });
 
@@ -57,7 +57,7 @@ describe('the Error body on every path', () => {
   it('a single failure has no errors list', async () => {
     const res = await http.post('/login', { id: 'a'.repeat(255), password: 'x' });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ status: 400, name: 'ValidationError', message: expect.stringMatching(/^id: /), details: { path: 'id' } });
+    expect(res.body).toEqual({ status: 400, name: 'ValidationError', message: expect.stringMatching(/^id: /), details: { path: 'id', reqId: expect.any(String) } });
   });
 
   it('query parameters are checked the same way', async () => {
@@ -69,7 +69,7 @@ describe('the Error body on every path', () => {
   it('an invalid bearer token is a 401 Error body', async () => {
     const res = await http.get('/profiles', { authorization: 'Bearer not-a-token' });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ status: 401, name: 'UnauthorizedError', message: 'Invalid session token. Please log in again.' });
+    expect(res.body).toEqual({ status: 401, name: 'UnauthorizedError', message: 'Invalid session token. Please log in again.', details: { reqId: expect.any(String) } });
   });
 });
 
@@ -82,7 +82,7 @@ describe('a tRPC client', () => {
     expect(error).toBeInstanceOf(TRPCClientError);
     const data = (error as TRPCClientError<AppRouter>).data as { httpStatus: number; error: unknown };
     expect(data.httpStatus).toBe(400);
-    expect(data.error).toEqual({ status: 400, name: 'ValidationError', message: 'email: Invalid email address', details: { path: 'email' } });
+    expect(data.error).toEqual({ status: 400, name: 'ValidationError', message: 'email: Invalid email address', details: { path: 'email', reqId: expect.any(String) } });
   });
 
   it('gets 401 UnauthorizedError without a session', async () => {

@@ -20,7 +20,7 @@ describe('writes authenticated by cookie', () => {
   it('are refused from another site', async () => {
     const bySite = await cookieClient.post('/logout-all-devices', undefined, { 'sec-fetch-site': 'cross-site' });
     expect(bySite.status).toBe(403);
-    expect(bySite.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Cross-site requests cannot use your session' });
+    expect(bySite.body).toEqual({ status: 403, name: 'ForbiddenError', message: 'Cross-site requests cannot use your session', details: { reqId: expect.any(String) } });
     const byOrigin = await cookieClient.post('/logout-all-devices', undefined, { origin: 'https://evil.example.com' });
     expect(byOrigin.status).toBe(403);
     expect((await cookieClient.get('/profiles')).status).toBe(200);
@@ -36,7 +36,7 @@ describe('writes authenticated by cookie', () => {
       'content-type': 'application/x-www-form-urlencoded',
     });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ status: 400, name: 'BadRequestError', message: 'The body must be JSON (or multipart for uploads)' });
+    expect(res.body).toEqual({ status: 400, name: 'BadRequestError', message: 'The body must be JSON (or multipart for uploads)', details: { reqId: expect.any(String) } });
     const plain = await cookieClient.request('POST', '/user/confirm', '{"alternate":"x@example.org"}', { 'content-type': 'text/plain' });
     expect(plain.status).toBe(400);
   });

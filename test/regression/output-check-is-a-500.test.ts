@@ -21,7 +21,7 @@ describe('a stored profile that breaks the Profile schema', () => {
     await server.service.db('profiles').where({ id: user.id }).update({ content: JSON.stringify({ pronouns: 'x'.repeat(60) }) });
     const res = await client.get('/profiles');
     expect(res.status).toBe(500);
-    expect(res.body).toEqual({ status: 500, name: 'InternalServerError', message: 'Internal server error' });
+    expect(res.body).toEqual({ status: 500, name: 'InternalServerError', message: 'Internal server error', details: { reqId: expect.any(String) } });
     const logged = server.logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'unexpected error');
     expect(logged?.err?.message).toMatch(/Output validation failed/);
   });
