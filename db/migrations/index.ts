@@ -8,7 +8,7 @@ import * as accountsLifecycle from './20261122010000_accounts_lifecycle.ts';
 import * as createVenues from './20261122020000_create_venues.ts';
 import * as createChunkedUploads from './20261122030000_create_chunked_uploads.ts';
 import * as createOidc from './20261122040000_create_oidc.ts';
-import * as noteDeletion from './20261123000000_note_deletion.ts';
+import * as noteDeletion from './20261123020000_note_deletion.ts';
 
 export interface Migration {
   name: string;
@@ -27,5 +27,5 @@ export const migrations: Migration[] = [
   { name: '20261122020000_create_venues', ...createVenues },
   { name: '20261122030000_create_chunked_uploads', ...createChunkedUploads },
   { name: '20261122040000_create_oidc', ...createOidc },
-  { name: '20261123000000_note_deletion', ...noteDeletion },
+  { name: '20261123020000_note_deletion', ...noteDeletion },
 ];

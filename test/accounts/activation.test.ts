@@ -49,7 +49,7 @@ describe('registration needs human verification', () => {
       token: 'dev-ok',
     });
     expect(res.status).toBe(400);
-    expect(res.body.details).toEqual({ path: 'fullname' });
+    expect(res.body.details).toEqual({ path: 'fullname', reqId: expect.any(String) });
   });
 });
 
@@ -59,7 +59,14 @@ describe('activation', () => {
     const res = await new Client(server.url).get(`/activatable/${token}`);
     expect(res.status).toBe(200);
     expect(res.body.profile).toMatchObject({ id, state: 'Inactive', content: { emails: ['page@example.org'], emailsConfirmed: [] } });
-    expect(res.body.activatable).toEqual({ action: 'activate', token, username: id, groupId: 'page@example.org', expireAt: expect.any(String) });
+    expect(res.body.activatable).toEqual({
+      action: 'activate',
+      token,
+      username: id,
+      groupId: 'page@example.org',
+      expireAt: expect.any(String),
+      user: { id: 'page@example.org', profile: { id } },
+    });
     expect(Date.parse(res.body.activatable.expireAt) - Date.now()).toBeGreaterThan(6.9 * 24 * 3600 * 1000);
     expect(res.body.prefixed_positions).toContain('PhD Student');
     expect(res.body.institutions).toContain('mit.edu');
@@ -173,7 +180,7 @@ describe('activation', () => {
       content: { history: HISTORY, names: [{ first: 'Other', last: 'Person', username: other.id }] },
     });
     expect(res.status).toBe(400);
-    expect(res.body.details).toEqual({ path: 'content/names' });
+    expect(res.body.details).toEqual({ path: 'content/names', reqId: expect.any(String) });
   });
 });
 

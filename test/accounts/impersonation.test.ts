@@ -121,6 +121,7 @@ describe('impersonators named by a group', () => {
       status: 404,
       name: 'NotFoundError',
       message: 'Group Not Found: No/Such/Group',
+      details: { reqId: expect.any(String) },
     });
   });
 

@@ -69,7 +69,7 @@ describe('every cell of the transition table', () => {
             status: 400,
             name: 'ValidationError',
             message: `Cannot ${decision} a profile in state ${state}`,
-            details: { path: 'decision' },
+            details: { path: 'decision', reqId: expect.any(String) },
           });
           const row = await server.service.db('profiles').where({ id: target.id }).first();
           expect(row).toMatchObject({ state, ddate: null });
@@ -108,7 +108,7 @@ describe('moderation', () => {
     expect((await moderator.post('/profile/moderate', { id: '~No_Body1', decision: 'block' })).status).toBe(404);
     const bad = await moderator.post('/profile/moderate', { id: target.id, decision: 'promote' });
     expect(bad.status).toBe(400);
-    expect(bad.body.details).toEqual({ path: 'decision' });
+    expect(bad.body.details).toEqual({ path: 'decision', reqId: expect.any(String) });
   });
 
   it('block ends every session; unblock returns to the state before', async () => {

@@ -59,7 +59,7 @@ describe('password reset', () => {
 
     const weak = await new Client(server.url).request('PUT', `/reset/${token}`, { password: 'weak' });
     expect(weak.status).toBe(400);
-    expect(weak.body.details).toEqual({ path: 'password' });
+    expect(weak.body.details).toEqual({ path: 'password', reqId: expect.any(String) });
     expect((await oldSession.get('/profiles')).status).toBe(200);
 
     const done = await new Client(server.url).request('PUT', `/reset/${token}`, { password: 'Brand-New-Pass9' });

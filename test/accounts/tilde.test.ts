@@ -90,7 +90,7 @@ describe('GET /tildeusername', () => {
       status: 400,
       name: 'ValidationError',
       message: 'The name R2D2 is invalid. Only letters, single hyphens, single dots at the end of a name, and single spaces are allowed',
-      details: { path: 'first' },
+      details: { path: 'first', reqId: expect.any(String) },
     });
   });
 });

@@ -113,7 +113,7 @@ describe('confirming an email', () => {
     const { client } = await loggedIn(server, user.email);
     const res = await client.post('/user/confirm', { alternate: 'not-an-email' });
     expect(res.status).toBe(400);
-    expect(res.body.details).toEqual({ path: 'alternate' });
+    expect(res.body.details).toEqual({ path: 'alternate', reqId: expect.any(String) });
   });
 
   it('wrong codes for one address are limited over all its tokens, so fresh codes do not help guessing', async () => {
@@ -154,6 +154,6 @@ describe('tilde username errors', () => {
       token: 'dev-ok',
     });
     expect(res.status).toBe(400);
-    expect(res.body.details).toEqual({ path: 'name/last' });
+    expect(res.body.details).toEqual({ path: 'name/last', reqId: expect.any(String) });
   });
 });

@@ -74,7 +74,7 @@ describe('chunk counts', () => {
       { filename: 'p.pdf', data: pdfBytes(100) },
     );
     expect(res.status).toBe(400);
-    expect(res.body.details).toEqual({ path: 'totalChunks' });
+    expect(res.body.details).toEqual({ path: 'totalChunks', reqId: expect.any(String) });
   });
 });
 

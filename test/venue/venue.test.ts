@@ -68,7 +68,7 @@ describe('a venue from its author-console config', () => {
     expect(again.body.message).toBe(`The venue ${VENUE} already exists`);
     const blind = await root.post('/venues', { ...config, venueId: 'Blind.org', submissionId: 'Blind.org/-/Submission', blindSubmissionId: 'X' });
     expect(blind.status).toBe(400);
-    expect(blind.body.details).toEqual({ path: 'blindSubmissionId' });
+    expect(blind.body.details).toEqual({ path: 'blindSubmissionId', reqId: expect.any(String) });
     const missing = await root.post('/venues', { ...config, venueId: 'Missing.org', submissionId: 'Missing.org/-/S', officialReviewName: undefined });
     expect(missing.body).toMatchObject({ name: 'MissingRequiredError', details: { path: 'officialReviewName' } });
   });
