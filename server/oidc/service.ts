@@ -238,14 +238,15 @@ export class OidcService {
       await store?.();
       return { redirect: `${this.#config.webUrl}/oidc/consent?interaction=${interaction.id}` };
     }
-    return { redirect: await this.#issueCode(interaction, viewer.profileId, this.#authTime(interaction, viewer), store === undefined) };
+    return { redirect: await this.#issueCode(interaction, viewer, this.#authTime(interaction, viewer), store === undefined) };
   }
 
   /**
-   * Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge).
+   * Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge,
+   * and to the person's `tokenVersion`: a reset or logout-all before it is redeemed voids it).
    * A stored interaction is completed first, so a second answer to it (a double submit) fails.
    */
-  async #issueCode(interaction: Interaction, profileId: string, authTime: number, stored = true): Promise<string> {
+  async #issueCode(interaction: Interaction, person: Pick<Viewer, 'profileId' | 'tokenVersion'>, authTime: number, stored = true): Promise<string> {
     const repo = this.#repo();
     const now = this.#now();
     if (stored && !(await repo.completeInteraction(interaction.id, now))) {
@@ -257,12 +258,13 @@ export class OidcService {
       {
         codeHash: hashSecret(code),
         clientId: params.clientId,
-        profileId,
+        profileId: person.profileId,
         redirectUri: params.redirectUri,
         codeChallenge: params.codeChallenge,
         scopes: params.scopes,
         nonce: params.nonce ?? null,
         authTime,
+        tokenVersion: person.tokenVersion,
         expiresAt: now + OIDC_CODE_SECONDS * 1000,
       },
       now,
@@ -329,7 +331,7 @@ export class OidcService {
     const merged = [...new Set([...((await this.#repo().findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
     await this.#repo().saveConsent(person.profileId, params.clientId, merged as OidcScope[], this.#now());
     try {
-      return { redirect: await this.#issueCode(interaction, person.profileId, this.#authTime(interaction, person)) };
+      return { redirect: await this.#issueCode(interaction, person, this.#authTime(interaction, person)) };
     } catch (error) {
       if (error instanceof OAuthError) return { redirect: this.#errorRedirect(params.redirectUri, error, params.state) };
       throw error;
@@ -355,10 +357,16 @@ export class OidcService {
     return this.#repo().consentsOf(viewer.profileId);
   }
 
+  /** Withdrawing a consent ends what it allowed: the person's tokens and unused codes at that client. */
   async withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
-    if (!(await this.#repo().deleteConsent(viewer.profileId, clientId))) {
-      throw new AppError('NotFoundError', `Consent Not Found: ${clientId}`);
-    }
+    const now = this.#now();
+    await this.#db.transaction(async (trx) => {
+      const repo = new OidcRepository(trx);
+      if (!(await repo.deleteConsent(viewer.profileId, clientId))) {
+        throw new AppError('NotFoundError', `Consent Not Found: ${clientId}`);
+      }
+      await repo.revokeGrants(viewer.profileId, clientId, now);
+    });
   }
 
   // ---- token -------------------------------------------------------------------------------------
@@ -389,6 +397,11 @@ export class OidcService {
     const accounts = new AccountsRepository(this.#db);
     const profile = await accounts.findProfile(record.profileId);
     if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) throw invalidCode;
+    // Since the code was issued, the person may have reset their password or signed out
+    // everywhere (the version moved on), or withdrawn their consent.
+    if (record.tokenVersion !== profile.tokenVersion) throw invalidCode;
+    const consented = await repo.findConsent(profile.id, client.id);
+    if (!consented || !record.scopes.every((scope) => consented.includes(scope))) throw invalidCode;
 
     // Consuming the code and storing its token is one transaction: a second redemption either
     // fails to consume, or comes after the token exists and revokes it.
@@ -403,6 +416,7 @@ export class OidcService {
           clientId: client.id,
           profileId: profile.id,
           scopes: record.scopes,
+          tokenVersion: profile.tokenVersion,
           expiresAt: now + OIDC_TOKEN_SECONDS * 1000,
         },
         now,
@@ -459,15 +473,23 @@ export class OidcService {
 
   // ---- userinfo and revocation --------------------------------------------------------------------
 
-  /** `/oidc/userinfo`: the claims of a live access token; an expired, revoked or orphaned one is 401. */
+  /**
+   * `/oidc/userinfo`: the claims of a live access token; an expired, revoked or orphaned one is
+   * 401. Live means also: its person still consents to the client for its scopes, and their
+   * `tokenVersion` is the one it was issued under (a password reset, a logout of every device, a
+   * block, a deletion or a merge moves it on, and so ends every application's tokens).
+   */
   async userinfo(accessToken: string): Promise<Record<string, unknown>> {
     const found = await this.#repo().findTokenWithClientStatus(hashSecret(accessToken));
     const invalid = new OAuthError('invalid_token', 'The access token is invalid, expired or revoked', 401);
     const record = found?.token;
     if (!record || record.revokedAt !== null || record.expiresAt <= this.#now()) throw invalid;
     if (found.clientStatus !== 'approved') throw invalid;
+    const consented = found.consentedScopes;
+    if (!consented || !record.scopes.every((scope) => consented.includes(scope))) throw invalid;
     const profile = await new AccountsRepository(this.#db).findProfile(record.profileId);
     if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) throw invalid;
+    if (record.tokenVersion !== profile.tokenVersion) throw invalid;
     return this.#claims(profile, record.scopes);
   }
 
