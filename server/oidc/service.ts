@@ -142,6 +142,9 @@ export class OidcService {
     const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
     let client: OidcClient;
     try {
+      // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
+      // then unknown, so those two get a page; the others go back to the client.
+      checkOnce(query, ['client_id', 'redirect_uri']);
       client = await this.#checkClient(param('client_id'));
       checkApproved(client);
       checkRedirectUri(client, param('redirect_uri'));
@@ -152,6 +155,7 @@ export class OidcService {
     const redirectUri = param('redirect_uri') as string;
     const state = param('state');
     try {
+      checkOnce(query, AUTHORIZATION_PARAMETERS);
       checkResponseType(param('response_type'));
       const prompt = checkPrompt(param('prompt'));
       const scopes = checkScope(client, param('scope'));
@@ -290,6 +294,16 @@ export class OidcService {
     return { interaction, client };
   }
 
+  /**
+   * An interaction someone signed in to on its login page is theirs: nobody else may answer it
+   * (a code for another person must not come out of a request a browser started for this one).
+   */
+  #checkOwner(interaction: Interaction, viewer: Viewer | null): void {
+    if (viewer && interaction.profileId !== null && interaction.profileId !== viewer.profileId) {
+      throw new AppError('ForbiddenError', 'This sign-in request belongs to another person');
+    }
+  }
+
   /** After the login page signed the person in: on to consent, or back to the client. */
   async afterLogin(interactionId: string, viewer: Viewer): Promise<Outcome> {
     const { interaction } = await this.interaction(interactionId);
@@ -311,6 +325,7 @@ export class OidcService {
   /** `POST /oidc/authorize/confirm`: already consented → the redirect; otherwise what to ask. */
   async confirm(interactionId: string, viewer: Viewer): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: string[] }> {
     const { interaction, client } = await this.interaction(interactionId);
+    this.#checkOwner(interaction, usable(viewer));
     // A fresh sign-in is needed first (prompt=login, max_age): the frontend goes to the login page.
     if (this.needsLogin(interaction, usable(viewer))) return { redirectUri: this.loginPageUrl(interaction.id) };
     const outcome = await this.#resume(interaction, viewer);
@@ -321,6 +336,7 @@ export class OidcService {
   /** The consent page's answer: "Allow" saves the consent and returns to the client with a code. */
   async consent(interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
     const { interaction } = await this.interaction(interactionId);
+    this.#checkOwner(interaction, usable(viewer));
     const { params } = interaction;
     if (!approved) {
       await this.#repo().completeInteraction(interaction.id, this.#now());
@@ -379,11 +395,13 @@ export class OidcService {
    */
   async token(form: Record<string, unknown>): Promise<TokenAnswer> {
     const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
+    checkOnce(form, ['grant_type', 'code', 'redirect_uri', 'client_id', 'code_verifier']);
     const repo = this.#repo();
     const clientId = field('client_id');
     const client = clientId ? await repo.findClient(clientId) : null;
     if (!client) throw new OAuthError('invalid_client', 'Invalid client_id', 401);
     if (client.status !== 'approved') throw new OAuthError('invalid_client', 'Client is not approved', 401);
+    if (!field('grant_type')) throw new OAuthError('invalid_request', 'grant_type is required');
     if (field('grant_type') !== 'authorization_code') {
       throw new OAuthError('unsupported_grant_type', 'Only the authorization_code grant is supported');
     }
@@ -515,6 +533,17 @@ function usable(viewer: Viewer | null): Viewer | null {
 
 // ---- the named checks of /oidc/authorize, in the order they run ------------------------------------
 
+/** The authorization request's parameters (others are ignored, as RFC 6749 §3.1 asks). */
+const AUTHORIZATION_PARAMETERS = ['response_type', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age'];
+
+/** checkOnce: none of `names` was sent more than once (a parser gives an array, or an object for `a[b]=`). */
+function checkOnce(values: Record<string, unknown>, names: readonly string[]): void {
+  for (const name of names) {
+    const value = values[name];
+    if (value !== undefined && typeof value !== 'string') throw new OAuthError('invalid_request', `${name} must be sent once, as a plain value`);
+  }
+}
+
 /** checkApproved: the client's registration was approved by an operator. */
 function checkApproved(client: OidcClient): void {
   if (client.status !== 'approved') throw new OAuthError('unauthorized_client', 'Client is not approved');
@@ -548,11 +577,16 @@ function checkScope(client: OidcClient, scope: string | undefined): OidcScope[] 
   return scopes as OidcScope[];
 }
 
-/** checkPkce: a `code_challenge` of 43 to 128 characters with method `S256`; `plain` is refused. */
+/**
+ * checkPkce: a `code_challenge` with method `S256` (`plain` is refused). An S256 challenge is
+ * BASE64URL(SHA-256(verifier)) without padding: exactly 43 characters of the base64url alphabet.
+ */
 function checkPkce(challenge: string | undefined, method: string | undefined): string {
   if (!challenge) throw new OAuthError('invalid_request', 'code_challenge is required for public clients');
   if (method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
-  if (!/^[A-Za-z0-9._~-]{43,128}$/.test(challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 to 128 characters');
+  if (!/^[A-Za-z0-9_-]{43}$/.test(challenge)) {
+    throw new OAuthError('invalid_request', 'code_challenge must be the 43-character base64url SHA-256 of the code verifier');
+  }
   return challenge;
 }
 
@@ -570,11 +604,22 @@ function checkLengths(values: Record<string, string | undefined>): void {
   }
 }
 
-/** checkVerifier: BASE64URL(SHA-256(code_verifier)) equals the challenge, compared in constant time. */
+/** A code verifier as RFC 7636 §4.1 defines it: 43 to 128 unreserved characters. */
+const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/**
+ * checkVerifier: a `code_verifier` is required and well formed (RFC 7636 §4.1; otherwise
+ * `invalid_request`), and BASE64URL(SHA-256(code_verifier)) equals the challenge, compared in
+ * constant time (otherwise `invalid_grant`, §4.6).
+ */
 function checkVerifier(verifier: string | undefined, challenge: string): void {
-  const computed = Buffer.from(verifier ? sha256(verifier).toString('base64url') : '');
+  if (!verifier) throw new OAuthError('invalid_request', 'code_verifier is required');
+  if (!CODE_VERIFIER.test(verifier)) {
+    throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, -, ., _ and ~');
+  }
+  const computed = Buffer.from(sha256(verifier).toString('base64url'));
   const expected = Buffer.from(challenge);
-  if (!verifier || computed.length !== expected.length || !timingSafeEqual(computed, expected)) {
+  if (computed.length !== expected.length || !timingSafeEqual(computed, expected)) {
     throw new OAuthError('invalid_grant', 'Invalid code_verifier');
   }
 }
