@@ -90,4 +90,13 @@ describe('a new venue', () => {
       expect(res.body.errors?.[0]?.details ?? res.body.details, venueId).toEqual({ path: 'venueId' });
     }
   });
+
+  it('never takes over an existing group: an authors group named like the super users group is refused', async () => {
+    const res = await root.post('/venues', venueConfig('Service', { authorName: 'Superusers' }));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ name: 'ValidationError', message: 'The group Service/Superusers already exists', details: { path: 'venueId' } });
+    const group = await server.service.db('groups').where({ id: 'Service/Superusers' }).first();
+    expect(JSON.parse(group.data).domain).toBeUndefined();
+    expect(await server.service.db('groups').where({ id: 'Service' }).first()).toBeUndefined();
+  });
 });
