@@ -144,6 +144,9 @@ export class VenueService {
         details: { path: 'venueId' },
       });
     }
+    if (['Program_Chairs', 'Reviewers', 'Ethics_Reviewers'].includes(config.authorName)) {
+      problems.push({ status: 400, name: 'ValidationError', message: `authorName: ${config.authorName} is the name of another group of the venue`, details: { path: 'authorName' } });
+    }
     if (!config.submissionId.startsWith(`${venueId}/`)) {
       problems.push({ status: 400, name: 'ValidationError', message: `submissionId must be inside the venue: ${venueId}/…`, details: { path: 'submissionId' } });
     }
@@ -164,6 +167,10 @@ export class VenueService {
       const invitationIds = [config.submissionId, ...['Ethics_Review', 'Registration', config.officialReviewName, config.decisionName].map((n) => `${venueId}/-/${n}`)];
       for (const id of invitationIds) {
         if (await venues.findInvitation(id)) throw new AppError('ValidationError', `The invitation ${id} already exists`, { path: 'venueId' });
+      }
+      const inner = await venues.venueOf(config.submissionId);
+      if (inner !== null && inner.length > venueId.length) {
+        throw new AppError('ValidationError', `submissionId lies inside the venue ${inner}`, { path: 'submissionId' });
       }
       const owned = { domain: venueId, readers: ['everyone'], writers: [organisers], signatories: [organisers] };
       // No `impersonators`: being added to a venue's group gives its organisers no power over a

@@ -91,6 +91,15 @@ describe('a new venue', () => {
     }
   });
 
+  it('never puts its submissions inside a venue nested in it', async () => {
+    expect((await root.post('/venues', venueConfig('Nest.org/2027'))).status).toBe(200);
+    const res = await root.post('/venues', venueConfig('Nest.org', { submissionId: 'Nest.org/2027/-/Sub' }));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ name: 'ValidationError', message: 'submissionId lies inside the venue Nest.org/2027', details: { path: 'submissionId' } });
+    expect(await stored('Nest.org/2027/-/Sub')).toBeUndefined();
+    expect((await root.post('/venues', venueConfig('Nest.org'))).status).toBe(200);
+  });
+
   it('never takes over an existing group: an authors group named like the super users group is refused', async () => {
     const res = await root.post('/venues', venueConfig('Service', { authorName: 'Superusers' }));
     expect(res.status).toBe(400);
@@ -98,5 +107,8 @@ describe('a new venue', () => {
     const group = await server.service.db('groups').where({ id: 'Service/Superusers' }).first();
     expect(JSON.parse(group.data).domain).toBeUndefined();
     expect(await server.service.db('groups').where({ id: 'Service' }).first()).toBeUndefined();
+    // Nor makes its authors its organisers.
+    const chairs = await root.post('/venues', venueConfig('Chairs.org', { authorName: 'Program_Chairs' }));
+    expect(chairs.body).toMatchObject({ status: 400, details: { path: 'authorName' } });
   });
 });
