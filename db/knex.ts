@@ -180,8 +180,15 @@ const migrationSource: Knex.MigrationSource<(typeof migrations)[number]> = {
   getMigration: async (migration) => migration,
 };
 
+/**
+ * Runs the pending migrations, all in one transaction, bookkeeping included: Knex's own
+ * creation of its tables and its lock row happens outside its transactions, so two processes
+ * starting on a new data folder (the server and an admin command) could both create them and
+ * fail, or leave two lock rows that lock migrations for good. Inside one IMMEDIATE transaction
+ * they take turns; a process killed half-way leaves nothing behind.
+ */
 export async function migrateToLatest(db: Db): Promise<void> {
-  await db.migrate.latest();
+  await db.transaction((trx) => trx.migrate.latest());
 }
 
 /** Where the rate limiters keep their counters, and how to let go of it. */
