@@ -12,6 +12,7 @@ import {
   UploadFields,
   type ChunkedUploadState,
   type FieldParam,
+  type Invitation,
   type NoteEdit,
   type UploadRules,
   type UploadRulesQuery,
@@ -170,7 +171,7 @@ export class AttachmentsService {
   }
 
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
-  async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number }> {
+  async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
     const invitation = await new VenueRepository(this.#db).findInvitation(invitationId);
     if (!invitation) throw new AppError('ValidationError', `Invitation Not Found: ${invitationId}`, { path: 'invitationId' });
     if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
@@ -181,7 +182,7 @@ export class AttachmentsService {
       throw new AppError('ValidationError', `The invitation ${invitationId} has no file field ${name}`, { path: 'name' });
     }
     const maxBytes = param.maxSize !== undefined ? Math.floor(param.maxSize * MB) : this.#config.maxUploadBytes;
-    return { param, maxBytes };
+    return { param, maxBytes, invitation };
   }
 
   /** The extension a file is stored under: the file name's, which the field must allow. */
@@ -222,7 +223,9 @@ export class AttachmentsService {
     try {
       const fields = parseOrThrow(UploadFields, request.fields);
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
-      const { param, maxBytes } = await this.#target(fields.invitationId, fields.name);
+      const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
+      // A file is for a note: only those who may post to the invitation may send one for it.
+      await this.#venue.requireInvitee(invitation, viewer);
       const extension = this.#extension(param, file.filename);
       this.#checkContent(file, extension, maxBytes);
       return { url: await this.#keep(viewer, file, extension, fields.invitationId, fields.name) };
@@ -251,7 +254,8 @@ export class AttachmentsService {
         throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
       }
       const repo = this.#repo();
-      const { param, maxBytes } = await this.#target(fields.invitationId, fields.name);
+      const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
+      await this.#venue.requireInvitee(invitation, viewer);
       const now = this.#now();
       let upload = await repo.openUpload(
         {
