@@ -57,9 +57,6 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
   const venue = new VenueService(db);
   const store = new FileStore(config.dataDir);
   await store.init();
-  const attachments = new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger });
-  // Uploads cut by a stop of this or another process can be completed at once.
-  await attachments.recover();
   const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf` });
   await oidc.keys.ensureKey();
   return {
@@ -72,7 +69,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     venue,
-    attachments,
+    attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger }),
     oidc,
     async close() {
       mailer.close();

@@ -95,6 +95,9 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   const db = openDatabase(config.dataDir);
   await migrateToLatest(db);
   const services = await createServices(config, db, logger);
+  // Uploads cut by a stop of the server can be completed at once. The server's start only: an
+  // admin command (maybe outside the server's container) cannot tell which processes run.
+  await services.attachments.recover();
 
   const app = express();
   app.disable('x-powered-by');
