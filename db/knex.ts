@@ -76,7 +76,7 @@ class PreparingSqliteClient extends SqliteClient {
     return new Promise((resolve, reject) => {
       const done = function (this: sqlite3.RunResult, err: Error | null, rows?: unknown) {
         if (err) {
-          failed(connection, statement, sql).then(() => reject(err), reject);
+          failed(connection, statement, sql, err).then(() => reject(err), reject);
           return;
         }
         obj.response = rows;
@@ -129,15 +129,24 @@ class ImmediateTransaction extends SqliteTransaction {
  * A failed COMMIT leaves its transaction open (Knex only reports it): it is rolled back, and a
  * connection that cannot even roll back is thrown away, so the pool opens a clean one.
  */
-async function failed(connection: sqlite3.Database, statement: sqlite3.Statement, sql: string): Promise<void> {
+async function failed(connection: sqlite3.Database, statement: sqlite3.Statement, sql: string, error: Error): Promise<void> {
   await new Promise<void>((resolve) => statement.reset(() => resolve()));
-  if (!/^\s*(commit|end|rollback)\b/i.test(sql)) return;
-  const rolledBack = /^\s*rollback\b/i.test(sql)
-    ? Promise.reject(new Error('ROLLBACK failed'))
-    : new Promise<void>((resolve, reject) => connection.exec('ROLLBACK', (err) => (err && !/no transaction is active/.test(err.message) ? reject(err) : resolve())));
-  await rolledBack.catch((error: unknown) => {
-    (connection as sqlite3.Database & { __knex__disposed?: unknown }).__knex__disposed = error;
-  });
+  const ended = (err: Error | null) => !err || /no transaction is active/.test(err.message);
+  if (/^\s*rollback\b/i.test(sql)) {
+    if (!ended(error)) dispose(connection, error);
+  } else if (/^\s*(commit|end)\b/i.test(sql)) {
+    await new Promise<void>((resolve) =>
+      connection.exec('ROLLBACK', (err) => {
+        if (!ended(err)) dispose(connection, err!);
+        resolve();
+      }),
+    );
+  }
+}
+
+/** Marks a connection for Knex's pool to close and replace when it is next acquired. */
+function dispose(connection: sqlite3.Database, reason: Error): void {
+  (connection as sqlite3.Database & { __knex__disposed?: unknown }).__knex__disposed = reason;
 }
 
 /** The connection's prepared statement for `sql`, prepared on first use. */

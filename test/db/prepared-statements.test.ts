@@ -66,6 +66,22 @@ describe('the prepared statements each connection keeps', () => {
     await db.destroy();
   });
 
+  it('a COMMIT that fails leaves no transaction open on the connection', async () => {
+    // With foreign keys checked at COMMIT, a violation fails the COMMIT itself, which SQLite
+    // leaves open; Knex only reports the failure.
+    const broken = db.transaction(async (trx) => {
+      await trx.raw('PRAGMA defer_foreign_keys = ON');
+      await trx('group_members').insert({ group_id: 'no-such-group', member: 'x' });
+    });
+    await expect(broken).rejects.toThrow(/FOREIGN KEY/);
+    await db.transaction(async (trx) => {
+      await trx('settings').insert({ key: 'after', value: '"v"' });
+    });
+    expect(await db('settings').pluck('key')).toEqual(['after']);
+    expect(await db('group_members').count({ n: '*' })).toEqual([{ n: 0 }]);
+    await db.destroy();
+  });
+
   it('are let go of when the database closes, so it does close', async () => {
     for (let i = 0; i < 300; i += 1) await db.raw(`select ${i} as n`);
     await expect(db.destroy()).resolves.toBeUndefined();
