@@ -316,6 +316,18 @@ export class VenueService {
 
   // ---- notes -----------------------------------------------------------------------------------
 
+  /** Who may post to an invitation: its invitees, and super users. */
+  #requireInvitee(invitation: Invitation, reader: Viewer, ids: Set<string>): void {
+    if (!reader.isSuperUser && !invitation.invitees.some((i) => ids.has(i))) {
+      throw new AppError('ForbiddenError', `You are not invited to post to ${invitation.id}`);
+    }
+  }
+
+  /** Refuses (403) an upload for an invitation the reader may not post to: the rule of `POST /notes`. */
+  async requireInvitee(invitation: Invitation, reader: Viewer): Promise<void> {
+    this.#requireInvitee(invitation, reader, await this.identities(reader));
+  }
+
   /**
    * `POST /notes`: a new note, or with `id` a revision of one. The content is checked against
    * the invitation's form (every problem at once); a file field must hold a URL this user
@@ -332,9 +344,7 @@ export class VenueService {
       throw new AppError('ValidationError', `The invitation ${invitation.id} is closed`, { path: 'invitation' });
     }
     const ids = await this.identities(reader, repos);
-    if (!reader.isSuperUser && !invitation.invitees.some((i) => ids.has(i))) {
-      throw new AppError('ForbiddenError', `You are not invited to post to ${invitation.id}`);
-    }
+    this.#requireInvitee(invitation, reader, ids);
 
     const previous = input.id ? await repos.venues.findNote(input.id) : null;
     if (input.id) {
