@@ -32,7 +32,7 @@ export type RateLimitName = keyof typeof RATE_LIMITS;
 
 export class RateLimits {
   readonly #limiters: Record<RateLimitName, RateLimiterAbstract>;
-  /** The store's statements run one call at a time, so their savepoints never interleave. */
+  /** One call at a time: a flood of counted requests queues here, not on the database. */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(store: RateLimiterStore) {

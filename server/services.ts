@@ -40,7 +40,7 @@ export interface Services {
 export async function createServices(config: Config, db: Db, logger: Logger): Promise<Services> {
   const secret = await loadSessionSecret(config.sessionSecret, config.dataDir);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
-  const limiterStore = openRateLimiterStore(config.dataDir);
+  const limiterStore = openRateLimiterStore(db);
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
     hasher: new PasswordHasher(),

@@ -8,6 +8,8 @@ import * as accountsLifecycle from './20261122010000_accounts_lifecycle.ts';
 import * as createVenues from './20261122020000_create_venues.ts';
 import * as createChunkedUploads from './20261122030000_create_chunked_uploads.ts';
 import * as createOidc from './20261122040000_create_oidc.ts';
+import * as oidcTokenVersion from './20261123000000_oidc_token_version.ts';
+import * as assemblyOwner from './20261123010000_assembly_owner.ts';
 import * as noteDeletion from './20261123020000_note_deletion.ts';
 
 export interface Migration {
@@ -27,5 +29,7 @@ export const migrations: Migration[] = [
   { name: '20261122020000_create_venues', ...createVenues },
   { name: '20261122030000_create_chunked_uploads', ...createChunkedUploads },
   { name: '20261122040000_create_oidc', ...createOidc },
+  { name: '20261123000000_oidc_token_version', ...oidcTokenVersion },
+  { name: '20261123010000_assembly_owner', ...assemblyOwner },
   { name: '20261123020000_note_deletion', ...noteDeletion },
 ];

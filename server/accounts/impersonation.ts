@@ -16,8 +16,12 @@ export interface ImpersonationOutcome {
  *
  * Rules:
  * - a super user may impersonate anyone but another super user;
- * - anyone named in a group's `impersonators` (directly, by one of their ids or emails, or
- *   through a group they belong to) may impersonate that group's profile and its members;
+ * - anyone else only a person whose own `~` group (the profile's id or one of its usernames)
+ *   names them in its `impersonators`: directly (one of their tilde ids or confirmed emails) or
+ *   through a group they belong to. Membership of a group never grants power over that member:
+ *   an organiser can add anyone to their venue's groups, so a group's `impersonators` reach
+ *   only the group's own profile, never its members. A `~` group's lists are set by super users
+ *   (and the person's own registration), never by a venue's organisers;
  * - one nested impersonation is kept (impersonating again while impersonating); a third
  *   level is refused;
  * - only a super user's impersonation may change data; credentials never change while
@@ -39,13 +43,10 @@ export class ImpersonationService extends AccountsPart {
     if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
       throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
     }
-    const granting = await this.#grantingGroups(repo, viewer);
-    if (!viewer.isSuperUser) {
-      const targetIds = await this.#idsOf(repo, target.id);
-      const allowed = await Promise.all(
-        granting.map(async (groupId) => targetIds.includes(groupId) || (await repo.findGroup(groupId))?.members.some((m) => targetIds.includes(m))),
-      );
-      if (!allowed.some(Boolean)) throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
+    const callerIds = await this.#callerIdentities(repo, viewer);
+    const granting = await this.#grantingProfiles(repo, callerIds);
+    if (!viewer.isSuperUser && !(await this.#grants(repo, target.id, callerIds))) {
+      throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
     }
 
     const caller = await repo.findProfile(viewer.profileId);
@@ -108,16 +109,38 @@ export class ImpersonationService extends AccountsPart {
     throw new AppError('NotFoundError', `Group Not Found: ${groupId}`);
   }
 
-  /** A profile's ids: its usernames and its emails. */
-  async #idsOf(repo: AccountsRepository, profileId: string): Promise<string[]> {
-    return [...(await repo.usernamesOf(profileId)), ...(await repo.emailsOf(profileId)).map((e) => e.email), profileId];
+  /** The tilde ids of a profile: its id and its usernames. Its own groups are named by these. */
+  async #tildeIdsOf(repo: AccountsRepository, profileId: string): Promise<string[]> {
+    return [...new Set([profileId, ...(await repo.usernamesOf(profileId))])];
   }
 
-  /** The groups whose `impersonators` name the caller, directly or through a group the caller is in. */
-  async #grantingGroups(repo: AccountsRepository, viewer: Viewer): Promise<string[]> {
-    const ids = await this.#idsOf(repo, viewer.profileId);
-    const memberships = await repo.groupsOf(ids);
-    const me = new Set([...ids, ...memberships]);
-    return (await repo.groupsWithImpersonators()).filter((g) => g.impersonators.some((i) => me.has(i))).map((g) => g.id);
+  /**
+   * Every id an `impersonators` list may name the caller by: their tilde ids, their confirmed
+   * emails (an unconfirmed address proves nothing: anyone can type someone else's), and the
+   * groups any of those belong to directly.
+   */
+  async #callerIdentities(repo: AccountsRepository, viewer: Viewer): Promise<Set<string>> {
+    const confirmed = (await repo.emailsOf(viewer.profileId)).filter((e) => e.confirmed).map((e) => e.email);
+    const ids = [...(await this.#tildeIdsOf(repo, viewer.profileId)), ...confirmed];
+    return new Set([...ids, ...(await repo.groupsOf(ids))]);
+  }
+
+  /** Whether one of the target's own `~` groups names the caller in its `impersonators`. */
+  async #grants(repo: AccountsRepository, targetId: string, me: Set<string>): Promise<boolean> {
+    for (const id of await this.#tildeIdsOf(repo, targetId)) {
+      const impersonators = (await repo.findGroup(id))?.data.impersonators;
+      if (Array.isArray(impersonators) && impersonators.some((i) => typeof i === 'string' && me.has(i))) return true;
+    }
+    return false;
+  }
+
+  /** `impersonatables`: the people whose own `~` group names the caller (the ones they may impersonate). */
+  async #grantingProfiles(repo: AccountsRepository, me: Set<string>): Promise<string[]> {
+    const naming = (await repo.groupsWithImpersonators()).filter((g) => g.id.startsWith('~') && g.impersonators.some((i) => me.has(i)));
+    const granting: string[] = [];
+    for (const group of naming) {
+      if (await repo.findProfileByUsername(group.id)) granting.push(group.id);
+    }
+    return granting;
   }
 }

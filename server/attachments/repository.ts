@@ -14,6 +14,8 @@ export interface ChunkedUpload {
   status: UploadStatus;
   url: string | null;
   updatedAt: number;
+  /** While assembling: the process doing it (see owners.ts). */
+  assemblyOwner: string | null;
 }
 
 interface UploadRow {
@@ -29,6 +31,7 @@ interface UploadRow {
   url: string | null;
   created_at: number;
   updated_at: number;
+  assembly_owner: string | null;
 }
 
 function toUpload(row: UploadRow): ChunkedUpload {
@@ -44,6 +47,7 @@ function toUpload(row: UploadRow): ChunkedUpload {
     status: row.status as UploadStatus,
     url: row.url,
     updatedAt: Number(row.updated_at),
+    assemblyOwner: row.assembly_owner ?? null,
   };
 }
 
@@ -56,7 +60,7 @@ export class AttachmentsRepository {
   }
 
   /** The upload of `(profile, clientUploadId)`, created on its first chunk. */
-  async openUpload(upload: Omit<ChunkedUpload, 'indexBase' | 'status' | 'url' | 'updatedAt'>, now: number): Promise<ChunkedUpload> {
+  async openUpload(upload: Omit<ChunkedUpload, 'indexBase' | 'status' | 'url' | 'updatedAt' | 'assemblyOwner'>, now: number): Promise<ChunkedUpload> {
     await this.#db('chunked_uploads')
       .insert({
         id: upload.id,
@@ -125,26 +129,56 @@ export class AttachmentsRepository {
   }
 
   /**
-   * Claims the assembly of a complete upload: `UPDATE … SET status = 'assembling' WHERE status =
-   * 'receiving'` changes exactly one row for exactly one request. An assembly claimed before
-   * `staleBefore` and never finished (its server stopped) may be claimed again.
+   * Claims the assembly of a complete upload for `owner`: `UPDATE … SET status = 'assembling'
+   * WHERE status = 'receiving'` changes exactly one row for exactly one request. An assembly
+   * claimed before `staleBefore` and never finished may be claimed again.
    */
-  async claimAssembly(id: string, now: number, staleBefore: number): Promise<boolean> {
+  async claimAssembly(id: string, owner: string, now: number, staleBefore: number): Promise<boolean> {
     const changed = await this.#db('chunked_uploads')
       .where({ id })
       .andWhere((q) => q.where({ status: 'receiving' }).orWhere((stale) => stale.where({ status: 'assembling' }).andWhere('updated_at', '<', staleBefore)))
-      .update({ status: 'assembling', updated_at: now });
+      .update({ status: 'assembling', assembly_owner: owner, updated_at: now });
     return changed === 1;
   }
 
-  async finish(id: string, url: string, now: number): Promise<void> {
-    await this.#db('chunked_uploads').where({ id }).update({ status: 'done', url, updated_at: now });
-    await this.#db('upload_chunks').where({ upload_id: id }).delete();
+  /** Takes over an assembly whose owner stopped; only one of several takers gets it. */
+  async takeOverAssembly(id: string, from: string | null, owner: string, now: number): Promise<boolean> {
+    const changed = await this.#db('chunked_uploads')
+      .where({ id, status: 'assembling' })
+      .andWhere((q) => (from === null ? q.whereNull('assembly_owner') : q.where({ assembly_owner: from })))
+      .update({ assembly_owner: owner, updated_at: now });
+    return changed === 1;
   }
 
-  /** Gives an assembly that failed back to the receiving state. */
-  async release(id: string, now: number): Promise<void> {
-    await this.#db('chunked_uploads').where({ id, status: 'assembling' }).update({ status: 'receiving', updated_at: now });
+  /** Every assembly under way, with its owner. */
+  async assemblies(): Promise<Array<{ id: string; owner: string | null }>> {
+    const rows: Array<{ id: string; assembly_owner: string | null }> = await this.#db('chunked_uploads').where({ status: 'assembling' }).select('id', 'assembly_owner');
+    return rows.map((r) => ({ id: r.id, owner: r.assembly_owner }));
+  }
+
+  /** Of these upload ids, the finished ones (their chunks are no longer needed). */
+  async finishedAmong(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    return this.#db('chunked_uploads').whereIn('id', ids).where({ status: 'done' }).pluck('id');
+  }
+
+  /**
+   * Records the assembled file as the uploader's, and the upload as done, in one transaction:
+   * a process stopped in between leaves neither, and the assembly is simply redone.
+   */
+  async finish(id: string, url: string, now: number, record: (trx: Knex) => Promise<void>): Promise<void> {
+    await this.#db.transaction(async (trx) => {
+      await record(trx);
+      await trx('chunked_uploads').where({ id }).update({ status: 'done', url, assembly_owner: null, updated_at: now });
+      await trx('upload_chunks').where({ upload_id: id }).delete();
+    });
+  }
+
+  /** Gives an assembly that failed, or whose process stopped, back to the receiving state. */
+  async release(id: string, now: number, owner?: string | null): Promise<void> {
+    const q = this.#db('chunked_uploads').where({ id, status: 'assembling' });
+    if (owner !== undefined) q.andWhere((o) => (owner === null ? o.whereNull('assembly_owner') : o.where({ assembly_owner: owner })));
+    await q.update({ status: 'receiving', assembly_owner: null, updated_at: now });
   }
 
   async deleteUpload(id: string): Promise<void> {

@@ -12,6 +12,7 @@ import {
   UploadFields,
   type ChunkedUploadState,
   type FieldParam,
+  type Invitation,
   type NoteEdit,
   type UploadRules,
   type UploadRulesQuery,
@@ -21,6 +22,7 @@ import type { Viewer } from '../accounts/service.ts';
 import { MB, type Config } from '../config.ts';
 import { VenueRepository } from '../venue/repository.ts';
 import type { VenueService } from '../venue/service.ts';
+import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
 import { removeQuietly, type FileStore, type Received } from './storage.ts';
 
@@ -41,9 +43,20 @@ export interface StoredFile {
 }
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
-const WAIT_FOR_ASSEMBLY_MS = 60_000;
-/** An assembly not finished after this long was left by a server that stopped: it may be redone. */
+/** How long a chunk waits for another running process's assembly of its upload, checking on it. */
+const WAIT_FOR_OTHER_PROCESS_MS = 60_000;
+const OTHER_PROCESS_POLL_MS = 50;
+/**
+ * An assembly not finished after this long may be redone whoever claimed it: the last resort
+ * when its process cannot be asked (see owners.ts); a stopped process's is redone at once.
+ */
 const STALE_ASSEMBLY_MS = 10 * 60_000;
+
+/**
+ * The assemblies this process is doing, by upload id, each settling with its URL: a chunk of an
+ * upload being assembled here waits for it without polling. Module-wide, as the owner id is.
+ */
+const assembling = new Map<string, Promise<string>>();
 
 /** Every chunk index of an upload, as its client counts (from 1 until it is known). */
 function indexesOf(upload: ChunkedUpload): number[] {
@@ -76,7 +89,7 @@ export class AttachmentsService {
    * How many requests are saving a chunk of each upload right now, in this process (the service
    * runs as one). The last chunks of an upload sent together wait for each other's answer.
    */
-  readonly #receiving = new Map<string, number>();
+  readonly #receiving = new Map<string, { count: number; idle: Array<() => void> }>();
   readonly #venue: VenueService;
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
@@ -158,7 +171,7 @@ export class AttachmentsService {
   }
 
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
-  async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number }> {
+  async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
     const invitation = await new VenueRepository(this.#db).findInvitation(invitationId);
     if (!invitation) throw new AppError('ValidationError', `Invitation Not Found: ${invitationId}`, { path: 'invitationId' });
     if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
@@ -169,7 +182,7 @@ export class AttachmentsService {
       throw new AppError('ValidationError', `The invitation ${invitationId} has no file field ${name}`, { path: 'name' });
     }
     const maxBytes = param.maxSize !== undefined ? Math.floor(param.maxSize * MB) : this.#config.maxUploadBytes;
-    return { param, maxBytes };
+    return { param, maxBytes, invitation };
   }
 
   /** The extension a file is stored under: the file name's, which the field must allow. */
@@ -210,7 +223,9 @@ export class AttachmentsService {
     try {
       const fields = parseOrThrow(UploadFields, request.fields);
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
-      const { param, maxBytes } = await this.#target(fields.invitationId, fields.name);
+      const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
+      // A file is for a note: only those who may post to the invitation may send one for it.
+      await this.#venue.requireInvitee(invitation, viewer);
       const extension = this.#extension(param, file.filename);
       this.#checkContent(file, extension, maxBytes);
       return { url: await this.#keep(viewer, file, extension, fields.invitationId, fields.name) };
@@ -239,7 +254,8 @@ export class AttachmentsService {
         throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
       }
       const repo = this.#repo();
-      const { param, maxBytes } = await this.#target(fields.invitationId, fields.name);
+      const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
+      await this.#venue.requireInvitee(invitation, viewer);
       const now = this.#now();
       let upload = await repo.openUpload(
         {
@@ -282,10 +298,10 @@ export class AttachmentsService {
         await this.#discard(upload);
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
-      this.#receiving.set(upload.id, (this.#receiving.get(upload.id) ?? 0) + 1);
+      this.#enter(upload.id);
       counted = upload.id;
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
-      if ('url' in answer || (this.#receiving.get(upload.id) ?? 0) <= 1) return answer;
+      if ('url' in answer || (this.#receiving.get(upload.id)?.count ?? 0) <= 1) return answer;
       // Other chunks of this upload are being saved alongside this one: answer as of after them,
       // so the last chunks sent together all answer the URL (one of them assembles the file).
       this.#leave(upload.id);
@@ -300,16 +316,25 @@ export class AttachmentsService {
     }
   }
 
-  #leave(uploadId: string): void {
-    const left = (this.#receiving.get(uploadId) ?? 1) - 1;
-    if (left > 0) this.#receiving.set(uploadId, left);
-    else this.#receiving.delete(uploadId);
+  #enter(uploadId: string): void {
+    const entry = this.#receiving.get(uploadId);
+    if (entry) entry.count += 1;
+    else this.#receiving.set(uploadId, { count: 1, idle: [] });
   }
 
-  /** Waits until no other request is saving a chunk of this upload (a minute at most). */
+  #leave(uploadId: string): void {
+    const entry = this.#receiving.get(uploadId);
+    if (!entry) return;
+    entry.count -= 1;
+    if (entry.count > 0) return;
+    this.#receiving.delete(uploadId);
+    for (const wake of entry.idle) wake();
+  }
+
+  /** Waits until no other request of this process is saving a chunk of this upload. */
   async #othersSaved(uploadId: string): Promise<void> {
-    const deadline = this.#now() + WAIT_FOR_ASSEMBLY_MS;
-    while (this.#receiving.has(uploadId) && this.#now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const entry = this.#receiving.get(uploadId);
+    if (entry) await new Promise<void>((resolve) => entry.idle.push(resolve));
   }
 
   async #completeOrStatus(viewer: Viewer, given: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
@@ -323,40 +348,110 @@ export class AttachmentsService {
     if (!complete) return statusMap(indexes, chunks);
 
     const now = this.#now();
-    if (!(await repo.claimAssembly(upload.id, now, now - STALE_ASSEMBLY_MS))) return this.#awaitAssembly(upload, indexes, chunks);
+    if (await repo.claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, upload, indexes, chunks, maxBytes);
+    return this.#awaitAssembly(viewer, upload, indexes, chunks, maxBytes);
+  }
+
+  /** Assembles a claimed upload; chunks of it arriving meanwhile in this process wait for the URL. */
+  async #assemble(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number): Promise<{ url: string }> {
+    const work = this.#assembleNow(viewer, upload, indexes, chunks, maxBytes);
+    assembling.set(upload.id, work);
+    try {
+      return { url: await work };
+    } finally {
+      assembling.delete(upload.id);
+    }
+  }
+
+  async #assembleNow(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number): Promise<string> {
+    const repo = this.#repo();
     let assembled: Received | null = null;
     try {
       assembled = await this.#store.assemble(upload.id, indexes, maxBytes);
       const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
       if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
       this.#checkContent(assembled, upload.extension, maxBytes);
-      const url = await this.#keep(viewer, assembled, upload.extension, upload.invitation, upload.field);
-      await repo.finish(upload.id, url, this.#now());
+      // The file goes into place only whole (a rename); it is recorded as the uploader's, and the
+      // upload as done, in one transaction.
+      const file = assembled;
+      const url = await this.#store.keep(file, upload.extension);
+      await repo.finish(upload.id, url, this.#now(), (trx) =>
+        new VenueRepository(trx).recordUpload({
+          profileId: viewer.profileId,
+          invitation: upload.invitation,
+          field: upload.field,
+          url,
+          size: file.size,
+          sha1: file.sha1,
+          now: this.#now(),
+        }),
+      );
       await this.#store.removeChunks(upload.id);
-      return { url };
+      return url;
     } catch (error) {
       if (assembled) await removeQuietly(assembled.path);
       if (error instanceof AppError) {
         // The file as a whole is refused: the upload cannot succeed, so nothing of it is kept.
         await this.#discard(upload);
       } else {
-        await repo.release(upload.id, this.#now());
+        await repo.release(upload.id, this.#now(), PROCESS_OWNER);
       }
       throw error;
     }
   }
 
-  /** Another request is assembling this upload: wait for its URL. */
-  async #awaitAssembly(upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>) {
-    const deadline = this.#now() + WAIT_FOR_ASSEMBLY_MS;
-    while (this.#now() < deadline) {
+  /**
+   * The upload is being assembled, or was: by this process (wait for it), by a process that
+   * has stopped (take it over and assemble it now), or by another running process (check on it
+   * until it is done, stops, or a minute has passed).
+   */
+  async #awaitAssembly(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number) {
+    const deadline = this.#now() + WAIT_FOR_OTHER_PROCESS_MS;
+    for (;;) {
       const current = await this.#repo().findUpload(upload.id);
       if (!current) throw new AppError('ValidationError', 'The upload was refused; start again', { path: 'clientUploadId' });
       if (current.status === 'done' && current.url) return { url: current.url };
-      if (current.status === 'receiving') break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      const now = this.#now();
+      if (current.status === 'receiving') {
+        // A failed assembly gave it back: claim it again.
+        if (await this.#repo().claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, current, indexes, chunks, maxBytes);
+        continue;
+      }
+      const here = current.assemblyOwner === PROCESS_OWNER ? assembling.get(upload.id) : undefined;
+      if (here) {
+        const url = await here.catch(() => null);
+        if (url) return { url };
+        // It failed here: the next round sees why (refused and gone, or back to receiving).
+        continue;
+      }
+      if (ownerIsGone(current.assemblyOwner) || current.updatedAt < now - STALE_ASSEMBLY_MS) {
+        if (await this.#repo().takeOverAssembly(upload.id, current.assemblyOwner, PROCESS_OWNER, now)) {
+          this.#logger.info({ uploadId: upload.id }, 'assembly left by a stopped process: redone');
+          return this.#assemble(viewer, current, indexes, chunks, maxBytes);
+        }
+        continue;
+      }
+      if (now >= deadline) return statusMap(indexes, chunks);
+      await new Promise((resolve) => setTimeout(resolve, OTHER_PROCESS_POLL_MS));
     }
-    return statusMap(indexes, chunks);
+  }
+
+  /**
+   * At start: assemblies whose process stopped go back to receiving (re-sending a chunk then
+   * assembles at once), the temporary files of stopped processes are removed, and so are the
+   * chunks of uploads finished just before a stop.
+   */
+  async recover(startedAt = this.#now()): Promise<void> {
+    const repo = this.#repo();
+    let released = 0;
+    for (const { id, owner } of await repo.assemblies()) {
+      if (!ownerIsGone(owner)) continue;
+      await repo.release(id, this.#now(), owner);
+      released += 1;
+    }
+    const removed = await this.#store.removeTemporaryOfStopped(startedAt);
+    for (const id of await repo.finishedAmong(await this.#store.chunkFolders())) await this.#store.removeChunks(id);
+    if (released > 0 || removed > 0) this.#logger.info({ assemblies: released, temporaryFiles: removed }, 'uploads cut by a stop recovered');
   }
 
   async #discard(upload: ChunkedUpload): Promise<void> {

@@ -6,6 +6,7 @@ import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../shared/errors.ts';
 import { fileUrlExtension, tooLargeMessage } from '../../shared/forms.ts';
+import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
 
 /** A file received into the temporary folder: its path, length, SHA-1 and first bytes. */
 export interface Received {
@@ -30,11 +31,18 @@ export class FileStore {
   readonly #files: string;
   readonly #tmp: string;
   readonly #chunks: string;
+  readonly #owner: string;
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, owner = PROCESS_OWNER) {
     this.#files = path.join(dataDir, 'files');
     this.#tmp = path.join(dataDir, 'tmp');
     this.#chunks = path.join(dataDir, 'chunks');
+    this.#owner = owner;
+  }
+
+  /** A new temporary file's path, named after the process writing it (`<owner>~<uuid>`). */
+  #temporary(): string {
+    return path.join(this.#tmp, `${this.#owner}~${randomUUID()}`);
   }
 
   async init(): Promise<void> {
@@ -50,7 +58,7 @@ export class FileStore {
    * chunk, whose own hash nothing uses) and answers `sha1: ''`.
    */
   async receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
-    const file = path.join(this.#tmp, randomUUID());
+    const file = this.#temporary();
     const hash = opts.hash === false ? null : createHash('sha1');
     let size = 0;
     const head: Buffer[] = [];
@@ -161,7 +169,7 @@ export class FileStore {
    * Past `maxBytes` it stops with a 413; on any failure the temporary file is removed.
    */
   async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Received> {
-    const file = path.join(this.#tmp, randomUUID());
+    const file = this.#temporary();
     const hash = createHash('sha1');
     const buffer = Buffer.allocUnsafe(ASSEMBLY_BUFFER_BYTES);
     let size = 0;
@@ -203,6 +211,28 @@ export class FileStore {
       const info = await stat(file).catch(() => null);
       if (info && info.mtimeMs < olderThan) await removeQuietly(file);
     }
+  }
+
+  /**
+   * At start: removes the temporary files of processes that stopped (a crash in the middle of
+   * receiving or assembling), and unnamed ones from before `startedAt`. Another running
+   * process's files are left alone.
+   */
+  async removeTemporaryOfStopped(startedAt: number): Promise<number> {
+    let removed = 0;
+    for (const name of await readdir(this.#tmp).catch(() => [] as string[])) {
+      const file = path.join(this.#tmp, name);
+      const owner = name.includes('~') ? name.slice(0, name.indexOf('~')) : null;
+      if (owner !== null ? !ownerIsGone(owner) : ((await stat(file).catch(() => null))?.mtimeMs ?? Infinity) >= startedAt) continue;
+      await removeQuietly(file);
+      removed += 1;
+    }
+    return removed;
+  }
+
+  /** The upload ids that have a chunk folder. */
+  async chunkFolders(): Promise<string[]> {
+    return (await readdir(this.#chunks).catch(() => [] as string[])).filter((name) => /^[0-9a-f-]{36}$/.test(name));
   }
 }
 

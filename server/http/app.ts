@@ -95,6 +95,9 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   const db = openDatabase(config.dataDir);
   await migrateToLatest(db);
   const services = await createServices(config, db, logger);
+  // Uploads cut by a stop of the server can be completed at once. The server's start only: an
+  // admin command (maybe outside the server's container) cannot tell which processes run.
+  await services.attachments.recover();
 
   const app = express();
   app.disable('x-powered-by');
@@ -117,9 +120,19 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   app.use(bodyDeadline(BODY_DEADLINE_MS, UPLOAD_PATHS));
   app.use(express.json({ limit: '1mb' }));
 
+  // Healthy means the database takes a write: one made and rolled back (SQLite then writes
+  // nothing to disk). A database that can be read but not written is not healthy.
   app.get('/health', async (_req, res) => {
     try {
-      await db.raw('select 1');
+      const probe = new Error('health probe: rolled back');
+      await db
+        .transaction(async (trx) => {
+          await trx('rate_limits').insert({ key: 'health:probe', points: 0, expire: 0 }).onConflict('key').merge();
+          throw probe;
+        })
+        .catch((error: unknown) => {
+          if (error !== probe) throw error;
+        });
       res.json(HealthResult.parse({ status: 'ok', database: 'ok' }));
     } catch (error) {
       res.req.log.error({ err: error }, 'health check: database unavailable');

@@ -32,6 +32,8 @@ export interface CodeRecord {
   scopes: OidcScope[];
   nonce: string | null;
   authTime: number;
+  /** The profile's `tokenVersion` when the code was issued (null: issued before it was kept). */
+  tokenVersion: number | null;
   expiresAt: number;
   usedAt: number | null;
 }
@@ -42,6 +44,8 @@ export interface TokenRecord {
   clientId: string;
   profileId: string;
   scopes: OidcScope[];
+  /** The profile's `tokenVersion` when the token was issued (null: issued before it was kept). */
+  tokenVersion: number | null;
   expiresAt: number;
   revokedAt: number | null;
 }
@@ -73,6 +77,7 @@ function toToken(row: Record<string, unknown>): TokenRecord {
     clientId: row.client_id as string,
     profileId: row.profile_id as string,
     scopes: json<OidcScope[]>(row.scopes),
+    tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
     expiresAt: Number(row.expires_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
   };
@@ -223,6 +228,7 @@ export class OidcRepository {
       scopes: JSON.stringify(code.scopes),
       nonce: code.nonce,
       auth_time: code.authTime,
+      token_version: code.tokenVersion,
       created_at: now,
       expires_at: code.expiresAt,
     });
@@ -240,6 +246,7 @@ export class OidcRepository {
       scopes: json<OidcScope[]>(row.scopes),
       nonce: row.nonce,
       authTime: Number(row.auth_time),
+      tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
       expiresAt: Number(row.expires_at),
       usedAt: row.used_at === null ? null : Number(row.used_at),
     };
@@ -257,6 +264,7 @@ export class OidcRepository {
       client_id: token.clientId,
       profile_id: token.profileId,
       scopes: JSON.stringify(token.scopes),
+      token_version: token.tokenVersion,
       created_at: now,
       expires_at: token.expiresAt,
     });
@@ -267,13 +275,35 @@ export class OidcRepository {
     return row ? toToken(row) : null;
   }
 
-  /** A token with its client's status (null when the client is gone), in one query: UserInfo checks both. */
-  async findTokenWithClientStatus(tokenHash: string): Promise<{ token: TokenRecord; clientStatus: OidcClient['status'] | null } | null> {
+  /**
+   * A token with its client's status (null when the client is gone) and the scopes its person
+   * still consents to for that client (null when withdrawn), in one query: UserInfo checks all.
+   */
+  async findTokenWithClientStatus(
+    tokenHash: string,
+  ): Promise<{ token: TokenRecord; clientStatus: OidcClient['status'] | null; consentedScopes: OidcScope[] | null } | null> {
     const row = await this.#db('oidc_tokens')
       .leftJoin('oidc_clients', 'oidc_clients.id', 'oidc_tokens.client_id')
+      .leftJoin('oidc_consents', (join) => {
+        join.on('oidc_consents.profile_id', '=', 'oidc_tokens.profile_id').andOn('oidc_consents.client_id', '=', 'oidc_tokens.client_id');
+      })
       .where('oidc_tokens.token_hash', tokenHash)
-      .first('oidc_tokens.*', 'oidc_clients.status as client_status');
-    return row ? { token: toToken(row), clientStatus: (row.client_status ?? null) as OidcClient['status'] | null } : null;
+      .first('oidc_tokens.*', 'oidc_clients.status as client_status', 'oidc_consents.scopes as consent_scopes');
+    if (!row) return null;
+    return {
+      token: toToken(row),
+      clientStatus: (row.client_status ?? null) as OidcClient['status'] | null,
+      consentedScopes: row.consent_scopes === null || row.consent_scopes === undefined ? null : json<OidcScope[]>(row.consent_scopes),
+    };
+  }
+
+  /**
+   * A person withdrew their consent from a client: every live token of theirs at that client is
+   * revoked and every unused code is used up, so nothing issued before still works.
+   */
+  async revokeGrants(profileId: string, clientId: string, now: number): Promise<void> {
+    await this.#db('oidc_tokens').where({ profile_id: profileId, client_id: clientId }).whereNull('revoked_at').update({ revoked_at: now });
+    await this.#db('oidc_codes').where({ profile_id: profileId, client_id: clientId }).whereNull('used_at').update({ used_at: now });
   }
 
   async revokeToken(tokenHash: string, now: number): Promise<void> {

@@ -15,9 +15,23 @@ import {
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/service.ts';
 import { authedProcedure, router } from '../trpc.ts';
+import { OAuthError } from './service.ts';
 
 function requireSuperUser(viewer: Viewer): void {
   if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can manage sign-in clients');
+}
+
+/**
+ * The interaction endpoints answer JSON: a protocol error meant for a page (an unknown, expired or
+ * answered interaction) becomes the Error body instead of a 500.
+ */
+async function asJson<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    throw new AppError(error.error === 'invalid_request' ? 'NotFoundError' : 'ValidationError', error.message, { path: 'interactionId' });
+  }
 }
 
 /**
@@ -69,10 +83,10 @@ export const oidcRouter = router({
   confirmInteraction: authedProcedure
     .input(InteractionInput)
     .output(InteractionResult)
-    .mutation(({ ctx, input }) => ctx.services.oidc.confirm(input.interactionId, ctx.user)),
+    .mutation(({ ctx, input }) => asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user))),
 
   consentInteraction: authedProcedure
     .input(InteractionConsentInput)
     .output(RedirectResult)
-    .mutation(async ({ ctx, input }) => ({ redirectUri: (await ctx.services.oidc.consent(input.interactionId, ctx.user, input.approved)).redirect })),
+    .mutation(async ({ ctx, input }) => ({ redirectUri: (await asJson(ctx.services.oidc.consent(input.interactionId, ctx.user, input.approved))).redirect })),
 });

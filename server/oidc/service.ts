@@ -142,6 +142,9 @@ export class OidcService {
     const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
     let client: OidcClient;
     try {
+      // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
+      // then unknown, so those two get a page; the others go back to the client.
+      checkOnce(query, ['client_id', 'redirect_uri']);
       client = await this.#checkClient(param('client_id'));
       checkApproved(client);
       checkRedirectUri(client, param('redirect_uri'));
@@ -152,6 +155,7 @@ export class OidcService {
     const redirectUri = param('redirect_uri') as string;
     const state = param('state');
     try {
+      checkOnce(query, AUTHORIZATION_PARAMETERS);
       checkResponseType(param('response_type'));
       const prompt = checkPrompt(param('prompt'));
       const scopes = checkScope(client, param('scope'));
@@ -238,14 +242,15 @@ export class OidcService {
       await store?.();
       return { redirect: `${this.#config.webUrl}/oidc/consent?interaction=${interaction.id}` };
     }
-    return { redirect: await this.#issueCode(interaction, viewer.profileId, this.#authTime(interaction, viewer), store === undefined) };
+    return { redirect: await this.#issueCode(interaction, viewer, this.#authTime(interaction, viewer), store === undefined) };
   }
 
   /**
-   * Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge).
+   * Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge,
+   * and to the person's `tokenVersion`: a reset or logout-all before it is redeemed voids it).
    * A stored interaction is completed first, so a second answer to it (a double submit) fails.
    */
-  async #issueCode(interaction: Interaction, profileId: string, authTime: number, stored = true): Promise<string> {
+  async #issueCode(interaction: Interaction, person: Pick<Viewer, 'profileId' | 'tokenVersion'>, authTime: number, stored = true): Promise<string> {
     const repo = this.#repo();
     const now = this.#now();
     if (stored && !(await repo.completeInteraction(interaction.id, now))) {
@@ -257,12 +262,13 @@ export class OidcService {
       {
         codeHash: hashSecret(code),
         clientId: params.clientId,
-        profileId,
+        profileId: person.profileId,
         redirectUri: params.redirectUri,
         codeChallenge: params.codeChallenge,
         scopes: params.scopes,
         nonce: params.nonce ?? null,
         authTime,
+        tokenVersion: person.tokenVersion,
         expiresAt: now + OIDC_CODE_SECONDS * 1000,
       },
       now,
@@ -288,6 +294,16 @@ export class OidcService {
     return { interaction, client };
   }
 
+  /**
+   * An interaction someone signed in to on its login page is theirs: nobody else may answer it
+   * (a code for another person must not come out of a request a browser started for this one).
+   */
+  #checkOwner(interaction: Interaction, viewer: Viewer | null): void {
+    if (viewer && interaction.profileId !== null && interaction.profileId !== viewer.profileId) {
+      throw new AppError('ForbiddenError', 'This sign-in request belongs to another person');
+    }
+  }
+
   /** After the login page signed the person in: on to consent, or back to the client. */
   async afterLogin(interactionId: string, viewer: Viewer): Promise<Outcome> {
     const { interaction } = await this.interaction(interactionId);
@@ -309,6 +325,7 @@ export class OidcService {
   /** `POST /oidc/authorize/confirm`: already consented → the redirect; otherwise what to ask. */
   async confirm(interactionId: string, viewer: Viewer): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: string[] }> {
     const { interaction, client } = await this.interaction(interactionId);
+    this.#checkOwner(interaction, usable(viewer));
     // A fresh sign-in is needed first (prompt=login, max_age): the frontend goes to the login page.
     if (this.needsLogin(interaction, usable(viewer))) return { redirectUri: this.loginPageUrl(interaction.id) };
     const outcome = await this.#resume(interaction, viewer);
@@ -319,6 +336,7 @@ export class OidcService {
   /** The consent page's answer: "Allow" saves the consent and returns to the client with a code. */
   async consent(interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
     const { interaction } = await this.interaction(interactionId);
+    this.#checkOwner(interaction, usable(viewer));
     const { params } = interaction;
     if (!approved) {
       await this.#repo().completeInteraction(interaction.id, this.#now());
@@ -329,7 +347,7 @@ export class OidcService {
     const merged = [...new Set([...((await this.#repo().findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
     await this.#repo().saveConsent(person.profileId, params.clientId, merged as OidcScope[], this.#now());
     try {
-      return { redirect: await this.#issueCode(interaction, person.profileId, this.#authTime(interaction, person)) };
+      return { redirect: await this.#issueCode(interaction, person, this.#authTime(interaction, person)) };
     } catch (error) {
       if (error instanceof OAuthError) return { redirect: this.#errorRedirect(params.redirectUri, error, params.state) };
       throw error;
@@ -355,10 +373,16 @@ export class OidcService {
     return this.#repo().consentsOf(viewer.profileId);
   }
 
+  /** Withdrawing a consent ends what it allowed: the person's tokens and unused codes at that client. */
   async withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
-    if (!(await this.#repo().deleteConsent(viewer.profileId, clientId))) {
-      throw new AppError('NotFoundError', `Consent Not Found: ${clientId}`);
-    }
+    const now = this.#now();
+    await this.#db.transaction(async (trx) => {
+      const repo = new OidcRepository(trx);
+      if (!(await repo.deleteConsent(viewer.profileId, clientId))) {
+        throw new AppError('NotFoundError', `Consent Not Found: ${clientId}`);
+      }
+      await repo.revokeGrants(viewer.profileId, clientId, now);
+    });
   }
 
   // ---- token -------------------------------------------------------------------------------------
@@ -371,11 +395,13 @@ export class OidcService {
    */
   async token(form: Record<string, unknown>): Promise<TokenAnswer> {
     const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
+    checkOnce(form, ['grant_type', 'code', 'redirect_uri', 'client_id', 'code_verifier']);
     const repo = this.#repo();
     const clientId = field('client_id');
     const client = clientId ? await repo.findClient(clientId) : null;
     if (!client) throw new OAuthError('invalid_client', 'Invalid client_id', 401);
     if (client.status !== 'approved') throw new OAuthError('invalid_client', 'Client is not approved', 401);
+    if (!field('grant_type')) throw new OAuthError('invalid_request', 'grant_type is required');
     if (field('grant_type') !== 'authorization_code') {
       throw new OAuthError('unsupported_grant_type', 'Only the authorization_code grant is supported');
     }
@@ -389,6 +415,11 @@ export class OidcService {
     const accounts = new AccountsRepository(this.#db);
     const profile = await accounts.findProfile(record.profileId);
     if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) throw invalidCode;
+    // Since the code was issued, the person may have reset their password or signed out
+    // everywhere (the version moved on), or withdrawn their consent.
+    if (record.tokenVersion !== profile.tokenVersion) throw invalidCode;
+    const consented = await repo.findConsent(profile.id, client.id);
+    if (!consented || !record.scopes.every((scope) => consented.includes(scope))) throw invalidCode;
 
     // Consuming the code and storing its token is one transaction: a second redemption either
     // fails to consume, or comes after the token exists and revokes it.
@@ -403,6 +434,7 @@ export class OidcService {
           clientId: client.id,
           profileId: profile.id,
           scopes: record.scopes,
+          tokenVersion: profile.tokenVersion,
           expiresAt: now + OIDC_TOKEN_SECONDS * 1000,
         },
         now,
@@ -459,15 +491,23 @@ export class OidcService {
 
   // ---- userinfo and revocation --------------------------------------------------------------------
 
-  /** `/oidc/userinfo`: the claims of a live access token; an expired, revoked or orphaned one is 401. */
+  /**
+   * `/oidc/userinfo`: the claims of a live access token; an expired, revoked or orphaned one is
+   * 401. Live means also: its person still consents to the client for its scopes, and their
+   * `tokenVersion` is the one it was issued under (a password reset, a logout of every device, a
+   * block, a deletion or a merge moves it on, and so ends every application's tokens).
+   */
   async userinfo(accessToken: string): Promise<Record<string, unknown>> {
     const found = await this.#repo().findTokenWithClientStatus(hashSecret(accessToken));
     const invalid = new OAuthError('invalid_token', 'The access token is invalid, expired or revoked', 401);
     const record = found?.token;
     if (!record || record.revokedAt !== null || record.expiresAt <= this.#now()) throw invalid;
     if (found.clientStatus !== 'approved') throw invalid;
+    const consented = found.consentedScopes;
+    if (!consented || !record.scopes.every((scope) => consented.includes(scope))) throw invalid;
     const profile = await new AccountsRepository(this.#db).findProfile(record.profileId);
     if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) throw invalid;
+    if (record.tokenVersion !== profile.tokenVersion) throw invalid;
     return this.#claims(profile, record.scopes);
   }
 
@@ -492,6 +532,17 @@ function usable(viewer: Viewer | null): Viewer | null {
 }
 
 // ---- the named checks of /oidc/authorize, in the order they run ------------------------------------
+
+/** The authorization request's parameters (others are ignored, as RFC 6749 §3.1 asks). */
+const AUTHORIZATION_PARAMETERS = ['response_type', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age'];
+
+/** checkOnce: none of `names` was sent more than once (a parser gives an array, or an object for `a[b]=`). */
+function checkOnce(values: Record<string, unknown>, names: readonly string[]): void {
+  for (const name of names) {
+    const value = values[name];
+    if (value !== undefined && typeof value !== 'string') throw new OAuthError('invalid_request', `${name} must be sent once, as a plain value`);
+  }
+}
 
 /** checkApproved: the client's registration was approved by an operator. */
 function checkApproved(client: OidcClient): void {
@@ -526,11 +577,16 @@ function checkScope(client: OidcClient, scope: string | undefined): OidcScope[] 
   return scopes as OidcScope[];
 }
 
-/** checkPkce: a `code_challenge` of 43 to 128 characters with method `S256`; `plain` is refused. */
+/**
+ * checkPkce: a `code_challenge` with method `S256` (`plain` is refused). An S256 challenge is
+ * BASE64URL(SHA-256(verifier)) without padding: exactly 43 characters of the base64url alphabet.
+ */
 function checkPkce(challenge: string | undefined, method: string | undefined): string {
   if (!challenge) throw new OAuthError('invalid_request', 'code_challenge is required for public clients');
   if (method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
-  if (!/^[A-Za-z0-9._~-]{43,128}$/.test(challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 to 128 characters');
+  if (!/^[A-Za-z0-9_-]{43}$/.test(challenge)) {
+    throw new OAuthError('invalid_request', 'code_challenge must be the 43-character base64url SHA-256 of the code verifier');
+  }
   return challenge;
 }
 
@@ -548,11 +604,22 @@ function checkLengths(values: Record<string, string | undefined>): void {
   }
 }
 
-/** checkVerifier: BASE64URL(SHA-256(code_verifier)) equals the challenge, compared in constant time. */
+/** A code verifier as RFC 7636 §4.1 defines it: 43 to 128 unreserved characters. */
+const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/**
+ * checkVerifier: a `code_verifier` is required and well formed (RFC 7636 §4.1; otherwise
+ * `invalid_request`), and BASE64URL(SHA-256(code_verifier)) equals the challenge, compared in
+ * constant time (otherwise `invalid_grant`, §4.6).
+ */
 function checkVerifier(verifier: string | undefined, challenge: string): void {
-  const computed = Buffer.from(verifier ? sha256(verifier).toString('base64url') : '');
+  if (!verifier) throw new OAuthError('invalid_request', 'code_verifier is required');
+  if (!CODE_VERIFIER.test(verifier)) {
+    throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, -, ., _ and ~');
+  }
+  const computed = Buffer.from(sha256(verifier).toString('base64url'));
   const expected = Buffer.from(challenge);
-  if (!verifier || computed.length !== expected.length || !timingSafeEqual(computed, expected)) {
+  if (computed.length !== expected.length || !timingSafeEqual(computed, expected)) {
     throw new OAuthError('invalid_grant', 'Invalid code_verifier');
   }
 }

@@ -119,6 +119,19 @@ export class VenueRepository {
       .merge({ domain, data: JSON.stringify(data), duedate: duedate ?? null, tauthor, tmdate });
   }
 
+  /**
+   * The venue an id lies in: the longest of its `/`-prefixes that is a venue (a group whose
+   * `domain` is itself, as `POST /venues` makes it). Null when it lies in none.
+   */
+  async venueOf(id: string): Promise<string | null> {
+    const parts = id.split('/');
+    const prefixes = parts.slice(1).map((_, i) => parts.slice(0, i + 1).join('/'));
+    if (prefixes.length === 0) return null;
+    const rows: Array<{ id: string; data: string }> = await this.#db('groups').whereIn('id', prefixes).select('id', 'data');
+    const venues = rows.filter((row) => json<{ domain?: unknown }>(row.data).domain === row.id).map((row) => row.id);
+    return venues.sort((a, b) => b.length - a.length)[0] ?? null;
+  }
+
   async findInvitation(id: string): Promise<Invitation | null> {
     const row = await this.#db<InvitationRow>('invitations').where({ id }).first();
     return row ? toInvitation(row) : null;

@@ -141,6 +141,20 @@ export class VenueService {
         message: `${key}: ${name} must be letters, digits and underscores, starting with a letter`,
         details: { path: key },
       }));
+    // A venue id is never a person's (`~Id`, an email) and has no empty or `-` segment (`-`
+    // holds a venue's invitations), so a venue cannot be made over a person or inside another
+    // venue's invitations.
+    if (!/^[\w.-]+(?:\/[\w.-]+)*$/.test(venueId) || venueId.split('/').includes('-')) {
+      problems.push({
+        status: 400,
+        name: 'ValidationError',
+        message: 'venueId must be segments of letters, digits, . _ - separated by /, as Conf.org/2027',
+        details: { path: 'venueId' },
+      });
+    }
+    if (['Program_Chairs', 'Reviewers', 'Ethics_Reviewers'].includes(config.authorName)) {
+      problems.push({ status: 400, name: 'ValidationError', message: `authorName: ${config.authorName} is the name of another group of the venue`, details: { path: 'authorName' } });
+    }
     if (!config.submissionId.startsWith(`${venueId}/`)) {
       problems.push({ status: 400, name: 'ValidationError', message: `submissionId must be inside the venue: ${venueId}/…`, details: { path: 'submissionId' } });
     }
@@ -154,12 +168,26 @@ export class VenueService {
       const organisers = organisersOf(venueId);
       const reviewers = reviewersOf(venueId);
       const authors = `${venueId}/${config.authorName}`;
+      // Nothing of another venue is taken over: none of the groups or invitations may exist yet.
+      for (const group of [organisers, reviewers, `${venueId}/Ethics_Reviewers`, authors]) {
+        if (await accounts.findGroup(group)) throw new AppError('ValidationError', `The group ${group} already exists`, { path: 'venueId' });
+      }
+      const invitationIds = [config.submissionId, ...['Ethics_Review', 'Registration', config.officialReviewName, config.decisionName].map((n) => `${venueId}/-/${n}`)];
+      for (const id of invitationIds) {
+        if (await venues.findInvitation(id)) throw new AppError('ValidationError', `The invitation ${id} already exists`, { path: 'venueId' });
+      }
+      const inner = await venues.venueOf(config.submissionId);
+      if (inner !== null && inner.length > venueId.length) {
+        throw new AppError('ValidationError', `submissionId lies inside the venue ${inner}`, { path: 'submissionId' });
+      }
       const owned = { domain: venueId, readers: ['everyone'], writers: [organisers], signatories: [organisers] };
-      await accounts.upsertGroup(venueId, { ...owned, config, impersonators: [organisers] }, [], now);
-      await accounts.upsertGroup(organisers, { ...owned, impersonators: [] }, [reader.profileId], now);
-      await accounts.upsertGroup(reviewers, { ...owned, impersonators: [organisers] }, [], now);
-      await accounts.upsertGroup(`${venueId}/Ethics_Reviewers`, { ...owned, impersonators: [organisers] }, [], now);
-      await accounts.upsertGroup(authors, { ...owned, impersonators: [organisers] }, [], now);
+      // No `impersonators`: being added to a venue's group gives its organisers no power over a
+      // person (only a person's own `~` group names who may impersonate them).
+      await accounts.upsertGroup(venueId, { ...owned, config }, [], now);
+      await accounts.upsertGroup(organisers, owned, [reader.profileId], now);
+      await accounts.upsertGroup(reviewers, owned, [], now);
+      await accounts.upsertGroup(`${venueId}/Ethics_Reviewers`, owned, [], now);
+      await accounts.upsertGroup(authors, owned, [], now);
 
       const invitation = (input: InvitationInput & { invitees: string[] }): Invitation => ({
         noteReaders: ['everyone'],
@@ -245,19 +273,41 @@ export class VenueService {
 
   // ---- invitations -----------------------------------------------------------------------------
 
-  /** `POST /invitations`: a venue's organisers (or super users) create or replace one of its invitations. */
+  /**
+   * `POST /invitations`: a venue's organisers (or super users) create or replace one of its
+   * invitations. An invitation belongs to its venue: its id must lie in `domain` and in no venue
+   * nested inside it, an existing invitation keeps its domain (replacing it needs the rights of
+   * the venue it belongs to), and `replyTo` names an invitation of the same venue.
+   */
   async saveInvitation(input: Omit<Invitation, 'tauthor' | 'tcdate' | 'tmdate'>, reader: Viewer): Promise<Invitation> {
     const repos = this.#repos();
-    if (!(await repos.accounts.findGroup(input.domain))) throw new AppError('NotFoundError', `Group Not Found: ${input.domain}`);
+    const venue = await repos.accounts.findGroup(input.domain);
+    if (!venue) throw new AppError('NotFoundError', `Group Not Found: ${input.domain}`);
     await this.#requireOrganiser(input.domain, reader, repos);
+    if (venue.data.domain !== input.domain) {
+      throw new AppError('ValidationError', `${input.domain} is not a venue`, { path: 'domain' });
+    }
     if (!input.id.startsWith(`${input.domain}/`)) {
       throw new AppError('ValidationError', `The invitation must be inside its venue: ${input.domain}/…`, { path: 'id' });
     }
-    if (input.replyTo && !(await repos.venues.findInvitation(input.replyTo))) {
-      throw new AppError('ValidationError', `Invitation Not Found: ${input.replyTo}`, { path: 'replyTo' });
+    const existing = await repos.venues.findInvitation(input.id);
+    if (existing && existing.domain !== input.domain) {
+      // Replacing another venue's invitation needs that venue's rights, and even then it stays there.
+      await this.#requireOrganiser(existing.domain, reader, repos);
+      throw new AppError('ValidationError', `The invitation ${input.id} belongs to ${existing.domain}`, { path: 'domain' });
+    }
+    const owner = await repos.venues.venueOf(input.id);
+    if (owner !== input.domain) {
+      throw new AppError('ValidationError', `The invitation must be inside its venue ${input.domain} and outside the venue ${owner}`, { path: 'id' });
+    }
+    if (input.replyTo) {
+      const replied = await repos.venues.findInvitation(input.replyTo);
+      if (!replied) throw new AppError('ValidationError', `Invitation Not Found: ${input.replyTo}`, { path: 'replyTo' });
+      if (replied.domain !== input.domain) {
+        throw new AppError('ValidationError', `replyTo must be an invitation of ${input.domain}`, { path: 'replyTo' });
+      }
     }
     const now = this.#now();
-    const existing = await repos.venues.findInvitation(input.id);
     const invitation: Invitation = { ...input, tauthor: reader.profileId, tcdate: existing?.tcdate ?? now, tmdate: now };
     await repos.venues.upsertInvitation(invitation);
     return invitation;
@@ -283,6 +333,18 @@ export class VenueService {
   }
 
   // ---- notes -----------------------------------------------------------------------------------
+
+  /** Who may post to an invitation: its invitees, and super users. */
+  #requireInvitee(invitation: Invitation, reader: Viewer, ids: Set<string>): void {
+    if (!reader.isSuperUser && !invitation.invitees.some((i) => ids.has(i))) {
+      throw new AppError('ForbiddenError', `You are not invited to post to ${invitation.id}`);
+    }
+  }
+
+  /** Refuses (403) an upload for an invitation the reader may not post to: the rule of `POST /notes`. */
+  async requireInvitee(invitation: Invitation, reader: Viewer): Promise<void> {
+    this.#requireInvitee(invitation, reader, await this.identities(reader));
+  }
 
   /**
    * `POST /notes`: a new note, or with `id` a revision of one. The content is checked against
@@ -361,9 +423,7 @@ export class VenueService {
       throw new AppError('ValidationError', `The invitation ${invitation.id} is closed`, { path: 'invitation' });
     }
     const ids = await this.identities(reader, repos);
-    if (!reader.isSuperUser && !invitation.invitees.some((i) => ids.has(i))) {
-      throw new AppError('ForbiddenError', `You are not invited to post to ${invitation.id}`);
-    }
+    this.#requireInvitee(invitation, reader, ids);
 
     const previous = input.id ? await repos.venues.findNote(input.id) : null;
     if (input.id) {

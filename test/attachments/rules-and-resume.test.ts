@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -74,6 +76,20 @@ describe('where a chunked upload stands (GET /attachment/chunk/status)', () => {
     await server.service.db('chunked_uploads').where({ client_upload_id: 'stuck-assembly' }).update({ status: 'assembling', updated_at: Date.now() - 60 * 60 * 1000 });
     const done = await send(1);
     expect(done.body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
+  });
+
+  it('redoes at once an assembly whose process has stopped, however recent its claim', async () => {
+    const data = pdfBytes(2 * MB);
+    const send = (i: number) =>
+      sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId: 'orphaned-assembly', chunkIndex: i, totalChunks: 2 }, { filename: 'paper.pdf', data: data.subarray(i * MB, (i + 1) * MB) });
+    expect((await send(0)).status).toBe(200);
+    // Claimed a moment ago by a process that has since ended.
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    await server.service.db('chunked_uploads').where({ client_upload_id: 'orphaned-assembly' }).update({ status: 'assembling', assembly_owner: `${gone}.${randomUUID()}`, updated_at: Date.now() });
+    const started = Date.now();
+    const done = await send(1);
+    expect(done.body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it("is a 404 for an id never used, and for another person's upload of the same id", async () => {

@@ -1,8 +1,12 @@
+import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import { migrations } from '../../db/migrations/index.ts';
-import { tempDir } from '../helpers/server.ts';
+import { childEnv, tempDir } from '../helpers/server.ts';
+
+const run = promisify(execFile);
 
 let db: Db | undefined;
 let dir: string | undefined;
@@ -33,6 +37,16 @@ describe('migrations', () => {
     expect(done).toHaveLength(migrations.length);
     expect(pending).toHaveLength(0);
   });
+
+  it('run from several processes at once on a new data folder: they take turns, and leave one lock row', async () => {
+    const db = await fresh();
+    const migrate = () => run(process.execPath, ['db/migrate.ts'], { env: childEnv({ DATA_DIR: dir! }) }).then(({ stdout }) => stdout.trim(), (e: { stderr: string }) => e.stderr);
+    const outputs = await Promise.all(Array.from({ length: 5 }, migrate));
+    expect(outputs).toEqual(Array(5).fill(`Database at ${dir} is up to date (0 pending).`));
+    const [done, pending] = await db.migrate.list();
+    expect([done.length, pending.length]).toEqual([migrations.length, 0]);
+    expect(await db('knex_migrations_lock').select('is_locked')).toEqual([{ is_locked: 0 }]);
+  }, 60_000);
 
   it('opens SQLite with foreign keys and WAL on', async () => {
     const db = await fresh();

@@ -136,7 +136,7 @@ describe('the spec\'s sign-in error messages, word for word', () => {
 
   it.each([
     [{ response_type: 'token' }, 'unsupported_response_type', 'response_type must be code'],
-    [{ code_challenge: 'too-short' }, 'invalid_request', 'code_challenge must be 43 to 128 characters'],
+    [{ code_challenge: 'too-short' }, 'invalid_request', 'code_challenge must be the 43-character base64url SHA-256 of the code verifier'],
     [{ scope: 'profile email' }, 'invalid_scope', 'Scope must include openid'],
     [{ code_challenge: '' }, 'invalid_request', 'code_challenge is required for public clients'],
   ])('%j → %s "%s", with state and iss', async (override, error, description) => {

@@ -1,0 +1,78 @@
+import type * as client from 'openid-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { authorizationRequest, REDIRECT, registerClient, relyingParty, UserAgent } from './helpers.ts';
+
+/** Requests of odd shapes at the protocol endpoints: each gets the protocol's error, never a 500. */
+let server: TestServer;
+let rp: client.Configuration;
+let person: { email: string; password: string };
+
+beforeAll(async () => {
+  server = await startServer();
+  await registerClient(server, 'app');
+  rp = await relyingParty(server, 'app');
+  person = { email: (await createActiveUser(server)).email, password: PASSWORD };
+}, 60_000);
+afterAll(async () => {
+  await server.close();
+});
+
+const token = (body: string | URLSearchParams, headers: Record<string, string> = {}) =>
+  fetch(`${server.url}/oidc/token`, { method: 'POST', body, headers: typeof body === 'string' ? { 'content-type': 'application/x-www-form-urlencoded', ...headers } : headers });
+
+describe('/oidc/authorize: a parameter sent twice (RFC 6749 §3.1)', () => {
+  it('client_id or redirect_uri twice: a page, never a redirect', async () => {
+    for (const name of ['client_id', 'redirect_uri']) {
+      const url = new URL((await authorizationRequest(rp)).url);
+      url.searchParams.append(name, url.searchParams.get(name) ?? '');
+      const res = await fetch(url, { redirect: 'manual' });
+      expect(res.status, name).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
+      expect(await res.text()).toContain(`${name} must be sent once, as a plain value`);
+    }
+  });
+
+  it('any other parameter twice: invalid_request back to the client', async () => {
+    for (const name of ['state', 'nonce', 'scope', 'code_challenge', 'response_type']) {
+      const url = new URL((await authorizationRequest(rp)).url);
+      url.searchParams.append(name, 'again');
+      const res = await fetch(url, { redirect: 'manual' });
+      const location = new URL(res.headers.get('location') ?? 'http://x');
+      expect(location.origin + location.pathname, name).toBe(REDIRECT);
+      expect(location.searchParams.get('error')).toBe('invalid_request');
+      expect(location.searchParams.get('error_description')).toBe(`${name} must be sent once, as a plain value`);
+    }
+  });
+});
+
+describe('/oidc/token', () => {
+  it('a parameter sent twice, or grant_type missing, is invalid_request', async () => {
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, person);
+    const code = new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
+    const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: request.verifier });
+    body.append('code', code);
+    const twice = await token(body);
+    expect(twice.status).toBe(400);
+    expect(await twice.json()).toEqual({ error: 'invalid_request', error_description: 'code must be sent once, as a plain value' });
+    const noGrant = await token(new URLSearchParams({ code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: request.verifier }));
+    expect(await noGrant.json()).toEqual({ error: 'invalid_request', error_description: 'grant_type is required' });
+    // Neither used the code up.
+    const good = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: request.verifier });
+    expect((await token(good)).status).toBe(200);
+  });
+
+  it('a JSON body, an empty body, or a garbage Basic header get the protocol error, not a 500', async () => {
+    const json = await fetch(`${server.url}/oidc/token`, { method: 'POST', body: JSON.stringify({ grant_type: 'authorization_code' }), headers: { 'content-type': 'application/json' } });
+    expect(json.status).toBe(400);
+    expect(await json.json()).toMatchObject({ error: 'invalid_request' });
+    const empty = await token('');
+    expect(empty.status).toBe(401);
+    expect(await empty.json()).toEqual({ error: 'invalid_client', error_description: 'Invalid client_id' });
+    const basic = await token('grant_type=authorization_code&client_id=app&code=x', { authorization: 'Basic %%%not-base64' });
+    expect(basic.status).toBe(400);
+    expect(await basic.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid or expired authorization code' });
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * The attack: a signed-in user who is not among an invitation's invitees (a reviewers-only form,
+ * say) sends files for its file field with `PUT /attachment` and `PUT /attachment/chunk`. The
+ * server stored them (and their chunks) although the same user could never post a note to that
+ * invitation: disk filled, and files attributed to an invitation they have no part in. Uploads
+ * now follow the rule of `POST /notes`: invitees and super users only; anyone else gets a 403
+ * with the Error body, and nothing is kept.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { filesUnder, pdfBytes, VENUE, venueWithAuthor } from '../attachments/helpers.ts';
+import { Client, sendMultipart } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+const REVIEWER_FILES = `${VENUE}/-/Reviewer_Files`;
+let server: TestServer;
+let root: Client;
+let author: Client;
+let authorId: string;
+
+beforeAll(async () => {
+  server = await startServer();
+  ({ root, author, authorId } = await venueWithAuthor(server));
+  const res = await root.post('/invitations', {
+    id: REVIEWER_FILES,
+    domain: VENUE,
+    invitees: [`${VENUE}/Reviewers`],
+    form: { doc: { order: 1, value: { param: { type: 'file', extensions: ['pdf'] } } } },
+  });
+  expect(res.status).toBe(200);
+});
+afterAll(() => server.close());
+
+const whole = (client: Client) => sendMultipart(client, 'PUT', '/attachment', { name: 'doc', invitationId: REVIEWER_FILES }, { filename: 'd.pdf', data: pdfBytes(4000) });
+const chunk = (client: Client, clientUploadId: string) =>
+  sendMultipart(client, 'PUT', '/attachment/chunk', { name: 'doc', invitationId: REVIEWER_FILES, clientUploadId, chunkIndex: 0, totalChunks: 2 }, { filename: 'd.pdf', data: pdfBytes(4000) });
+const rows = async (table: string) => Number((await server.service.db(table).count({ n: '*' }))[0]?.n);
+
+describe('an upload for an invitation the uploader is not invited to', () => {
+  it('is refused with a 403, whole or in chunks, and nothing of it is kept', async () => {
+    const before = await filesUnder(server.dataDir);
+    const refusal = { status: 403, name: 'ForbiddenError', message: `You are not invited to post to ${REVIEWER_FILES}` };
+    const w = await whole(author);
+    expect(w.status).toBe(403);
+    expect(w.body).toEqual(refusal);
+    const c = await chunk(author, 'not-invited');
+    expect(c.status).toBe(403);
+    expect(c.body).toEqual(refusal);
+    expect(await filesUnder(server.dataDir)).toEqual(before);
+    expect([await rows('uploads'), await rows('chunked_uploads'), await rows('upload_chunks')]).toEqual([0, 0, 0]);
+  });
+
+  it('is taken from an invitee, and from a super user', async () => {
+    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [authorId] })).status).toBe(200);
+    expect((await whole(author)).body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
+    expect((await chunk(author, 'invited')).body).toEqual({ 0: 'completed', 1: 'missing' });
+    expect((await whole(root)).status).toBe(200);
+  });
+});
