@@ -430,6 +430,12 @@ export class AccountsRepository {
     return this.#db('group_members').whereIn('member', members).distinct().pluck('group_id');
   }
 
+  /** The ids of the groups whose id starts with `prefix` (LIKE's wildcards taken literally). */
+  async groupIdsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+    const pattern = prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%';
+    return this.#db('groups').whereRaw(`id like ? escape '\\'`, [pattern]).orderBy('id').limit(limit).pluck('id');
+  }
+
   /** Every group that has an `impersonators` list, with that list. */
   async groupsWithImpersonators(): Promise<Array<{ id: string; impersonators: string[] }>> {
     const rows: Array<{ id: string; data: string }> = await this.#db('groups').select('id', 'data');

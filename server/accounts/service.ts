@@ -432,7 +432,7 @@ export class AccountsService {
     return { profiles: [await this.#presentTo(profile, viewer)] };
   }
 
-  /** `GET /profiles/search`: active profiles by a term, a full name, or name parts. */
+  /** `GET /profiles/search`: profiles (not deleted, merged or blocked) by a term, a full name, or name parts. */
   async searchProfiles(query: ProfileSearchQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
     const repo = this.#d.repo;
     const limit = (query.offset ?? 0) + (query.limit ?? 100);
@@ -449,20 +449,22 @@ export class AccountsService {
     const profiles: Profile[] = [];
     for (const id of ids.slice(query.offset ?? 0)) {
       const profile = await repo.findProfile(id);
-      if (profile && profile.ddate === null && !profile.mergedInto && ACTIVE_STATES.has(profile.state)) profiles.push(await this.#presentTo(profile, viewer));
+      // As the real platform's search: every profile but deleted, merged and blocked ones.
+      if (profile && profile.ddate === null && !profile.mergedInto && profile.state !== 'Blocked') profiles.push(await this.#presentTo(profile, viewer));
     }
     return { profiles };
   }
 
   /**
-   * `POST /profiles/search`: profiles by ids (in the order given; unknown ones left out), or by
+   * `POST /profiles/search`: profiles by ids (sorted by id; unknown ones left out), or by
    * the emails they hold, each with the address it was found by in `email`.
    */
   async searchProfilesBy(input: ProfileSearchInput, viewer: Viewer): Promise<{ profiles: Profile[] }> {
     const repo = this.#d.repo;
     const profiles: Profile[] = [];
     if (input.ids) {
-      for (const id of new Set(input.ids)) {
+      // Sorted by id, as the real platform answers.
+      for (const id of [...new Set(input.ids)].sort()) {
         let profile = await repo.findProfileByUsername(id);
         if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
         if (profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator)) profiles.push(await this.#presentTo(profile, viewer));

@@ -52,7 +52,9 @@ function pathParams(route: Route, req: Request): Record<string, string> {
  */
 function routeInput(route: Route, req: Request): unknown {
   const params = pathParams(route, req);
-  const source: unknown = route.input === 'body' || (route.input === 'query-or-body' && req.body !== undefined) ? req.body : route.input === 'none' ? undefined : req.query;
+  const body: unknown = req.body;
+  const sentBody = body !== undefined && !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
+  const source: unknown = route.input === 'body' || (route.input === 'query-or-body' && sentBody) ? body : route.input === 'none' ? undefined : req.query;
   if (Object.keys(params).length === 0) return source;
   if (source === undefined) return params;
   if (source === null || typeof source !== 'object' || Array.isArray(source)) return source;
@@ -116,6 +118,7 @@ export const routes: Route[] = [
   { method: 'post', path: '/notes/edits', procedure: 'venue.postNoteEdit', input: 'body', summary: 'Post, revise or delete a note as an edit (the real platform’s way)', errors: [404] },
   { method: 'delete', path: '/notes', procedure: 'venue.deleteNote', input: 'query-or-body', summary: 'Delete a note (`?id=`, or `{id}` as a JSON body)', errors: [404] },
   { method: 'get', path: '/venues', procedure: 'venue.venues', input: 'query', summary: 'Venues by id, ids or the invitations they own' },
+  { method: 'get', path: '/logs/process', procedure: 'venue.processLogs', input: 'query', summary: 'How the processing of an edit went (edits here complete when posted)', errors: [404] },
   { method: 'get', path: '/groups', procedure: 'venue.groups', input: 'query', summary: 'A group by id, or the groups of a member, that the caller may read', errors: [404] },
   // attachments that answer JSON (uploads and downloads are streams: see files.ts)
   { method: 'get', path: '/attachment/rules', procedure: 'attachments.uploadRules', input: 'query', summary: "What a file for an invitation's field must be" },

@@ -76,7 +76,7 @@ function toNote(row: NoteRow): Note {
 function toEdit(row: Record<string, unknown>): NoteEdit {
   return {
     id: String(row.id),
-    note: { id: String(row.note_id) },
+    note: { id: String(row.note_id), content: json<Record<string, unknown>>(row.content) },
     invitation: String(row.invitation),
     content: json<Record<string, unknown>>(row.content),
     signatures: json<string[]>(row.signatures),
@@ -246,7 +246,11 @@ export class VenueRepository {
     domain?: string;
     number?: number;
     author?: string[];
-    content?: Record<string, string>;
+    /** Signed by any of these ids. */
+    signedBy?: string[];
+    /** Created at or after this time. */
+    mintcdate?: number;
+    content?: ReadonlyMap<string, string>;
     trash?: boolean;
   }): Promise<Note[]> {
     const q = this.#db<NoteRow>('notes').select('notes.*');
@@ -257,12 +261,20 @@ export class VenueRepository {
     if (query.domain) q.where('notes.domain', query.domain);
     if (query.number !== undefined) q.where('notes.number', query.number);
     if (!query.trash) q.whereNull('notes.ddate');
+    if (query.mintcdate !== undefined) q.where('notes.tcdate', '>=', query.mintcdate);
+    const signedBy = query.signedBy;
+    if (signedBy) {
+      // Signatures are stored as a JSON list: match the quoted id, LIKE's wildcards taken literally.
+      q.where((w) => {
+        for (const id of signedBy) w.orWhereRaw(`notes.signatures like ? escape '\\'`, [`%${JSON.stringify(id).replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
+      });
+    }
     if (query.author) {
       q.whereIn('notes.id', this.#db('note_authors').whereIn('author', query.author).select('note_id'));
     }
     const rows = await q.orderBy('notes.tcdate').orderBy('notes.number');
     const notes = rows.map(toNote);
-    const filters = Object.entries(query.content ?? {});
+    const filters = [...(query.content ?? new Map<string, string>())];
     if (filters.length === 0) return notes;
     return notes.filter((note) => filters.every(([field, wanted]) => holds((note.content[field] as { value?: unknown } | undefined)?.value, wanted)));
   }

@@ -17,6 +17,8 @@ import {
   NotesQuery,
   NotesResult,
   PostedNoteEdit,
+  ProcessLogsQuery,
+  ProcessLogsResult,
   PostNoteEditInput,
   PostNoteInput,
   StatusResult,
@@ -82,7 +84,7 @@ export const venueRouter = router({
     .output(NoteEditsResult)
     .query(async ({ ctx, input }) => {
       const edits = await ctx.services.venue.edits(input, await ctx.optionalViewer());
-      return { edits, count: edits.length };
+      return { edits: edits.slice(0, input.limit ?? edits.length), count: edits.length };
     }),
 
   venues: publicProcedure
@@ -95,6 +97,12 @@ export const venueRouter = router({
     .output(GroupsResult)
     .query(async ({ ctx, input }) => {
       const groups = await ctx.services.venue.groups(input, await ctx.optionalViewer());
-      return { groups, count: groups.length };
+      const from = groups.slice(input.offset ?? 0);
+      return { groups: input.stream ? from : from.slice(0, input.limit ?? from.length), count: groups.length };
     }),
+
+  processLogs: publicProcedure
+    .input(ProcessLogsQuery)
+    .output(ProcessLogsResult)
+    .query(async ({ ctx, input }) => ({ logs: await ctx.services.venue.processLogs(input.id, await ctx.optionalViewer()) })),
 });

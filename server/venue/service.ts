@@ -363,8 +363,9 @@ export class VenueService {
   async postNoteEdit(input: PostNoteEditInput, reader: Viewer): Promise<PostedNoteEdit> {
     const signatures = input.signatures ?? input.note.signatures;
     if (signatures && !reader.isSuperUser) {
-      const own = new Set(await this.#repos().accounts.usernamesOf(reader.profileId));
-      const foreign = signatures.find((signature) => !own.has(signature));
+      // One signs as oneself (any of one's usernames) or as a group one belongs to.
+      const own = await this.identities(reader);
+      const foreign = signatures.find((signature) => !own.has(signature) || signature === 'everyone' || signature === '~');
       if (foreign) throw new AppError('ForbiddenError', `You cannot sign as ${foreign}`, { path: 'signatures' });
     }
     if (typeof input.note.ddate === 'number') {
@@ -508,7 +509,7 @@ export class VenueService {
     }
     if (!forumId) throw new AppError('MissingRequiredError', `The property forum is required: notes of ${invitation.id} reply to a note`, { path: 'forum' });
     const forum = await repos.venues.findNote(forumId);
-    if (!forum || forum.invitation !== invitation.replyTo || !this.#canRead(forum.readers, ids, reader)) {
+    if (!forum || forum.ddate !== undefined || forum.invitation !== invitation.replyTo || !this.#canRead(forum.readers, ids, reader)) {
       throw new AppError('ValidationError', `Note Not Found: ${forumId} is not a note of ${invitation.replyTo}`, { path: 'forum' });
     }
     return forum;
@@ -530,7 +531,9 @@ export class VenueService {
         ? [...(await repos.accounts.usernamesOf(profile.id)), ...(await repos.accounts.emailsOf(profile.id)).filter((e) => e.confirmed).map((e) => e.email)]
         : [authorId];
     }
-    const { authorids: _indexed, ...content } = contentFilters(query);
+    const content = contentFilters(query);
+    content.delete('authorids');
+    const signedBy = [...(query.signature ? [query.signature] : []), ...[query.signatures ?? []].flat()];
     const found = await repos.venues.findNotes({
       ...(query.id ? { id: query.id } : {}),
       ...(query.invitation ? { invitation: query.invitation } : {}),
@@ -539,6 +542,8 @@ export class VenueService {
       ...(query.domain ? { domain: query.domain } : {}),
       ...(query.number !== undefined ? { number: query.number } : {}),
       ...(author ? { author } : {}),
+      ...(signedBy.length > 0 ? { signedBy } : {}),
+      ...(query.mintcdate !== undefined ? { mintcdate: query.mintcdate } : {}),
       content,
       trash: query.trash === true,
     });
@@ -550,7 +555,8 @@ export class VenueService {
       throw new AppError('ForbiddenError', `You cannot read the note ${query.id}`);
     }
     const sorted = sortNotes(readable, query.sort);
-    const from = query.after !== undefined ? sorted.filter((note) => note.id > query.after!) : sorted.slice(query.offset ?? 0);
+    const after = query.after;
+    const from = after !== undefined ? sorted.filter((note) => note.id > after) : sorted.slice(query.offset ?? 0);
     return { notes: query.stream ? from : from.slice(0, query.limit ?? 1000), count: readable.length };
   }
 
@@ -587,13 +593,16 @@ export class VenueService {
     const one = query.id !== undefined ? await repos.venues.findEdit(query.id) : null;
     const noteId = one?.note.id ?? query['note.id'];
     const note = noteId ? await repos.venues.findNote(noteId) : null;
-    if (!note || !this.#canRead(note.readers, await this.identities(reader, repos), reader)) {
+    const ids = await this.identities(reader, repos);
+    // A deleted note's history stays with those who could write it.
+    const visible = note && this.#canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w)));
+    if (!note || !visible) {
       throw new AppError('NotFoundError', query.id !== undefined ? `Edit Not Found: ${query.id}` : `Note Not Found: ${noteId}`);
     }
     let edits = one ? [one] : await repos.venues.editsOf(note.id);
     if (query.invitation) edits = edits.filter((edit) => edit.invitation === query.invitation);
     if (query.sort?.endsWith(':desc')) edits = edits.reverse();
-    return edits.slice(0, query.limit ?? edits.length);
+    return edits;
   }
 
   /** `GET /venues`: venues by id, ids, or the invitations they own. Their configs are public. */
@@ -605,32 +614,60 @@ export class VenueService {
   }
 
   /**
-   * `GET /groups`: a group by id, or every group `member` belongs to directly, each only when
-   * its readers include the caller (super users read every group). A group asked for by id that
-   * the caller may not read does not exist for them.
+   * `GET /groups`: a group by id, the groups whose id starts with `prefix`, or the groups
+   * `member` belongs to directly; each only when the caller may see who is in it: super users,
+   * the people the group itself names (its id and its members: a person's own `~Id` and email
+   * groups), and the organisers of the venue the group belongs to. A group's `readers` field does
+   * not grant this: venue groups are readable by everyone as venues, but their members (reviewers,
+   * authors) are not public. A group asked for by id that the caller may not see does not exist
+   * for them.
    */
   async groups(query: GroupsQuery, reader: Reader): Promise<Group[]> {
     const repos = this.#repos();
-    const ids = query.id !== undefined ? [query.id] : await repos.accounts.groupsOf([query.member ?? '']);
+    const ids =
+      query.id !== undefined
+        ? [query.id]
+        : query.prefix !== undefined
+          ? await repos.accounts.groupIdsWithPrefix(query.prefix, 10_000)
+          : await repos.accounts.groupsOf([query.member ?? '']);
     const identities = await this.identities(reader, repos);
+    const organises = new Map<string, boolean>();
+    const mayOrganise = async (domain: string) => {
+      if (!organises.has(domain)) organises.set(domain, identities.has(organisersOf(domain)));
+      return organises.get(domain) === true;
+    };
     const groups: Group[] = [];
-    for (const id of ids.sort()) {
+    for (const id of [...ids].sort()) {
       const group = await repos.accounts.findGroup(id);
       if (!group) continue;
+      const domain = typeof group.data.domain === 'string' ? group.data.domain : undefined;
+      const visible =
+        Boolean(reader?.isSuperUser) ||
+        (reader !== null && (identities.has(group.id) || group.members.some((m) => identities.has(m)))) ||
+        (domain !== undefined && (await mayOrganise(domain)));
+      if (!visible) continue;
+      if (query.domain !== undefined && domain !== query.domain) continue;
       const list = (key: string) => (Array.isArray(group.data[key]) ? (group.data[key] as unknown[]).filter((v): v is string => typeof v === 'string') : undefined);
-      const readers = list('readers') ?? [];
-      if (!this.#canRead(readers, identities, reader) && !identities.has(group.id)) continue;
-      const domain = group.data.domain;
       groups.push({
         id: group.id,
         members: group.members,
-        readers,
-        ...Object.fromEntries(['writers', 'signatures', 'signatories', 'impersonators'].flatMap((key) => (list(key) ? [[key, list(key)]] : []))),
-        ...(typeof domain === 'string' ? { domain } : {}),
+        ...Object.fromEntries(['readers', 'writers', 'signatures', 'signatories', 'impersonators'].flatMap((key) => (list(key) ? [[key, list(key)]] : []))),
+        ...(domain !== undefined ? { domain } : {}),
       });
     }
     if (query.id !== undefined && groups.length === 0) throw new AppError('NotFoundError', `Group Not Found: ${query.id}`);
     return groups;
+  }
+
+  /**
+   * `GET /logs/process?id=`: how the processing of an edit went. Edits here have no process
+   * functions: an edit is complete when its request answers, so a revision the caller may read
+   * has one log, `ok` (clients that wait for processing, as the Python client's
+   * `await_process`, stop waiting at once).
+   */
+  async processLogs(editId: string, reader: Reader): Promise<Array<{ id: string; status: 'ok'; invitation: string; cdate: number }>> {
+    const [edit] = await this.edits({ id: editId }, reader);
+    return edit ? [{ id: edit.id, status: 'ok', invitation: edit.invitation, cdate: edit.tcdate }] : [];
   }
 
   // ---- the author console ----------------------------------------------------------------------

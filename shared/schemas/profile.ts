@@ -269,7 +269,8 @@ export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
 
 /**
  * `GET /profiles/search`: `term` (an email, a tilde username or the start of one, or the start
- * of a name), `fullname`, or `first`/`middle`/`last` (the whole name). Active profiles only.
+ * of a name), `fullname`, or `first`/`middle`/`last` (the whole name). Deleted, merged and
+ * blocked profiles are left out.
  */
 export const ProfileSearchQuery = z
   .strictObject({
@@ -290,7 +291,7 @@ export type ProfileSearchQuery = z.infer<typeof ProfileSearchQuery>;
 const SearchList = z.array(AccountId).min(0).max(1000);
 
 /**
- * `POST /profiles/search`: profiles by `ids` (in the order given), or by the `emails` they hold
+ * `POST /profiles/search`: profiles by `ids` (sorted by id), or by the `emails` they hold
  * (`confirmedEmails`: confirmed ones only); each answer of an email search carries the address
  * it was found by in `email`. Exactly one of the three.
  */

@@ -149,7 +149,7 @@ export const PostNoteInput = z.strictObject({
 export type PostNoteInput = z.infer<typeof PostNoteInput>;
 
 /** How `GET /notes` may order its answer; posting order by default. */
-export const NotesSort = z.enum(['number:asc', 'number:desc', 'tcdate:asc', 'tcdate:desc', 'tmdate:asc', 'tmdate:desc', 'cdate:asc', 'cdate:desc', 'id', 'id:asc', 'id:desc']);
+export const NotesSort = z.enum(['number', 'number:asc', 'number:desc', 'tcdate', 'tcdate:asc', 'tcdate:desc', 'tmdate', 'tmdate:asc', 'tmdate:desc', 'cdate', 'cdate:asc', 'cdate:desc', 'id', 'id:asc', 'id:desc']);
 
 /** A query key that filters on a content field: `content.title=…`. */
 const CONTENT_FILTER = /^content\.[A-Za-z0-9_]{1,80}$/;
@@ -171,6 +171,11 @@ export const NotesQuery = z
     domain: EntityId.optional(),
     number: queryInt(1, 1_000_000_000).optional(),
     'content.authorids': z.string().min(1).max(300).optional(),
+    /** Notes signed by this id (`signatures` may be repeated: signed by any of them). */
+    signature: z.string().min(1).max(300).optional(),
+    signatures: z.union([z.string().min(1).max(300), z.array(z.string().min(1).max(300)).min(1).max(100)]).optional(),
+    /** Notes created at or after this time (ms). */
+    mintcdate: queryInt(0, 9_999_999_999_999).optional(),
     details: z.string().max(300).optional(),
     stream: QueryBoolean.optional(),
     count: QueryBoolean.optional(),
@@ -181,7 +186,7 @@ export const NotesQuery = z
     after: NoteId.optional(),
   })
   .superRefine((query, ctx) => {
-    const known = new Set(['id', 'invitation', 'forum', 'replyto', 'domain', 'number', 'details', 'stream', 'count', 'trash', 'sort', 'limit', 'offset', 'after']);
+    const known = new Set(['id', 'invitation', 'forum', 'replyto', 'domain', 'number', 'signature', 'signatures', 'mintcdate', 'details', 'stream', 'count', 'trash', 'sort', 'limit', 'offset', 'after']);
     for (const [key, value] of Object.entries(query)) {
       if (known.has(key)) continue;
       if (!CONTENT_FILTER.test(key)) {
@@ -190,16 +195,18 @@ export const NotesQuery = z
         ctx.addIssue({ code: 'custom', path: [key], message: `${key} must be one value of 1 to 1000 characters` });
       }
     }
-    const filters = ['id', 'invitation', 'forum', 'replyto', 'domain'].some((key) => query[key as keyof typeof query] !== undefined) || Object.keys(query).some((key) => CONTENT_FILTER.test(key));
-    if (!filters) ctx.addIssue({ code: 'custom', path: [], message: 'Give id, invitation, forum, replyto, domain or a content.<field> filter' });
+    // Every query names an indexed column to start from; content filters then narrow it, so a
+    // query never makes the server read every note.
+    const indexed = ['id', 'invitation', 'forum', 'replyto', 'domain', 'content.authorids', 'signature', 'signatures'].some((key) => query[key as keyof typeof query] !== undefined);
+    if (!indexed) ctx.addIssue({ code: 'custom', path: [], message: 'Give id, invitation, forum, replyto, domain, content.authorids or signatures' });
   });
 export type NotesQuery = z.infer<typeof NotesQuery>;
 
 /** The content filters of a notes query: `content.title=x` → `{title: 'x'}`. */
-export function contentFilters(query: NotesQuery): Record<string, string> {
-  const filters: Record<string, string> = {};
+export function contentFilters(query: NotesQuery): Map<string, string> {
+  const filters = new Map<string, string>();
   for (const [key, value] of Object.entries(query)) {
-    if (CONTENT_FILTER.test(key) && typeof value === 'string') filters[key.slice('content.'.length)] = value;
+    if (CONTENT_FILTER.test(key) && typeof value === 'string') filters.set(key.slice('content.'.length), value);
   }
   return filters;
 }
@@ -211,7 +218,8 @@ export const DeleteNoteInput = z.strictObject({ id: NoteId });
 
 export const NoteEdit = z.strictObject({
   id: z.string(),
-  note: z.strictObject({ id: z.string() }),
+  /** The note as this revision left it, in the real platform's v2 shape (`edit.note.content`). */
+  note: z.strictObject({ id: z.string(), content: NoteContentSchema.optional() }),
   invitation: z.string(),
   content: NoteContentSchema,
   signatures: z.array(z.string()),
@@ -236,7 +244,7 @@ export const NoteEditsQuery = z
     id: EditId.optional(),
     invitation: EntityId.optional(),
     trash: QueryBoolean.optional(),
-    sort: z.enum(['tcdate:asc', 'tcdate:desc', 'tmdate:asc', 'tmdate:desc']).optional(),
+    sort: z.enum(['tcdate', 'tcdate:asc', 'tcdate:desc', 'tmdate', 'tmdate:asc', 'tmdate:desc']).optional(),
     count: QueryBoolean.optional(),
     limit: queryInt(1, 1000).optional(),
     details: z.string().max(300).optional(),
@@ -309,12 +317,34 @@ export const Venue = z.strictObject({ id: z.string(), config: AuthorConsoleConfi
 export type Venue = z.infer<typeof Venue>;
 export const VenuesResult = z.strictObject({ venues: z.array(Venue) });
 
-/** `GET /groups`: a group by id, or the groups a member belongs to directly; only groups the caller may read. */
+/**
+ * `GET /groups`: a group by id, the groups under a prefix, or the groups a member belongs to
+ * directly (see `VenueService.groups` for who may see which). `domain` narrows the answer;
+ * `stream`, `limit`, `offset`, `sort`, `count` and `details`, which the real platform's clients
+ * send, are accepted (`count` is always answered; groups come sorted by id).
+ */
 export const GroupsQuery = z
-  .strictObject({ id: EntityId.optional(), member: z.string().min(1).max(300).optional(), details: z.string().max(300).optional() })
-  .refine((q) => q.id !== undefined || q.member !== undefined, { message: 'Give id or member', path: ['id'] });
+  .strictObject({
+    id: EntityId.optional(),
+    prefix: EntityId.optional(),
+    member: z.string().min(1).max(300).optional(),
+    domain: EntityId.optional(),
+    details: z.string().max(300).optional(),
+    stream: QueryBoolean.optional(),
+    count: QueryBoolean.optional(),
+    sort: z.enum(['id', 'id:asc']).optional(),
+    limit: queryInt(1, 10_000).optional(),
+    offset: queryInt(0, 1_000_000).optional(),
+  })
+  .refine((q) => q.id !== undefined || q.member !== undefined || q.prefix !== undefined, { message: 'Give id, prefix or member', path: ['id'] });
 export type GroupsQuery = z.infer<typeof GroupsQuery>;
 export const GroupsResult = z.strictObject({ groups: z.array(Group), count: z.int().min(0) });
+
+/** `GET /logs/process?id=`: an edit's processing, as the real platform's clients wait for it. */
+export const ProcessLogsQuery = z.strictObject({ id: z.string().regex(/^\d{1,15}$/, { message: 'An edit id is a number' }) });
+export const ProcessLogsResult = z.strictObject({
+  logs: z.array(z.strictObject({ id: z.string(), status: z.literal('ok'), invitation: z.string(), cdate: Timestamp })),
+});
 
 /** `GET /groups/attachment` and `GET /invitations/attachment`: a file in a group's or an invitation's content. */
 export const EntityAttachmentQuery = z.strictObject({ id: EntityId, name: AttachmentName });

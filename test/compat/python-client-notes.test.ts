@@ -101,7 +101,7 @@ describe('the Python client, on notes', () => {
   it('get_note_edit(id) and get_note_edits(note_id) read edits (client.py:1781-1840)', async () => {
     const one = await python.send('GET', '/notes/edits', { params: { id: editId, trash: false } });
     expect(one.status).toBe(200);
-    expect(one.json.edits).toEqual([expect.objectContaining({ id: editId, note: { id: noteId }, invitation: SUBMISSION })]);
+    expect(one.json.edits).toEqual([expect.objectContaining({ id: editId, note: expect.objectContaining({ id: noteId }), invitation: SUBMISSION })]);
     const all = await python.send('GET', '/notes/edits', { params: { 'note.id': noteId, sort: 'tcdate:desc', count: true } });
     expect(all.json.count).toBe(2);
     expect(all.json.edits[1].id).toBe(editId);
@@ -132,7 +132,7 @@ describe('the Python client, on notes', () => {
     const edit = await python.send('GET', '/notes/edits/attachment', { params: { id: editId, name: 'pdf' } });
     expect(edit.status).toBe(200);
     expect(sha1(edit.bytes)).toBe(sha1(paper));
-    const group = await python.send('GET', '/groups/attachment', { params: { id: VENUE, name: 'pdf' } });
+    const group = await organiser.send('GET', '/groups/attachment', { params: { id: VENUE, name: 'pdf' } });
     expect(group.status).toBe(404);
     expect(group.json).toMatchObject({ name: 'NotFoundError', message: expect.stringContaining('holds no file') });
     const invitation = await python.send('GET', '/invitations/attachment', { params: { id: 'Nowhere.org/-/Nothing', name: 'pdf' } });
@@ -152,13 +152,40 @@ describe('the Python client, on notes', () => {
     expect(several.json.venues.map((v: { id: string }) => v.id)).toEqual([VENUE]);
   });
 
-  it('get_group(id) reads groups[0]: the caller’s email group, and a venue group (client.py:491-523)', async () => {
+  it('get_group(id) reads groups[0]: the caller’s email group, and a venue group for its organisers (client.py:491-523)', async () => {
     const own = await python.send('GET', '/groups', { params: { id: authorEmail } });
     expect(own.json.groups).toEqual([expect.objectContaining({ id: authorEmail, members: [authorId] })]);
-    const venue = await python.send('GET', '/groups', { params: { id: VENUE } });
+    const venue = await organiser.send('GET', '/groups', { params: { id: VENUE } });
     expect(venue.json.groups[0]).toMatchObject({ id: VENUE, domain: VENUE });
+    // Who is in a venue's groups is for its organisers, not for every author.
+    expect((await python.send('GET', '/groups', { params: { id: VENUE } })).status).toBe(404);
     const hidden = await new PythonClient(server.url).send('GET', '/groups', { params: { id: authorEmail } });
     expect(hidden.json).toMatchObject({ status: 404, name: 'NotFoundError', message: `Group Not Found: ${authorEmail}` });
+  });
+
+  it('post_note_edit(await_process=True) polls /logs/process and reads logs[0].status (client.py:240-256)', async () => {
+    const res = await python.send('GET', '/logs/process', { params: { id: editId } });
+    expect(res.json).toEqual({ logs: [{ id: editId, status: 'ok', invitation: SUBMISSION, cdate: expect.any(Number) }] });
+  });
+
+  it('get_notes by signature, and edits in the v2 shape with edit.note.content (client.py:1509-1646, 3634-3665)', async () => {
+    const signed = await python.send('GET', '/notes', { params: { signature: authorId, mintcdate: 0, sort: 'number' } });
+    expect(signed.json.notes.map((n: { id: string }) => n.id)).toEqual([noteId, secondNoteId]);
+    const edits = await python.send('GET', '/notes/edits', { params: { 'note.id': noteId, limit: 1, count: true } });
+    expect(edits.json).toMatchObject({ count: 2, edits: [{ note: { id: noteId, content: { title: { value: 'Uploaded paper' } } } }] });
+    // A content filter needs an indexed filter to start from, so no query reads every note.
+    const scan = await python.send('GET', '/notes', { params: { 'content.title': 'Uploaded paper' } });
+    expect(scan.json).toMatchObject({ status: 400, name: 'ValidationError' });
+  });
+
+  it('a venue group’s members are not shown to guests or strangers, only to its organisers (client.py:1111-1172)', async () => {
+    const reviewers = `${VENUE}/Reviewers`;
+    expect((await organiser.send('POST', '/groups/members', { json: { id: reviewers, members: ['secret.reviewer@example.org'] } })).status).toBe(200);
+    expect((await new PythonClient(server.url).send('GET', '/groups', { params: { id: reviewers } })).status).toBe(404);
+    expect((await python.send('GET', '/groups', { params: { member: 'secret.reviewer@example.org' } })).json).toEqual({ groups: [], count: 0 });
+    const seen = await organiser.send('GET', '/groups', { params: { prefix: `${VENUE}/`, stream: true } });
+    expect(seen.json.groups.map((g: { id: string }) => g.id)).toContain(reviewers);
+    expect(seen.json.groups.find((g: { id: string }) => g.id === reviewers).members).toEqual(['secret.reviewer@example.org']);
   });
 
   it('delete_note sends DELETE /notes with {id} and reads status; the note is then gone (client.py:2410-2422)', async () => {
@@ -168,5 +195,8 @@ describe('the Python client, on notes', () => {
     expect((await python.send('GET', '/notes', { params: { invitation: SUBMISSION, trash: true } })).json.count).toBe(2);
     const again = await python.send('DELETE', '/notes', { params: { id: secondNoteId } });
     expect(again.json).toMatchObject({ status: 404, name: 'NotFoundError' });
+    // Its history stays with its writers; nobody may reply to it.
+    expect((await python.send('GET', '/notes/edits', { params: { 'note.id': secondNoteId } })).status).toBe(200);
+    expect((await new PythonClient(server.url).send('GET', '/notes/edits', { params: { 'note.id': secondNoteId } })).status).toBe(404);
   });
 });
