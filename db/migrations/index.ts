@@ -8,6 +8,7 @@ import * as accountsLifecycle from './20261122010000_accounts_lifecycle.ts';
 import * as createVenues from './20261122020000_create_venues.ts';
 import * as createChunkedUploads from './20261122030000_create_chunked_uploads.ts';
 import * as createOidc from './20261122040000_create_oidc.ts';
+import * as accountsHardening from './20261123000000_accounts_hardening.ts';
 
 export interface Migration {
   name: string;
@@ -26,4 +27,5 @@ export const migrations: Migration[] = [
   { name: '20261122020000_create_venues', ...createVenues },
   { name: '20261122030000_create_chunked_uploads', ...createChunkedUploads },
   { name: '20261122040000_create_oidc', ...createOidc },
+  { name: '20261123000000_accounts_hardening', ...accountsHardening },
 ];

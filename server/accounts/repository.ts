@@ -476,23 +476,44 @@ export class AccountsRepository {
    * A session and its profile (null when the profile is gone) in one query, by session id or by
    * refresh-token hash: every signed-in request and every refresh needs both.
    */
-  async findSessionWithProfile(by: { id: string } | { refreshHash: string }): Promise<{ session: SessionRecord; profile: ProfileRecord | null } | null> {
+  async findSessionWithProfile(
+    by: { id: string } | { refreshHash: string },
+  ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string } | null> {
     const row = (await this.#db('sessions')
       .leftJoin('profiles', 'profiles.id', 'sessions.profile_id')
       .where('id' in by ? { 'sessions.id': by.id } : { 'sessions.refresh_hash': by.refreshHash })
       .first('sessions.*', ...JOINED_PROFILE)) as (SessionRow & Record<string, unknown>) | undefined;
-    return row ? { session: toSession(row), profile: joinedProfile(row) } : null;
+    return row ? { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash } : null;
   }
 
   /**
    * Gives a live session a new refresh token. With `oldHash`, only if the session still has
-   * that one: when two requests race with the same refresh token, exactly one wins.
+   * that one: when two requests race with the same refresh token, exactly one wins. The token
+   * rotated out is kept (with the one that replaced it), so presenting it again is recognised
+   * as reuse; kept ones older than `keepMs` are let go.
    */
-  async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null): Promise<boolean> {
-    const query = this.#db('sessions').where({ id }).whereNull('revoked_at');
-    if (oldHash !== null) query.where({ refresh_hash: oldHash });
-    const changed = await query.update({ refresh_hash: newHash, expires_at: expiresAt });
-    return changed === 1;
+  async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null, now: number, keepMs = 90 * 24 * 60 * 60 * 1000): Promise<boolean> {
+    return this.#db.transaction(async (trx) => {
+      const row = await trx('sessions').where({ id }).whereNull('revoked_at').first('refresh_hash');
+      if (!row || (oldHash !== null && row.refresh_hash !== oldHash)) return false;
+      const changed = await trx('sessions')
+        .where({ id, refresh_hash: row.refresh_hash })
+        .whereNull('revoked_at')
+        .update({ refresh_hash: newHash, expires_at: expiresAt });
+      if (changed !== 1) return false;
+      await trx('session_refresh_history').where({ session_id: id }).where('rotated_at', '<', now - keepMs).delete();
+      await trx('session_refresh_history')
+        .insert({ refresh_hash: row.refresh_hash, session_id: id, next_hash: newHash, rotated_at: now })
+        .onConflict('refresh_hash')
+        .ignore();
+      return true;
+    });
+  }
+
+  /** A refresh token some session has rotated out: which session, what replaced it, and when. */
+  async findRotatedRefresh(refreshHash: string): Promise<{ sessionId: string; nextHash: string; rotatedAt: number } | null> {
+    const row = await this.#db('session_refresh_history').where({ refresh_hash: refreshHash }).first();
+    return row ? { sessionId: row.session_id, nextHash: row.next_hash, rotatedAt: Number(row.rotated_at) } : null;
   }
 
   async setSessionVersion(id: string, tokenVersion: number): Promise<void> {

@@ -54,6 +54,8 @@ export interface Viewer {
   readOnly: boolean;
   /** When the person signed in to this session (ms). */
   authTime: number;
+  /** When the access token this request came with expires (seconds since the epoch). */
+  accessExpiresAt: number;
 }
 
 /** What a token-issuing operation hands to the transport: the body, and the cookies to set. */
@@ -64,6 +66,19 @@ export interface IssuedSession {
   refreshToken: string;
   refreshSeconds: number;
 }
+
+/**
+ * What `POST /refreshToken` hands to the transport: a rotated session (cookies to set), or only
+ * a new access token for the same session, which sets no cookie and changes no session row.
+ */
+export type RefreshOutcome = { rotated: IssuedSession } | { accessOnly: SessionResult };
+
+/**
+ * How long after a rotation the refresh token just rotated out is still taken as the same
+ * browser's second simultaneous refresh (it gets a new access token, no new refresh token);
+ * after that, presenting it is reuse and ends the session.
+ */
+export const REFRESH_REUSE_GRACE_MS = 10_000;
 
 export interface AccountsDeps {
   repo: AccountsRepository;
@@ -312,45 +327,99 @@ export class AccountsService {
       parentSessionId: session.parentSessionId,
       readOnly: session.readOnly,
       authTime: session.createdAt,
+      accessExpiresAt: claims.exp,
     };
   }
 
   /**
-   * `POST /refreshToken`: with the refresh cookie, the session's refresh token is rotated and
-   * a new access token issued even if the old one expired; with only a valid access token, a
-   * new one is issued for the same session.
+   * `POST /refreshToken`. With the refresh cookie, the session's refresh token is rotated and a
+   * new access token issued even if the old one expired. A rotated-out refresh token presented
+   * again is reuse (RFC 9700 §4.14.2): the session ends, the newest token with it, except for
+   * the token rotated out just before the current one within `REFRESH_REUSE_GRACE_MS` (a
+   * browser's two tabs refreshing at once), which gets an access token and nothing else.
+   *
+   * With only a valid access token (no refresh cookie) the answer is a new access token for the
+   * same session that expires no later than the one presented: a stolen access token never
+   * becomes a refresh token or a longer session, and no session row changes.
    */
-  async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<IssuedSession> {
+  async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<RefreshOutcome> {
     const repo = this.#d.repo;
+    const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
       const found = await repo.findSessionWithProfile({ refreshHash: oldHash });
-      return this.resumeSession(found?.session ?? null, oldHash, found?.profile ?? null);
+      if (found) {
+        try {
+          return { rotated: await this.resumeSession(found.session, oldHash, found.profile) };
+        } catch (error) {
+          // Lost a race with a simultaneous refresh of the same token: that one rotated it.
+          if (!(await repo.findRotatedRefresh(oldHash))) throw error;
+        }
+      }
+      return { accessOnly: await this.#replayed(oldHash, ended) };
     }
-    const found = credentials.viewer ? await repo.findSessionWithProfile({ id: credentials.viewer.sessionId }) : null;
-    return this.resumeSession(found?.session ?? null, null, found?.profile ?? null);
+    const viewer = credentials.viewer;
+    if (!viewer) throw ended;
+    const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+    const profile = await this.#liveSession(found?.session ?? null, found?.profile ?? null, ended);
+    return { accessOnly: (await this.#issueAccess(profile, found!.session, viewer.accessExpiresAt)).result };
+  }
+
+  /** A refresh token that is not any session's current one: the grace case, or reuse. */
+  async #replayed(oldHash: string, ended: AppError): Promise<SessionResult> {
+    const repo = this.#d.repo;
+    const now = this.#now();
+    const rotated = await repo.findRotatedRefresh(oldHash);
+    if (!rotated) throw ended;
+    const found = await repo.findSessionWithProfile({ id: rotated.sessionId });
+    const session = found?.session ?? null;
+    const justBefore = session !== null && session.revokedAt === null && rotated.nextHash === found?.currentRefreshHash;
+    if (justBefore && now - rotated.rotatedAt <= REFRESH_REUSE_GRACE_MS) {
+      const profile = await this.#liveSession(session, found!.profile, ended);
+      return (await this.#issueAccess(profile, session)).result;
+    }
+    if (session && session.revokedAt === null) {
+      await repo.revokeSession(session.id, now);
+      this.#d.logger.warn({ sessionId: session.id, profileId: session.profileId }, 'a rotated-out refresh token was used again: the session is ended');
+    }
+    throw ended;
+  }
+
+  /** The session's profile when the session may still be used; otherwise `ended`. */
+  async #liveSession(session: SessionRecord | null, known: ProfileRecord | null | undefined, ended: AppError): Promise<ProfileRecord> {
+    const now = this.#now();
+    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
+    const profile = known === undefined ? await this.#d.repo.findProfile(session.profileId) : known;
+    if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
+      throw ended;
+    }
+    if (!(await this.#parentLive(session))) throw ended;
+    return profile;
+  }
+
+  /** A new access token for a session, no new refresh token; never past `notAfter` (seconds since the epoch). */
+  async #issueAccess(profile: ProfileRecord, session: SessionRecord, notAfter?: number): Promise<{ result: SessionResult }> {
+    const accessToken = await this.#d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion }, session.accessSeconds, notAfter);
+    return { result: { token: accessToken, user: { id: session.loginEmail, profile: await this.simplify(profile) } } };
   }
 
   /**
    * Issues a new access token for an existing session, rotating its refresh token (only if it
-   * is still `oldHash`, when given). The session must be live and its profile's `tokenVersion`
-   * unchanged since it was opened. `known` is the session's profile, when the caller has read it.
+   * is still `oldHash`, when given; the token rotated out is kept to recognise its reuse). The
+   * session must be live and its profile's `tokenVersion` unchanged since it was opened.
+   * `known` is the session's profile, when the caller has read it.
    */
   async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null): Promise<IssuedSession> {
     const repo = this.#d.repo;
     const now = this.#now();
     const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
-    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
-    const profile = known === undefined ? await repo.findProfile(session.profileId) : known;
-    if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
-      throw ended;
-    }
-    if (!(await this.#parentLive(session))) throw ended;
+    const profile = await this.#liveSession(session, known, ended);
+    const live = session as SessionRecord;
     const refreshToken = randomToken();
-    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-    const rotated = await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash);
+    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, live.accessSeconds);
+    const rotated = await repo.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
     if (!rotated) throw ended;
-    return this.#issue(profile, session, refreshToken, refreshSeconds);
+    return this.#issue(profile, live, refreshToken, refreshSeconds);
   }
 
   /**
@@ -379,8 +448,10 @@ export class AccountsService {
     const now = this.#now();
     if (credentials.viewer) await repo.revokeSession(credentials.viewer.sessionId, now);
     if (credentials.refreshToken) {
-      const session = await repo.findSessionByRefreshHash(hashSecret(credentials.refreshToken));
-      if (session) await repo.revokeSession(session.id, now);
+      const hash = hashSecret(credentials.refreshToken);
+      // A rotated-out token names its session too: logging out with it ends that session.
+      const sessionId = (await repo.findSessionByRefreshHash(hash))?.id ?? (await repo.findRotatedRefresh(hash))?.sessionId;
+      if (sessionId) await repo.revokeSession(sessionId, now);
     }
   }
 
@@ -400,7 +471,7 @@ export class AccountsService {
       const profile = await repo.findProfile(viewer.profileId);
       if (!session || !profile) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
       const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-      await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, null);
+      await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, null, now);
       return { profile, session };
     });
     const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
