@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
 import type { Impersonator, PastState, ProfileContent, ProfileState } from '../../shared/index.ts';
+import { normaliseEmail, normaliseId } from './ids.ts';
 
 /** Rows as they are stored; JSON columns are text, parsed here and nowhere else. */
 interface ProfileRow {
@@ -189,10 +190,7 @@ function joinedProfile(row: Record<string, unknown>): ProfileRecord | null {
   return toProfile(Object.fromEntries(PROFILE_COLUMNS.map((column) => [column, row[`p_${column}`]])) as unknown as ProfileRow);
 }
 
-/** Emails are compared and stored lower-cased. */
-export function normaliseEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
+export { normaliseEmail, normaliseId } from './ids.ts';
 
 /** SQL for profiles, their emails and usernames, groups and sessions. Given its Knex (or a transaction). */
 export class AccountsRepository {
@@ -242,7 +240,7 @@ export class AccountsRepository {
   async findProfileByUsername(username: string): Promise<ProfileRecord | null> {
     const row = await this.#db<ProfileRow>('profiles')
       .join('profile_usernames', 'profile_usernames.profile_id', 'profiles.id')
-      .where('profile_usernames.username', username)
+      .where('profile_usernames.username', normaliseId(username))
       .first('profiles.*');
     return row ? toProfile(row) : null;
   }
@@ -257,7 +255,8 @@ export class AccountsRepository {
 
   /** The profile a person names by a tilde username or an email, as every form lets them. */
   async findProfileByIdOrEmail(id: string): Promise<ProfileRecord | null> {
-    return id.startsWith('~') ? this.findProfileByUsername(id) : this.findProfileByEmail(id);
+    const canonical = normaliseId(id);
+    return canonical.startsWith('~') ? this.findProfileByUsername(canonical) : this.findProfileByEmail(canonical);
   }
 
   async listProfiles(): Promise<ProfileRecord[]> {
@@ -364,10 +363,21 @@ export class AccountsRepository {
     };
   }
 
-  /** Numbers taken by any profile (merged ones included) for a username base. */
+  /** Numbers taken for a username base: by any profile (merged ones included), or reserved. */
   async usedNumbers(base: string): Promise<number[]> {
-    const rows = await this.#db('profile_usernames').where({ base }).select('number');
+    const rows = await this.#db('profile_usernames')
+      .where({ base })
+      .select('number')
+      .unionAll((reserved) => reserved.from('reserved_usernames').where({ base }).select('number'));
     return rows.map((row: { number: number }) => Number(row.number));
+  }
+
+  /**
+   * Takes a tilde number without a profile: a sign-up with an address already in use does, as
+   * a real sign-up would, so the next number shown does not tell whether the address was taken.
+   */
+  async reserveUsername(base: string, number: number, now: number): Promise<void> {
+    await this.#db('reserved_usernames').insert({ username: `${base}${number}`, base, number, created_at: now }).onConflict('username').ignore();
   }
 
   // ---- groups ---------------------------------------------------------------------------------

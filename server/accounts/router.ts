@@ -121,7 +121,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .input(ResetPasswordRequest)
     .output(StatusResult)
-    .mutation(({ ctx, input }) => ctx.services.passwordReset.reset(input)),
+    .mutation(({ ctx, input }) => ctx.services.passwordReset.reset(input, ctx.origin)),
 
   confirmEmail: publicProcedure
     .meta({ whileImpersonating: 'refused' })

@@ -22,7 +22,7 @@ import type { RateLimits } from '../rate-limits.ts';
 import type { HumanVerifier } from './human-verification.ts';
 import type { OneTimeTokens } from './one-time-tokens.ts';
 import type { PasswordHasher } from './passwords.ts';
-import { type AccountsRepository, normaliseEmail, type ProfileRecord, type SessionRecord } from './repository.ts';
+import { type AccountsRepository, normaliseEmail, normaliseId, type ProfileRecord, type SessionRecord } from './repository.ts';
 import { hashSecret, randomToken, type SessionTokens } from './session-tokens.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
 
@@ -132,64 +132,77 @@ export class AccountsService {
    * member, and the email with `~Id` as member) and, for the operator CLI, a role. One transaction.
    */
   async createUser(user: NewUser): Promise<string> {
-    const now = this.#now();
     const passwordHash = await this.#d.hasher.hash(user.password);
-    const name = user.name ?? { fullname: user.fullname };
     return this.#d.repo.transaction(async (repo) => {
       if (await repo.emailExists(user.email)) {
         throw new AppError('ValidationError', `The email ${user.email} is already in use`, { path: 'email' });
       }
-      const base = tildeBase(name, user.name ? 'name/' : '');
-      const number = smallestFreeNumber(await repo.usedNumbers(base));
-      const id = `${base}${number}`;
-      const parts = user.name ?? splitFullname(user.fullname ?? '');
-      const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
-      const content: ProfileContent = {
-        names: [
-          { first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true },
-        ],
-      };
-      const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
-      await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
-      await repo.addUsername(id, base, number);
-      await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
-      await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
-      await repo.linkEmailGroups(id, user.email, now);
-      if (user.role) {
-        const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
-        await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
-        await repo.addMember(group, id);
-      }
-      return id;
+      return this.#insertUser(repo, user, passwordHash);
     });
+  }
+
+  async #insertUser(repo: AccountsRepository, user: NewUser, passwordHash: string): Promise<string> {
+    const now = this.#now();
+    const name = user.name ?? { fullname: user.fullname };
+    const base = tildeBase(name, user.name ? 'name/' : '');
+    const number = smallestFreeNumber(await repo.usedNumbers(base));
+    const id = `${base}${number}`;
+    const parts = user.name ?? splitFullname(user.fullname ?? '');
+    const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
+    const content: ProfileContent = {
+      names: [{ first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true }],
+    };
+    const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
+    await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
+    await repo.addUsername(id, base, number);
+    await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
+    await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
+    await repo.linkEmailGroups(id, user.email, now);
+    if (user.role) {
+      const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
+      await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
+      await repo.addMember(group, id);
+    }
+    return id;
   }
 
   /**
    * `POST /register`. An email that is already taken gets the same answer as a new one, so the
-   * form cannot be used to find out who has an account; the owner of the address is told by mail.
+   * form cannot be used to find out who has an account; the owner of the address is told by
+   * mail. Both do the same work in the request: one password hash, and one transaction that
+   * takes the name's next tilde number (a sign-up with a taken address reserves it), so neither
+   * the answer's timing nor the next `GET /tildeusername` tells them apart; mail goes out after
+   * the answer.
    */
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
     await this.#d.verifier.verify(input.token, origin.address);
-    await this.#d.limits.consume('registerAccount', input.email);
+    const email = normaliseEmail(input.email);
+    await this.#d.limits.consume('registerAccount', email);
     await this.#d.limits.consume('registerAddress', origin.address);
     const name = input.name ?? { fullname: input.fullname };
-    if (await this.#d.repo.emailExists(input.email)) {
-      // The same work as a real sign-up, so the answer's timing does not tell either.
-      await this.#d.hasher.hash(input.password);
-      const id = await this.nextUsername(name);
-      await this.#d.mailer.send({
-        to: input.email,
+    const passwordHash = await this.#d.hasher.hash(input.password, origin.address);
+    const outcome = await this.#d.repo.transaction(async (repo) => {
+      if (await repo.emailExists(email)) {
+        const base = tildeBase(name, input.name ? 'name/' : '');
+        const number = smallestFreeNumber(await repo.usedNumbers(base));
+        await repo.reserveUsername(base, number, this.#now());
+        return { id: `${base}${number}`, taken: true };
+      }
+      return { id: await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash), taken: false };
+    });
+    if (outcome.taken) {
+      this.#d.mailer.post({
+        to: email,
         subject: 'Sign-up attempt with your email address',
         text:
-          `Someone tried to create a new account with ${input.email}, which already belongs to an account.\n\n` +
+          `Someone tried to create a new account with ${email}, which already belongs to an account.\n\n` +
           `If it was you, sign in, or reset your password at ${this.#d.config.webUrl}/reset.\n` +
           'If it was not you, you can ignore this message.\n',
       });
-      return { id, status: 'ok' };
+    } else {
+      this.#d.mailer.later(() => this.sendActivation(outcome.id, email));
     }
-    const id = await this.createUser({ ...input, state: 'Inactive' });
-    await this.sendActivation(id, input.email);
-    return { id, status: 'ok' };
+    return { id: outcome.id, status: 'ok' };
   }
 
   /** Mails a new activation link and code (voiding the previous ones). */
@@ -222,24 +235,29 @@ export class AccountsService {
   async login(input: LoginInput, origin: RequestOrigin): Promise<IssuedSession> {
     const repo = this.#d.repo;
     const limits = this.#d.limits;
+    // The id is made canonical once (white space and invisible characters around it, letter
+    // case of an email), and the account's counter is the profile's own, whichever of its
+    // emails or usernames is typed: no spelling of an account gets a counter of its own.
+    const id = normaliseId(input.id);
+    const isTilde = id.startsWith('~');
+    const found = await repo.findProfileByIdOrEmail(id);
+    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
+    const accountKey = accountLimitKey(id, profile);
     // Every attempt is counted before the password is checked (so parallel guesses cannot all
     // slip under the limit), and given back when the password was right.
-    await limits.consume('loginAccount', input.id);
+    await limits.consume('loginAccount', accountKey);
     await limits.consume('loginAddress', origin.address);
-    const isTilde = input.id.startsWith('~');
-    const found = await repo.findProfileByIdOrEmail(input.id);
-    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
-    const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null);
+    const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null, origin.address);
     if (!profile || !passwordOk || profile.ddate !== null) {
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
-    await limits.refund('loginAccount', input.id);
+    await limits.refund('loginAccount', accountKey);
     await limits.refund('loginAddress', origin.address);
     if (!ACTIVE_STATES.has(profile.state)) {
       throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     }
     const emails = await repo.emailsOf(profile.id);
-    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : normaliseEmail(input.id);
+    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
     await repo.touchLastLogin(profile.id, this.#now());
     return this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS });
   }
@@ -567,6 +585,14 @@ export class AccountsService {
       profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emailsOf(p.id)).map((e) => e.email) })),
     );
   }
+}
+
+/**
+ * The key an account's rate limits count under: the profile's id when the typed id names one
+ * (so its emails and usernames share one counter), the canonical typed id otherwise.
+ */
+export function accountLimitKey(canonicalId: string, profile: ProfileRecord | null): string {
+  return profile ? `profile:${profile.id}` : `id:${canonicalId}`;
 }
 
 export function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {
