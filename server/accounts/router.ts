@@ -101,9 +101,12 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .output(SessionResult)
     .mutation(async ({ ctx }) => {
-      const session = await ctx.services.accounts.logoutOtherDevices(ctx.user);
-      ctx.cookies.set(session);
-      return session.result;
+      const outcome = await ctx.services.accounts.logoutOtherDevices(ctx.user, ctx.credentials.refreshToken);
+      if ('rotated' in outcome) {
+        ctx.cookies.set(outcome.rotated);
+        return outcome.rotated.result;
+      }
+      return outcome.accessOnly;
     }),
 
   // ---- passwords and emails ----------------------------------------------------------------------

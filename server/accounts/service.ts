@@ -475,25 +475,31 @@ export class AccountsService {
 
   /**
    * `POST /logout-all-devices`: raises the profile's `tokenVersion`, so every token issued
-   * before is refused, ends every other session, and keeps this one with a fresh token.
+   * before is refused, ends every other session, and keeps this one with a fresh token (and,
+   * for the holder of its refresh cookie, a fresh refresh cookie).
    */
-  async logoutOtherDevices(viewer: Viewer): Promise<IssuedSession> {
+  async logoutOtherDevices(viewer: Viewer, refreshToken?: string): Promise<RefreshOutcome> {
     const now = this.#now();
-    const refreshToken = randomToken();
-    const { profile, session } = await this.#d.repo.transaction(async (repo) => {
+    const newRefresh = randomToken();
+    const { profile, session, rotated } = await this.#d.repo.transaction(async (repo) => {
       const version = await repo.incrementTokenVersion(viewer.profileId, now);
       await repo.revokeOtherSessions(viewer.profileId, viewer.sessionId, now);
       await repo.revokeImpersonationsFrom(viewer.profileId, now);
       await repo.setSessionVersion(viewer.sessionId, version);
-      const session = await repo.findSession(viewer.sessionId);
-      const profile = await repo.findProfile(viewer.profileId);
-      if (!session || !profile) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
-      const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-      await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, null, now);
-      return { profile, session };
+      const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+      if (!found?.profile) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+      // Only the holder of this session's refresh cookie gets a new one: a caller with nothing
+      // but an access token (perhaps a stolen one) gets a new access token and no refresh token.
+      const holdsCookie = refreshToken !== undefined && hashSecret(refreshToken) === found.currentRefreshHash;
+      if (holdsCookie) {
+        const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, found.session.accessSeconds);
+        await repo.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
+      }
+      return { profile: found.profile, session: found.session, rotated: holdsCookie };
     });
+    if (!rotated) return { accessOnly: (await this.#issueAccess(profile, session, viewer.accessExpiresAt)).result };
     const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-    return this.#issue(profile, session, refreshToken, refreshSeconds);
+    return { rotated: await this.#issue(profile, session, newRefresh, refreshSeconds) };
   }
 
   // ---- profiles -------------------------------------------------------------------------------

@@ -67,6 +67,19 @@ describe('a refresh with only a bearer token', () => {
     expect(decodeJwt(res.body.token).exp).toBeLessThanOrEqual(decodeJwt(short).exp as number);
   });
 
+  it('its relative, logout-all-devices with only a bearer token, issues no refresh token either', async () => {
+    const user = await createActiveUser(server);
+    const owner = await loggedIn(server, user.email);
+    const thief = new Client(server.url);
+    thief.bearer = owner.token;
+    const res = await thief.post('/logout-all-devices');
+    expect(res.status).toBe(200);
+    expect(res.headers.getSetCookie().filter((c) => c.startsWith('service.refreshToken='))).toEqual([]);
+    expect(decodeJwt(res.body.token).exp).toBeLessThanOrEqual(decodeJwt(owner.token).exp as number);
+    // The owner's refresh cookie still refreshes the session (which the call kept).
+    expect((await owner.client.post('/refreshToken')).status).toBe(200);
+  });
+
   it('an invalid bearer token gets a 401 Error body', async () => {
     const thief = new Client(server.url);
     thief.bearer = 'not-a-token';
