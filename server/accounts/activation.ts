@@ -9,6 +9,7 @@ import {
 } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import { addressKey } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin } from './service.ts';
 import { AccountsPart, accountLimitKey } from './service.ts';
@@ -154,7 +155,7 @@ export class ActivationService extends AccountsPart {
     const repo = this.d.repo;
     const profile = await repo.findProfileByIdOrEmail(id);
     await limits.consume('resendAccount', accountLimitKey(id, profile));
-    await limits.consume('resendAddress', origin.address);
+    await limits.consume('resendAddress', addressKey(origin.address));
     if (profile) this.d.mailer.later(() => this.#mailAgain(profile.id, id));
     return { id: typed };
   }

@@ -1,4 +1,5 @@
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
+import { addressKey } from './ids.ts';
 import { normaliseId } from './repository.ts';
 import type { RequestOrigin } from './service.ts';
 import { AccountsPart, accountLimitKey, preferredEmail } from './service.ts';
@@ -21,7 +22,7 @@ export class PasswordResetService extends AccountsPart {
     const found = await repo.findProfileByIdOrEmail(id);
     const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
     await this.d.limits.consume('resetAccount', accountLimitKey(id, profile));
-    await this.d.limits.consume('resetAddress', origin.address);
+    await this.d.limits.consume('resetAddress', addressKey(origin.address));
     if (profile) this.d.mailer.later(() => this.#mailLink(profile.id, id));
     return { id: input.id };
   }
@@ -77,9 +78,9 @@ export class PasswordResetService extends AccountsPart {
   async reset(request: ResetPasswordRequest, origin: RequestOrigin): Promise<{ status: string }> {
     // Every try counts against the address, and a token that is not live is refused before
     // any hashing: made-up tokens cannot fill the hashing queue and starve sign-ins.
-    await this.d.limits.consume('setPasswordAddress', origin.address);
+    await this.d.limits.consume('setPasswordAddress', addressKey(origin.address));
     await this.d.oneTime.live(this.d.repo, 'reset', request.token, this.now(), INVALID_RESET);
-    const passwordHash = await this.d.hasher.hash(request.password, origin.address);
+    const passwordHash = await this.d.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
     await this.d.repo.transaction(async (repo) => {
       const record = await this.d.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);

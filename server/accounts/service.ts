@@ -22,6 +22,7 @@ import type { RateLimits } from '../rate-limits.ts';
 import type { HumanVerifier } from './human-verification.ts';
 import type { OneTimeTokens } from './one-time-tokens.ts';
 import type { PasswordHasher } from './passwords.ts';
+import { addressKey } from './ids.ts';
 import { type AccountsRepository, normaliseEmail, normaliseId, type ProfileRecord, type SessionRecord } from './repository.ts';
 import { hashSecret, randomToken, type SessionTokens } from './session-tokens.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
@@ -178,9 +179,9 @@ export class AccountsService {
     await this.#d.verifier.verify(input.token, origin.address);
     const email = normaliseEmail(input.email);
     await this.#d.limits.consume('registerAccount', email);
-    await this.#d.limits.consume('registerAddress', origin.address);
+    await this.#d.limits.consume('registerAddress', addressKey(origin.address));
     const name = input.name ?? { fullname: input.fullname };
-    const passwordHash = await this.#d.hasher.hash(input.password, origin.address);
+    const passwordHash = await this.#d.hasher.hash(input.password, addressKey(origin.address));
     const outcome = await this.#d.repo.transaction(async (repo) => {
       if (await repo.emailExists(email)) {
         const base = tildeBase(name, input.name ? 'name/' : '');
@@ -246,13 +247,13 @@ export class AccountsService {
     // Every attempt is counted before the password is checked (so parallel guesses cannot all
     // slip under the limit), and given back when the password was right.
     await limits.consume('loginAccount', accountKey);
-    await limits.consume('loginAddress', origin.address);
-    const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null, origin.address);
+    await limits.consume('loginAddress', addressKey(origin.address));
+    const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
     if (!profile || !passwordOk || profile.ddate !== null) {
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
     await limits.refund('loginAccount', accountKey);
-    await limits.refund('loginAddress', origin.address);
+    await limits.refund('loginAddress', addressKey(origin.address));
     if (!ACTIVE_STATES.has(profile.state)) {
       throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     }
