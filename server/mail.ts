@@ -24,8 +24,11 @@ export interface Mailer {
    * at a time, so the answer takes the same time whether the work found anything to do.
    */
   later(job: () => Promise<void>): void;
-  /** Resolves when every job handed to `post` and `later` so far has finished. */
-  settled(): Promise<void>;
+  /**
+   * Resolves when every job handed to `post` and `later` so far has finished, or after
+   * `timeoutMs` if given (a mail server that does not answer must not hold a shutdown forever).
+   */
+  settled(timeoutMs?: number): Promise<void>;
   close(): void;
 }
 
@@ -64,13 +67,25 @@ function withQueue(base: Pick<Mailer, 'send' | 'close'>, logger: Logger, dataDir
     send: base.send,
     post: (message) => later(() => base.send(message)),
     later,
-    settled: async () => {
-      // Jobs may queue more jobs; wait until the tail stops moving.
-      let seen: Promise<void>;
-      do {
-        seen = tail;
-        await seen;
-      } while (seen !== tail);
+    settled: async (timeoutMs) => {
+      const drained = (async () => {
+        // Jobs may queue more jobs; wait until the tail stops moving.
+        let seen: Promise<void>;
+        do {
+          seen = tail;
+          await seen;
+        } while (seen !== tail);
+      })();
+      if (timeoutMs === undefined) return drained;
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          if (pending > 0) logger.warn({ pending }, 'queued mail was not sent before shutdown');
+          resolve();
+        }, timeoutMs);
+      });
+      await Promise.race([drained, expired]);
+      clearTimeout(timer);
     },
     close() {
       if (byDataDir.get(key) === mailer) byDataDir.delete(key);

@@ -73,7 +73,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     oidc,
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.
-      await mailer.settled();
+      await mailer.settled(10_000);
       mailer.close();
       await limiterStore.close();
     },
