@@ -16,6 +16,17 @@ export interface SessionClaims {
 
 const AUDIENCE = 'session';
 
+/** The longest a session token may live (`MAX_SESSION_SECONDS`, one week): a longer one was not issued here. */
+const MAX_TOKEN_SECONDS = 7 * 24 * 60 * 60;
+/** How far ahead of this clock another process's clock may be. */
+const CLOCK_SKEW_SECONDS = 60;
+
+/** A verified token's claims, with when it was issued and when it expires (seconds since the epoch). */
+export interface VerifiedClaims extends SessionClaims {
+  iat: number;
+  exp: number;
+}
+
 /**
  * Signs and checks access tokens: JWTs, HS256, with the issuer set to the service's address.
  * A valid signature is not enough to be let in: the session row and the profile's
@@ -32,29 +43,40 @@ export class SessionTokens {
     this.#cryptoKey = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
 
-  async sign(claims: SessionClaims, seconds: number): Promise<string> {
+  /** A token for `seconds`, or until `notAfter` (seconds since the epoch) when that comes first. */
+  async sign(claims: SessionClaims, seconds: number, notAfter?: number): Promise<string> {
+    const now = Math.floor(Date.now() / 1000);
+    const exp = Math.min(now + seconds, notAfter ?? Number.POSITIVE_INFINITY);
     return new SignJWT({ sid: claims.sid, ver: claims.ver })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
       .setIssuer(this.#issuer)
       .setAudience(AUDIENCE)
-      .setIssuedAt()
+      .setIssuedAt(now)
       // Two tokens issued in the same second still differ.
       .setJti(randomUUID())
-      .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
+      .setExpirationTime(exp)
       .sign(await this.#cryptoKey);
   }
 
-  async verify(token: string): Promise<SessionClaims> {
+  /**
+   * A token is accepted only with `exp` and `iat` (a token without an expiry would be good
+   * forever), issued not in the future and for no longer than a session may last.
+   */
+  async verify(token: string): Promise<VerifiedClaims> {
     try {
       const { payload } = await jwtVerify(token, await this.#cryptoKey, {
         algorithms: ['HS256'],
         issuer: this.#issuer,
         audience: AUDIENCE,
+        requiredClaims: ['exp', 'iat', 'sub'],
       });
-      const { sub, sid, ver } = payload;
+      const { sub, sid, ver, iat, exp } = payload;
       if (typeof sub !== 'string' || typeof sid !== 'string' || typeof ver !== 'number') throw new errors.JWTInvalid('claims');
-      return { sub, sid, ver };
+      if (typeof iat !== 'number' || typeof exp !== 'number') throw new errors.JWTInvalid('claims');
+      const now = Math.floor(Date.now() / 1000);
+      if (iat > now + CLOCK_SKEW_SECONDS || exp <= iat || exp - iat > MAX_TOKEN_SECONDS) throw new errors.JWTInvalid('claims');
+      return { sub, sid, ver, iat, exp };
     } catch (error) {
       if (error instanceof errors.JWTExpired) {
         throw new AppError('TokenExpiredError', 'Token has expired. Please log in again.');
