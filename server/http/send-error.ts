@@ -1,28 +1,11 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../errors.ts';
-
-/** Errors raised by express.json() carry a `type`; that, not the message text, says what failed. */
-function bodyParserError(error: unknown): AppError | null {
-  const type = (error as { type?: unknown } | null)?.type;
-  switch (type) {
-    case 'entity.parse.failed':
-      return new AppError('BadRequestError', 'Malformed JSON body');
-    case 'entity.too.large':
-      return AppError.tooLarge('The request body is too large');
-    case 'encoding.unsupported':
-    case 'charset.unsupported':
-      return new AppError('BadRequestError', 'Unsupported body encoding');
-    case 'request.aborted':
-      return new AppError('BadRequestError', 'The request was aborted');
-    default:
-      return null;
-  }
-}
+import { requestError } from './body.ts';
 
 /** Sends any error as the spec's Error body. */
 export function sendError(res: Response, error: unknown, input?: unknown): void {
-  const app = bodyParserError(error) ?? toAppError(error, input, res.req.log);
+  const app = requestError(error) ?? toAppError(error, input, res.req.log);
   if (res.headersSent) {
     res.destroy();
     return;
