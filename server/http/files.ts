@@ -139,6 +139,11 @@ function sendStored(res: Response, file: StoredFile): void {
   );
 }
 
+/** The notes of `ids=`, each once: the same id fifty times is one file, not a fifty-entry zip. */
+function distinctIds(ids: string | string[] | undefined): string[] {
+  return [...new Set(Array.isArray(ids) ? ids : [ids ?? ''])];
+}
+
 /** Several stored files as one zip, each named after its note. */
 function sendZip(res: Response, files: StoredFile[], name: string): void {
   const zip = new yazl.ZipFile();
@@ -221,7 +226,7 @@ export function fileRoutes(services: Services, config: Config): Router {
       const query = parseOrThrow(AttachmentQuery, req.query);
       const res = req.res as Response;
       if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, query.name, reader));
-      const ids = Array.isArray(query.ids) ? query.ids : [query.ids ?? ''];
+      const ids = distinctIds(query.ids);
       sendZip(res, await Promise.all(ids.map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
     }),
   );
@@ -231,7 +236,7 @@ export function fileRoutes(services: Services, config: Config): Router {
       const query = parseOrThrow(PdfQuery, req.query);
       const res = req.res as Response;
       if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, 'pdf', reader));
-      const ids = Array.isArray(query.ids) ? query.ids : [query.ids ?? ''];
+      const ids = distinctIds(query.ids);
       sendZip(res, await Promise.all(ids.map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
     }),
   );
