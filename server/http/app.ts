@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import cookieParser from 'cookie-parser';
 import express, { type Express, type Request, type Response } from 'express';
@@ -90,6 +92,30 @@ function requestId(req: Request, res: Response): string {
 }
 
 /**
+ * Requests Node's HTTP parser refuses before Express sees them (a request line and headers
+ * past 16 KB, a malformed request line or header) are answered with the Error body, as every
+ * other refusal is, instead of Node's bare 400 or 431. Attach it to the HTTP server.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A connection already gone, or one with an answer under way, is only closed.
+    if (error.code === 'ECONNRESET' || !socket.writable || (socket as { _httpMessage?: unknown })._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    const refusal =
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('RequestTimeoutError', 'The request took too long to arrive')
+        : new AppError('BadRequestError', error.code === 'HPE_HEADER_OVERFLOW' ? 'The request line and headers are too large' : 'Malformed HTTP request');
+    const body = JSON.stringify(refusal.toBody());
+    socket.end(
+      `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
+/**
  * Builds the service: opens the database, runs pending migrations, wires the services and
  * mounts tRPC at `/trpc`, the REST route table, the streaming file routes, the sign-in
  * provider's endpoints and pages, the API document and its reference page, and `/health`. Does not listen.
@@ -163,6 +189,9 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
     });
   }
 
+  // Express answers OPTIONS by itself (200, `Allow`) on its routers' paths. Only the sign-in
+  // provider's endpoints take cross-origin preflights; anywhere else OPTIONS is an unknown route.
+  app.use((req, res, next) => (req.method === 'OPTIONS' && !/^\/(?:oidc|\.well-known)\//i.test(req.path) ? notFound(req, res) : next()));
   app.use(fileRoutes(services, config));
   app.use(oidcRoutes(services, config));
   app.use(docsRoutes(config));
