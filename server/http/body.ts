@@ -49,13 +49,33 @@ function tooDeep(): Error {
  * body is refused before it is parsed if it nests deeper than `MAX_JSON_DEPTH`.
  */
 export function jsonBody(skip: (path: string) => boolean) {
-  const parse = express.json({
-    limit: JSON_BODY_LIMIT,
-    verify: (_req, _res, buffer) => {
-      if (nestsDeeperThan(buffer, MAX_JSON_DEPTH)) throw tooDeep();
-    },
-  });
+  const parse = withLengthCheck(
+    'application/json',
+    JSON_BODY_BYTES,
+    express.json({
+      limit: JSON_BODY_LIMIT,
+      verify: (_req, _res, buffer) => {
+        if (nestsDeeperThan(buffer, MAX_JSON_DEPTH)) throw tooDeep();
+      },
+    }),
+  );
   return (req: Request, res: Response, next: NextFunction) => (skip(req.path) ? next() : parse(req, res, next));
+}
+
+/**
+ * A body parser that first refuses, at once, a body of its type announcing more than `limit`
+ * bytes. The parser would refuse it too, but only after reading and throwing away the whole
+ * body (a gigabyte, or until the body deadline): the 413 would come late or never.
+ */
+export function withLengthCheck(type: string, limit: number, parse: (req: Request, res: Response, next: NextFunction) => void) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const length = Number(req.headers['content-length']);
+    if (length > limit && req.is(type)) {
+      next(AppError.tooLarge('The request body is too large'));
+      return;
+    }
+    parse(req, res, next);
+  };
 }
 
 /**

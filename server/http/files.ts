@@ -102,13 +102,12 @@ export const fileOperations: Operation[] = [
 ];
 
 /**
- * Answers a refused upload at once and closes the connection (`Connection: close`): the client
- * gets the answer without sending the rest of a body that would be thrown away (an hour's worth
- * for a slow client, `requestTimeout` in main.ts). Once the answer is written, Node closes the
- * socket; what the client still sends is never read.
+ * Answers a refused upload at once: the client gets the answer without sending the rest of a
+ * body that would be thrown away (an hour's worth for a slow client, `requestTimeout` in
+ * main.ts). `sendError` adds `Connection: close` while the body is unread; once the answer is
+ * written, Node closes the socket and what the client still sends is never read.
  */
-function refuseUpload(req: Request, res: Response, error: unknown): void {
-  if (!req.complete && !res.headersSent) res.setHeader('Connection', 'close');
+function refuseUpload(res: Response, error: unknown): void {
   sendError(res, error);
 }
 
@@ -191,7 +190,7 @@ export function fileRoutes(services: Services, config: Config): Router {
       await attachments.allowUpload(viewer, req.get('cf-turnstile-token'), ctx.origin.address);
       checkUploadHeaders(req, ceiling);
     } catch (error) {
-      refuseUpload(req, res, error);
+      refuseUpload(res, error);
       return;
     }
     try {
@@ -205,7 +204,7 @@ export function fileRoutes(services: Services, config: Config): Router {
       const answer = kind === 'chunk' ? await attachments.saveChunk(viewer, parsed) : await attachments.saveUpload(viewer, parsed);
       res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
-      refuseUpload(req, res, error);
+      refuseUpload(res, error);
     }
   };
   router.put('/attachment', upload('whole'));

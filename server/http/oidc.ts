@@ -7,7 +7,7 @@ import { consentPage, errorPage, loginPage, STYLESHEET } from '../oidc/pages.ts'
 import { OAuthError, type Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
-import { requestError } from './body.ts';
+import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
 
 /** The provider's form-posted endpoints and pages: they carry their own protection (PKCE, CSRF tokens). */
@@ -21,7 +21,9 @@ export function isOidcFormPath(path: string): boolean {
 /** The cookie that binds a page's CSRF token to the browser that loaded the page. */
 const CSRF_COOKIE = 'service.oidc-csrf';
 
-const parseForm = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 });
+/** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
+const FORM_BYTES = 64 * 1024;
+const parseForm = withLengthCheck('application/x-www-form-urlencoded', FORM_BYTES, express.urlencoded({ extended: false, limit: FORM_BYTES, parameterLimit: 50 }));
 
 /** Why a form could not be read (too many parameters, too large, not decodable), never the parser's own words. */
 function formError(error: unknown): AppError {

@@ -3,6 +3,12 @@ import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../errors.ts';
 import { requestError } from './body.ts';
 
+/** Whether the request has a body that has not been read (all of it) yet. */
+export function bodyUnread(req: Request): boolean {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+  return hasBody && !req.complete;
+}
+
 /** Sends any error as the spec's Error body. */
 export function sendError(res: Response, error: unknown, input?: unknown): void {
   const app = requestError(error) ?? toAppError(error, input, res.req.log);
@@ -10,6 +16,9 @@ export function sendError(res: Response, error: unknown, input?: unknown): void 
     res.destroy();
     return;
   }
+  // Answered before the body was read: the connection is closed after the answer, so the
+  // client stops sending and the server never reads the rest.
+  if (bodyUnread(res.req)) res.setHeader('Connection', 'close');
   res.status(app.status).json(app.toBody());
 }
 

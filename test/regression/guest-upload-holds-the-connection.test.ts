@@ -29,7 +29,7 @@ const BOUNDARY = 'slow-upload-boundary';
 interface Answer {
   status: number;
   headers: string;
-  body: { status: number; name: string; message: string };
+  body: { status: number; name: string; message: string; error?: string };
 }
 
 /**
@@ -41,7 +41,8 @@ function announce(path: string, headers: Record<string, string>, length: number,
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), '127.0.0.1', () => {
       const lines = Object.entries({ Host: '127.0.0.1', 'Content-Length': String(length), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
-      socket.write(`PUT ${path} HTTP/1.1\r\n${lines.join('')}\r\n${start}`);
+      const method = path.startsWith('/attachment') ? 'PUT' : 'POST';
+      socket.write(`${method} ${path} HTTP/1.1\r\n${lines.join('')}\r\n${start}`);
     });
     const timer = setTimeout(() => {
       socket.destroy();
@@ -109,6 +110,19 @@ describe('an upload the headers already refuse', () => {
     expect(res.body).toMatchObject({ status: 413, name: 'ValidationError', message: expect.stringContaining('field') });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await temporaryFiles(server.dataDir)).toEqual([]);
+  });
+
+  it('a JSON or form body announcing more than its parser takes is 413 at once, not after reading it all', async () => {
+    const json = await announce('/notes', { 'Content-Type': 'application/json', Cookie: cookie }, GB, '{"invitation":');
+    expect(json.status).toBe(413);
+    expect(json.body).toMatchObject({ status: 413, name: 'ValidationError' });
+    expect(json.headers).toContain('connection: close');
+    const guest = await announce('/login', { 'Content-Type': 'application/json' }, GB);
+    expect(guest.status).toBe(413);
+    // The sign-in provider answers in OAuth's format.
+    const form = await announce('/oidc/token', { 'Content-Type': 'application/x-www-form-urlencoded' }, GB, 'grant_type=');
+    expect(form.status).toBe(400);
+    expect(form.body).toMatchObject({ error: 'invalid_request' });
   });
 
   it('the server still answers afterwards', async () => {
