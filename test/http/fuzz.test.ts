@@ -11,6 +11,7 @@
  * Deterministic: one seeded generator picks every value, so a failure is replayed by running
  * the file again. Bounded: a few thousand requests, well under a minute.
  */
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
@@ -488,5 +489,34 @@ describe('requests the HTTP parser itself refuses', () => {
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({ status: 400, name: 'BadRequestError', message: 'The request line and headers are too large' });
     }
+  });
+
+  it('a malformed request line or header answers an Error body, and the server goes on', async () => {
+    const { port } = new URL(server.url);
+    const raw = (text: string) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.end(text));
+        let answer = '';
+        socket.on('data', (data: Buffer) => (answer += data.toString('latin1')));
+        socket.on('error', () => resolve(answer));
+        socket.on('close', () => resolve(answer));
+      });
+    const malformed = [
+      'GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+      'POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
+      'POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      'GET /health HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n',
+      'GET /he alth HTTP/1.1\r\nHost: x\r\n\r\n',
+      'NOT-A-METHOD /health HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /health HTTP/9.9\r\nHost: x\r\n\r\n',
+    ];
+    for (const text of malformed) {
+      const answer = await raw(text);
+      const status = Number(answer.slice(9, 12));
+      expect(status, JSON.stringify(text)).toBeGreaterThanOrEqual(400);
+      expect(status).toBeLessThan(500);
+      expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ status, name: expect.any(String), message: expect.any(String) });
+    }
+    expect(await (await fetch(`${server.url}/health`)).json()).toEqual({ status: 'ok', database: 'ok' });
   });
 });
