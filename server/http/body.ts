@@ -125,7 +125,7 @@ export function requestError(error: unknown): AppError | null {
   // Anything else a body parser marks as the client's (a body that does not decompress, a stream
   // already read): http-errors' `expose` with a 4xx status.
   if (expose === true && typeof status === 'number' && status >= 400 && status < 500) {
-    return status === 413 ? AppError.tooLarge('The request body is too large') : new AppError('BadRequestError', 'The request body could not be read');
+    return status === 413 ? AppError.tooLarge('The request body is too large') : new AppError('BadRequestError', 'The request could not be read as sent');
   }
   return null;
 }

@@ -132,6 +132,8 @@ function sendStored(res: Response, file: StoredFile): void {
       for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Content-Range']) res.removeHeader(header);
       const status = (error as { status?: number }).status;
       if (status === 416) sendError(res, new AppError('RangeNotSatisfiableError', 'The requested range is outside the file'));
+      // `If-Match` or `If-Unmodified-Since` that the file does not meet: the client's condition, not our failure.
+      else if (status === 412) sendError(res, new AppError('BadRequestError', 'The file does not meet the request’s If-Match or If-Unmodified-Since condition'));
       else if (status === 404) sendError(res, new AppError('NotFoundError', `File Not Found: ${file.url}`));
       else sendError(res, error);
     },

@@ -301,6 +301,13 @@ function requestsFor(operation: Operation, as: Identity): Sent[] {
     const odd = ['', 'x'.repeat(8000), 'bytes=abc', 'bytes=99999999999-', 'bytes=5-1', 'bytes=-0', Array.from({ length: 500 }, (_, i) => `${i}-${i}`).join(','), '"etag"', '*', 'W/"x", "y"'];
     for (const value of odd) requests.push(at(pathOf(operation) + query(baseQuery), { headers: { [p.name as string]: value } }));
   }
+  // Conditions a file download may be asked (the document lists Range and If-None-Match only).
+  if (parameters.some((q) => q.name === 'Range')) {
+    const conditions: Array<Record<string, string>> = [{ 'if-match': '"nope"' }, { 'if-unmodified-since': 'Mon, 01 Jan 1990 00:00:00 GMT' }, { 'if-modified-since': 'garbage' }, { 'if-range': '"x"', range: 'bytes=0-1' }];
+    for (const headers of conditions) {
+      requests.push(at(pathOf(operation) + query(baseQuery), { headers }));
+    }
+  }
 
   // A JSON body: wrong types, missing and unknown properties, each bad value, nesting, encodings.
   const content = op.requestBody?.content as Json | undefined;
