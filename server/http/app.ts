@@ -21,7 +21,7 @@ import { docsRoutes } from './docs.ts';
 import { fileRoutes, isUploadPath } from './files.ts';
 import { isOidcFormPath, OIDC_FORM_PATHS, oidcRoutes } from './oidc.ts';
 import { errorHandler, notFound, sendError } from './send-error.ts';
-import { JSON_BODY_BYTES, jsonBody, trpcQueryDepth } from './body.ts';
+import { JSON_BODY_BYTES, jsonBody, trpcGuard } from './body.ts';
 import { toAppError } from '../errors.ts';
 
 export interface App {
@@ -162,7 +162,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
 
   app.use(
     '/trpc',
-    trpcQueryDepth,
+    trpcGuard(MAX_TRPC_BATCH),
     createExpressMiddleware({
       router: appRouter,
       createContext: ({ req, res }) => createHttpContext(req, res, services, config),

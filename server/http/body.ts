@@ -79,17 +79,25 @@ export function withLengthCheck(type: string, limit: number, parse: (req: Reques
 }
 
 /**
- * A tRPC query carries its input as JSON in the query string (`?input=`): refused before tRPC
- * parses it if it nests deeper than `MAX_JSON_DEPTH`, as a JSON body is.
+ * What tRPC would read, checked before it does: a query's input (`?input=`, JSON in the query
+ * string) nested deeper than `MAX_JSON_DEPTH`, as a JSON body is, and a batch of more than
+ * `maxBatch` calls. Refused here with the Error body (tRPC's own refusal of a batch answers
+ * `text/plain`).
  */
-export function trpcQueryDepth(req: Request, _res: Response, next: NextFunction): void {
-  const input: unknown = req.query.input;
-  const values = Array.isArray(input) ? input : [input];
-  if (values.some((value) => typeof value === 'string' && nestsDeeperThan(value, MAX_JSON_DEPTH))) {
-    next(new AppError('BadRequestError', 'The input is nested too deeply'));
-    return;
-  }
-  next();
+export function trpcGuard(maxBatch: number) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const input: unknown = req.query.input;
+    const values = Array.isArray(input) ? input : [input];
+    if (values.some((value) => typeof value === 'string' && nestsDeeperThan(value, MAX_JSON_DEPTH))) {
+      next(new AppError('BadRequestError', 'The input is nested too deeply'));
+      return;
+    }
+    if (req.query.batch !== undefined && req.path.split(',').length > maxBatch) {
+      next(new AppError('BadRequestError', `A batch may hold at most ${maxBatch} calls`));
+      return;
+    }
+    next();
+  };
 }
 
 /**

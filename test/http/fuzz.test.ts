@@ -14,6 +14,7 @@
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { appRouter } from '../../server/router.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -481,6 +482,38 @@ describe('a fuzz of the sign-in provider’s protocol endpoints', () => {
       await send({ method: 'POST', path: '/oidc/login', headers: form, body: `${p}&interaction=x&csrf=y&email=a&password=b`, as: 'guest' }, () => null);
       await send({ method: 'POST', path: '/oidc/consent', headers: form, body: `${p}&interaction=x&csrf=y&decision=allow`, as: 'cookie' }, () => null);
     }
+    expect(problems).toEqual([]);
+  });
+});
+
+describe('a fuzz of every tRPC procedure', () => {
+  /** A tRPC error carries the Error body in `error.data.error`; a request refused before tRPC, the Error body itself. */
+  function trpcError(status: number, type: string, text: string): string | null {
+    if (status < 400) return null;
+    if (!/^application\/json/.test(type)) return `not JSON (${type})`;
+    const body = JSON.parse(text) as Json;
+    const error = (Array.isArray(body) ? body[0] : body)?.error?.data?.error ?? body;
+    if (error?.status !== status || typeof error?.name !== 'string' || typeof error?.message !== 'string') return `no Error body with status ${status}: ${text.slice(0, 200)}`;
+    return null;
+  }
+
+  it('answers bad inputs to every procedure, queried or mutated, with a 4xx Error body, never a 5xx', { timeout: 60_000 }, async () => {
+    const procedures = Object.keys(appRouter._def.procedures as Record<string, unknown>).filter((name) => !/logout|impersonate|refreshToken/i.test(name));
+    expect(procedures.length).toBeGreaterThan(30);
+    const inputs = ['', 'null', '"text"', '12', '[]', '{"unknownProperty":1}', JSON.stringify(nested(70)), JSON.stringify({ id: HUGE }), '{"a":', '\u00ff'];
+    for (const name of procedures) {
+      for (const as of ['guest', 'cookie'] as const) {
+        for (const input of inputs) {
+          await send({ method: 'POST', path: `/trpc/${name}`, headers: { 'content-type': 'application/json' }, body: input, as }, trpcError);
+        }
+        for (const input of ['%zz', encodeURIComponent('{"id":[1]}'), encodeURIComponent(JSON.stringify(nested(70)))]) {
+          await send({ method: 'GET', path: `/trpc/${name}?input=${input}`, as }, trpcError);
+        }
+        await send({ method: 'GET', path: `/trpc/${name},${name}?batch=1&input=%7B%7D`, as }, trpcError);
+      }
+    }
+    await send({ method: 'GET', path: `/trpc/${procedures.slice(0, 20).join(',')}?batch=1`, as: 'guest' }, trpcError);
+    await send({ method: 'GET', path: '/trpc/no.such.procedure', as: 'guest' }, trpcError);
     expect(problems).toEqual([]);
   });
 });

@@ -74,6 +74,12 @@ describe('malformed requests are 4xx, never 500', () => {
     expectErrorBody(await send('GET', `/trpc/accounts.tildeUsername?input=${deep(4_000)}`), 400);
   });
 
+  it('a tRPC batch of too many calls is a 400 Error body (tRPC itself answered text/plain)', async () => {
+    const res = await send('GET', `/trpc/${Array.from({ length: 11 }, () => 'accounts.tildeUsername').join(',')}?batch=1`);
+    expect(res.type).toMatch(/^application\/json/);
+    expectErrorBody(res, 400);
+  });
+
   it('a tRPC form body past the size limit is 413', async () => {
     const form = new FormData();
     form.append('id', 'a@b.org');
