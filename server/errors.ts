@@ -44,6 +44,9 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
   // Schema issues are the client's fault only on the way in; a failing output check is our bug.
   const isOutputCheck = error instanceof TRPCError && error.code === 'INTERNAL_SERVER_ERROR';
   if (hasIssues(cause) && !isOutputCheck) return AppError.fromItems(issuesToErrors(cause.issues, input));
+  // tRPC's own reading of the input (a body past `maxBodySize`) fails inside the procedure call.
+  const trpcError = cause instanceof TRPCError ? cause : error;
+  if (trpcError instanceof TRPCError && trpcError.code === 'PAYLOAD_TOO_LARGE') return AppError.tooLarge('The request body is too large');
   if (error instanceof TRPCError) {
     // Raised by tRPC itself, outside any procedure: an unknown procedure, a malformed input.
     const name = FROM_TRPC_CODE[error.code];

@@ -1,38 +1,134 @@
 import { pino, type Logger } from 'pino';
 
-/** Path segments that follow these prefixes are secrets (one-time tokens) and never logged. */
-const SECRET_PATH = /^(\/(?:activate|activatable|activatelink|resettable|reset|user\/confirm))\/[^/?#]+/;
-/** Query parameters that carry secrets. */
-const SECRET_QUERY = new Set(['token', 'code', 'code_verifier', 'access_token', 'id_token_hint', 'refresh_token', 'password', 'interaction']);
+/**
+ * Path segments that carry one-time tokens: whatever follows them is a secret. Every route
+ * with a `:token` parameter is here (`test/http/logging.test.ts` checks the route table).
+ * Matched whatever the letter case and percent-encoding, anywhere in the path: Express routes
+ * `/ACTIVATABLE/x` and `/activatable/x/` alike, and a request that reaches no route may still
+ * carry a real token.
+ */
+const SECRET_PREFIXES: readonly string[][] = [['activate'], ['activatable'], ['activatelink'], ['resettable'], ['reset'], ['user', 'confirm']];
+/**
+ * Query parameters whose names say they carry a secret (or a whole tRPC input, which may hold
+ * one), matched whatever the letter case: `token`, `code`, `code_verifier`, `access_token`,
+ * `id_token_hint`, `client_secret`, `password`, `interaction`, `input`…
+ */
+const SECRET_QUERY = /token|code|verifier|pass|secret|key|hint|interaction|csrf|input|session|assertion|auth|otp|cookie|jwt|sig/i;
+const REDACTED = '[redacted]';
+
+/** A path segment as a route would see it: percent-decoded when it can be, lower case. */
+function normalised(segment: string): string {
+  try {
+    return decodeURIComponent(segment).toLowerCase();
+  } catch {
+    return segment.toLowerCase();
+  }
+}
+
+/** The path with everything after a secret-carrying prefix replaced. */
+function redactPath(path: string): string {
+  const segments = path.split('/');
+  const names = segments.map(normalised);
+  for (let i = 0; i < segments.length; i++) {
+    for (const prefix of SECRET_PREFIXES) {
+      // Empty segments (`//`) in between are skipped, as a lenient router might.
+      let at = i;
+      let matched = 0;
+      while (matched < prefix.length && at < segments.length) {
+        if (names[at] === '') {
+          if (matched === 0) break;
+          at++;
+          continue;
+        }
+        if (names[at] !== prefix[matched]) break;
+        matched++;
+        at++;
+      }
+      if (matched === prefix.length && segments.slice(at).some((s) => s !== '')) {
+        return [...segments.slice(0, at), REDACTED].join('/');
+      }
+    }
+  }
+  return path;
+}
 
 /**
  * A URL fit for a log line: one-time tokens in the path and secret query parameters replaced.
  * A tRPC query carries its whole input in `input`, which may hold a token: it is never logged.
  */
 export function redactUrl(url: string): string {
-  const [pathPart = '', query] = url.split('?', 2);
-  const path = pathPart.replace(SECRET_PATH, '$1/[redacted]');
-  if (query === undefined) return path;
-  const params = new URLSearchParams(query);
-  const isTrpc = path.startsWith('/trpc/');
-  for (const key of [...params.keys()]) {
-    if (SECRET_QUERY.has(key) || (isTrpc && key === 'input')) params.set(key, '[redacted]');
+  const cut = url.indexOf('?');
+  const path = redactPath(cut < 0 ? url : url.slice(0, cut));
+  if (cut < 0) return path;
+  const params = new URLSearchParams(url.slice(cut + 1));
+  for (const key of new Set(params.keys())) {
+    if (SECRET_QUERY.test(key)) params.set(key, REDACTED);
   }
   return `${path}?${params.toString()}`;
 }
 
 /**
+ * Quoted text in an error's message is what the request or a query put there: a body parser's
+ * quoted parameter, a router's undecodable path segment (`Failed to decode param '…'`), the
+ * values Knex writes into a failed query's SQL (`values ('a@b.org', '…')`). It is replaced.
+ */
+function scrub(text: string): string {
+  return text.replace(/'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"/g, `'${REDACTED}'`);
+}
+
+/** The properties of an error that say what failed and never quote the request. */
+const ERROR_FIELDS = ['code', 'errno', 'syscall', 'status', 'statusCode'] as const;
+const MAX_CAUSES = 3;
+
+/**
+ * An error as a log line shows it: its class, its message and stack with quoted text scrubbed,
+ * a few properties that say what failed, and its causes. Nothing else: body parsers' errors
+ * carry the raw body (`body`), tRPC's and Zod's the input. Whatever is thrown, this never
+ * throws and never walks anything deep.
+ */
+export function serializeError(value: unknown, depth = 0): Record<string, unknown> {
+  // pino-http hands over pino's own serialization; the thrown value is its `raw`.
+  const error: unknown = (value as { raw?: unknown } | null)?.raw ?? value;
+  if (!(error instanceof Error)) return { type: typeof error, message: '(not an Error)' };
+  const message = scrub(String(error.message));
+  const out: Record<string, unknown> = {
+    type: error.constructor?.name ?? 'Error',
+    message,
+    stack: typeof error.stack === 'string' ? error.stack.replace(String(error.message), message) : undefined,
+  };
+  const fields = error as unknown as Record<string, unknown>;
+  for (const key of ERROR_FIELDS) {
+    const field = fields[key];
+    if (typeof field === 'string' || typeof field === 'number') out[key] = typeof field === 'string' ? scrub(field) : field;
+  }
+  // A body parser's `type` (`entity.too.large`) says what failed.
+  if (typeof fields.type === 'string') out.errorType = scrub(fields.type);
+  if (error.cause !== undefined && depth < MAX_CAUSES) out.cause = serializeError(error.cause, depth + 1);
+  return out;
+}
+
+/** What a log line says of a request: its id, method and URL with secrets replaced. Never headers or body. */
+export function serializeRequest(req: { id?: unknown; method?: unknown; url?: unknown }): Record<string, unknown> {
+  return { id: req.id, method: req.method, url: typeof req.url === 'string' ? redactUrl(req.url) : undefined };
+}
+
+/**
  * Structured JSON logs. Request and response headers are never logged (they carry cookies and
- * bearer tokens); bodies are never logged (they carry passwords). Without a destination they
- * go to stdout through a 4 KiB buffer written asynchronously: a synchronous write per request
- * was a tenth of a request's cost (`npm run bench`). Flush it before exiting (`main.ts` does).
+ * bearer tokens); bodies are never logged (they carry passwords), and errors are logged through
+ * `serializeError`, which drops what they carry of the request. Without a destination they go
+ * to stdout through a 4 KiB buffer written asynchronously: a synchronous write per request was
+ * a tenth of a request's cost (`npm run bench`). Flush it before exiting (`main.ts` does).
  */
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   return pino(
     {
       level,
       base: undefined,
-      redact: { paths: ['password', '*.password', 'token', '*.token', 'accessToken', 'refreshToken'], censor: '[redacted]' },
+      serializers: { err: serializeError, error: serializeError, req: serializeRequest },
+      redact: {
+        paths: ['password', '*.password', 'token', '*.token', 'accessToken', 'refreshToken', 'body', '*.body', 'input', '*.input'],
+        censor: '[redacted]',
+      },
     },
     (destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }),
   );

@@ -11,8 +11,89 @@ export interface MailMessage {
 }
 
 export interface Mailer {
+  /** Sends now; the caller waits for the transport. */
   send(message: MailMessage): Promise<void>;
+  /**
+   * Sends after the request has been answered: how long a mail takes (SMTP, the outbox) must
+   * never show in an answer's timing, or a form that mails only known addresses would tell
+   * who has an account. Failures are logged (never the text, which holds links and codes).
+   */
+  post(message: MailMessage): void;
+  /**
+   * Runs work that ends in a mail (issuing its token, then sending) after the answer, one job
+   * at a time, so the answer takes the same time whether the work found anything to do.
+   */
+  later(job: () => Promise<void>): void;
+  /**
+   * Resolves when every job handed to `post` and `later` so far has finished, or after
+   * `timeoutMs` if given (a mail server that does not answer must not hold a shutdown forever).
+   */
+  settled(timeoutMs?: number): Promise<void>;
   close(): void;
+}
+
+/** At most this many jobs wait; past it a job is dropped and logged (the rate limits keep far below it). */
+const MAX_PENDING_JOBS = 10_000;
+
+/** The mailers of this process by data folder, so tests can wait for the mail of a request. */
+const byDataDir = new Map<string, Mailer>();
+
+/** Resolves when the mailer of a data folder (in this process) has sent everything handed to it. */
+export function mailSettled(dataDir: string): Promise<void> {
+  return byDataDir.get(path.resolve(dataDir))?.settled() ?? Promise.resolve();
+}
+
+/** Adds the after-the-answer queue to a mailer's `send`. */
+function withQueue(base: Pick<Mailer, 'send' | 'close'>, logger: Logger, dataDir: string): Mailer {
+  let tail: Promise<void> = Promise.resolve();
+  let pending = 0;
+  const key = path.resolve(dataDir);
+  const later = (job: () => Promise<void>): void => {
+    if (pending >= MAX_PENDING_JOBS) {
+      logger.warn({ pending }, 'the mail queue is full: a mail was dropped');
+      return;
+    }
+    pending += 1;
+    tail = tail
+      .then(job)
+      .catch((error: unknown) => {
+        logger.error({ errorName: (error as Error)?.name, errorMessage: (error as Error)?.message }, 'a queued mail failed');
+      })
+      .finally(() => {
+        pending -= 1;
+      });
+  };
+  const mailer: Mailer = {
+    send: base.send,
+    post: (message) => later(() => base.send(message)),
+    later,
+    settled: async (timeoutMs) => {
+      const drained = (async () => {
+        // Jobs may queue more jobs; wait until the tail stops moving.
+        let seen: Promise<void>;
+        do {
+          seen = tail;
+          await seen;
+        } while (seen !== tail);
+      })();
+      if (timeoutMs === undefined) return drained;
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          if (pending > 0) logger.warn({ pending }, 'queued mail was not sent before shutdown');
+          resolve();
+        }, timeoutMs);
+      });
+      await Promise.race([drained, expired]);
+      clearTimeout(timer);
+    },
+    close() {
+      if (byDataDir.get(key) === mailer) byDataDir.delete(key);
+      base.close();
+    },
+  };
+  byDataDir.set(key, mailer);
+  return mailer;
 }
 
 /**
@@ -23,19 +104,19 @@ export interface Mailer {
 export function createMailer(opts: { smtpUrl: string | undefined; from: string; dataDir: string; logger: Logger }): Mailer {
   if (opts.smtpUrl) {
     const transport = nodemailer.createTransport(opts.smtpUrl);
-    return {
+    return withQueue({
       async send(message) {
         await transport.sendMail({ from: opts.from, ...message });
         opts.logger.info({ subject: message.subject }, 'mail sent over SMTP');
       },
       close: () => transport.close(),
-    };
+    }, opts.logger, opts.dataDir);
   }
 
   const outbox = path.join(opts.dataDir, 'outbox');
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   let sequence = 0;
-  return {
+  return withQueue({
     async send(message) {
       const info = await transport.sendMail({ from: opts.from, ...message });
       await mkdir(outbox, { recursive: true });
@@ -47,5 +128,5 @@ export function createMailer(opts: { smtpUrl: string | undefined; from: string; 
       opts.logger.info({ subject: message.subject, file: name }, 'mail written to the outbox');
     },
     close: () => transport.close(),
-  };
+  }, opts.logger, opts.dataDir);
 }

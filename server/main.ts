@@ -4,7 +4,7 @@
  */
 import { createServer } from 'node:http';
 import { loadConfig } from './config.ts';
-import { createApp } from './http/app.ts';
+import { answerClientErrors, createApp } from './http/app.ts';
 import { createLogger } from './logger.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -13,6 +13,7 @@ const config = loadConfig(process.env);
 const logger = createLogger(config.logLevel);
 const service = await createApp(config, { logger });
 const server = createServer(service.app);
+answerClientErrors(server);
 // Slow uploads are allowed an hour; every other path is held to a shorter deadline in the app.
 server.requestTimeout = 60 * 60 * 1000;
 

@@ -18,6 +18,8 @@ export const RATE_LIMITS = {
   /** Reset mails asked for one account, and from one address. */
   resetAccount: { points: 5, seconds: 60 * 60 },
   resetAddress: { points: 30, seconds: 60 * 60 },
+  /** New passwords set through reset links from one address (made-up tokens count too). */
+  setPasswordAddress: { points: 20, seconds: 60 * 60 },
   /** Activation mails re-sent for one account, and from one address. */
   resendAccount: { points: 5, seconds: 60 * 60 },
   resendAddress: { points: 30, seconds: 60 * 60 },

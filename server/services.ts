@@ -72,6 +72,8 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger }),
     oidc,
     async close() {
+      // Mail queued by requests already answered goes out before the transport closes.
+      await mailer.settled(10_000);
       mailer.close();
       await limiterStore.close();
     },

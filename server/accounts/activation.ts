@@ -9,9 +9,10 @@ import {
 } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import { normaliseEmail } from './repository.ts';
+import { addressKey } from './ids.ts';
+import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin } from './service.ts';
-import { AccountsPart } from './service.ts';
+import { AccountsPart, accountLimitKey } from './service.ts';
 import { smallestFreeNumber, splitUsername, tildeBase } from './tilde.ts';
 
 const INVALID_ACTIVATION = 'Activation token is not valid';
@@ -105,7 +106,7 @@ export class ActivationService extends AccountsPart {
       return { result: session.result, session, loginEmail };
     });
     if (!outcome.session) {
-      await this.d.mailer.send({
+      this.d.mailer.post({
         to: outcome.loginEmail,
         subject: 'Activation pending',
         text:
@@ -153,19 +154,28 @@ export class ActivationService extends AccountsPart {
 
   /**
    * `POST /activatable`: mails a new activation link. An unknown id, or an account that is
-   * already active, gets the same answer and no mail.
+   * already active, gets the same answer and no mail. The id is made canonical first, the
+   * account's counter is its profile's, and the token and the mail are made after the answer,
+   * so every id takes the same time.
    */
-  async resend(id: string, origin: RequestOrigin): Promise<{ id: string }> {
+  async resend(typed: string, origin: RequestOrigin): Promise<{ id: string }> {
     const limits = this.d.limits;
-    await limits.consume('resendAccount', id);
-    await limits.consume('resendAddress', origin.address);
+    const id = normaliseId(typed);
     const repo = this.d.repo;
     const profile = await repo.findProfileByIdOrEmail(id);
-    if (profile && profile.state === 'Inactive' && profile.ddate === null) {
-      const email = id.includes('@') ? normaliseEmail(id) : (await repo.emailsOf(profile.id))[0]?.email;
-      if (email) await this.core.sendActivation(profile.id, email);
-    }
-    return { id };
+    await limits.consume('resendAccount', accountLimitKey(id, profile));
+    await limits.consume('resendAddress', addressKey(origin.address));
+    if (profile) this.d.mailer.later(() => this.#mailAgain(profile.id, id));
+    return { id: typed };
+  }
+
+  /** The activation mail again, if the profile still waits for it (after the answer; see `resend`). */
+  async #mailAgain(profileId: string, typedId: string): Promise<void> {
+    const repo = this.d.repo;
+    const profile = await repo.findProfile(profileId);
+    if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) return;
+    const email = typedId.includes('@') ? typedId : (await repo.emailsOf(profile.id))[0]?.email;
+    if (email) await this.core.sendActivation(profile.id, email);
   }
 
   // ---- operator settings ------------------------------------------------------------------------

@@ -62,7 +62,7 @@ export class EmailService extends AccountsPart {
       duplicateProfile: duplicate,
     });
     const hours = Math.round(this.d.config.emailTokenSeconds / 3600);
-    await this.d.mailer.send(
+    this.d.mailer.post(
       duplicate
         ? {
             to: alternate,

@@ -83,7 +83,7 @@ export class ModerationService extends AccountsPart {
       return { profile: updated, mailTo: preferredEmail(updated, await repo.emailsOf(updated.id)) };
     });
     if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
-      await this.d.mailer.send({
+      this.d.mailer.post({
         to: mailTo,
         subject: 'Profile activation status',
         text:

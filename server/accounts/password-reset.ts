@@ -1,7 +1,8 @@
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
-import { normaliseEmail } from './repository.ts';
+import { addressKey } from './ids.ts';
+import { normaliseId } from './repository.ts';
 import type { RequestOrigin } from './service.ts';
-import { AccountsPart, preferredEmail } from './service.ts';
+import { AccountsPart, accountLimitKey, preferredEmail } from './service.ts';
 
 const INVALID_RESET = 'Reset token is not valid';
 
@@ -9,18 +10,30 @@ const INVALID_RESET = 'Reset token is not valid';
 export class PasswordResetService extends AccountsPart {
   /**
    * `POST /resettable`: needs a human-verification token. Mails a reset link; an unknown id gets
-   * the same answer and no mail, so the form does not tell who has an account.
+   * the same answer and no mail, so the form does not tell who has an account. The id is made
+   * canonical first, the account's counter is its profile's (whichever of its ids is typed),
+   * and the token and the mail are made after the answer, so a known and an unknown id take
+   * the same time.
    */
   async request(input: { id: string; token?: string | null | undefined }, origin: RequestOrigin): Promise<{ id: string }> {
     await this.d.verifier.verify(input.token, origin.address);
-    await this.d.limits.consume('resetAccount', input.id);
-    await this.d.limits.consume('resetAddress', origin.address);
+    const id = normaliseId(input.id);
     const repo = this.d.repo;
-    const found = await repo.findProfileByIdOrEmail(input.id);
+    const found = await repo.findProfileByIdOrEmail(id);
     const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
-    if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return { id: input.id };
-    const email = input.id.includes('@') ? normaliseEmail(input.id) : preferredEmail(profile, await repo.emailsOf(profile.id));
-    if (!email) return { id: input.id };
+    await this.d.limits.consume('resetAccount', accountLimitKey(id, profile));
+    await this.d.limits.consume('resetAddress', addressKey(origin.address));
+    if (profile) this.d.mailer.later(() => this.#mailLink(profile.id, id));
+    return { id: input.id };
+  }
+
+  /** Issues a reset token for a profile and mails its link (after the answer; see `request`). */
+  async #mailLink(profileId: string, typedId: string): Promise<void> {
+    const repo = this.d.repo;
+    const profile = await repo.findProfile(profileId);
+    if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return;
+    const email = typedId.includes('@') ? typedId : preferredEmail(profile, await repo.emailsOf(profile.id));
+    if (!email) return;
     const { token } = await this.d.oneTime.issue(repo, {
       kind: 'reset',
       profileId: profile.id,
@@ -38,7 +51,6 @@ export class PasswordResetService extends AccountsPart {
         `${this.d.config.webUrl}/user/password?token=${encodeURIComponent(token)}\n\n` +
         'If you did not ask for this, you can ignore this message: your password stays as it is.\n',
     });
-    return { id: input.id };
   }
 
   /** `GET /resettable/{token}`: what the reset page shows. */
@@ -60,10 +72,15 @@ export class PasswordResetService extends AccountsPart {
 
   /**
    * `PUT /reset/{token}`: sets the new password, ends every session (the `tokenVersion` moves
-   * on) and voids every outstanding reset token. One transaction.
+   * on) and voids every outstanding reset token. One transaction, which checks the token again
+   * (it may have been used while the password was hashed).
    */
-  async reset(request: ResetPasswordRequest): Promise<{ status: string }> {
-    const passwordHash = await this.d.hasher.hash(request.password);
+  async reset(request: ResetPasswordRequest, origin: RequestOrigin): Promise<{ status: string }> {
+    // Every try counts against the address, and a token that is not live is refused before
+    // any hashing: made-up tokens cannot fill the hashing queue and starve sign-ins.
+    await this.d.limits.consume('setPasswordAddress', addressKey(origin.address));
+    await this.d.oneTime.live(this.d.repo, 'reset', request.token, this.now(), INVALID_RESET);
+    const passwordHash = await this.d.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
     await this.d.repo.transaction(async (repo) => {
       const record = await this.d.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);

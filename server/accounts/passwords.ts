@@ -12,35 +12,65 @@ function derive(password: string, salt: Buffer, params: { N: number; r: number; 
   });
 }
 
+/** What a hash is for: checking a sign-in's password, or hashing a new one (sign-up, reset, CLI). */
+export type HashPurpose = 'sign-in' | 'new-password';
+
 /**
  * Each hash holds about 128 MiB while it runs, so only a few run at once and a short queue
  * waits behind them; past that the caller gets 429 instead of the server running out of memory.
+ *
+ * So that guests cannot keep people from signing in by filling the queue: one client address
+ * may have at most `perOwner` hashes running or waiting, sign-ins wait ahead of new passwords,
+ * and new passwords may fill the waiting line only up to `reservedForSignIn` places short.
  */
 export class HashQueue {
   #running = 0;
-  readonly #waiting: Array<() => void> = [];
+  readonly #signIns: Array<() => void> = [];
+  readonly #others: Array<() => void> = [];
+  readonly #perOwnerCount = new Map<string, number>();
 
   readonly #concurrency: number;
   readonly #maxWaiting: number;
+  readonly #perOwner: number;
+  readonly #reservedForSignIn: number;
 
-  constructor(concurrency = 2, maxWaiting = 32) {
+  constructor(concurrency = 2, maxWaiting = 32, opts: { perOwner?: number; reservedForSignIn?: number } = {}) {
     this.#concurrency = concurrency;
     this.#maxWaiting = maxWaiting;
+    this.#perOwner = opts.perOwner ?? 6;
+    this.#reservedForSignIn = Math.min(opts.reservedForSignIn ?? Math.floor(maxWaiting / 4), maxWaiting);
   }
 
-  async run<T>(work: () => Promise<T>): Promise<T> {
+  /** `owner` is the client address the work is for (none: the operator CLI); `purpose` sets its place in line. */
+  async run<T>(work: () => Promise<T>, owner?: string, purpose: HashPurpose = 'new-password'): Promise<T> {
+    const busy = new AppError('TooManyError', 'Too many sign-in attempts are being processed. Please try again shortly.');
+    if (owner !== undefined && (this.#perOwnerCount.get(owner) ?? 0) >= this.#perOwner) throw busy;
     if (this.#running >= this.#concurrency) {
-      if (this.#waiting.length >= this.#maxWaiting) {
-        throw new AppError('TooManyError', 'Too many sign-in attempts are being processed. Please try again shortly.');
-      }
-      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+      const waiting = this.#signIns.length + this.#others.length;
+      const room = purpose === 'sign-in' ? this.#maxWaiting : this.#maxWaiting - this.#reservedForSignIn;
+      if (waiting >= this.#maxWaiting || (purpose !== 'sign-in' && this.#others.length >= room)) throw busy;
     }
-    this.#running += 1;
+    if (owner !== undefined) this.#perOwnerCount.set(owner, (this.#perOwnerCount.get(owner) ?? 0) + 1);
     try {
-      return await work();
+      if (this.#running >= this.#concurrency) {
+        // Woken by a finishing hash, which hands its place over: the count stays as it is.
+        await new Promise<void>((resolve) => (purpose === 'sign-in' ? this.#signIns : this.#others).push(resolve));
+      } else {
+        this.#running += 1;
+      }
+      try {
+        return await work();
+      } finally {
+        const next = this.#signIns.shift() ?? this.#others.shift();
+        if (next) next();
+        else this.#running -= 1;
+      }
     } finally {
-      this.#running -= 1;
-      this.#waiting.shift()?.();
+      if (owner !== undefined) {
+        const left = (this.#perOwnerCount.get(owner) ?? 1) - 1;
+        if (left > 0) this.#perOwnerCount.set(owner, left);
+        else this.#perOwnerCount.delete(owner);
+      }
     }
   }
 }
@@ -53,26 +83,37 @@ export class PasswordHasher {
     this.#queue = queue;
   }
 
-  /** `scrypt$N$r$p$salt$key`, base64url: the parameters travel with the hash, so they can be raised later. */
-  hash(password: string): Promise<string> {
-    return this.#queue.run(async () => {
-      const salt = randomBytes(16);
-      const key = await derive(password, salt, PARAMS);
-      return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
-    });
+  /**
+   * `scrypt$N$r$p$salt$key`, base64url: the parameters travel with the hash, so they can be
+   * raised later. `owner` is the client address asking (none for the operator CLI).
+   */
+  hash(password: string, owner?: string): Promise<string> {
+    return this.#queue.run(
+      async () => {
+        const salt = randomBytes(16);
+        const key = await derive(password, salt, PARAMS);
+        return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+      },
+      owner,
+      'new-password',
+    );
   }
 
   /**
    * Compares in constant time. With no stored hash (an unknown account) it still derives a key,
    * so a wrong id and a wrong password take the same time.
    */
-  verify(password: string, stored: string | null): Promise<boolean> {
-    return this.#queue.run(async () => {
-      const parsed = stored ? parseHash(stored) : null;
-      const salt = parsed?.salt ?? randomBytes(16);
-      const key = await derive(password, salt, parsed?.params ?? PARAMS);
-      return parsed !== null && key.length === parsed.key.length && timingSafeEqual(key, parsed.key);
-    });
+  verify(password: string, stored: string | null, owner?: string): Promise<boolean> {
+    return this.#queue.run(
+      async () => {
+        const parsed = stored ? parseHash(stored) : null;
+        const salt = parsed?.salt ?? randomBytes(16);
+        const key = await derive(password, salt, parsed?.params ?? PARAMS);
+        return parsed !== null && key.length === parsed.key.length && timingSafeEqual(key, parsed.key);
+      },
+      owner,
+      'sign-in',
+    );
   }
 }
 

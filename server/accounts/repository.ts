@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
 import type { Impersonator, PastState, ProfileContent, ProfileState } from '../../shared/index.ts';
+import { normaliseEmail, normaliseId } from './ids.ts';
 
 /** Rows as they are stored; JSON columns are text, parsed here and nowhere else. */
 interface ProfileRow {
@@ -189,10 +190,7 @@ function joinedProfile(row: Record<string, unknown>): ProfileRecord | null {
   return toProfile(Object.fromEntries(PROFILE_COLUMNS.map((column) => [column, row[`p_${column}`]])) as unknown as ProfileRow);
 }
 
-/** Emails are compared and stored lower-cased. */
-export function normaliseEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
+export { normaliseEmail, normaliseId } from './ids.ts';
 
 /** SQL for profiles, their emails and usernames, groups and sessions. Given its Knex (or a transaction). */
 export class AccountsRepository {
@@ -242,7 +240,7 @@ export class AccountsRepository {
   async findProfileByUsername(username: string): Promise<ProfileRecord | null> {
     const row = await this.#db<ProfileRow>('profiles')
       .join('profile_usernames', 'profile_usernames.profile_id', 'profiles.id')
-      .where('profile_usernames.username', username)
+      .where('profile_usernames.username', normaliseId(username))
       .first('profiles.*');
     return row ? toProfile(row) : null;
   }
@@ -257,7 +255,8 @@ export class AccountsRepository {
 
   /** The profile a person names by a tilde username or an email, as every form lets them. */
   async findProfileByIdOrEmail(id: string): Promise<ProfileRecord | null> {
-    return id.startsWith('~') ? this.findProfileByUsername(id) : this.findProfileByEmail(id);
+    const canonical = normaliseId(id);
+    return canonical.startsWith('~') ? this.findProfileByUsername(canonical) : this.findProfileByEmail(canonical);
   }
 
   async listProfiles(): Promise<ProfileRecord[]> {
@@ -387,10 +386,21 @@ export class AccountsRepository {
     };
   }
 
-  /** Numbers taken by any profile (merged ones included) for a username base. */
+  /** Numbers taken for a username base: by any profile (merged ones included), or reserved. */
   async usedNumbers(base: string): Promise<number[]> {
-    const rows = await this.#db('profile_usernames').where({ base }).select('number');
+    const rows = await this.#db('profile_usernames')
+      .where({ base })
+      .select('number')
+      .unionAll((reserved) => reserved.from('reserved_usernames').where({ base }).select('number'));
     return rows.map((row: { number: number }) => Number(row.number));
+  }
+
+  /**
+   * Takes a tilde number without a profile: a sign-up with an address already in use does, as
+   * a real sign-up would, so the next number shown does not tell whether the address was taken.
+   */
+  async reserveUsername(base: string, number: number, now: number): Promise<void> {
+    await this.#db('reserved_usernames').insert({ username: `${base}${number}`, base, number, created_at: now }).onConflict('username').ignore();
   }
 
   // ---- groups ---------------------------------------------------------------------------------
@@ -505,23 +515,44 @@ export class AccountsRepository {
    * A session and its profile (null when the profile is gone) in one query, by session id or by
    * refresh-token hash: every signed-in request and every refresh needs both.
    */
-  async findSessionWithProfile(by: { id: string } | { refreshHash: string }): Promise<{ session: SessionRecord; profile: ProfileRecord | null } | null> {
+  async findSessionWithProfile(
+    by: { id: string } | { refreshHash: string },
+  ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string } | null> {
     const row = (await this.#db('sessions')
       .leftJoin('profiles', 'profiles.id', 'sessions.profile_id')
       .where('id' in by ? { 'sessions.id': by.id } : { 'sessions.refresh_hash': by.refreshHash })
       .first('sessions.*', ...JOINED_PROFILE)) as (SessionRow & Record<string, unknown>) | undefined;
-    return row ? { session: toSession(row), profile: joinedProfile(row) } : null;
+    return row ? { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash } : null;
   }
 
   /**
    * Gives a live session a new refresh token. With `oldHash`, only if the session still has
-   * that one: when two requests race with the same refresh token, exactly one wins.
+   * that one: when two requests race with the same refresh token, exactly one wins. The token
+   * rotated out is kept (with the one that replaced it), so presenting it again is recognised
+   * as reuse; kept ones older than `keepMs` are let go.
    */
-  async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null): Promise<boolean> {
-    const query = this.#db('sessions').where({ id }).whereNull('revoked_at');
-    if (oldHash !== null) query.where({ refresh_hash: oldHash });
-    const changed = await query.update({ refresh_hash: newHash, expires_at: expiresAt });
-    return changed === 1;
+  async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null, now: number, keepMs = 90 * 24 * 60 * 60 * 1000): Promise<boolean> {
+    return this.#db.transaction(async (trx) => {
+      const row = await trx('sessions').where({ id }).whereNull('revoked_at').first('refresh_hash');
+      if (!row || (oldHash !== null && row.refresh_hash !== oldHash)) return false;
+      const changed = await trx('sessions')
+        .where({ id, refresh_hash: row.refresh_hash })
+        .whereNull('revoked_at')
+        .update({ refresh_hash: newHash, expires_at: expiresAt });
+      if (changed !== 1) return false;
+      await trx('session_refresh_history').where({ session_id: id }).where('rotated_at', '<', now - keepMs).delete();
+      await trx('session_refresh_history')
+        .insert({ refresh_hash: row.refresh_hash, session_id: id, next_hash: newHash, rotated_at: now })
+        .onConflict('refresh_hash')
+        .ignore();
+      return true;
+    });
+  }
+
+  /** A refresh token some session has rotated out: which session, what replaced it, and when. */
+  async findRotatedRefresh(refreshHash: string): Promise<{ sessionId: string; nextHash: string; rotatedAt: number } | null> {
+    const row = await this.#db('session_refresh_history').where({ refresh_hash: refreshHash }).first();
+    return row ? { sessionId: row.session_id, nextHash: row.next_hash, rotatedAt: Number(row.rotated_at) } : null;
   }
 
   async setSessionVersion(id: string, tokenVersion: number): Promise<void> {

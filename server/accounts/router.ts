@@ -77,12 +77,17 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'allowed' })
     .output(SessionResult)
     .mutation(async ({ ctx }) => {
-      const session = await ctx.services.accounts.refresh({
+      const outcome = await ctx.services.accounts.refresh({
         refreshToken: ctx.credentials.refreshToken,
         viewer: ctx.credentials.refreshToken ? undefined : await ctx.viewer(),
       });
-      ctx.cookies.set(session);
-      return session.result;
+      // Only a rotation sets cookies: a bearer-only refresh or a simultaneous second refresh
+      // gets a new access token in the body and no refresh token.
+      if ('rotated' in outcome) {
+        ctx.cookies.set(outcome.rotated);
+        return outcome.rotated.result;
+      }
+      return outcome.accessOnly;
     }),
 
   logout: publicProcedure
@@ -98,9 +103,12 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .output(SessionResult)
     .mutation(async ({ ctx }) => {
-      const session = await ctx.services.accounts.logoutOtherDevices(ctx.user);
-      ctx.cookies.set(session);
-      return session.result;
+      const outcome = await ctx.services.accounts.logoutOtherDevices(ctx.user, ctx.credentials.refreshToken);
+      if ('rotated' in outcome) {
+        ctx.cookies.set(outcome.rotated);
+        return outcome.rotated.result;
+      }
+      return outcome.accessOnly;
     }),
 
   // ---- passwords and emails ----------------------------------------------------------------------
@@ -118,7 +126,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .input(ResetPasswordRequest)
     .output(StatusResult)
-    .mutation(({ ctx, input }) => ctx.services.passwordReset.reset(input)),
+    .mutation(({ ctx, input }) => ctx.services.passwordReset.reset(input, ctx.origin)),
 
   confirmEmail: publicProcedure
     .meta({ whileImpersonating: 'refused' })

@@ -24,7 +24,8 @@ import type { RateLimits } from '../rate-limits.ts';
 import type { HumanVerifier } from './human-verification.ts';
 import type { OneTimeTokens } from './one-time-tokens.ts';
 import type { PasswordHasher } from './passwords.ts';
-import { type AccountsRepository, normaliseEmail, type ProfileRecord, type SessionRecord } from './repository.ts';
+import { addressKey } from './ids.ts';
+import { type AccountsRepository, normaliseEmail, normaliseId, type ProfileRecord, type SessionRecord } from './repository.ts';
 import { hashSecret, randomToken, type SessionTokens } from './session-tokens.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
 
@@ -56,6 +57,8 @@ export interface Viewer {
   readOnly: boolean;
   /** When the person signed in to this session (ms). */
   authTime: number;
+  /** When the access token this request came with expires (seconds since the epoch). */
+  accessExpiresAt: number;
 }
 
 /** What a token-issuing operation hands to the transport: the body, and the cookies to set. */
@@ -66,6 +69,19 @@ export interface IssuedSession {
   refreshToken: string;
   refreshSeconds: number;
 }
+
+/**
+ * What `POST /refreshToken` hands to the transport: a rotated session (cookies to set), or only
+ * a new access token for the same session, which sets no cookie and changes no session row.
+ */
+export type RefreshOutcome = { rotated: IssuedSession } | { accessOnly: SessionResult };
+
+/**
+ * How long after a rotation the refresh token just rotated out is still taken as the same
+ * browser's second simultaneous refresh (it gets a new access token, no new refresh token);
+ * after that, presenting it is reuse and ends the session.
+ */
+export const REFRESH_REUSE_GRACE_MS = 10_000;
 
 export interface AccountsDeps {
   repo: AccountsRepository;
@@ -119,64 +135,77 @@ export class AccountsService {
    * member, and the email with `~Id` as member) and, for the operator CLI, a role. One transaction.
    */
   async createUser(user: NewUser): Promise<string> {
-    const now = this.#now();
     const passwordHash = await this.#d.hasher.hash(user.password);
-    const name = user.name ?? { fullname: user.fullname };
     return this.#d.repo.transaction(async (repo) => {
       if (await repo.emailExists(user.email)) {
         throw new AppError('ValidationError', `The email ${user.email} is already in use`, { path: 'email' });
       }
-      const base = tildeBase(name, user.name ? 'name/' : '');
-      const number = smallestFreeNumber(await repo.usedNumbers(base));
-      const id = `${base}${number}`;
-      const parts = user.name ?? splitFullname(user.fullname ?? '');
-      const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
-      const content: ProfileContent = {
-        names: [
-          { first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true },
-        ],
-      };
-      const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
-      await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
-      await repo.addUsername(id, base, number);
-      await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
-      await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
-      await repo.linkEmailGroups(id, user.email, now);
-      if (user.role) {
-        const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
-        await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
-        await repo.addMember(group, id);
-      }
-      return id;
+      return this.#insertUser(repo, user, passwordHash);
     });
+  }
+
+  async #insertUser(repo: AccountsRepository, user: NewUser, passwordHash: string): Promise<string> {
+    const now = this.#now();
+    const name = user.name ?? { fullname: user.fullname };
+    const base = tildeBase(name, user.name ? 'name/' : '');
+    const number = smallestFreeNumber(await repo.usedNumbers(base));
+    const id = `${base}${number}`;
+    const parts = user.name ?? splitFullname(user.fullname ?? '');
+    const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
+    const content: ProfileContent = {
+      names: [{ first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true }],
+    };
+    const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
+    await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
+    await repo.addUsername(id, base, number);
+    await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
+    await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
+    await repo.linkEmailGroups(id, user.email, now);
+    if (user.role) {
+      const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
+      await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
+      await repo.addMember(group, id);
+    }
+    return id;
   }
 
   /**
    * `POST /register`. An email that is already taken gets the same answer as a new one, so the
-   * form cannot be used to find out who has an account; the owner of the address is told by mail.
+   * form cannot be used to find out who has an account; the owner of the address is told by
+   * mail. Both do the same work in the request: one password hash, and one transaction that
+   * takes the name's next tilde number (a sign-up with a taken address reserves it), so neither
+   * the answer's timing nor the next `GET /tildeusername` tells them apart; mail goes out after
+   * the answer.
    */
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
     if (input.token != null || !this.#d.config.signupWithoutHumanVerification) await this.#d.verifier.verify(input.token, origin.address);
-    await this.#d.limits.consume('registerAccount', input.email);
-    await this.#d.limits.consume('registerAddress', origin.address);
+    const email = normaliseEmail(input.email);
+    await this.#d.limits.consume('registerAccount', email);
+    await this.#d.limits.consume('registerAddress', addressKey(origin.address));
     const name = input.name ?? { fullname: input.fullname };
-    if (await this.#d.repo.emailExists(input.email)) {
-      // The same work as a real sign-up, so the answer's timing does not tell either.
-      await this.#d.hasher.hash(input.password);
-      const id = await this.nextUsername(name);
-      await this.#d.mailer.send({
-        to: input.email,
+    const passwordHash = await this.#d.hasher.hash(input.password, addressKey(origin.address));
+    const outcome = await this.#d.repo.transaction(async (repo) => {
+      if (await repo.emailExists(email)) {
+        const base = tildeBase(name, input.name ? 'name/' : '');
+        const number = smallestFreeNumber(await repo.usedNumbers(base));
+        await repo.reserveUsername(base, number, this.#now());
+        return { id: `${base}${number}`, taken: true };
+      }
+      return { id: await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash), taken: false };
+    });
+    if (outcome.taken) {
+      this.#d.mailer.post({
+        to: email,
         subject: 'Sign-up attempt with your email address',
         text:
-          `Someone tried to create a new account with ${input.email}, which already belongs to an account.\n\n` +
+          `Someone tried to create a new account with ${email}, which already belongs to an account.\n\n` +
           `If it was you, sign in, or reset your password at ${this.#d.config.webUrl}/reset.\n` +
           'If it was not you, you can ignore this message.\n',
       });
-      return { id, status: 'ok' };
+    } else {
+      this.#d.mailer.later(() => this.sendActivation(outcome.id, email));
     }
-    const id = await this.createUser({ ...input, state: 'Inactive' });
-    await this.sendActivation(id, input.email);
-    return { id, status: 'ok' };
+    return { id: outcome.id, status: 'ok' };
   }
 
   /** Mails a new activation link and code (voiding the previous ones). */
@@ -209,24 +238,29 @@ export class AccountsService {
   async login(input: LoginInput, origin: RequestOrigin): Promise<IssuedSession> {
     const repo = this.#d.repo;
     const limits = this.#d.limits;
+    // The id is made canonical once (white space and invisible characters around it, letter
+    // case of an email), and the account's counter is the profile's own, whichever of its
+    // emails or usernames is typed: no spelling of an account gets a counter of its own.
+    const id = normaliseId(input.id);
+    const isTilde = id.startsWith('~');
+    const found = await repo.findProfileByIdOrEmail(id);
+    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
+    const accountKey = accountLimitKey(id, profile);
     // Every attempt is counted before the password is checked (so parallel guesses cannot all
     // slip under the limit), and given back when the password was right.
-    await limits.consume('loginAccount', input.id);
-    await limits.consume('loginAddress', origin.address);
-    const isTilde = input.id.startsWith('~');
-    const found = await repo.findProfileByIdOrEmail(input.id);
-    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
-    const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null);
+    await limits.consume('loginAccount', accountKey);
+    await limits.consume('loginAddress', addressKey(origin.address));
+    const passwordOk = await this.#d.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
     if (!profile || !passwordOk || profile.ddate !== null) {
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
-    await limits.refund('loginAccount', input.id);
-    await limits.refund('loginAddress', origin.address);
+    await limits.refund('loginAccount', accountKey);
+    await limits.refund('loginAddress', addressKey(origin.address));
     if (!ACTIVE_STATES.has(profile.state)) {
       throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     }
     const emails = await repo.emailsOf(profile.id);
-    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : normaliseEmail(input.id);
+    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
     await repo.touchLastLogin(profile.id, this.#now());
     return this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS });
   }
@@ -314,45 +348,99 @@ export class AccountsService {
       parentSessionId: session.parentSessionId,
       readOnly: session.readOnly,
       authTime: session.createdAt,
+      accessExpiresAt: claims.exp,
     };
   }
 
   /**
-   * `POST /refreshToken`: with the refresh cookie, the session's refresh token is rotated and
-   * a new access token issued even if the old one expired; with only a valid access token, a
-   * new one is issued for the same session.
+   * `POST /refreshToken`. With the refresh cookie, the session's refresh token is rotated and a
+   * new access token issued even if the old one expired. A rotated-out refresh token presented
+   * again is reuse (RFC 9700 §4.14.2): the session ends, the newest token with it, except for
+   * the token rotated out just before the current one within `REFRESH_REUSE_GRACE_MS` (a
+   * browser's two tabs refreshing at once), which gets an access token and nothing else.
+   *
+   * With only a valid access token (no refresh cookie) the answer is a new access token for the
+   * same session that expires no later than the one presented: a stolen access token never
+   * becomes a refresh token or a longer session, and no session row changes.
    */
-  async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<IssuedSession> {
+  async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<RefreshOutcome> {
     const repo = this.#d.repo;
+    const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
       const found = await repo.findSessionWithProfile({ refreshHash: oldHash });
-      return this.resumeSession(found?.session ?? null, oldHash, found?.profile ?? null);
+      if (found) {
+        try {
+          return { rotated: await this.resumeSession(found.session, oldHash, found.profile) };
+        } catch (error) {
+          // Lost a race with a simultaneous refresh of the same token: that one rotated it.
+          if (!(await repo.findRotatedRefresh(oldHash))) throw error;
+        }
+      }
+      return { accessOnly: await this.#replayed(oldHash, ended) };
     }
-    const found = credentials.viewer ? await repo.findSessionWithProfile({ id: credentials.viewer.sessionId }) : null;
-    return this.resumeSession(found?.session ?? null, null, found?.profile ?? null);
+    const viewer = credentials.viewer;
+    if (!viewer) throw ended;
+    const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+    const profile = await this.#liveSession(found?.session ?? null, found?.profile ?? null, ended);
+    return { accessOnly: (await this.#issueAccess(profile, found!.session, viewer.accessExpiresAt)).result };
+  }
+
+  /** A refresh token that is not any session's current one: the grace case, or reuse. */
+  async #replayed(oldHash: string, ended: AppError): Promise<SessionResult> {
+    const repo = this.#d.repo;
+    const now = this.#now();
+    const rotated = await repo.findRotatedRefresh(oldHash);
+    if (!rotated) throw ended;
+    const found = await repo.findSessionWithProfile({ id: rotated.sessionId });
+    const session = found?.session ?? null;
+    const justBefore = session !== null && session.revokedAt === null && rotated.nextHash === found?.currentRefreshHash;
+    if (justBefore && now - rotated.rotatedAt <= REFRESH_REUSE_GRACE_MS) {
+      const profile = await this.#liveSession(session, found!.profile, ended);
+      return (await this.#issueAccess(profile, session)).result;
+    }
+    if (session && session.revokedAt === null) {
+      await repo.revokeSession(session.id, now);
+      this.#d.logger.warn({ sessionId: session.id, profileId: session.profileId }, 'a rotated-out refresh token was used again: the session is ended');
+    }
+    throw ended;
+  }
+
+  /** The session's profile when the session may still be used; otherwise `ended`. */
+  async #liveSession(session: SessionRecord | null, known: ProfileRecord | null | undefined, ended: AppError): Promise<ProfileRecord> {
+    const now = this.#now();
+    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
+    const profile = known === undefined ? await this.#d.repo.findProfile(session.profileId) : known;
+    if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
+      throw ended;
+    }
+    if (!(await this.#parentLive(session))) throw ended;
+    return profile;
+  }
+
+  /** A new access token for a session, no new refresh token; never past `notAfter` (seconds since the epoch). */
+  async #issueAccess(profile: ProfileRecord, session: SessionRecord, notAfter?: number): Promise<{ result: SessionResult }> {
+    const accessToken = await this.#d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, notAfter);
+    return { result: { token: accessToken, user: { id: session.loginEmail, profile: await this.simplify(profile) } } };
   }
 
   /**
    * Issues a new access token for an existing session, rotating its refresh token (only if it
-   * is still `oldHash`, when given). The session must be live and its profile's `tokenVersion`
-   * unchanged since it was opened. `known` is the session's profile, when the caller has read it.
+   * is still `oldHash`, when given; the token rotated out is kept to recognise its reuse). The
+   * session must be live and its profile's `tokenVersion` unchanged since it was opened.
+   * `known` is the session's profile, when the caller has read it.
    */
   async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null): Promise<IssuedSession> {
     const repo = this.#d.repo;
     const now = this.#now();
     const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
-    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
-    const profile = known === undefined ? await repo.findProfile(session.profileId) : known;
-    if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
-      throw ended;
-    }
-    if (!(await this.#parentLive(session))) throw ended;
+    const profile = await this.#liveSession(session, known, ended);
+    const live = session as SessionRecord;
     const refreshToken = randomToken();
-    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-    const rotated = await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash);
+    const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, live.accessSeconds);
+    const rotated = await repo.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
     if (!rotated) throw ended;
-    return this.#issue(profile, session, refreshToken, refreshSeconds);
+    return this.#issue(profile, live, refreshToken, refreshSeconds);
   }
 
   /**
@@ -381,32 +469,40 @@ export class AccountsService {
     const now = this.#now();
     if (credentials.viewer) await repo.revokeSession(credentials.viewer.sessionId, now);
     if (credentials.refreshToken) {
-      const session = await repo.findSessionByRefreshHash(hashSecret(credentials.refreshToken));
-      if (session) await repo.revokeSession(session.id, now);
+      const hash = hashSecret(credentials.refreshToken);
+      // A rotated-out token names its session too: logging out with it ends that session.
+      const sessionId = (await repo.findSessionByRefreshHash(hash))?.id ?? (await repo.findRotatedRefresh(hash))?.sessionId;
+      if (sessionId) await repo.revokeSession(sessionId, now);
     }
   }
 
   /**
    * `POST /logout-all-devices`: raises the profile's `tokenVersion`, so every token issued
-   * before is refused, ends every other session, and keeps this one with a fresh token.
+   * before is refused, ends every other session, and keeps this one with a fresh token (and,
+   * for the holder of its refresh cookie, a fresh refresh cookie).
    */
-  async logoutOtherDevices(viewer: Viewer): Promise<IssuedSession> {
+  async logoutOtherDevices(viewer: Viewer, refreshToken?: string): Promise<RefreshOutcome> {
     const now = this.#now();
-    const refreshToken = randomToken();
-    const { profile, session } = await this.#d.repo.transaction(async (repo) => {
+    const newRefresh = randomToken();
+    const { profile, session, rotated } = await this.#d.repo.transaction(async (repo) => {
       const version = await repo.incrementTokenVersion(viewer.profileId, now);
       await repo.revokeOtherSessions(viewer.profileId, viewer.sessionId, now);
       await repo.revokeImpersonationsFrom(viewer.profileId, now);
       await repo.setSessionVersion(viewer.sessionId, version);
-      const session = await repo.findSession(viewer.sessionId);
-      const profile = await repo.findProfile(viewer.profileId);
-      if (!session || !profile) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
-      const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-      await repo.rotateRefresh(session.id, hashSecret(refreshToken), now + refreshSeconds * 1000, null);
-      return { profile, session };
+      const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+      if (!found?.profile) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+      // Only the holder of this session's refresh cookie gets a new one: a caller with nothing
+      // but an access token (perhaps a stolen one) gets a new access token and no refresh token.
+      const holdsCookie = refreshToken !== undefined && hashSecret(refreshToken) === found.currentRefreshHash;
+      if (holdsCookie) {
+        const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, found.session.accessSeconds);
+        await repo.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
+      }
+      return { profile: found.profile, session: found.session, rotated: holdsCookie };
     });
+    if (!rotated) return { accessOnly: (await this.#issueAccess(profile, session, viewer.accessExpiresAt)).result };
     const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, session.accessSeconds);
-    return this.#issue(profile, session, refreshToken, refreshSeconds);
+    return { rotated: await this.#issue(profile, session, newRefresh, refreshSeconds) };
   }
 
   // ---- profiles -------------------------------------------------------------------------------
@@ -558,6 +654,14 @@ export class AccountsService {
       profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emailsOf(p.id)).map((e) => e.email) })),
     );
   }
+}
+
+/**
+ * The key an account's rate limits count under: the profile's id when the typed id names one
+ * (so its emails and usernames share one counter), the canonical typed id otherwise.
+ */
+export function accountLimitKey(canonicalId: string, profile: ProfileRecord | null): string {
+  return profile ? `profile:${profile.id}` : `id:${canonicalId}`;
 }
 
 export function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {

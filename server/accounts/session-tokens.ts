@@ -16,6 +16,17 @@ export interface SessionClaims {
 
 const AUDIENCE = 'session';
 
+/** The longest a session token may live (`MAX_SESSION_SECONDS`, one week): a longer one was not issued here. */
+const MAX_TOKEN_SECONDS = 7 * 24 * 60 * 60;
+/** How far ahead of this clock another process's clock may be. */
+const CLOCK_SKEW_SECONDS = 60;
+
+/** A verified token's claims, with when it was issued and when it expires (seconds since the epoch). */
+export interface VerifiedClaims extends SessionClaims {
+  iat: number;
+  exp: number;
+}
+
 /**
  * Signs and checks access tokens: JWTs, HS256, with the issuer set to the service's address.
  * A valid signature is not enough to be let in: the session row and the profile's
@@ -33,32 +44,43 @@ export class SessionTokens {
   }
 
   /**
-   * `loginEmail` goes into the token as `user: {id, profile: {id}}` (the answer's `user`, without
+   * A token for `seconds`, or until `notAfter` (seconds since the epoch) when that comes first.
+   * `loginEmail` goes into it as `user: {id, profile: {id}}` (the answer's `user`, without
    * anything secret): the real platform's clients, given only a token, read the profile id there.
    */
-  async sign(claims: SessionClaims & { loginEmail: string }, seconds: number): Promise<string> {
+  async sign(claims: SessionClaims & { loginEmail: string }, seconds: number, notAfter?: number): Promise<string> {
+    const now = Math.floor(Date.now() / 1000);
+    const exp = Math.min(now + seconds, notAfter ?? Number.POSITIVE_INFINITY);
     return new SignJWT({ sid: claims.sid, ver: claims.ver, user: { id: claims.loginEmail, profile: { id: claims.sub } } })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
       .setIssuer(this.#issuer)
       .setAudience(AUDIENCE)
-      .setIssuedAt()
+      .setIssuedAt(now)
       // Two tokens issued in the same second still differ.
       .setJti(randomUUID())
-      .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
+      .setExpirationTime(exp)
       .sign(await this.#cryptoKey);
   }
 
-  async verify(token: string): Promise<SessionClaims> {
+  /**
+   * A token is accepted only with `exp` and `iat` (a token without an expiry would be good
+   * forever), issued not in the future and for no longer than a session may last.
+   */
+  async verify(token: string): Promise<VerifiedClaims> {
     try {
       const { payload } = await jwtVerify(token, await this.#cryptoKey, {
         algorithms: ['HS256'],
         issuer: this.#issuer,
         audience: AUDIENCE,
+        requiredClaims: ['exp', 'iat', 'sub'],
       });
-      const { sub, sid, ver } = payload;
+      const { sub, sid, ver, iat, exp } = payload;
       if (typeof sub !== 'string' || typeof sid !== 'string' || typeof ver !== 'number') throw new errors.JWTInvalid('claims');
-      return { sub, sid, ver };
+      if (typeof iat !== 'number' || typeof exp !== 'number') throw new errors.JWTInvalid('claims');
+      const now = Math.floor(Date.now() / 1000);
+      if (iat > now + CLOCK_SKEW_SECONDS || exp <= iat || exp - iat > MAX_TOKEN_SECONDS) throw new errors.JWTInvalid('claims');
+      return { sub, sid, ver, iat, exp };
     } catch (error) {
       if (error instanceof errors.JWTExpired) {
         throw new AppError('TokenExpiredError', 'Token has expired. Please log in again.');

@@ -527,10 +527,9 @@ export class AttachmentsService {
     const venues = new VenueRepository(this.#db);
     const notes = await venues.notesWithFile(url);
     const readable = await this.#venue.firstReadable(notes, reader);
-    if (!readable && !(reader && (await venues.isUploader(reader.profileId, url)))) {
-      if (notes.length > 0) throw new AppError('ForbiddenError', 'You cannot read this PDF');
-      throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
-    }
+    // A PDF one may not read is not found, as a missing one is: its address is its SHA-1, and a
+    // 403 would tell anyone holding a file whether someone has stored it here.
+    if (!readable && !(reader && (await venues.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
     return this.#stored(url, (readable?.content.title as { value?: unknown } | undefined)?.value, sha1);
   }
 

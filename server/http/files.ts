@@ -22,12 +22,17 @@ import type { StoredFile } from '../attachments/service.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
-import { readUpload } from './multipart.ts';
+import { checkUploadHeaders, readUpload } from './multipart.ts';
 import type { Operation } from './openapi.ts';
 import { sendError } from './send-error.ts';
 
 /** The paths that take uploads: the only ones allowed a long time to send their body. */
 export const UPLOAD_PATHS = ['/attachment', '/attachment/chunk'];
+
+/** Whether a request goes to an upload route, as Express matches it (any letter case, a trailing slash). */
+export function isUploadPath(path: string): boolean {
+  return UPLOAD_PATHS.includes(path.toLowerCase().replace(/(.)\/$/, '$1'));
+}
 
 const ANY_FILE = ['application/pdf', 'application/zip', 'application/octet-stream'];
 /** 429 and 503: after many uploads, a human-verification token is needed and checked. */
@@ -125,15 +130,14 @@ export const fileOperations: Operation[] = [
   },
 ];
 
-/** Answers once the rest of the body has been read and thrown away, so the client is not left hanging. */
-function drainThenSend(req: Request, res: Response, error: unknown): void {
-  if (req.complete) {
-    sendError(res, error);
-    return;
-  }
-  req.on('end', () => sendError(res, error));
-  req.on('error', () => res.destroy());
-  req.resume();
+/**
+ * Answers a refused upload at once: the client gets the answer without sending the rest of a
+ * body that would be thrown away (an hour's worth for a slow client, `requestTimeout` in
+ * main.ts). `sendError` adds `Connection: close` while the body is unread; once the answer is
+ * written, Node closes the socket and what the client still sends is never read.
+ */
+function refuseUpload(res: Response, error: unknown): void {
+  sendError(res, error);
 }
 
 /** Streams a stored file with its type, length, ETag (the SHA-1) and a safe name; ranges are served. */
@@ -157,6 +161,8 @@ function sendStored(res: Response, file: StoredFile): void {
       for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Content-Range']) res.removeHeader(header);
       const status = (error as { status?: number }).status;
       if (status === 416) sendError(res, new AppError('RangeNotSatisfiableError', 'The requested range is outside the file'));
+      // `If-Match` or `If-Unmodified-Since` that the file does not meet: the client's condition, not our failure.
+      else if (status === 412) sendError(res, new AppError('BadRequestError', 'The file does not meet the request’s If-Match or If-Unmodified-Since condition'));
       else if (status === 404) sendError(res, new AppError('NotFoundError', `File Not Found: ${file.url}`));
       else sendError(res, error);
     },
@@ -201,18 +207,22 @@ export function fileRoutes(services: Services, config: Config): Router {
 
   const upload = (kind: 'whole' | 'chunk') => async (req: Request, res: Response) => {
     const ctx = createHttpContext(req, res, services, config);
+    const ceiling = kind === 'chunk' ? config.maxChunkBytes : config.maxUploadBytes;
     let viewer;
+    // Everything the headers decide is decided before a byte of the body is read: the session
+    // (401), the upload allowance (429, 503), the content type (400) and the announced length (413).
     try {
       viewer = await ctx.viewer();
       await attachments.allowUpload(viewer, req.get('cf-turnstile-token'), ctx.origin.address);
+      checkUploadHeaders(req, ceiling);
     } catch (error) {
-      drainThenSend(req, res, error);
+      refuseUpload(res, error);
       return;
     }
     try {
       const parsed = await readUpload(req, {
         store: attachments.store,
-        ceiling: kind === 'chunk' ? config.maxChunkBytes : config.maxUploadBytes,
+        ceiling,
         hash: kind !== 'chunk',
         limitFor: (fields) => attachments.limitFor(kind, fields),
       });
@@ -220,7 +230,7 @@ export function fileRoutes(services: Services, config: Config): Router {
       const answer = kind === 'chunk' ? await attachments.saveChunk(viewer, parsed) : await attachments.saveUpload(viewer, parsed);
       res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
-      drainThenSend(req, res, error);
+      refuseUpload(res, error);
     }
   };
   router.put('/attachment', upload('whole'));

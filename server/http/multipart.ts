@@ -5,12 +5,48 @@ import { AppError } from '../../shared/errors.ts';
 import type { UploadRequest } from '../attachments/service.ts';
 import { removeQuietly, type FileStore, type Received } from '../attachments/storage.ts';
 
+/** At most this many text fields, each at most `MAX_FIELD_BYTES`, besides the one file. */
+const MAX_FIELDS = 10;
+const MAX_FIELD_BYTES = 1024;
+/**
+ * What a multipart body may hold besides the file's bytes: the boundaries and part headers of
+ * its parts and the fields' values. A body announcing more than the file's limit plus this is
+ * refused before a byte of it is read.
+ */
+export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+
+/** The length the client announced, or null when it did not (chunked transfer). */
+export function announcedLength(req: Request): number | null {
+  const header = req.headers['content-length'];
+  return header !== undefined && /^\d+$/.test(header) ? Number(header) : null;
+}
+
+/**
+ * What the headers alone already refuse, checked before the body is read: a body that is not
+ * multipart/form-data with a boundary (400), or one announcing more bytes than the largest
+ * file allowed (413).
+ */
+export function checkUploadHeaders(req: Request, ceiling: number): void {
+  if (!req.is('multipart/form-data')) throw new AppError('BadRequestError', 'The body must be multipart/form-data');
+  if (!/;\s*boundary=/i.test(req.get('content-type') ?? '')) throw new AppError('BadRequestError', 'The multipart body has no boundary');
+  const length = announcedLength(req);
+  if (length !== null && length > ceiling + MULTIPART_OVERHEAD_BYTES) {
+    throw AppError.tooLarge('The request body is larger than the largest upload allowed', { path: 'file' });
+  }
+}
+
 /**
  * Reads a multipart upload: the text fields, and the one part named `file` streamed straight to
  * a temporary file (never held in memory), cut off past the limit `limitFor` gives from the
  * fields that came before it. Busboy's own limits bound everything else: one file, ten short
- * fields. The whole body is always read before the answer, so a refused upload never hangs the
- * client; a refused file is never kept, not even as a temporary file.
+ * fields.
+ *
+ * The first refusal (a malformed part, a field too long or sent twice, a second file, a file
+ * under another name, a file too large, the client going away) stops the reading at once: the
+ * request is unpiped, a file being received is cut off, and every temporary file is removed
+ * before the promise rejects. Nothing that arrives after a refusal is ever written to disk. The
+ * caller answers at once and closes the connection (`Connection: close`) rather than read the
+ * rest of a body it has already refused.
  */
 export function readUpload(
   req: Request,
@@ -22,26 +58,34 @@ export function readUpload(
     hash?: boolean;
   },
 ): Promise<UploadRequest> {
-  if (!req.is('multipart/form-data')) {
-    return Promise.reject(new AppError('BadRequestError', 'The body must be multipart/form-data'));
+  try {
+    checkUploadHeaders(req, opts.ceiling);
+  } catch (error) {
+    return Promise.reject(error);
   }
   return new Promise((resolve, reject) => {
     const fields: Record<string, string> = {};
     let failure: unknown = null;
     let pending: Promise<(Received & { filename: string }) | null> = Promise.resolve(null);
-    /** The stream the store is reading, to end it if the client goes away. */
+    /** The stream the store is reading, to cut it off on a refusal. */
     let current: PassThrough | null = null;
-    const fail = (error: unknown) => {
-      failure ??= error;
+    let parser: busboy.Busboy;
+
+    /** The first refusal: stop reading, cut off the file being received, and answer once it is gone. */
+    const refuse = (error: unknown) => {
+      if (failure) return;
+      failure = error;
+      req.unpipe(parser);
+      current?.destroy(error instanceof Error ? error : new Error(String(error)));
+      settle();
     };
 
-    let parser: busboy.Busboy;
     try {
       parser = busboy({
         headers: req.headers,
         defParamCharset: 'utf8',
         // One byte above the ceiling: busboy marks a file of exactly `fileSize` bytes truncated.
-        limits: { files: 1, fields: 10, parts: 11, fieldSize: 1024, fileSize: opts.ceiling + 1 },
+        limits: { files: 1, fields: MAX_FIELDS, parts: MAX_FIELDS + 1, fieldSize: MAX_FIELD_BYTES, fileSize: opts.ceiling + 1 },
       });
     } catch {
       reject(new AppError('BadRequestError', 'The multipart body has no boundary'));
@@ -49,49 +93,58 @@ export function readUpload(
     }
 
     parser.on('field', (name, value, info) => {
-      if (info.valueTruncated) fail(new AppError('ValidationError', `${name}: the value is too long`, { path: name }));
-      else if (name in fields) fail(new AppError('ValidationError', `${name} was sent twice`, { path: name }));
+      if (failure) return;
+      if (info.valueTruncated) refuse(new AppError('ValidationError', `${name}: the value is too long`, { path: name }));
+      else if (Object.hasOwn(fields, name)) refuse(new AppError('ValidationError', `${name} was sent twice`, { path: name }));
       else fields[name] = value;
     });
     parser.on('file', (name, stream, info) => {
-      if (name !== 'file') {
-        fail(new AppError('AdditionalPropertiesError', `The property ${name} must NOT be present`, { path: name }));
+      // After a refusal nothing more is kept: what busboy still had in hand is thrown away.
+      if (failure) {
         stream.resume();
         return;
       }
+      if (name !== 'file') {
+        stream.resume();
+        refuse(new AppError('AdditionalPropertiesError', `The property ${name} must NOT be present`, { path: name }));
+        return;
+      }
       // The store reads a pass-through, never busboy's own stream: when the store gives up (too
-      // large) it destroys what it reads, and a destroyed busboy stream would stall the parser
-      // and leave the client hanging. Busboy's stream is unpiped and drained instead.
+      // large) it destroys what it reads, and a destroyed busboy stream would stall the parser.
       const pass = new PassThrough();
-      // Destroyed with an error when the client goes away, perhaps before the store reads it or
-      // after it has finished: the failure is reported through `fail`, and an 'error' with no
-      // listener would otherwise bring the whole process down.
+      // Destroyed with an error on a refusal, perhaps before the store reads it or after it has
+      // finished: an 'error' with no listener would otherwise bring the whole process down.
       pass.on('error', () => undefined);
       current = pass;
       stream.on('error', (error) => pass.destroy(error));
+      stream.on('limit', () => refuse(AppError.tooLarge('The file is larger than allowed', { path: 'file' })));
       stream.pipe(pass);
       pending = (async () => {
         const limit = await opts.limitFor({ ...fields });
+        if (failure) throw failure;
+        // The fields have named the file's limit: a body announcing more is refused before its bytes are read.
+        const length = announcedLength(req);
+        if (length !== null && length > limit + MULTIPART_OVERHEAD_BYTES) {
+          throw AppError.tooLarge('The request body is larger than the file allowed for this field', { path: 'file' });
+        }
         const received = await opts.store.receive(pass, limit, { hash: opts.hash ?? true });
-        if ((stream as { truncated?: boolean }).truncated) {
+        if (failure || (stream as { truncated?: boolean }).truncated) {
           await removeQuietly(received.path);
-          throw AppError.tooLarge('The file is larger than allowed', { path: 'file' });
+          throw failure ?? AppError.tooLarge('The file is larger than allowed', { path: 'file' });
         }
         return { ...received, filename: info.filename ?? '' };
       })().catch((error: unknown) => {
-        fail(error);
-        // Keep reading, and throwing away, what the client still sends.
+        refuse(error);
         stream.unpipe(pass);
         stream.resume();
         return null;
       });
     });
-    parser.on('filesLimit', () => fail(new AppError('ValidationError', 'Only one file may be sent', { path: 'file' })));
-    parser.on('fieldsLimit', () => fail(new AppError('ValidationError', 'Too many fields')));
-    parser.on('partsLimit', () => fail(new AppError('ValidationError', 'Too many parts')));
+    parser.on('filesLimit', () => refuse(new AppError('ValidationError', 'Only one file may be sent', { path: 'file' })));
+    parser.on('fieldsLimit', () => refuse(new AppError('ValidationError', 'Too many fields')));
+    parser.on('partsLimit', () => refuse(new AppError('ValidationError', 'Too many parts')));
     parser.on('error', (error: unknown) => {
-      fail(new AppError('BadRequestError', `The upload was interrupted or malformed: ${(error as Error).message}`));
-      settle();
+      refuse(new AppError('BadRequestError', `The upload is malformed: ${(error as Error).message}`));
     });
     parser.on('close', () => settle());
 
@@ -99,6 +152,7 @@ export function readUpload(
     function settle() {
       if (settled) return;
       settled = true;
+      // Whatever the file part's state, the answer waits until its temporary file is gone or kept.
       void pending.then(async (file) => {
         if (failure) {
           if (file) await removeQuietly(file.path);
@@ -110,10 +164,7 @@ export function readUpload(
     }
     const interrupted = () => {
       if (req.complete) return;
-      const error = new AppError('BadRequestError', 'The upload was interrupted');
-      fail(error);
-      current?.destroy(error);
-      parser.destroy();
+      refuse(new AppError('BadRequestError', 'The upload was interrupted'));
     };
     req.on('aborted', interrupted);
     req.on('close', interrupted);

@@ -7,15 +7,28 @@ import { consentPage, errorPage, loginPage, STYLESHEET } from '../oidc/pages.ts'
 import { OAuthError, type Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
+import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
 
 /** The provider's form-posted endpoints and pages: they carry their own protection (PKCE, CSRF tokens). */
 export const OIDC_FORM_PATHS = ['/oidc/authorize', '/oidc/token', '/oidc/userinfo', '/oidc/revoke', '/oidc/login', '/oidc/consent'];
 
+/** Whether a request goes to one of those, as Express matches it (any letter case, a trailing slash). */
+export function isOidcFormPath(path: string): boolean {
+  return OIDC_FORM_PATHS.includes(path.toLowerCase().replace(/(.)\/$/, '$1'));
+}
+
 /** The cookie that binds a page's CSRF token to the browser that loaded the page. */
 const CSRF_COOKIE = 'service.oidc-csrf';
 
-const form = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 });
+/** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
+const FORM_BYTES = 64 * 1024;
+const parseForm = withLengthCheck('application/x-www-form-urlencoded', FORM_BYTES, express.urlencoded({ extended: false, limit: FORM_BYTES, parameterLimit: 50 }));
+
+/** Why a form could not be read (too many parameters, too large, not decodable), never the parser's own words. */
+function formError(error: unknown): AppError {
+  return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
+}
 
 /** Public clients call these from any origin; none of them reads cookies. */
 function openToAnyOrigin(req: Request, res: Response, next: NextFunction): void {
@@ -35,6 +48,14 @@ function sendOAuthError(res: Response, error: unknown): void {
     return;
   }
   sendError(res, error);
+}
+
+/** The form of a protocol endpoint (token, userinfo, revocation): one it cannot read is OAuth's `invalid_request`. */
+function oauthForm(req: Request, res: Response, next: NextFunction): void {
+  parseForm(req, res, (error?: unknown) => {
+    if (error) sendOAuthError(res, new OAuthError('invalid_request', formError(error).message));
+    else next();
+  });
 }
 
 /**
@@ -73,6 +94,14 @@ export function oidcRoutes(services: Services, config: Config): Router {
     const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
     return typeof value === 'string' ? value : undefined;
   };
+  /** The form of a page (authorize by POST, login, consent): one it cannot read is an error page. */
+  const pageForm = (req: Request, res: Response, next: NextFunction) => {
+    parseForm(req, res, (error?: unknown) => {
+      if (!error) return next();
+      const refused = formError(error);
+      page(res, refused.status, errorPage(refused.message));
+    });
+  };
   const safely = (handler: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response) => {
     handler(req, res).catch((error: unknown) => {
       if (error instanceof OAuthError) page(res, 400, errorPage(error.message));
@@ -99,7 +128,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
     answer(res, await oidc.authorize(params ?? {}, await viewerOf(req, res)));
   });
   router.get('/oidc/authorize', authorize);
-  router.post('/oidc/authorize', form, authorize);
+  router.post('/oidc/authorize', pageForm, authorize);
 
   // ---- the login page ----------------------------------------------------------------------------
   router.get(
@@ -116,7 +145,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
   );
   router.post(
     '/oidc/login',
-    form,
+    pageForm,
     safely(async (req, res) => {
       const id = field(req, 'interaction') ?? '';
       const { interaction, client } = await oidc.interaction(id);
@@ -159,7 +188,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
   );
   router.post(
     '/oidc/consent',
-    form,
+    pageForm,
     safely(async (req, res) => {
       const id = field(req, 'interaction') ?? '';
       const { interaction } = await oidc.interaction(id);
@@ -171,7 +200,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
 
   // ---- token, userinfo, revocation ---------------------------------------------------------------
   router.options(['/oidc/token', '/oidc/userinfo', '/oidc/revoke'], openToAnyOrigin);
-  router.post('/oidc/token', openToAnyOrigin, form, async (req, res) => {
+  router.post('/oidc/token', openToAnyOrigin, oauthForm, async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Pragma', 'no-cache');
     try {
@@ -206,9 +235,9 @@ export function oidcRoutes(services: Services, config: Config): Router {
     }
   };
   router.get('/oidc/userinfo', openToAnyOrigin, userinfo);
-  router.post('/oidc/userinfo', openToAnyOrigin, form, userinfo);
+  router.post('/oidc/userinfo', openToAnyOrigin, oauthForm, userinfo);
 
-  router.post('/oidc/revoke', openToAnyOrigin, form, async (req, res) => {
+  router.post('/oidc/revoke', openToAnyOrigin, oauthForm, async (req, res) => {
     try {
       await oidc.revoke((req.body as Record<string, unknown> | undefined) ?? {});
     } catch (error) {

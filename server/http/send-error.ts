@@ -1,32 +1,24 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../errors.ts';
+import { requestError } from './body.ts';
 
-/** Errors raised by express.json() carry a `type`; that, not the message text, says what failed. */
-function bodyParserError(error: unknown): AppError | null {
-  const type = (error as { type?: unknown } | null)?.type;
-  switch (type) {
-    case 'entity.parse.failed':
-      return new AppError('BadRequestError', 'Malformed JSON body');
-    case 'entity.too.large':
-      return AppError.tooLarge('The request body is too large');
-    case 'encoding.unsupported':
-    case 'charset.unsupported':
-      return new AppError('BadRequestError', 'Unsupported body encoding');
-    case 'request.aborted':
-      return new AppError('BadRequestError', 'The request was aborted');
-    default:
-      return null;
-  }
+/** Whether the request has a body that has not been read (all of it) yet. */
+export function bodyUnread(req: Request): boolean {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+  return hasBody && !req.complete;
 }
 
 /** Sends any error as the spec's Error body. */
 export function sendError(res: Response, error: unknown, input?: unknown): void {
-  const app = bodyParserError(error) ?? toAppError(error, input, res.req.log);
+  const app = requestError(error) ?? toAppError(error, input, res.req.log);
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  // Answered before the body was read: the connection is closed after the answer, so the
+  // client stops sending and the server never reads the rest.
+  if (bodyUnread(res.req)) res.setHeader('Connection', 'close');
   // A client told how long to wait (the Python client honours it) need not guess with backoff.
   const retryAfter = app.details?.retryAfter;
   if (typeof retryAfter === 'number') res.setHeader('Retry-After', String(retryAfter));

@@ -15,7 +15,7 @@ import { buildOpenApiDocument } from '../../server/http/openapi.ts';
 type Json = Record<string, any>;
 
 /** Paths whose answers follow another description than the OpenAPI document. */
-const OTHER_PROTOCOLS = [/^\/trpc(\/|$)/, /^\/oidc\/(authorize|token|userinfo|jwks|revoke|login|consent|pages\.css)$/, /^\/\.well-known\//, /^\/docs(\/|$)/];
+const OTHER_PROTOCOLS = [/^\/trpc(\/|$)/i, /^\/oidc\/(authorize|token|userinfo|jwks|revoke|login|consent|pages\.css)\/?$/i, /^\/\.well-known\//i, /^\/docs(\/|$)/i];
 
 /**
  * The origins of the services the tests started: only their answers are checked, not those of
@@ -54,7 +54,8 @@ const matchers: Matcher[] = Object.keys(apiDocument.paths)
       .split(/(\{\w+\})/)
       .map((part) => (part === '{venueId}' ? '.+' : part.startsWith('{') ? '[^/]+' : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
       .join('');
-    return { template, pattern: new RegExp(`^${source}$`), literal: template.replace(/\{\w+\}/g, '').length };
+    // As Express matches them: any letter case, and an optional trailing slash.
+    return { template, pattern: new RegExp(`^${source}/?$`, 'i'), literal: template.replace(/\{\w+\}/g, '').length };
   })
   .sort((a, b) => b.literal - a.literal);
 

@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleParser } from 'mailparser';
+import { mailSettled } from '../../server/mail.ts';
 
 export interface Mail {
   to: string;
@@ -11,6 +12,8 @@ export interface Mail {
 
 /** The messages in `$DATA_DIR/outbox`, oldest first, parsed as a mail client would. */
 export async function readOutbox(dataDir: string): Promise<Mail[]> {
+  // Mail goes out after the answer: wait for what this process's service has queued.
+  await mailSettled(dataDir);
   const dir = path.join(dataDir, 'outbox');
   let files: string[];
   try {

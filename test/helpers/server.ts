@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
-import { createApp, type App } from '../../server/http/app.ts';
+import { answerClientErrors, createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
 import { serviceOrigins } from './api-document.ts';
 
@@ -31,6 +31,7 @@ export async function tempDir(prefix = 'service-test-'): Promise<string> {
 export async function startServer(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir());
   const server: Server = createServer();
+  answerClientErrors(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '../../server/http/routes.ts';
 import { redactUrl } from '../../server/logger.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
@@ -50,5 +51,19 @@ describe('redactUrl', () => {
     ['/profiles?id=~A_B1', '/profiles?id=%7EA_B1'],
   ])('%s → %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
+  });
+});
+
+describe('redactUrl and the route table', () => {
+  it('redacts every path parameter that is a one-time token, whatever its letter case', () => {
+    const tokenRoutes = routes.filter((route) => /:token\b/.test(route.path));
+    expect(tokenRoutes.length).toBeGreaterThan(4);
+    for (const route of tokenRoutes) {
+      for (const path of [route.path, route.path.toUpperCase().replace(':TOKEN', ':token')]) {
+        const url = path.replace(':token', 'secret-value-123');
+        expect(redactUrl(url), url).not.toContain('secret-value-123');
+        expect(redactUrl(`${url}/`), url).not.toContain('secret-value-123');
+      }
+    }
   });
 });

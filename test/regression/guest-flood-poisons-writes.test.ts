@@ -93,7 +93,7 @@ describe('GET /health', () => {
     try {
       const res = await fetch(`${server.url}/health`);
       expect(res.status).toBe(503);
-      expect(await res.json()).toEqual({ status: 503, name: 'ServiceUnavailableError', message: 'The database is not available', details: { database: 'unavailable' } });
+      expect(await res.json()).toEqual({ status: 503, name: 'ServiceUnavailableError', message: 'The database is not available', details: { database: 'unavailable', reqId: expect.any(String) } });
     } finally {
       await db.raw('PRAGMA query_only = OFF');
     }

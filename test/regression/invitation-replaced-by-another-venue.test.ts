@@ -45,7 +45,7 @@ describe("another venue's invitation", () => {
     const before = await stored(SUBMISSION);
     const res = await attacker.post('/invitations', { id: SUBMISSION, domain: OUTER, form: {}, invitees: ['~'] });
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: `Only the organisers of ${VICTIM} can do this` });
+    expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: `Only the organisers of ${VICTIM} can do this`, details: { reqId: expect.any(String) } });
     expect(await stored(SUBMISSION)).toEqual(before);
     // Nor from a venue that is no prefix at all.
     const other = await organiserOf('Other.org', 'Other Organiser');

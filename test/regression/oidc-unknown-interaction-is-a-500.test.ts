@@ -83,7 +83,7 @@ describe('the JSON interaction endpoints', () => {
       ['/oidc/authorize/consent', { interactionId, approved: false }],
     ] as const) {
       const res = await api.post(path, body);
-      expect(res.body, path).toEqual({ status: 403, name: 'ForbiddenError', message: 'This sign-in request belongs to another person' });
+      expect(res.body, path).toEqual({ status: 403, name: 'ForbiddenError', message: 'This sign-in request belongs to another person', details: { reqId: expect.any(String) } });
     }
     expect(await codes()).toBe(before);
     // The owner can still finish it.

@@ -40,7 +40,7 @@ describe('an organiser who adds a person to a venue group', () => {
     for (const groupId of [victim.id, victim.email]) {
       const res = await organiser.post('/impersonate', { groupId });
       expect(res.status, groupId).toBe(403);
-      expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: `You are not allowed to impersonate ${groupId}` });
+      expect(res.body).toEqual({ status: 403, name: 'ForbiddenError', message: `You are not allowed to impersonate ${groupId}`, details: { reqId: expect.any(String) } });
     }
     expect(await server.service.db('audit_log').where({ action: 'impersonate', target: victim.id }).count({ n: '*' })).toEqual([{ n: 0 }]);
   });

@@ -140,7 +140,11 @@ describe('login attempts in parallel', () => {
     const results = await Promise.all(
       Array.from({ length: 14 }, (_, i) => new Client(server.url).post('/login', { id: user.email, password: `Wrong-Guess-${i}` })),
     );
-    expect(results.filter((r) => r.status === 429).length).toBe(4);
+    // At most ten passwords are checked; the rest are refused (by the account's limit, or by the
+    // hashing queue's share for one client address).
+    expect(results.filter((r) => r.status === 400).length).toBeLessThanOrEqual(10);
+    expect(results.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(4);
+    expect(results.every((r) => r.status === 400 || r.status === 429)).toBe(true);
     expect((await new Client(server.url).post('/register', { email: 'after-race@example.org', password: PASSWORD, fullname: 'After Race', token: 'dev-ok' })).status).toBe(200);
   });
 });

@@ -35,7 +35,7 @@ describe('a file URL typed into a text field', () => {
 
     const eve = await createActiveUser(server);
     const eveClient = (await loggedIn(server, eve.email)).client;
-    expect((await eveClient.get(`/pdf/${sha1(data)}.pdf`)).status).toBe(403);
+    expect((await eveClient.get(`/pdf/${sha1(data)}.pdf`)).status).toBe(404);
     // Eve's own submission, with the victim's URL in its abstract and her own PDF in its pdf field.
     const own = await sendMultipart(eveClient, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'e.pdf', data: pdfBytes(2000) });
     const note = await eveClient.post('/notes', {
@@ -43,7 +43,7 @@ describe('a file URL typed into a text field', () => {
       content: { ...submissionContent(eve.id, own.body.url), abstract: { value: body.url } },
     });
     expect(note.status).toBe(200);
-    expect((await eveClient.get(`/pdf/${sha1(data)}.pdf`)).status).toBe(403);
+    expect((await eveClient.get(`/pdf/${sha1(data)}.pdf`)).status).toBe(404);
     expect((await eveClient.get(`/attachment?id=${note.body.id}&name=abstract`)).status).toBe(404);
   });
 });

@@ -1,0 +1,139 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { AppError } from '../../shared/errors.ts';
+
+/** The largest JSON body, for every path but uploads (which stream, see `files.ts`). */
+export const JSON_BODY_LIMIT = '1mb';
+/** The largest byte count of `JSON_BODY_LIMIT`, for parsers that take a number (tRPC's own). */
+export const JSON_BODY_BYTES = 1024 * 1024;
+/**
+ * How deeply arrays and objects may nest in a JSON input. Every input of the API nests a few
+ * levels (a note's content: 4); a body nested thousands deep parses fine but then overflows
+ * the stack of whatever walks it recursively (`JSON.stringify`, a schema, a logger), which
+ * was a 500 that was not even logged.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether the JSON text `bytes` nests arrays and objects deeper than `max`: one pass over the
+ * bytes, no recursion, so it is safe whatever the input. Brackets inside strings do not count.
+ */
+export function nestsDeeperThan(bytes: Uint8Array | string, max: number): boolean {
+  if (bytes.length <= max) return false;
+  const at = typeof bytes === 'string' ? (i: number) => bytes.charCodeAt(i) : (i: number) => bytes[i] as number;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = at(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** The error a body parser's `verify` throws for a body nested too deeply: `sendError` names it. */
+function tooDeep(): Error {
+  return Object.assign(new Error('The JSON body is nested too deeply'), { type: 'entity.too.deep' });
+}
+
+/**
+ * The JSON body parser, on every path but those listed (uploads stream their multipart body
+ * themselves; the sign-in provider's endpoints read forms and answer in OAuth's format). A
+ * body is refused before it is parsed if it nests deeper than `MAX_JSON_DEPTH`.
+ */
+export function jsonBody(skip: (path: string) => boolean) {
+  const parse = withLengthCheck(
+    'application/json',
+    JSON_BODY_BYTES,
+    express.json({
+      limit: JSON_BODY_LIMIT,
+      verify: (_req, _res, buffer) => {
+        if (nestsDeeperThan(buffer, MAX_JSON_DEPTH)) throw tooDeep();
+      },
+    }),
+  );
+  return (req: Request, res: Response, next: NextFunction) => (skip(req.path) ? next() : parse(req, res, next));
+}
+
+/**
+ * A body parser that first refuses, at once, a body of its type announcing more than `limit`
+ * bytes. The parser would refuse it too, but only after reading and throwing away the whole
+ * body (a gigabyte, or until the body deadline): the 413 would come late or never.
+ */
+export function withLengthCheck(type: string, limit: number, parse: (req: Request, res: Response, next: NextFunction) => void) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const length = Number(req.headers['content-length']);
+    if (length > limit && req.is(type)) {
+      next(AppError.tooLarge('The request body is too large'));
+      return;
+    }
+    parse(req, res, next);
+  };
+}
+
+/**
+ * What tRPC would read, checked before it does: a query's input (`?input=`, JSON in the query
+ * string) nested deeper than `MAX_JSON_DEPTH`, as a JSON body is, and a batch of more than
+ * `maxBatch` calls. Refused here with the Error body (tRPC's own refusal of a batch answers
+ * `text/plain`).
+ */
+export function trpcGuard(maxBatch: number) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const input: unknown = req.query.input;
+    const values = Array.isArray(input) ? input : [input];
+    if (values.some((value) => typeof value === 'string' && nestsDeeperThan(value, MAX_JSON_DEPTH))) {
+      next(new AppError('BadRequestError', 'The input is nested too deeply'));
+      return;
+    }
+    if (req.query.batch !== undefined && req.path.split(',').length > maxBatch) {
+      next(new AppError('BadRequestError', `A batch may hold at most ${maxBatch} calls`));
+      return;
+    }
+    next();
+  };
+}
+
+/**
+ * The AppError for an error a body parser (express.json, express.urlencoded, and the
+ * decompression under them) or the router raised about the request itself, or null for any
+ * other error. Their `type` (or, for a body that does not decompress, their 4xx status) says
+ * what failed, never their message, which may quote the request: their message is not shown.
+ */
+export function requestError(error: unknown): AppError | null {
+  if (error === null || typeof error !== 'object') return null;
+  const { type, status, expose } = error as { type?: unknown; status?: unknown; expose?: unknown };
+  switch (type) {
+    case 'entity.parse.failed':
+      return new AppError('BadRequestError', 'Malformed JSON body');
+    case 'entity.too.deep':
+      return new AppError('BadRequestError', 'The JSON body is nested too deeply');
+    case 'entity.too.large':
+      return AppError.tooLarge('The request body is too large');
+    case 'parameters.too.many':
+      return AppError.tooLarge('The form has too many parameters');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new AppError('BadRequestError', 'Unsupported body encoding');
+    case 'request.aborted':
+      return new AppError('BadRequestError', 'The request was aborted');
+    case 'request.size.invalid':
+      return new AppError('BadRequestError', 'The body is not as long as its Content-Length says');
+    default:
+      break;
+  }
+  // The router could not percent-decode a path parameter (`/pdf/%zz`).
+  if (error instanceof URIError && status === 400) return new AppError('BadRequestError', 'Malformed percent-encoding in the path');
+  // Anything else a body parser marks as the client's (a body that does not decompress, a stream
+  // already read): http-errors' `expose` with a 4xx status.
+  if (expose === true && typeof status === 'number' && status >= 400 && status < 500) {
+    return status === 413 ? AppError.tooLarge('The request body is too large') : new AppError('BadRequestError', 'The request could not be read as sent');
+  }
+  return null;
+}
