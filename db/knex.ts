@@ -22,6 +22,9 @@ export function openDatabase(dataDir: string): Db {
     client: PreparingSqliteClient as unknown as Knex.Config['client'],
     connection: { filename: path.join(dataDir, 'service.sqlite') },
     useNullAsDefault: true,
+    // Knex would write the query's values into an error's message; they may be secrets (hashes,
+    // emails), and messages are logged.
+    compileSqlOnError: false,
     pool: {
       // One connection: SQLite serialises writers anyway, and one connection makes every
       // transaction see its own writes without lock errors.

@@ -52,8 +52,20 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
     const name = FROM_TRPC_CODE[error.code];
     if (name) return new AppError(name, error.code === 'PARSE_ERROR' ? 'Malformed JSON input' : error.message);
   }
+  if (isBusyDatabase(cause)) {
+    // Another process (an admin command, a second server) held the write lock past the busy
+    // timeout: nothing was written, and trying again shortly will do.
+    log?.warn({ err: cause }, 'database busy');
+    return new AppError('ServiceUnavailableError', 'The database is busy. Please try again in a moment.', { retryAfter: 1 });
+  }
   log?.error({ err: error }, 'unexpected error');
   return new AppError('InternalServerError', 'Internal server error');
+}
+
+/** SQLite's "database is locked" (the sqlite3 driver's `code`), or PostgreSQL's lock timeout. */
+function isBusyDatabase(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === '55P03';
 }
 
 /** The TRPCError that carries an AppError with the matching code. */

@@ -8,7 +8,8 @@ const IMPERSONATION_SECONDS = 60 * 60;
 
 export interface ImpersonationOutcome {
   result: ImpersonateResult;
-  session: IssuedSession;
+  /** The session's cookies to set; none for a caller who showed only an access token. */
+  session?: IssuedSession;
 }
 
 /**
@@ -30,7 +31,12 @@ export interface ImpersonationOutcome {
  *   logout-all ends the impersonation too.
  */
 export class ImpersonationService extends AccountsPart {
-  async impersonate(groupId: string, viewer: Viewer): Promise<ImpersonationOutcome> {
+  /**
+   * `POST /impersonate`. A caller holding their session's refresh cookie gets the impersonation
+   * session's cookies; one with only an access token gets an access token that expires no later
+   * than the one they showed, and no refresh token.
+   */
+  async impersonate(groupId: string, viewer: Viewer, refreshToken?: string): Promise<ImpersonationOutcome> {
     if (viewer.impersonator?.impersonator) {
       throw new AppError('ForbiddenError', 'Impersonation can be nested only once');
     }
@@ -61,17 +67,25 @@ export class ImpersonationService extends AccountsPart {
     const readOnly = !viewer.isSuperUser || viewer.readOnly;
     const loginEmail = preferredEmail(target, await repo.emailsOf(target.id)) ?? target.id;
     const now = this.now();
+    const withCookie = await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken);
     const session = await repo.transaction(async (trx) => {
       const issued = await this.core.issueSession(
         target,
-        { loginEmail, accessSeconds: IMPERSONATION_SECONDS, impersonator, parentSessionId: viewer.sessionId, readOnly },
+        {
+          loginEmail,
+          accessSeconds: IMPERSONATION_SECONDS,
+          impersonator,
+          parentSessionId: viewer.sessionId,
+          readOnly,
+          ...(withCookie ? {} : { accessNotAfter: viewer.accessExpiresAt }),
+        },
         trx,
       );
       await trx.audit({ actor: viewer.profileId, action: 'impersonate', target: target.id, details: { readOnly } }, now);
       return issued;
     });
     return {
-      session,
+      ...(withCookie ? { session } : {}),
       result: {
         token: session.result.token,
         user: {
@@ -85,10 +99,18 @@ export class ImpersonationService extends AccountsPart {
     };
   }
 
-  /** `POST /impersonate/exit`: ends the impersonation session and resumes the impersonator's own. */
-  async exit(viewer: Viewer): Promise<IssuedSession> {
+  /**
+   * `POST /impersonate/exit`: ends the impersonation session and resumes the impersonator's own,
+   * rotating its refresh cookie. Only for the holder of the impersonation session's refresh
+   * cookie (the browser that impersonates): an access token alone must not become the
+   * impersonator's own session. Such a caller ends the impersonation with `POST /logout`.
+   */
+  async exit(viewer: Viewer, refreshToken?: string): Promise<IssuedSession> {
     if (!viewer.impersonator || !viewer.parentSessionId) {
       throw new AppError('BadRequestError', 'You are not impersonating anyone');
+    }
+    if (!(await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
+      throw new AppError('ForbiddenError', "Resuming your own session needs this session's refresh cookie; to end the impersonation, log out");
     }
     const repo = this.d.repo;
     const now = this.now();

@@ -166,8 +166,8 @@ export const accountsRouter = router({
     .input(ImpersonateInput)
     .output(ImpersonateResult)
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.services.impersonation.impersonate(input.groupId, ctx.user);
-      ctx.cookies.set(outcome.session);
+      const outcome = await ctx.services.impersonation.impersonate(input.groupId, ctx.user, ctx.credentials.refreshToken);
+      if (outcome.session) ctx.cookies.set(outcome.session);
       return outcome.result;
     }),
 
@@ -175,7 +175,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'allowed' })
     .output(SessionResult)
     .mutation(async ({ ctx }) => {
-      const session = await ctx.services.impersonation.exit(ctx.user);
+      const session = await ctx.services.impersonation.exit(ctx.user, ctx.credentials.refreshToken);
       ctx.cookies.set(session);
       return session.result;
     }),

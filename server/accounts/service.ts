@@ -268,7 +268,15 @@ export class AccountsService {
   /** Opens a new session for a profile: a session row, a refresh token, an access token. */
   async issueSession(
     profile: ProfileRecord,
-    opts: { loginEmail: string; accessSeconds: number; impersonator?: Impersonator; parentSessionId?: string; readOnly?: boolean },
+    opts: {
+      loginEmail: string;
+      accessSeconds: number;
+      impersonator?: Impersonator;
+      parentSessionId?: string;
+      readOnly?: boolean;
+      /** The access token expires no later than this (seconds since the epoch). */
+      accessNotAfter?: number;
+    },
     repo = this.#d.repo,
   ): Promise<IssuedSession> {
     const now = this.#now();
@@ -290,7 +298,7 @@ export class AccountsService {
       ...(opts.parentSessionId ? { parentSessionId: opts.parentSessionId } : {}),
       ...(opts.readOnly ? { readOnly: opts.readOnly } : {}),
     });
-    return this.#issue(profile, session, refreshToken, refreshSeconds, repo);
+    return this.#issue(profile, session, refreshToken, refreshSeconds, repo, opts.accessNotAfter);
   }
 
   async #issue(
@@ -299,8 +307,9 @@ export class AccountsService {
     refreshToken: string,
     refreshSeconds: number,
     repo = this.#d.repo,
+    accessNotAfter?: number,
   ): Promise<IssuedSession> {
-    const accessToken = await this.#d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds);
+    const accessToken = await this.#d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter);
     return {
       result: { token: accessToken, user: { id: session.loginEmail, profile: await this.simplify(profile, repo) } },
       accessToken,
@@ -441,6 +450,17 @@ export class AccountsService {
     const rotated = await repo.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
     if (!rotated) throw ended;
     return this.#issue(profile, live, refreshToken, refreshSeconds);
+  }
+
+  /**
+   * Whether the caller holds the session's current refresh cookie, not only an access token.
+   * Only such a caller may be handed a refresh token, or have the session rotated: an access
+   * token alone (perhaps a stolen one) must never grow into a longer session.
+   */
+  async holdsRefreshCookie(sessionId: string, refreshToken: string | undefined): Promise<boolean> {
+    if (refreshToken === undefined) return false;
+    const found = await this.#d.repo.findSessionWithProfile({ id: sessionId });
+    return found !== null && hashSecret(refreshToken) === found.currentRefreshHash;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { link, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
 import { AppError } from '../../shared/errors.ts';
@@ -97,19 +97,37 @@ export class SessionTokens {
 export async function loadSessionSecret(configured: string | undefined, dataDir: string): Promise<string> {
   if (configured) return configured;
   const file = path.join(dataDir, 'session-secret');
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const existing = await readSecret(file);
+    if (existing) return existing;
+    const secret = randomBytes(48).toString('base64url');
+    // Written whole to a file of its own, then linked into place: a crash never leaves a
+    // half-written secret under the real name, and of two processes starting together the
+    // first link wins and the other reads it.
+    const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
+    await writeFile(temporary, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    try {
+      await link(temporary, file);
+      return secret;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      await rm(temporary, { force: true });
+    }
   }
-  const secret = randomBytes(48).toString('base64url');
+  throw new Error(`Could not read or create the session secret at ${file}`);
+}
+
+/** The stored secret; null when there is none, or only an empty or cut one (left by a crash). */
+async function readSecret(file: string): Promise<string | null> {
   try {
-    // `wx`: if another process created it first, use theirs.
-    await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-    return secret;
+    const text = (await readFile(file, 'utf8')).trim();
+    if (text.length >= 32) return text;
+    await rm(file, { force: true });
+    return null;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return (await readFile(file, 'utf8')).trim();
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
   }
 }
 

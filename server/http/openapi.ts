@@ -119,7 +119,8 @@ export function openApiPath(path: string): string {
 
 /** The statuses an operation may answer with an Error body. */
 function errorStatuses(op: Operation): number[] {
-  const statuses = new Set([400, 500, ...(op.errors ?? [])]);
+  // 503: the database stayed busy past its timeout (another process held the write lock).
+  const statuses = new Set([400, 500, 503, ...(op.errors ?? [])]);
   // An expired or ended session is a 401 wherever a session is read, even where it is optional.
   if (op.session !== 'none') statuses.add(401);
   if (op.session === 'required') statuses.add(403);

@@ -104,7 +104,7 @@ export const routes: Route[] = [
   { method: 'post', path: '/profiles/search', procedure: 'accounts.searchProfilesBy', input: 'body', summary: 'Profiles by ids, or by the emails they hold' },
   { method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'A moderation decision on a profile', errors: [404] },
   { method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
-  { method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session" },
+  { method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session (needs the impersonation session's refresh cookie)", errors: [403] },
   // venues, invitations, notes (not in the spec: see the README)
   { method: 'post', path: '/venues', procedure: 'venue.createVenue', input: 'body', summary: 'Create a venue from its author-console config' },
   { method: 'get', path: '/venues/*venueId/config', procedure: 'venue.venueConfig', input: 'none', summary: "A venue's author-console config", errors: [404] },
