@@ -28,7 +28,7 @@ async function send(method: string, path: string, headers: Record<string, string
 
 function expectErrorBody(res: { status: number; json: unknown }, status: number) {
   expect(res.status).toBe(status);
-  expect(res.json).toEqual({ status, name: expect.any(String), message: expect.any(String) });
+  expect(res.json).toEqual({ status, name: expect.any(String), message: expect.any(String), details: { reqId: expect.any(String) } });
 }
 
 const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);

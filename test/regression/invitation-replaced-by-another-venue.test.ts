@@ -87,7 +87,7 @@ describe('a new venue', () => {
     for (const venueId of [person.id, '~Not_Yet_Registered1', person.email, `${OUTER}/-/Sub`, 'a//b']) {
       const res = await root.post('/venues', venueConfig(venueId));
       expect(res.status, venueId).toBe(400);
-      expect(res.body.errors?.[0]?.details ?? res.body.details, venueId).toEqual({ path: 'venueId' });
+      expect(res.body.errors?.[0]?.details ?? res.body.details, venueId).toEqual(expect.objectContaining({ path: 'venueId' }));
     }
   });
 

@@ -21,7 +21,7 @@ const GONE = {
   status: 404,
   name: 'NotFoundError',
   message: 'This sign-in request has expired or was already answered. Please start again from the application.',
-  details: { path: 'interactionId' },
+  details: { path: 'interactionId', reqId: expect.any(String) },
 };
 
 /** A stored interaction waiting for the signed-in `api` user's consent. */

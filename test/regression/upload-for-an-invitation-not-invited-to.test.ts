@@ -38,7 +38,7 @@ const rows = async (table: string) => Number((await server.service.db(table).cou
 describe('an upload for an invitation the uploader is not invited to', () => {
   it('is refused with a 403, whole or in chunks, and nothing of it is kept', async () => {
     const before = await filesUnder(server.dataDir);
-    const refusal = { status: 403, name: 'ForbiddenError', message: `You are not invited to post to ${REVIEWER_FILES}` };
+    const refusal = { status: 403, name: 'ForbiddenError', message: `You are not invited to post to ${REVIEWER_FILES}`, details: { reqId: expect.any(String) } };
     const w = await whole(author);
     expect(w.status).toBe(403);
     expect(w.body).toEqual(refusal);
