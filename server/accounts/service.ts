@@ -27,6 +27,9 @@ import type { PasswordHasher } from './passwords.ts';
 import { addressKey } from './ids.ts';
 import { type AccountsRepository, normaliseEmail, normaliseId, type ProfileRecord, type SessionRecord } from './repository.ts';
 import { hashSecret, randomToken, type SessionTokens } from './session-tokens.ts';
+import { ACTIVE_STATES } from './session-rule.ts';
+
+export { ACTIVE_STATES };
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
 
 /** Members of this group may do anything; the operator CLI adds them (`--role superuser`). */
@@ -36,8 +39,6 @@ export const MODERATORS_GROUP = 'Service/Moderators';
 /** The invitation every profile is written through. */
 export const PROFILE_INVITATION = '~/-/Profile';
 
-/** States in which a person may sign in. */
-export const ACTIVE_STATES: ReadonlySet<ProfileState> = new Set(['Active', 'Active Institutional', 'Active Automatic', 'Limited']);
 
 const WRONG_CREDENTIALS = 'Invalid username or password';
 

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { link, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
@@ -131,12 +131,5 @@ async function readSecret(file: string): Promise<string | null> {
   }
 }
 
-/** A fresh random secret (256 bits), base64url. */
-export function randomToken(): string {
-  return randomBytes(32).toString('base64url');
-}
-
-/** How secrets are stored: SHA-256, hex. The secrets are random, so no salt or stretching is needed. */
-export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
-}
+// The one way secrets are made and stored, kept where every area finds it.
+export { hashSecret, randomToken } from '../secrets.ts';

@@ -3,15 +3,16 @@ import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts
 import type { Config } from '../config.ts';
 import { createContextInner, type Context, type SessionCookies } from '../context.ts';
 import type { Services } from '../services.ts';
+import { bearerToken } from '../secrets.ts';
 
-/** The token of an `Authorization: Bearer` header, if the request has one. */
-export function bearerToken(req: Request): string | undefined {
-  return /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
+/** The token of the request's `Authorization: Bearer` header, if it has one. */
+export function bearerOf(req: Request): string | undefined {
+  return bearerToken(req.get('authorization'));
 }
 
 /** The access token: a bearer token wins over the cookie. */
 function accessTokenOf(req: Request): string | undefined {
-  const bearer = bearerToken(req);
+  const bearer = bearerOf(req);
   if (bearer) return bearer;
   const cookie: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
   return typeof cookie === 'string' && cookie !== '' ? cookie : undefined;

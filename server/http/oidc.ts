@@ -9,6 +9,7 @@ import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
+import { bearerToken } from '../secrets.ts';
 
 /** The provider's form-posted endpoints and pages: they carry their own protection (PKCE, CSRF tokens). */
 export const OIDC_FORM_PATHS = ['/oidc/authorize', '/oidc/token', '/oidc/userinfo', '/oidc/revoke', '/oidc/login', '/oidc/consent'];
@@ -212,7 +213,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
   });
 
   const userinfo = async (req: Request, res: Response) => {
-    const header = /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
+    const header = bearerToken(req.get('authorization'));
     const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? field(req, 'access_token') : undefined;
     const realm = `Bearer realm="${oidc.issuer}"`;
     if (header && fromBody) {

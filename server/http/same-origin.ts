@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
 import { AppError } from '../../shared/errors.ts';
-import { bearerToken } from './context.ts';
+import { bearerOf } from './context.ts';
 import { sendError } from './send-error.ts';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -30,7 +30,7 @@ export function sameOriginWrites(allowedOrigins: readonly string[], formPaths: r
     // pages carry CSRF tokens bound to the browser.
     if (SAFE_METHODS.has(req.method) || formPaths.includes(req.path)) return next();
     const cookies = req.cookies as Record<string, unknown> | undefined;
-    const byCookie = Boolean(cookies?.[ACCESS_TOKEN_COOKIE] || cookies?.[REFRESH_TOKEN_COOKIE]) && !bearerToken(req);
+    const byCookie = Boolean(cookies?.[ACCESS_TOKEN_COOKIE] || cookies?.[REFRESH_TOKEN_COOKIE]) && !bearerOf(req);
     if (!byCookie) return next();
     const origin = req.get('origin');
     if (req.get('sec-fetch-site') === 'cross-site' || (origin !== undefined && !allowed.has(origin))) {
