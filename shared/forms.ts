@@ -1,10 +1,15 @@
 import { z } from 'zod';
 import type { ErrorItem } from './errors.ts';
+import { isLinearPattern, matchesWhole } from './patterns.ts';
 
 /** The param keys a form field may use (version 2 format, `value.param`). */
 export const FieldParam = z.strictObject({
   type: z.enum(['string', 'string[]', 'group[]', 'file']),
-  regex: z.string().optional(),
+  regex: z
+    .string()
+    .max(1000)
+    .refine(isLinearPattern, { message: 'The pattern must be a regular expression without backreferences or lookaround (it runs in linear time)' })
+    .optional(),
   hidden: z.boolean().optional(),
   optional: z.boolean().optional(),
   deletable: z.boolean().optional(),
@@ -133,19 +138,6 @@ export function fileUrlExtension(url: string): string | null {
   return match[1] ? match[1].toLowerCase() : 'pdf';
 }
 
-/**
- * `^(?:regex)$`: a form's regex matches the whole value, never a part of it. Compiled with the
- * `u` flag, so `.` counts characters, not UTF-16 units; a pattern that is not valid under `u`
- * (an escaped `-` in a class, as older forms have) falls back to the plain flags.
- */
-function wholeMatch(regex: string): RegExp {
-  try {
-    return new RegExp(`^(?:${regex})$`, 'u');
-  } catch {
-    return new RegExp(`^(?:${regex})$`);
-  }
-}
-
 /** Length in characters (code points), not UTF-16 units. */
 const length = (s: string) => [...s].length;
 
@@ -270,7 +262,8 @@ function checkString(param: FieldParam, value: string, path: string, label: stri
     fail(param.minLength === 1 ? `${label} must not be empty` : `${label} must be at least ${param.minLength} characters`);
   }
   if (param.maxLength !== undefined && length(value) > param.maxLength) fail(`${label} must be at most ${param.maxLength} characters`);
-  if (param.regex !== undefined && !wholeMatch(param.regex).test(value)) fail(`${label} must match the pattern ${param.regex}`);
+  // The whole value must match (never a part of it), in linear time: see `patterns.ts`.
+  if (param.regex !== undefined && !matchesWhole(param.regex, value)) fail(`${label} must match the pattern ${param.regex}`);
   if (param.enum && !param.enum.map(String).includes(value)) fail(`${label} must be one of: ${param.enum.join(', ')}`);
   return problems;
 }
