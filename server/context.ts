@@ -14,6 +14,8 @@ export interface Credentials {
   accessToken?: string | undefined;
   /** From the cookie `service.refreshToken`. */
   refreshToken?: string | undefined;
+  /** Whether the access token came from an `Authorization: Bearer` header rather than the cookie. */
+  viaBearer?: boolean;
 }
 
 export interface Context {

@@ -10,12 +10,12 @@ export function bearerOf(req: Request): string | undefined {
   return bearerToken(req.get('authorization'));
 }
 
-/** The access token: a bearer token wins over the cookie. */
-function accessTokenOf(req: Request): string | undefined {
-  const bearer = bearerOf(req);
-  if (bearer) return bearer;
+/** The access token and where it came from: a bearer token wins over the cookie. */
+function accessTokenOf(req: Request, sessionFrom: 'any' | 'cookie'): { token?: string; viaBearer: boolean } {
+  const bearer = sessionFrom === 'any' ? bearerOf(req) : undefined;
+  if (bearer) return { token: bearer, viaBearer: true };
   const cookie: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
-  return typeof cookie === 'string' && cookie !== '' ? cookie : undefined;
+  return { ...(typeof cookie === 'string' && cookie !== '' ? { token: cookie } : {}), viaBearer: false };
 }
 
 /** Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https. */
@@ -33,15 +33,21 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
   };
 }
 
-/** The context of a request arriving over HTTP, for tRPC and REST alike. */
-export function createHttpContext(req: Request, res: Response, services: Services, config: Config): Context {
+/**
+ * The context of a request arriving over HTTP, for tRPC and REST alike. `sessionFrom: 'cookie'`
+ * reads the browser's session only, never a bearer header: the sign-in provider's pages sign a
+ * person in to other applications, which an access token alone (perhaps a stolen one) must not.
+ */
+export function createHttpContext(req: Request, res: Response, services: Services, config: Config, sessionFrom: 'any' | 'cookie' = 'any'): Context {
   const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
+  const access = accessTokenOf(req, sessionFrom);
   return createContextInner({
     services,
     log: req.log,
     requestId: String(req.id),
     credentials: {
-      accessToken: accessTokenOf(req),
+      accessToken: access.token,
+      viaBearer: access.viaBearer,
       refreshToken: typeof refresh === 'string' && refresh !== '' ? refresh : undefined,
     },
     cookies: httpCookies(res, config),

@@ -66,7 +66,9 @@ function oauthForm(req: Request, res: Response, next: NextFunction): void {
 export function oidcRoutes(services: Services, config: Config): Router {
   const router = Router();
   const oidc = services.oidc;
-  const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config).viewerIfValid();
+  // The browser's session only: signing someone in to an application takes their browser, not
+  // an access token alone.
+  const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
 
   /** A page: its own CSP, so a form may send the person on to the client's redirect URI. */
   const page = (res: Response, status: number, html: string, formTargets: string[] = []) => {

@@ -14,6 +14,7 @@ import {
   AppError,
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/service.ts';
+import type { Credentials } from '../context.ts';
 import { authedProcedure, router } from '../trpc.ts';
 import { OAuthError } from './service.ts';
 
@@ -83,10 +84,27 @@ export const oidcRouter = router({
   confirmInteraction: authedProcedure
     .input(InteractionInput)
     .output(InteractionResult)
-    .mutation(({ ctx, input }) => asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user))),
+    .mutation(({ ctx, input }) => {
+      browserSessionOnly(ctx.credentials);
+      return asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user));
+    }),
 
   consentInteraction: authedProcedure
     .input(InteractionConsentInput)
     .output(RedirectResult)
-    .mutation(async ({ ctx, input }) => ({ redirectUri: (await asJson(ctx.services.oidc.consent(input.interactionId, ctx.user, input.approved))).redirect })),
+    .mutation(async ({ ctx, input }) => {
+      browserSessionOnly(ctx.credentials);
+      return { redirectUri: (await asJson(ctx.services.oidc.consent(input.interactionId, ctx.user, input.approved))).redirect };
+    }),
 });
+
+/**
+ * Signing a person in to an application (and consenting for them) takes their browser session,
+ * the cookie: an access token alone, perhaps a stolen one, would otherwise sign its thief in to
+ * every application as that person, for longer than the token lives.
+ */
+function browserSessionOnly(credentials: Credentials): void {
+  if (credentials.viaBearer) {
+    throw new AppError('ForbiddenError', 'Signing in to an application needs your browser session, not an access token');
+  }
+}
