@@ -28,19 +28,25 @@ export class EmailService extends AccountsPart {
    * Whose emails these are: the signed-in caller, or a guest activating their profile with its
    * activation token. Nobody changes emails while impersonating.
    */
-  async #asker(activationToken: string | undefined, viewer: Viewer | null): Promise<string> {
+  async #asker(activationToken: string | undefined, viewer: Viewer | null, refreshToken: string | undefined): Promise<string> {
     if (activationToken) {
       const record = await this.d.oneTime.live(this.d.repo, 'activation', activationToken, this.now(), 'Activation token is not valid');
       return record.profileId;
     }
     if (!viewer) throw new AppError('BadRequestError', GUEST_NEEDS_TOKEN);
     if (viewer.impersonator) throw new AppError('ForbiddenError', 'Emails cannot be changed while impersonating');
+    // An address added to an account can reset its password: adding one takes the session
+    // itself (its refresh cookie, as a browser or a client that signed in keeps it), never an
+    // access token alone, which may be a stolen one.
+    if (!(await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
+      throw new AppError('ForbiddenError', 'Adding an email needs your signed-in session (its refresh cookie), not an access token alone');
+    }
     return viewer.profileId;
   }
 
   /** `POST /user/confirm[/{activationToken}]`: mails a confirmation code to `alternate`. */
-  async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null): Promise<{ alternate: string }> {
-    const profileId = await this.#asker(request.activationToken, viewer);
+  async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null, refreshToken?: string): Promise<{ alternate: string }> {
+    const profileId = await this.#asker(request.activationToken, viewer, refreshToken);
     const repo = this.d.repo;
     if (request.username && !(await repo.usernamesOf(profileId)).includes(request.username)) {
       throw new AppError('ForbiddenError', `${request.username} is not one of your usernames`, { path: 'username' });

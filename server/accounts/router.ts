@@ -132,7 +132,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .input(ConfirmEmailRequest)
     .output(ConfirmEmailResult)
-    .mutation(async ({ ctx, input }) => ctx.services.emails.requestConfirmation(input, await ctx.optionalViewer())),
+    .mutation(async ({ ctx, input }) => ctx.services.emails.requestConfirmation(input, await ctx.optionalViewer(), ctx.credentials.refreshToken)),
 
   activateLink: publicProcedure
     .meta({ whileImpersonating: 'refused' })
