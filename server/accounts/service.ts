@@ -538,7 +538,7 @@ export class AccountsService {
     const repo = this.#d.repo;
     let profile: ProfileRecord | null;
     if (query.id) profile = await repo.findProfileByUsername(query.id);
-    else if (query.email) profile = await repo.findProfileByEmail(query.email);
+    else if (query.email) profile = await this.#holderOf(query.email, viewer);
     else profile = await repo.findProfile(viewer.profileId);
     if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
     const visible = profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
@@ -588,7 +588,9 @@ export class AccountsService {
       }
       return { profiles };
     }
-    const confirmedOnly = input.confirmedEmails !== undefined;
+    // An address waiting for its confirmation is not shown as anyone's, but to moderators: a
+    // sign-up's address would otherwise tell that it has an account.
+    const confirmedOnly = input.confirmedEmails !== undefined || !(viewer.isModerator || viewer.isSuperUser);
     for (const { email, profileId } of await repo.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly)) {
       const profile = await repo.findProfile(profileId);
       if (!profile || profile.mergedInto || (profile.ddate !== null && !viewer.isSuperUser && !viewer.isModerator)) continue;
@@ -597,6 +599,18 @@ export class AccountsService {
       profiles.push({ ...shown, email, ...(confirmedOnly ? { confirmedEmails: [...new Set([...(shown.confirmedEmails ?? []), email])] } : {}) });
     }
     return { profiles };
+  }
+
+  /**
+   * The profile holding an address: any address for moderators and super users; a confirmed
+   * one (or the caller's own) for everyone else, so a sign-up not yet activated stays unseen.
+   */
+  async #holderOf(email: string, viewer: Viewer): Promise<ProfileRecord | null> {
+    const repo = this.#d.repo;
+    const profile = await repo.findProfileByEmail(email);
+    if (!profile || viewer.isModerator || viewer.isSuperUser || profile.id === viewer.profileId) return profile;
+    const [held] = await repo.holdersOfEmails([email], true);
+    return held ? profile : null;
   }
 
   /** A profile as `viewer` may see it: emails for its owner, moderators and super users. */
@@ -614,6 +628,13 @@ export class AccountsService {
       content.emails = emails.map((e) => e.email);
       content.emailsConfirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
       if (preferred) content.preferredEmail = preferred;
+    } else {
+      // Whoever may not see the profile's emails sees none of them: not the preferred one stored
+      // in its content, nor those of the people it names as relations.
+      delete content.preferredEmail;
+      delete content.emails;
+      delete content.emailsConfirmed;
+      if (content.relations) content.relations = content.relations.map(({ email: _email, ...relation }) => relation);
     }
     return {
       id: profile.id,

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { link, mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -101,16 +101,22 @@ export class FileStore {
   }
 
   /**
-   * Moves a received file into its content-addressed place with an atomic rename; the same bytes
+   * Moves a received file into its content-addressed place with an atomic link; the same bytes
    * are stored once (a second copy is simply dropped). Returns the URL.
    */
   async keep(received: Received, extension: string): Promise<string> {
     const url = this.urlOf(received.sha1, extension);
     const target = this.pathOf(url);
     if (!target) throw new Error(`not a storable URL: ${url}`);
-    // Same name, same bytes: replacing an existing copy is harmless, and readers of the old one
-    // keep reading it to the end.
-    await rename(received.path, target);
+    // A file already stored under this name stays: link() refuses to replace it. The same
+    // name is the same SHA-1, so normally the same bytes; never replacing also means that two
+    // different files made to share a SHA-1 cannot swap a paper already submitted.
+    try {
+      await link(received.path, target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    await unlink(received.path);
     return url;
   }
 

@@ -65,6 +65,18 @@ function bodyDeadline(ms: number, exempt: (path: string) => boolean) {
 }
 
 /**
+ * An answer sent before its request's body was read (a GET that announced a body, an upload
+ * refused early) ends the connection once sent: the rest of the body is never read, so a client
+ * trickling it cannot hold the connection for the hour uploads are given.
+ */
+function endUnreadBodies(req: Request, res: Response, next: () => void): void {
+  res.on('finish', () => {
+    if (!req.complete) req.socket.end();
+  });
+  next();
+}
+
+/**
  * The headers a middleware sets whatever the request (helmet's), worked out once at start-up
  * and then set in one step: helmet's dozen nested middlewares per request were a measurable
  * part of a small request's cost (`npm run bench`, rows 1 and 2).
@@ -150,6 +162,7 @@ export async function createApp(config: Config, opts: { logger?: Logger } = {}):
   // would break the pages; behind https the upgrade stays on.
   app.use(onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })));
   app.use(cookieParser());
+  app.use(endUnreadBodies);
   app.use(sameOriginWrites([config.baseUrl, config.webUrl], OIDC_FORM_PATHS));
   app.use(bodyDeadline(BODY_DEADLINE_MS, isUploadPath));
   // Uploads stream their own body; the sign-in provider's endpoints read forms (oidc.ts).

@@ -343,7 +343,14 @@ export class VenueService {
 
   /** Refuses (403) an upload for an invitation the reader may not post to: the rule of `POST /notes`. */
   async requireInvitee(invitation: Invitation, reader: Viewer): Promise<void> {
+    await this.#requireAuthor(reader);
     this.#requireInvitee(invitation, reader, await this.identities(reader));
+  }
+
+  /** A `Limited` profile may sign in and read, but not author: no notes, files or deletions. */
+  async #requireAuthor(reader: Viewer): Promise<void> {
+    const profile = await this.#repos().accounts.findProfile(reader.profileId);
+    if (profile?.state === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
   }
 
   /**
@@ -401,6 +408,7 @@ export class VenueService {
   }
 
   async #delete(id: string, reader: Viewer): Promise<{ note: Note; editId: string }> {
+    await this.#requireAuthor(reader);
     const now = this.#now();
     return this.#transaction(async (repos) => {
       const note = await repos.venues.findNote(id);
@@ -623,12 +631,17 @@ export class VenueService {
    * for them.
    */
   async groups(query: GroupsQuery, reader: Reader): Promise<Group[]> {
+    // A guest is named by no group and organises nothing: nothing to look through.
+    if (!reader) {
+      if (query.id !== undefined) throw new AppError('NotFoundError', `Group Not Found: ${query.id}`);
+      return [];
+    }
     const repos = this.#repos();
     const ids =
       query.id !== undefined
         ? [query.id]
         : query.prefix !== undefined
-          ? await repos.accounts.groupIdsWithPrefix(query.prefix, 10_000)
+          ? await repos.accounts.groupIdsWithPrefix(query.prefix, 1000)
           : await repos.accounts.groupsOf([query.member ?? '']);
     const identities = await this.identities(reader, repos);
     const organises = new Map<string, boolean>();
