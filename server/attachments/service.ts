@@ -26,6 +26,9 @@ import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
 import { removeQuietly, type FileStore, type Received } from './storage.ts';
 
+/** How many chunked uploads one person may have unfinished at a time. */
+export const OPEN_UPLOADS_PER_PERSON = 20;
+
 /** What the multipart adapter hands over: the text fields, and the file part if there was one. */
 export interface UploadRequest {
   fields: Record<string, string>;
@@ -257,6 +260,11 @@ export class AttachmentsService {
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
       await this.#venue.requireInvitee(invitation, viewer);
       const now = this.#now();
+      // Each unfinished upload holds its chunks on disk until it is swept: one person keeps at
+      // most OPEN_UPLOADS_PER_PERSON of them at a time.
+      if (!(await repo.hasUpload(viewer.profileId, fields.clientUploadId)) && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
+        throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
+      }
       let upload = await repo.openUpload(
         {
           id: randomUUID(),
