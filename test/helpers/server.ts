@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { answerClientErrors, createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
-import { serviceOrigins } from './api-document.ts';
+import { serviceOrigins } from './service-origins.ts';
 
 export interface TestServer {
   url: string;
