@@ -36,15 +36,18 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/** The composition root: the only place services are wired to their dependencies. */
-export async function createServices(config: Config, db: Db, logger: Logger): Promise<Services> {
+/**
+ * The composition root: the only place services are wired to their dependencies. `now` is the
+ * clock every service reads (tests hand in one they can move forward).
+ */
+export async function createServices(config: Config, db: Db, logger: Logger, now: () => number = Date.now): Promise<Services> {
   const secret = await loadSessionSecret(config.sessionSecret, config.dataDir);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
   const limiterStore = openRateLimiterStore(db);
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
     hasher: new PasswordHasher(),
-    tokens: new SessionTokens(secret, config.baseUrl),
+    tokens: new SessionTokens(secret, config.baseUrl, now),
     // Keys the hashes of 6-digit codes, so a copy of the table does not give them away.
     oneTime: new OneTimeTokens(`${secret}:codes`),
     verifier: new HumanVerifier(config.humanVerification, logger),
@@ -52,12 +55,13 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     mailer,
     config,
     logger,
+    now,
   };
   const accounts = new AccountsService(deps);
-  const venue = new VenueService(db);
+  const venue = new VenueService(db, now);
   const store = new FileStore(config.dataDir);
   await store.init();
-  const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf` });
+  const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
     db,
@@ -69,7 +73,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     venue,
-    attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger }),
+    attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger, now }),
     oidc,
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.

@@ -34,12 +34,14 @@ export interface VerifiedClaims extends SessionClaims {
  */
 export class SessionTokens {
   readonly #issuer: string;
+  readonly #now: () => number;
 
   /** The key imported once: given the raw bytes, jose imports them again for every token. */
   readonly #cryptoKey: Promise<CryptoKey>;
 
-  constructor(secret: string, issuer: string) {
+  constructor(secret: string, issuer: string, now: () => number = Date.now) {
     this.#issuer = issuer;
+    this.#now = now;
     this.#cryptoKey = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
 
@@ -49,7 +51,7 @@ export class SessionTokens {
    * anything secret): the real platform's clients, given only a token, read the profile id there.
    */
   async sign(claims: SessionClaims & { loginEmail: string }, seconds: number, notAfter?: number): Promise<string> {
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(this.#now() / 1000);
     const exp = Math.min(now + seconds, notAfter ?? Number.POSITIVE_INFINITY);
     return new SignJWT({ sid: claims.sid, ver: claims.ver, user: { id: claims.loginEmail, profile: { id: claims.sub } } })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
@@ -74,11 +76,12 @@ export class SessionTokens {
         issuer: this.#issuer,
         audience: AUDIENCE,
         requiredClaims: ['exp', 'iat', 'sub'],
+        currentDate: new Date(this.#now()),
       });
       const { sub, sid, ver, iat, exp } = payload;
       if (typeof sub !== 'string' || typeof sid !== 'string' || typeof ver !== 'number') throw new errors.JWTInvalid('claims');
       if (typeof iat !== 'number' || typeof exp !== 'number') throw new errors.JWTInvalid('claims');
-      const now = Math.floor(Date.now() / 1000);
+      const now = Math.floor(this.#now() / 1000);
       if (iat > now + CLOCK_SKEW_SECONDS || exp <= iat || exp - iat > MAX_TOKEN_SECONDS) throw new errors.JWTInvalid('claims');
       return { sub, sid, ver, iat, exp };
     } catch (error) {

@@ -134,11 +134,11 @@ export function answerClientErrors(server: Server): void {
  * mounts tRPC at `/trpc`, the REST route table, the streaming file routes, the sign-in
  * provider's endpoints and pages, the API document and its reference page, and `/health`. Does not listen.
  */
-export async function createApp(config: Config, opts: { logger?: Logger } = {}): Promise<App> {
+export async function createApp(config: Config, opts: { logger?: Logger; now?: () => number } = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const db = openDatabase(config.dataDir);
   await migrateToLatest(db);
-  const services = await createServices(config, db, logger);
+  const services = await createServices(config, db, logger, opts.now);
   // Uploads cut by a stop of the server can be completed at once. The server's start only: an
   // admin command (maybe outside the server's container) cannot tell which processes run.
   await services.attachments.recover();

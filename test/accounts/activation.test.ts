@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../helpers/clock.ts';
 import { Client } from '../helpers/http.ts';
 import { readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -209,10 +210,11 @@ describe('re-sending the activation mail', () => {
 
 describe('token lifetimes', () => {
   it('an expired activation token is not valid', async () => {
-    const short = await startServer({ ACTIVATION_TOKEN_SECONDS: '1' });
+    const clock = new TestClock();
+    const short = await startServer({ ACTIVATION_TOKEN_SECONDS: '1' }, undefined, { now: clock.now });
     try {
       const { token } = await registerAndGetToken(short, { email: 'expires@example.org', fullname: 'Ex Pires' });
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      clock.advance(1100);
       const res = await new Client(short.url).request('PUT', `/activate/${token}`, { content: { history: HISTORY } });
       expect(res.status).toBe(400);
       expect(res.body.message).toBe('Activation token is not valid');

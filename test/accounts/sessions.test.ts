@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../helpers/clock.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 
 let server: TestServer;
+const clock = new TestClock();
 
 beforeAll(async () => {
-  server = await startServer();
+  server = await startServer({}, undefined, { now: clock.now });
 });
 afterAll(async () => {
   await server.close();
@@ -214,7 +216,7 @@ describe('sessions', () => {
     const client = new Client(server.url);
     const login = await client.post('/login', { id: user.email, password: PASSWORD, expiresIn: 1 });
     expect(login.status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    clock.advance(2100);
     const bearer = new Client(server.url);
     bearer.bearer = login.body.token;
     const res = await bearer.get('/profiles');

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../helpers/clock.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -120,12 +121,13 @@ describe('chunked upload', () => {
   });
 
   it('sweeps away uploads abandoned for longer than configured', async () => {
-    const quick = await startServer({ UPLOAD_ABANDON_SECONDS: '1' });
+    const clock = new TestClock();
+    const quick = await startServer({ UPLOAD_ABANDON_SECONDS: '1' }, undefined, { now: clock.now });
     try {
       const { author: client } = await venueWithAuthor(quick);
       await chunk(client, { clientUploadId: 'left-behind', chunkIndex: 0, totalChunks: 2 }, pdfBytes(500));
       expect((await filesUnder(quick.dataDir)).some((f) => f.includes('/chunks/'))).toBe(true);
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      clock.advance(1100);
       expect(await quick.service.services.attachments.sweep()).toBe(1);
       expect((await filesUnder(quick.dataDir)).filter((f) => f.includes('/chunks/'))).toEqual([]);
       expect(await quick.service.db('chunked_uploads')).toEqual([]);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, temporaryFiles, VENUE, venueWithAuthor } from './helpers.ts';
 
 let server: TestServer;
@@ -136,10 +137,10 @@ describe('PUT /attachment', () => {
       `PUT /attachment HTTP/1.1\r\nHost: ${url.host}\r\nCookie: ${cookie}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 10000000\r\n\r\n${head}`,
     );
     socket.write(Buffer.alloc(200_000, 1));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitUntil(async () => (await temporaryFiles(server.dataDir)).length > 0, 'receiving the file');
     expect((await temporaryFiles(server.dataDir)).length).toBe(1);
     socket.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitUntil(async () => (await temporaryFiles(server.dataDir)).length === 0, 'removing the temporary file');
     expect(await temporaryFiles(server.dataDir)).toEqual([]);
   });
 });

@@ -6,12 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, createClient, type Client, type Progress } from '../../client/index.ts';
 import { pdfBytes, sha1, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
 import { serviceOrigins } from '../helpers/api-document.ts';
+import { TestClock } from '../helpers/clock.ts';
 import { startProxy, type CuttingProxy } from '../helpers/proxy.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const MB = 1024 * 1024;
 let server: TestServer;
+const clock = new TestClock();
 let proxy: CuttingProxy;
 let email: string;
 
@@ -48,7 +51,7 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
 }
 
 beforeAll(async () => {
-  server = await startServer();
+  server = await startServer({}, undefined, { now: clock.now });
   await venueWithAuthor(server);
   email = (await createActiveUser(server, { fullname: 'Client Author' })).email;
   proxy = await startProxy(server.url);
@@ -185,6 +188,7 @@ describe('attachments.upload, when things go wrong', () => {
 
   it('stops every chunk once one is refused for good: nothing goes on after it fails', async () => {
     const chunks: string[] = [];
+    let inFlight = 0;
     const failing: typeof fetch = async (input, init) => {
       const url = String(input instanceof Request ? input.url : input);
       if (url.endsWith('/attachment/chunk')) {
@@ -194,7 +198,10 @@ describe('attachments.upload, when things go wrong', () => {
           return new Response(JSON.stringify(body), { status: 400, headers: { 'content-type': 'application/json' } });
         }
       }
-      return fetch(input, init);
+      inFlight += 1;
+      return fetch(input, init).finally(() => {
+        inFlight -= 1;
+      });
     };
     const client = await author(server.url, failing);
     const error = await client.attachments
@@ -202,7 +209,9 @@ describe('attachments.upload, when things go wrong', () => {
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 400, message: 'refused for the test' });
     const sentWhenRejected = chunks.length;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Every request the client started has settled (the upload waits for its workers before it
+    // rejects): none is left to send another chunk.
+    await waitUntil(() => inFlight === 0, 'every request settled');
     expect(chunks.length).toBe(sentWhenRejected);
     expect(sentWhenRejected).toBeLessThan(10);
   });
@@ -256,13 +265,13 @@ describe('attachments.download', () => {
 
 describe('a 401', () => {
   /**
-   * Logs in with a three-second session and waits until it has certainly expired. (A refreshed
-   * token lives as long: three seconds leave the retry time to arrive on a busy machine.)
+   * Logs in with a three-second session and moves the server's clock past its end. (A refreshed
+   * token lives as long, from the moved clock on.)
    */
   async function expiredSession(fetchImpl: typeof fetch) {
     const client = createClient({ baseUrl: server.url, fetch: fetchImpl });
     const first = await client.login({ id: email, password: PASSWORD, expiresIn: 3 });
-    await new Promise((resolve) => setTimeout(resolve, 4100));
+    clock.advance(4100);
     return { client, first };
   }
 

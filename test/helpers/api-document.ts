@@ -17,11 +17,7 @@ type Json = Record<string, any>;
 /** Paths whose answers follow another description than the OpenAPI document. */
 const OTHER_PROTOCOLS = [/^\/trpc(\/|$)/i, /^\/oidc\/(authorize|token|userinfo|jwks|revoke|login|consent|pages\.css)\/?$/i, /^\/\.well-known\//i, /^\/docs(\/|$)/i];
 
-/**
- * The origins of the services the tests started: only their answers are checked, not those of
- * the stand-ins a test starts for others (a mail or human-verification server).
- */
-export const serviceOrigins = new Set<string>();
+export { serviceOrigins } from './service-origins.ts';
 
 export const apiDocument: Json = buildOpenApiDocument({ baseUrl: 'http://127.0.0.1', devBaseUrl: 'http://127.0.0.1' });
 

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { answerClientErrors, createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
-import { serviceOrigins } from './api-document.ts';
+import { serviceOrigins } from './service-origins.ts';
 
 export interface TestServer {
   url: string;
@@ -26,9 +26,10 @@ export async function tempDir(prefix = 'service-test-'): Promise<string> {
 
 /**
  * The real service on a real SQLite file in a temporary folder, listening on 127.0.0.1 at a
- * port the system picks. Its `BASE_URL` is the address it got.
+ * port the system picks. Its `BASE_URL` is the address it got. Given a `now` (a `TestClock`'s),
+ * every service reads that clock, so a test moves time forward instead of sleeping.
  */
-export async function startServer(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
+export async function startServer(env: Record<string, string> = {}, dataDir?: string, options: { now?: () => number } = {}): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir());
   const server: Server = createServer();
   answerClientErrors(server);
@@ -43,7 +44,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
       done();
     },
   });
-  const service = await createApp(config, { logger: createLogger('info', sink) });
+  const service = await createApp(config, { logger: createLogger('info', sink), now: options.now });
   server.on('request', service.app);
   serviceOrigins.add(url);
   return {

@@ -3,6 +3,19 @@ import { rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { childEnv, tempDir } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/wait.ts';
+
+/** True when a connection to `url` is refused (the server has closed its listening socket). */
+function refusesConnections(url: URL): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(Number(url.port), url.hostname);
+    probe.on('connect', () => {
+      probe.destroy();
+      resolve(false);
+    });
+    probe.on('error', () => resolve(true));
+  });
+}
 
 let dir: string | undefined;
 afterAll(async () => {
@@ -32,19 +45,29 @@ describe('npm start', () => {
     const socket = connect(Number(url.port), url.hostname);
     await new Promise<void>((resolve) => socket.on('connect', resolve));
     let response = '';
+    // `Expect: 100-continue` makes the server say when it has taken the request in (an interim
+    // "100 Continue"), so the signal comes once the request is in flight, not after a guessed wait.
+    let takenIn: () => void = () => undefined;
+    const inFlight = new Promise<void>((resolve) => (takenIn = resolve));
     const answered = new Promise<void>((resolve) =>
       socket.on('data', (chunk) => {
         response += chunk.toString();
+        const interim = /^HTTP\/1\.1 100 Continue\r\n\r\n/.exec(response);
+        if (interim) {
+          response = response.slice(interim[0].length);
+          takenIn();
+        }
         if (response.includes('}')) resolve();
       }),
     );
     const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     socket.write(
-      `POST /login HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+      `POST /login HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await inFlight;
     child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The server has handled the signal once it stops accepting connections.
+    await waitUntil(() => refusesConnections(url), 'refusing connections');
     expect(child.exitCode).toBeNull();
     socket.write(body.slice(10));
     await Promise.race([answered, closed]);

@@ -1,18 +1,21 @@
 import * as client from 'openid-client';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../helpers/clock.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { admin, authorizationRequest, REDIRECT, registerClient, relyingParty, UserAgent } from './helpers.ts';
 
 let server: TestServer;
+const clock = new TestClock();
 let person: { id: string; email: string; password: string };
 let rp: client.Configuration;
 
 beforeAll(async () => {
-  // A rotated key waits two seconds before it signs (five minutes by default).
-  server = await startServer({ OIDC_KEY_ACTIVATION_SECONDS: '2' });
+  // A rotated key waits twenty seconds before it signs (five minutes by default): the admin
+  // command rotates on the real clock, and the server's clock is a little ahead of it by then.
+  server = await startServer({ OIDC_KEY_ACTIVATION_SECONDS: '20' }, undefined, { now: clock.now });
   const user = await createActiveUser(server, { fullname: 'Signing In' });
   person = { ...user, password: PASSWORD };
   await registerClient(server, 'app');
@@ -266,7 +269,7 @@ describe('PKCE and prompts', () => {
 
   it('max_age forces a fresh login when the session is older, and auth_time is in the ID token', async () => {
     const { agent } = await signIn();
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    clock.advance(1100);
     const old = await agent.go((await authorizationRequest(rp, { max_age: '1' })).url.toString());
     expect(old.html).toContain('action="/oidc/login"');
     const { tokens } = await signIn({ max_age: '10000' }, agent);
@@ -401,9 +404,9 @@ describe('keys (last: it rotates the key every other test signs with)', () => {
     // goes on signing people in, with no special casing.
     const during = await signIn({}, before.agent);
     expect(decodeProtectedHeader(during.tokens.id_token ?? '').kid).toBe(oldKid);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    clock.advance(20_100);
     // (A relying party refetches the key set when it meets the new kid, after its own cooldown;
-    // the test compresses five minutes into two seconds, so it uses a fresh one.)
+    // the test compresses five minutes into no time, so it uses a fresh one.)
     rp = await relyingParty(server, 'app');
     const after = await signIn({}, before.agent);
     expect(decodeProtectedHeader(after.tokens.id_token ?? '').kid).toBe(newKid);

@@ -12,6 +12,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBMISSION, temporaryFiles, venueWithAuthor } from '../attachments/helpers.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 let server: TestServer;
 let cookie: string;
@@ -108,7 +109,7 @@ describe('an upload the headers already refuse', () => {
     const res = await announce('/attachment', { ...multipart, Cookie: cookie }, 80 * 1024 * 1024, start);
     expect(res.status).toBe(413);
     expect(res.body).toMatchObject({ status: 413, name: 'ValidationError', message: expect.stringContaining('field') });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitUntil(async () => (await temporaryFiles(server.dataDir)).length === 0, 'removing the temporary file');
     expect(await temporaryFiles(server.dataDir)).toEqual([]);
   });
 

@@ -11,6 +11,7 @@ import type { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
+import { storedInvitation } from './helpers.ts';
 
 let server: TestServer;
 let root: Client;
@@ -26,7 +27,7 @@ async function organiserOf(venue: string, fullname: string): Promise<Client> {
   return (await loggedIn(server, person.email)).client;
 }
 
-const stored = async (id: string) => (await root.get(`/invitations?id=${encodeURIComponent(id)}`)).body.invitations?.[0];
+const stored = (id: string) => storedInvitation(root, id);
 
 beforeAll(async () => {
   server = await startServer();
@@ -78,37 +79,5 @@ describe("another venue's invitation", () => {
     const res = await owner.post('/invitations', { id: SUBMISSION, domain: VICTIM, form: {}, invitees: ['~'] });
     expect(res.status).toBe(200);
     expect((await stored(SUBMISSION)).domain).toBe(VICTIM);
-  });
-});
-
-describe('a new venue', () => {
-  it('is never made over a person, an email, or inside another venue\'s invitations', async () => {
-    const person = await createActiveUser(server);
-    for (const venueId of [person.id, '~Not_Yet_Registered1', person.email, `${OUTER}/-/Sub`, 'a//b']) {
-      const res = await root.post('/venues', venueConfig(venueId));
-      expect(res.status, venueId).toBe(400);
-      expect(res.body.errors?.[0]?.details ?? res.body.details, venueId).toEqual(expect.objectContaining({ path: 'venueId' }));
-    }
-  });
-
-  it('never puts its submissions inside a venue nested in it', async () => {
-    expect((await root.post('/venues', venueConfig('Nest.org/2027'))).status).toBe(200);
-    const res = await root.post('/venues', venueConfig('Nest.org', { submissionId: 'Nest.org/2027/-/Sub' }));
-    expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ name: 'ValidationError', message: 'submissionId lies inside the venue Nest.org/2027', details: { path: 'submissionId' } });
-    expect(await stored('Nest.org/2027/-/Sub')).toBeUndefined();
-    expect((await root.post('/venues', venueConfig('Nest.org'))).status).toBe(200);
-  });
-
-  it('never takes over an existing group: an authors group named like the super users group is refused', async () => {
-    const res = await root.post('/venues', venueConfig('Service', { authorName: 'Superusers' }));
-    expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ name: 'ValidationError', message: 'The group Service/Superusers already exists', details: { path: 'venueId' } });
-    const group = await server.service.db('groups').where({ id: 'Service/Superusers' }).first();
-    expect(JSON.parse(group.data).domain).toBeUndefined();
-    expect(await server.service.db('groups').where({ id: 'Service' }).first()).toBeUndefined();
-    // Nor makes its authors its organisers.
-    const chairs = await root.post('/venues', venueConfig('Chairs.org', { authorName: 'Program_Chairs' }));
-    expect(chairs.body).toMatchObject({ status: 400, details: { path: 'authorName' } });
   });
 });

@@ -7,6 +7,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, SUBMISSION, temporaryFiles, venueWithAuthor } from '../attachments/helpers.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 let server: TestServer;
 let cookie: string;
@@ -51,7 +52,7 @@ describe('an upload whose client goes away before the end of the body', () => {
     for (const waitMs of [0, 1, 5, 300]) {
       await Promise.all([sendAndLeave('after-file', waitMs), sendAndLeave('inside-file', waitMs)]);
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitUntil(async () => (await temporaryFiles(server.dataDir)).length === 0, 'removing the temporary files');
     const health = await fetch(`${server.url}/health`);
     expect(await health.json()).toEqual({ status: 'ok', database: 'ok' });
     // And nothing of the cut uploads is left behind.

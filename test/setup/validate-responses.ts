@@ -3,7 +3,7 @@
  * document (see `test/helpers/api-document.ts`): a test that gets an undocumented status, or a
  * body the document does not describe, fails with the reason, whatever it was testing.
  */
-import { problemsOf, serviceOrigins } from '../helpers/api-document.ts';
+import { serviceOrigins } from '../helpers/service-origins.ts';
 
 const original = globalThis.fetch;
 
@@ -15,6 +15,8 @@ async function checkedFetch(input: string | URL | Request, init?: RequestInit): 
   const contentType = response.headers.get('content-type') ?? '';
   // Only JSON is read (from a copy); files are streamed to the test untouched.
   const text = /^application\/json\b/.test(contentType) ? await response.clone().text() : undefined;
+  // Loaded on the first answer to check: a test that starts no service never builds the document.
+  const { problemsOf } = await import('../helpers/api-document.ts');
   const problems = problemsOf({ method: method.toUpperCase(), path: url.pathname, status: response.status, contentType, text });
   if (problems.length > 0) throw new Error(`The answer does not match the API document:\n${problems.join('\n')}`);
   return response;
