@@ -8,6 +8,9 @@
  * Order never matters: `mount.ts` registers the entries by precedence (a literal segment before
  * a parameter, a parameter before a venue id that spans segments), so `/pdf/compare` is the
  * procedure's and `/pdf/:id` never sees it, whatever the order of the lines below.
+ *
+ * Rate limits are not route middleware: each is checked by the service that owns the limited
+ * action (sign-in, sign-up, mail, uploads), which knows the account as well as the address.
  */
 import type { AnyProcedure } from '@trpc/server';
 import type { RequestHandler } from 'express';
