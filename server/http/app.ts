@@ -3,26 +3,30 @@ import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import cookieParser from 'cookie-parser';
-import express, { type Express, type Request, type Response } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { AppError } from '../../shared/errors.ts';
-import { HealthResult } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
-import { createLogger, serializeError, serializeRequest } from '../logger.ts';
-import { appRouter, createCaller } from '../router.ts';
-import { createServices, type Services } from '../services.ts';
-import { createHttpContext } from './context.ts';
-import { callRoute, routes } from './routes.ts';
-import { sameOriginWrites } from './same-origin.ts';
-import { docsRoutes } from './docs.ts';
-import { fileRoutes, isUploadPath } from './files.ts';
-import { isOidcFormPath, OIDC_FORM_PATHS, oidcRoutes } from './oidc.ts';
-import { errorHandler, notFound, sendError } from './send-error.ts';
-import { JSON_BODY_BYTES, jsonBody, trpcGuard } from './body.ts';
 import { toAppError } from '../errors.ts';
+import { createLogger, serializeError, serializeRequest } from '../logger.ts';
+import { appRouter } from '../router.ts';
+import { createServices, type Services } from '../services.ts';
+import { BODY_DEADLINE_MS, bodyDeadline, JSON_BODY_BYTES, jsonBody, trpcGuard } from './body.ts';
+import { createHttpContext } from './context.ts';
+import { answerPreflight, protocolCors, readOnlyCors } from './cors.ts';
+import { docsHandlers } from './docs.ts';
+import { fileHandlers } from './files.ts';
+import { healthHandler } from './health.ts';
+import { allowedMethods, answerAllow, middlewareOf, mountRoutes, type RouteMiddleware } from './mount.ts';
+import { oauthForm, oidcHandlers, pageForm } from './oidc.ts';
+import { buildOpenApiDocument } from './openapi.ts';
+import { procedureHandler } from './procedure.ts';
+import { routes, type Handlers, type Route } from './routes.ts';
+import { refuseCrossSiteWrites, refuseMethodOverride } from './same-origin.ts';
+import { errorHandler, notFound } from './send-error.ts';
 
 export interface App {
   /** The Express app, not listening: hand it to `http.createServer` or `app.listen`. */
@@ -34,35 +38,10 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** How long a request other than an upload may take to send its body. */
-const BODY_DEADLINE_MS = 60_000;
 /** The most calls one batched tRPC request may make. */
 const MAX_TRPC_BATCH = 10;
 /** How often abandoned chunked uploads, and expired sign-in requests, codes and tokens, are swept away. */
 const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
-
-/**
- * The server lets a request take an hour to arrive (`requestTimeout` in main.ts), for slow
- * uploads; every other path must have its body in within `ms`, or gets a 408 and is closed.
- */
-function bodyDeadline(ms: number, exempt: (path: string) => boolean) {
-  return (req: Request, res: Response, next: () => void) => {
-    // A request without a body (most GETs) has nothing to wait for: no timer, no listeners.
-    const bodiless = req.headers['transfer-encoding'] === undefined && !(Number(req.headers['content-length']) > 0);
-    if (bodiless || exempt(req.path) || req.complete) return next();
-    const timer = setTimeout(() => {
-      if (!req.complete && !res.headersSent) {
-        res.setHeader('Connection', 'close');
-        sendError(res, new AppError('RequestTimeoutError', 'The request body took too long to arrive'));
-        req.destroy();
-      }
-    }, ms);
-    timer.unref();
-    req.on('end', () => clearTimeout(timer));
-    req.on('close', () => clearTimeout(timer));
-    next();
-  };
-}
 
 /**
  * An answer sent before its request's body was read (a GET that announced a body, an upload
@@ -129,10 +108,67 @@ export function answerClientErrors(server: Server): void {
   });
 }
 
+/** The middleware the route table's entries may ask for, made once. */
+function routeMiddleware(config: Config): RouteMiddleware {
+  return {
+    sameOrigin: refuseCrossSiteWrites([config.baseUrl, config.webUrl]),
+    bodyDeadline: bodyDeadline(BODY_DEADLINE_MS),
+    json: jsonBody(),
+    oauthForm,
+    pageForm,
+    protocolCors,
+    readOnlyCors,
+  };
+}
+
+/** What answers each entry of the route table, by its kind. */
+function routeHandlers(config: Config, services: Services, db: Db): (route: Route) => RequestHandler[] {
+  const handlers: Handlers = {
+    ...fileHandlers(services, config),
+    ...oidcHandlers(services, config),
+    ...docsHandlers(JSON.stringify(buildOpenApiDocument(config))),
+    health: healthHandler(db),
+  };
+  const trpc = createExpressMiddleware({
+    router: appRouter,
+    createContext: ({ req, res }) => createHttpContext(req, res, services, config),
+    // A body tRPC reads itself (not JSON: a form or a byte stream) is bounded as a JSON one is.
+    maxBodySize: JSON_BODY_BYTES,
+    // One request may not fan out into hundreds of calls (each a sign-in, say).
+    maxBatchSize: MAX_TRPC_BATCH,
+    // Failures outside any procedure (reading the input) reach only the error formatter, which
+    // has no logger: an unexpected one is logged here. Those inside were logged already.
+    onError: ({ error, req }) => {
+      if (!(error.cause instanceof AppError)) toAppError(error, undefined, (req as Request).log);
+    },
+  });
+  return (route) => {
+    switch (route.kind) {
+      case 'procedure':
+        return [procedureHandler(route, services, config)];
+      case 'stream':
+      case 'oauth':
+      case 'page':
+      case 'health':
+      case 'docs':
+        return [handlers[route.handler]];
+      case 'preflight':
+        return [answerPreflight];
+      case 'allow':
+        return [answerAllow(allowedMethods(routes, route.path))];
+      case 'trpc':
+        return [trpcGuard(MAX_TRPC_BATCH), trpc];
+      default:
+        return route satisfies never;
+    }
+  };
+}
+
 /**
  * Builds the service: opens the database, runs pending migrations, wires the services and
- * mounts tRPC at `/trpc`, the REST route table, the streaming file routes, the sign-in
- * provider's endpoints and pages, the API document and its reference page, and `/health`. Does not listen.
+ * mounts the route table (`routes.ts`): tRPC at `/trpc`, the REST routes of procedures, the
+ * streams, the sign-in provider's endpoints and pages, `/health`, the API document and its
+ * reference page. Does not listen.
  */
 export async function createApp(config: Config, opts: { logger?: Logger; now?: () => number } = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel);
@@ -163,68 +199,12 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   app.use(onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })));
   app.use(cookieParser());
   app.use(endUnreadBodies);
-  app.use(sameOriginWrites([config.baseUrl, config.webUrl], OIDC_FORM_PATHS));
-  app.use(bodyDeadline(BODY_DEADLINE_MS, isUploadPath));
-  // Uploads stream their own body; the sign-in provider's endpoints read forms (oidc.ts).
-  app.use(jsonBody((path) => isUploadPath(path) || isOidcFormPath(path)));
+  app.use(refuseMethodOverride);
 
-  // Healthy means the database takes a write: one made and rolled back (SQLite then writes
-  // nothing to disk). A database that can be read but not written is not healthy.
-  app.get('/health', async (_req, res) => {
-    try {
-      const probe = new Error('health probe: rolled back');
-      await db
-        .transaction(async (trx) => {
-          await trx('rate_limits').insert({ key: 'health:probe', points: 0, expire: 0 }).onConflict('key').merge();
-          throw probe;
-        })
-        .catch((error: unknown) => {
-          if (error !== probe) throw error;
-        });
-      res.json(HealthResult.parse({ status: 'ok', database: 'ok' }));
-    } catch (error) {
-      res.req.log.error({ err: error }, 'health check: database unavailable');
-      sendError(res, new AppError('ServiceUnavailableError', 'The database is not available', { database: 'unavailable' }));
-    }
-  });
-
-  app.use(
-    '/trpc',
-    trpcGuard(MAX_TRPC_BATCH),
-    createExpressMiddleware({
-      router: appRouter,
-      createContext: ({ req, res }) => createHttpContext(req, res, services, config),
-      // A body tRPC reads itself (not JSON: a form or a byte stream) is bounded as a JSON one is.
-      maxBodySize: JSON_BODY_BYTES,
-      // One request may not fan out into hundreds of calls (each a sign-in, say).
-      maxBatchSize: MAX_TRPC_BATCH,
-      // Failures outside any procedure (reading the input) reach only the error formatter, which
-      // has no logger: an unexpected one is logged here. Those inside were logged already.
-      onError: ({ error, req }) => {
-        if (!(error.cause instanceof AppError)) toAppError(error, undefined, (req as Request).log);
-      },
-    }),
-  );
-
-  for (const route of routes) {
-    app[route.method](route.path, async (req, res) => {
-      try {
-        const caller = createCaller(createHttpContext(req, res, services, config));
-        res.json(await callRoute(caller, route, req));
-      } catch (error) {
-        sendError(res, error, route.method === 'get' ? req.query : req.body);
-      }
-    });
-  }
-
-  // Express answers OPTIONS by itself (200, `Allow`) on its routers' paths. Only the sign-in
-  // provider's endpoints take cross-origin preflights; anywhere else OPTIONS is an unknown route.
-  app.use((req, res, next) => (req.method === 'OPTIONS' && !/^\/(?:oidc|\.well-known)\//i.test(req.path) ? notFound(req, res) : next()));
-  app.use(fileRoutes(services, config));
-  app.use(oidcRoutes(services, config));
-  app.use(docsRoutes(config));
-
-  app.use(notFound);
+  // Every other piece of middleware is the route's own (its line of the route table); a request
+  // that no route takes is a 404 (an OPTIONS request included) after the middleware of its path.
+  const use = routeMiddleware(config);
+  mountRoutes(app, routes, { middlewareOf: (needs) => middlewareOf(needs, use), handlerOf: routeHandlers(config, services, db), notFound });
   app.use(errorHandler);
 
   const sweeper = setInterval(() => {

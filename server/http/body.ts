@@ -1,7 +1,8 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
+import { sendError } from './send-error.ts';
 
-/** The largest JSON body, for every path but uploads (which stream, see `files.ts`). */
+/** The largest JSON body (uploads stream theirs, see `files.ts`). */
 export const JSON_BODY_LIMIT = '1mb';
 /** The largest byte count of `JSON_BODY_LIMIT`, for parsers that take a number (tRPC's own). */
 export const JSON_BODY_BYTES = 1024 * 1024;
@@ -44,12 +45,11 @@ function tooDeep(): Error {
 }
 
 /**
- * The JSON body parser, on every path but those listed (uploads stream their multipart body
- * themselves; the sign-in provider's endpoints read forms and answer in OAuth's format). A
- * body is refused before it is parsed if it nests deeper than `MAX_JSON_DEPTH`.
+ * The JSON body parser of the routes whose body is `json` (the route table's default). A body
+ * is refused before it is parsed if it nests deeper than `MAX_JSON_DEPTH`.
  */
-export function jsonBody(skip: (path: string) => boolean) {
-  const parse = withLengthCheck(
+export function jsonBody() {
+  return withLengthCheck(
     'application/json',
     JSON_BODY_BYTES,
     express.json({
@@ -59,7 +59,33 @@ export function jsonBody(skip: (path: string) => boolean) {
       },
     }),
   );
-  return (req: Request, res: Response, next: NextFunction) => (skip(req.path) ? next() : parse(req, res, next));
+}
+
+/** How long a request other than an upload may take to send its body. */
+export const BODY_DEADLINE_MS = 60_000;
+
+/**
+ * The server lets a request take an hour to arrive (`requestTimeout` in main.ts), for slow
+ * uploads; every route with a body deadline (all but uploads) must have its body in within
+ * `ms`, or gets a 408 and is closed.
+ */
+export function bodyDeadline(ms: number) {
+  return (req: Request, res: Response, next: () => void) => {
+    // A request without a body (most GETs) has nothing to wait for: no timer, no listeners.
+    const bodiless = req.headers['transfer-encoding'] === undefined && !(Number(req.headers['content-length']) > 0);
+    if (bodiless || req.complete) return next();
+    const timer = setTimeout(() => {
+      if (!req.complete && !res.headersSent) {
+        res.setHeader('Connection', 'close');
+        sendError(res, new AppError('RequestTimeoutError', 'The request body took too long to arrive'));
+        req.destroy();
+      }
+    }, ms);
+    timer.unref();
+    req.on('end', () => clearTimeout(timer));
+    req.on('close', () => clearTimeout(timer));
+    next();
+  };
 }
 
 /**

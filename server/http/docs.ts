@@ -5,12 +5,10 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Router } from 'express';
-import type { Config } from '../config.ts';
-import { buildOpenApiDocument } from './openapi.ts';
+import type { RequestHandler } from 'express';
 
 const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'];
+const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'] as const;
 
 const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>API reference</title>
@@ -33,21 +31,31 @@ const INIT = `window.ui = SwaggerUIBundle({
 });
 `;
 
-export function docsRoutes(config: Config): Router {
-  const router = Router();
-  const document = JSON.stringify(buildOpenApiDocument(config));
-  router.get('/openapi.json', (_req, res) => {
-    res.type('json').setHeader('Access-Control-Allow-Origin', '*');
-    res.send(document);
-  });
-  router.get('/docs', (req, res) => {
+/** The handlers of the `docs` routes; `document` is the API document's text, built once at start-up. */
+export function docsHandlers(document: string) {
+  const viewerFile =
+    (file: (typeof VIEWER_FILES)[number]): RequestHandler =>
+    (_req, res) =>
+      res.sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' });
+  const apiDocument: RequestHandler = (_req, res) => {
+    res.type('json').send(document);
+  };
+  const referencePage: RequestHandler = (req, res) => {
     // The page's links are relative to `/docs`: `/docs/` would look for its files in `/docs/docs/`.
     if (req.path.endsWith('/')) return res.redirect(301, '../docs');
     res.type('html').send(PAGE);
-  });
-  router.get('/docs/init.js', (_req, res) => res.type('js').send(INIT));
-  for (const file of VIEWER_FILES) {
-    router.get(`/docs/${file}`, (_req, res) => res.sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' }));
-  }
-  return router;
+  };
+  const referenceScript: RequestHandler = (_req, res) => {
+    res.type('js').send(INIT);
+  };
+  return {
+    apiDocument,
+    referencePage,
+    referenceScript,
+    viewerCss: viewerFile('swagger-ui.css'),
+    viewerScript: viewerFile('swagger-ui-bundle.js'),
+    viewerIcon: viewerFile('favicon-32x32.png'),
+  } satisfies Record<string, RequestHandler>;
 }
+
+export type DocsHandlers = ReturnType<typeof docsHandlers>;

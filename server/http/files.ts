@@ -1,20 +1,16 @@
-import { Router, type Request, type Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import mime from 'mime-types';
 import yazl from 'yazl';
-import { z } from 'zod';
 import {
   AppError,
   AttachmentQuery,
   EditAttachmentQuery,
   EntityAttachmentQuery,
-  ChunkFields,
   ChunkStatus,
-  HumanVerificationToken,
   parseOrThrow,
   PdfCompareQuery,
   PdfQuery,
   StoredPdfParams,
-  UploadFields,
   UploadResult,
   type NoteEdit,
 } from '../../shared/index.ts';
@@ -23,112 +19,7 @@ import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import { checkUploadHeaders, readUpload } from './multipart.ts';
-import type { Operation } from './openapi.ts';
 import { sendError } from './send-error.ts';
-
-/** The paths that take uploads: the only ones allowed a long time to send their body. */
-export const UPLOAD_PATHS = ['/attachment', '/attachment/chunk'];
-
-/** Whether a request goes to an upload route, as Express matches it (any letter case, a trailing slash). */
-export function isUploadPath(path: string): boolean {
-  return UPLOAD_PATHS.includes(path.toLowerCase().replace(/(.)\/$/, '$1'));
-}
-
-const ANY_FILE = ['application/pdf', 'application/zip', 'application/octet-stream'];
-/** 429 and 503: after many uploads, a human-verification token is needed and checked. */
-const UPLOAD_ERRORS = [429, 503];
-/** After `UPLOAD_HUMAN_VERIFICATION_AFTER` uploads in an hour, each upload request carries a token. */
-const UPLOAD_HEADERS = z.object({ 'cf-turnstile-token': HumanVerificationToken.optional() });
-
-/** How the API document describes these routes: the same shared schemas that check them. */
-export const fileOperations: Operation[] = [
-  {
-    method: 'put',
-    path: '/attachment',
-    tag: 'attachments',
-    summary: "Upload a file for an invitation's field; answers its URL",
-    session: 'required',
-    headers: UPLOAD_HEADERS,
-    body: { multipart: UploadFields, file: 'file' },
-    answer: { json: UploadResult },
-    errors: UPLOAD_ERRORS,
-  },
-  {
-    method: 'put',
-    path: '/attachment/chunk',
-    tag: 'attachments',
-    summary: 'Upload one chunk; answers every chunk’s status, or the URL once the file is complete',
-    session: 'required',
-    headers: UPLOAD_HEADERS,
-    body: { multipart: ChunkFields, file: 'file' },
-    answer: { json: z.union([UploadResult, ChunkStatus]) },
-    errors: UPLOAD_ERRORS,
-  },
-  {
-    method: 'get',
-    path: '/attachment',
-    tag: 'attachments',
-    summary: "A note's file field (`id`), or several notes' as a zip (`ids`)",
-    session: 'optional',
-    query: AttachmentQuery,
-    answer: { file: ANY_FILE },
-  },
-  {
-    method: 'get',
-    path: '/pdf',
-    tag: 'attachments',
-    summary: "A note's PDF (`id`), or several as a zip (`ids`)",
-    session: 'optional',
-    query: PdfQuery,
-    answer: { file: ['application/pdf', 'application/zip'] },
-  },
-  {
-    method: 'get',
-    path: '/notes/edits/attachment',
-    tag: 'attachments',
-    summary: 'A file field as one revision (edit) of a note held it',
-    session: 'optional',
-    query: EditAttachmentQuery,
-    answer: { file: ANY_FILE },
-  },
-  {
-    method: 'get',
-    path: '/groups/attachment',
-    tag: 'attachments',
-    summary: "A file in a group's content (groups here hold none: see the README)",
-    session: 'optional',
-    query: EntityAttachmentQuery,
-    answer: { file: ANY_FILE },
-  },
-  {
-    method: 'get',
-    path: '/invitations/attachment',
-    tag: 'attachments',
-    summary: "A file in an invitation's content (invitations here hold none: see the README)",
-    session: 'optional',
-    query: EntityAttachmentQuery,
-    answer: { file: ANY_FILE },
-  },
-  {
-    method: 'get',
-    path: '/pdf/compare/view',
-    tag: 'attachments',
-    summary: 'A page showing two revisions of a note’s PDF side by side',
-    session: 'optional',
-    query: PdfCompareQuery,
-    answer: { html: true },
-    errors: [404],
-  },
-  {
-    method: 'get',
-    path: '/pdf/:id',
-    tag: 'attachments',
-    summary: 'A stored PDF by its id (the last part of its URL)',
-    session: 'optional',
-    pathParams: StoredPdfParams,
-    answer: { file: ['application/pdf'] },
-  },
-];
 
 /**
  * Answers a refused upload at once: the client gets the answer without sending the rest of a
@@ -198,11 +89,11 @@ section{display:flex;flex-direction:column}h2{font-size:14px;margin:8px}iframe{f
 }
 
 /**
- * The streaming routes: uploads (multipart, whole or in chunks) and file downloads. They call
- * the same attachments service the procedures use; only the transport differs.
+ * The handlers of the `stream` routes: uploads (multipart, whole or in chunks) and file
+ * downloads. They call the same attachments service the procedures use; only the transport
+ * differs. The route table (`routes.ts`) names them.
  */
-export function fileRoutes(services: Services, config: Config): Router {
-  const router = Router();
+export function fileHandlers(services: Services, config: Config) {
   const attachments = services.attachments;
 
   const upload = (kind: 'whole' | 'chunk') => async (req: Request, res: Response) => {
@@ -233,8 +124,6 @@ export function fileRoutes(services: Services, config: Config): Router {
       refuseUpload(res, error);
     }
   };
-  router.put('/attachment', upload('whole'));
-  router.put('/attachment/chunk', upload('chunk'));
 
   const download = (read: (req: Request, reader: Awaited<ReturnType<ReturnType<typeof createHttpContext>['optionalViewer']>>) => Promise<void>) =>
     async (req: Request, res: Response) => {
@@ -245,52 +134,47 @@ export function fileRoutes(services: Services, config: Config): Router {
       }
     };
 
-  router.get(
-    '/attachment',
+  const attachment = download(async (req, reader) => {
+    const query = parseOrThrow(AttachmentQuery, req.query);
+    const res = req.res as Response;
+    if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, query.name, reader));
+    sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
+  });
+  const pdf = download(async (req, reader) => {
+    const query = parseOrThrow(PdfQuery, req.query);
+    const res = req.res as Response;
+    if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, 'pdf', reader));
+    sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
+  });
+  const editAttachment = download(async (req, reader) => {
+    const query = parseOrThrow(EditAttachmentQuery, req.query);
+    sendStored(req.res as Response, await attachments.fileOfEdit(query.id, query.name, reader));
+  });
+  const entityAttachment = (kind: 'group' | 'invitation') =>
     download(async (req, reader) => {
-      const query = parseOrThrow(AttachmentQuery, req.query);
-      const res = req.res as Response;
-      if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, query.name, reader));
-      sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
-    }),
-  );
-  router.get(
-    '/pdf',
-    download(async (req, reader) => {
-      const query = parseOrThrow(PdfQuery, req.query);
-      const res = req.res as Response;
-      if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, 'pdf', reader));
-      sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
-    }),
-  );
-  router.get(
-    '/notes/edits/attachment',
-    download(async (req, reader) => {
-      const query = parseOrThrow(EditAttachmentQuery, req.query);
-      sendStored(req.res as Response, await attachments.fileOfEdit(query.id, query.name, reader));
-    }),
-  );
-  for (const kind of ['group', 'invitation'] as const) {
-    router.get(
-      `/${kind}s/attachment`,
-      download(async (req, reader) => {
-        const query = parseOrThrow(EntityAttachmentQuery, req.query);
-        sendStored(req.res as Response, await attachments.fileOfEntity(kind, query.id, query.name, reader));
-      }),
-    );
-  }
-  router.get(
-    '/pdf/compare/view',
-    download(async (req, reader) => {
-      const query = parseOrThrow(PdfCompareQuery, req.query);
-      const { leftNote, rightNote } = await attachments.compare(query, reader);
-      (req.res as Response).type('html').send(comparePage(leftNote, rightNote, query.field));
-    }),
-  );
+      const query = parseOrThrow(EntityAttachmentQuery, req.query);
+      sendStored(req.res as Response, await attachments.fileOfEntity(kind, query.id, query.name, reader));
+    });
+  const compareView = download(async (req, reader) => {
+    const query = parseOrThrow(PdfCompareQuery, req.query);
+    const { leftNote, rightNote } = await attachments.compare(query, reader);
+    (req.res as Response).type('html').send(comparePage(leftNote, rightNote, query.field));
+  });
   const pdfById = download(async (req, reader) => {
     sendStored(req.res as Response, await attachments.pdfById(parseOrThrow(StoredPdfParams, { ...req.params }).id, reader));
   });
-  // `/pdf/compare` is a route of its own (the JSON route table): this one steps aside for it.
-  router.get('/pdf/:id', (req, res, next) => (req.params.id === 'compare' ? next() : void pdfById(req, res)));
-  return router;
+
+  return {
+    upload: upload('whole'),
+    uploadChunk: upload('chunk'),
+    attachment,
+    pdf,
+    editAttachment,
+    groupAttachment: entityAttachment('group'),
+    invitationAttachment: entityAttachment('invitation'),
+    compareView,
+    pdfById,
+  } satisfies Record<string, RequestHandler>;
 }
+
+export type FileHandlers = ReturnType<typeof fileHandlers>;

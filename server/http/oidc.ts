@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/service.ts';
 import type { Config } from '../config.ts';
@@ -10,14 +10,6 @@ import { createHttpContext, httpCookies } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
 import { bearerToken } from '../secrets.ts';
-
-/** The provider's form-posted endpoints and pages: they carry their own protection (PKCE, CSRF tokens). */
-export const OIDC_FORM_PATHS = ['/oidc/authorize', '/oidc/token', '/oidc/userinfo', '/oidc/revoke', '/oidc/login', '/oidc/consent'];
-
-/** Whether a request goes to one of those, as Express matches it (any letter case, a trailing slash). */
-export function isOidcFormPath(path: string): boolean {
-  return OIDC_FORM_PATHS.includes(path.toLowerCase().replace(/(.)\/$/, '$1'));
-}
 
 /** The cookie that binds a page's CSRF token to the browser that loaded the page. */
 const CSRF_COOKIE = 'service.oidc-csrf';
@@ -31,18 +23,6 @@ function formError(error: unknown): AppError {
   return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
 }
 
-/** Public clients call these from any origin; none of them reads cookies. */
-function openToAnyOrigin(req: Request, res: Response, next: NextFunction): void {
-  res.setHeader('Access-Control-Allow-Origin', '*');
-  res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type');
-  res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
-  if (req.method === 'OPTIONS') {
-    res.status(204).end();
-    return;
-  }
-  next();
-}
-
 function sendOAuthError(res: Response, error: unknown): void {
   if (error instanceof OAuthError) {
     res.status(error.status).json({ error: error.error, error_description: error.description });
@@ -52,37 +32,47 @@ function sendOAuthError(res: Response, error: unknown): void {
 }
 
 /** The form of a protocol endpoint (token, userinfo, revocation): one it cannot read is OAuth's `invalid_request`. */
-function oauthForm(req: Request, res: Response, next: NextFunction): void {
+export function oauthForm(req: Request, res: Response, next: NextFunction): void {
   parseForm(req, res, (error?: unknown) => {
     if (error) sendOAuthError(res, new OAuthError('invalid_request', formError(error).message));
     else next();
   });
 }
 
+/** A page: its own CSP, so a form may send the person on to the client's redirect URI. */
+function page(res: Response, status: number, html: string, formTargets: string[] = []): void {
+  const origins = formTargets.map((uri) => new URL(uri).origin);
+  res
+    .status(status)
+    .setHeader(
+      'Content-Security-Policy',
+      `default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self' ${origins.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
+    )
+    .setHeader('Cache-Control', 'no-store')
+    .type('html')
+    .send(html);
+}
+
+/** The form of a page (authorize by POST, login, consent): one it cannot read is an error page. */
+export function pageForm(req: Request, res: Response, next: NextFunction): void {
+  parseForm(req, res, (error?: unknown) => {
+    if (!error) return next();
+    const refused = formError(error);
+    page(res, refused.status, errorPage(refused.message));
+  });
+}
+
 /**
- * The OpenID Connect endpoints, the login and consent pages, and their stylesheet. The protocol
- * rules live in `OidcService`; this file only moves them on and off the wire.
+ * The handlers of the OpenID Connect endpoints (`oauth` routes), the login and consent pages
+ * and their stylesheet (`page` routes). The protocol rules live in `OidcService`; this file only
+ * moves them on and off the wire. The route table (`routes.ts`) names them.
  */
-export function oidcRoutes(services: Services, config: Config): Router {
-  const router = Router();
+export function oidcHandlers(services: Services, config: Config) {
   const oidc = services.oidc;
   // The browser's session only: signing someone in to an application takes their browser, not
   // an access token alone.
   const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
 
-  /** A page: its own CSP, so a form may send the person on to the client's redirect URI. */
-  const page = (res: Response, status: number, html: string, formTargets: string[] = []) => {
-    const origins = formTargets.map((uri) => new URL(uri).origin);
-    res
-      .status(status)
-      .setHeader(
-        'Content-Security-Policy',
-        `default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self' ${origins.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
-      )
-      .setHeader('Cache-Control', 'no-store')
-      .type('html')
-      .send(html);
-  };
   const answer = (res: Response, outcome: Outcome) => {
     if ('redirect' in outcome) res.redirect(303, outcome.redirect);
     else page(res, outcome.status, errorPage(outcome.page));
@@ -97,113 +87,89 @@ export function oidcRoutes(services: Services, config: Config): Router {
     const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
     return typeof value === 'string' ? value : undefined;
   };
-  /** The form of a page (authorize by POST, login, consent): one it cannot read is an error page. */
-  const pageForm = (req: Request, res: Response, next: NextFunction) => {
-    parseForm(req, res, (error?: unknown) => {
-      if (!error) return next();
-      const refused = formError(error);
-      page(res, refused.status, errorPage(refused.message));
-    });
-  };
-  const safely = (handler: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response) => {
+  /** A protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
+  const safely = (handler: (req: Request, res: Response) => Promise<void>, onPage = false) => (req: Request, res: Response) => {
     handler(req, res).catch((error: unknown) => {
       if (error instanceof OAuthError) page(res, 400, errorPage(error.message));
-      else if (error instanceof AppError && (req.path === '/oidc/login' || req.path === '/oidc/consent')) page(res, error.status, errorPage(error.message));
+      else if (error instanceof AppError && onPage) page(res, error.status, errorPage(error.message));
       else sendError(res, error);
     });
   };
 
-  router.get('/oidc/pages.css', (_req, res) => {
+  const stylesheet: RequestHandler = (_req, res) => {
     res.type('css').setHeader('Cache-Control', 'public, max-age=3600').send(STYLESHEET);
-  });
+  };
 
-  router.get('/.well-known/openid-configuration', openToAnyOrigin, (_req, res) => {
+  const discovery: RequestHandler = (_req, res) => {
     res.json(oidc.discovery());
-  });
-  router.get('/oidc/jwks', openToAnyOrigin, async (_req, res) => {
+  };
+  const jwks: RequestHandler = async (_req, res) => {
     // Cached no longer than a rotated key waits before it signs.
     res.setHeader('Cache-Control', `public, max-age=${Math.min(300, config.oidcKeyActivationSeconds)}`);
     res.json(await oidc.keys.jwks());
-  });
+  };
 
   const authorize = safely(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
     answer(res, await oidc.authorize(params ?? {}, await viewerOf(req, res)));
   });
-  router.get('/oidc/authorize', authorize);
-  router.post('/oidc/authorize', pageForm, authorize);
 
   // ---- the login page ----------------------------------------------------------------------------
-  router.get(
-    '/oidc/login',
-    safely(async (req, res) => {
-      const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
-      const { interaction, client } = await oidc.interaction(id);
+  const loginForm = safely(async (req, res) => {
+    const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
+    const { interaction, client } = await oidc.interaction(id);
+    const csrf = csrfFor(res, interaction.id);
+    // Signing in may send the browser straight on to the client (consent given before).
+    page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset` }), [
+      interaction.params.redirectUri,
+    ]);
+  }, true);
+  const login = safely(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction, client } = await oidc.interaction(id);
+    oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
+    const email = field(req, 'email') ?? '';
+    try {
+      const session = await services.accounts.login({ id: email, password: field(req, 'password') ?? '' }, createHttpContext(req, res, services, config).origin);
+      httpCookies(res, config).set(session);
+      const viewer = await services.accounts.authenticate(session.accessToken);
+      const outcome = await oidc.afterLogin(interaction.id, viewer);
+      if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+      else page(res, outcome.status, errorPage(outcome.page));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
       const csrf = csrfFor(res, interaction.id);
-      // Signing in may send the browser straight on to the client (consent given before).
-      page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset` }), [
-        interaction.params.redirectUri,
-      ]);
-    }),
-  );
-  router.post(
-    '/oidc/login',
-    pageForm,
-    safely(async (req, res) => {
-      const id = field(req, 'interaction') ?? '';
-      const { interaction, client } = await oidc.interaction(id);
-      oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
-      const email = field(req, 'email') ?? '';
-      try {
-        const session = await services.accounts.login({ id: email, password: field(req, 'password') ?? '' }, createHttpContext(req, res, services, config).origin);
-        httpCookies(res, config).set(session);
-        const viewer = await services.accounts.authenticate(session.accessToken);
-        const outcome = await oidc.afterLogin(interaction.id, viewer);
-        if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-        else page(res, outcome.status, errorPage(outcome.page));
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        const csrf = csrfFor(res, interaction.id);
-        const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message, email });
-        page(res, error.status, html, [interaction.params.redirectUri]);
-      }
-    }),
-  );
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message, email });
+      page(res, error.status, html, [interaction.params.redirectUri]);
+    }
+  }, true);
 
   // ---- the consent page --------------------------------------------------------------------------
-  router.get(
-    '/oidc/consent',
-    safely(async (req, res) => {
-      const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
-      const { interaction, client } = await oidc.interaction(id);
-      const viewer = await viewerOf(req, res);
-      // No session, or one that does not satisfy prompt=login or max_age: sign in first.
-      if (!viewer || viewer.impersonator || oidc.needsLogin(interaction, viewer)) {
-        res.redirect(303, oidc.loginPageUrl(interaction.id));
-        return;
-      }
-      const profile = await services.accounts.simplifiedById(viewer.profileId);
-      const csrf = csrfFor(res, interaction.id);
-      page(res, 200, consentPage({ interactionId: interaction.id, csrf, clientName: client.name, scopes: interaction.params.scopes, userName: profile.fullname }), [
-        interaction.params.redirectUri,
-      ]);
-    }),
-  );
-  router.post(
-    '/oidc/consent',
-    pageForm,
-    safely(async (req, res) => {
-      const id = field(req, 'interaction') ?? '';
-      const { interaction } = await oidc.interaction(id);
-      oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
-      const outcome = await oidc.consent(interaction.id, await viewerOf(req, res), field(req, 'decision') === 'allow');
-      res.redirect(303, outcome.redirect);
-    }),
-  );
+  const consentForm = safely(async (req, res) => {
+    const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
+    const { interaction, client } = await oidc.interaction(id);
+    const viewer = await viewerOf(req, res);
+    // No session, or one that does not satisfy prompt=login or max_age: sign in first.
+    if (!viewer || viewer.impersonator || oidc.needsLogin(interaction, viewer)) {
+      res.redirect(303, oidc.loginPageUrl(interaction.id));
+      return;
+    }
+    const profile = await services.accounts.simplifiedById(viewer.profileId);
+    const csrf = csrfFor(res, interaction.id);
+    page(res, 200, consentPage({ interactionId: interaction.id, csrf, clientName: client.name, scopes: interaction.params.scopes, userName: profile.fullname }), [
+      interaction.params.redirectUri,
+    ]);
+  }, true);
+  const consent = safely(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction } = await oidc.interaction(id);
+    oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
+    const outcome = await oidc.consent(interaction.id, await viewerOf(req, res), field(req, 'decision') === 'allow');
+    res.redirect(303, outcome.redirect);
+  }, true);
 
   // ---- token, userinfo, revocation ---------------------------------------------------------------
-  router.options(['/oidc/token', '/oidc/userinfo', '/oidc/revoke'], openToAnyOrigin);
-  router.post('/oidc/token', openToAnyOrigin, oauthForm, async (req, res) => {
+  const token: RequestHandler = async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Pragma', 'no-cache');
     try {
@@ -212,7 +178,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
     } catch (error) {
       sendOAuthError(res, error);
     }
-  });
+  };
 
   const userinfo = async (req: Request, res: Response) => {
     const header = bearerToken(req.get('authorization'));
@@ -237,10 +203,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
       sendOAuthError(res, error);
     }
   };
-  router.get('/oidc/userinfo', openToAnyOrigin, userinfo);
-  router.post('/oidc/userinfo', openToAnyOrigin, oauthForm, userinfo);
-
-  router.post('/oidc/revoke', openToAnyOrigin, oauthForm, async (req, res) => {
+  const revoke: RequestHandler = async (req, res) => {
     try {
       await oidc.revoke((req.body as Record<string, unknown> | undefined) ?? {});
     } catch (error) {
@@ -248,7 +211,9 @@ export function oidcRoutes(services: Services, config: Config): Router {
     }
     // RFC 7009: the answer is 200 whether or not the token existed.
     res.status(200).end();
-  });
+  };
 
-  return router;
+  return { stylesheet, discovery, jwks, authorize, loginForm, login, consentForm, consent, token, userinfo, revoke } satisfies Record<string, RequestHandler>;
 }
+
+export type OidcHandlers = ReturnType<typeof oidcHandlers>;

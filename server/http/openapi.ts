@@ -1,20 +1,21 @@
 /**
- * The OpenAPI 3.1 document of the REST API, built at start-up from the route tables and the
- * very Zod schemas that check requests and answers (Zod 4's JSON Schema output), never by hand.
+ * The OpenAPI 3.1 document of the REST API, built at start-up from the route table
+ * (`routes.ts`) and the very Zod schemas that check requests and answers (Zod 4's JSON Schema
+ * output), never by hand.
  *
- * JSON routes (`routes.ts`) are described by the procedure they call: its input schema gives
- * the path, query or body parameters, its output schema the answer. The streaming routes
- * (`files.ts`) and the few plain ones below describe themselves with the same shared schemas.
- * The OpenID Connect protocol endpoints are not here: `/.well-known/openid-configuration` is
- * their machine-readable description, and they answer in OAuth's error format, not ours.
+ * Procedure routes are described by the procedure they call: its input schema gives the path,
+ * query or body parameters, its output schema the answer. The streams, `/health` and the
+ * document itself carry their description (`doc`) on their line of the table, made of the same
+ * shared schemas. The OpenID Connect protocol endpoints and pages are not here:
+ * `/.well-known/openid-configuration` is their machine-readable description, and they answer
+ * in OAuth's error format, not ours.
  */
 import { z } from 'zod';
 import { ErrorBody, ErrorNameSchema } from '../../shared/errors.ts';
-import { ACCESS_TOKEN_COOKIE, HealthResult } from '../../shared/index.ts';
+import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
 import type { Config } from '../config.ts';
 import { appRouter } from '../router.ts';
-import { fileOperations } from './files.ts';
-import { routes, type Route } from './routes.ts';
+import { routes, type ProcedureRoute, type Route } from './routes.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -137,7 +138,7 @@ interface ProcedureDef {
 }
 
 /** A route's procedure as tRPC defines it: its parsers (Zod schemas) and meta. */
-function procedureDef(route: Route): ProcedureDef {
+function procedureDef(route: ProcedureRoute): ProcedureDef {
   // tRPC keeps each procedure's parsers on `_def` (what OpenAPI adapters for tRPC read too).
   const procedures = appRouter._def.procedures as unknown as Record<string, { _def: ProcedureDef } | undefined>;
   const procedure = procedures[route.procedure];
@@ -146,7 +147,7 @@ function procedureDef(route: Route): ProcedureDef {
 }
 
 /** A JSON route as an operation: its input split into path parameters and the query or body. */
-function fromRoute(route: Route): Operation {
+function fromRoute(route: ProcedureRoute): Operation {
   const def = procedureDef(route);
   const input = def.inputs[0] as z.ZodType | undefined;
   const output = def.output as z.ZodType | undefined;
@@ -251,30 +252,12 @@ function operationObject(op: Operation, components: Components): JsonSchema {
   return object;
 }
 
-/** `/health` and the document itself: plain routes of `app.ts` and `docs.ts`. */
-const plainOperations: Operation[] = [
-  {
-    method: 'get',
-    path: '/health',
-    tag: 'service',
-    summary: 'Whether the service and its database answer',
-    session: 'none',
-    answer: { json: HealthResult },
-    errors: [503],
-  },
-  {
-    method: 'get',
-    path: '/openapi.json',
-    tag: 'service',
-    summary: 'This document',
-    session: 'none',
-    answer: { json: z.record(z.string(), z.unknown()) },
-  },
-];
-
-/** Every operation the document describes. */
-export function operations(): Operation[] {
-  return [...routes.map(fromRoute), ...fileOperations, ...plainOperations];
+/** Every operation the document describes: the table's routes of a procedure, and those with a `doc`, in the table's order. */
+export function operations(table: readonly Route[] = routes): Operation[] {
+  return table.flatMap((route): Operation[] => {
+    if (route.kind === 'procedure') return [fromRoute(route)];
+    return 'doc' in route && route.doc ? [{ method: route.method, path: route.path, ...route.doc }] : [];
+  });
 }
 
 /** The whole document for a configuration (its servers are the configured addresses). */

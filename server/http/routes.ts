@@ -1,9 +1,39 @@
+/**
+ * The route table: every path the service answers, one line each, as node-oidc-provider's
+ * `initialize_app.js` lists its endpoints. An entry names its method and path, the middleware
+ * it needs (how its body is read, whether the body deadline applies, CORS, whether cross-site
+ * writes are allowed) and what answers it (its kind and handler). `mount.ts` mounts it in one
+ * loop; the API document (`openapi.ts`) is built from the same entries.
+ *
+ * Order never matters: `mount.ts` registers the entries by precedence (a literal segment before
+ * a parameter, a parameter before a venue id that spans segments), so `/pdf/compare` is the
+ * procedure's and `/pdf/:id` never sees it, whatever the order of the lines below.
+ *
+ * Rate limits are not route middleware: each is checked by the service that owns the limited
+ * action (sign-in, sign-up, mail, uploads), which knows the account as well as the address.
+ */
 import type { AnyProcedure } from '@trpc/server';
-import type { Request } from 'express';
-import { AppError } from '../../shared/errors.ts';
-import type { AppRouter, createCaller } from '../router.ts';
-
-type Caller = ReturnType<typeof createCaller>;
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import {
+  AttachmentQuery,
+  ChunkFields,
+  ChunkStatus,
+  EditAttachmentQuery,
+  EntityAttachmentQuery,
+  HealthResult,
+  HumanVerificationToken,
+  PdfCompareQuery,
+  PdfQuery,
+  StoredPdfParams,
+  UploadFields,
+  UploadResult,
+} from '../../shared/index.ts';
+import type { AppRouter } from '../router.ts';
+import type { DocsHandlers } from './docs.ts';
+import type { FileHandlers } from './files.ts';
+import type { OidcHandlers } from './oidc.ts';
+import type { Operation } from './openapi.ts';
 
 type PathsOf<T, Prefix extends string = ''> = {
   [K in keyof T & string]: T[K] extends AnyProcedure ? `${Prefix}${K}` : PathsOf<T[K], `${Prefix}${K}.`>;
@@ -12,20 +42,54 @@ type PathsOf<T, Prefix extends string = ''> = {
 /** Every procedure of the router by its dotted path, e.g. `accounts.login`. */
 export type ProcedurePath = PathsOf<AppRouter['_def']['record']>;
 
+/** Every named handler a `stream`, `oauth`, `page`, `health` or `docs` route may name. */
+export type Handlers = FileHandlers & OidcHandlers & DocsHandlers & { health: RequestHandler };
+
 /**
- * One REST route: its method and path, the procedure it calls, and where that procedure's
- * input comes from. The API document (`openapi.ts`) is built from the same entry and the
- * procedure's own input and output schemas, so the route and its description cannot drift.
+ * How a route's body is read before its handler runs:
+ * - `json`: the JSON parser (1 MB, nesting checked); a request without a JSON body passes as is.
+ * - `form`: a URL-encoded form (the sign-in provider's); a form it cannot read is answered in
+ *   the route's own format (OAuth's error body, or an error page).
+ * - `multipart`: not read here; the handler streams it (uploads).
+ * - `none`: not read at all.
  */
-export interface Route {
+export type BodyKind = 'json' | 'form' | 'multipart' | 'none';
+
+/** The per-route middleware; every field left out takes the default that most routes need. */
+interface Middleware {
+  /** Default `json`. */
+  body?: BodyKind;
+  /** Whether the body must arrive within the body deadline (60 s). Default true; uploads have an hour. */
+  bodyDeadline?: boolean;
+  /**
+   * `protocol`: open to any origin, preflights answered (the sign-in provider's endpoints, which
+   * read no cookies); `read-only`: any origin may read the answer (the API document). Default none.
+   */
+  cors?: 'protocol' | 'read-only';
+  /**
+   * Whether a write authenticated by our cookies must come from our own pages (`same-origin.ts`).
+   * Default true; false for the sign-in provider's form endpoints, which other sites post to
+   * by design and which carry their own protection (PKCE, CSRF tokens).
+   */
+  sameOrigin?: boolean;
+}
+
+/**
+ * A REST route of a procedure: it calls the procedure through a caller, exactly as a tRPC
+ * client's call does. `input` says where the procedure's input comes from, to which the path's
+ * parameters are added; the API document describes the route by the procedure's own input and
+ * output schemas, so the route and its description cannot drift.
+ */
+export interface ProcedureRoute extends Middleware {
+  kind: 'procedure';
   method: 'get' | 'post' | 'put' | 'delete';
   /** Express syntax: `:name` is one segment, `*name` (a venue id) may span several. */
   path: string;
   procedure: ProcedurePath;
   /**
-   * The JSON body, the query string, or nothing; the path's parameters are added to it.
-   * `query-or-body`: the JSON body when one was sent, else the query string (a `DELETE` that
-   * clients send either way); the API document shows the query form.
+   * The JSON body, the query string, or nothing. `query-or-body`: the JSON body when one was
+   * sent, else the query string (a `DELETE` that clients send either way); the API document
+   * shows the query form.
    */
   input: 'body' | 'query' | 'query-or-body' | 'none';
   /** The input property each path parameter fills, when it is not named the same. */
@@ -36,101 +100,238 @@ export interface Route {
   errors?: number[];
 }
 
-/** The path's parameters by their input names; a venue id's segments are joined again. */
-function pathParams(route: Route, req: Request): Record<string, string> {
-  const params: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.params as Record<string, string | string[]>)) {
-    params[route.rename?.[name] ?? name] = Array.isArray(value) ? value.join('/') : String(value);
-  }
-  return params;
+/** How the API document shows a route that is not a procedure's. */
+export type OperationDoc = Omit<Operation, 'method' | 'path'>;
+
+/**
+ * A route answered by a named handler:
+ * - `stream`: uploads and downloads (`files.ts`);
+ * - `oauth`: the sign-in provider's protocol endpoints, which answer in OAuth's formats (`oidc.ts`);
+ * - `page`: HTML pages (the authorization endpoint, login, consent, their stylesheet: `oidc.ts`);
+ * - `health`: the health check (`health.ts`); `docs`: the API document and its reference page (`docs.ts`).
+ * Those with a `doc` are in the API document.
+ */
+export interface HandlerRoute extends Middleware {
+  kind: 'stream' | 'oauth' | 'page' | 'health' | 'docs';
+  method: 'get' | 'post' | 'put' | 'delete';
+  path: string;
+  handler: keyof Handlers;
+  doc?: OperationDoc;
 }
 
 /**
- * The procedure's input: the body or the query string with the path parameters added. A body
- * that already has such a key is refused, so a path parameter cannot be smuggled in through
- * the body. The procedure's schema checks the rest, exactly as for a tRPC call.
+ * An answer to `OPTIONS`, which everywhere else is an unknown route (404):
+ * - `preflight`: the CORS preflight of a `protocol` route (204 with its CORS headers);
+ * - `allow`: 200 with `Allow`, the methods the table has for the path (Express's own answer).
  */
-function routeInput(route: Route, req: Request): unknown {
-  const params = pathParams(route, req);
-  const body: unknown = req.body;
-  const sentBody = body !== undefined && !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
-  const source: unknown = route.input === 'body' || (route.input === 'query-or-body' && sentBody) ? body : route.input === 'none' ? undefined : req.query;
-  if (Object.keys(params).length === 0) return source;
-  if (source === undefined) return params;
-  if (source === null || typeof source !== 'object' || Array.isArray(source)) return source;
-  for (const key of Object.keys(params)) {
-    if (key in source) throw new AppError('AdditionalPropertiesError', `The property ${key} must NOT be present`, { path: key });
-  }
-  return { ...source, ...params };
+export interface OptionsRoute extends Middleware {
+  kind: 'preflight' | 'allow';
+  method: 'options';
+  path: string;
 }
 
-/** Calls the route's procedure through the caller: the same code path as a tRPC client's call. */
-export function callRoute(caller: Caller, route: Route, req: Request): Promise<unknown> {
-  let target: unknown = caller;
-  for (const key of route.procedure.split('.')) target = (target as Record<string, unknown>)[key];
-  const procedure = target as (input?: unknown) => Promise<unknown>;
-  return route.input === 'none' && Object.keys(req.params).length === 0 ? procedure() : procedure(routeInput(route, req));
+/** tRPC's own endpoint: every method, and every path under `path` (a procedure's name). */
+export interface TrpcRoute extends Middleware {
+  kind: 'trpc';
+  method: 'any';
+  path: string;
 }
 
-/**
- * The REST route table: every JSON path the spec (and the README's additions) define, one line
- * each. Streams (uploads, downloads) are in `files.ts`, the OpenID Connect protocol in `oidc.ts`.
- * Paths are literal, or have one named parameter (a venue id may span segments), and no two
- * routes match the same path, so order never matters.
- */
+export type Route = ProcedureRoute | HandlerRoute | OptionsRoute | TrpcRoute;
+
+const ANY_FILE = ['application/pdf', 'application/zip', 'application/octet-stream'];
+/** 429 and 503: after many uploads, a human-verification token is needed and checked. */
+const UPLOAD_ERRORS = [429, 503];
+/** After `UPLOAD_HUMAN_VERIFICATION_AFTER` uploads in an hour, each upload request carries a token. */
+const UPLOAD_HEADERS = z.object({ 'cf-turnstile-token': HumanVerificationToken.optional() });
+
+/** How the API document describes the streams: the same shared schemas that check them. */
+const STREAM_DOCS = {
+  upload: {
+    tag: 'attachments',
+    summary: "Upload a file for an invitation's field; answers its URL",
+    session: 'required',
+    headers: UPLOAD_HEADERS,
+    body: { multipart: UploadFields, file: 'file' },
+    answer: { json: UploadResult },
+    errors: UPLOAD_ERRORS,
+  },
+  uploadChunk: {
+    tag: 'attachments',
+    summary: 'Upload one chunk; answers every chunk’s status, or the URL once the file is complete',
+    session: 'required',
+    headers: UPLOAD_HEADERS,
+    body: { multipart: ChunkFields, file: 'file' },
+    answer: { json: z.union([UploadResult, ChunkStatus]) },
+    errors: UPLOAD_ERRORS,
+  },
+  attachment: {
+    tag: 'attachments',
+    summary: "A note's file field (`id`), or several notes' as a zip (`ids`)",
+    session: 'optional',
+    query: AttachmentQuery,
+    answer: { file: ANY_FILE },
+  },
+  pdf: {
+    tag: 'attachments',
+    summary: "A note's PDF (`id`), or several as a zip (`ids`)",
+    session: 'optional',
+    query: PdfQuery,
+    answer: { file: ['application/pdf', 'application/zip'] },
+  },
+  editAttachment: {
+    tag: 'attachments',
+    summary: 'A file field as one revision (edit) of a note held it',
+    session: 'optional',
+    query: EditAttachmentQuery,
+    answer: { file: ANY_FILE },
+  },
+  groupAttachment: {
+    tag: 'attachments',
+    summary: "A file in a group's content (groups here hold none: see the README)",
+    session: 'optional',
+    query: EntityAttachmentQuery,
+    answer: { file: ANY_FILE },
+  },
+  invitationAttachment: {
+    tag: 'attachments',
+    summary: "A file in an invitation's content (invitations here hold none: see the README)",
+    session: 'optional',
+    query: EntityAttachmentQuery,
+    answer: { file: ANY_FILE },
+  },
+  compareView: {
+    tag: 'attachments',
+    summary: 'A page showing two revisions of a note’s PDF side by side',
+    session: 'optional',
+    query: PdfCompareQuery,
+    answer: { html: true },
+    errors: [404],
+  },
+  pdfById: {
+    tag: 'attachments',
+    summary: 'A stored PDF by its id (the last part of its URL)',
+    session: 'optional',
+    pathParams: StoredPdfParams,
+    answer: { file: ['application/pdf'] },
+  },
+} satisfies Record<string, OperationDoc>;
+
+/** The service's own routes in the API document. */
+const SERVICE_DOCS = {
+  health: {
+    tag: 'service',
+    summary: 'Whether the service and its database answer',
+    session: 'none',
+    answer: { json: HealthResult },
+    errors: [503],
+  },
+  apiDocument: {
+    tag: 'service',
+    summary: 'This document',
+    session: 'none',
+    answer: { json: z.record(z.string(), z.unknown()) },
+  },
+} satisfies Record<string, OperationDoc>;
+
+/** Every route of the service. The API document lists the documented ones in this order. */
 export const routes: Route[] = [
+  // ---- procedures: JSON in, JSON out --------------------------------------------------------------
   // sign-up and activation (503: the human-verification service did not answer)
-  { method: 'post', path: '/register', procedure: 'accounts.register', input: 'body', summary: 'Sign up: sends the activation mail', errors: [429, 503] },
-  { method: 'get', path: '/activatable/:token', procedure: 'accounts.activatable', input: 'none', summary: 'The account an activation token is for', errors: [404] },
-  { method: 'put', path: '/activate/:token', procedure: 'accounts.activate', input: 'body', summary: 'Activate an account from its token; starts a session', errors: [404] },
-  { method: 'post', path: '/activatable', procedure: 'accounts.resendActivation', input: 'body', summary: 'Send the activation mail again', errors: [404, 429] },
-  { method: 'get', path: '/tildeusername', procedure: 'accounts.tildeUsername', input: 'query', summary: 'The next free tilde username for a name' },
+  { kind: 'procedure', method: 'post', path: '/register', procedure: 'accounts.register', input: 'body', summary: 'Sign up: sends the activation mail', errors: [429, 503] },
+  { kind: 'procedure', method: 'get', path: '/activatable/:token', procedure: 'accounts.activatable', input: 'none', summary: 'The account an activation token is for', errors: [404] },
+  { kind: 'procedure', method: 'put', path: '/activate/:token', procedure: 'accounts.activate', input: 'body', summary: 'Activate an account from its token; starts a session', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/activatable', procedure: 'accounts.resendActivation', input: 'body', summary: 'Send the activation mail again', errors: [404, 429] },
+  { kind: 'procedure', method: 'get', path: '/tildeusername', procedure: 'accounts.tildeUsername', input: 'query', summary: 'The next free tilde username for a name' },
   // sessions
-  { method: 'post', path: '/login', procedure: 'accounts.login', input: 'body', summary: 'Sign in: sets the session cookies', errors: [429] },
-  { method: 'post', path: '/refreshToken', procedure: 'accounts.refreshToken', input: 'none', summary: 'A new access token from the refresh cookie', errors: [401] },
-  { method: 'post', path: '/logout', procedure: 'accounts.logout', input: 'none', summary: 'End this session' },
-  { method: 'post', path: '/logout-all-devices', procedure: 'accounts.logoutOtherDevices', input: 'none', summary: 'End every other session of this person' },
+  { kind: 'procedure', method: 'post', path: '/login', procedure: 'accounts.login', input: 'body', summary: 'Sign in: sets the session cookies', errors: [429] },
+  { kind: 'procedure', method: 'post', path: '/refreshToken', procedure: 'accounts.refreshToken', input: 'none', summary: 'A new access token from the refresh cookie', errors: [401] },
+  { kind: 'procedure', method: 'post', path: '/logout', procedure: 'accounts.logout', input: 'none', summary: 'End this session' },
+  { kind: 'procedure', method: 'post', path: '/logout-all-devices', procedure: 'accounts.logoutOtherDevices', input: 'none', summary: 'End every other session of this person' },
   // passwords and emails
-  { method: 'post', path: '/resettable', procedure: 'accounts.requestReset', input: 'body', summary: 'Send a password-reset mail', errors: [404, 429, 503] },
-  { method: 'get', path: '/resettable/:token', procedure: 'accounts.resettable', input: 'none', summary: 'The account a reset token is for', errors: [404] },
-  { method: 'put', path: '/reset/:token', procedure: 'accounts.resetPassword', input: 'body', summary: 'Choose a new password from a reset token', errors: [404, 429] },
-  { method: 'post', path: '/user/confirm', procedure: 'accounts.confirmEmail', input: 'body', summary: 'Add an email: sends a confirmation mail', errors: [429] },
-  { method: 'post', path: '/user/confirm/:token', procedure: 'accounts.confirmEmail', input: 'body', rename: { token: 'activationToken' }, summary: 'Add an email to an account being activated', errors: [404, 429] },
-  { method: 'put', path: '/activatelink', procedure: 'accounts.activateLink', input: 'body', summary: 'Confirm an email with its code', errors: [404, 429] },
-  { method: 'put', path: '/activatelink/:token', procedure: 'accounts.activateLink', input: 'body', rename: { token: 'activationToken' }, summary: 'Confirm an email of an account being activated', errors: [404, 429] },
+  { kind: 'procedure', method: 'post', path: '/resettable', procedure: 'accounts.requestReset', input: 'body', summary: 'Send a password-reset mail', errors: [404, 429, 503] },
+  { kind: 'procedure', method: 'get', path: '/resettable/:token', procedure: 'accounts.resettable', input: 'none', summary: 'The account a reset token is for', errors: [404] },
+  { kind: 'procedure', method: 'put', path: '/reset/:token', procedure: 'accounts.resetPassword', input: 'body', summary: 'Choose a new password from a reset token', errors: [404, 429] },
+  { kind: 'procedure', method: 'post', path: '/user/confirm', procedure: 'accounts.confirmEmail', input: 'body', summary: 'Add an email: sends a confirmation mail', errors: [429] },
+  { kind: 'procedure', method: 'post', path: '/user/confirm/:token', procedure: 'accounts.confirmEmail', input: 'body', rename: { token: 'activationToken' }, summary: 'Add an email to an account being activated', errors: [404, 429] },
+  { kind: 'procedure', method: 'put', path: '/activatelink', procedure: 'accounts.activateLink', input: 'body', summary: 'Confirm an email with its code', errors: [404, 429] },
+  { kind: 'procedure', method: 'put', path: '/activatelink/:token', procedure: 'accounts.activateLink', input: 'body', rename: { token: 'activationToken' }, summary: 'Confirm an email of an account being activated', errors: [404, 429] },
   // profiles, moderation, impersonation
-  { method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'The caller’s profile, or one by id or email (an unknown email: an empty list), or by name', errors: [404] },
-  { method: 'get', path: '/profiles/search', procedure: 'accounts.searchProfiles', input: 'query', summary: 'Active profiles by a term, a full name or name parts' },
-  { method: 'post', path: '/profiles/search', procedure: 'accounts.searchProfilesBy', input: 'body', summary: 'Profiles by ids, or by the emails they hold' },
-  { method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'A moderation decision on a profile', errors: [404] },
-  { method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
-  { method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session (needs the impersonation session's refresh cookie)", errors: [403] },
+  { kind: 'procedure', method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'The caller’s profile, or one by id or email (an unknown email: an empty list), or by name', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/profiles/search', procedure: 'accounts.searchProfiles', input: 'query', summary: 'Active profiles by a term, a full name or name parts' },
+  { kind: 'procedure', method: 'post', path: '/profiles/search', procedure: 'accounts.searchProfilesBy', input: 'body', summary: 'Profiles by ids, or by the emails they hold' },
+  { kind: 'procedure', method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'A moderation decision on a profile', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session (needs the impersonation session's refresh cookie)", errors: [403] },
   // venues, invitations, notes (not in the spec: see the README)
-  { method: 'post', path: '/venues', procedure: 'venue.createVenue', input: 'body', summary: 'Create a venue from its author-console config' },
-  { method: 'get', path: '/venues/*venueId/config', procedure: 'venue.venueConfig', input: 'none', summary: "A venue's author-console config", errors: [404] },
-  { method: 'get', path: '/venues/*venueId/author-console', procedure: 'venue.authorConsole', input: 'none', summary: "The caller's author console for a venue", errors: [404] },
-  { method: 'post', path: '/groups/members', procedure: 'venue.addMembers', input: 'body', summary: 'Add members to a venue group', errors: [404] },
-  { method: 'post', path: '/invitations', procedure: 'venue.saveInvitation', input: 'body', summary: 'Create or replace an invitation of a venue', errors: [404] },
-  { method: 'get', path: '/invitations', procedure: 'venue.invitations', input: 'query', summary: 'An invitation with its form', errors: [404] },
-  { method: 'post', path: '/notes', procedure: 'venue.postNote', input: 'body', summary: 'Post or edit a note under an invitation', errors: [404] },
-  { method: 'get', path: '/notes', procedure: 'venue.notes', input: 'query', summary: 'Notes the caller may read; by `id`, a missing note is a 404', errors: [403, 404] },
-  { method: 'get', path: '/notes/edits', procedure: 'venue.noteEdits', input: 'query', summary: 'The revisions of a note, or one revision by id', errors: [404] },
-  { method: 'post', path: '/notes/edits', procedure: 'venue.postNoteEdit', input: 'body', summary: 'Post, revise or delete a note as an edit (the real platform’s way)', errors: [404] },
-  { method: 'delete', path: '/notes', procedure: 'venue.deleteNote', input: 'query-or-body', summary: 'Delete a note (`?id=`, or `{id}` as a JSON body)', errors: [404] },
-  { method: 'get', path: '/venues', procedure: 'venue.venues', input: 'query', summary: 'Venues by id, ids or the invitations they own' },
-  { method: 'get', path: '/logs/process', procedure: 'venue.processLogs', input: 'query', summary: 'How the processing of an edit went (edits here complete when posted)', errors: [404] },
-  { method: 'get', path: '/groups', procedure: 'venue.groups', input: 'query', summary: 'A group by id, or the groups of a member, that the caller may read', errors: [404] },
-  // attachments that answer JSON (uploads and downloads are streams: see files.ts)
-  { method: 'get', path: '/attachment/rules', procedure: 'attachments.uploadRules', input: 'query', summary: "What a file for an invitation's field must be" },
-  { method: 'get', path: '/attachment/chunk/status', procedure: 'attachments.chunkedUpload', input: 'query', summary: 'Where a chunked upload stands, to resume it', errors: [404] },
-  { method: 'get', path: '/pdf/compare', procedure: 'attachments.compare', input: 'query', summary: 'Two revisions of a note’s file field', errors: [404] },
-  // the sign-in provider's JSON procedures (the protocol endpoints and pages are in oidc.ts)
-  { method: 'get', path: '/oidc/clients', procedure: 'oidc.clients', input: 'none', summary: 'Sign-in clients (operators see all)' },
-  { method: 'post', path: '/oidc/clients', procedure: 'oidc.addClient', input: 'body', summary: 'Register a sign-in client' },
-  { method: 'put', path: '/oidc/clients/:id', procedure: 'oidc.setClientStatus', input: 'body', summary: 'Approve or reject a sign-in client', errors: [404] },
-  { method: 'delete', path: '/oidc/clients/:id', procedure: 'oidc.removeClient', input: 'none', summary: 'Remove a sign-in client', errors: [404] },
-  { method: 'get', path: '/oidc/consents', procedure: 'oidc.consents', input: 'none', summary: 'The applications the caller has let sign them in' },
-  { method: 'delete', path: '/oidc/consents/:clientId', procedure: 'oidc.withdrawConsent', input: 'none', summary: 'Withdraw consent from an application', errors: [404] },
-  { method: 'post', path: '/oidc/authorize/confirm', procedure: 'oidc.confirmInteraction', input: 'body', summary: 'Continue a sign-in request as the signed-in person', errors: [404] },
-  { method: 'post', path: '/oidc/authorize/consent', procedure: 'oidc.consentInteraction', input: 'body', summary: 'Allow or deny a sign-in request', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/venues', procedure: 'venue.createVenue', input: 'body', summary: 'Create a venue from its author-console config' },
+  { kind: 'procedure', method: 'get', path: '/venues/*venueId/config', procedure: 'venue.venueConfig', input: 'none', summary: "A venue's author-console config", errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/venues/*venueId/author-console', procedure: 'venue.authorConsole', input: 'none', summary: "The caller's author console for a venue", errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/groups/members', procedure: 'venue.addMembers', input: 'body', summary: 'Add members to a venue group', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/invitations', procedure: 'venue.saveInvitation', input: 'body', summary: 'Create or replace an invitation of a venue', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/invitations', procedure: 'venue.invitations', input: 'query', summary: 'An invitation with its form', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/notes', procedure: 'venue.postNote', input: 'body', summary: 'Post or edit a note under an invitation', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/notes', procedure: 'venue.notes', input: 'query', summary: 'Notes the caller may read; by `id`, a missing note is a 404', errors: [403, 404] },
+  { kind: 'procedure', method: 'get', path: '/notes/edits', procedure: 'venue.noteEdits', input: 'query', summary: 'The revisions of a note, or one revision by id', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/notes/edits', procedure: 'venue.postNoteEdit', input: 'body', summary: 'Post, revise or delete a note as an edit (the real platform’s way)', errors: [404] },
+  { kind: 'procedure', method: 'delete', path: '/notes', procedure: 'venue.deleteNote', input: 'query-or-body', summary: 'Delete a note (`?id=`, or `{id}` as a JSON body)', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/venues', procedure: 'venue.venues', input: 'query', summary: 'Venues by id, ids or the invitations they own' },
+  { kind: 'procedure', method: 'get', path: '/logs/process', procedure: 'venue.processLogs', input: 'query', summary: 'How the processing of an edit went (edits here complete when posted)', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/groups', procedure: 'venue.groups', input: 'query', summary: 'A group by id, or the groups of a member, that the caller may read', errors: [404] },
+  // attachments that answer JSON (uploads and downloads are streams: below)
+  { kind: 'procedure', method: 'get', path: '/attachment/rules', procedure: 'attachments.uploadRules', input: 'query', summary: "What a file for an invitation's field must be" },
+  { kind: 'procedure', method: 'get', path: '/attachment/chunk/status', procedure: 'attachments.chunkedUpload', input: 'query', summary: 'Where a chunked upload stands, to resume it', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/pdf/compare', procedure: 'attachments.compare', input: 'query', summary: 'Two revisions of a note’s file field', errors: [404] },
+  // the sign-in provider's JSON procedures (its protocol endpoints and pages are below)
+  { kind: 'procedure', method: 'get', path: '/oidc/clients', procedure: 'oidc.clients', input: 'none', summary: 'Sign-in clients (operators see all)' },
+  { kind: 'procedure', method: 'post', path: '/oidc/clients', procedure: 'oidc.addClient', input: 'body', summary: 'Register a sign-in client' },
+  { kind: 'procedure', method: 'put', path: '/oidc/clients/:id', procedure: 'oidc.setClientStatus', input: 'body', summary: 'Approve or reject a sign-in client', errors: [404] },
+  { kind: 'procedure', method: 'delete', path: '/oidc/clients/:id', procedure: 'oidc.removeClient', input: 'none', summary: 'Remove a sign-in client', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/oidc/consents', procedure: 'oidc.consents', input: 'none', summary: 'The applications the caller has let sign them in' },
+  { kind: 'procedure', method: 'delete', path: '/oidc/consents/:clientId', procedure: 'oidc.withdrawConsent', input: 'none', summary: 'Withdraw consent from an application', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/oidc/authorize/confirm', procedure: 'oidc.confirmInteraction', input: 'body', summary: 'Continue a sign-in request as the signed-in person', errors: [404] },
+  { kind: 'procedure', method: 'post', path: '/oidc/authorize/consent', procedure: 'oidc.consentInteraction', input: 'body', summary: 'Allow or deny a sign-in request', errors: [404] },
+  // ---- streams: uploads (a multipart body read by the handler, an hour to arrive) and downloads ---
+  { kind: 'stream', method: 'put', path: '/attachment', body: 'multipart', bodyDeadline: false, handler: 'upload', doc: STREAM_DOCS.upload },
+  { kind: 'stream', method: 'put', path: '/attachment/chunk', body: 'multipart', bodyDeadline: false, handler: 'uploadChunk', doc: STREAM_DOCS.uploadChunk },
+  { kind: 'stream', method: 'get', path: '/attachment', body: 'none', bodyDeadline: false, handler: 'attachment', doc: STREAM_DOCS.attachment },
+  { kind: 'stream', method: 'get', path: '/pdf', handler: 'pdf', doc: STREAM_DOCS.pdf },
+  { kind: 'stream', method: 'get', path: '/notes/edits/attachment', handler: 'editAttachment', doc: STREAM_DOCS.editAttachment },
+  { kind: 'stream', method: 'get', path: '/groups/attachment', handler: 'groupAttachment', doc: STREAM_DOCS.groupAttachment },
+  { kind: 'stream', method: 'get', path: '/invitations/attachment', handler: 'invitationAttachment', doc: STREAM_DOCS.invitationAttachment },
+  { kind: 'stream', method: 'get', path: '/pdf/compare/view', handler: 'compareView', doc: STREAM_DOCS.compareView },
+  { kind: 'stream', method: 'get', path: '/pdf/:id', handler: 'pdfById', doc: STREAM_DOCS.pdfById },
+  // ---- the service --------------------------------------------------------------------------------
+  { kind: 'health', method: 'get', path: '/health', handler: 'health', doc: SERVICE_DOCS.health },
+  { kind: 'docs', method: 'get', path: '/openapi.json', cors: 'read-only', handler: 'apiDocument', doc: SERVICE_DOCS.apiDocument },
+  { kind: 'docs', method: 'get', path: '/docs', handler: 'referencePage' },
+  { kind: 'docs', method: 'get', path: '/docs/init.js', handler: 'referenceScript' },
+  { kind: 'docs', method: 'get', path: '/docs/swagger-ui.css', handler: 'viewerCss' },
+  { kind: 'docs', method: 'get', path: '/docs/swagger-ui-bundle.js', handler: 'viewerScript' },
+  { kind: 'docs', method: 'get', path: '/docs/favicon-32x32.png', handler: 'viewerIcon' },
+  { kind: 'trpc', method: 'any', path: '/trpc' },
+  // ---- the sign-in provider: protocol endpoints (described by the discovery document) -------------
+  { kind: 'oauth', method: 'get', path: '/.well-known/openid-configuration', cors: 'protocol', handler: 'discovery' },
+  { kind: 'allow', method: 'options', path: '/.well-known/openid-configuration' },
+  { kind: 'oauth', method: 'get', path: '/oidc/jwks', cors: 'protocol', handler: 'jwks' },
+  { kind: 'allow', method: 'options', path: '/oidc/jwks' },
+  { kind: 'oauth', method: 'post', path: '/oidc/token', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'token' },
+  { kind: 'preflight', method: 'options', path: '/oidc/token', body: 'none', cors: 'protocol', sameOrigin: false },
+  { kind: 'oauth', method: 'get', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false, handler: 'userinfo' },
+  { kind: 'oauth', method: 'post', path: '/oidc/userinfo', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'userinfo' },
+  { kind: 'preflight', method: 'options', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false },
+  { kind: 'oauth', method: 'post', path: '/oidc/revoke', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'revoke' },
+  { kind: 'preflight', method: 'options', path: '/oidc/revoke', body: 'none', cors: 'protocol', sameOrigin: false },
+  // ---- the sign-in provider: pages (the authorization endpoint answers with a redirect or a page) -
+  { kind: 'page', method: 'get', path: '/oidc/authorize', body: 'none', sameOrigin: false, handler: 'authorize' },
+  { kind: 'page', method: 'post', path: '/oidc/authorize', body: 'form', sameOrigin: false, handler: 'authorize' },
+  { kind: 'allow', method: 'options', path: '/oidc/authorize', body: 'none', sameOrigin: false },
+  { kind: 'page', method: 'get', path: '/oidc/login', body: 'none', sameOrigin: false, handler: 'loginForm' },
+  { kind: 'page', method: 'post', path: '/oidc/login', body: 'form', sameOrigin: false, handler: 'login' },
+  { kind: 'allow', method: 'options', path: '/oidc/login', body: 'none', sameOrigin: false },
+  { kind: 'page', method: 'get', path: '/oidc/consent', body: 'none', sameOrigin: false, handler: 'consentForm' },
+  { kind: 'page', method: 'post', path: '/oidc/consent', body: 'form', sameOrigin: false, handler: 'consent' },
+  { kind: 'allow', method: 'options', path: '/oidc/consent', body: 'none', sameOrigin: false },
+  { kind: 'page', method: 'get', path: '/oidc/pages.css', handler: 'stylesheet' },
+  { kind: 'allow', method: 'options', path: '/oidc/pages.css' },
 ];

@@ -7,28 +7,32 @@ import { sendError } from './send-error.ts';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
+ * refuseMethodOverride: `X-HTTP-Method-Override` and its kin are refused outright, on every
+ * request, so a form POST can never become a PUT or a DELETE.
+ */
+export function refuseMethodOverride(req: Request, res: Response, next: NextFunction): void {
+  if (req.get('x-http-method-override') || req.get('x-http-method') || req.get('x-method-override')) {
+    sendError(res, new AppError('BadRequestError', 'Method override headers are not accepted'));
+    return;
+  }
+  next();
+}
+
+/**
  * refuseCrossSiteWrites: a write that a browser authenticates with our cookies must come from
  * our own pages. Refused: `Sec-Fetch-Site: cross-site`, an `Origin` other than the service's
  * or the web application's, and a body that is neither JSON nor multipart (the only kinds our
  * clients send, and ones a plain HTML form on another site cannot). Requests with a bearer
  * token carry no ambient credential and are not affected.
  *
- * The sign-in provider's form endpoints (`formPaths`) are exempt: other sites post to them by
- * design, and the login and consent pages carry CSRF tokens of their own.
- *
- * refuseMethodOverride: `X-HTTP-Method-Override` and its kin are refused outright, so a form
- * POST can never become a PUT or a DELETE.
+ * Every route has it but those whose entry says `sameOrigin: false`: the sign-in provider's
+ * form endpoints, which other sites post to by design, and whose pages carry CSRF tokens bound
+ * to the browser.
  */
-export function sameOriginWrites(allowedOrigins: readonly string[], formPaths: readonly string[] = []) {
+export function refuseCrossSiteWrites(allowedOrigins: readonly string[]) {
   const allowed = new Set(allowedOrigins.map((o) => new URL(o).origin));
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.get('x-http-method-override') || req.get('x-http-method') || req.get('x-method-override')) {
-      sendError(res, new AppError('BadRequestError', 'Method override headers are not accepted'));
-      return;
-    }
-    // The sign-in provider's form endpoints are posted to by other sites by design, and its
-    // pages carry CSRF tokens bound to the browser.
-    if (SAFE_METHODS.has(req.method) || formPaths.includes(req.path)) return next();
+    if (SAFE_METHODS.has(req.method)) return next();
     const cookies = req.cookies as Record<string, unknown> | undefined;
     const byCookie = Boolean(cookies?.[ACCESS_TOKEN_COOKIE] || cookies?.[REFRESH_TOKEN_COOKIE]) && !bearerOf(req);
     if (!byCookie) return next();

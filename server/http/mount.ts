@@ -1,0 +1,140 @@
+/**
+ * Mounts the route table (`routes.ts`): each entry becomes one Express route whose stack is
+ * its own middleware, read from the entry, and its handler. No middleware looks at the path:
+ * what a route needs is on its line of the table.
+ */
+import type { Express, Request, RequestHandler, Response } from 'express';
+import type { Route } from './routes.ts';
+
+/** The middleware an entry may ask for, made once at start-up. */
+export interface RouteMiddleware {
+  sameOrigin: RequestHandler;
+  bodyDeadline: RequestHandler;
+  json: RequestHandler;
+  /** The form parser of an `oauth` route (OAuth's error body) and of a `page` route (an error page). */
+  oauthForm: RequestHandler;
+  pageForm: RequestHandler;
+  protocolCors: RequestHandler;
+  readOnlyCors: RequestHandler;
+}
+
+/**
+ * An entry's middleware, in the order the checks have always run: the same-origin rule, the
+ * body deadline, the JSON body, then CORS, then a form body (after CORS, so that a form the
+ * provider cannot read is still answered with CORS headers).
+ */
+export function middlewareOf(route: RouteNeeds, use: RouteMiddleware): RequestHandler[] {
+  const body = route.body ?? 'json';
+  const stack: RequestHandler[] = [];
+  if (route.sameOrigin ?? true) stack.push(use.sameOrigin);
+  if (route.bodyDeadline ?? true) stack.push(use.bodyDeadline);
+  if (body === 'json') stack.push(use.json);
+  if (route.cors === 'protocol') stack.push(use.protocolCors);
+  if (route.cors === 'read-only') stack.push(use.readOnlyCors);
+  if (body === 'form') stack.push(route.kind === 'oauth' ? use.oauthForm : use.pageForm);
+  return stack;
+}
+
+/** A path segment's rank: a literal (0) is more specific than a parameter (1), which is more than a venue id spanning segments (2). */
+function segmentRank(segment: string | undefined): number {
+  if (segment === undefined) return -1;
+  if (segment.startsWith('*')) return 2;
+  return segment.startsWith(':') ? 1 : 0;
+}
+
+/**
+ * Precedence of two routes: at the first segment whose kind differs, the more specific one
+ * wins (`/pdf/compare` before `/pdf/:id`); routes that cannot match the same path are ordered
+ * by path and method only so that the order is the same whatever the table's.
+ */
+export function comparePrecedence(a: Route, b: Route): number {
+  const as = a.path.split('/');
+  const bs = b.path.split('/');
+  for (let i = 0; i < Math.max(as.length, bs.length); i++) {
+    const rank = segmentRank(as[i]) - segmentRank(bs[i]);
+    if (rank !== 0) return rank;
+  }
+  const byPath = a.path.localeCompare(b.path);
+  return byPath !== 0 ? byPath : a.method.localeCompare(b.method);
+}
+
+/** The table in the order Express must try it: by precedence, never by the lines' order. */
+export function byPrecedence(table: readonly Route[]): Route[] {
+  const seen = new Set<string>();
+  for (const route of table) {
+    const key = `${route.method} ${route.path.toLowerCase()}`;
+    if (seen.has(key)) throw new Error(`the route table has ${route.method.toUpperCase()} ${route.path} twice`);
+    seen.add(key);
+  }
+  return [...table].sort(comparePrecedence);
+}
+
+/** The `Allow` list of a path, as Express answers `OPTIONS` itself: the table's methods for it, with HEAD for GET. */
+export function allowedMethods(table: readonly Route[], path: string): string {
+  const methods = new Set<string>();
+  for (const route of table) {
+    if (route.path !== path || route.method === 'options' || route.method === 'any') continue;
+    methods.add(route.method.toUpperCase());
+    if (route.method === 'get') methods.add('HEAD');
+  }
+  return [...methods].sort().join(', ');
+}
+
+/** The answer of an `allow` route: exactly the one Express's router gives on its own. */
+export function answerAllow(allow: string): RequestHandler {
+  return (_req: Request, res: Response) => {
+    res.setHeader('Allow', allow);
+    res.setHeader('Content-Length', Buffer.byteLength(allow));
+    res.setHeader('Content-Type', 'text/plain');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.end(allow);
+  };
+}
+
+/** What an entry says about its middleware; `middlewareOf` turns it into the stack. */
+export type RouteNeeds = Pick<Route, 'body' | 'bodyDeadline' | 'cors' | 'sameOrigin'> & { kind?: Route['kind'] };
+
+/**
+ * What a method a path does not have (or a path no route has) goes through before its 404: the
+ * middleware all of the path's routes have (a form endpoint's other methods are not checked
+ * for the same origin; an upload path's have no body deadline and no JSON parser), so that a
+ * wrong method is refused as the right one would have been up to its handler.
+ */
+function sharedNeeds(routes: readonly Route[]): RouteNeeds {
+  const all = (need: (route: Route) => boolean) => routes.every(need);
+  return {
+    body: all((route) => (route.body ?? 'json') === 'json') ? 'json' : 'none',
+    bodyDeadline: all((route) => route.bodyDeadline ?? true),
+    sameOrigin: all((route) => route.sameOrigin ?? true),
+  };
+}
+
+export interface Mounting {
+  middlewareOf(needs: RouteNeeds): RequestHandler[];
+  handlerOf(route: Route): RequestHandler[];
+  /** The answer when no route takes the request. */
+  notFound: RequestHandler;
+}
+
+/**
+ * Registers every route of `table` on `app` by precedence, each with its middleware before its
+ * handler; then, for each path, its other methods (a 404), and last any other path (a 404
+ * after the default middleware). A `trpc` route takes every method and path under its own.
+ */
+export function mountRoutes(app: Pick<Express, 'use' | 'route' | 'get' | 'post' | 'put' | 'delete' | 'options'>, table: readonly Route[], mount: Mounting): void {
+  const ordered = byPrecedence(table);
+  ordered.forEach((route, i) => {
+    const stack = [...mount.middlewareOf(route), ...mount.handlerOf(route)];
+    if (route.method === 'any') {
+      app.use(route.path, ...stack);
+      return;
+    }
+    app[route.method](route.path, ...stack);
+    // Entries of one path are neighbours in the precedence order: after the last, its other methods.
+    if (ordered[i + 1]?.path !== route.path) {
+      const samePath = ordered.filter((other) => other.path === route.path);
+      app.route(route.path).all(...mount.middlewareOf(sharedNeeds(samePath)), mount.notFound);
+    }
+  });
+  app.use(...mount.middlewareOf({}), mount.notFound);
+}
