@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { AppError } from '../shared/errors.ts';
-import type { IssuedSession, RequestOrigin, Viewer } from './accounts/service.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from './accounts/viewer.ts';
 import type { Services } from './services.ts';
 
 /** How a procedure sets or clears the session cookies, whatever transport it runs under. */

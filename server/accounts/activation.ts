@@ -11,7 +11,7 @@ import { POSITIONS } from '../../db/seeds/institutions.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import { addressKey } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
-import type { IssuedSession, RequestOrigin } from './service.ts';
+import type { IssuedSession, RequestOrigin } from './viewer.ts';
 import { AccountsPart, accountLimitKey } from './service.ts';
 import { smallestFreeNumber, splitUsername, tildeBase } from './tilde.ts';
 

@@ -11,8 +11,8 @@ import {
 } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord, TokenRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
-import { hashSecret } from './session-tokens.ts';
-import type { Viewer } from './service.ts';
+import { hashSecret } from '../secrets.ts';
+import type { Viewer } from './viewer.ts';
 import { AccountsPart } from './service.ts';
 
 const INVALID_CODE = 'Token is not valid';

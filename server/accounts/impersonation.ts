@@ -1,7 +1,8 @@
 import { AppError, type Impersonator, type ImpersonateResult } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import type { IssuedSession, Viewer } from './service.ts';
-import { AccountsPart, ACTIVE_STATES, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+import type { IssuedSession, Viewer } from './viewer.ts';
+import { AccountsPart, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+import { canHoldSession, sessionEnded } from './session-rule.ts';
 
 /** How long an impersonation session's access token lasts. */
 const IMPERSONATION_SECONDS = 60 * 60;
@@ -43,7 +44,7 @@ export class ImpersonationService extends AccountsPart {
     const repo = this.d.repo;
     const target = await this.#target(repo, groupId);
     if (target.id === viewer.profileId) throw new AppError('ValidationError', 'You cannot impersonate yourself', { path: 'groupId' });
-    if (!ACTIVE_STATES.has(target.state) || target.ddate !== null) {
+    if (!canHoldSession(target)) {
       throw new AppError('ValidationError', `${groupId} is not an active profile`, { path: 'groupId' });
     }
     if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
@@ -56,7 +57,7 @@ export class ImpersonationService extends AccountsPart {
     }
 
     const caller = await repo.findProfile(viewer.profileId);
-    if (!caller) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+    if (!caller) throw sessionEnded();
     const me: Impersonator = {
       id: viewer.loginEmail,
       isSuperUser: viewer.isSuperUser,

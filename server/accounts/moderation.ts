@@ -1,6 +1,6 @@
 import { AppError, type ModerateProfileInput, type ModerationDecision, type PastState, type Profile, type ProfileState } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import type { Viewer } from './service.ts';
+import type { Viewer } from './viewer.ts';
 import { AccountsPart, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
 import { addressKey } from './ids.ts';
 import { normaliseId } from './repository.ts';
-import type { RequestOrigin } from './service.ts';
+import type { RequestOrigin } from './viewer.ts';
 import { AccountsPart, accountLimitKey, preferredEmail } from './service.ts';
 
 const INVALID_RESET = 'Reset token is not valid';

@@ -26,10 +26,14 @@ import type { OneTimeTokens } from './one-time-tokens.ts';
 import type { PasswordHasher } from './passwords.ts';
 import { addressKey } from './ids.ts';
 import { type AccountsRepository, normaliseEmail, normaliseId, type ProfileRecord, type SessionRecord } from './repository.ts';
-import { hashSecret, randomToken, type SessionTokens } from './session-tokens.ts';
-import { ACTIVE_STATES } from './session-rule.ts';
+import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
+import type { SessionTokens } from './session-tokens.ts';
+import { ACTIVE_STATES, canHoldSession, sessionEnded } from './session-rule.ts';
+import type { IssuedSession, RefreshOutcome, RequestOrigin, Viewer } from './viewer.ts';
 
+// Until server/oidc and server/http name ./session-rule.ts and ./viewer.ts themselves.
 export { ACTIVE_STATES };
+export type { Viewer };
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
 
 /** Members of this group may do anything; the operator CLI adds them (`--role superuser`). */
@@ -41,41 +45,6 @@ export const PROFILE_INVITATION = '~/-/Profile';
 
 
 const WRONG_CREDENTIALS = 'Invalid username or password';
-
-/** The signed-in caller of a request, resolved from its access token. */
-export interface Viewer {
-  profileId: string;
-  sessionId: string;
-  loginEmail: string;
-  tokenVersion: number;
-  isSuperUser: boolean;
-  isModerator: boolean;
-  /** Set when this session is an impersonation: who is really acting. */
-  impersonator: Impersonator | null;
-  /** The impersonator's own session, to return to. */
-  parentSessionId: string | null;
-  /** An impersonation by anyone but a super user: no data may be changed. */
-  readOnly: boolean;
-  /** When the person signed in to this session (ms). */
-  authTime: number;
-  /** When the access token this request came with expires (seconds since the epoch). */
-  accessExpiresAt: number;
-}
-
-/** What a token-issuing operation hands to the transport: the body, and the cookies to set. */
-export interface IssuedSession {
-  result: SessionResult;
-  accessToken: string;
-  accessSeconds: number;
-  refreshToken: string;
-  refreshSeconds: number;
-}
-
-/**
- * What `POST /refreshToken` hands to the transport: a rotated session (cookies to set), or only
- * a new access token for the same session, which sets no cookie and changes no session row.
- */
-export type RefreshOutcome = { rotated: IssuedSession } | { accessOnly: SessionResult };
 
 /**
  * How long after a rotation the refresh token just rotated out is still taken as the same
@@ -95,11 +64,6 @@ export interface AccountsDeps {
   config: Config;
   logger: Logger;
   now?: () => number;
-}
-
-/** Where a request comes from, for rate limits and human verification. */
-export interface RequestOrigin {
-  address: string;
 }
 
 export interface NewUser {
@@ -336,14 +300,11 @@ export class AccountsService {
     // Every signed-in request comes through here: the session, its profile and the roles take
     // two queries, not four.
     const found = await repo.findSessionWithProfile({ id: claims.sid });
-    const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
     const session = found?.session;
-    if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw ended;
+    if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw sessionEnded();
     const profile = found.profile;
-    if (!profile || profile.tokenVersion !== claims.ver || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
-      throw ended;
-    }
-    if (!(await this.#parentLive(session))) throw ended;
+    if (!canHoldSession(profile, claims.ver)) throw sessionEnded();
+    if (!(await this.#parentLive(session))) throw sessionEnded();
     // A read-only impersonation never lends the target's privileges to the impersonator.
     const privileged = !session.readOnly;
     const roles = privileged ? await repo.groupsWithMember(profile.id, [SUPER_USERS_GROUP, MODERATORS_GROUP]) : new Set<string>();
@@ -375,7 +336,6 @@ export class AccountsService {
    */
   async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<RefreshOutcome> {
     const repo = this.#d.repo;
-    const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
       const found = await repo.findSessionWithProfile({ refreshHash: oldHash });
@@ -387,44 +347,42 @@ export class AccountsService {
           if (!(await repo.findRotatedRefresh(oldHash))) throw error;
         }
       }
-      return { accessOnly: await this.#replayed(oldHash, ended) };
+      return { accessOnly: await this.#replayed(oldHash) };
     }
     const viewer = credentials.viewer;
-    if (!viewer) throw ended;
+    if (!viewer) throw sessionEnded();
     const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
-    const profile = await this.#liveSession(found?.session ?? null, found?.profile ?? null, ended);
+    const profile = await this.#liveSession(found?.session ?? null, found?.profile ?? null);
     return { accessOnly: (await this.#issueAccess(profile, found!.session, viewer.accessExpiresAt)).result };
   }
 
   /** A refresh token that is not any session's current one: the grace case, or reuse. */
-  async #replayed(oldHash: string, ended: AppError): Promise<SessionResult> {
+  async #replayed(oldHash: string): Promise<SessionResult> {
     const repo = this.#d.repo;
     const now = this.#now();
     const rotated = await repo.findRotatedRefresh(oldHash);
-    if (!rotated) throw ended;
+    if (!rotated) throw sessionEnded();
     const found = await repo.findSessionWithProfile({ id: rotated.sessionId });
     const session = found?.session ?? null;
-    const justBefore = session !== null && session.revokedAt === null && rotated.nextHash === found?.currentRefreshHash;
+    const justBefore = found !== null && session !== null && session.revokedAt === null && safeEqual(rotated.nextHash, found.currentRefreshHash);
     if (justBefore && now - rotated.rotatedAt <= REFRESH_REUSE_GRACE_MS) {
-      const profile = await this.#liveSession(session, found!.profile, ended);
+      const profile = await this.#liveSession(session, found!.profile);
       return (await this.#issueAccess(profile, session)).result;
     }
     if (session && session.revokedAt === null) {
       await repo.revokeSession(session.id, now);
       this.#d.logger.warn({ sessionId: session.id, profileId: session.profileId }, 'a rotated-out refresh token was used again: the session is ended');
     }
-    throw ended;
+    throw sessionEnded();
   }
 
-  /** The session's profile when the session may still be used; otherwise `ended`. */
-  async #liveSession(session: SessionRecord | null, known: ProfileRecord | null | undefined, ended: AppError): Promise<ProfileRecord> {
+  /** The session's profile when the session may still be used (see `canHoldSession`); otherwise `sessionEnded()`. */
+  async #liveSession(session: SessionRecord | null, known: ProfileRecord | null | undefined): Promise<ProfileRecord> {
     const now = this.#now();
-    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw ended;
+    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw sessionEnded();
     const profile = known === undefined ? await this.#d.repo.findProfile(session.profileId) : known;
-    if (!profile || profile.tokenVersion !== session.tokenVersion || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) {
-      throw ended;
-    }
-    if (!(await this.#parentLive(session))) throw ended;
+    if (!canHoldSession(profile, session.tokenVersion)) throw sessionEnded();
+    if (!(await this.#parentLive(session))) throw sessionEnded();
     return profile;
   }
 
@@ -443,13 +401,12 @@ export class AccountsService {
   async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null): Promise<IssuedSession> {
     const repo = this.#d.repo;
     const now = this.#now();
-    const ended = new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
-    const profile = await this.#liveSession(session, known, ended);
+    const profile = await this.#liveSession(session, known);
     const live = session as SessionRecord;
     const refreshToken = randomToken();
     const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, live.accessSeconds);
     const rotated = await repo.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
-    if (!rotated) throw ended;
+    if (!rotated) throw sessionEnded();
     return this.#issue(profile, live, refreshToken, refreshSeconds);
   }
 
@@ -461,7 +418,7 @@ export class AccountsService {
   async holdsRefreshCookie(sessionId: string, refreshToken: string | undefined): Promise<boolean> {
     if (refreshToken === undefined) return false;
     const found = await this.#d.repo.findSessionWithProfile({ id: sessionId });
-    return found !== null && hashSecret(refreshToken) === found.currentRefreshHash;
+    return found !== null && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
   }
 
   /**
@@ -474,8 +431,7 @@ export class AccountsService {
     while (current.parentSessionId) {
       const parent = await repo.findSession(current.parentSessionId);
       if (!parent || parent.revokedAt !== null || parent.expiresAt <= this.#now()) return false;
-      const owner = await repo.findProfile(parent.profileId);
-      if (!owner || owner.tokenVersion !== parent.tokenVersion || owner.ddate !== null || !ACTIVE_STATES.has(owner.state)) return false;
+      if (!canHoldSession(await repo.findProfile(parent.profileId), parent.tokenVersion)) return false;
       current = parent;
     }
     return true;
@@ -511,10 +467,10 @@ export class AccountsService {
       await repo.revokeImpersonationsFrom(viewer.profileId, now);
       await repo.setSessionVersion(viewer.sessionId, version);
       const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
-      if (!found?.profile) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+      if (!found?.profile) throw sessionEnded();
       // Only the holder of this session's refresh cookie gets a new one: a caller with nothing
       // but an access token (perhaps a stolen one) gets a new access token and no refresh token.
-      const holdsCookie = refreshToken !== undefined && hashSecret(refreshToken) === found.currentRefreshHash;
+      const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
       if (holdsCookie) {
         const refreshSeconds = Math.max(this.#d.config.refreshTokenSeconds, found.session.accessSeconds);
         await repo.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);

@@ -18,7 +18,7 @@ import {
   type UploadRulesQuery,
 } from '../../shared/index.ts';
 import type { HumanVerifier } from '../accounts/human-verification.ts';
-import type { Viewer } from '../accounts/service.ts';
+import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
 import { VenueRepository } from '../venue/repository.ts';
 import type { VenueService } from '../venue/service.ts';

@@ -26,7 +26,7 @@ import {
   contentFilters,
 } from '../../shared/index.ts';
 import { AccountsRepository } from '../accounts/repository.ts';
-import type { Viewer } from '../accounts/service.ts';
+import type { Viewer } from '../accounts/viewer.ts';
 import { authorIdsOf, VenueRepository } from './repository.ts';
 
 /** The group of a venue's organisers: they manage its invitations and groups. */
