@@ -14,7 +14,10 @@ import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
+import { Directory } from './accounts/directory.ts';
+import { VenueRepository } from './venue/repository.ts';
 import { VenueService } from './venue/service.ts';
+import { AttachmentsRepository } from './attachments/repository.ts';
 import { AttachmentsService } from './attachments/service.ts';
 import { FileStore } from './attachments/storage.ts';
 import { OidcService } from './oidc/service.ts';
@@ -54,7 +57,11 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     logger,
   };
   const accounts = new AccountsService(deps);
-  const venue = new VenueService(db);
+  // Areas own their tables and ask each other through the small views they declare: venues ask
+  // accounts about people and groups, and attachments about who uploaded a file; attachments ask
+  // venues about invitations and who may read a note.
+  const uploads = new AttachmentsRepository(db);
+  const venue = new VenueService({ repo: new VenueRepository(db), people: new Directory(db), uploads });
   const store = new FileStore(config.dataDir);
   await store.init();
   const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf` });
@@ -69,7 +76,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     venue,
-    attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger }),
+    attachments: new AttachmentsService({ repo: uploads, store, venue, verifier: deps.verifier, config, logger }),
     oidc,
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.

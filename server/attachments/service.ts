@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
   AppError,
@@ -20,7 +19,6 @@ import {
 import type { HumanVerifier } from '../accounts/human-verification.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
-import { VenueRepository } from '../venue/repository.ts';
 import type { VenueService } from '../venue/service.ts';
 import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
@@ -41,6 +39,15 @@ export interface StoredFile {
   /** A safe download name, from the note's title. */
   filename: string;
 }
+
+/**
+ * What attachments ask of venues: the invitation an upload is for and who is invited to it, and
+ * who may read the notes (and their revisions) that hold a stored file.
+ */
+export type VenueView = Pick<
+  VenueService,
+  'invitationById' | 'requireInvitee' | 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits' | 'groups' | 'readableInvitation'
+>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /** How long a chunk waits for another running process's assembly of its upload, checking on it. */
@@ -83,21 +90,21 @@ function safeFilename(title: unknown, fallback: string, extension: string): stri
  * removes it. Nothing is kept unless every check passed.
  */
 export class AttachmentsService {
-  readonly #db: Knex;
+  readonly #repo: AttachmentsRepository;
   readonly #store: FileStore;
   /**
    * How many requests are saving a chunk of each upload right now, in this process (the service
    * runs as one). The last chunks of an upload sent together wait for each other's answer.
    */
   readonly #receiving = new Map<string, { count: number; idle: Array<() => void> }>();
-  readonly #venue: VenueService;
+  readonly #venue: VenueView;
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
   readonly #logger: Logger;
   readonly #now: () => number;
 
-  constructor(deps: { db: Knex; store: FileStore; venue: VenueService; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
-    this.#db = deps.db;
+  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venue: VenueView; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
+    this.#repo = deps.repo;
     this.#store = deps.store;
     this.#venue = deps.venue;
     this.#verifier = deps.verifier;
@@ -110,10 +117,6 @@ export class AttachmentsService {
     return this.#store;
   }
 
-  #repo(): AttachmentsRepository {
-    return new AttachmentsRepository(this.#db);
-  }
-
   // ---- before the body is read -------------------------------------------------------------
 
   /**
@@ -124,7 +127,7 @@ export class AttachmentsService {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const after = this.#config.uploadHumanVerificationAfter;
     if (after === 0) return;
-    const recent = await this.#repo().recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000);
+    const recent = await this.#repo.recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000);
     if (recent >= after) await this.#verifier.verify(humanToken, address);
   }
 
@@ -156,9 +159,9 @@ export class AttachmentsService {
    * send only what is missing. Another person's upload of the same id does not exist for them.
    */
   async chunkedUpload(viewer: Viewer, clientUploadId: string): Promise<ChunkedUploadState> {
-    const upload = await this.#repo().findUploadOf(viewer.profileId, clientUploadId);
+    const upload = await this.#repo.findUploadOf(viewer.profileId, clientUploadId);
     if (!upload) throw new AppError('NotFoundError', `Upload Not Found: ${clientUploadId}`, { path: 'clientUploadId' });
-    const chunks = await this.#repo().chunksOf(upload.id);
+    const chunks = await this.#repo.chunksOf(upload.id);
     const indexes = indexesOf(upload);
     return {
       clientUploadId,
@@ -172,7 +175,7 @@ export class AttachmentsService {
 
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
   async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
-    const invitation = await new VenueRepository(this.#db).findInvitation(invitationId);
+    const invitation = await this.#venue.invitationById(invitationId);
     if (!invitation) throw new AppError('ValidationError', `Invitation Not Found: ${invitationId}`, { path: 'invitationId' });
     if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
       throw new AppError('ValidationError', `The invitation ${invitationId} is closed`, { path: 'invitationId' });
@@ -203,15 +206,7 @@ export class AttachmentsService {
 
   async #keep(viewer: Viewer, received: Received, extension: string, invitation: string, field: string): Promise<string> {
     const url = await this.#store.keep(received, extension);
-    await new VenueRepository(this.#db).recordUpload({
-      profileId: viewer.profileId,
-      invitation,
-      field,
-      url,
-      size: received.size,
-      sha1: received.sha1,
-      now: this.#now(),
-    });
+    await this.#repo.recordUpload({ profileId: viewer.profileId, invitation, field, url, size: received.size, sha1: received.sha1 }, this.#now());
     return url;
   }
 
@@ -253,7 +248,7 @@ export class AttachmentsService {
       if (fields.chunkIndex > fields.totalChunks) {
         throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
       }
-      const repo = this.#repo();
+      const repo = this.#repo;
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
       await this.#venue.requireInvitee(invitation, viewer);
       const now = this.#now();
@@ -338,7 +333,7 @@ export class AttachmentsService {
   }
 
   async #completeOrStatus(viewer: Viewer, given: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
-    const repo = this.#repo();
+    const repo = this.#repo;
     const chunks = await repo.chunksOf(given.id);
     // Read before a parallel request settled how the client counts: read again, or two last
     // chunks arriving together could each see the set incomplete and neither assemble it.
@@ -364,7 +359,7 @@ export class AttachmentsService {
   }
 
   async #assembleNow(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number): Promise<string> {
-    const repo = this.#repo();
+    const repo = this.#repo;
     let assembled: Received | null = null;
     try {
       assembled = await this.#store.assemble(upload.id, indexes, maxBytes);
@@ -375,17 +370,7 @@ export class AttachmentsService {
       // upload as done, in one transaction.
       const file = assembled;
       const url = await this.#store.keep(file, upload.extension);
-      await repo.finish(upload.id, url, this.#now(), (trx) =>
-        new VenueRepository(trx).recordUpload({
-          profileId: viewer.profileId,
-          invitation: upload.invitation,
-          field: upload.field,
-          url,
-          size: file.size,
-          sha1: file.sha1,
-          now: this.#now(),
-        }),
-      );
+      await repo.finish(upload.id, { profileId: viewer.profileId, invitation: upload.invitation, field: upload.field, url, size: file.size, sha1: file.sha1 }, this.#now());
       await this.#store.removeChunks(upload.id);
       return url;
     } catch (error) {
@@ -408,13 +393,13 @@ export class AttachmentsService {
   async #awaitAssembly(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number) {
     const deadline = this.#now() + WAIT_FOR_OTHER_PROCESS_MS;
     for (;;) {
-      const current = await this.#repo().findUpload(upload.id);
+      const current = await this.#repo.findUpload(upload.id);
       if (!current) throw new AppError('ValidationError', 'The upload was refused; start again', { path: 'clientUploadId' });
       if (current.status === 'done' && current.url) return { url: current.url };
       const now = this.#now();
       if (current.status === 'receiving') {
         // A failed assembly gave it back: claim it again.
-        if (await this.#repo().claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, current, indexes, chunks, maxBytes);
+        if (await this.#repo.claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, current, indexes, chunks, maxBytes);
         continue;
       }
       const here = current.assemblyOwner === PROCESS_OWNER ? assembling.get(upload.id) : undefined;
@@ -425,7 +410,7 @@ export class AttachmentsService {
         continue;
       }
       if (ownerIsGone(current.assemblyOwner) || current.updatedAt < now - STALE_ASSEMBLY_MS) {
-        if (await this.#repo().takeOverAssembly(upload.id, current.assemblyOwner, PROCESS_OWNER, now)) {
+        if (await this.#repo.takeOverAssembly(upload.id, current.assemblyOwner, PROCESS_OWNER, now)) {
           this.#logger.info({ uploadId: upload.id }, 'assembly left by a stopped process: redone');
           return this.#assemble(viewer, current, indexes, chunks, maxBytes);
         }
@@ -442,7 +427,7 @@ export class AttachmentsService {
    * chunks of uploads finished just before a stop.
    */
   async recover(startedAt = this.#now()): Promise<void> {
-    const repo = this.#repo();
+    const repo = this.#repo;
     let released = 0;
     for (const { id, owner } of await repo.assemblies()) {
       if (!ownerIsGone(owner)) continue;
@@ -455,7 +440,7 @@ export class AttachmentsService {
   }
 
   async #discard(upload: ChunkedUpload): Promise<void> {
-    await this.#repo().deleteUpload(upload.id);
+    await this.#repo.deleteUpload(upload.id);
     await this.#store.removeChunks(upload.id);
   }
 
@@ -465,13 +450,13 @@ export class AttachmentsService {
    */
   async sweep(): Promise<number> {
     const before = this.#now() - this.#config.uploadAbandonSeconds * 1000;
-    const stale = await this.#repo().staleUploads(before);
+    const stale = await this.#repo.staleUploads(before);
     for (const id of stale) {
-      await this.#repo().deleteUpload(id);
+      await this.#repo.deleteUpload(id);
       await this.#store.removeChunks(id);
     }
     // Chunk folders whose upload row is gone (a refusal racing a late chunk).
-    await this.#store.sweepOrphanChunks(await this.#repo().uploadIds(), before);
+    await this.#store.sweepOrphanChunks(await this.#repo.uploadIds(), before);
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;
@@ -524,12 +509,11 @@ export class AttachmentsService {
     const sha1 = /^(?:\/?pdf\/)?([0-9a-f]{40})(?:\.pdf)?$/.exec(id)?.[1];
     if (!sha1) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
     const url = `/pdf/${sha1}.pdf`;
-    const venues = new VenueRepository(this.#db);
-    const notes = await venues.notesWithFile(url);
+    const notes = await this.#venue.notesWithFile(url);
     const readable = await this.#venue.firstReadable(notes, reader);
     // A PDF one may not read is not found, as a missing one is: its address is its SHA-1, and a
     // 403 would tell anyone holding a file whether someone has stored it here.
-    if (!readable && !(reader && (await venues.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
+    if (!readable && !(reader && (await this.#repo.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
     return this.#stored(url, (readable?.content.title as { value?: unknown } | undefined)?.value, sha1);
   }
 

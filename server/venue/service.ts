@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import {
   AppError,
   AuthorConsoleConfig,
@@ -25,9 +24,9 @@ import {
   type VenuesQuery,
   contentFilters,
 } from '../../shared/index.ts';
-import { AccountsRepository } from '../accounts/repository.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import { authorIdsOf, VenueRepository } from './repository.ts';
+import type { People, UploadsView } from './collaborators.ts';
+import { authorIdsOf, type VenueRepository } from './repository.ts';
 
 /** The group of a venue's organisers: they manage its invitations and groups. */
 export const organisersOf = (venueId: string) => `${venueId}/Program_Chairs`;
@@ -37,7 +36,7 @@ export const reviewersOf = (venueId: string) => `${venueId}/Reviewers`;
 type Reader = Viewer | null;
 
 interface Repos {
-  accounts: AccountsRepository;
+  people: People;
   venues: VenueRepository;
 }
 
@@ -73,20 +72,36 @@ const fieldValue = (note: Note, field: string): unknown => (note.content[field] 
  * read: a guest sees only notes readable by `everyone`.
  */
 export class VenueService {
-  readonly #db: Knex;
+  readonly #repo: VenueRepository;
+  readonly #people: People;
+  readonly #uploads: UploadsView;
   readonly #now: () => number;
 
-  constructor(db: Knex, now: () => number = Date.now) {
-    this.#db = db;
-    this.#now = now;
+  constructor(deps: { repo: VenueRepository; people: People; uploads: UploadsView; now?: () => number }) {
+    this.#repo = deps.repo;
+    this.#people = deps.people;
+    this.#uploads = deps.uploads;
+    this.#now = deps.now ?? Date.now;
   }
 
-  #repos(db: Knex = this.#db): Repos {
-    return { accounts: new AccountsRepository(db), venues: new VenueRepository(db) };
+  #repos(): Repos {
+    return { people: this.#people, venues: this.#repo };
   }
 
   #transaction<T>(work: (repos: Repos) => Promise<T>): Promise<T> {
-    return this.#db.transaction((trx) => work(this.#repos(trx)));
+    return this.#repo.transaction((venues, trx) => work({ people: this.#people.within(trx), venues }));
+  }
+
+  /**
+   * The venue an id lies in: the longest of its `/`-prefixes that is a venue (a group whose
+   * `domain` is itself, as `POST /venues` makes it). Null when it lies in none.
+   */
+  async #venueOf(id: string, repos: Repos): Promise<string | null> {
+    const parts = id.split('/');
+    const prefixes = parts.slice(1).map((_, i) => parts.slice(0, i + 1).join('/'));
+    if (prefixes.length === 0) return null;
+    const venues = (await repos.people.groupsAmong(prefixes)).filter((group) => group.data.domain === group.id).map((group) => group.id);
+    return venues.sort((a, b) => b.length - a.length)[0] ?? null;
   }
 
   /**
@@ -98,10 +113,9 @@ export class VenueService {
     const ids = new Set(['everyone']);
     if (!reader) return ids;
     ids.add('~');
-    const own = [...(await repos.accounts.usernamesOf(reader.profileId)), reader.profileId];
-    for (const email of await repos.accounts.emailsOf(reader.profileId)) if (email.confirmed) own.push(email.email);
-    const groups = await repos.accounts.groupsOf(own);
-    const outer = await repos.accounts.groupsOf(groups);
+    const own = [...(await repos.people.usernamesOf(reader.profileId)), reader.profileId, ...(await repos.people.confirmedEmailsOf(reader.profileId))];
+    const groups = await repos.people.groupsOf(own);
+    const outer = await repos.people.groupsOf(groups);
     for (const id of [...own, ...groups, ...outer]) ids.add(id);
     return ids;
   }
@@ -161,8 +175,9 @@ export class VenueService {
     if (problems.length > 0) throw AppError.fromItems(problems);
 
     const now = this.#now();
-    await this.#transaction(async ({ accounts, venues }) => {
-      if (await accounts.findGroup(venueId)) {
+    await this.#transaction(async (repos) => {
+      const { people, venues } = repos;
+      if (await people.findGroup(venueId)) {
         throw new AppError('ValidationError', `The venue ${venueId} already exists`, { path: 'venueId' });
       }
       const organisers = organisersOf(venueId);
@@ -170,24 +185,24 @@ export class VenueService {
       const authors = `${venueId}/${config.authorName}`;
       // Nothing of another venue is taken over: none of the groups or invitations may exist yet.
       for (const group of [organisers, reviewers, `${venueId}/Ethics_Reviewers`, authors]) {
-        if (await accounts.findGroup(group)) throw new AppError('ValidationError', `The group ${group} already exists`, { path: 'venueId' });
+        if (await people.findGroup(group)) throw new AppError('ValidationError', `The group ${group} already exists`, { path: 'venueId' });
       }
       const invitationIds = [config.submissionId, ...['Ethics_Review', 'Registration', config.officialReviewName, config.decisionName].map((n) => `${venueId}/-/${n}`)];
       for (const id of invitationIds) {
         if (await venues.findInvitation(id)) throw new AppError('ValidationError', `The invitation ${id} already exists`, { path: 'venueId' });
       }
-      const inner = await venues.venueOf(config.submissionId);
+      const inner = await this.#venueOf(config.submissionId, repos);
       if (inner !== null && inner.length > venueId.length) {
         throw new AppError('ValidationError', `submissionId lies inside the venue ${inner}`, { path: 'submissionId' });
       }
       const owned = { domain: venueId, readers: ['everyone'], writers: [organisers], signatories: [organisers] };
       // No `impersonators`: being added to a venue's group gives its organisers no power over a
       // person (only a person's own `~` group names who may impersonate them).
-      await accounts.upsertGroup(venueId, { ...owned, config }, [], now);
-      await accounts.upsertGroup(organisers, owned, [reader.profileId], now);
-      await accounts.upsertGroup(reviewers, owned, [], now);
-      await accounts.upsertGroup(`${venueId}/Ethics_Reviewers`, owned, [], now);
-      await accounts.upsertGroup(authors, owned, [], now);
+      await people.upsertGroup(venueId, { ...owned, config }, [], now);
+      await people.upsertGroup(organisers, owned, [reader.profileId], now);
+      await people.upsertGroup(reviewers, owned, [], now);
+      await people.upsertGroup(`${venueId}/Ethics_Reviewers`, owned, [], now);
+      await people.upsertGroup(authors, owned, [], now);
 
       const invitation = (input: InvitationInput & { invitees: string[] }): Invitation => ({
         noteReaders: ['everyone'],
@@ -249,7 +264,7 @@ export class VenueService {
 
   /** `GET /venues/{venueId}/config`: the config with its defaults applied. */
   async venueConfig(venueId: string): Promise<AuthorConsoleConfig> {
-    const group = await this.#repos().accounts.findGroup(venueId);
+    const group = await this.#people.findGroup(venueId);
     const config = group?.data.config;
     if (!config) throw new AppError('NotFoundError', `Venue Not Found: ${venueId}`);
     return AuthorConsoleConfig.parse(config);
@@ -258,17 +273,17 @@ export class VenueService {
   /** `POST /groups/members`: a venue's organisers (or super users) add members to its groups. */
   async addMembers(input: { id: string; members: string[] }, reader: Viewer): Promise<{ id: string; members: string[] }> {
     const repos = this.#repos();
-    const group = await repos.accounts.findGroup(input.id);
+    const group = await repos.people.findGroup(input.id);
     if (!group) throw new AppError('NotFoundError', `Group Not Found: ${input.id}`);
     const domain = typeof group.data.domain === 'string' ? group.data.domain : null;
     if (!reader.isSuperUser) {
       if (!domain) throw new AppError('ForbiddenError', `Only super users can change ${input.id}`);
       await this.#requireOrganiser(domain, reader, repos);
     }
-    await this.#transaction(async ({ accounts }) => {
-      for (const member of input.members) await accounts.addMember(input.id, member);
+    await this.#transaction(async ({ people }) => {
+      for (const member of input.members) await people.addMember(input.id, member);
     });
-    return { id: input.id, members: (await repos.accounts.findGroup(input.id))?.members ?? [] };
+    return { id: input.id, members: (await repos.people.findGroup(input.id))?.members ?? [] };
   }
 
   // ---- invitations -----------------------------------------------------------------------------
@@ -281,7 +296,7 @@ export class VenueService {
    */
   async saveInvitation(input: Omit<Invitation, 'tauthor' | 'tcdate' | 'tmdate'>, reader: Viewer): Promise<Invitation> {
     const repos = this.#repos();
-    const venue = await repos.accounts.findGroup(input.domain);
+    const venue = await repos.people.findGroup(input.domain);
     if (!venue) throw new AppError('NotFoundError', `Group Not Found: ${input.domain}`);
     await this.#requireOrganiser(input.domain, reader, repos);
     if (venue.data.domain !== input.domain) {
@@ -296,7 +311,7 @@ export class VenueService {
       await this.#requireOrganiser(existing.domain, reader, repos);
       throw new AppError('ValidationError', `The invitation ${input.id} belongs to ${existing.domain}`, { path: 'domain' });
     }
-    const owner = await repos.venues.venueOf(input.id);
+    const owner = await this.#venueOf(input.id, repos);
     if (owner !== input.domain) {
       throw new AppError('ValidationError', `The invitation must be inside its venue ${input.domain} and outside the venue ${owner}`, { path: 'id' });
     }
@@ -416,8 +431,7 @@ export class VenueService {
   async #post(input: PostNoteInput, reader: Viewer): Promise<{ note: Note; editId: string }> {
     const now = this.#now();
     const repos = this.#repos();
-    const profile = await repos.accounts.findProfile(reader.profileId);
-    if (profile?.state === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
+    if ((await repos.people.stateOf(reader.profileId)) === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
     const invitation = await repos.venues.findInvitation(input.invitation);
     if (!invitation) throw new AppError('NotFoundError', `Invitation Not Found: ${input.invitation}`);
     if (invitation.duedate !== undefined && now > invitation.duedate) {
@@ -444,7 +458,7 @@ export class VenueService {
       const url = fieldValue({ content: merged } as Note, field);
       if (definition.value.param.type !== 'file' || typeof url !== 'string') continue;
       if (previous && fieldValue(previous, field) === url) continue;
-      if (!(await repos.venues.uploadedBy(reader.profileId, url, invitation.id, field))) {
+      if (!(await this.#uploads.uploadedBy(reader.profileId, url, invitation.id, field))) {
         problems.push({
           status: 400,
           name: 'ValidationError',
@@ -526,10 +540,8 @@ export class VenueService {
     const authorId = query['content.authorids'];
     if (authorId) {
       // A profile is an author under any of its usernames and confirmed emails.
-      const profile = await repos.accounts.findProfileByIdOrEmail(authorId);
-      author = profile
-        ? [...(await repos.accounts.usernamesOf(profile.id)), ...(await repos.accounts.emailsOf(profile.id)).filter((e) => e.confirmed).map((e) => e.email)]
-        : [authorId];
+      const profile = await repos.people.profileNamed(authorId);
+      author = profile ? [...(await repos.people.usernamesOf(profile.id)), ...(await repos.people.confirmedEmailsOf(profile.id))] : [authorId];
     }
     const content = contentFilters(query);
     content.delete('authorids');
@@ -571,6 +583,16 @@ export class VenueService {
     return note;
   }
 
+  /** An invitation by id, whoever asks: what an upload for one of its fields is checked against. */
+  invitationById(id: string): Promise<Invitation | null> {
+    return this.#repo.findInvitation(id);
+  }
+
+  /** The notes (not deleted) whose `file` fields hold, or once held, a stored file's URL. */
+  notesWithFile(url: string): Promise<Note[]> {
+    return this.#repo.notesWithFile(url);
+  }
+
   /** Whether a field of a note's form is a `file` field. */
   async isFileField(note: Note, field: string): Promise<boolean> {
     const invitation = await this.#repos().venues.findInvitation(note.invitation);
@@ -609,8 +631,9 @@ export class VenueService {
   async venues(query: VenuesQuery): Promise<Venue[]> {
     const repos = this.#repos();
     const ids = new Set([...(query.id ? [query.id] : []), ...(query.ids ?? []), ...(await repos.venues.domainsOfInvitations(query.invitations ?? []))]);
-    const venues = await repos.venues.venues([...ids]);
-    return venues.map((venue) => ({ ...venue, config: AuthorConsoleConfig.parse(venue.config) }));
+    // A venue is a group holding an author-console config.
+    const venues = (await repos.people.groupsAmong([...ids])).filter((group) => group.data.config !== undefined);
+    return venues.map((group) => ({ id: group.id, config: AuthorConsoleConfig.parse(group.data.config), tcdate: group.tcdate, tmdate: group.tmdate }));
   }
 
   /**
@@ -628,8 +651,8 @@ export class VenueService {
       query.id !== undefined
         ? [query.id]
         : query.prefix !== undefined
-          ? await repos.accounts.groupIdsWithPrefix(query.prefix, 10_000)
-          : await repos.accounts.groupsOf([query.member ?? '']);
+          ? await repos.people.groupIdsWithPrefix(query.prefix, 10_000)
+          : await repos.people.groupsOf([query.member ?? '']);
     const identities = await this.identities(reader, repos);
     const organises = new Map<string, boolean>();
     const mayOrganise = async (domain: string) => {
@@ -638,7 +661,7 @@ export class VenueService {
     };
     const groups: Group[] = [];
     for (const id of [...ids].sort()) {
-      const group = await repos.accounts.findGroup(id);
+      const group = await repos.people.findGroup(id);
       if (!group) continue;
       const domain = typeof group.data.domain === 'string' ? group.data.domain : undefined;
       const visible =
@@ -723,8 +746,7 @@ export class VenueService {
     const authors = Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
     return Promise.all(
       authors.map(async (id) => {
-        const profile = await repos.accounts.findProfileByIdOrEmail(id);
-        return { id, state: profile?.state ?? null };
+        return { id, state: (await repos.people.profileNamed(id))?.state ?? null };
       }),
     );
   }
