@@ -50,7 +50,7 @@ export function createContextInner(opts: {
   let resolved: Promise<Viewer> | undefined;
   const viewer = (): Promise<Viewer> => {
     resolved ??= credentials.accessToken
-      ? opts.services.accounts.authenticate(credentials.accessToken)
+      ? opts.services.sessions.authenticate(credentials.accessToken)
       : Promise.reject(new AppError('UnauthorizedError', 'You must be logged in to do this.'));
     return resolved;
   };

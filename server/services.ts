@@ -9,7 +9,10 @@ import { OneTimeTokens } from './accounts/one-time-tokens.ts';
 import { PasswordHasher } from './accounts/passwords.ts';
 import { PasswordResetService } from './accounts/password-reset.ts';
 import { AccountsRepository } from './accounts/repository.ts';
-import { AccountsService, type AccountsDeps } from './accounts/service.ts';
+import type { AccountsCore, AccountsDeps } from './accounts/part.ts';
+import { ProfileService } from './accounts/profiles.ts';
+import { SessionService } from './accounts/sessions.ts';
+import { SignUpService } from './accounts/sign-up.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
@@ -26,7 +29,9 @@ import { OidcService } from './oidc/service.ts';
 export interface Services {
   db: Db;
   mailer: Mailer;
-  accounts: AccountsService;
+  signUp: SignUpService;
+  sessions: SessionService;
+  profiles: ProfileService;
   activation: ActivationService;
   passwordReset: PasswordResetService;
   emails: EmailService;
@@ -56,7 +61,8 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     config,
     logger,
   };
-  const accounts = new AccountsService(deps);
+  const profiles = new ProfileService(deps);
+  const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
   // Areas own their tables and ask each other through the small views they declare: venues ask
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask
   // venues about invitations and who may read a note.
@@ -69,7 +75,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
   return {
     db,
     mailer,
-    accounts,
+    ...accounts,
     activation: new ActivationService(deps, accounts),
     passwordReset: new PasswordResetService(deps, accounts),
     emails: new EmailService(deps, accounts),

@@ -13,7 +13,7 @@ import type { AccountsRepository, ProfileRecord, TokenRecord } from './repositor
 import { normaliseEmail } from './repository.ts';
 import { hashSecret } from '../secrets.ts';
 import type { Viewer } from './viewer.ts';
-import { AccountsPart } from './service.ts';
+import { AccountsPart } from './part.ts';
 
 const INVALID_CODE = 'Token is not valid';
 const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
@@ -174,13 +174,13 @@ export class EmailService extends AccountsPart {
       { state: 'Merged', mergedInto: survivor.id, pastStates: [...other.pastStates, { state: 'Merged', date: now, setBy: survivor.id }] },
       now,
     );
-    await this.core.endAllSessions(repo, other.id, now);
+    await this.core.sessions.endAllSessions(repo, other.id, now);
     await repo.audit({ actor: survivor.id, action: 'merge', target: other.id, details: { email } }, now);
     return this.#reference(repo, (await repo.findProfile(survivor.id)) as ProfileRecord);
   }
 
   async #reference(repo: AccountsRepository, profile: ProfileRecord): Promise<ProfileReference> {
-    const presented = await this.core.present(profile, true, true, repo);
+    const presented = await this.core.profiles.present(profile, true, true, repo);
     return {
       id: presented.id,
       signatures: [presented.id],

@@ -1,7 +1,8 @@
 import { AppError, type Impersonator, type ImpersonateResult } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import type { IssuedSession, Viewer } from './viewer.ts';
-import { AccountsPart, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+import { AccountsPart, SUPER_USERS_GROUP } from './part.ts';
+import { preferredEmail } from './profiles.ts';
 import { canHoldSession, sessionEnded } from './session-rule.ts';
 
 /** How long an impersonation session's access token lasts. */
@@ -62,15 +63,15 @@ export class ImpersonationService extends AccountsPart {
       id: viewer.loginEmail,
       isSuperUser: viewer.isSuperUser,
       isPrivilegedUser: viewer.isSuperUser || viewer.isModerator,
-      profile: await this.core.simplify(caller),
+      profile: await this.core.profiles.simplify(caller),
     };
     const impersonator: Impersonator = viewer.impersonator ? { ...me, impersonator: viewer.impersonator } : me;
     const readOnly = !viewer.isSuperUser || viewer.readOnly;
     const loginEmail = preferredEmail(target, await repo.emailsOf(target.id)) ?? target.id;
     const now = this.now();
-    const withCookie = await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken);
+    const withCookie = await this.core.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken);
     const session = await repo.transaction(async (trx) => {
-      const issued = await this.core.issueSession(
+      const issued = await this.core.sessions.issueSession(
         target,
         {
           loginEmail,
@@ -110,14 +111,14 @@ export class ImpersonationService extends AccountsPart {
     if (!viewer.impersonator || !viewer.parentSessionId) {
       throw new AppError('BadRequestError', 'You are not impersonating anyone');
     }
-    if (!(await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
+    if (!(await this.core.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
       throw new AppError('ForbiddenError', "Resuming your own session needs this session's refresh cookie; to end the impersonation, log out");
     }
     const repo = this.d.repo;
     const now = this.now();
     await repo.revokeSession(viewer.sessionId, now);
     await repo.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
-    return this.core.resumeSession(await repo.findSession(viewer.parentSessionId), null);
+    return this.core.sessions.resumeSession(await repo.findSession(viewer.parentSessionId), null);
   }
 
   /** The profile named by a tilde id, an email, or a group standing for one profile (`~Id`, an email). */
