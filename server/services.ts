@@ -19,7 +19,10 @@ import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
 import { Directory } from './accounts/directory.ts';
 import { VenueRepository } from './venue/repository.ts';
-import { VenueService } from './venue/service.ts';
+import { AuthorConsoleService } from './venue/author-console.ts';
+import { NoteService } from './venue/notes.ts';
+import { Readers } from './venue/readers.ts';
+import { VenueService } from './venue/venues.ts';
 import { AttachmentsRepository } from './attachments/repository.ts';
 import { AttachmentsService } from './attachments/service.ts';
 import { FileStore } from './attachments/storage.ts';
@@ -38,6 +41,8 @@ export interface Services {
   moderation: ModerationService;
   impersonation: ImpersonationService;
   venue: VenueService;
+  notes: NoteService;
+  authorConsole: AuthorConsoleService;
   attachments: AttachmentsService;
   oidc: OidcService;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
@@ -67,7 +72,10 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask
   // venues about invitations and who may read a note.
   const uploads = new AttachmentsRepository(db);
-  const venue = new VenueService({ repo: new VenueRepository(db), people: new Directory(db), uploads });
+  const people = new Directory(db);
+  const venueDeps = { repo: new VenueRepository(db), people, readers: new Readers(people) };
+  const venue = new VenueService(venueDeps);
+  const notes = new NoteService({ ...venueDeps, uploads });
   const store = new FileStore(config.dataDir);
   await store.init();
   const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf` });
@@ -82,7 +90,9 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     venue,
-    attachments: new AttachmentsService({ repo: uploads, store, venue, verifier: deps.verifier, config, logger }),
+    notes,
+    authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
+    attachments: new AttachmentsService({ repo: uploads, store, venues: venue, notes, verifier: deps.verifier, config, logger }),
     oidc,
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.

@@ -19,7 +19,8 @@ import {
 import type { HumanVerifier } from '../accounts/human-verification.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
-import type { VenueService } from '../venue/service.ts';
+import type { NoteService } from '../venue/notes.ts';
+import type { VenueService } from '../venue/venues.ts';
 import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
 import { removeQuietly, type FileStore, type Received } from './storage.ts';
@@ -40,14 +41,11 @@ export interface StoredFile {
   filename: string;
 }
 
-/**
- * What attachments ask of venues: the invitation an upload is for and who is invited to it, and
- * who may read the notes (and their revisions) that hold a stored file.
- */
-export type VenueView = Pick<
-  VenueService,
-  'invitationById' | 'requireInvitee' | 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits' | 'groups' | 'readableInvitation'
->;
+/** What attachments ask of venues: the invitation an upload is for, and who may read a group or an invitation. */
+export type VenueView = Pick<VenueService, 'invitationById' | 'groups' | 'readableInvitation'>;
+
+/** What attachments ask of notes: who is invited to post, and who may read the notes (and revisions) that hold a stored file. */
+export type NoteView = Pick<NoteService, 'requireInvitee' | 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /** How long a chunk waits for another running process's assembly of its upload, checking on it. */
@@ -97,16 +95,18 @@ export class AttachmentsService {
    * runs as one). The last chunks of an upload sent together wait for each other's answer.
    */
   readonly #receiving = new Map<string, { count: number; idle: Array<() => void> }>();
-  readonly #venue: VenueView;
+  readonly #venues: VenueView;
+  readonly #notes: NoteView;
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
   readonly #logger: Logger;
   readonly #now: () => number;
 
-  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venue: VenueView; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
+  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: VenueView; notes: NoteView; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
     this.#repo = deps.repo;
     this.#store = deps.store;
-    this.#venue = deps.venue;
+    this.#venues = deps.venues;
+    this.#notes = deps.notes;
     this.#verifier = deps.verifier;
     this.#config = deps.config;
     this.#logger = deps.logger;
@@ -175,7 +175,7 @@ export class AttachmentsService {
 
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
   async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
-    const invitation = await this.#venue.invitationById(invitationId);
+    const invitation = await this.#venues.invitationById(invitationId);
     if (!invitation) throw new AppError('ValidationError', `Invitation Not Found: ${invitationId}`, { path: 'invitationId' });
     if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
       throw new AppError('ValidationError', `The invitation ${invitationId} is closed`, { path: 'invitationId' });
@@ -220,7 +220,7 @@ export class AttachmentsService {
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
       // A file is for a note: only those who may post to the invitation may send one for it.
-      await this.#venue.requireInvitee(invitation, viewer);
+      await this.#notes.requireInvitee(invitation, viewer);
       const extension = this.#extension(param, file.filename);
       this.#checkContent(file, extension, maxBytes);
       return { url: await this.#keep(viewer, file, extension, fields.invitationId, fields.name) };
@@ -250,7 +250,7 @@ export class AttachmentsService {
       }
       const repo = this.#repo;
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
-      await this.#venue.requireInvitee(invitation, viewer);
+      await this.#notes.requireInvitee(invitation, viewer);
       const now = this.#now();
       let upload = await repo.openUpload(
         {
@@ -466,9 +466,9 @@ export class AttachmentsService {
 
   /** The file of a note's field: 404 for a missing note or field, 403 for a note the reader may not read. */
   async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const note = await this.#venue.readableNote(noteId, reader);
+    const note = await this.#notes.readableNote(noteId, reader);
     const url = (note.content[field] as { value?: unknown } | undefined)?.value;
-    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#venue.isFileField(note, field))) {
+    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
     }
     return this.#stored(url, (note.content.title as { value?: unknown } | undefined)?.value, noteId);
@@ -479,10 +479,10 @@ export class AttachmentsService {
    * note's readers (a revision of a note one may not read does not exist for them).
    */
   async fileOfEdit(editId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const [edit] = await this.#venue.edits({ id: editId }, reader);
-    const note = edit ? await this.#venue.readableNote(edit.note.id, reader) : null;
+    const [edit] = await this.#notes.edits({ id: editId }, reader);
+    const note = edit ? await this.#notes.readableNote(edit.note.id, reader) : null;
     const url = (edit?.content[field] as { value?: unknown } | undefined)?.value;
-    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#venue.isFileField(note, field))) {
+    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of edit ${editId}`);
     }
     return this.#stored(url, (edit.content.title as { value?: unknown } | undefined)?.value, note.id);
@@ -495,8 +495,8 @@ export class AttachmentsService {
    * such file: 404 either way, with a message that says which.
    */
   async fileOfEntity(kind: 'group' | 'invitation', id: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    if (kind === 'group') await this.#venue.groups({ id }, reader);
-    else await this.#venue.readableInvitation(id, reader);
+    if (kind === 'group') await this.#venues.groups({ id }, reader);
+    else await this.#venues.readableInvitation(id, reader);
     throw new AppError('NotFoundError', `Attachment Not Found: the ${kind} ${id} holds no file ${field}`);
   }
 
@@ -509,8 +509,8 @@ export class AttachmentsService {
     const sha1 = /^(?:\/?pdf\/)?([0-9a-f]{40})(?:\.pdf)?$/.exec(id)?.[1];
     if (!sha1) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
     const url = `/pdf/${sha1}.pdf`;
-    const notes = await this.#venue.notesWithFile(url);
-    const readable = await this.#venue.firstReadable(notes, reader);
+    const notes = await this.#notes.notesWithFile(url);
+    const readable = await this.#notes.firstReadable(notes, reader);
     // A PDF one may not read is not found, as a missing one is: its address is its SHA-1, and a
     // 403 would tell anyone holding a file whether someone has stored it here.
     if (!readable && !(reader && (await this.#repo.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
@@ -533,7 +533,7 @@ export class AttachmentsService {
     query: { noteId: string; leftId: string; rightId: string; field: string },
     reader: Viewer | null,
   ): Promise<{ leftNote: NoteEdit; rightNote: NoteEdit; viewerUrl: string }> {
-    const edits = await this.#venue.edits({ 'note.id': query.noteId }, reader);
+    const edits = await this.#notes.edits({ 'note.id': query.noteId }, reader);
     const pick = (id: string, path: string) => {
       const edit = edits.find((e) => e.id === id);
       if (!edit) throw new AppError('NotFoundError', `Edit Not Found: ${id}`, { path });
