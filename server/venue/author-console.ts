@@ -1,9 +1,7 @@
 import { type AuthorConsole, AuthorConsoleConfig, type FormDefinition, type Note, type RatingSummary } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import type { People } from './collaborators.ts';
 import { fieldValue } from './notes.ts';
-import type { Readers, Repos, VenueDeps } from './readers.ts';
-import type { VenueRepository } from './repository.ts';
+import { type Repos, type VenueDeps, VenuePart } from './readers.ts';
 import type { VenueService } from './venues.ts';
 
 /** The field of a decision note that holds the decision: `decisionName`, lower-cased. */
@@ -32,21 +30,12 @@ export function summarise(values: number[]): RatingSummary {
 }
 
 /** The author console: an author's submissions to a venue, with their reviews' ratings and the decision. */
-export class AuthorConsoleService {
-  readonly #repo: VenueRepository;
-  readonly #people: People;
-  readonly #readers: Readers;
+export class AuthorConsoleService extends VenuePart {
   readonly #venues: VenueService;
 
   constructor(deps: VenueDeps & { venues: VenueService }) {
-    this.#repo = deps.repo;
-    this.#people = deps.people;
-    this.#readers = deps.readers;
+    super(deps);
     this.#venues = deps.venues;
-  }
-
-  #repos(): Repos {
-    return { people: this.#people, venues: this.#repo };
   }
 
   /**
@@ -57,18 +46,18 @@ export class AuthorConsoleService {
    */
   async authorConsole(venueId: string, reader: Viewer): Promise<AuthorConsole> {
     const config = await this.#venues.venueConfig(venueId);
-    const repos = this.#repos();
-    const ids = await this.#readers.identities(reader, repos.people);
+    const repos = this.repos();
+    const ids = await this.readers.identities(reader, repos.people);
     const field = config.authorSubmissionField.replace(/^content\./, '');
     const mine = (await repos.venues.findNotes({ invitation: config.submissionId })).filter((note) => {
       const value = fieldValue(note, field);
-      return Array.isArray(value) && value.some((v) => typeof v === 'string' && ids.has(v)) && this.#readers.canRead(note.readers, ids, reader);
+      return Array.isArray(value) && value.some((v) => typeof v === 'string' && ids.has(v)) && this.readers.canRead(note.readers, ids, reader);
     });
     const reviewInvitation = `${venueId}/-/${config.officialReviewName}`;
     const decisionInvitation = `${venueId}/-/${config.decisionName}`;
     const submissions = [];
     for (const note of mine) {
-      const replies = (await repos.venues.findNotes({ forum: note.id })).filter((n) => this.#readers.canRead(n.readers, ids, reader));
+      const replies = (await repos.venues.findNotes({ forum: note.id })).filter((n) => this.readers.canRead(n.readers, ids, reader));
       const reviews = replies.filter((n) => n.invitation === reviewInvitation);
       const decisionNote = replies.filter((n) => n.invitation === decisionInvitation).at(-1);
       const ratings: Record<string, RatingSummary> = {};

@@ -12,9 +12,9 @@ import {
   type PostNoteInput,
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import type { People, UploadsView } from './collaborators.ts';
-import { type Reader, type Readers, type Repos, type VenueDeps } from './readers.ts';
-import { authorIdsOf, type VenueRepository } from './repository.ts';
+import type { UploadsView } from './collaborators.ts';
+import { type Reader, type Repos, type VenueDeps, VenuePart } from './readers.ts';
+import { authorIdsOf } from './repository.ts';
 
 /** The value held by one of a note's fields. */
 export const fieldValue = (note: Note, field: string): unknown => (note.content[field] as { value?: unknown } | undefined)?.value;
@@ -24,27 +24,12 @@ export const fieldValue = (note: Note, field: string): unknown => (note.content[
  * their revisions and their processing logs. Readers are enforced on every read: a guest sees
  * only notes readable by `everyone`.
  */
-export class NoteService {
-  readonly #repo: VenueRepository;
-  readonly #people: People;
-  readonly #readers: Readers;
-  readonly #now: () => number;
+export class NoteService extends VenuePart {
   readonly #uploads: UploadsView;
 
   constructor(deps: VenueDeps & { uploads: UploadsView }) {
-    this.#repo = deps.repo;
-    this.#people = deps.people;
-    this.#readers = deps.readers;
+    super(deps);
     this.#uploads = deps.uploads;
-    this.#now = deps.now ?? Date.now;
-  }
-
-  #repos(): Repos {
-    return { people: this.#people, venues: this.#repo };
-  }
-
-  #transaction<T>(work: (repos: Repos) => Promise<T>): Promise<T> {
-    return this.#repo.transaction((venues, trx) => work({ people: this.#people.within(trx), venues }));
   }
 
   /** Who may post to an invitation: its invitees, and super users. */
@@ -56,7 +41,7 @@ export class NoteService {
 
   /** Refuses (403) an upload for an invitation the reader may not post to: the rule of `POST /notes`. */
   async requireInvitee(invitation: Invitation, reader: Viewer): Promise<void> {
-    this.#requireInvitee(invitation, reader, await this.#readers.identities(reader));
+    this.#requireInvitee(invitation, reader, await this.readers.identities(reader));
   }
 
   /**
@@ -77,7 +62,7 @@ export class NoteService {
     const signatures = input.signatures ?? input.note.signatures;
     if (signatures && !reader.isSuperUser) {
       // One signs as oneself (any of one's usernames) or as a group one belongs to.
-      const own = await this.#readers.identities(reader);
+      const own = await this.readers.identities(reader);
       const foreign = signatures.find((signature) => !own.has(signature) || signature === 'everyone' || signature === '~');
       if (foreign) throw new AppError('ForbiddenError', `You cannot sign as ${foreign}`, { path: 'signatures' });
     }
@@ -101,7 +86,7 @@ export class NoteService {
   }
 
   async #postedEdit(note: Note, editId: string): Promise<PostedNoteEdit> {
-    const edit = await this.#repos().venues.findEdit(editId);
+    const edit = await this.repos().venues.findEdit(editId);
     if (!edit) throw new Error(`The edit ${editId} just written is gone`);
     const { note: _id, ...rest } = edit;
     return { ...rest, domain: note.domain, note };
@@ -114,11 +99,11 @@ export class NoteService {
   }
 
   async #delete(id: string, reader: Viewer): Promise<{ note: Note; editId: string }> {
-    const now = this.#now();
-    return this.#transaction(async (repos) => {
+    const now = this.now();
+    return this.transaction(async (repos) => {
       const note = await repos.venues.findNote(id);
-      const ids = await this.#readers.identities(reader, repos.people);
-      if (!note || note.ddate !== undefined || !this.#readers.canRead(note.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${id}`);
+      const ids = await this.readers.identities(reader, repos.people);
+      if (!note || note.ddate !== undefined || !this.readers.canRead(note.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${id}`);
       if (!reader.isSuperUser && !note.writers.some((w) => ids.has(w))) throw new AppError('ForbiddenError', `You cannot delete the note ${id}`);
       await repos.venues.deleteNote(id, now);
       const deleted: Note = { ...note, ddate: now, tmdate: now };
@@ -127,20 +112,20 @@ export class NoteService {
   }
 
   async #post(input: PostNoteInput, reader: Viewer): Promise<{ note: Note; editId: string }> {
-    const now = this.#now();
-    const repos = this.#repos();
+    const now = this.now();
+    const repos = this.repos();
     if ((await repos.people.stateOf(reader.profileId)) === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
     const invitation = await repos.venues.findInvitation(input.invitation);
     if (!invitation) throw new AppError('NotFoundError', `Invitation Not Found: ${input.invitation}`);
     if (invitation.duedate !== undefined && now > invitation.duedate) {
       throw new AppError('ValidationError', `The invitation ${invitation.id} is closed`, { path: 'invitation' });
     }
-    const ids = await this.#readers.identities(reader, repos.people);
+    const ids = await this.readers.identities(reader, repos.people);
     this.#requireInvitee(invitation, reader, ids);
 
     const previous = input.id ? await repos.venues.findNote(input.id) : null;
     if (input.id) {
-      if (!previous || previous.ddate !== undefined || !this.#readers.canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
+      if (!previous || previous.ddate !== undefined || !this.readers.canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
       if (previous.invitation !== invitation.id) {
         throw new AppError('ValidationError', `The note ${input.id} belongs to ${previous.invitation}`, { path: 'invitation' });
       }
@@ -183,7 +168,7 @@ export class NoteService {
         ),
       ];
 
-    return this.#transaction(async ({ venues }) => {
+    return this.transaction(async ({ venues }) => {
       const note: Note = previous
         ? { ...previous, content, readers: expand(invitation.noteReaders), writers: expand(invitation.noteWriters), mdate: now, tmdate: now }
         : {
@@ -221,7 +206,7 @@ export class NoteService {
     }
     if (!forumId) throw new AppError('MissingRequiredError', `The property forum is required: notes of ${invitation.id} reply to a note`, { path: 'forum' });
     const forum = await repos.venues.findNote(forumId);
-    if (!forum || forum.ddate !== undefined || forum.invitation !== invitation.replyTo || !this.#readers.canRead(forum.readers, ids, reader)) {
+    if (!forum || forum.ddate !== undefined || forum.invitation !== invitation.replyTo || !this.readers.canRead(forum.readers, ids, reader)) {
       throw new AppError('ValidationError', `Note Not Found: ${forumId} is not a note of ${invitation.replyTo}`, { path: 'forum' });
     }
     return forum;
@@ -233,7 +218,7 @@ export class NoteService {
    * reader may not read a 403, as on the real platform.
    */
   async notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {
-    const repos = this.#repos();
+    const repos = this.repos();
     let author: string[] | undefined;
     const authorId = query['content.authorids'];
     if (authorId) {
@@ -257,9 +242,9 @@ export class NoteService {
       content,
       trash: query.trash === true,
     });
-    const ids = await this.#readers.identities(reader, repos.people);
+    const ids = await this.readers.identities(reader, repos.people);
     // Deleted notes are shown (with `trash`) only to those who could write them.
-    const readable = found.filter((note) => this.#readers.canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w))));
+    const readable = found.filter((note) => this.readers.canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w))));
     if (query.id && readable.length === 0) {
       if (found.length === 0) throw new AppError('NotFoundError', `Note Not Found: ${query.id}`);
       throw new AppError('ForbiddenError', `You cannot read the note ${query.id}`);
@@ -272,10 +257,10 @@ export class NoteService {
 
   /** A note the reader may read: 404 when it does not exist, 403 when it is not theirs to read. */
   async readableNote(noteId: string, reader: Reader): Promise<Note> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const note = await repos.venues.findNote(noteId);
     if (!note || note.ddate !== undefined) throw new AppError('NotFoundError', `Note Not Found: ${noteId}`);
-    if (!this.#readers.canRead(note.readers, await this.#readers.identities(reader, repos.people), reader)) {
+    if (!this.readers.canRead(note.readers, await this.readers.identities(reader, repos.people), reader)) {
       throw new AppError('ForbiddenError', `You cannot read the note ${noteId}`);
     }
     return note;
@@ -284,19 +269,19 @@ export class NoteService {
 
   /** The notes (not deleted) whose `file` fields hold, or once held, a stored file's URL. */
   notesWithFile(url: string): Promise<Note[]> {
-    return this.#repo.notesWithFile(url);
+    return this.repos().venues.notesWithFile(url);
   }
 
   /** Whether a field of a note's form is a `file` field. */
   async isFileField(note: Note, field: string): Promise<boolean> {
-    const invitation = await this.#repos().venues.findInvitation(note.invitation);
+    const invitation = await this.repos().venues.findInvitation(note.invitation);
     return invitation?.form[field]?.value.param.type === 'file';
   }
 
   /** The first of `notes` the reader may read, if any. */
   async firstReadable(notes: Note[], reader: Reader): Promise<Note | undefined> {
-    const ids = await this.#readers.identities(reader);
-    return notes.find((note) => this.#readers.canRead(note.readers, ids, reader));
+    const ids = await this.readers.identities(reader);
+    return notes.find((note) => this.readers.canRead(note.readers, ids, reader));
   }
 
   /**
@@ -305,13 +290,13 @@ export class NoteService {
    * does not exist for them.
    */
   async edits(query: NoteEditsQuery, reader: Reader): Promise<NoteEdit[]> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const one = query.id !== undefined ? await repos.venues.findEdit(query.id) : null;
     const noteId = one?.note.id ?? query['note.id'];
     const note = noteId ? await repos.venues.findNote(noteId) : null;
-    const ids = await this.#readers.identities(reader, repos.people);
+    const ids = await this.readers.identities(reader, repos.people);
     // A deleted note's history stays with those who could write it.
-    const visible = note && this.#readers.canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w)));
+    const visible = note && this.readers.canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w)));
     if (!note || !visible) {
       throw new AppError('NotFoundError', query.id !== undefined ? `Edit Not Found: ${query.id}` : `Note Not Found: ${noteId}`);
     }

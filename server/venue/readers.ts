@@ -64,3 +64,34 @@ export class Readers {
     }
   }
 }
+
+/**
+ * What every venue service is built from: venue's repository, accounts' people and groups, the
+ * readers rule and the clock; and the two ways to reach the tables: outside a transaction, or
+ * inside one that spans venue's tables and accounts' groups.
+ */
+export abstract class VenuePart {
+  protected readonly readers: Readers;
+  readonly #repo: VenueRepository;
+  readonly #people: People;
+  readonly #now: () => number;
+
+  constructor(deps: VenueDeps) {
+    this.#repo = deps.repo;
+    this.#people = deps.people;
+    this.readers = deps.readers;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  protected now(): number {
+    return this.#now();
+  }
+
+  protected repos(): Repos {
+    return { people: this.#people, venues: this.#repo };
+  }
+
+  protected transaction<T>(work: (repos: Repos) => Promise<T>): Promise<T> {
+    return this.#repo.transaction((venues, trx) => work({ people: this.#people.within(trx), venues }));
+  }
+}

@@ -14,35 +14,13 @@ import {
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { decisionForm, reviewForm } from './author-console.ts';
-import type { People } from './collaborators.ts';
-import { organisersOf, reviewersOf, type Reader, type Readers, type Repos, type VenueDeps } from './readers.ts';
-import type { VenueRepository } from './repository.ts';
+import { organisersOf, reviewersOf, type Reader, type Repos, VenuePart } from './readers.ts';
 
 /**
  * Venues: creating one (its groups and invitations), its config, its groups and their members,
  * and its invitations. Venue groups are accounts' groups, asked for through `People`.
  */
-export class VenueService {
-  readonly #repo: VenueRepository;
-  readonly #people: People;
-  readonly #readers: Readers;
-  readonly #now: () => number;
-
-  constructor(deps: VenueDeps) {
-    this.#repo = deps.repo;
-    this.#people = deps.people;
-    this.#readers = deps.readers;
-    this.#now = deps.now ?? Date.now;
-  }
-
-  #repos(): Repos {
-    return { people: this.#people, venues: this.#repo };
-  }
-
-  #transaction<T>(work: (repos: Repos) => Promise<T>): Promise<T> {
-    return this.#repo.transaction((venues, trx) => work({ people: this.#people.within(trx), venues }));
-  }
-
+export class VenueService extends VenuePart {
   /**
    * The venue an id lies in: the longest of its `/`-prefixes that is a venue (a group whose
    * `domain` is itself, as `POST /venues` makes it). Null when it lies in none.
@@ -96,8 +74,8 @@ export class VenueService {
     }
     if (problems.length > 0) throw AppError.fromItems(problems);
 
-    const now = this.#now();
-    await this.#transaction(async (repos) => {
+    const now = this.now();
+    await this.transaction(async (repos) => {
       const { people, venues } = repos;
       if (await people.findGroup(venueId)) {
         throw new AppError('ValidationError', `The venue ${venueId} already exists`, { path: 'venueId' });
@@ -186,7 +164,7 @@ export class VenueService {
 
   /** `GET /venues/{venueId}/config`: the config with its defaults applied. */
   async venueConfig(venueId: string): Promise<AuthorConsoleConfig> {
-    const group = await this.#people.findGroup(venueId);
+    const group = await this.repos().people.findGroup(venueId);
     const config = group?.data.config;
     if (!config) throw new AppError('NotFoundError', `Venue Not Found: ${venueId}`);
     return AuthorConsoleConfig.parse(config);
@@ -194,15 +172,15 @@ export class VenueService {
 
   /** `POST /groups/members`: a venue's organisers (or super users) add members to its groups. */
   async addMembers(input: { id: string; members: string[] }, reader: Viewer): Promise<{ id: string; members: string[] }> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const group = await repos.people.findGroup(input.id);
     if (!group) throw new AppError('NotFoundError', `Group Not Found: ${input.id}`);
     const domain = typeof group.data.domain === 'string' ? group.data.domain : null;
     if (!reader.isSuperUser) {
       if (!domain) throw new AppError('ForbiddenError', `Only super users can change ${input.id}`);
-      await this.#readers.requireOrganiser(domain, reader, repos.people);
+      await this.readers.requireOrganiser(domain, reader, repos.people);
     }
-    await this.#transaction(async ({ people }) => {
+    await this.transaction(async ({ people }) => {
       for (const member of input.members) await people.addMember(input.id, member);
     });
     return { id: input.id, members: (await repos.people.findGroup(input.id))?.members ?? [] };
@@ -217,10 +195,10 @@ export class VenueService {
    * the venue it belongs to), and `replyTo` names an invitation of the same venue.
    */
   async saveInvitation(input: Omit<Invitation, 'tauthor' | 'tcdate' | 'tmdate'>, reader: Viewer): Promise<Invitation> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const venue = await repos.people.findGroup(input.domain);
     if (!venue) throw new AppError('NotFoundError', `Group Not Found: ${input.domain}`);
-    await this.#readers.requireOrganiser(input.domain, reader, repos.people);
+    await this.readers.requireOrganiser(input.domain, reader, repos.people);
     if (venue.data.domain !== input.domain) {
       throw new AppError('ValidationError', `${input.domain} is not a venue`, { path: 'domain' });
     }
@@ -230,7 +208,7 @@ export class VenueService {
     const existing = await repos.venues.findInvitation(input.id);
     if (existing && existing.domain !== input.domain) {
       // Replacing another venue's invitation needs that venue's rights, and even then it stays there.
-      await this.#readers.requireOrganiser(existing.domain, reader, repos.people);
+      await this.readers.requireOrganiser(existing.domain, reader, repos.people);
       throw new AppError('ValidationError', `The invitation ${input.id} belongs to ${existing.domain}`, { path: 'domain' });
     }
     const owner = await this.#venueOf(input.id, repos);
@@ -244,7 +222,7 @@ export class VenueService {
         throw new AppError('ValidationError', `replyTo must be an invitation of ${input.domain}`, { path: 'replyTo' });
       }
     }
-    const now = this.#now();
+    const now = this.now();
     const invitation: Invitation = { ...input, tauthor: reader.profileId, tcdate: existing?.tcdate ?? now, tmdate: now };
     await repos.venues.upsertInvitation(invitation);
     return invitation;
@@ -252,18 +230,18 @@ export class VenueService {
 
   /** `GET /invitations?id=`: for the venue's organisers and super users, as the issue asks. */
   async invitation(id: string, reader: Viewer): Promise<Invitation> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const invitation = await repos.venues.findInvitation(id);
     if (!invitation) throw new AppError('NotFoundError', `Invitation Not Found: ${id}`);
-    await this.#readers.requireOrganiser(invitation.domain, reader, repos.people);
+    await this.readers.requireOrganiser(invitation.domain, reader, repos.people);
     return invitation;
   }
 
   /** An invitation whose readers include the caller (super users read every one); 404 otherwise. */
   async readableInvitation(id: string, reader: Reader): Promise<Invitation> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const invitation = await repos.venues.findInvitation(id);
-    if (!invitation || !this.#readers.canRead(invitation.readers, await this.#readers.identities(reader, repos.people), reader)) {
+    if (!invitation || !this.readers.canRead(invitation.readers, await this.readers.identities(reader, repos.people), reader)) {
       throw new AppError('NotFoundError', `Invitation Not Found: ${id}`);
     }
     return invitation;
@@ -271,12 +249,12 @@ export class VenueService {
 
   /** An invitation by id, whoever asks: what an upload for one of its fields is checked against. */
   invitationById(id: string): Promise<Invitation | null> {
-    return this.#repo.findInvitation(id);
+    return this.repos().venues.findInvitation(id);
   }
 
   /** `GET /venues`: venues by id, ids, or the invitations they own. Their configs are public. */
   async venues(query: VenuesQuery): Promise<Venue[]> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const ids = new Set([...(query.id ? [query.id] : []), ...(query.ids ?? []), ...(await repos.venues.domainsOfInvitations(query.invitations ?? []))]);
     // A venue is a group holding an author-console config.
     const venues = (await repos.people.groupsAmong([...ids])).filter((group) => group.data.config !== undefined);
@@ -293,14 +271,14 @@ export class VenueService {
    * for them.
    */
   async groups(query: GroupsQuery, reader: Reader): Promise<Group[]> {
-    const repos = this.#repos();
+    const repos = this.repos();
     const ids =
       query.id !== undefined
         ? [query.id]
         : query.prefix !== undefined
           ? await repos.people.groupIdsWithPrefix(query.prefix, 10_000)
           : await repos.people.groupsOf([query.member ?? '']);
-    const identities = await this.#readers.identities(reader, repos.people);
+    const identities = await this.readers.identities(reader, repos.people);
     const organises = new Map<string, boolean>();
     const mayOrganise = async (domain: string) => {
       if (!organises.has(domain)) organises.set(domain, identities.has(organisersOf(domain)));
