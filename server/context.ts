@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { AppError } from '../shared/errors.ts';
-import type { IssuedSession, RequestOrigin, Viewer } from './accounts/service.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from './accounts/viewer.ts';
 import type { Services } from './services.ts';
 
 /** How a procedure sets or clears the session cookies, whatever transport it runs under. */
@@ -52,7 +52,7 @@ export function createContextInner(opts: {
   let resolved: Promise<Viewer> | undefined;
   const viewer = (): Promise<Viewer> => {
     resolved ??= credentials.accessToken
-      ? opts.services.accounts.authenticate(credentials.accessToken)
+      ? opts.services.sessions.authenticate(credentials.accessToken)
       : Promise.reject(new AppError('UnauthorizedError', 'You must be logged in to do this.'));
     return resolved;
   };

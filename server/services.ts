@@ -9,12 +9,21 @@ import { OneTimeTokens } from './accounts/one-time-tokens.ts';
 import { PasswordHasher } from './accounts/passwords.ts';
 import { PasswordResetService } from './accounts/password-reset.ts';
 import { AccountsRepository } from './accounts/repository.ts';
-import { AccountsService, type AccountsDeps } from './accounts/service.ts';
+import type { AccountsCore, AccountsDeps } from './accounts/part.ts';
+import { ProfileService } from './accounts/profiles.ts';
+import { SessionService } from './accounts/sessions.ts';
+import { SignUpService } from './accounts/sign-up.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
-import { VenueService } from './venue/service.ts';
+import { Directory } from './accounts/directory.ts';
+import { VenueRepository } from './venue/repository.ts';
+import { AuthorConsoleService } from './venue/author-console.ts';
+import { NoteService } from './venue/notes.ts';
+import { Readers } from './venue/readers.ts';
+import { VenueService } from './venue/venues.ts';
+import { AttachmentsRepository } from './attachments/repository.ts';
 import { AttachmentsService } from './attachments/service.ts';
 import { FileStore } from './attachments/storage.ts';
 import { OidcService } from './oidc/service.ts';
@@ -23,13 +32,17 @@ import { OidcService } from './oidc/service.ts';
 export interface Services {
   db: Db;
   mailer: Mailer;
-  accounts: AccountsService;
+  signUp: SignUpService;
+  sessions: SessionService;
+  profiles: ProfileService;
   activation: ActivationService;
   passwordReset: PasswordResetService;
   emails: EmailService;
   moderation: ModerationService;
   impersonation: ImpersonationService;
   venue: VenueService;
+  notes: NoteService;
+  authorConsole: AuthorConsoleService;
   attachments: AttachmentsService;
   oidc: OidcService;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
@@ -57,8 +70,16 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     logger,
     now,
   };
-  const accounts = new AccountsService(deps);
-  const venue = new VenueService(db, now);
+  const profiles = new ProfileService(deps);
+  const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
+  // Areas own their tables and ask each other through the small views they declare: venues ask
+  // accounts about people and groups, and attachments about who uploaded a file; attachments ask
+  // venues about invitations and who may read a note.
+  const uploads = new AttachmentsRepository(db);
+  const people = new Directory(db);
+  const venueDeps = { repo: new VenueRepository(db), people, readers: new Readers(people), now };
+  const venue = new VenueService(venueDeps);
+  const notes = new NoteService({ ...venueDeps, uploads });
   const store = new FileStore(config.dataDir);
   await store.init();
   const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf`, now });
@@ -66,14 +87,16 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   return {
     db,
     mailer,
-    accounts,
+    ...accounts,
     activation: new ActivationService(deps, accounts),
     passwordReset: new PasswordResetService(deps, accounts),
     emails: new EmailService(deps, accounts),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     venue,
-    attachments: new AttachmentsService({ db, store, venue, verifier: deps.verifier, config, logger, now }),
+    notes,
+    authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
+    attachments: new AttachmentsService({ repo: uploads, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
     oidc,
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.

@@ -3,7 +3,7 @@
  */
 import { initTRPC } from '@trpc/server';
 import { AppError } from '../shared/errors.ts';
-import type { Viewer } from './accounts/service.ts';
+import type { Viewer } from './accounts/viewer.ts';
 import type { Context } from './context.ts';
 import { toAppError, toTRPCError } from './errors.ts';
 

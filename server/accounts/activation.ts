@@ -11,8 +11,9 @@ import { POSITIONS } from '../../db/seeds/institutions.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import { addressKey } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
-import type { IssuedSession, RequestOrigin } from './service.ts';
-import { AccountsPart, accountLimitKey } from './service.ts';
+import type { IssuedSession, RequestOrigin } from './viewer.ts';
+import { AccountsPart } from './part.ts';
+import { accountLimitKey } from './sessions.ts';
 import { smallestFreeNumber, splitUsername, tildeBase } from './tilde.ts';
 
 const INVALID_ACTIVATION = 'Activation token is not valid';
@@ -50,7 +51,7 @@ export class ActivationService extends AccountsPart {
     const repo = this.d.repo;
     const { record, profile } = await this.#pending(repo, token);
     return {
-      profile: await this.core.present(profile, true, true),
+      profile: await this.core.profiles.present(profile, true, true),
       activatable: {
         action: 'activate',
         token,
@@ -100,9 +101,9 @@ export class ActivationService extends AccountsPart {
       const updated = (await repo.findProfile(profile.id)) as ProfileRecord;
       const loginEmail = record.email ?? confirmed[0] ?? profile.id;
       if (state === 'Needs Moderation') {
-        return { result: { user: { id: loginEmail, profile: await this.core.simplify(updated, repo) } }, loginEmail };
+        return { result: { user: { id: loginEmail, profile: await this.core.profiles.simplify(updated, repo) } }, loginEmail };
       }
-      const session = await this.core.issueSession(updated, { loginEmail, accessSeconds: 60 * 60 }, repo);
+      const session = await this.core.sessions.issueSession(updated, { loginEmail, accessSeconds: 60 * 60 }, repo);
       return { result: session.result, session, loginEmail };
     });
     if (!outcome.session) {
@@ -175,7 +176,7 @@ export class ActivationService extends AccountsPart {
     const profile = await repo.findProfile(profileId);
     if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) return;
     const email = typedId.includes('@') ? typedId : (await repo.emailsOf(profile.id))[0]?.email;
-    if (email) await this.core.sendActivation(profile.id, email);
+    if (email) await this.core.signUp.sendActivation(profile.id, email);
   }
 
   // ---- operator settings ------------------------------------------------------------------------

@@ -11,9 +11,9 @@ import {
 } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord, TokenRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
-import { hashSecret } from './session-tokens.ts';
-import type { Viewer } from './service.ts';
-import { AccountsPart } from './service.ts';
+import { hashSecret } from '../secrets.ts';
+import type { Viewer } from './viewer.ts';
+import { AccountsPart } from './part.ts';
 
 const INVALID_CODE = 'Token is not valid';
 const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
@@ -38,7 +38,7 @@ export class EmailService extends AccountsPart {
     // An address added to an account can reset its password: adding one takes the session
     // itself (its refresh cookie, as a browser or a client that signed in keeps it), never an
     // access token alone, which may be a stolen one.
-    if (!(await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
+    if (!(await this.core.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
       throw new AppError('ForbiddenError', 'Adding an email needs your signed-in session (its refresh cookie), not an access token alone');
     }
     return viewer.profileId;
@@ -180,13 +180,13 @@ export class EmailService extends AccountsPart {
       { state: 'Merged', mergedInto: survivor.id, pastStates: [...other.pastStates, { state: 'Merged', date: now, setBy: survivor.id }] },
       now,
     );
-    await this.core.endAllSessions(repo, other.id, now);
+    await this.core.sessions.endAllSessions(repo, other.id, now);
     await repo.audit({ actor: survivor.id, action: 'merge', target: other.id, details: { email } }, now);
     return this.#reference(repo, (await repo.findProfile(survivor.id)) as ProfileRecord);
   }
 
   async #reference(repo: AccountsRepository, profile: ProfileRecord): Promise<ProfileReference> {
-    const presented = await this.core.present(profile, true, true, repo);
+    const presented = await this.core.profiles.present(profile, true, true, repo);
     return {
       id: presented.id,
       signatures: [presented.id],

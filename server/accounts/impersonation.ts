@@ -1,7 +1,9 @@
 import { AppError, type Impersonator, type ImpersonateResult } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import type { IssuedSession, Viewer } from './service.ts';
-import { AccountsPart, ACTIVE_STATES, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+import type { IssuedSession, Viewer } from './viewer.ts';
+import { AccountsPart, SUPER_USERS_GROUP } from './part.ts';
+import { preferredEmail } from './profiles.ts';
+import { canHoldSession, sessionEnded } from './session-rule.ts';
 
 /** How long an impersonation session's access token lasts. */
 const IMPERSONATION_SECONDS = 60 * 60;
@@ -43,7 +45,7 @@ export class ImpersonationService extends AccountsPart {
     const repo = this.d.repo;
     const target = await this.#target(repo, groupId);
     if (target.id === viewer.profileId) throw new AppError('ValidationError', 'You cannot impersonate yourself', { path: 'groupId' });
-    if (!ACTIVE_STATES.has(target.state) || target.ddate !== null) {
+    if (!canHoldSession(target)) {
       throw new AppError('ValidationError', `${groupId} is not an active profile`, { path: 'groupId' });
     }
     if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
@@ -56,20 +58,20 @@ export class ImpersonationService extends AccountsPart {
     }
 
     const caller = await repo.findProfile(viewer.profileId);
-    if (!caller) throw new AppError('UnauthorizedError', 'Your session has ended. Please log in again.');
+    if (!caller) throw sessionEnded();
     const me: Impersonator = {
       id: viewer.loginEmail,
       isSuperUser: viewer.isSuperUser,
       isPrivilegedUser: viewer.isSuperUser || viewer.isModerator,
-      profile: await this.core.simplify(caller),
+      profile: await this.core.profiles.simplify(caller),
     };
     const impersonator: Impersonator = viewer.impersonator ? { ...me, impersonator: viewer.impersonator } : me;
     const readOnly = !viewer.isSuperUser || viewer.readOnly;
     const loginEmail = preferredEmail(target, await repo.emailsOf(target.id)) ?? target.id;
     const now = this.now();
-    const withCookie = await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken);
+    const withCookie = await this.core.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken);
     const session = await repo.transaction(async (trx) => {
-      const issued = await this.core.issueSession(
+      const issued = await this.core.sessions.issueSession(
         target,
         {
           loginEmail,
@@ -109,14 +111,14 @@ export class ImpersonationService extends AccountsPart {
     if (!viewer.impersonator || !viewer.parentSessionId) {
       throw new AppError('BadRequestError', 'You are not impersonating anyone');
     }
-    if (!(await this.core.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
+    if (!(await this.core.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
       throw new AppError('ForbiddenError', "Resuming your own session needs this session's refresh cookie; to end the impersonation, log out");
     }
     const repo = this.d.repo;
     const now = this.now();
     await repo.revokeSession(viewer.sessionId, now);
     await repo.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
-    return this.core.resumeSession(await repo.findSession(viewer.parentSessionId), null);
+    return this.core.sessions.resumeSession(await repo.findSession(viewer.parentSessionId), null);
   }
 
   /** The profile named by a tilde id, an email, or a group standing for one profile (`~Id`, an email). */

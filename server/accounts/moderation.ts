@@ -1,7 +1,8 @@
 import { AppError, type ModerateProfileInput, type ModerationDecision, type PastState, type Profile, type ProfileState } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import type { Viewer } from './service.ts';
-import { AccountsPart, preferredEmail, SUPER_USERS_GROUP } from './service.ts';
+import type { Viewer } from './viewer.ts';
+import { AccountsPart, SUPER_USERS_GROUP } from './part.ts';
+import { preferredEmail } from './profiles.ts';
 
 /**
  * What each moderation decision does, by the profile's current state. A decision not listed
@@ -77,7 +78,7 @@ export class ModerationService extends AccountsPart {
       const pastStates: PastState[] =
         next.state !== target.state ? [...target.pastStates, { state: next.state, date: now, setBy: viewer.profileId }] : target.pastStates;
       await repo.updateProfile(target.id, { state: next.state, ddate: next.ddate, pastStates }, now);
-      if (next.endSessions) await this.core.endAllSessions(repo, target.id, now);
+      if (next.endSessions) await this.core.sessions.endAllSessions(repo, target.id, now);
       await repo.audit({ actor: viewer.profileId, action: `moderate:${input.decision}`, target: target.id, reason: input.reason ?? null }, now);
       const updated = (await repo.findProfile(target.id)) as ProfileRecord;
       return { profile: updated, mailTo: preferredEmail(updated, await repo.emailsOf(updated.id)) };
@@ -93,7 +94,7 @@ export class ModerationService extends AccountsPart {
               'You can update your profile and submit it again for moderation.\n',
       });
     }
-    return this.core.present(profile, true, false);
+    return this.core.profiles.present(profile, true, false);
   }
 }
 

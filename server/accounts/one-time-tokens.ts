@@ -1,7 +1,7 @@
-import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomInt } from 'node:crypto';
 import { AppError } from '../../shared/errors.ts';
 import type { AccountsRepository, TokenKind, TokenRecord } from './repository.ts';
-import { hashSecret, randomToken } from './session-tokens.ts';
+import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 
 /** After this many wrong 6-digit codes a token is void. */
 export const MAX_CODE_ATTEMPTS = 5;
@@ -63,9 +63,7 @@ export class OneTimeTokens {
    * call this before opening one.
    */
   async checkCode(repo: AccountsRepository, record: TokenRecord, code: string, now: number, message: string): Promise<void> {
-    const typed = Buffer.from(this.#hashCode(code), 'hex');
-    const stored = record.codeHash === null ? null : Buffer.from(record.codeHash, 'hex');
-    if (stored !== null && stored.length === typed.length && timingSafeEqual(stored, typed)) return;
+    if (record.codeHash !== null && safeEqual(Buffer.from(record.codeHash, 'hex'), Buffer.from(this.#hashCode(code), 'hex'))) return;
     await repo.recordWrongCode(record.id, now, MAX_CODE_ATTEMPTS);
     throw invalid(message);
   }

@@ -1,8 +1,10 @@
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
 import { addressKey } from './ids.ts';
 import { normaliseId } from './repository.ts';
-import type { RequestOrigin } from './service.ts';
-import { AccountsPart, accountLimitKey, preferredEmail } from './service.ts';
+import type { RequestOrigin } from './viewer.ts';
+import { AccountsPart } from './part.ts';
+import { preferredEmail } from './profiles.ts';
+import { accountLimitKey } from './sessions.ts';
 
 const INVALID_RESET = 'Reset token is not valid';
 
@@ -89,7 +91,7 @@ export class PasswordResetService extends AccountsPart {
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
       await repo.updateProfile(profile.id, { passwordHash }, now);
       await repo.voidTokens(profile.id, 'reset', now);
-      await this.core.endAllSessions(repo, profile.id, now);
+      await this.core.sessions.endAllSessions(repo, profile.id, now);
     });
     return { status: 'ok' };
   }

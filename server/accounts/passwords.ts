@@ -1,5 +1,6 @@
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, scrypt, type ScryptOptions } from 'node:crypto';
 import { AppError } from '../../shared/errors.ts';
+import { safeEqual } from '../secrets.ts';
 
 /** OWASP's scrypt parameters: N = 2^17, r = 8, p = 1 (about 128 MiB and a third of a second). */
 const PARAMS = { N: 2 ** 17, r: 8, p: 1 } as const;
@@ -109,7 +110,7 @@ export class PasswordHasher {
         const parsed = stored ? parseHash(stored) : null;
         const salt = parsed?.salt ?? randomBytes(16);
         const key = await derive(password, salt, parsed?.params ?? PARAMS);
-        return parsed !== null && key.length === parsed.key.length && timingSafeEqual(key, parsed.key);
+        return parsed !== null && safeEqual(key, parsed.key);
       },
       owner,
       'sign-in',

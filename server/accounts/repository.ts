@@ -434,6 +434,13 @@ export class AccountsRepository {
     return { id: row.id, data: json<Record<string, unknown>>(row.data), members };
   }
 
+  /** The groups with these ids (without their members), by id. */
+  async groupsAmong(ids: readonly string[]): Promise<Array<{ id: string; data: Record<string, unknown>; tcdate: number; tmdate: number }>> {
+    if (ids.length === 0) return [];
+    const rows: Array<{ id: string; data: string; tcdate: number; tmdate: number }> = await this.#db('groups').whereIn('id', ids).select('id', 'data', 'tcdate', 'tmdate').orderBy('id');
+    return rows.map((row) => ({ id: row.id, data: json<Record<string, unknown>>(row.data), tcdate: Number(row.tcdate), tmdate: Number(row.tmdate) }));
+  }
+
   /** The ids of the groups any of `members` belongs to directly. */
   async groupsOf(members: string[]): Promise<string[]> {
     if (members.length === 0) return [];

@@ -37,7 +37,7 @@ export const accountsRouter = router({
   register: publicProcedure
     .input(RegisterInput)
     .output(RegisterResult)
-    .mutation(({ ctx, input }) => ctx.services.accounts.register(input, ctx.origin)),
+    .mutation(({ ctx, input }) => ctx.services.signUp.register(input, ctx.origin)),
 
   activatable: publicProcedure
     .input(ActivatableQuery)
@@ -61,14 +61,14 @@ export const accountsRouter = router({
   tildeUsername: publicProcedure
     .input(TildeUsernameQuery)
     .output(TildeUsernameResult)
-    .query(async ({ ctx, input }) => ({ username: await ctx.services.accounts.nextUsername(input) })),
+    .query(async ({ ctx, input }) => ({ username: await ctx.services.signUp.nextUsername(input) })),
 
   // ---- sessions ---------------------------------------------------------------------------------
   login: publicProcedure
     .input(LoginInput)
     .output(SessionResult)
     .mutation(async ({ ctx, input }) => {
-      const session = await ctx.services.accounts.login(input, ctx.origin);
+      const session = await ctx.services.sessions.login(input, ctx.origin);
       ctx.cookies.set(session);
       return session.result;
     }),
@@ -77,7 +77,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'allowed' })
     .output(SessionResult)
     .mutation(async ({ ctx }) => {
-      const outcome = await ctx.services.accounts.refresh({
+      const outcome = await ctx.services.sessions.refresh({
         refreshToken: ctx.credentials.refreshToken,
         viewer: ctx.credentials.refreshToken ? undefined : await ctx.viewer(),
       });
@@ -94,7 +94,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'allowed' })
     .output(Empty)
     .mutation(async ({ ctx }) => {
-      await ctx.services.accounts.logout({ viewer: await ctx.viewerIfValid(), refreshToken: ctx.credentials.refreshToken });
+      await ctx.services.sessions.logout({ viewer: await ctx.viewerIfValid(), refreshToken: ctx.credentials.refreshToken });
       ctx.cookies.clear();
       return {};
     }),
@@ -103,7 +103,7 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .output(SessionResult)
     .mutation(async ({ ctx }) => {
-      const outcome = await ctx.services.accounts.logoutOtherDevices(ctx.user, ctx.credentials.refreshToken);
+      const outcome = await ctx.services.sessions.logoutOtherDevices(ctx.user, ctx.credentials.refreshToken);
       if ('rotated' in outcome) {
         ctx.cookies.set(outcome.rotated);
         return outcome.rotated.result;
@@ -144,17 +144,17 @@ export const accountsRouter = router({
   profiles: authedProcedure
     .input(ProfilesQuery.optional())
     .output(ProfilesResult)
-    .query(({ ctx, input }) => ctx.services.accounts.profiles(input ?? {}, ctx.user)),
+    .query(({ ctx, input }) => ctx.services.profiles.profiles(input ?? {}, ctx.user)),
 
   searchProfiles: authedProcedure
     .input(ProfileSearchQuery)
     .output(ProfilesResult)
-    .query(({ ctx, input }) => ctx.services.accounts.searchProfiles(input, ctx.user)),
+    .query(({ ctx, input }) => ctx.services.profiles.searchProfiles(input, ctx.user)),
 
   searchProfilesBy: authedProcedure
     .input(ProfileSearchInput)
     .output(ProfilesResult)
-    .mutation(({ ctx, input }) => ctx.services.accounts.searchProfilesBy(input, ctx.user)),
+    .mutation(({ ctx, input }) => ctx.services.profiles.searchProfilesBy(input, ctx.user)),
 
   moderate: authedProcedure
     .input(ModerateProfileInput)

@@ -133,6 +133,3 @@ async function readSecret(file: string): Promise<string | null> {
     throw error;
   }
 }
-
-// The one way secrets are made and stored, kept where every area finds it.
-export { hashSecret, randomToken } from '../secrets.ts';

@@ -51,7 +51,17 @@ function toUpload(row: UploadRow): ChunkedUpload {
   };
 }
 
-/** SQL for chunked uploads and their chunks. */
+/** A stored file as recorded for its uploader: what a note's `file` field may then hold. */
+export interface UploadRecord {
+  profileId: string;
+  invitation: string;
+  field: string;
+  url: string;
+  size: number;
+  sha1: string;
+}
+
+/** SQL for uploads: the files each user stored, and chunked uploads with their chunks. */
 export class AttachmentsRepository {
   readonly #db: Knex;
 
@@ -177,10 +187,10 @@ export class AttachmentsRepository {
    * Records the assembled file as the uploader's, and the upload as done, in one transaction:
    * a process stopped in between leaves neither, and the assembly is simply redone.
    */
-  async finish(id: string, url: string, now: number, record: (trx: Knex) => Promise<void>): Promise<void> {
+  async finish(id: string, upload: UploadRecord, now: number): Promise<void> {
     await this.#db.transaction(async (trx) => {
-      await record(trx);
-      await trx('chunked_uploads').where({ id }).update({ status: 'done', url, assembly_owner: null, updated_at: now });
+      await new AttachmentsRepository(trx).recordUpload(upload, now);
+      await trx('chunked_uploads').where({ id }).update({ status: 'done', url: upload.url, assembly_owner: null, updated_at: now });
       await trx('upload_chunks').where({ upload_id: id }).delete();
     });
   }
@@ -199,6 +209,29 @@ export class AttachmentsRepository {
   /** Uploads last touched before `before`: unfinished ones are abandoned, finished ones spent. */
   async staleUploads(before: number): Promise<string[]> {
     return this.#db('chunked_uploads').where('updated_at', '<', before).pluck('id');
+  }
+
+  async recordUpload(upload: UploadRecord, now: number): Promise<void> {
+    await this.#db('uploads').insert({
+      profile_id: upload.profileId,
+      invitation: upload.invitation,
+      field: upload.field,
+      url: upload.url,
+      size: upload.size,
+      sha1: upload.sha1,
+      created_at: now,
+    });
+  }
+
+  /** Whether `profileId` ever uploaded `url`. */
+  async isUploader(profileId: string, url: string): Promise<boolean> {
+    return (await this.#db('uploads').where({ profile_id: profileId, url }).first('id')) !== undefined;
+  }
+
+  /** Whether `profileId` uploaded `url` for this invitation and field. */
+  async uploadedBy(profileId: string, url: string, invitation: string, field: string): Promise<boolean> {
+    const row = await this.#db('uploads').where({ profile_id: profileId, url, invitation, field }).first('id');
+    return row !== undefined;
   }
 
   /** Uploads by one user in the last hour. */

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
   AppError,
@@ -18,10 +17,10 @@ import {
   type UploadRulesQuery,
 } from '../../shared/index.ts';
 import type { HumanVerifier } from '../accounts/human-verification.ts';
-import type { Viewer } from '../accounts/service.ts';
+import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
-import { VenueRepository } from '../venue/repository.ts';
-import type { VenueService } from '../venue/service.ts';
+import type { NoteService } from '../venue/notes.ts';
+import type { VenueService } from '../venue/venues.ts';
 import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
 import { removeQuietly, type FileStore, type Received } from './storage.ts';
@@ -44,6 +43,12 @@ export interface StoredFile {
   /** A safe download name, from the note's title. */
   filename: string;
 }
+
+/** What attachments ask of venues: the invitation an upload is for, and who may read a group or an invitation. */
+export type VenueView = Pick<VenueService, 'invitationById' | 'groups' | 'readableInvitation'>;
+
+/** What attachments ask of notes: who is invited to post, and who may read the notes (and revisions) that hold a stored file. */
+export type NoteView = Pick<NoteService, 'requireInvitee' | 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /** How long a chunk waits for another running process's assembly of its upload, checking on it. */
@@ -86,23 +91,25 @@ function safeFilename(title: unknown, fallback: string, extension: string): stri
  * removes it. Nothing is kept unless every check passed.
  */
 export class AttachmentsService {
-  readonly #db: Knex;
+  readonly #repo: AttachmentsRepository;
   readonly #store: FileStore;
   /**
    * How many requests are saving a chunk of each upload right now, in this process (the service
    * runs as one). The last chunks of an upload sent together wait for each other's answer.
    */
   readonly #receiving = new Map<string, { count: number; idle: Array<() => void> }>();
-  readonly #venue: VenueService;
+  readonly #venues: VenueView;
+  readonly #notes: NoteView;
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
   readonly #logger: Logger;
   readonly #now: () => number;
 
-  constructor(deps: { db: Knex; store: FileStore; venue: VenueService; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
-    this.#db = deps.db;
+  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: VenueView; notes: NoteView; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
+    this.#repo = deps.repo;
     this.#store = deps.store;
-    this.#venue = deps.venue;
+    this.#venues = deps.venues;
+    this.#notes = deps.notes;
     this.#verifier = deps.verifier;
     this.#config = deps.config;
     this.#logger = deps.logger;
@@ -111,10 +118,6 @@ export class AttachmentsService {
 
   get store(): FileStore {
     return this.#store;
-  }
-
-  #repo(): AttachmentsRepository {
-    return new AttachmentsRepository(this.#db);
   }
 
   // ---- before the body is read -------------------------------------------------------------
@@ -127,7 +130,7 @@ export class AttachmentsService {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const after = this.#config.uploadHumanVerificationAfter;
     if (after === 0) return;
-    const recent = await this.#repo().recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000);
+    const recent = await this.#repo.recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000);
     if (recent >= after) await this.#verifier.verify(humanToken, address);
   }
 
@@ -159,9 +162,9 @@ export class AttachmentsService {
    * send only what is missing. Another person's upload of the same id does not exist for them.
    */
   async chunkedUpload(viewer: Viewer, clientUploadId: string): Promise<ChunkedUploadState> {
-    const upload = await this.#repo().findUploadOf(viewer.profileId, clientUploadId);
+    const upload = await this.#repo.findUploadOf(viewer.profileId, clientUploadId);
     if (!upload) throw new AppError('NotFoundError', `Upload Not Found: ${clientUploadId}`, { path: 'clientUploadId' });
-    const chunks = await this.#repo().chunksOf(upload.id);
+    const chunks = await this.#repo.chunksOf(upload.id);
     const indexes = indexesOf(upload);
     return {
       clientUploadId,
@@ -175,7 +178,7 @@ export class AttachmentsService {
 
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
   async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
-    const invitation = await new VenueRepository(this.#db).findInvitation(invitationId);
+    const invitation = await this.#venues.invitationById(invitationId);
     if (!invitation) throw new AppError('ValidationError', `Invitation Not Found: ${invitationId}`, { path: 'invitationId' });
     if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
       throw new AppError('ValidationError', `The invitation ${invitationId} is closed`, { path: 'invitationId' });
@@ -206,15 +209,7 @@ export class AttachmentsService {
 
   async #keep(viewer: Viewer, received: Received, extension: string, invitation: string, field: string): Promise<string> {
     const url = await this.#store.keep(received, extension);
-    await new VenueRepository(this.#db).recordUpload({
-      profileId: viewer.profileId,
-      invitation,
-      field,
-      url,
-      size: received.size,
-      sha1: received.sha1,
-      now: this.#now(),
-    });
+    await this.#repo.recordUpload({ profileId: viewer.profileId, invitation, field, url, size: received.size, sha1: received.sha1 }, this.#now());
     return url;
   }
 
@@ -228,7 +223,7 @@ export class AttachmentsService {
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
       // A file is for a note: only those who may post to the invitation may send one for it.
-      await this.#venue.requireInvitee(invitation, viewer);
+      await this.#notes.requireInvitee(invitation, viewer);
       const extension = this.#extension(param, file.filename);
       this.#checkContent(file, extension, maxBytes);
       return { url: await this.#keep(viewer, file, extension, fields.invitationId, fields.name) };
@@ -256,9 +251,9 @@ export class AttachmentsService {
       if (fields.chunkIndex > fields.totalChunks) {
         throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
       }
-      const repo = this.#repo();
+      const repo = this.#repo;
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
-      await this.#venue.requireInvitee(invitation, viewer);
+      await this.#notes.requireInvitee(invitation, viewer);
       const now = this.#now();
       // Each unfinished upload holds its chunks on disk until it is swept: one person keeps at
       // most OPEN_UPLOADS_PER_PERSON of them at a time.
@@ -346,7 +341,7 @@ export class AttachmentsService {
   }
 
   async #completeOrStatus(viewer: Viewer, given: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
-    const repo = this.#repo();
+    const repo = this.#repo;
     const chunks = await repo.chunksOf(given.id);
     // Read before a parallel request settled how the client counts: read again, or two last
     // chunks arriving together could each see the set incomplete and neither assemble it.
@@ -372,7 +367,7 @@ export class AttachmentsService {
   }
 
   async #assembleNow(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number): Promise<string> {
-    const repo = this.#repo();
+    const repo = this.#repo;
     let assembled: Received | null = null;
     try {
       assembled = await this.#store.assemble(upload.id, indexes, maxBytes);
@@ -383,17 +378,7 @@ export class AttachmentsService {
       // upload as done, in one transaction.
       const file = assembled;
       const url = await this.#store.keep(file, upload.extension);
-      await repo.finish(upload.id, url, this.#now(), (trx) =>
-        new VenueRepository(trx).recordUpload({
-          profileId: viewer.profileId,
-          invitation: upload.invitation,
-          field: upload.field,
-          url,
-          size: file.size,
-          sha1: file.sha1,
-          now: this.#now(),
-        }),
-      );
+      await repo.finish(upload.id, { profileId: viewer.profileId, invitation: upload.invitation, field: upload.field, url, size: file.size, sha1: file.sha1 }, this.#now());
       await this.#store.removeChunks(upload.id);
       return url;
     } catch (error) {
@@ -416,13 +401,13 @@ export class AttachmentsService {
   async #awaitAssembly(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number) {
     const deadline = this.#now() + WAIT_FOR_OTHER_PROCESS_MS;
     for (;;) {
-      const current = await this.#repo().findUpload(upload.id);
+      const current = await this.#repo.findUpload(upload.id);
       if (!current) throw new AppError('ValidationError', 'The upload was refused; start again', { path: 'clientUploadId' });
       if (current.status === 'done' && current.url) return { url: current.url };
       const now = this.#now();
       if (current.status === 'receiving') {
         // A failed assembly gave it back: claim it again.
-        if (await this.#repo().claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, current, indexes, chunks, maxBytes);
+        if (await this.#repo.claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, current, indexes, chunks, maxBytes);
         continue;
       }
       const here = current.assemblyOwner === PROCESS_OWNER ? assembling.get(upload.id) : undefined;
@@ -433,7 +418,7 @@ export class AttachmentsService {
         continue;
       }
       if (ownerIsGone(current.assemblyOwner) || current.updatedAt < now - STALE_ASSEMBLY_MS) {
-        if (await this.#repo().takeOverAssembly(upload.id, current.assemblyOwner, PROCESS_OWNER, now)) {
+        if (await this.#repo.takeOverAssembly(upload.id, current.assemblyOwner, PROCESS_OWNER, now)) {
           this.#logger.info({ uploadId: upload.id }, 'assembly left by a stopped process: redone');
           return this.#assemble(viewer, current, indexes, chunks, maxBytes);
         }
@@ -450,7 +435,7 @@ export class AttachmentsService {
    * chunks of uploads finished just before a stop.
    */
   async recover(startedAt = this.#now()): Promise<void> {
-    const repo = this.#repo();
+    const repo = this.#repo;
     let released = 0;
     for (const { id, owner } of await repo.assemblies()) {
       if (!ownerIsGone(owner)) continue;
@@ -463,7 +448,7 @@ export class AttachmentsService {
   }
 
   async #discard(upload: ChunkedUpload): Promise<void> {
-    await this.#repo().deleteUpload(upload.id);
+    await this.#repo.deleteUpload(upload.id);
     await this.#store.removeChunks(upload.id);
   }
 
@@ -473,13 +458,13 @@ export class AttachmentsService {
    */
   async sweep(): Promise<number> {
     const before = this.#now() - this.#config.uploadAbandonSeconds * 1000;
-    const stale = await this.#repo().staleUploads(before);
+    const stale = await this.#repo.staleUploads(before);
     for (const id of stale) {
-      await this.#repo().deleteUpload(id);
+      await this.#repo.deleteUpload(id);
       await this.#store.removeChunks(id);
     }
     // Chunk folders whose upload row is gone (a refusal racing a late chunk).
-    await this.#store.sweepOrphanChunks(await this.#repo().uploadIds(), before);
+    await this.#store.sweepOrphanChunks(await this.#repo.uploadIds(), before);
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;
@@ -489,9 +474,9 @@ export class AttachmentsService {
 
   /** The file of a note's field: 404 for a missing note or field, 403 for a note the reader may not read. */
   async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const note = await this.#venue.readableNote(noteId, reader);
+    const note = await this.#notes.readableNote(noteId, reader);
     const url = (note.content[field] as { value?: unknown } | undefined)?.value;
-    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#venue.isFileField(note, field))) {
+    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
     }
     return this.#stored(url, (note.content.title as { value?: unknown } | undefined)?.value, noteId);
@@ -502,10 +487,10 @@ export class AttachmentsService {
    * note's readers (a revision of a note one may not read does not exist for them).
    */
   async fileOfEdit(editId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const [edit] = await this.#venue.edits({ id: editId }, reader);
-    const note = edit ? await this.#venue.readableNote(edit.note.id, reader) : null;
+    const [edit] = await this.#notes.edits({ id: editId }, reader);
+    const note = edit ? await this.#notes.readableNote(edit.note.id, reader) : null;
     const url = (edit?.content[field] as { value?: unknown } | undefined)?.value;
-    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#venue.isFileField(note, field))) {
+    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of edit ${editId}`);
     }
     return this.#stored(url, (edit.content.title as { value?: unknown } | undefined)?.value, note.id);
@@ -518,8 +503,8 @@ export class AttachmentsService {
    * such file: 404 either way, with a message that says which.
    */
   async fileOfEntity(kind: 'group' | 'invitation', id: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    if (kind === 'group') await this.#venue.groups({ id }, reader);
-    else await this.#venue.readableInvitation(id, reader);
+    if (kind === 'group') await this.#venues.groups({ id }, reader);
+    else await this.#venues.readableInvitation(id, reader);
     throw new AppError('NotFoundError', `Attachment Not Found: the ${kind} ${id} holds no file ${field}`);
   }
 
@@ -532,12 +517,11 @@ export class AttachmentsService {
     const sha1 = /^(?:\/?pdf\/)?([0-9a-f]{40})(?:\.pdf)?$/.exec(id)?.[1];
     if (!sha1) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
     const url = `/pdf/${sha1}.pdf`;
-    const venues = new VenueRepository(this.#db);
-    const notes = await venues.notesWithFile(url);
-    const readable = await this.#venue.firstReadable(notes, reader);
+    const notes = await this.#notes.notesWithFile(url);
+    const readable = await this.#notes.firstReadable(notes, reader);
     // A PDF one may not read is not found, as a missing one is: its address is its SHA-1, and a
     // 403 would tell anyone holding a file whether someone has stored it here.
-    if (!readable && !(reader && (await venues.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
+    if (!readable && !(reader && (await this.#repo.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
     return this.#stored(url, (readable?.content.title as { value?: unknown } | undefined)?.value, sha1);
   }
 
@@ -557,7 +541,7 @@ export class AttachmentsService {
     query: { noteId: string; leftId: string; rightId: string; field: string },
     reader: Viewer | null,
   ): Promise<{ leftNote: NoteEdit; rightNote: NoteEdit; viewerUrl: string }> {
-    const edits = await this.#venue.edits({ 'note.id': query.noteId }, reader);
+    const edits = await this.#notes.edits({ 'note.id': query.noteId }, reader);
     const pick = (id: string, path: string) => {
       const edit = edits.find((e) => e.id === id);
       if (!edit) throw new AppError('NotFoundError', `Edit Not Found: ${id}`, { path });

@@ -64,12 +64,12 @@ const commands: Record<string, Command> = {
       strict: true,
     });
     const input = parseOrThrow(UserAddArgs, values);
-    const id = await services.accounts.createUser({ ...input, state: 'Active' });
+    const id = await services.signUp.createUser({ ...input, state: 'Active' });
     console.log(id);
   },
 
   async 'user list'(services) {
-    for (const user of await services.accounts.listUsers()) {
+    for (const user of await services.profiles.listUsers()) {
       console.log(`${user.id}\t${user.state}\t${user.emails.join(',')}`);
     }
   },

@@ -130,9 +130,9 @@ export function oidcHandlers(services: Services, config: Config) {
     oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
     const email = field(req, 'email') ?? '';
     try {
-      const session = await services.accounts.login({ id: email, password: field(req, 'password') ?? '' }, createHttpContext(req, res, services, config).origin);
+      const session = await services.sessions.login({ id: email, password: field(req, 'password') ?? '' }, createHttpContext(req, res, services, config).origin);
       httpCookies(res, config).set(session);
-      const viewer = await services.accounts.authenticate(session.accessToken);
+      const viewer = await services.sessions.authenticate(session.accessToken);
       const outcome = await oidc.afterLogin(interaction.id, viewer);
       if ('redirect' in outcome) res.redirect(303, outcome.redirect);
       else page(res, outcome.status, errorPage(outcome.page));
@@ -154,7 +154,7 @@ export function oidcHandlers(services: Services, config: Config) {
       res.redirect(303, oidc.loginPageUrl(interaction.id));
       return;
     }
-    const profile = await services.accounts.simplifiedById(viewer.profileId);
+    const profile = await services.profiles.simplifiedById(viewer.profileId);
     const csrf = csrfFor(res, interaction.id);
     page(res, 200, consentPage({ interactionId: interaction.id, csrf, clientName: client.name, scopes: interaction.params.scopes, userName: profile.fullname }), [
       interaction.params.redirectUri,

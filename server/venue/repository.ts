@@ -99,7 +99,7 @@ export function authorIdsOf(content: Record<string, unknown>): string[] {
   return Array.isArray(value) ? [...new Set(value.filter((v): v is string => typeof v === 'string'))] : [];
 }
 
-/** SQL for invitations, notes, their revisions and uploads. Given its Knex (or a transaction). */
+/** SQL for invitations, notes and their revisions. Given its Knex (or a transaction). */
 export class VenueRepository {
   readonly #db: Knex;
 
@@ -107,8 +107,9 @@ export class VenueRepository {
     this.#db = db;
   }
 
-  transaction<T>(work: (repo: VenueRepository) => Promise<T>): Promise<T> {
-    return this.#db.transaction((trx) => work(new VenueRepository(trx)));
+  /** Runs `work` in a transaction; `trx` lets another area's writes join it. */
+  transaction<T>(work: (repo: VenueRepository, trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    return this.#db.transaction((trx) => work(new VenueRepository(trx), trx));
   }
 
   async upsertInvitation(invitation: Invitation): Promise<void> {
@@ -117,19 +118,6 @@ export class VenueRepository {
       .insert({ id, domain, data: JSON.stringify(data), duedate: duedate ?? null, tauthor, tcdate, tmdate })
       .onConflict('id')
       .merge({ domain, data: JSON.stringify(data), duedate: duedate ?? null, tauthor, tmdate });
-  }
-
-  /**
-   * The venue an id lies in: the longest of its `/`-prefixes that is a venue (a group whose
-   * `domain` is itself, as `POST /venues` makes it). Null when it lies in none.
-   */
-  async venueOf(id: string): Promise<string | null> {
-    const parts = id.split('/');
-    const prefixes = parts.slice(1).map((_, i) => parts.slice(0, i + 1).join('/'));
-    if (prefixes.length === 0) return null;
-    const rows: Array<{ id: string; data: string }> = await this.#db('groups').whereIn('id', prefixes).select('id', 'data');
-    const venues = rows.filter((row) => json<{ domain?: unknown }>(row.data).domain === row.id).map((row) => row.id);
-    return venues.sort((a, b) => b.length - a.length)[0] ?? null;
   }
 
   async findInvitation(id: string): Promise<Invitation | null> {
@@ -192,23 +180,6 @@ export class VenueRepository {
       .whereNull('ddate')
       .select('*');
     return rows.map(toNote);
-  }
-
-  async recordUpload(upload: { profileId: string; invitation: string; field: string; url: string; size: number; sha1: string; now: number }): Promise<void> {
-    await this.#db('uploads').insert({
-      profile_id: upload.profileId,
-      invitation: upload.invitation,
-      field: upload.field,
-      url: upload.url,
-      size: upload.size,
-      sha1: upload.sha1,
-      created_at: upload.now,
-    });
-  }
-
-  /** Whether `profileId` ever uploaded `url`. */
-  async isUploader(profileId: string, url: string): Promise<boolean> {
-    return (await this.#db('uploads').where({ profile_id: profileId, url }).first('id')) !== undefined;
   }
 
   /** Records a revision of the note as it now stands; answers the revision's id. */
@@ -294,24 +265,10 @@ export class VenueRepository {
     await this.#db('notes').where({ id }).update({ ddate: now, tmdate: now });
   }
 
-  /** The venues (groups holding an author-console config) with these ids. */
-  async venues(ids: readonly string[]): Promise<Array<{ id: string; config: unknown; tcdate: number; tmdate: number }>> {
-    if (ids.length === 0) return [];
-    const rows: Array<{ id: string; data: string; tcdate: number; tmdate: number }> = await this.#db('groups').whereIn('id', ids).select('id', 'data', 'tcdate', 'tmdate').orderBy('id');
-    return rows
-      .map((row) => ({ id: row.id, config: json<{ config?: unknown }>(row.data).config, tcdate: Number(row.tcdate), tmdate: Number(row.tmdate) }))
-      .filter((venue) => venue.config !== undefined);
-  }
-
   /** The domains (venue ids) of these invitations. */
   async domainsOfInvitations(ids: readonly string[]): Promise<string[]> {
     if (ids.length === 0) return [];
     return this.#db('invitations').whereIn('id', ids).distinct().pluck('domain');
   }
 
-  /** Whether `profileId` uploaded `url` for this invitation and field. */
-  async uploadedBy(profileId: string, url: string, invitation: string, field: string): Promise<boolean> {
-    const row = await this.#db('uploads').where({ profile_id: profileId, url, invitation, field }).first('id');
-    return row !== undefined;
-  }
 }

@@ -42,7 +42,7 @@ export const venueRouter = router({
   authorConsole: authedProcedure
     .input(VenueQuery)
     .output(AuthorConsole)
-    .query(({ ctx, input }) => ctx.services.venue.authorConsole(input.venueId, ctx.user)),
+    .query(({ ctx, input }) => ctx.services.authorConsole.authorConsole(input.venueId, ctx.user)),
 
   addMembers: authedProcedure
     .input(AddMembersInput)
@@ -62,28 +62,28 @@ export const venueRouter = router({
   postNote: authedProcedure
     .input(PostNoteInput)
     .output(Note)
-    .mutation(({ ctx, input }) => ctx.services.venue.postNote(input, ctx.user)),
+    .mutation(({ ctx, input }) => ctx.services.notes.postNote(input, ctx.user)),
 
   postNoteEdit: authedProcedure
     .input(PostNoteEditInput)
     .output(PostedNoteEdit)
-    .mutation(({ ctx, input }) => ctx.services.venue.postNoteEdit(input, ctx.user)),
+    .mutation(({ ctx, input }) => ctx.services.notes.postNoteEdit(input, ctx.user)),
 
   deleteNote: authedProcedure
     .input(DeleteNoteInput)
     .output(StatusResult)
-    .mutation(({ ctx, input }) => ctx.services.venue.deleteNote(input.id, ctx.user)),
+    .mutation(({ ctx, input }) => ctx.services.notes.deleteNote(input.id, ctx.user)),
 
   notes: publicProcedure
     .input(NotesQuery)
     .output(NotesResult)
-    .query(async ({ ctx, input }) => ctx.services.venue.notes(input, await ctx.optionalViewer())),
+    .query(async ({ ctx, input }) => ctx.services.notes.notes(input, await ctx.optionalViewer())),
 
   noteEdits: publicProcedure
     .input(NoteEditsQuery)
     .output(NoteEditsResult)
     .query(async ({ ctx, input }) => {
-      const edits = await ctx.services.venue.edits(input, await ctx.optionalViewer());
+      const edits = await ctx.services.notes.edits(input, await ctx.optionalViewer());
       return { edits: edits.slice(0, input.limit ?? edits.length), count: edits.length };
     }),
 
@@ -104,5 +104,5 @@ export const venueRouter = router({
   processLogs: publicProcedure
     .input(ProcessLogsQuery)
     .output(ProcessLogsResult)
-    .query(async ({ ctx, input }) => ({ logs: await ctx.services.venue.processLogs(input.id, await ctx.optionalViewer()) })),
+    .query(async ({ ctx, input }) => ({ logs: await ctx.services.notes.processLogs(input.id, await ctx.optionalViewer()) })),
 });

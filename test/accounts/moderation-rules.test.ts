@@ -68,7 +68,7 @@ describe('accounts.moderate', () => {
 
   beforeAll(async () => {
     t = await startServices();
-    const accounts = t.services.accounts;
+    const accounts = t.services.signUp;
     await accounts.createUser({ email: 'mod@example.org', password: PASSWORD, fullname: 'Mo Derator', state: 'Active', role: 'moderator' });
     await accounts.createUser({ email: 'member@example.org', password: PASSWORD, fullname: 'Mem Ber', state: 'Active' });
     target = await accounts.createUser({ email: 'new@example.org', password: PASSWORD, fullname: 'New Comer', state: 'Needs Moderation' });

@@ -45,15 +45,14 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
     await migrateToLatest(db);
     const services = await createServices(config, db, createLogger('silent'));
     try {
-      const accounts = services.accounts;
       const repo = new AccountsRepository(db);
       const user = (fullname: string, role?: 'superuser') =>
-        accounts.createUser({ email: `${fullname.replace(/ /g, '.').toLowerCase()}@bench.example`, password: PASSWORD, fullname, state: 'Active', role });
+        services.signUp.createUser({ email: `${fullname.replace(/ /g, '.').toLowerCase()}@bench.example`, password: PASSWORD, fullname, state: 'Active', role });
       const session = async (id: string) => {
         const profile = await repo.findProfile(id);
         if (!profile) throw new Error(`no profile ${id}`);
         // Six hours: longer than any run, so no token expires mid-measurement.
-        return accounts.issueSession(profile, { loginEmail: id, accessSeconds: 6 * 60 * 60 });
+        return services.sessions.issueSession(profile, { loginEmail: id, accessSeconds: 6 * 60 * 60 });
       };
 
       const [admin, author, signer, refresher, ...logins] = await Promise.all([

@@ -12,7 +12,7 @@ export async function createActiveUser(
 ): Promise<{ id: string; email: string }> {
   counter += 1;
   const email = opts.email ?? `user${counter}-${process.pid}@example.org`;
-  const id = await server.service.services.accounts.createUser({
+  const id = await server.service.services.signUp.createUser({
     email,
     password: PASSWORD,
     fullname: opts.fullname ?? 'Grace Hopper',

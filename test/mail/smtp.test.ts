@@ -46,7 +46,7 @@ describe('cookies behind https', () => {
   it('are Secure when BASE_URL is https', async () => {
     const secure = await startServer({ BASE_URL: 'https://accounts.example.org' });
     try {
-      await secure.service.services.accounts.createUser({ email: 's@example.org', password: 'Secure-Cookie1', fullname: 'Sec Ure', state: 'Active' });
+      await secure.service.services.signUp.createUser({ email: 's@example.org', password: 'Secure-Cookie1', fullname: 'Sec Ure', state: 'Active' });
       const res = await new Client(secure.url).post('/login', { id: 's@example.org', password: 'Secure-Cookie1' });
       expect(res.cookies['service.accessToken']?.attributes).toMatch(/; Secure/);
       expect(res.cookies['service.refreshToken']?.attributes).toMatch(/; Secure/);

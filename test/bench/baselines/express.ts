@@ -20,6 +20,6 @@ const services = await createServices(config, openDatabase(dataDir), createLogge
 
 const app = express();
 app.get('/tildeusername', async (req, res) => {
-  res.json({ username: await services.accounts.nextUsername(req.query as NameInput) });
+  res.json({ username: await services.signUp.nextUsername(req.query as NameInput) });
 });
 listen(createServer(app));

@@ -30,7 +30,7 @@ const router = t.router({
     tildeUsername: t.procedure
       .input(TildeUsernameQuery)
       .output(TildeUsernameResult)
-      .query(async ({ input }) => ({ username: await services.accounts.nextUsername(input) })),
+      .query(async ({ input }) => ({ username: await services.signUp.nextUsername(input) })),
   }),
 });
 

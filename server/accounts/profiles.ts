@@ -1,0 +1,195 @@
+import {
+  AppError,
+  type Profile,
+  type ProfileContent,
+  type ProfileSearchInput,
+  type ProfileSearchQuery,
+  type ProfilesQuery,
+  type ProfileState,
+  type SimplifiedProfile,
+} from '../../shared/index.ts';
+import { AccountsBase } from './part.ts';
+import type { ProfileRecord } from './repository.ts';
+import { ACTIVE_STATES } from './session-rule.ts';
+import { tildeBase } from './tilde.ts';
+import type { Viewer } from './viewer.ts';
+
+/** The invitation every profile is written through. */
+export const PROFILE_INVITATION = '~/-/Profile';
+
+/** Profiles: looking them up, searching, and presenting them as each caller may see them. */
+export class ProfileService extends AccountsBase {
+
+  /**
+   * `GET /profiles`: the caller's own profile, or the one named by `id` (any of its usernames;
+   * a merged id leads to the surviving profile) or `email`, or a search by name. An unknown id is
+   * a 404; an email no profile holds is an empty list, as on the real platform.
+   */
+  async profiles(query: ProfilesQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    if (query.first ?? query.middle ?? query.last) return this.searchProfiles({ ...query }, viewer);
+    const repo = this.d.repo;
+    let profile: ProfileRecord | null;
+    if (query.id) profile = await repo.findProfileByUsername(query.id);
+    else if (query.email) profile = await this.#holderOf(query.email, viewer);
+    else profile = await repo.findProfile(viewer.profileId);
+    if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
+    const visible = profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
+    if (!profile || !visible) {
+      if (query.email) return { profiles: [] };
+      throw new AppError('NotFoundError', `Profile Not Found: ${query.id ?? viewer.profileId}`);
+    }
+    return { profiles: [await this.#presentTo(profile, viewer)] };
+  }
+
+  /** `GET /profiles/search`: profiles (not deleted, merged or blocked) by a term, a full name, or name parts. */
+  async searchProfiles(query: ProfileSearchQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    const repo = this.d.repo;
+    const limit = (query.offset ?? 0) + (query.limit ?? 100);
+    let ids: string[];
+    if (query.term !== undefined) {
+      const term = query.term.trim();
+      if (term.includes('@')) ids = (await repo.holdersOfEmails([term], true)).map((h) => h.profileId);
+      else if (term.startsWith('~')) ids = await repo.profileIdsByUsernameBase(term.replace(/\d+$/, ''), 'prefix', limit);
+      else ids = await repo.profileIdsByUsernameBase(`~${term.replace(/\s+/g, '_')}`, 'prefix', limit);
+    } else {
+      const name = query.fullname !== undefined ? { fullname: query.fullname } : { first: query.first ?? '', middle: query.middle, last: query.last ?? '' };
+      ids = await repo.profileIdsByUsernameBase(tildeBase(name), 'exact', limit);
+    }
+    const profiles: Profile[] = [];
+    for (const id of ids.slice(query.offset ?? 0)) {
+      const profile = await repo.findProfile(id);
+      // As the real platform's search: every profile but deleted, merged and blocked ones.
+      if (profile && profile.ddate === null && !profile.mergedInto && profile.state !== 'Blocked') profiles.push(await this.#presentTo(profile, viewer));
+    }
+    return { profiles };
+  }
+
+  /**
+   * `POST /profiles/search`: profiles by ids (sorted by id; unknown ones left out), or by
+   * the emails they hold, each with the address it was found by in `email`.
+   */
+  async searchProfilesBy(input: ProfileSearchInput, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    const repo = this.d.repo;
+    const profiles: Profile[] = [];
+    if (input.ids) {
+      // Sorted by id, as the real platform answers.
+      for (const id of [...new Set(input.ids)].sort()) {
+        let profile = await repo.findProfileByUsername(id);
+        if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
+        if (profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator)) profiles.push(await this.#presentTo(profile, viewer));
+      }
+      return { profiles };
+    }
+    // An address waiting for its confirmation is not shown as anyone's, but to moderators: a
+    // sign-up's address would otherwise tell that it has an account.
+    const confirmedOnly = input.confirmedEmails !== undefined || !(viewer.isModerator || viewer.isSuperUser);
+    for (const { email, profileId } of await repo.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly)) {
+      const profile = await repo.findProfile(profileId);
+      if (!profile || profile.mergedInto || (profile.ddate !== null && !viewer.isSuperUser && !viewer.isModerator)) continue;
+      const shown = await this.#presentTo(profile, viewer);
+      // The caller named the address: the answer says which profile holds it, and nothing more.
+      profiles.push({ ...shown, email, ...(confirmedOnly ? { confirmedEmails: [...new Set([...(shown.confirmedEmails ?? []), email])] } : {}) });
+    }
+    return { profiles };
+  }
+
+  /** A profile as `viewer` may see it: emails for its owner, moderators and super users. */
+  /**
+   * The profile holding an address: any address for moderators and super users; a confirmed
+   * one (or the caller's own) for everyone else, so a sign-up not yet activated stays unseen.
+   */
+  async #holderOf(email: string, viewer: Viewer): Promise<ProfileRecord | null> {
+    const repo = this.d.repo;
+    const profile = await repo.findProfileByEmail(email);
+    if (!profile || viewer.isModerator || viewer.isSuperUser || profile.id === viewer.profileId) return profile;
+    const [held] = await repo.holdersOfEmails([email], true);
+    return held ? profile : null;
+  }
+
+  #presentTo(profile: ProfileRecord, viewer: Viewer): Promise<Profile> {
+    const isOwner = profile.id === viewer.profileId;
+    return this.present(profile, isOwner || viewer.isModerator || viewer.isSuperUser, isOwner);
+  }
+
+  /** A profile as the API shows it; emails only to its owner and to moderators. */
+  async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean, repo = this.d.repo): Promise<Profile> {
+    const emails = showEmails ? await repo.emailsOf(profile.id) : [];
+    const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
+    const content: ProfileContent = { ...profile.content };
+    if (showEmails) {
+      content.emails = emails.map((e) => e.email);
+      content.emailsConfirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
+      if (preferred) content.preferredEmail = preferred;
+    } else {
+      // Whoever may not see the profile's emails sees none of them: not the preferred one stored
+      // in its content, nor those of the people it names as relations.
+      delete content.preferredEmail;
+      delete content.emails;
+      delete content.emailsConfirmed;
+      if (content.relations) content.relations = content.relations.map(({ email: _email, ...relation }) => relation);
+    }
+    return {
+      id: profile.id,
+      active: ACTIVE_STATES.has(profile.state),
+      password: profile.passwordHash !== null,
+      invitation: PROFILE_INVITATION,
+      ...(preferred ? { email: preferred } : {}),
+      ...(showEmails ? { confirmedEmails: content.emailsConfirmed ?? [] } : {}),
+      content,
+      readers: ['everyone'],
+      writers: [profile.id],
+      signatures: [profile.id],
+      state: profile.state,
+      pastStates: profile.pastStates,
+      ddate: profile.ddate,
+      tcdate: profile.tcdate,
+      tmdate: profile.tmdate,
+      tauthor: profile.id,
+      tokenVersion: profile.tokenVersion,
+      ...(profile.termsTimestamp !== null ? { termsTimestamp: profile.termsTimestamp } : {}),
+      ...(profile.dobTimestamp !== null ? { dobTimestamp: profile.dobTimestamp } : {}),
+      ...(isOwner && profile.lastLogin !== null ? { lastLogIn: profile.lastLogin } : {}),
+    };
+  }
+
+  async simplify(profile: ProfileRecord, repo = this.d.repo): Promise<SimplifiedProfile> {
+    const { emails, usernames } = await repo.emailsAndUsernamesOf(profile.id);
+    const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
+    const preferred = preferredEmail(profile, emails);
+    return {
+      id: profile.id,
+      first: name?.first ?? null,
+      middle: name?.middle ?? null,
+      last: name?.last ?? null,
+      fullname: name?.fullname || profile.id,
+      emails: emails.map((e) => e.email),
+      ...(preferred ? { preferredEmail: preferred } : {}),
+      usernames,
+      preferredId: name?.username ?? profile.id,
+      state: profile.state,
+      ...(profile.termsTimestamp !== null ? { termsTimestamp: profile.termsTimestamp } : {}),
+      ...(profile.dobTimestamp !== null ? { dobTimestamp: profile.dobTimestamp } : {}),
+      tokenVersion: profile.tokenVersion,
+    };
+  }
+
+  /** A profile as its simplified view, by id. */
+  async simplifiedById(profileId: string): Promise<SimplifiedProfile> {
+    const profile = await this.d.repo.findProfile(profileId);
+    if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
+    return this.simplify(profile);
+  }
+
+  /** Every profile, for the operator CLI. */
+  async listUsers(): Promise<Array<{ id: string; state: ProfileState; emails: string[] }>> {
+    const repo = this.d.repo;
+    const profiles = await repo.listProfiles();
+    return Promise.all(
+      profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emailsOf(p.id)).map((e) => e.email) })),
+    );
+  }
+}
+
+export function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {
+  return profile.content.preferredEmail ?? emails.find((e) => e.confirmed)?.email ?? emails[0]?.email;
+}

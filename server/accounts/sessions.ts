@@ -1,0 +1,346 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, DEFAULT_SESSION_SECONDS, type Impersonator, type LoginInput, type ProfileState, type SessionResult } from '../../shared/index.ts';
+import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
+import { addressKey } from './ids.ts';
+import { AccountsBase, type AccountsDeps, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
+import { preferredEmail, type ProfileService } from './profiles.ts';
+import { type AccountsRepository, normaliseId, type ProfileRecord, type SessionRecord } from './repository.ts';
+import { ACTIVE_STATES, canHoldSession, sessionEnded } from './session-rule.ts';
+import type { IssuedSession, RefreshOutcome, RequestOrigin, Viewer } from './viewer.ts';
+
+const WRONG_CREDENTIALS = 'Invalid username or password';
+
+/**
+ * How long after a rotation the refresh token just rotated out is still taken as the same
+ * browser's second simultaneous refresh (it gets a new access token, no new refresh token);
+ * after that, presenting it is reuse and ends the session.
+ */
+export const REFRESH_REUSE_GRACE_MS = 10_000;
+
+/**
+ * Sessions: sign-in, the access token resolved to its caller, refresh (with reuse detection),
+ * logout, and the sessions that activation and impersonation open. Every check of a live
+ * session goes through `canHoldSession`.
+ */
+export class SessionService extends AccountsBase {
+  readonly #profiles: ProfileService;
+
+  constructor(deps: AccountsDeps, profiles: ProfileService) {
+    super(deps);
+    this.#profiles = profiles;
+  }
+
+  /**
+   * `POST /login` with an email or a tilde id. An unknown id, a wrong password and a deleted
+   * profile all get the same 400, which is not a 401 so that clients do not try to refresh.
+   */
+  async login(input: LoginInput, origin: RequestOrigin): Promise<IssuedSession> {
+    const repo = this.d.repo;
+    const limits = this.d.limits;
+    // The id is made canonical once (white space and invisible characters around it, letter
+    // case of an email), and the account's counter is the profile's own, whichever of its
+    // emails or usernames is typed: no spelling of an account gets a counter of its own.
+    const id = normaliseId(input.id);
+    const isTilde = id.startsWith('~');
+    const found = await repo.findProfileByIdOrEmail(id);
+    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
+    const accountKey = accountLimitKey(id, profile);
+    // Every attempt is counted before the password is checked (so parallel guesses cannot all
+    // slip under the limit), and given back when the password was right.
+    await limits.consume('loginAccount', accountKey);
+    await limits.consume('loginAddress', addressKey(origin.address));
+    const passwordOk = await this.d.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
+    if (!profile || !passwordOk || profile.ddate !== null) {
+      throw new AppError('BadRequestError', WRONG_CREDENTIALS);
+    }
+    await limits.refund('loginAccount', accountKey);
+    await limits.refund('loginAddress', addressKey(origin.address));
+    if (!ACTIVE_STATES.has(profile.state)) {
+      throw new AppError('ForbiddenError', inactiveMessage(profile.state));
+    }
+    const emails = await repo.emailsOf(profile.id);
+    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
+    await repo.touchLastLogin(profile.id, this.now());
+    return this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS });
+  }
+
+  /** Opens a new session for a profile: a session row, a refresh token, an access token. */
+  async issueSession(
+    profile: ProfileRecord,
+    opts: {
+      loginEmail: string;
+      accessSeconds: number;
+      impersonator?: Impersonator;
+      parentSessionId?: string;
+      readOnly?: boolean;
+      /** The access token expires no later than this (seconds since the epoch). */
+      accessNotAfter?: number;
+    },
+    repo = this.d.repo,
+  ): Promise<IssuedSession> {
+    const now = this.now();
+    const refreshToken = randomToken();
+    const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, opts.accessSeconds);
+    const session = {
+      id: randomUUID(),
+      profileId: profile.id,
+      loginEmail: opts.loginEmail,
+      tokenVersion: profile.tokenVersion,
+      accessSeconds: opts.accessSeconds,
+      expiresAt: now + refreshSeconds * 1000,
+    };
+    await repo.insertSession({
+      ...session,
+      refreshHash: hashSecret(refreshToken),
+      now,
+      ...(opts.impersonator ? { impersonator: opts.impersonator } : {}),
+      ...(opts.parentSessionId ? { parentSessionId: opts.parentSessionId } : {}),
+      ...(opts.readOnly ? { readOnly: opts.readOnly } : {}),
+    });
+    return this.#issue(profile, session, refreshToken, refreshSeconds, repo, opts.accessNotAfter);
+  }
+
+  async #issue(
+    profile: ProfileRecord,
+    session: Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'>,
+    refreshToken: string,
+    refreshSeconds: number,
+    repo = this.d.repo,
+    accessNotAfter?: number,
+  ): Promise<IssuedSession> {
+    const accessToken = await this.d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter);
+    return {
+      result: { token: accessToken, user: { id: session.loginEmail, profile: await this.#profiles.simplify(profile, repo) } },
+      accessToken,
+      accessSeconds: session.accessSeconds,
+      refreshToken,
+      refreshSeconds,
+    };
+  }
+
+  /** Ends every session of a profile: its `tokenVersion` moves on and every session row is closed. */
+  async endAllSessions(repo: AccountsRepository, profileId: string, now: number): Promise<void> {
+    await repo.incrementTokenVersion(profileId, now);
+    await repo.revokeOtherSessions(profileId, null, now);
+  }
+
+  /**
+   * Resolves an access token to its caller: the signature and expiry, then the session row
+   * (not logged out), then the profile (still active, same `tokenVersion`).
+   */
+  async authenticate(accessToken: string): Promise<Viewer> {
+    const claims = await this.d.tokens.verify(accessToken);
+    const repo = this.d.repo;
+    // Every signed-in request comes through here: the session, its profile and the roles take
+    // two queries, not four.
+    const found = await repo.findSessionWithProfile({ id: claims.sid });
+    const session = found?.session;
+    if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw sessionEnded();
+    const profile = found.profile;
+    if (!canHoldSession(profile, claims.ver)) throw sessionEnded();
+    if (!(await this.#parentLive(session))) throw sessionEnded();
+    // A read-only impersonation never lends the target's privileges to the impersonator.
+    const privileged = !session.readOnly;
+    const roles = privileged ? await repo.groupsWithMember(profile.id, [SUPER_USERS_GROUP, MODERATORS_GROUP]) : new Set<string>();
+    return {
+      profileId: profile.id,
+      sessionId: session.id,
+      loginEmail: session.loginEmail,
+      tokenVersion: profile.tokenVersion,
+      isSuperUser: roles.has(SUPER_USERS_GROUP),
+      isModerator: roles.has(MODERATORS_GROUP),
+      impersonator: session.impersonator,
+      parentSessionId: session.parentSessionId,
+      readOnly: session.readOnly,
+      authTime: session.createdAt,
+      accessExpiresAt: claims.exp,
+    };
+  }
+
+  /**
+   * `POST /refreshToken`. With the refresh cookie, the session's refresh token is rotated and a
+   * new access token issued even if the old one expired. A rotated-out refresh token presented
+   * again is reuse (RFC 9700 §4.14.2): the session ends, the newest token with it, except for
+   * the token rotated out just before the current one within `REFRESH_REUSE_GRACE_MS` (a
+   * browser's two tabs refreshing at once), which gets an access token and nothing else.
+   *
+   * With only a valid access token (no refresh cookie) the answer is a new access token for the
+   * same session that expires no later than the one presented: a stolen access token never
+   * becomes a refresh token or a longer session, and no session row changes.
+   */
+  async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<RefreshOutcome> {
+    const repo = this.d.repo;
+    if (credentials.refreshToken) {
+      const oldHash = hashSecret(credentials.refreshToken);
+      const found = await repo.findSessionWithProfile({ refreshHash: oldHash });
+      if (found) {
+        try {
+          return { rotated: await this.resumeSession(found.session, oldHash, found.profile) };
+        } catch (error) {
+          // Lost a race with a simultaneous refresh of the same token: that one rotated it.
+          if (!(await repo.findRotatedRefresh(oldHash))) throw error;
+        }
+      }
+      return { accessOnly: await this.#replayed(oldHash) };
+    }
+    const viewer = credentials.viewer;
+    if (!viewer) throw sessionEnded();
+    const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+    const profile = await this.#liveSession(found?.session ?? null, found?.profile ?? null);
+    return { accessOnly: (await this.#issueAccess(profile, found!.session, viewer.accessExpiresAt)).result };
+  }
+
+  /** A refresh token that is not any session's current one: the grace case, or reuse. */
+  async #replayed(oldHash: string): Promise<SessionResult> {
+    const repo = this.d.repo;
+    const now = this.now();
+    const rotated = await repo.findRotatedRefresh(oldHash);
+    if (!rotated) throw sessionEnded();
+    const found = await repo.findSessionWithProfile({ id: rotated.sessionId });
+    const session = found?.session ?? null;
+    const justBefore = found !== null && session !== null && session.revokedAt === null && safeEqual(rotated.nextHash, found.currentRefreshHash);
+    if (justBefore && now - rotated.rotatedAt <= REFRESH_REUSE_GRACE_MS) {
+      const profile = await this.#liveSession(session, found!.profile);
+      return (await this.#issueAccess(profile, session)).result;
+    }
+    if (session && session.revokedAt === null) {
+      await repo.revokeSession(session.id, now);
+      this.d.logger.warn({ sessionId: session.id, profileId: session.profileId }, 'a rotated-out refresh token was used again: the session is ended');
+    }
+    throw sessionEnded();
+  }
+
+  /** The session's profile when the session may still be used (see `canHoldSession`); otherwise `sessionEnded()`. */
+  async #liveSession(session: SessionRecord | null, known: ProfileRecord | null | undefined): Promise<ProfileRecord> {
+    const now = this.now();
+    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw sessionEnded();
+    const profile = known === undefined ? await this.d.repo.findProfile(session.profileId) : known;
+    if (!canHoldSession(profile, session.tokenVersion)) throw sessionEnded();
+    if (!(await this.#parentLive(session))) throw sessionEnded();
+    return profile;
+  }
+
+  /** A new access token for a session, no new refresh token; never past `notAfter` (seconds since the epoch). */
+  async #issueAccess(profile: ProfileRecord, session: SessionRecord, notAfter?: number): Promise<{ result: SessionResult }> {
+    const accessToken = await this.d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, notAfter);
+    return { result: { token: accessToken, user: { id: session.loginEmail, profile: await this.#profiles.simplify(profile) } } };
+  }
+
+  /**
+   * Issues a new access token for an existing session, rotating its refresh token (only if it
+   * is still `oldHash`, when given; the token rotated out is kept to recognise its reuse). The
+   * session must be live and its profile's `tokenVersion` unchanged since it was opened.
+   * `known` is the session's profile, when the caller has read it.
+   */
+  async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null): Promise<IssuedSession> {
+    const repo = this.d.repo;
+    const now = this.now();
+    const profile = await this.#liveSession(session, known);
+    const live = session as SessionRecord;
+    const refreshToken = randomToken();
+    const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, live.accessSeconds);
+    const rotated = await repo.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
+    if (!rotated) throw sessionEnded();
+    return this.#issue(profile, live, refreshToken, refreshSeconds);
+  }
+
+  /**
+   * Whether the caller holds the session's current refresh cookie, not only an access token.
+   * Only such a caller may be handed a refresh token, or have the session rotated: an access
+   * token alone (perhaps a stolen one) must never grow into a longer session.
+   */
+  async holdsRefreshCookie(sessionId: string, refreshToken: string | undefined): Promise<boolean> {
+    if (refreshToken === undefined) return false;
+    const found = await this.d.repo.findSessionWithProfile({ id: sessionId });
+    return found !== null && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
+  }
+
+  /**
+   * An impersonation session lives only as long as the impersonator's own session (and its
+   * parent's, when nested): the impersonator's logout, logout-all, reset or block ends it.
+   */
+  async #parentLive(session: SessionRecord): Promise<boolean> {
+    const repo = this.d.repo;
+    let current = session;
+    while (current.parentSessionId) {
+      const parent = await repo.findSession(current.parentSessionId);
+      if (!parent || parent.revokedAt !== null || parent.expiresAt <= this.now()) return false;
+      if (!canHoldSession(await repo.findProfile(parent.profileId), parent.tokenVersion)) return false;
+      current = parent;
+    }
+    return true;
+  }
+
+  /**
+   * `POST /logout`: ends this session only: the one the access token names, and the one the
+   * refresh cookie names (so a logout with an expired access token still ends the session).
+   */
+  async logout(credentials: { viewer: Viewer | null; refreshToken?: string | undefined }): Promise<void> {
+    const repo = this.d.repo;
+    const now = this.now();
+    if (credentials.viewer) await repo.revokeSession(credentials.viewer.sessionId, now);
+    if (credentials.refreshToken) {
+      const hash = hashSecret(credentials.refreshToken);
+      // A rotated-out token names its session too: logging out with it ends that session.
+      const sessionId = (await repo.findSessionByRefreshHash(hash))?.id ?? (await repo.findRotatedRefresh(hash))?.sessionId;
+      if (sessionId) await repo.revokeSession(sessionId, now);
+    }
+  }
+
+  /**
+   * `POST /logout-all-devices`: raises the profile's `tokenVersion`, so every token issued
+   * before is refused, ends every other session, and keeps this one with a fresh token (and,
+   * for the holder of its refresh cookie, a fresh refresh cookie).
+   */
+  async logoutOtherDevices(viewer: Viewer, refreshToken?: string): Promise<RefreshOutcome> {
+    const now = this.now();
+    const newRefresh = randomToken();
+    const { profile, session, rotated } = await this.d.repo.transaction(async (repo) => {
+      const version = await repo.incrementTokenVersion(viewer.profileId, now);
+      await repo.revokeOtherSessions(viewer.profileId, viewer.sessionId, now);
+      await repo.revokeImpersonationsFrom(viewer.profileId, now);
+      await repo.setSessionVersion(viewer.sessionId, version);
+      const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+      if (!found?.profile) throw sessionEnded();
+      // Only the holder of this session's refresh cookie gets a new one: a caller with nothing
+      // but an access token (perhaps a stolen one) gets a new access token and no refresh token.
+      const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
+      if (holdsCookie) {
+        const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, found.session.accessSeconds);
+        await repo.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
+      }
+      return { profile: found.profile, session: found.session, rotated: holdsCookie };
+    });
+    if (!rotated) return { accessOnly: (await this.#issueAccess(profile, session, viewer.accessExpiresAt)).result };
+    const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, session.accessSeconds);
+    return { rotated: await this.#issue(profile, session, newRefresh, refreshSeconds) };
+  }
+}
+
+/**
+ * The key an account's rate limits count under: the profile's id when the typed id names one
+ * (so its emails and usernames share one counter), the canonical typed id otherwise.
+ */
+export function accountLimitKey(canonicalId: string, profile: ProfileRecord | null): string {
+  return profile ? `profile:${profile.id}` : `id:${canonicalId}`;
+}
+
+function inactiveMessage(state: ProfileState): string {
+  switch (state) {
+    case 'Inactive':
+      return 'Your account is not active yet. Please activate it from the link in your sign-up email.';
+    case 'Needs Moderation':
+      return 'Your profile is waiting for moderation. You will be notified by email.';
+    case 'Rejected':
+      return 'Your profile was not accepted. Please check your email for the reason.';
+    case 'Blocked':
+      return 'Your account is blocked. Please contact support.';
+    case 'Merged':
+      return 'This profile was merged into another one. Please log in with that profile.';
+    case 'Active':
+    case 'Active Institutional':
+    case 'Active Automatic':
+    case 'Limited':
+      return 'Your account cannot log in.';
+  }
+}

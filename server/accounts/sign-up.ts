@@ -1,0 +1,137 @@
+import {
+  AppError,
+  type PastState,
+  type ProfileContent,
+  type ProfileState,
+  type NameParts,
+  type RegisterInput,
+  type RegisterResult,
+} from '../../shared/index.ts';
+import { addressKey } from './ids.ts';
+import { AccountsBase, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
+import { type AccountsRepository, normaliseEmail } from './repository.ts';
+import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
+import type { RequestOrigin } from './viewer.ts';
+
+export interface NewUser {
+  email: string;
+  password: string;
+  fullname?: string | undefined;
+  name?: NameParts | undefined;
+  state: ProfileState;
+  role?: 'superuser' | 'moderator' | undefined;
+}
+
+/** Sign-up: tilde usernames, new profiles (from the form or the operator CLI), activation mail. */
+export class SignUpService extends AccountsBase {
+  /** The next free `~First_Last<N>` for a name. */
+  async nextUsername(name: NameInput, repo = this.d.repo): Promise<string> {
+    const base = tildeBase(name);
+    return `${base}${smallestFreeNumber(await repo.usedNumbers(base))}`;
+  }
+
+  /**
+   * Creates a profile with its tilde id, its email, its two groups (`~Id` with the email as
+   * member, and the email with `~Id` as member) and, for the operator CLI, a role. One transaction.
+   */
+  async createUser(user: NewUser): Promise<string> {
+    const passwordHash = await this.d.hasher.hash(user.password);
+    return this.d.repo.transaction(async (repo) => {
+      if (await repo.emailExists(user.email)) {
+        throw new AppError('ValidationError', `The email ${user.email} is already in use`, { path: 'email' });
+      }
+      return this.#insertUser(repo, user, passwordHash);
+    });
+  }
+
+  async #insertUser(repo: AccountsRepository, user: NewUser, passwordHash: string): Promise<string> {
+    const now = this.now();
+    const name = user.name ?? { fullname: user.fullname };
+    const base = tildeBase(name, user.name ? 'name/' : '');
+    const number = smallestFreeNumber(await repo.usedNumbers(base));
+    const id = `${base}${number}`;
+    const parts = user.name ?? splitFullname(user.fullname ?? '');
+    const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
+    const content: ProfileContent = {
+      names: [{ first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true }],
+    };
+    const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
+    await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
+    await repo.addUsername(id, base, number);
+    await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
+    await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
+    await repo.linkEmailGroups(id, user.email, now);
+    if (user.role) {
+      const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
+      await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
+      await repo.addMember(group, id);
+    }
+    return id;
+  }
+
+  /**
+   * `POST /register`. An email that is already taken gets the same answer as a new one, so the
+   * form cannot be used to find out who has an account; the owner of the address is told by
+   * mail. Both do the same work in the request: one password hash, and one transaction that
+   * takes the name's next tilde number (a sign-up with a taken address reserves it), so neither
+   * the answer's timing nor the next `GET /tildeusername` tells them apart; mail goes out after
+   * the answer.
+   */
+  async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
+    if (input.token != null || !this.d.config.signupWithoutHumanVerification) await this.d.verifier.verify(input.token, origin.address);
+    const email = normaliseEmail(input.email);
+    await this.d.limits.consume('registerAccount', email);
+    await this.d.limits.consume('registerAddress', addressKey(origin.address));
+    const name = input.name ?? { fullname: input.fullname };
+    const passwordHash = await this.d.hasher.hash(input.password, addressKey(origin.address));
+    const outcome = await this.d.repo.transaction(async (repo) => {
+      if (await repo.emailExists(email)) {
+        const base = tildeBase(name, input.name ? 'name/' : '');
+        const number = smallestFreeNumber(await repo.usedNumbers(base));
+        await repo.reserveUsername(base, number, this.now());
+        return { id: `${base}${number}`, taken: true };
+      }
+      return { id: await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash), taken: false };
+    });
+    if (outcome.taken) {
+      this.d.mailer.post({
+        to: email,
+        subject: 'Sign-up attempt with your email address',
+        text:
+          `Someone tried to create a new account with ${email}, which already belongs to an account.\n\n` +
+          `If it was you, sign in, or reset your password at ${this.d.config.webUrl}/reset.\n` +
+          'If it was not you, you can ignore this message.\n',
+      });
+    } else {
+      this.d.mailer.later(() => this.sendActivation(outcome.id, email));
+    }
+    return { id: outcome.id, status: 'ok' };
+  }
+
+  /** Mails a new activation link and code (voiding the previous ones). */
+  async sendActivation(profileId: string, email: string): Promise<void> {
+    const { token, code } = await this.d.oneTime.issue(this.d.repo, {
+      kind: 'activation',
+      profileId,
+      email: normaliseEmail(email),
+      seconds: this.d.config.activationTokenSeconds,
+      now: this.now(),
+    });
+    const link = `${this.d.config.webUrl}/profile/activate?token=${encodeURIComponent(token)}`;
+    await this.d.mailer.send({
+      to: email,
+      subject: 'Signup confirmation',
+      text:
+        `Thank you for signing up, ${profileId}.\n\n` +
+        `To activate your account, open this link:\n${link}\n\n` +
+        `or enter this code: ${code}\n\n` +
+        `The link and the code expire in ${Math.round(this.d.config.activationTokenSeconds / 86400)} days.\n`,
+    });
+  }
+}
+
+function splitFullname(fullname: string): { first: string; middle?: string; last: string } {
+  const words = fullname.trim().split(/\s+/);
+  if (words.length === 1) return { first: words[0] ?? '', last: '' };
+  return { first: words[0] ?? '', middle: words.slice(1, -1).join(' '), last: words.at(-1) ?? '' };
+}

@@ -1,0 +1,122 @@
+import { type AuthorConsole, AuthorConsoleConfig, type FormDefinition, type Note, type RatingSummary } from '../../shared/index.ts';
+import type { Viewer } from '../accounts/viewer.ts';
+import { fieldValue } from './notes.ts';
+import { type Repos, type VenueDeps, VenuePart } from './readers.ts';
+import type { VenueService } from './venues.ts';
+
+/** The field of a decision note that holds the decision: `decisionName`, lower-cased. */
+export const decisionField = (config: Pick<AuthorConsoleConfig, 'decisionName'>) => config.decisionName.toLowerCase();
+
+/** A rating entry as configured: one displayed name and the fields to try, in order. */
+export function ratingFields(reviewRatingName: AuthorConsoleConfig['reviewRatingName']): Array<{ display: string; fields: string[] }> {
+  const entries = typeof reviewRatingName === 'string' ? [reviewRatingName] : reviewRatingName;
+  return entries.flatMap((entry) =>
+    typeof entry === 'string' ? [{ display: entry, fields: [entry] }] : Object.entries(entry).map(([display, fields]) => ({ display, fields })),
+  );
+}
+
+/** `8: accept` counts as 8; a number is itself; anything else does not count. */
+export function ratingValue(value: unknown): number | null {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value !== 'string') return null;
+  const match = /^\s*(-?\d+(?:\.\d+)?)/.exec(value);
+  return match?.[1] ? Number(match[1]) : null;
+}
+
+export function summarise(values: number[]): RatingSummary {
+  if (values.length === 0) return { min: 'N/A', max: 'N/A', average: 'N/A' };
+  const sum = values.reduce((a, b) => a + b, 0);
+  return { min: Math.min(...values), max: Math.max(...values), average: (sum / values.length).toFixed(2) };
+}
+
+/** The author console: an author's submissions to a venue, with their reviews' ratings and the decision. */
+export class AuthorConsoleService extends VenuePart {
+  readonly #venues: VenueService;
+
+  constructor(deps: VenueDeps & { venues: VenueService }) {
+    super(deps);
+    this.#venues = deps.venues;
+  }
+
+  /**
+   * What the author console shows the caller: their submissions to the venue (notes of
+   * `submissionId` whose `authorSubmissionField` holds one of their ids), and for each the
+   * official reviews' ratings (min, max, average), the confidence, the decision and, unless
+   * `showAuthorProfileStatus` is false, each author's profile state.
+   */
+  async authorConsole(venueId: string, reader: Viewer): Promise<AuthorConsole> {
+    const config = await this.#venues.venueConfig(venueId);
+    const repos = this.repos();
+    const ids = await this.readers.identities(reader, repos.people);
+    const field = config.authorSubmissionField.replace(/^content\./, '');
+    const mine = (await repos.venues.findNotes({ invitation: config.submissionId })).filter((note) => {
+      const value = fieldValue(note, field);
+      return Array.isArray(value) && value.some((v) => typeof v === 'string' && ids.has(v)) && this.readers.canRead(note.readers, ids, reader);
+    });
+    const reviewInvitation = `${venueId}/-/${config.officialReviewName}`;
+    const decisionInvitation = `${venueId}/-/${config.decisionName}`;
+    const submissions = [];
+    for (const note of mine) {
+      const replies = (await repos.venues.findNotes({ forum: note.id })).filter((n) => this.readers.canRead(n.readers, ids, reader));
+      const reviews = replies.filter((n) => n.invitation === reviewInvitation);
+      const decisionNote = replies.filter((n) => n.invitation === decisionInvitation).at(-1);
+      const ratings: Record<string, RatingSummary> = {};
+      for (const { display, fields } of ratingFields(config.reviewRatingName)) {
+        const values = reviews
+          .map((review) => fields.map((f) => ratingValue(fieldValue(review, f))).find((v) => v !== null) ?? null)
+          .filter((v): v is number => v !== null);
+        ratings[display] = summarise(values);
+      }
+      const confidence = summarise(
+        reviews.map((r) => ratingValue(fieldValue(r, config.reviewConfidenceName))).filter((v): v is number => v !== null),
+      );
+      const decision = decisionNote ? fieldValue(decisionNote, decisionField(config)) : undefined;
+      const submission = {
+        note,
+        reviewCount: reviews.length,
+        ratings,
+        confidence,
+        decision: typeof decision === 'string' ? decision : null,
+        ...(config.showAuthorProfileStatus !== false ? { authors: await this.#authorStates(note, field, repos) } : {}),
+      };
+      submissions.push(submission);
+    }
+    return { venueId, header: config.header, submissions };
+  }
+
+  async #authorStates(note: Note, field: string, repos: Repos) {
+    const value = fieldValue(note, field);
+    const authors = Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    return Promise.all(
+      authors.map(async (id) => {
+        return { id, state: (await repos.people.profileNamed(id))?.state ?? null };
+      }),
+    );
+  }
+}
+
+/** The official review form: one field per configured rating field, the confidence, the review text. */
+export function reviewForm(config: AuthorConsoleConfig): FormDefinition {
+  const rating = { type: 'string', regex: '-?\\d+(\\.\\d+)?(: .*)?' } as const;
+  const form: FormDefinition = {};
+  let order = 1;
+  for (const { fields } of ratingFields(config.reviewRatingName)) {
+    fields.forEach((field, i) => {
+      form[field] ??= { order: order++, description: `Rating: a number, optionally followed by ": " and its meaning`, value: { param: { ...rating, ...(i > 0 ? { optional: true } : {}) } } };
+    });
+  }
+  form[config.reviewConfidenceName] ??= { order: order++, description: 'Confidence in this review', value: { param: rating } };
+  form.review = { order: order++, description: 'The review. Markdown is allowed.', value: { param: { type: 'string', maxLength: 200000, input: 'textarea', markdown: true, optional: true } } };
+  return form;
+}
+
+export function decisionForm(config: AuthorConsoleConfig): FormDefinition {
+  return {
+    [decisionField(config)]: {
+      order: 1,
+      description: 'The decision on this submission',
+      value: { param: { type: 'string', input: 'radio', enum: ['Accept (Oral)', 'Accept (Poster)', 'Reject'] } },
+    },
+    comment: { order: 2, value: { param: { type: 'string', maxLength: 5000, input: 'textarea', markdown: true, optional: true } } },
+  };
+}

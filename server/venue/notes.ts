@@ -1,0 +1,344 @@
+import {
+  AppError,
+  contentFilters,
+  validateContent,
+  type Invitation,
+  type Note,
+  type NoteEdit,
+  type NoteEditsQuery,
+  type NotesQuery,
+  type PostedNoteEdit,
+  type PostNoteEditInput,
+  type PostNoteInput,
+} from '../../shared/index.ts';
+import type { Viewer } from '../accounts/viewer.ts';
+import type { UploadsView } from './collaborators.ts';
+import { type Reader, type Repos, type VenueDeps, VenuePart } from './readers.ts';
+import { authorIdsOf } from './repository.ts';
+
+/** The value held by one of a note's fields. */
+export const fieldValue = (note: Note, field: string): unknown => (note.content[field] as { value?: unknown } | undefined)?.value;
+
+/**
+ * Notes: posting, editing and deleting them (every change kept as an edit), and reading them,
+ * their revisions and their processing logs. Readers are enforced on every read: a guest sees
+ * only notes readable by `everyone`.
+ */
+export class NoteService extends VenuePart {
+  readonly #uploads: UploadsView;
+
+  constructor(deps: VenueDeps & { uploads: UploadsView }) {
+    super(deps);
+    this.#uploads = deps.uploads;
+  }
+
+  /** Who may post to an invitation: its invitees, and super users. */
+  #requireInvitee(invitation: Invitation, reader: Viewer, ids: Set<string>): void {
+    if (!reader.isSuperUser && !invitation.invitees.some((i) => ids.has(i))) {
+      throw new AppError('ForbiddenError', `You are not invited to post to ${invitation.id}`);
+    }
+  }
+
+  /** Refuses (403) an upload for an invitation the reader may not post to: the rule of `POST /notes`. */
+  async requireInvitee(invitation: Invitation, reader: Viewer): Promise<void> {
+    await this.#requireAuthor(reader);
+    this.#requireInvitee(invitation, reader, await this.readers.identities(reader));
+  }
+
+  /** A `Limited` profile may sign in and read, but not author: no notes, files or deletions. */
+  async #requireAuthor(reader: Viewer): Promise<void> {
+    if ((await this.repos().people.stateOf(reader.profileId)) === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
+  }
+
+  /**
+   * `POST /notes`: a new note, or with `id` a revision of one. The content is checked against
+   * the invitation's form (every problem at once); a file field must hold a URL this user
+   * uploaded for this invitation and field. Every change is kept as an edit.
+   */
+  async postNote(input: PostNoteInput, reader: Viewer): Promise<Note> {
+    return (await this.#post(input, reader)).note;
+  }
+
+  /**
+   * `POST /notes/edits`, the real platform's way to post: the same rules as `POST /notes`
+   * (see `PostNoteEditInput` for how its fields map), answered as the edit it made. With
+   * `note.ddate` set it deletes the note instead.
+   */
+  async postNoteEdit(input: PostNoteEditInput, reader: Viewer): Promise<PostedNoteEdit> {
+    const signatures = input.signatures ?? input.note.signatures;
+    if (signatures && !reader.isSuperUser) {
+      // One signs as oneself (any of one's usernames) or as a group one belongs to.
+      const own = await this.readers.identities(reader);
+      const foreign = signatures.find((signature) => !own.has(signature) || signature === 'everyone' || signature === '~');
+      if (foreign) throw new AppError('ForbiddenError', `You cannot sign as ${foreign}`, { path: 'signatures' });
+    }
+    if (typeof input.note.ddate === 'number') {
+      if (!input.note.id) throw new AppError('MissingRequiredError', 'The property note.id is required to delete a note', { path: 'note/id' });
+      const { note, editId } = await this.#delete(input.note.id, reader);
+      return this.#postedEdit(note, editId);
+    }
+    const replyTo = input.note.replyto ?? input.note.forum;
+    const { note, editId } = await this.#post(
+      {
+        invitation: input.invitation,
+        content: input.note.content ?? {},
+        ...(input.note.id ? { id: input.note.id } : {}),
+        // A reply names the note it answers; a new submission's own id as its forum names nothing.
+        ...(replyTo && replyTo !== input.note.id ? { forum: replyTo } : {}),
+      },
+      reader,
+    );
+    return this.#postedEdit(note, editId);
+  }
+
+  async #postedEdit(note: Note, editId: string): Promise<PostedNoteEdit> {
+    const edit = await this.repos().venues.findEdit(editId);
+    if (!edit) throw new Error(`The edit ${editId} just written is gone`);
+    const { note: _id, ...rest } = edit;
+    return { ...rest, domain: note.domain, note };
+  }
+
+  /** `DELETE /notes`: a note's writers (or super users) delete it. */
+  async deleteNote(id: string, reader: Viewer): Promise<{ status: string }> {
+    await this.#delete(id, reader);
+    return { status: 'ok' };
+  }
+
+  async #delete(id: string, reader: Viewer): Promise<{ note: Note; editId: string }> {
+    await this.#requireAuthor(reader);
+    const now = this.now();
+    return this.transaction(async (repos) => {
+      const note = await repos.venues.findNote(id);
+      const ids = await this.readers.identities(reader, repos.people);
+      if (!note || note.ddate !== undefined || !this.readers.canRead(note.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${id}`);
+      if (!reader.isSuperUser && !note.writers.some((w) => ids.has(w))) throw new AppError('ForbiddenError', `You cannot delete the note ${id}`);
+      await repos.venues.deleteNote(id, now);
+      const deleted: Note = { ...note, ddate: now, tmdate: now };
+      return { note: deleted, editId: await repos.venues.insertEdit(deleted, reader.profileId, now) };
+    });
+  }
+
+  async #post(input: PostNoteInput, reader: Viewer): Promise<{ note: Note; editId: string }> {
+    const now = this.now();
+    const repos = this.repos();
+    await this.#requireAuthor(reader);
+    const invitation = await repos.venues.findInvitation(input.invitation);
+    if (!invitation) throw new AppError('NotFoundError', `Invitation Not Found: ${input.invitation}`);
+    if (invitation.duedate !== undefined && now > invitation.duedate) {
+      throw new AppError('ValidationError', `The invitation ${invitation.id} is closed`, { path: 'invitation' });
+    }
+    const ids = await this.readers.identities(reader, repos.people);
+    this.#requireInvitee(invitation, reader, ids);
+
+    const previous = input.id ? await repos.venues.findNote(input.id) : null;
+    if (input.id) {
+      if (!previous || previous.ddate !== undefined || !this.readers.canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
+      if (previous.invitation !== invitation.id) {
+        throw new AppError('ValidationError', `The note ${input.id} belongs to ${previous.invitation}`, { path: 'invitation' });
+      }
+      if (!reader.isSuperUser && !previous.writers.some((w) => ids.has(w))) {
+        throw new AppError('ForbiddenError', `You cannot edit the note ${input.id}`);
+      }
+    }
+
+    const forum = previous ? await repos.venues.findNote(previous.forum) : await this.#forumOf(invitation, input.forum, ids, reader, repos);
+    const merged = { ...(previous?.content ?? {}), ...input.content };
+    const problems = validateContent(invitation.form, merged);
+    for (const [field, definition] of Object.entries(invitation.form)) {
+      const url = fieldValue({ content: merged } as Note, field);
+      if (definition.value.param.type !== 'file' || typeof url !== 'string') continue;
+      if (previous && fieldValue(previous, field) === url) continue;
+      if (!(await this.#uploads.uploadedBy(reader.profileId, url, invitation.id, field))) {
+        problems.push({
+          status: 400,
+          name: 'ValidationError',
+          message: `${definition.value.param.fieldName ?? field} must be a file you uploaded for this invitation and field`,
+          details: { path: `content/${field}/value` },
+        });
+      }
+    }
+    if (problems.length > 0) throw AppError.fromItems(problems);
+    const content = Object.fromEntries(
+      Object.entries(merged).filter(([, entry]) => (entry as { value?: { delete?: unknown } }).value?.delete !== true),
+    );
+
+    const signatures = previous?.signatures ?? [reader.profileId];
+    const expand = (list: string[]) =>
+      [
+        ...new Set(
+          list.flatMap((item) => {
+            if (item === '${signatures}') return signatures;
+            if (item === '${content.authorids}') return authorIdsOf(content);
+            if (item === '${forum.content.authorids}') return forum ? authorIdsOf(forum.content) : [];
+            return [item];
+          }),
+        ),
+      ];
+
+    return this.transaction(async ({ venues }) => {
+      const note: Note = previous
+        ? { ...previous, content, readers: expand(invitation.noteReaders), writers: expand(invitation.noteWriters), mdate: now, tmdate: now }
+        : {
+            id: newNoteId(),
+            invitation: invitation.id,
+            invitations: [invitation.id],
+            domain: invitation.domain,
+            number: await venues.nextNumber(invitation.id),
+            forum: '',
+            replyto: forum?.id ?? null,
+            content,
+            signatures,
+            readers: expand(invitation.noteReaders),
+            writers: expand(invitation.noteWriters),
+            cdate: now,
+            mdate: now,
+            tcdate: now,
+            tmdate: now,
+          };
+      if (!previous) note.forum = forum?.id ?? note.id;
+      const fileFields = Object.entries(invitation.form)
+        .filter(([, field]) => field.value.param.type === 'file')
+        .map(([name]) => name);
+      if (previous) await venues.updateNote(note, fileFields);
+      else await venues.insertNote(note, fileFields);
+      return { note, editId: await venues.insertEdit(note, reader.profileId, now) };
+    });
+  }
+
+  /** The note a reply belongs to: required exactly when the invitation replies to another's notes. */
+  async #forumOf(invitation: Invitation, forumId: string | undefined, ids: Set<string>, reader: Reader, repos: Repos): Promise<Note | null> {
+    if (!invitation.replyTo) {
+      if (forumId) throw new AppError('ValidationError', `Notes of ${invitation.id} are not replies`, { path: 'forum' });
+      return null;
+    }
+    if (!forumId) throw new AppError('MissingRequiredError', `The property forum is required: notes of ${invitation.id} reply to a note`, { path: 'forum' });
+    const forum = await repos.venues.findNote(forumId);
+    if (!forum || forum.ddate !== undefined || forum.invitation !== invitation.replyTo || !this.readers.canRead(forum.readers, ids, reader)) {
+      throw new AppError('ValidationError', `Note Not Found: ${forumId} is not a note of ${invitation.replyTo}`, { path: 'forum' });
+    }
+    return forum;
+  }
+
+  /**
+   * `GET /notes`: the notes matching the query that the reader may read, sorted and paged as
+   * asked, with how many there are in all. Asked by `id`, a missing note is a 404 and one the
+   * reader may not read a 403, as on the real platform.
+   */
+  async notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {
+    const repos = this.repos();
+    let author: string[] | undefined;
+    const authorId = query['content.authorids'];
+    if (authorId) {
+      // A profile is an author under any of its usernames and confirmed emails.
+      const profile = await repos.people.profileNamed(authorId);
+      author = profile ? [...(await repos.people.usernamesOf(profile.id)), ...(await repos.people.confirmedEmailsOf(profile.id))] : [authorId];
+    }
+    const content = contentFilters(query);
+    content.delete('authorids');
+    const signedBy = [...(query.signature ? [query.signature] : []), ...[query.signatures ?? []].flat()];
+    const found = await repos.venues.findNotes({
+      ...(query.id ? { id: query.id } : {}),
+      ...(query.invitation ? { invitation: query.invitation } : {}),
+      ...(query.forum ? { forum: query.forum } : {}),
+      ...(query.replyto ? { replyto: query.replyto } : {}),
+      ...(query.domain ? { domain: query.domain } : {}),
+      ...(query.number !== undefined ? { number: query.number } : {}),
+      ...(author ? { author } : {}),
+      ...(signedBy.length > 0 ? { signedBy } : {}),
+      ...(query.mintcdate !== undefined ? { mintcdate: query.mintcdate } : {}),
+      content,
+      trash: query.trash === true,
+    });
+    const ids = await this.readers.identities(reader, repos.people);
+    // Deleted notes are shown (with `trash`) only to those who could write them.
+    const readable = found.filter((note) => this.readers.canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w))));
+    if (query.id && readable.length === 0) {
+      if (found.length === 0) throw new AppError('NotFoundError', `Note Not Found: ${query.id}`);
+      throw new AppError('ForbiddenError', `You cannot read the note ${query.id}`);
+    }
+    const sorted = sortNotes(readable, query.sort);
+    const after = query.after;
+    const from = after !== undefined ? sorted.filter((note) => note.id > after) : sorted.slice(query.offset ?? 0);
+    return { notes: query.stream ? from : from.slice(0, query.limit ?? 1000), count: readable.length };
+  }
+
+  /** A note the reader may read: 404 when it does not exist, 403 when it is not theirs to read. */
+  async readableNote(noteId: string, reader: Reader): Promise<Note> {
+    const repos = this.repos();
+    const note = await repos.venues.findNote(noteId);
+    if (!note || note.ddate !== undefined) throw new AppError('NotFoundError', `Note Not Found: ${noteId}`);
+    if (!this.readers.canRead(note.readers, await this.readers.identities(reader, repos.people), reader)) {
+      throw new AppError('ForbiddenError', `You cannot read the note ${noteId}`);
+    }
+    return note;
+  }
+
+
+  /** The notes (not deleted) whose `file` fields hold, or once held, a stored file's URL. */
+  notesWithFile(url: string): Promise<Note[]> {
+    return this.repos().venues.notesWithFile(url);
+  }
+
+  /** Whether a field of a note's form is a `file` field. */
+  async isFileField(note: Note, field: string): Promise<boolean> {
+    const invitation = await this.repos().venues.findInvitation(note.invitation);
+    return invitation?.form[field]?.value.param.type === 'file';
+  }
+
+  /** The first of `notes` the reader may read, if any. */
+  async firstReadable(notes: Note[], reader: Reader): Promise<Note | undefined> {
+    const ids = await this.readers.identities(reader);
+    return notes.find((note) => this.readers.canRead(note.readers, ids, reader));
+  }
+
+  /**
+   * `GET /notes/edits`: every revision of a note the reader may read (or the one revision asked
+   * for by id), oldest first unless sorted otherwise; a revision of a note the reader may not read
+   * does not exist for them.
+   */
+  async edits(query: NoteEditsQuery, reader: Reader): Promise<NoteEdit[]> {
+    const repos = this.repos();
+    const one = query.id !== undefined ? await repos.venues.findEdit(query.id) : null;
+    const noteId = one?.note.id ?? query['note.id'];
+    const note = noteId ? await repos.venues.findNote(noteId) : null;
+    const ids = await this.readers.identities(reader, repos.people);
+    // A deleted note's history stays with those who could write it.
+    const visible = note && this.readers.canRead(note.readers, ids, reader) && (note.ddate === undefined || reader?.isSuperUser || note.writers.some((w) => ids.has(w)));
+    if (!note || !visible) {
+      throw new AppError('NotFoundError', query.id !== undefined ? `Edit Not Found: ${query.id}` : `Note Not Found: ${noteId}`);
+    }
+    let edits = one ? [one] : await repos.venues.editsOf(note.id);
+    if (query.invitation) edits = edits.filter((edit) => edit.invitation === query.invitation);
+    if (query.sort?.endsWith(':desc')) edits = edits.reverse();
+    return edits;
+  }
+
+  /**
+   * `GET /logs/process?id=`: how the processing of an edit went. Edits here have no process
+   * functions: an edit is complete when its request answers, so a revision the caller may read
+   * has one log, `ok` (clients that wait for processing, as the Python client's
+   * `await_process`, stop waiting at once).
+   */
+  async processLogs(editId: string, reader: Reader): Promise<Array<{ id: string; status: 'ok'; invitation: string; cdate: number }>> {
+    const [edit] = await this.edits({ id: editId }, reader);
+    return edit ? [{ id: edit.id, status: 'ok', invitation: edit.invitation, cdate: edit.tcdate }] : [];
+  }
+}
+
+/** Notes in the order `GET /notes` was asked for; posting order (as stored) by default. */
+function sortNotes(notes: Note[], sort: NotesQuery['sort']): Note[] {
+  if (!sort) return notes;
+  const [key, direction] = sort.split(':') as ['number' | 'tcdate' | 'tmdate' | 'cdate' | 'id', 'asc' | 'desc' | undefined];
+  const sign = direction === 'desc' ? -1 : 1;
+  return [...notes].sort((a, b) => {
+    const [x, y] = [a[key], b[key]];
+    return sign * (x < y ? -1 : x > y ? 1 : 0);
+  });
+}
+
+/** A note id: 10 random characters, as the platform's ids look. */
+function newNoteId(): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  const bytes = crypto.getRandomValues(new Uint8Array(10));
+  return Array.from(bytes, (b) => alphabet[b % alphabet.length]).join('');
+}
