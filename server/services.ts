@@ -10,6 +10,7 @@ import { PasswordHasher } from './accounts/passwords.ts';
 import { PasswordResetService } from './accounts/password-reset.ts';
 import { AccountsRepository } from './accounts/repository.ts';
 import { AccountsService, type AccountsDeps } from './accounts/service.ts';
+import { SignInView } from './accounts/sign-in-view.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
@@ -17,6 +18,7 @@ import { RateLimits } from './rate-limits.ts';
 import { VenueService } from './venue/service.ts';
 import { AttachmentsService } from './attachments/service.ts';
 import { FileStore } from './attachments/storage.ts';
+import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
@@ -57,7 +59,7 @@ export async function createServices(config: Config, db: Db, logger: Logger): Pr
   const venue = new VenueService(db);
   const store = new FileStore(config.dataDir);
   await store.init();
-  const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf` });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf` });
   await oidc.keys.ensureKey();
   return {
     db,

@@ -4,7 +4,8 @@ import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/service.ts';
 import type { Config } from '../config.ts';
 import { consentPage, errorPage, loginPage, STYLESHEET } from '../oidc/pages.ts';
-import { OAuthError, type Outcome } from '../oidc/service.ts';
+import { InvalidRequest, OAuthError } from '../oidc/errors.ts';
+import type { Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
@@ -54,7 +55,7 @@ function sendOAuthError(res: Response, error: unknown): void {
 /** The form of a protocol endpoint (token, userinfo, revocation): one it cannot read is OAuth's `invalid_request`. */
 function oauthForm(req: Request, res: Response, next: NextFunction): void {
   parseForm(req, res, (error?: unknown) => {
-    if (error) sendOAuthError(res, new OAuthError('invalid_request', formError(error).message));
+    if (error) sendOAuthError(res, new InvalidRequest(formError(error).message));
     else next();
   });
 }
@@ -205,7 +206,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Pragma', 'no-cache');
     try {
-      if (!req.is('application/x-www-form-urlencoded')) throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded');
+      if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
       res.json(await oidc.token(req.body as Record<string, unknown>));
     } catch (error) {
       sendOAuthError(res, error);
@@ -217,7 +218,7 @@ export function oidcRoutes(services: Services, config: Config): Router {
     const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? field(req, 'access_token') : undefined;
     const realm = `Bearer realm="${oidc.issuer}"`;
     if (header && fromBody) {
-      sendOAuthError(res, new OAuthError('invalid_request', 'Send the access token in one place only'));
+      sendOAuthError(res, new InvalidRequest('Send the access token in one place only'));
       return;
     }
     const token = header ?? fromBody;

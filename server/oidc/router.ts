@@ -15,7 +15,7 @@ import {
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/service.ts';
 import { authedProcedure, router } from '../trpc.ts';
-import { OAuthError } from './service.ts';
+import { InvalidRequest, OAuthError } from './errors.ts';
 
 function requireSuperUser(viewer: Viewer): void {
   if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can manage sign-in clients');
@@ -30,7 +30,7 @@ async function asJson<T>(work: Promise<T>): Promise<T> {
     return await work;
   } catch (error) {
     if (!(error instanceof OAuthError)) throw error;
-    throw new AppError(error.error === 'invalid_request' ? 'NotFoundError' : 'ValidationError', error.message, { path: 'interactionId' });
+    throw new AppError(error instanceof InvalidRequest ? 'NotFoundError' : 'ValidationError', error.message, { path: 'interactionId' });
   }
 }
 
