@@ -3,7 +3,7 @@ import type { Viewer } from '../accounts/service.ts';
 import { randomToken } from '../secrets.ts';
 import { InvalidClient, InvalidRequest, InvalidScope, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
-import { errorOutcome, type Outcome, type Provider } from './provider.ts';
+import { checkOnce, errorOutcome, type Outcome, type Provider } from './provider.ts';
 import type { AuthorizationParams, Interaction } from './repository.ts';
 
 /** How long a pending authorization request (the login and consent pages) stays valid. */
@@ -58,14 +58,6 @@ export async function authorize(p: Provider, query: Record<string, unknown>, vie
 }
 
 // ---- the named checks, in the order they run ------------------------------------------------------
-
-/** checkOnce: none of `names` was sent more than once (a parser gives an array, or an object for `a[b]=`). */
-export function checkOnce(values: Record<string, unknown>, names: readonly string[], opts: { allowRedirect?: boolean } = {}): void {
-  for (const name of names) {
-    const value = values[name];
-    if (value !== undefined && typeof value !== 'string') throw new InvalidRequest(`${name} must be sent once, as a plain value`, opts);
-  }
-}
 
 /** checkClient: `client_id` names a registered client. */
 async function checkClient(p: Provider, clientId: string | undefined): Promise<OidcClient> {

@@ -1,5 +1,7 @@
-import type { AccountsForSignIn } from './accounts-for-sign-in.ts';
-import { OAuthError } from './errors.ts';
+import type { OidcScope } from '../../shared/index.ts';
+import { canHoldSession } from '../accounts/session-rule.ts';
+import type { AccountsForSignIn, SignInProfile } from './accounts-for-sign-in.ts';
+import { InvalidRequest, OAuthError } from './errors.ts';
 import type { KeyStore } from './keys.ts';
 import type { OidcRepository } from './repository.ts';
 
@@ -35,4 +37,27 @@ export function errorOutcome(p: Pick<Provider, 'issuer'>, error: unknown, back?:
   if (!(error instanceof OAuthError)) throw error;
   if (!error.allowRedirect || !back) return { page: error.message, status: 400 };
   return { redirect: redirectTo(p, back.redirectUri, { error: error.error, error_description: error.description, state: back.state }) };
+}
+
+// ---- checks more than one endpoint makes -------------------------------------------------------------
+
+/** checkOnce: none of `names` was sent more than once (a parser gives an array, or an object for `a[b]=`). */
+export function checkOnce(values: Record<string, unknown>, names: readonly string[], opts: { allowRedirect?: boolean } = {}): void {
+  for (const name of names) {
+    const value = values[name];
+    if (value !== undefined && typeof value !== 'string') throw new InvalidRequest(`${name} must be sent once, as a plain value`, opts);
+  }
+}
+
+/** Whether a person's consent to a client (null: none) covers every one of `scopes`. */
+export function consentCovers(consented: readonly OidcScope[] | null, scopes: readonly OidcScope[]): consented is readonly OidcScope[] {
+  return consented !== null && scopes.every((scope) => consented.includes(scope));
+}
+
+/**
+ * Whether a code or access token is still honoured for its person: `canHoldSession` with the
+ * `tokenVersion` it was issued under. One issued before versions were kept (null) is void.
+ */
+export function stillHolds(profile: SignInProfile | null, tokenVersion: number | null): profile is SignInProfile {
+  return tokenVersion !== null && canHoldSession(profile, tokenVersion);
 }

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { OIDC_TOKEN_SECONDS, type OidcClient } from '../../shared/index.ts';
-import { canHoldSession } from '../accounts/session-rule.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { SignInProfile } from './accounts-for-sign-in.ts';
-import { checkOnce } from './authorize.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './errors.ts';
-import type { Provider } from './provider.ts';
+import { checkOnce, consentCovers, stillHolds, type Provider } from './provider.ts';
 import type { CodeRecord } from './repository.ts';
 
 export interface TokenAnswer {
@@ -90,15 +88,13 @@ function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): vo
 
 /**
  * checkStillHonoured: since the code was issued, its person may have been blocked, deleted or
- * merged, reset their password or signed out everywhere (`canHoldSession` with the code's
- * `tokenVersion`; a code from before versions were kept has none, and is void), or withdrawn
- * their consent to some of its scopes.
+ * merged, reset their password or signed out everywhere (`stillHolds`: `canHoldSession` with the
+ * code's `tokenVersion`), or withdrawn their consent to some of its scopes.
  */
 async function checkStillHonoured(p: Provider, code: CodeRecord): Promise<SignInProfile> {
   const profile = await p.accounts.profileForSignIn(code.profileId);
-  if (code.tokenVersion === null || !canHoldSession(profile, code.tokenVersion)) throw invalidCode();
-  const consented = await p.repo.findConsent(profile.id, code.clientId);
-  if (!consented || !code.scopes.every((scope) => consented.includes(scope))) throw invalidCode();
+  if (!stillHolds(profile, code.tokenVersion)) throw invalidCode();
+  if (!consentCovers(await p.repo.findConsent(profile.id, code.clientId), code.scopes)) throw invalidCode();
   return profile;
 }
 
