@@ -13,6 +13,7 @@ import type { AccountsCore, AccountsDeps } from './accounts/part.ts';
 import { ProfileService } from './accounts/profiles.ts';
 import { SessionService } from './accounts/sessions.ts';
 import { SignUpService } from './accounts/sign-up.ts';
+import { SignInView } from './accounts/sign-in-view.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
@@ -26,6 +27,7 @@ import { VenueService } from './venue/venues.ts';
 import { AttachmentsRepository } from './attachments/repository.ts';
 import { AttachmentsService } from './attachments/service.ts';
 import { FileStore } from './attachments/storage.ts';
+import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
@@ -82,7 +84,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const notes = new NoteService({ ...venueDeps, uploads });
   const store = new FileStore(config.dataDir);
   await store.init();
-  const oidc = new OidcService({ db, config, csrfKey: `${secret}:oidc-csrf`, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
     db,

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import type { Viewer } from '../accounts/service.ts';
+import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import { consentPage, errorPage, loginPage, STYLESHEET } from '../oidc/pages.ts';
-import { OAuthError, type Outcome } from '../oidc/service.ts';
+import { InvalidRequest, OAuthError } from '../oidc/errors.ts';
+import type { Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
@@ -34,7 +35,7 @@ function sendOAuthError(res: Response, error: unknown): void {
 /** The form of a protocol endpoint (token, userinfo, revocation): one it cannot read is OAuth's `invalid_request`. */
 export function oauthForm(req: Request, res: Response, next: NextFunction): void {
   parseForm(req, res, (error?: unknown) => {
-    if (error) sendOAuthError(res, new OAuthError('invalid_request', formError(error).message));
+    if (error) sendOAuthError(res, new InvalidRequest(formError(error).message));
     else next();
   });
 }
@@ -173,7 +174,7 @@ export function oidcHandlers(services: Services, config: Config) {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Pragma', 'no-cache');
     try {
-      if (!req.is('application/x-www-form-urlencoded')) throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded');
+      if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
       res.json(await oidc.token(req.body as Record<string, unknown>));
     } catch (error) {
       sendOAuthError(res, error);
@@ -185,7 +186,7 @@ export function oidcHandlers(services: Services, config: Config) {
     const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? field(req, 'access_token') : undefined;
     const realm = `Bearer realm="${oidc.issuer}"`;
     if (header && fromBody) {
-      sendOAuthError(res, new OAuthError('invalid_request', 'Send the access token in one place only'));
+      sendOAuthError(res, new InvalidRequest('Send the access token in one place only'));
       return;
     }
     const token = header ?? fromBody;

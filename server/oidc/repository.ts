@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
-import type { OidcClient, OidcScope } from '../../shared/index.ts';
+import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
 
 /** The authorization request as it arrived, kept while the person signs in and consents. */
 export interface AuthorizationParams {
@@ -88,6 +88,18 @@ export class OidcRepository {
 
   constructor(db: Knex) {
     this.#db = db;
+  }
+
+  /** Runs `work` in one transaction, with a repository that writes inside it. */
+  transaction<T>(work: (repo: OidcRepository) => Promise<T>): Promise<T> {
+    return this.#db.transaction((trx) => work(new OidcRepository(trx)));
+  }
+
+  /** Deletes what has expired: interactions and access tokens, and codes a token's lifetime after theirs. */
+  async sweep(now: number): Promise<void> {
+    await this.#db('oidc_interactions').where('expires_at', '<', now).delete();
+    await this.#db('oidc_codes').where('expires_at', '<', now - OIDC_TOKEN_SECONDS * 1000).delete();
+    await this.#db('oidc_tokens').where('expires_at', '<', now).delete();
   }
 
   // ---- clients -----------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ import {
   RedirectResult,
   AppError,
 } from '../../shared/index.ts';
-import type { Viewer } from '../accounts/service.ts';
+import type { Viewer } from '../accounts/viewer.ts';
 import type { Credentials } from '../context.ts';
 import { authedProcedure, router } from '../trpc.ts';
-import { OAuthError } from './service.ts';
+import { InvalidRequest, OAuthError } from './errors.ts';
 
 function requireSuperUser(viewer: Viewer): void {
   if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can manage sign-in clients');
@@ -31,7 +31,7 @@ async function asJson<T>(work: Promise<T>): Promise<T> {
     return await work;
   } catch (error) {
     if (!(error instanceof OAuthError)) throw error;
-    throw new AppError(error.error === 'invalid_request' ? 'NotFoundError' : 'ValidationError', error.message, { path: 'interactionId' });
+    throw new AppError(error instanceof InvalidRequest ? 'NotFoundError' : 'ValidationError', error.message, { path: 'interactionId' });
   }
 }
 

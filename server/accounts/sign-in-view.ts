@@ -1,0 +1,39 @@
+import type { OidcScope } from '../../shared/index.ts';
+import type { AccountsForSignIn, PersonClaims, SignInProfile } from '../oidc/accounts-for-sign-in.ts';
+import type { AccountsRepository } from './repository.ts';
+import { preferredEmail } from './profiles.ts';
+
+/** Accounts as the sign-in provider reads them: a person's standing and the claims about them. */
+export class SignInView implements AccountsForSignIn {
+  readonly #repo: AccountsRepository;
+
+  constructor(repo: AccountsRepository) {
+    this.#repo = repo;
+  }
+
+  async profileForSignIn(profileId: string): Promise<SignInProfile | null> {
+    const profile = await this.#repo.findProfile(profileId);
+    return profile && { id: profile.id, state: profile.state, ddate: profile.ddate, tokenVersion: profile.tokenVersion };
+  }
+
+  /** `name`: the preferred name (its full form, or its parts), else the profile id; `email`: the preferred address. */
+  async claimsOf(profileId: string, scopes: readonly OidcScope[]): Promise<PersonClaims> {
+    const claims: PersonClaims = {};
+    if (!scopes.includes('profile') && !scopes.includes('email')) return claims;
+    const profile = await this.#repo.findProfile(profileId);
+    if (!profile) return claims;
+    if (scopes.includes('profile')) {
+      const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
+      claims.name = name?.fullname || [name?.first, name?.middle, name?.last].filter(Boolean).join(' ') || profile.id;
+    }
+    if (scopes.includes('email')) {
+      const emails = await this.#repo.emailsOf(profile.id);
+      const email = preferredEmail(profile, emails);
+      if (email) {
+        claims.email = email;
+        claims.email_verified = emails.find((e) => e.email === email)?.confirmed ?? false;
+      }
+    }
+    return claims;
+  }
+}

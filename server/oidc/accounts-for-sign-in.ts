@@ -1,0 +1,27 @@
+import type { OidcScope } from '../../shared/index.ts';
+import type { SessionHolder } from '../accounts/session-rule.ts';
+
+/** A person as the provider sees them: who, and what the session rule (`canHoldSession`) reads. */
+export interface SignInProfile extends SessionHolder {
+  id: string;
+}
+
+/** The claims about a person that scopes release, besides `sub`, in the order they are sent. */
+export interface PersonClaims {
+  /** `profile` scope. */
+  name?: string;
+  /** `email` scope, when the person has an address. */
+  email?: string;
+  email_verified?: boolean;
+}
+
+/**
+ * What the provider asks of the accounts area. Profiles and their addresses are accounts' tables;
+ * the provider reads them only through this (implemented by `accounts/sign-in-view.ts`).
+ */
+export interface AccountsForSignIn {
+  /** The person a code or token was issued to; null when there is no such profile. */
+  profileForSignIn(profileId: string): Promise<SignInProfile | null>;
+  /** The claims `scopes` release about a person (none when the profile is gone). */
+  claimsOf(profileId: string, scopes: readonly OidcScope[]): Promise<PersonClaims>;
+}

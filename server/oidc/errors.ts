@@ -1,0 +1,91 @@
+/**
+ * The provider's protocol errors: one class per OAuth error code it answers, each with its HTTP
+ * status (at the token, userinfo and revocation endpoints, which answer JSON) and whether it may
+ * go back to the client's redirect URI.
+ *
+ * `allowRedirect` is the error's own decision: an error that leaves the client or its redirect
+ * URI unverified (an unknown client, an unapproved one, a redirect URI that is not registered, a
+ * parameter naming either sent twice, a sign-in request that no longer exists) is never sent to
+ * a redirect URI; it is shown to the person as a page. Errors of the token and UserInfo
+ * endpoints are JSON and never redirect either.
+ */
+export abstract class OAuthError extends Error {
+  /** The `error` code of RFC 6749 §4.1.2.1 / §5.2, OpenID Connect Core §3.1.2.6, RFC 6750 §3.1. */
+  abstract readonly error: string;
+  readonly status: number = 400;
+  readonly allowRedirect: boolean = true;
+
+  /** `error_description` is printable ASCII without `"` or `\`, as RFC 6749 asks. */
+  get description(): string {
+    return this.message.replace(/[^\x20-\x21\x23-\x5B\x5D-\x7E]/g, ' ');
+  }
+}
+
+/**
+ * A request that is malformed or no longer valid. It goes back to the client unless
+ * `allowRedirect: false` says the parameters that tell where to (client_id, redirect_uri) or the
+ * request itself cannot be trusted.
+ */
+export class InvalidRequest extends OAuthError {
+  readonly error = 'invalid_request';
+  override readonly allowRedirect: boolean;
+
+  constructor(description: string, opts: { allowRedirect?: boolean } = {}) {
+    super(description);
+    this.allowRedirect = opts.allowRedirect ?? true;
+  }
+}
+
+/** An unknown client, or (at the token endpoint) one not approved: 401 there, never a redirect. */
+export class InvalidClient extends OAuthError {
+  readonly error = 'invalid_client';
+  override readonly status = 401;
+  override readonly allowRedirect = false;
+}
+
+/** A client whose registration is not approved asks to sign someone in: a page, never a redirect. */
+export class UnauthorizedClient extends OAuthError {
+  readonly error = 'unauthorized_client';
+  override readonly allowRedirect = false;
+}
+
+export class UnsupportedResponseType extends OAuthError {
+  readonly error = 'unsupported_response_type';
+}
+
+export class InvalidScope extends OAuthError {
+  readonly error = 'invalid_scope';
+}
+
+/** `prompt=none`, and the person is not signed in (or must sign in again). */
+export class LoginRequired extends OAuthError {
+  readonly error = 'login_required';
+}
+
+/** `prompt=none`, and the person has not consented to what the client asks. */
+export class ConsentRequired extends OAuthError {
+  readonly error = 'consent_required';
+}
+
+/** The person answered "Deny" on the consent page. */
+export class AccessDenied extends OAuthError {
+  readonly error = 'access_denied';
+}
+
+/** Token endpoint: a code (or its verifier) that is unknown, expired, used, or no longer honoured. */
+export class InvalidGrant extends OAuthError {
+  readonly error = 'invalid_grant';
+  override readonly allowRedirect = false;
+}
+
+export class UnsupportedGrantType extends OAuthError {
+  readonly error = 'unsupported_grant_type';
+  override readonly allowRedirect = false;
+}
+
+/** UserInfo: an access token that is unknown, expired, revoked, or no longer honoured. */
+export class InvalidToken extends OAuthError {
+  readonly error = 'invalid_token';
+  override readonly status = 401;
+  override readonly allowRedirect = false;
+}

@@ -1,0 +1,99 @@
+import { OIDC_CODE_SECONDS } from '../../shared/index.ts';
+import type { Viewer } from '../accounts/viewer.ts';
+import { hashSecret, randomToken } from '../secrets.ts';
+import { ConsentRequired, InvalidRequest, LoginRequired } from './errors.ts';
+import { consentCovers, redirectTo, type Outcome, type Provider } from './provider.ts';
+import type { Interaction } from './repository.ts';
+
+// Where an authorization request goes once its parameters are checked (authorize.ts) and after
+// each page (interactions.ts): the login page, the consent page, or back to the client with a code.
+
+/** An impersonation session never signs anyone in to another application. */
+export function usable(viewer: Viewer | null): Viewer | null {
+  return viewer && !viewer.impersonator ? viewer : null;
+}
+
+/** Whether the person signed in on this request's login page (rather than arriving with a session). */
+function signedInHere(interaction: Interaction, viewer: Viewer): boolean {
+  return interaction.profileId === viewer.profileId && interaction.authenticatedAt !== null;
+}
+
+/**
+ * Whether the person must sign in (again) before this request can go on: no session;
+ * `prompt=login` without a sign-in during this request; or a session older than `max_age`
+ * (a sign-in during this request always satisfies `max_age`, even 0).
+ */
+export function needsLogin(p: Pick<Provider, 'now'>, interaction: Interaction, viewer: Viewer | null): viewer is null {
+  if (!viewer) return true;
+  if (signedInHere(interaction, viewer)) return false;
+  const { params } = interaction;
+  if (params.prompt.includes('login')) return true;
+  return params.maxAge !== undefined && p.now() - viewer.authTime > params.maxAge * 1000;
+}
+
+/** The sign-in time the ID token reports: this request's sign-in, or the session's. */
+export function authTime(interaction: Interaction, viewer: Viewer): number {
+  return signedInHere(interaction, viewer) ? (interaction.authenticatedAt as number) : viewer.authTime;
+}
+
+/** The login page of an interaction. */
+export function loginPageUrl(p: Pick<Provider, 'webUrl'>, interactionId: string): string {
+  return `${p.webUrl}/oidc/login?interaction=${interactionId}`;
+}
+
+/**
+ * Where an interaction goes next: the login page, the consent page, or back to the client.
+ * `store` is given for a request not stored yet: it is stored before a page is shown, and a
+ * code issued at once has no interaction to complete.
+ */
+export async function next(p: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
+  const { params } = interaction;
+  if (needsLogin(p, interaction, viewer)) {
+    if (params.prompt.includes('none')) throw new LoginRequired('The user is not signed in');
+    await store?.();
+    return { redirect: loginPageUrl(p, interaction.id) };
+  }
+  const covered = consentCovers(await p.repo.findConsent(viewer.profileId, params.clientId), params.scopes);
+  if (!covered || params.prompt.includes('consent')) {
+    if (params.prompt.includes('none')) throw new ConsentRequired('The user has not consented');
+    await store?.();
+    return { redirect: `${p.webUrl}/oidc/consent?interaction=${interaction.id}` };
+  }
+  return { redirect: await issueCode(p, interaction, viewer, authTime(interaction, viewer), store === undefined) };
+}
+
+/**
+ * Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge,
+ * and to the person's `tokenVersion`: a reset or logout-all before it is redeemed voids it).
+ * A stored interaction is completed first, so a second answer to it (a double submit) fails.
+ */
+export async function issueCode(
+  p: Provider,
+  interaction: Interaction,
+  person: Pick<Viewer, 'profileId' | 'tokenVersion'>,
+  authTime: number,
+  stored = true,
+): Promise<string> {
+  const now = p.now();
+  if (stored && !(await p.repo.completeInteraction(interaction.id, now))) {
+    throw new InvalidRequest('This sign-in request was already answered');
+  }
+  const code = randomToken();
+  const { params } = interaction;
+  await p.repo.insertCode(
+    {
+      codeHash: hashSecret(code),
+      clientId: params.clientId,
+      profileId: person.profileId,
+      redirectUri: params.redirectUri,
+      codeChallenge: params.codeChallenge,
+      scopes: params.scopes,
+      nonce: params.nonce ?? null,
+      authTime,
+      tokenVersion: person.tokenVersion,
+      expiresAt: now + OIDC_CODE_SECONDS * 1000,
+    },
+    now,
+  );
+  return redirectTo(p, params.redirectUri, { code, state: params.state });
+}

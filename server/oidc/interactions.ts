@@ -1,0 +1,103 @@
+import { createHmac } from 'node:crypto';
+import { AppError, type OidcClient, type OidcScope } from '../../shared/index.ts';
+import type { Viewer } from '../accounts/viewer.ts';
+import { safeEqual } from '../secrets.ts';
+import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
+import { authTime, issueCode, loginPageUrl, needsLogin, next, usable } from './flow.ts';
+import { errorOutcome, type Outcome, type Provider } from './provider.ts';
+import type { Interaction } from './repository.ts';
+
+// The pages of a stored authorization request (an "interaction"): the login page, the consent
+// page, and the JSON endpoints a separate frontend uses instead of them.
+
+/** A live interaction and its client; an `invalid_request` page when it expired, was answered, or never was. */
+export async function findInteraction(p: Provider, id: string | undefined): Promise<{ interaction: Interaction; client: OidcClient }> {
+  const interaction = id ? await p.repo.findInteraction(id, p.now()) : null;
+  const client = interaction ? await p.repo.findClient(interaction.params.clientId) : null;
+  if (!interaction || !client) {
+    throw new InvalidRequest('This sign-in request has expired or was already answered. Please start again from the application.', { allowRedirect: false });
+  }
+  return { interaction, client };
+}
+
+/**
+ * checkOwner: an interaction someone signed in to on its login page is theirs: nobody else may
+ * answer it (a code for another person must not come out of a request a browser started for this one).
+ */
+function checkOwner(interaction: Interaction, viewer: Viewer | null): void {
+  if (viewer && interaction.profileId !== null && interaction.profileId !== viewer.profileId) {
+    throw new AppError('ForbiddenError', 'This sign-in request belongs to another person');
+  }
+}
+
+/** After the login page signed the person in: on to consent, or back to the client. */
+export async function afterLogin(p: Provider, interactionId: string, viewer: Viewer): Promise<Outcome> {
+  const { interaction } = await findInteraction(p, interactionId);
+  const now = p.now();
+  await p.repo.markAuthenticated(interaction.id, viewer.profileId, now);
+  return resume(p, { ...interaction, profileId: viewer.profileId, authenticatedAt: now }, viewer);
+}
+
+/** Goes on with a stored interaction; a protocol error ends it, and goes back to the client. */
+async function resume(p: Provider, interaction: Interaction, viewer: Viewer | null): Promise<Outcome> {
+  try {
+    return await next(p, interaction, usable(viewer));
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    await p.repo.completeInteraction(interaction.id, p.now());
+    return errorOutcome(p, error, interaction.params);
+  }
+}
+
+/** `POST /oidc/authorize/confirm`: already consented → the redirect; otherwise what to ask. */
+export async function confirm(
+  p: Provider,
+  interactionId: string,
+  viewer: Viewer,
+): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: string[] }> {
+  const { interaction, client } = await findInteraction(p, interactionId);
+  checkOwner(interaction, usable(viewer));
+  // A fresh sign-in is needed first (prompt=login, max_age): the frontend goes to the login page.
+  if (needsLogin(p, interaction, usable(viewer))) return { redirectUri: loginPageUrl(p, interaction.id) };
+  const outcome = await resume(p, interaction, viewer);
+  if ('redirect' in outcome && !outcome.redirect.startsWith(`${p.webUrl}/oidc/`)) return { redirectUri: outcome.redirect };
+  return { client: { clientName: client.name }, scopes: interaction.params.scopes };
+}
+
+/** The consent page's answer: "Allow" saves the consent and returns to the client with a code. */
+export async function consent(p: Provider, interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
+  const { interaction } = await findInteraction(p, interactionId);
+  checkOwner(interaction, usable(viewer));
+  const { params } = interaction;
+  if (!approved) {
+    await p.repo.completeInteraction(interaction.id, p.now());
+    return redirected(errorOutcome(p, new AccessDenied('The user denied the request'), params));
+  }
+  const person = usable(viewer);
+  if (needsLogin(p, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
+  const merged = [...new Set([...((await p.repo.findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
+  await p.repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], p.now());
+  try {
+    return { redirect: await issueCode(p, interaction, person, authTime(interaction, person)) };
+  } catch (error) {
+    return redirected(errorOutcome(p, error, params));
+  }
+}
+
+/** The consent page only ever answers with a redirect: its errors (access_denied, a double submit) all allow one. */
+function redirected(outcome: Outcome): { redirect: string } {
+  if (!('redirect' in outcome)) throw new Error(`a consent answer must redirect, not show: ${outcome.page}`);
+  return outcome;
+}
+
+/** A CSRF token for a page's form, bound to the browser (its cookie) and to the interaction. */
+export function csrfToken(csrfKey: string, browserSecret: string, interactionId: string): string {
+  return createHmac('sha256', csrfKey).update(`${browserSecret}:${interactionId}`).digest('base64url');
+}
+
+/** checkCsrf: the form's token is the one made for this browser and this interaction. */
+export function checkCsrf(csrfKey: string, browserSecret: string | undefined, interactionId: string, token: string | undefined): void {
+  if (!browserSecret || !safeEqual(csrfToken(csrfKey, browserSecret, interactionId), token ?? '')) {
+    throw new AppError('ForbiddenError', 'The form has expired. Please go back and try again.');
+  }
+}

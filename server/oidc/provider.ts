@@ -1,0 +1,63 @@
+import type { OidcScope } from '../../shared/index.ts';
+import { canHoldSession } from '../accounts/session-rule.ts';
+import type { AccountsForSignIn, SignInProfile } from './accounts-for-sign-in.ts';
+import { InvalidRequest, OAuthError } from './errors.ts';
+import type { KeyStore } from './keys.ts';
+import type { OidcRepository } from './repository.ts';
+
+/** What every endpoint of the provider works with; `OidcService` builds it once. */
+export interface Provider {
+  repo: OidcRepository;
+  accounts: AccountsForSignIn;
+  keys: KeyStore;
+  /** The provider's issuer: the service's base URL. */
+  issuer: string;
+  /** Where the login and consent pages are (the web frontend's base URL). */
+  webUrl: string;
+  now: () => number;
+}
+
+/** What `/oidc/authorize` and the pages answer: a page with a message, or a redirect. */
+export type Outcome = { page: string; status: number } | { redirect: string };
+
+/** A URL back to the client: its redirect URI with `values`, and always `iss` (RFC 9207). */
+export function redirectTo(p: Pick<Provider, 'issuer'>, redirectUri: string, values: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri);
+  for (const [key, value] of Object.entries({ ...values, iss: p.issuer })) if (value !== undefined) url.searchParams.set(key, value);
+  return url.toString();
+}
+
+/**
+ * The answer to a protocol error of an authorization request: back to the client's redirect URI
+ * when the error allows it and the request's redirect URI has been verified (`back`), with
+ * `error`, `error_description`, `state` and `iss`; otherwise a 400 page with the message.
+ * Any other error is not the provider's to answer, and is thrown on.
+ */
+export function errorOutcome(p: Pick<Provider, 'issuer'>, error: unknown, back?: { redirectUri: string; state?: string | undefined }): Outcome {
+  if (!(error instanceof OAuthError)) throw error;
+  if (!error.allowRedirect || !back) return { page: error.message, status: 400 };
+  return { redirect: redirectTo(p, back.redirectUri, { error: error.error, error_description: error.description, state: back.state }) };
+}
+
+// ---- checks more than one endpoint makes -------------------------------------------------------------
+
+/** checkOnce: none of `names` was sent more than once (a parser gives an array, or an object for `a[b]=`). */
+export function checkOnce(values: Record<string, unknown>, names: readonly string[], opts: { allowRedirect?: boolean } = {}): void {
+  for (const name of names) {
+    const value = values[name];
+    if (value !== undefined && typeof value !== 'string') throw new InvalidRequest(`${name} must be sent once, as a plain value`, opts);
+  }
+}
+
+/** Whether a person's consent to a client (null: none) covers every one of `scopes`. */
+export function consentCovers(consented: readonly OidcScope[] | null, scopes: readonly OidcScope[]): consented is readonly OidcScope[] {
+  return consented !== null && scopes.every((scope) => consented.includes(scope));
+}
+
+/**
+ * Whether a code or access token is still honoured for its person: `canHoldSession` with the
+ * `tokenVersion` it was issued under. One issued before versions were kept (null) is void.
+ */
+export function stillHolds(profile: SignInProfile | null, tokenVersion: number | null): profile is SignInProfile {
+  return tokenVersion !== null && canHoldSession(profile, tokenVersion);
+}

@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { OIDC_TOKEN_SECONDS, type OidcClient } from '../../shared/index.ts';
+import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
+import type { SignInProfile } from './accounts-for-sign-in.ts';
+import { InvalidClient, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './errors.ts';
+import { checkOnce, consentCovers, stillHolds, type Provider } from './provider.ts';
+import type { CodeRecord } from './repository.ts';
+
+export interface TokenAnswer {
+  access_token: string;
+  id_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+}
+
+/** The token request's parameters; each may be sent once. */
+const TOKEN_PARAMETERS = ['grant_type', 'code', 'redirect_uri', 'client_id', 'code_verifier'];
+
+/** Every refusal of a code says the same, so a client learns nothing about why. */
+const invalidCode = () => new InvalidGrant('Invalid or expired authorization code');
+
+/**
+ * `POST /oidc/token`: the named checks below, in this order, then the code is consumed and an
+ * access token and an ID token are issued. The first failing check answers.
+ */
+export async function token(p: Provider, form: Record<string, unknown>): Promise<TokenAnswer> {
+  const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
+  checkOnce(form, TOKEN_PARAMETERS);
+  const client = await checkClient(p, field('client_id'));
+  checkGrantType(field('grant_type'));
+  const now = p.now();
+  const code = await checkCode(p, client, field('code'), now);
+  checkVerifier(field('code_verifier'), code.codeChallenge);
+  checkRedirectUri(field('redirect_uri'), code);
+  const profile = await checkStillHonoured(p, code);
+  const accessToken = await consumeCode(p, code, profile, now);
+  return {
+    access_token: accessToken,
+    id_token: await idToken(p, client, code, profile, accessToken, now),
+    token_type: 'Bearer',
+    expires_in: OIDC_TOKEN_SECONDS,
+  };
+}
+
+/** checkClient: `client_id` names a registered client whose registration is approved (`invalid_client`, 401). */
+async function checkClient(p: Provider, clientId: string | undefined): Promise<OidcClient> {
+  const client = clientId ? await p.repo.findClient(clientId) : null;
+  if (!client) throw new InvalidClient('Invalid client_id');
+  if (client.status !== 'approved') throw new InvalidClient('Client is not approved');
+  return client;
+}
+
+/** checkGrantType: `grant_type` is given (`invalid_request`), and is `authorization_code` (`unsupported_grant_type`). */
+function checkGrantType(grantType: string | undefined): void {
+  if (!grantType) throw new InvalidRequest('grant_type is required');
+  if (grantType !== 'authorization_code') throw new UnsupportedGrantType('Only the authorization_code grant is supported');
+}
+
+/** checkCode: the code is known (by its hash), was issued to this client, and has not expired. */
+async function checkCode(p: Provider, client: OidcClient, code: string | undefined, now: number): Promise<CodeRecord> {
+  const record = code ? await p.repo.findCode(hashSecret(code)) : null;
+  if (!record || record.clientId !== client.id || record.expiresAt <= now) throw invalidCode();
+  return record;
+}
+
+/** A code verifier as RFC 7636 §4.1 defines it: 43 to 128 unreserved characters. */
+const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/**
+ * checkVerifier: a `code_verifier` is required and well formed (RFC 7636 §4.1; otherwise
+ * `invalid_request`), and BASE64URL(SHA-256(code_verifier)) equals the challenge, compared in
+ * constant time (otherwise `invalid_grant`, §4.6).
+ */
+function checkVerifier(verifier: string | undefined, challenge: string): void {
+  if (!verifier) throw new InvalidRequest('code_verifier is required');
+  if (!CODE_VERIFIER.test(verifier)) {
+    throw new InvalidRequest('code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, -, ., _ and ~');
+  }
+  const computed = createHash('sha256').update(verifier).digest('base64url');
+  if (!safeEqual(computed, challenge)) throw new InvalidGrant('Invalid code_verifier');
+}
+
+/** checkRedirectUri: `redirect_uri` is exactly the one the code was issued for (RFC 6749 §4.1.3). */
+function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): void {
+  if (redirectUri !== code.redirectUri) throw invalidCode();
+}
+
+/**
+ * checkStillHonoured: since the code was issued, its person may have been blocked, deleted or
+ * merged, reset their password or signed out everywhere (`stillHolds`: `canHoldSession` with the
+ * code's `tokenVersion`), or withdrawn their consent to some of its scopes.
+ */
+async function checkStillHonoured(p: Provider, code: CodeRecord): Promise<SignInProfile> {
+  const profile = await p.accounts.profileForSignIn(code.profileId);
+  if (!stillHolds(profile, code.tokenVersion)) throw invalidCode();
+  if (!consentCovers(await p.repo.findConsent(profile.id, code.clientId), code.scopes)) throw invalidCode();
+  return profile;
+}
+
+/**
+ * consumeCode: uses the code up with one conditional UPDATE and stores the access token issued
+ * from it, in one transaction: a second redemption either fails to consume, or comes after the
+ * token exists and revokes it. A code presented twice gets `invalid_grant`, and every token
+ * issued from it is revoked. Returns the new access token.
+ */
+async function consumeCode(p: Provider, code: CodeRecord, profile: SignInProfile, now: number): Promise<string> {
+  const accessToken = randomToken();
+  const consumed = await p.repo.transaction(async (repo) => {
+    if (!(await repo.consumeCode(code.codeHash, now))) return false;
+    await repo.insertToken(
+      {
+        tokenHash: hashSecret(accessToken),
+        codeHash: code.codeHash,
+        clientId: code.clientId,
+        profileId: profile.id,
+        scopes: code.scopes,
+        tokenVersion: profile.tokenVersion,
+        expiresAt: now + OIDC_TOKEN_SECONDS * 1000,
+      },
+      now,
+    );
+    return true;
+  });
+  if (!consumed) {
+    await p.repo.revokeTokensOfCode(code.codeHash, now);
+    throw invalidCode();
+  }
+  return accessToken;
+}
+
+/** The RS256 ID token: the claims the code's scopes release, `auth_time`, `nonce` when one was sent, `at_hash`. */
+async function idToken(p: Provider, client: OidcClient, code: CodeRecord, profile: SignInProfile, accessToken: string, now: number): Promise<string> {
+  const claims = { sub: profile.id, ...(await p.accounts.claimsOf(profile.id, code.scopes)) };
+  const { kid, key } = await p.keys.signer();
+  return new SignJWT({
+    ...claims,
+    auth_time: Math.floor(code.authTime / 1000),
+    ...(code.nonce !== null ? { nonce: code.nonce } : {}),
+    at_hash: atHash(accessToken),
+  })
+    .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
+    .setIssuer(p.issuer)
+    .setAudience(client.id)
+    .setIssuedAt(Math.floor(now / 1000))
+    .setExpirationTime(Math.floor(now / 1000) + OIDC_TOKEN_SECONDS)
+    .sign(key);
+}
+
+/** `at_hash` (OpenID Connect Core §3.1.3.6): the left half of the access token's SHA-256, base64url. */
+function atHash(accessToken: string): string {
+  return createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
+}
