@@ -258,7 +258,7 @@ export const routes: Route[] = [
   { kind: 'procedure', method: 'put', path: '/activatelink/:token', procedure: 'accounts.activateLink', input: 'body', rename: { token: 'activationToken' }, summary: 'Confirm an email of an account being activated', errors: [404, 429] },
   // profiles, moderation, impersonation
   { kind: 'procedure', method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'The caller’s profile, or one by id or email (an unknown email: an empty list), or by name', errors: [404] },
-  { kind: 'procedure', method: 'get', path: '/profiles/search', procedure: 'accounts.searchProfiles', input: 'query', summary: 'Active profiles by a term, a full name or name parts' },
+  { kind: 'procedure', method: 'get', path: '/profiles/search', procedure: 'accounts.searchProfiles', input: 'query', summary: 'Profiles (not deleted, merged or blocked) by a term, a full name or name parts' },
   { kind: 'procedure', method: 'post', path: '/profiles/search', procedure: 'accounts.searchProfilesBy', input: 'body', summary: 'Profiles by ids, or by the emails they hold' },
   { kind: 'procedure', method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'A moderation decision on a profile', errors: [404] },
   { kind: 'procedure', method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
@@ -277,7 +277,7 @@ export const routes: Route[] = [
   { kind: 'procedure', method: 'delete', path: '/notes', procedure: 'venue.deleteNote', input: 'query-or-body', summary: 'Delete a note (`?id=`, or `{id}` as a JSON body)', errors: [404] },
   { kind: 'procedure', method: 'get', path: '/venues', procedure: 'venue.venues', input: 'query', summary: 'Venues by id, ids or the invitations they own' },
   { kind: 'procedure', method: 'get', path: '/logs/process', procedure: 'venue.processLogs', input: 'query', summary: 'How the processing of an edit went (edits here complete when posted)', errors: [404] },
-  { kind: 'procedure', method: 'get', path: '/groups', procedure: 'venue.groups', input: 'query', summary: 'A group by id, or the groups of a member, that the caller may read', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/groups', procedure: 'venue.groups', input: 'query', summary: 'A group by id, the groups under a prefix or of a member, whose members the caller may see', errors: [404] },
   // attachments that answer JSON (uploads and downloads are streams: below)
   { kind: 'procedure', method: 'get', path: '/attachment/rules', procedure: 'attachments.uploadRules', input: 'query', summary: "What a file for an invitation's field must be" },
   { kind: 'procedure', method: 'get', path: '/attachment/chunk/status', procedure: 'attachments.chunkedUpload', input: 'query', summary: 'Where a chunked upload stands, to resume it', errors: [404] },
