@@ -39,7 +39,7 @@ export class ActivationService extends AccountsPart {
   async #pending(repo: AccountsRepository, token: string) {
     const now = this.now();
     const record = await this.d.oneTime.live(repo, 'activation', token, now, INVALID_ACTIVATION);
-    const profile = await repo.findProfile(record.profileId);
+    const profile = await repo.profiles.find(record.profileId);
     if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) {
       throw new AppError('ValidationError', INVALID_ACTIVATION, { path: 'token' });
     }
@@ -61,7 +61,7 @@ export class ActivationService extends AccountsPart {
         user: { id: record.email ?? profile.id, profile: { id: profile.id } },
       },
       prefixed_positions: [...POSITIONS],
-      institutions: await repo.institutionDomains(),
+      institutions: await repo.settings.institutionDomains(),
     };
   }
 
@@ -83,22 +83,22 @@ export class ActivationService extends AccountsPart {
     const outcome = await this.d.repo.transaction(async (repo) => {
       const { record, profile } = await this.#pending(repo, request.token);
       await this.d.oneTime.consume(repo, record, now, INVALID_ACTIVATION);
-      if (record.email) await repo.confirmEmail(profile.id, record.email);
-      const emails = await repo.emailsOf(profile.id);
+      if (record.email) await repo.emails.confirmEmail(profile.id, record.email);
+      const emails = await repo.emails.emailsOf(profile.id);
       const confirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
-      const domains = await repo.institutionDomains();
+      const domains = await repo.settings.institutionDomains();
       const state: ProfileState = confirmed.some((email) => isInstitutional(email, domains))
         ? 'Active Institutional'
         : moderation
           ? 'Needs Moderation'
           : 'Active Automatic';
       const stored = await this.#withNames(repo, profile, content, confirmed);
-      await repo.updateProfile(
+      await repo.profiles.update(
         profile.id,
         { state, content: stored, pastStates: [...profile.pastStates, { state, date: now, setBy: profile.id }] },
         now,
       );
-      const updated = (await repo.findProfile(profile.id)) as ProfileRecord;
+      const updated = (await repo.profiles.find(profile.id)) as ProfileRecord;
       const loginEmail = record.email ?? confirmed[0] ?? profile.id;
       if (state === 'Needs Moderation') {
         return { result: { user: { id: loginEmail, profile: await this.core.profiles.simplify(updated, repo) } }, loginEmail };
@@ -125,7 +125,7 @@ export class ActivationService extends AccountsPart {
    */
   async #withNames(repo: AccountsRepository, profile: ProfileRecord, content: ProfileContent, confirmed: string[]): Promise<ProfileContent> {
     const { emails: _emails, emailsConfirmed: _confirmed, preferredEmail, ...rest } = content;
-    const owned = new Set(await repo.usernamesOf(profile.id));
+    const owned = new Set(await repo.emails.usernamesOf(profile.id));
     const names: Name[] = [];
     for (const [i, name] of (content.names ?? profile.content.names ?? []).entries()) {
       if (name.username && !owned.has(name.username)) {
@@ -144,8 +144,8 @@ export class ActivationService extends AccountsPart {
         names.push({ ...name, username: kept });
         continue;
       }
-      const number = smallestFreeNumber(await repo.usedNumbers(base));
-      names.push({ ...name, username: await repo.addUsername(profile.id, base, number) });
+      const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
+      names.push({ ...name, username: await repo.emails.addUsername(profile.id, base, number) });
     }
     if (names.length === 0) throw new AppError('MissingRequiredError', 'At least one name is required', { path: 'content/names' });
     if (!names.some((n) => n.preferred)) names[0] = { ...names[0], preferred: true };
@@ -163,7 +163,7 @@ export class ActivationService extends AccountsPart {
     const limits = this.d.limits;
     const id = normaliseId(typed);
     const repo = this.d.repo;
-    const profile = await repo.findProfileByIdOrEmail(id);
+    const profile = await repo.profiles.findByIdOrEmail(id);
     await limits.consume('resendAccount', accountLimitKey(id, profile));
     await limits.consume('resendAddress', addressKey(origin.address));
     if (profile) this.d.mailer.later(() => this.#mailAgain(profile.id, id));
@@ -173,9 +173,9 @@ export class ActivationService extends AccountsPart {
   /** The activation mail again, if the profile still waits for it (after the answer; see `resend`). */
   async #mailAgain(profileId: string, typedId: string): Promise<void> {
     const repo = this.d.repo;
-    const profile = await repo.findProfile(profileId);
+    const profile = await repo.profiles.find(profileId);
     if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) return;
-    const email = typedId.includes('@') ? typedId : (await repo.emailsOf(profile.id))[0]?.email;
+    const email = typedId.includes('@') ? typedId : (await repo.emails.emailsOf(profile.id))[0]?.email;
     if (email) await this.core.signUp.sendActivation(profile.id, email);
   }
 
@@ -183,18 +183,18 @@ export class ActivationService extends AccountsPart {
 
   /** Whether new profiles without an institutional email wait for moderation (default: off). */
   async moderation(): Promise<boolean> {
-    return (await this.d.repo.getSetting(MODERATION_SETTING)) === 'on';
+    return (await this.d.repo.settings.get(MODERATION_SETTING)) === 'on';
   }
 
   async setModeration(on: boolean): Promise<void> {
-    await this.d.repo.setSetting(MODERATION_SETTING, on ? 'on' : 'off');
+    await this.d.repo.settings.set(MODERATION_SETTING, on ? 'on' : 'off');
   }
 
   async addInstitution(domain: string, name: string, country: string | null): Promise<void> {
-    await this.d.repo.addInstitution(domain, name, country);
+    await this.d.repo.settings.addInstitution(domain, name, country);
   }
 
   async institutionDomains(): Promise<string[]> {
-    return this.d.repo.institutionDomains();
+    return this.d.repo.settings.institutionDomains();
   }
 }

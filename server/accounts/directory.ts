@@ -21,48 +21,48 @@ export class Directory {
 
   /** A profile's usernames (its id among them), in order. */
   usernamesOf(profileId: string): Promise<string[]> {
-    return this.#repo.usernamesOf(profileId);
+    return this.#repo.emails.usernamesOf(profileId);
   }
 
   /** A profile's confirmed emails (an unconfirmed address proves nothing), in order. */
   async confirmedEmailsOf(profileId: string): Promise<string[]> {
-    return (await this.#repo.emailsOf(profileId)).filter((e) => e.confirmed).map((e) => e.email);
+    return (await this.#repo.emails.emailsOf(profileId)).filter((e) => e.confirmed).map((e) => e.email);
   }
 
   /** A profile's state, by its id. */
   async stateOf(profileId: string): Promise<ProfileState | null> {
-    return (await this.#repo.findProfile(profileId))?.state ?? null;
+    return (await this.#repo.profiles.find(profileId))?.state ?? null;
   }
 
   /** The profile a tilde username or an email names, as every form lets people name one. */
   async profileNamed(idOrEmail: string): Promise<{ id: string; state: ProfileState } | null> {
-    const profile = await this.#repo.findProfileByIdOrEmail(idOrEmail);
+    const profile = await this.#repo.profiles.findByIdOrEmail(idOrEmail);
     return profile ? { id: profile.id, state: profile.state } : null;
   }
 
   findGroup(id: string): Promise<GroupRecord | null> {
-    return this.#repo.findGroup(id);
+    return this.#repo.groups.find(id);
   }
 
   /** The groups with these ids (without their members), by id. */
   groupsAmong(ids: readonly string[]): Promise<Array<{ id: string; data: Record<string, unknown>; tcdate: number; tmdate: number }>> {
-    return this.#repo.groupsAmong(ids);
+    return this.#repo.groups.groupsAmong(ids);
   }
 
   /** The ids of the groups any of `members` belongs to directly. */
   groupsOf(members: string[]): Promise<string[]> {
-    return this.#repo.groupsOf(members);
+    return this.#repo.groups.groupsOf(members);
   }
 
   groupIdsWithPrefix(prefix: string, limit: number): Promise<string[]> {
-    return this.#repo.groupIdsWithPrefix(prefix, limit);
+    return this.#repo.groups.groupIdsWithPrefix(prefix, limit);
   }
 
   upsertGroup(id: string, data: Record<string, unknown>, members: string[], now: number): Promise<void> {
-    return this.#repo.upsertGroup(id, data, members, now);
+    return this.#repo.groups.upsert(id, data, members, now);
   }
 
   addMember(groupId: string, member: string): Promise<void> {
-    return this.#repo.addMember(groupId, member);
+    return this.#repo.groups.addMember(groupId, member);
   }
 }

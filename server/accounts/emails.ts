@@ -48,13 +48,13 @@ export class EmailService extends AccountsPart {
   async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null, refreshToken?: string): Promise<{ alternate: string }> {
     const profileId = await this.#asker(request.activationToken, viewer, refreshToken);
     const repo = this.d.repo;
-    if (request.username && !(await repo.usernamesOf(profileId)).includes(request.username)) {
+    if (request.username && !(await repo.emails.usernamesOf(profileId)).includes(request.username)) {
       throw new AppError('ForbiddenError', `${request.username} is not one of your usernames`, { path: 'username' });
     }
     const alternate = normaliseEmail(parseOrThrow(Email, request.alternate));
     await this.d.limits.consume('confirmEmailAccount', profileId);
     await this.d.limits.consume('confirmEmailAddress', alternate);
-    const owner = await repo.findEmail(alternate);
+    const owner = await repo.emails.findEmail(alternate);
     if (owner?.profileId === profileId && owner.confirmed) {
       throw new AppError('ValidationError', `${alternate} is already confirmed`, { path: 'alternate' });
     }
@@ -106,23 +106,23 @@ export class EmailService extends AccountsPart {
     let record: TokenRecord | null;
     if (request.activationToken) {
       const secret = hashSecret(request.activationToken);
-      const activation = await repo.findLiveToken('activation', secret, now);
+      const activation = await repo.tokens.findLive('activation', secret, now);
       if (activation?.email === email) {
         // The registration address of a profile being activated: its code came with the signup mail.
         await this.#checkCode(activation, request.token, email, now);
-        await repo.confirmEmail(activation.profileId, email);
+        await repo.emails.confirmEmail(activation.profileId, email);
         return { confirmedEmail: email };
       }
       if (activation) {
-        record = await repo.findLiveEmailToken(activation.profileId, email, now);
+        record = await repo.tokens.findLiveEmail(activation.profileId, email, now);
       } else {
         // The link of an email-confirmation mail: it names the address and the profile.
-        record = await repo.findLiveToken('email', secret, now);
+        record = await repo.tokens.findLive('email', secret, now);
         if (record && (record.email !== email || (viewer && viewer.profileId !== record.profileId))) record = null;
       }
     } else {
       if (!viewer) throw new AppError('BadRequestError', GUEST_NEEDS_TOKEN);
-      record = await repo.findLiveEmailToken(viewer.profileId, email, now);
+      record = await repo.tokens.findLiveEmail(viewer.profileId, email, now);
     }
     if (!record) throw invalid;
     await this.#checkCode(record, request.token, email, now);
@@ -132,13 +132,13 @@ export class EmailService extends AccountsPart {
     return repo.transaction(async (trx) => {
       await this.d.oneTime.consume(trx, confirmed, now, INVALID_CODE);
       if (duplicateProfile) return this.#merge(trx, profileId, duplicateProfile, email, now);
-      const owner = await trx.findEmail(email);
+      const owner = await trx.emails.findEmail(email);
       if (owner && owner.profileId !== profileId) {
         throw new AppError('ValidationError', `${email} now belongs to another profile; ask for a new code`, { path: 'email' });
       }
-      if (owner) await trx.confirmEmail(profileId, email);
-      else await trx.addEmail(profileId, email, true, now);
-      await trx.linkEmailGroups(profileId, email, now);
+      if (owner) await trx.emails.confirmEmail(profileId, email);
+      else await trx.emails.addEmail(profileId, email, true, now);
+      await trx.groups.linkEmailGroups(profileId, email, now);
       return { confirmedEmail: email };
     });
   }
@@ -164,25 +164,25 @@ export class EmailService extends AccountsPart {
    * becomes `Merged`, its id still resolving to the survivor. Runs inside the caller's transaction.
    */
   async #merge(repo: AccountsRepository, survivorId: string, otherId: string, email: string, now: number): Promise<ProfileReference> {
-    const survivor = await repo.findProfile(survivorId);
-    const other = await repo.findProfile(otherId);
+    const survivor = await repo.profiles.find(survivorId);
+    const other = await repo.profiles.find(otherId);
     if (!survivor || !other || survivor.state === 'Merged' || other.state === 'Merged' || other.id === survivor.id) {
       throw new AppError('ValidationError', 'These profiles cannot be merged', { path: 'email' });
     }
     const content = foldContent(survivor.content, other.content);
-    await repo.moveEmailsAndUsernames(other.id, survivor.id);
-    await repo.confirmEmail(survivor.id, email);
-    await repo.rewireMembers(other.id, survivor.id);
-    await repo.addMember(survivor.id, email);
-    await repo.updateProfile(survivor.id, { content }, now);
-    await repo.updateProfile(
+    await repo.emails.moveEmailsAndUsernames(other.id, survivor.id);
+    await repo.emails.confirmEmail(survivor.id, email);
+    await repo.groups.rewireMembers(other.id, survivor.id);
+    await repo.groups.addMember(survivor.id, email);
+    await repo.profiles.update(survivor.id, { content }, now);
+    await repo.profiles.update(
       other.id,
       { state: 'Merged', mergedInto: survivor.id, pastStates: [...other.pastStates, { state: 'Merged', date: now, setBy: survivor.id }] },
       now,
     );
     await this.core.sessions.endAllSessions(repo, other.id, now);
-    await repo.audit({ actor: survivor.id, action: 'merge', target: other.id, details: { email } }, now);
-    return this.#reference(repo, (await repo.findProfile(survivor.id)) as ProfileRecord);
+    await repo.settings.audit({ actor: survivor.id, action: 'merge', target: other.id, details: { email } }, now);
+    return this.#reference(repo, (await repo.profiles.find(survivor.id)) as ProfileRecord);
   }
 
   async #reference(repo: AccountsRepository, profile: ProfileRecord): Promise<ProfileReference> {

@@ -48,7 +48,7 @@ export class ImpersonationService extends AccountsPart {
     if (!canHoldSession(target)) {
       throw new AppError('ValidationError', `${groupId} is not an active profile`, { path: 'groupId' });
     }
-    if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
+    if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
       throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
     }
     const callerIds = await this.#callerIdentities(repo, viewer);
@@ -57,7 +57,7 @@ export class ImpersonationService extends AccountsPart {
       throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
     }
 
-    const caller = await repo.findProfile(viewer.profileId);
+    const caller = await repo.profiles.find(viewer.profileId);
     if (!caller) throw sessionEnded();
     const me: Impersonator = {
       id: viewer.loginEmail,
@@ -67,7 +67,7 @@ export class ImpersonationService extends AccountsPart {
     };
     const impersonator: Impersonator = viewer.impersonator ? { ...me, impersonator: viewer.impersonator } : me;
     const readOnly = !viewer.isSuperUser || viewer.readOnly;
-    const loginEmail = preferredEmail(target, await repo.emailsOf(target.id)) ?? target.id;
+    const loginEmail = preferredEmail(target, await repo.emails.emailsOf(target.id)) ?? target.id;
     const now = this.now();
     const withCookie = await this.core.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken);
     const session = await repo.transaction(async (trx) => {
@@ -83,7 +83,7 @@ export class ImpersonationService extends AccountsPart {
         },
         trx,
       );
-      await trx.audit({ actor: viewer.profileId, action: 'impersonate', target: target.id, details: { readOnly } }, now);
+      await trx.settings.audit({ actor: viewer.profileId, action: 'impersonate', target: target.id, details: { readOnly } }, now);
       return issued;
     });
     return {
@@ -116,17 +116,17 @@ export class ImpersonationService extends AccountsPart {
     }
     const repo = this.d.repo;
     const now = this.now();
-    await repo.revokeSession(viewer.sessionId, now);
-    await repo.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
-    return this.core.sessions.resumeSession(await repo.findSession(viewer.parentSessionId), null);
+    await repo.sessions.revoke(viewer.sessionId, now);
+    await repo.settings.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
+    return this.core.sessions.resumeSession(await repo.sessions.find(viewer.parentSessionId), null);
   }
 
   /** The profile named by a tilde id, an email, or a group standing for one profile (`~Id`, an email). */
   async #target(repo: AccountsRepository, groupId: string): Promise<ProfileRecord> {
-    const direct = await repo.findProfileByIdOrEmail(groupId);
-    const profile = direct?.mergedInto ? await repo.findProfile(direct.mergedInto) : direct;
+    const direct = await repo.profiles.findByIdOrEmail(groupId);
+    const profile = direct?.mergedInto ? await repo.profiles.find(direct.mergedInto) : direct;
     if (profile) return profile;
-    const group = await repo.findGroup(groupId);
+    const group = await repo.groups.find(groupId);
     if (group) {
       throw new AppError('ValidationError', `${groupId} is a group: impersonate one of its members`, { path: 'groupId' });
     }
@@ -135,7 +135,7 @@ export class ImpersonationService extends AccountsPart {
 
   /** The tilde ids of a profile: its id and its usernames. Its own groups are named by these. */
   async #tildeIdsOf(repo: AccountsRepository, profileId: string): Promise<string[]> {
-    return [...new Set([profileId, ...(await repo.usernamesOf(profileId))])];
+    return [...new Set([profileId, ...(await repo.emails.usernamesOf(profileId))])];
   }
 
   /**
@@ -144,15 +144,15 @@ export class ImpersonationService extends AccountsPart {
    * groups any of those belong to directly.
    */
   async #callerIdentities(repo: AccountsRepository, viewer: Viewer): Promise<Set<string>> {
-    const confirmed = (await repo.emailsOf(viewer.profileId)).filter((e) => e.confirmed).map((e) => e.email);
+    const confirmed = (await repo.emails.emailsOf(viewer.profileId)).filter((e) => e.confirmed).map((e) => e.email);
     const ids = [...(await this.#tildeIdsOf(repo, viewer.profileId)), ...confirmed];
-    return new Set([...ids, ...(await repo.groupsOf(ids))]);
+    return new Set([...ids, ...(await repo.groups.groupsOf(ids))]);
   }
 
   /** Whether one of the target's own `~` groups names the caller in its `impersonators`. */
   async #grants(repo: AccountsRepository, targetId: string, me: Set<string>): Promise<boolean> {
     for (const id of await this.#tildeIdsOf(repo, targetId)) {
-      const impersonators = (await repo.findGroup(id))?.data.impersonators;
+      const impersonators = (await repo.groups.find(id))?.data.impersonators;
       if (Array.isArray(impersonators) && impersonators.some((i) => typeof i === 'string' && me.has(i))) return true;
     }
     return false;
@@ -160,10 +160,10 @@ export class ImpersonationService extends AccountsPart {
 
   /** `impersonatables`: the people whose own `~` group names the caller (the ones they may impersonate). */
   async #grantingProfiles(repo: AccountsRepository, me: Set<string>): Promise<string[]> {
-    const naming = (await repo.groupsWithImpersonators()).filter((g) => g.id.startsWith('~') && g.impersonators.some((i) => me.has(i)));
+    const naming = (await repo.groups.groupsWithImpersonators()).filter((g) => g.id.startsWith('~') && g.impersonators.some((i) => me.has(i)));
     const granting: string[] = [];
     for (const group of naming) {
-      if (await repo.findProfileByUsername(group.id)) granting.push(group.id);
+      if (await repo.profiles.findByUsername(group.id)) granting.push(group.id);
     }
     return granting;
   }

@@ -71,17 +71,17 @@ export class ModerationService extends AccountsPart {
     const now = this.now();
     const { profile, mailTo } = await this.d.repo.transaction(async (repo) => {
       const target = await findTarget(repo, input.id);
-      if (await repo.isMember(SUPER_USERS_GROUP, target.id)) {
+      if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
         if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can moderate a super user');
       }
       const next = decide(target, input.decision, now);
       const pastStates: PastState[] =
         next.state !== target.state ? [...target.pastStates, { state: next.state, date: now, setBy: viewer.profileId }] : target.pastStates;
-      await repo.updateProfile(target.id, { state: next.state, ddate: next.ddate, pastStates }, now);
+      await repo.profiles.update(target.id, { state: next.state, ddate: next.ddate, pastStates }, now);
       if (next.endSessions) await this.core.sessions.endAllSessions(repo, target.id, now);
-      await repo.audit({ actor: viewer.profileId, action: `moderate:${input.decision}`, target: target.id, reason: input.reason ?? null }, now);
-      const updated = (await repo.findProfile(target.id)) as ProfileRecord;
-      return { profile: updated, mailTo: preferredEmail(updated, await repo.emailsOf(updated.id)) };
+      await repo.settings.audit({ actor: viewer.profileId, action: `moderate:${input.decision}`, target: target.id, reason: input.reason ?? null }, now);
+      const updated = (await repo.profiles.find(target.id)) as ProfileRecord;
+      return { profile: updated, mailTo: preferredEmail(updated, await repo.emails.emailsOf(updated.id)) };
     });
     if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
       this.d.mailer.post({
@@ -99,7 +99,7 @@ export class ModerationService extends AccountsPart {
 }
 
 async function findTarget(repo: AccountsRepository, id: string): Promise<ProfileRecord> {
-  const profile = await repo.findProfileByIdOrEmail(id);
+  const profile = await repo.profiles.findByIdOrEmail(id);
   if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${id}`);
   return profile;
 }

@@ -32,7 +32,7 @@ export class OneTimeTokens {
     const token = randomToken();
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     const expiresAt = opts.now + opts.seconds * 1000;
-    await repo.replaceToken({
+    await repo.tokens.replace({
       kind: opts.kind,
       tokenHash: hashSecret(token),
       codeHash: this.#hashCode(code),
@@ -47,14 +47,14 @@ export class OneTimeTokens {
 
   /** The live token for a secret, or a 400 with `message` (used, expired and unknown look alike). */
   async live(repo: AccountsRepository, kind: TokenKind, token: string, now: number, message: string): Promise<TokenRecord> {
-    const record = await repo.findLiveToken(kind, hashSecret(token), now);
+    const record = await repo.tokens.findLive(kind, hashSecret(token), now);
     if (!record) throw invalid(message);
     return record;
   }
 
   /** Uses the token up, atomically: of two simultaneous uses, the second gets the 400. */
   async consume(repo: AccountsRepository, record: TokenRecord, now: number, message: string): Promise<void> {
-    if (!(await repo.consumeToken(record.id, now))) throw invalid(message);
+    if (!(await repo.tokens.consume(record.id, now))) throw invalid(message);
   }
 
   /**
@@ -64,7 +64,7 @@ export class OneTimeTokens {
    */
   async checkCode(repo: AccountsRepository, record: TokenRecord, code: string, now: number, message: string): Promise<void> {
     if (record.codeHash !== null && safeEqual(Buffer.from(record.codeHash, 'hex'), Buffer.from(this.#hashCode(code), 'hex'))) return;
-    await repo.recordWrongCode(record.id, now, MAX_CODE_ATTEMPTS);
+    await repo.tokens.recordWrongCode(record.id, now, MAX_CODE_ATTEMPTS);
     throw invalid(message);
   }
 

@@ -21,8 +21,8 @@ export class PasswordResetService extends AccountsPart {
     await this.d.verifier.verify(input.token, origin.address);
     const id = normaliseId(input.id);
     const repo = this.d.repo;
-    const found = await repo.findProfileByIdOrEmail(id);
-    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
+    const found = await repo.profiles.findByIdOrEmail(id);
+    const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
     await this.d.limits.consume('resetAccount', accountLimitKey(id, profile));
     await this.d.limits.consume('resetAddress', addressKey(origin.address));
     if (profile) this.d.mailer.later(() => this.#mailLink(profile.id, id));
@@ -32,9 +32,9 @@ export class PasswordResetService extends AccountsPart {
   /** Issues a reset token for a profile and mails its link (after the answer; see `request`). */
   async #mailLink(profileId: string, typedId: string): Promise<void> {
     const repo = this.d.repo;
-    const profile = await repo.findProfile(profileId);
+    const profile = await repo.profiles.find(profileId);
     if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return;
-    const email = typedId.includes('@') ? typedId : preferredEmail(profile, await repo.emailsOf(profile.id));
+    const email = typedId.includes('@') ? typedId : preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (!email) return;
     const { token } = await this.d.oneTime.issue(repo, {
       kind: 'reset',
@@ -59,7 +59,7 @@ export class PasswordResetService extends AccountsPart {
   async resettable(token: string): Promise<ResettableResult> {
     const repo = this.d.repo;
     const record = await this.d.oneTime.live(repo, 'reset', token, this.now(), INVALID_RESET);
-    const group = record.email ? await repo.findGroup(record.email) : null;
+    const group = record.email ? await repo.groups.find(record.email) : null;
     return {
       resettable: {
         action: 'reset',
@@ -87,10 +87,10 @@ export class PasswordResetService extends AccountsPart {
     await this.d.repo.transaction(async (repo) => {
       const record = await this.d.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
       await this.d.oneTime.consume(repo, record, now, INVALID_RESET);
-      const profile = await repo.findProfile(record.profileId);
+      const profile = await repo.profiles.find(record.profileId);
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
-      await repo.updateProfile(profile.id, { passwordHash }, now);
-      await repo.voidTokens(profile.id, 'reset', now);
+      await repo.profiles.update(profile.id, { passwordHash }, now);
+      await repo.tokens.voidAll(profile.id, 'reset', now);
       await this.core.sessions.endAllSessions(repo, profile.id, now);
     });
     return { status: 'ok' };

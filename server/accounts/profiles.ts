@@ -29,10 +29,10 @@ export class ProfileService extends AccountsBase {
     if (query.first ?? query.middle ?? query.last) return this.searchProfiles({ ...query }, viewer);
     const repo = this.d.repo;
     let profile: ProfileRecord | null;
-    if (query.id) profile = await repo.findProfileByUsername(query.id);
+    if (query.id) profile = await repo.profiles.findByUsername(query.id);
     else if (query.email) profile = await this.#holderOf(query.email, viewer);
-    else profile = await repo.findProfile(viewer.profileId);
-    if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
+    else profile = await repo.profiles.find(viewer.profileId);
+    if (profile?.mergedInto) profile = await repo.profiles.find(profile.mergedInto);
     const visible = profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
     if (!profile || !visible) {
       if (query.email) return { profiles: [] };
@@ -48,16 +48,16 @@ export class ProfileService extends AccountsBase {
     let ids: string[];
     if (query.term !== undefined) {
       const term = query.term.trim();
-      if (term.includes('@')) ids = (await repo.holdersOfEmails([term], true)).map((h) => h.profileId);
-      else if (term.startsWith('~')) ids = await repo.profileIdsByUsernameBase(term.replace(/\d+$/, ''), 'prefix', limit);
-      else ids = await repo.profileIdsByUsernameBase(`~${term.replace(/\s+/g, '_')}`, 'prefix', limit);
+      if (term.includes('@')) ids = (await repo.emails.holdersOfEmails([term], true)).map((h) => h.profileId);
+      else if (term.startsWith('~')) ids = await repo.emails.profileIdsByUsernameBase(term.replace(/\d+$/, ''), 'prefix', limit);
+      else ids = await repo.emails.profileIdsByUsernameBase(`~${term.replace(/\s+/g, '_')}`, 'prefix', limit);
     } else {
       const name = query.fullname !== undefined ? { fullname: query.fullname } : { first: query.first ?? '', middle: query.middle, last: query.last ?? '' };
-      ids = await repo.profileIdsByUsernameBase(tildeBase(name), 'exact', limit);
+      ids = await repo.emails.profileIdsByUsernameBase(tildeBase(name), 'exact', limit);
     }
     const profiles: Profile[] = [];
     for (const id of ids.slice(query.offset ?? 0)) {
-      const profile = await repo.findProfile(id);
+      const profile = await repo.profiles.find(id);
       // As the real platform's search: every profile but deleted, merged and blocked ones.
       if (profile && profile.ddate === null && !profile.mergedInto && profile.state !== 'Blocked') profiles.push(await this.#presentTo(profile, viewer));
     }
@@ -74,8 +74,8 @@ export class ProfileService extends AccountsBase {
     if (input.ids) {
       // Sorted by id, as the real platform answers.
       for (const id of [...new Set(input.ids)].sort()) {
-        let profile = await repo.findProfileByUsername(id);
-        if (profile?.mergedInto) profile = await repo.findProfile(profile.mergedInto);
+        let profile = await repo.profiles.findByUsername(id);
+        if (profile?.mergedInto) profile = await repo.profiles.find(profile.mergedInto);
         if (profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator)) profiles.push(await this.#presentTo(profile, viewer));
       }
       return { profiles };
@@ -83,8 +83,8 @@ export class ProfileService extends AccountsBase {
     // An address waiting for its confirmation is not shown as anyone's, but to moderators: a
     // sign-up's address would otherwise tell that it has an account.
     const confirmedOnly = input.confirmedEmails !== undefined || !(viewer.isModerator || viewer.isSuperUser);
-    for (const { email, profileId } of await repo.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly)) {
-      const profile = await repo.findProfile(profileId);
+    for (const { email, profileId } of await repo.emails.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly)) {
+      const profile = await repo.profiles.find(profileId);
       if (!profile || profile.mergedInto || (profile.ddate !== null && !viewer.isSuperUser && !viewer.isModerator)) continue;
       const shown = await this.#presentTo(profile, viewer);
       // The caller named the address: the answer says which profile holds it, and nothing more.
@@ -100,9 +100,9 @@ export class ProfileService extends AccountsBase {
    */
   async #holderOf(email: string, viewer: Viewer): Promise<ProfileRecord | null> {
     const repo = this.d.repo;
-    const profile = await repo.findProfileByEmail(email);
+    const profile = await repo.profiles.findByEmail(email);
     if (!profile || viewer.isModerator || viewer.isSuperUser || profile.id === viewer.profileId) return profile;
-    const [held] = await repo.holdersOfEmails([email], true);
+    const [held] = await repo.emails.holdersOfEmails([email], true);
     return held ? profile : null;
   }
 
@@ -113,7 +113,7 @@ export class ProfileService extends AccountsBase {
 
   /** A profile as the API shows it; emails only to its owner and to moderators. */
   async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean, repo = this.d.repo): Promise<Profile> {
-    const emails = showEmails ? await repo.emailsOf(profile.id) : [];
+    const emails = showEmails ? await repo.emails.emailsOf(profile.id) : [];
     const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
     const content: ProfileContent = { ...profile.content };
     if (showEmails) {
@@ -153,7 +153,7 @@ export class ProfileService extends AccountsBase {
   }
 
   async simplify(profile: ProfileRecord, repo = this.d.repo): Promise<SimplifiedProfile> {
-    const { emails, usernames } = await repo.emailsAndUsernamesOf(profile.id);
+    const { emails, usernames } = await repo.emails.emailsAndUsernamesOf(profile.id);
     const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
     const preferred = preferredEmail(profile, emails);
     return {
@@ -175,7 +175,7 @@ export class ProfileService extends AccountsBase {
 
   /** A profile as its simplified view, by id. */
   async simplifiedById(profileId: string): Promise<SimplifiedProfile> {
-    const profile = await this.d.repo.findProfile(profileId);
+    const profile = await this.d.repo.profiles.find(profileId);
     if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
     return this.simplify(profile);
   }
@@ -183,9 +183,9 @@ export class ProfileService extends AccountsBase {
   /** Every profile, for the operator CLI. */
   async listUsers(): Promise<Array<{ id: string; state: ProfileState; emails: string[] }>> {
     const repo = this.d.repo;
-    const profiles = await repo.listProfiles();
+    const profiles = await repo.profiles.list();
     return Promise.all(
-      profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emailsOf(p.id)).map((e) => e.email) })),
+      profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emails.emailsOf(p.id)).map((e) => e.email) })),
     );
   }
 }

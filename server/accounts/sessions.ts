@@ -42,8 +42,8 @@ export class SessionService extends AccountsBase {
     // emails or usernames is typed: no spelling of an account gets a counter of its own.
     const id = normaliseId(input.id);
     const isTilde = id.startsWith('~');
-    const found = await repo.findProfileByIdOrEmail(id);
-    const profile = found?.mergedInto ? await repo.findProfile(found.mergedInto) : found;
+    const found = await repo.profiles.findByIdOrEmail(id);
+    const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
     const accountKey = accountLimitKey(id, profile);
     // Every attempt is counted before the password is checked (so parallel guesses cannot all
     // slip under the limit), and given back when the password was right.
@@ -58,9 +58,9 @@ export class SessionService extends AccountsBase {
     if (!ACTIVE_STATES.has(profile.state)) {
       throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     }
-    const emails = await repo.emailsOf(profile.id);
+    const emails = await repo.emails.emailsOf(profile.id);
     const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
-    await repo.touchLastLogin(profile.id, this.now());
+    await repo.profiles.touchLastLogin(profile.id, this.now());
     return this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS });
   }
 
@@ -89,7 +89,7 @@ export class SessionService extends AccountsBase {
       accessSeconds: opts.accessSeconds,
       expiresAt: now + refreshSeconds * 1000,
     };
-    await repo.insertSession({
+    await repo.sessions.insert({
       ...session,
       refreshHash: hashSecret(refreshToken),
       now,
@@ -120,8 +120,8 @@ export class SessionService extends AccountsBase {
 
   /** Ends every session of a profile: its `tokenVersion` moves on and every session row is closed. */
   async endAllSessions(repo: AccountsRepository, profileId: string, now: number): Promise<void> {
-    await repo.incrementTokenVersion(profileId, now);
-    await repo.revokeOtherSessions(profileId, null, now);
+    await repo.profiles.incrementTokenVersion(profileId, now);
+    await repo.sessions.revokeOthers(profileId, null, now);
   }
 
   /**
@@ -133,7 +133,7 @@ export class SessionService extends AccountsBase {
     const repo = this.d.repo;
     // Every signed-in request comes through here: the session, its profile and the roles take
     // two queries, not four.
-    const found = await repo.findSessionWithProfile({ id: claims.sid });
+    const found = await repo.sessions.findWithProfile({ id: claims.sid });
     const session = found?.session;
     if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw sessionEnded();
     const profile = found.profile;
@@ -141,7 +141,7 @@ export class SessionService extends AccountsBase {
     if (!(await this.#parentLive(session))) throw sessionEnded();
     // A read-only impersonation never lends the target's privileges to the impersonator.
     const privileged = !session.readOnly;
-    const roles = privileged ? await repo.groupsWithMember(profile.id, [SUPER_USERS_GROUP, MODERATORS_GROUP]) : new Set<string>();
+    const roles = privileged ? await repo.groups.groupsWithMember(profile.id, [SUPER_USERS_GROUP, MODERATORS_GROUP]) : new Set<string>();
     return {
       profileId: profile.id,
       sessionId: session.id,
@@ -172,20 +172,20 @@ export class SessionService extends AccountsBase {
     const repo = this.d.repo;
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
-      const found = await repo.findSessionWithProfile({ refreshHash: oldHash });
+      const found = await repo.sessions.findWithProfile({ refreshHash: oldHash });
       if (found) {
         try {
           return { rotated: await this.resumeSession(found.session, oldHash, found.profile) };
         } catch (error) {
           // Lost a race with a simultaneous refresh of the same token: that one rotated it.
-          if (!(await repo.findRotatedRefresh(oldHash))) throw error;
+          if (!(await repo.sessions.findRotatedRefresh(oldHash))) throw error;
         }
       }
       return { accessOnly: await this.#replayed(oldHash) };
     }
     const viewer = credentials.viewer;
     if (!viewer) throw sessionEnded();
-    const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+    const found = await repo.sessions.findWithProfile({ id: viewer.sessionId });
     const profile = await this.#liveSession(found?.session ?? null, found?.profile ?? null);
     return { accessOnly: (await this.#issueAccess(profile, found!.session, viewer.accessExpiresAt)).result };
   }
@@ -194,9 +194,9 @@ export class SessionService extends AccountsBase {
   async #replayed(oldHash: string): Promise<SessionResult> {
     const repo = this.d.repo;
     const now = this.now();
-    const rotated = await repo.findRotatedRefresh(oldHash);
+    const rotated = await repo.sessions.findRotatedRefresh(oldHash);
     if (!rotated) throw sessionEnded();
-    const found = await repo.findSessionWithProfile({ id: rotated.sessionId });
+    const found = await repo.sessions.findWithProfile({ id: rotated.sessionId });
     const session = found?.session ?? null;
     const justBefore = found !== null && session !== null && session.revokedAt === null && safeEqual(rotated.nextHash, found.currentRefreshHash);
     if (justBefore && now - rotated.rotatedAt <= REFRESH_REUSE_GRACE_MS) {
@@ -204,7 +204,7 @@ export class SessionService extends AccountsBase {
       return (await this.#issueAccess(profile, session)).result;
     }
     if (session && session.revokedAt === null) {
-      await repo.revokeSession(session.id, now);
+      await repo.sessions.revoke(session.id, now);
       this.d.logger.warn({ sessionId: session.id, profileId: session.profileId }, 'a rotated-out refresh token was used again: the session is ended');
     }
     throw sessionEnded();
@@ -214,7 +214,7 @@ export class SessionService extends AccountsBase {
   async #liveSession(session: SessionRecord | null, known: ProfileRecord | null | undefined): Promise<ProfileRecord> {
     const now = this.now();
     if (!session || session.revokedAt !== null || session.expiresAt <= now) throw sessionEnded();
-    const profile = known === undefined ? await this.d.repo.findProfile(session.profileId) : known;
+    const profile = known === undefined ? await this.d.repo.profiles.find(session.profileId) : known;
     if (!canHoldSession(profile, session.tokenVersion)) throw sessionEnded();
     if (!(await this.#parentLive(session))) throw sessionEnded();
     return profile;
@@ -239,7 +239,7 @@ export class SessionService extends AccountsBase {
     const live = session as SessionRecord;
     const refreshToken = randomToken();
     const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, live.accessSeconds);
-    const rotated = await repo.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
+    const rotated = await repo.sessions.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
     if (!rotated) throw sessionEnded();
     return this.#issue(profile, live, refreshToken, refreshSeconds);
   }
@@ -251,7 +251,7 @@ export class SessionService extends AccountsBase {
    */
   async holdsRefreshCookie(sessionId: string, refreshToken: string | undefined): Promise<boolean> {
     if (refreshToken === undefined) return false;
-    const found = await this.d.repo.findSessionWithProfile({ id: sessionId });
+    const found = await this.d.repo.sessions.findWithProfile({ id: sessionId });
     return found !== null && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
   }
 
@@ -263,9 +263,9 @@ export class SessionService extends AccountsBase {
     const repo = this.d.repo;
     let current = session;
     while (current.parentSessionId) {
-      const parent = await repo.findSession(current.parentSessionId);
+      const parent = await repo.sessions.find(current.parentSessionId);
       if (!parent || parent.revokedAt !== null || parent.expiresAt <= this.now()) return false;
-      if (!canHoldSession(await repo.findProfile(parent.profileId), parent.tokenVersion)) return false;
+      if (!canHoldSession(await repo.profiles.find(parent.profileId), parent.tokenVersion)) return false;
       current = parent;
     }
     return true;
@@ -278,12 +278,12 @@ export class SessionService extends AccountsBase {
   async logout(credentials: { viewer: Viewer | null; refreshToken?: string | undefined }): Promise<void> {
     const repo = this.d.repo;
     const now = this.now();
-    if (credentials.viewer) await repo.revokeSession(credentials.viewer.sessionId, now);
+    if (credentials.viewer) await repo.sessions.revoke(credentials.viewer.sessionId, now);
     if (credentials.refreshToken) {
       const hash = hashSecret(credentials.refreshToken);
       // A rotated-out token names its session too: logging out with it ends that session.
-      const sessionId = (await repo.findSessionByRefreshHash(hash))?.id ?? (await repo.findRotatedRefresh(hash))?.sessionId;
-      if (sessionId) await repo.revokeSession(sessionId, now);
+      const sessionId = (await repo.sessions.findByRefreshHash(hash))?.id ?? (await repo.sessions.findRotatedRefresh(hash))?.sessionId;
+      if (sessionId) await repo.sessions.revoke(sessionId, now);
     }
   }
 
@@ -296,18 +296,18 @@ export class SessionService extends AccountsBase {
     const now = this.now();
     const newRefresh = randomToken();
     const { profile, session, rotated } = await this.d.repo.transaction(async (repo) => {
-      const version = await repo.incrementTokenVersion(viewer.profileId, now);
-      await repo.revokeOtherSessions(viewer.profileId, viewer.sessionId, now);
-      await repo.revokeImpersonationsFrom(viewer.profileId, now);
-      await repo.setSessionVersion(viewer.sessionId, version);
-      const found = await repo.findSessionWithProfile({ id: viewer.sessionId });
+      const version = await repo.profiles.incrementTokenVersion(viewer.profileId, now);
+      await repo.sessions.revokeOthers(viewer.profileId, viewer.sessionId, now);
+      await repo.sessions.revokeImpersonationsFrom(viewer.profileId, now);
+      await repo.sessions.setVersion(viewer.sessionId, version);
+      const found = await repo.sessions.findWithProfile({ id: viewer.sessionId });
       if (!found?.profile) throw sessionEnded();
       // Only the holder of this session's refresh cookie gets a new one: a caller with nothing
       // but an access token (perhaps a stolen one) gets a new access token and no refresh token.
       const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
       if (holdsCookie) {
         const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, found.session.accessSeconds);
-        await repo.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
+        await repo.sessions.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
       }
       return { profile: found.profile, session: found.session, rotated: holdsCookie };
     });

@@ -12,7 +12,7 @@ export class SignInView implements AccountsForSignIn {
   }
 
   async profileForSignIn(profileId: string): Promise<SignInProfile | null> {
-    const profile = await this.#repo.findProfile(profileId);
+    const profile = await this.#repo.profiles.find(profileId);
     return profile && { id: profile.id, state: profile.state, ddate: profile.ddate, tokenVersion: profile.tokenVersion };
   }
 
@@ -20,14 +20,14 @@ export class SignInView implements AccountsForSignIn {
   async claimsOf(profileId: string, scopes: readonly OidcScope[]): Promise<PersonClaims> {
     const claims: PersonClaims = {};
     if (!scopes.includes('profile') && !scopes.includes('email')) return claims;
-    const profile = await this.#repo.findProfile(profileId);
+    const profile = await this.#repo.profiles.find(profileId);
     if (!profile) return claims;
     if (scopes.includes('profile')) {
       const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
       claims.name = name?.fullname || [name?.first, name?.middle, name?.last].filter(Boolean).join(' ') || profile.id;
     }
     if (scopes.includes('email')) {
-      const emails = await this.#repo.emailsOf(profile.id);
+      const emails = await this.#repo.emails.emailsOf(profile.id);
       const email = preferredEmail(profile, emails);
       if (email) {
         claims.email = email;

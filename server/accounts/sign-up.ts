@@ -27,7 +27,7 @@ export class SignUpService extends AccountsBase {
   /** The next free `~First_Last<N>` for a name. */
   async nextUsername(name: NameInput, repo = this.d.repo): Promise<string> {
     const base = tildeBase(name);
-    return `${base}${smallestFreeNumber(await repo.usedNumbers(base))}`;
+    return `${base}${smallestFreeNumber(await repo.emails.usedNumbers(base))}`;
   }
 
   /**
@@ -37,7 +37,7 @@ export class SignUpService extends AccountsBase {
   async createUser(user: NewUser): Promise<string> {
     const passwordHash = await this.d.hasher.hash(user.password);
     return this.d.repo.transaction(async (repo) => {
-      if (await repo.emailExists(user.email)) {
+      if (await repo.emails.emailExists(user.email)) {
         throw new AppError('ValidationError', `The email ${user.email} is already in use`, { path: 'email' });
       }
       return this.#insertUser(repo, user, passwordHash);
@@ -48,7 +48,7 @@ export class SignUpService extends AccountsBase {
     const now = this.now();
     const name = user.name ?? { fullname: user.fullname };
     const base = tildeBase(name, user.name ? 'name/' : '');
-    const number = smallestFreeNumber(await repo.usedNumbers(base));
+    const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
     const id = `${base}${number}`;
     const parts = user.name ?? splitFullname(user.fullname ?? '');
     const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
@@ -56,15 +56,15 @@ export class SignUpService extends AccountsBase {
       names: [{ first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true }],
     };
     const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
-    await repo.insertProfile({ id, state: user.state, passwordHash, content, pastStates, now });
-    await repo.addUsername(id, base, number);
-    await repo.addEmail(id, user.email, user.state !== 'Inactive', now);
-    await repo.upsertGroup(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
-    await repo.linkEmailGroups(id, user.email, now);
+    await repo.profiles.insert({ id, state: user.state, passwordHash, content, pastStates, now });
+    await repo.emails.addUsername(id, base, number);
+    await repo.emails.addEmail(id, user.email, user.state !== 'Inactive', now);
+    await repo.groups.upsert(id, { readers: [id], writers: [id], signatures: [id], signatories: [id] }, [], now);
+    await repo.groups.linkEmailGroups(id, user.email, now);
     if (user.role) {
       const group = user.role === 'superuser' ? SUPER_USERS_GROUP : MODERATORS_GROUP;
-      await repo.upsertGroup(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
-      await repo.addMember(group, id);
+      await repo.groups.upsert(group, { readers: [SUPER_USERS_GROUP], writers: [SUPER_USERS_GROUP] }, [], now);
+      await repo.groups.addMember(group, id);
     }
     return id;
   }
@@ -85,10 +85,10 @@ export class SignUpService extends AccountsBase {
     const name = input.name ?? { fullname: input.fullname };
     const passwordHash = await this.d.hasher.hash(input.password, addressKey(origin.address));
     const outcome = await this.d.repo.transaction(async (repo) => {
-      if (await repo.emailExists(email)) {
+      if (await repo.emails.emailExists(email)) {
         const base = tildeBase(name, input.name ? 'name/' : '');
-        const number = smallestFreeNumber(await repo.usedNumbers(base));
-        await repo.reserveUsername(base, number, this.now());
+        const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
+        await repo.emails.reserveUsername(base, number, this.now());
         return { id: `${base}${number}`, taken: true };
       }
       return { id: await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash), taken: false };

@@ -26,7 +26,7 @@ afterAll(async () => {
 /** A group with an `impersonators` list and members, as a venue would have. */
 async function group(id: string, members: string[], impersonators: string[]) {
   const repo = (await import('../../server/accounts/repository.ts')).AccountsRepository;
-  await new repo(server.service.db).upsertGroup(id, { readers: ['everyone'], impersonators }, members, Date.now());
+  await new repo(server.service.db).groups.upsert(id, { readers: ['everyone'], impersonators }, members, Date.now());
 }
 
 /** A client carrying only a bearer token. */

@@ -49,7 +49,7 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
       const user = (fullname: string, role?: 'superuser') =>
         services.signUp.createUser({ email: `${fullname.replace(/ /g, '.').toLowerCase()}@bench.example`, password: PASSWORD, fullname, state: 'Active', role });
       const session = async (id: string) => {
-        const profile = await repo.findProfile(id);
+        const profile = await repo.profiles.find(id);
         if (!profile) throw new Error(`no profile ${id}`);
         // Six hours: longer than any run, so no token expires mid-measurement.
         return services.sessions.issueSession(profile, { loginEmail: id, accessSeconds: 6 * 60 * 60 });

@@ -25,7 +25,7 @@ describe('impersonation sessions', () => {
     const moderator = await createActiveUser(server, { role: 'moderator' });
     const other = await createActiveUser(server);
     const { AccountsRepository } = await import('../../server/accounts/repository.ts');
-    await new AccountsRepository(server.service.db).upsertGroup(moderator.id, { impersonators: [organiser.id] }, [moderator.email], Date.now());
+    await new AccountsRepository(server.service.db).groups.upsert(moderator.id, { impersonators: [organiser.id] }, [moderator.email], Date.now());
     const { token } = await loggedIn(server, organiser.email);
     const imp = bearer((await bearer(token).post('/impersonate', { groupId: moderator.id })).body.token);
     const seen = await imp.get(`/profiles?id=${encodeURIComponent(other.id)}`);

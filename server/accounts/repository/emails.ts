@@ -1,0 +1,119 @@
+import type { Knex } from 'knex';
+import { normaliseEmail } from '../ids.ts';
+
+export interface EmailRecord {
+  email: string;
+  confirmed: boolean;
+}
+
+/**
+ * SQL for `profile_emails`, `profile_usernames` and `reserved_usernames`: the addresses and
+ * tilde usernames a profile is known by. Given its Knex (or a transaction).
+ */
+export class EmailsRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  async addEmail(profileId: string, email: string, confirmed: boolean, now: number): Promise<void> {
+    await this.#db('profile_emails').insert({ email: normaliseEmail(email), profile_id: profileId, confirmed, created_at: now });
+  }
+
+  async emailsOf(profileId: string): Promise<EmailRecord[]> {
+    const rows = await this.#db('profile_emails').where({ profile_id: profileId }).orderBy('created_at').orderBy('email');
+    return rows.map((row: { email: string; confirmed: unknown }) => ({ email: row.email, confirmed: Boolean(row.confirmed) }));
+  }
+
+  async findEmail(email: string): Promise<{ email: string; profileId: string; confirmed: boolean } | null> {
+    const row = await this.#db('profile_emails').where({ email: normaliseEmail(email) }).first();
+    return row ? { email: row.email, profileId: row.profile_id, confirmed: Boolean(row.confirmed) } : null;
+  }
+
+  async confirmEmail(profileId: string, email: string): Promise<void> {
+    await this.#db('profile_emails').where({ email: normaliseEmail(email), profile_id: profileId }).update({ confirmed: true });
+  }
+
+  /** Moves every email and username of one profile to another (a merge). */
+  async moveEmailsAndUsernames(from: string, to: string): Promise<void> {
+    await this.#db('profile_emails').where({ profile_id: from }).update({ profile_id: to });
+    await this.#db('profile_usernames').where({ profile_id: from }).update({ profile_id: to });
+  }
+
+  async emailExists(email: string): Promise<boolean> {
+    return (await this.#db('profile_emails').where({ email: normaliseEmail(email) }).first('email')) !== undefined;
+  }
+
+  async addUsername(profileId: string, base: string, number: number): Promise<string> {
+    const username = `${base}${number}`;
+    await this.#db('profile_usernames').insert({ username, base, number, profile_id: profileId });
+    return username;
+  }
+
+  async usernamesOf(profileId: string): Promise<string[]> {
+    const rows = await this.#db('profile_usernames').where({ profile_id: profileId }).orderBy('username');
+    return rows.map((row: { username: string }) => row.username);
+  }
+
+  /**
+   * A profile's emails (in `emailsOf`'s order) and usernames (in `usernamesOf`'s) in one query:
+   * every answer that carries a session shows both.
+   */
+  async emailsAndUsernamesOf(profileId: string): Promise<{ emails: EmailRecord[]; usernames: string[] }> {
+    const rows: Array<{ kind: string; value: string; confirmed: unknown }> = await this.#db('profile_emails')
+      .where({ profile_id: profileId })
+      .select(this.#db.raw("'email' as kind"), 'email as value', 'confirmed', 'created_at as sort')
+      .unionAll((usernames) =>
+        usernames
+          .from('profile_usernames')
+          .where({ profile_id: profileId })
+          .select(this.#db.raw("'username' as kind"), 'username as value', this.#db.raw('null as confirmed'), this.#db.raw('0 as sort')),
+      )
+      .orderBy(['kind', 'sort', 'value']);
+    return {
+      emails: rows.filter((row) => row.kind === 'email').map((row) => ({ email: row.value, confirmed: Boolean(row.confirmed) })),
+      usernames: rows.filter((row) => row.kind === 'username').map((row) => row.value),
+    };
+  }
+
+  /** Numbers taken for a username base: by any profile (merged ones included), or reserved. */
+  async usedNumbers(base: string): Promise<number[]> {
+    const rows = await this.#db('profile_usernames')
+      .where({ base })
+      .select('number')
+      .unionAll((reserved) => reserved.from('reserved_usernames').where({ base }).select('number'));
+    return rows.map((row: { number: number }) => Number(row.number));
+  }
+
+  /**
+   * Takes a tilde number without a profile: a sign-up with an address already in use does, as
+   * a real sign-up would, so the next number shown does not tell whether the address was taken.
+   */
+  async reserveUsername(base: string, number: number, now: number): Promise<void> {
+    await this.#db('reserved_usernames').insert({ username: `${base}${number}`, base, number, created_at: now }).onConflict('username').ignore();
+  }
+
+  /**
+   * The profiles holding a username whose base (`~Ada_Lovelace`) is `base`, or starts with it,
+   * ignoring case; at most `limit`, by profile id. LIKE's wildcards in `base` are taken literally.
+   */
+  async profileIdsByUsernameBase(base: string, match: 'exact' | 'prefix', limit: number): Promise<string[]> {
+    const pattern = base.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`) + (match === 'prefix' ? '%' : '');
+    return this.#db('profile_usernames')
+      .whereRaw(`lower(base) like ? escape '\\'`, [pattern])
+      .distinct('profile_id')
+      .orderBy('profile_id')
+      .limit(limit)
+      .pluck('profile_id');
+  }
+
+  /** Which profile holds each of these addresses (confirmed ones only, when asked). */
+  async holdersOfEmails(emails: readonly string[], confirmedOnly: boolean): Promise<Array<{ email: string; profileId: string }>> {
+    if (emails.length === 0) return [];
+    const q = this.#db('profile_emails').whereIn('email', emails.map(normaliseEmail)).select('email', 'profile_id');
+    if (confirmedOnly) q.where('confirmed', true);
+    const rows: Array<{ email: string; profile_id: string }> = await q;
+    return rows.map((row) => ({ email: row.email, profileId: row.profile_id }));
+  }
+}

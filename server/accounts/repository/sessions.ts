@@ -1,0 +1,167 @@
+import type { Knex } from 'knex';
+import { fromJson as json } from '../../../db/json.ts';
+import type { Impersonator } from '../../../shared/index.ts';
+import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
+
+export interface SessionRecord {
+  id: string;
+  profileId: string;
+  loginEmail: string;
+  tokenVersion: number;
+  accessSeconds: number;
+  /** When the person signed in (the session's start): an OIDC `auth_time`. */
+  createdAt: number;
+  expiresAt: number;
+  revokedAt: number | null;
+  /** On an impersonation session: who is acting (the spec's Impersonator). */
+  impersonator: Impersonator | null;
+  /** On an impersonation session: the impersonator's own session, to return to. */
+  parentSessionId: string | null;
+  /** On an impersonation session by anyone but a super user: no data may be changed. */
+  readOnly: boolean;
+}
+
+interface SessionRow {
+  id: string;
+  profile_id: string;
+  login_email: string;
+  refresh_hash: string;
+  token_version: number;
+  access_seconds: number;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+  impersonator: string | null;
+  parent_session_id: string | null;
+  read_only: unknown;
+}
+
+function toSession(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    profileId: row.profile_id,
+    loginEmail: row.login_email,
+    tokenVersion: Number(row.token_version),
+    accessSeconds: Number(row.access_seconds),
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    impersonator: row.impersonator === null ? null : json<Impersonator>(row.impersonator),
+    parentSessionId: row.parent_session_id,
+    readOnly: Boolean(row.read_only),
+  };
+}
+
+/** SQL for `sessions` and `session_refresh_history` (the refresh tokens rotated out). Given its Knex (or a transaction). */
+export class SessionsRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  async insert(session: {
+    id: string;
+    profileId: string;
+    loginEmail: string;
+    refreshHash: string;
+    tokenVersion: number;
+    accessSeconds: number;
+    now: number;
+    expiresAt: number;
+    impersonator?: Impersonator;
+    parentSessionId?: string;
+    readOnly?: boolean;
+  }): Promise<void> {
+    await this.#db('sessions').insert({
+      impersonator: session.impersonator ? JSON.stringify(session.impersonator) : null,
+      parent_session_id: session.parentSessionId ?? null,
+      read_only: session.readOnly ?? false,
+      id: session.id,
+      profile_id: session.profileId,
+      login_email: session.loginEmail,
+      refresh_hash: session.refreshHash,
+      token_version: session.tokenVersion,
+      access_seconds: session.accessSeconds,
+      created_at: session.now,
+      expires_at: session.expiresAt,
+    });
+  }
+
+  async find(id: string): Promise<SessionRecord | null> {
+    const row = await this.#db<SessionRow>('sessions').where({ id }).first();
+    return row ? toSession(row) : null;
+  }
+
+  async findByRefreshHash(refreshHash: string): Promise<SessionRecord | null> {
+    const row = await this.#db<SessionRow>('sessions').where({ refresh_hash: refreshHash }).first();
+    return row ? toSession(row) : null;
+  }
+
+  /**
+   * A session and its profile (null when the profile is gone) in one query, by session id or by
+   * refresh-token hash: every signed-in request and every refresh needs both.
+   */
+  async findWithProfile(
+    by: { id: string } | { refreshHash: string },
+  ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string } | null> {
+    const row = (await this.#db('sessions')
+      .leftJoin('profiles', 'profiles.id', 'sessions.profile_id')
+      .where('id' in by ? { 'sessions.id': by.id } : { 'sessions.refresh_hash': by.refreshHash })
+      .first('sessions.*', ...JOINED_PROFILE)) as (SessionRow & Record<string, unknown>) | undefined;
+    return row ? { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash } : null;
+  }
+
+  /**
+   * Gives a live session a new refresh token. With `oldHash`, only if the session still has
+   * that one: when two requests race with the same refresh token, exactly one wins. The token
+   * rotated out is kept (with the one that replaced it), so presenting it again is recognised
+   * as reuse; kept ones older than `keepMs` are let go.
+   */
+  async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null, now: number, keepMs = 90 * 24 * 60 * 60 * 1000): Promise<boolean> {
+    return this.#db.transaction(async (trx) => {
+      const row = await trx('sessions').where({ id }).whereNull('revoked_at').first('refresh_hash');
+      if (!row || (oldHash !== null && row.refresh_hash !== oldHash)) return false;
+      const changed = await trx('sessions')
+        .where({ id, refresh_hash: row.refresh_hash })
+        .whereNull('revoked_at')
+        .update({ refresh_hash: newHash, expires_at: expiresAt });
+      if (changed !== 1) return false;
+      await trx('session_refresh_history').where({ session_id: id }).where('rotated_at', '<', now - keepMs).delete();
+      await trx('session_refresh_history')
+        .insert({ refresh_hash: row.refresh_hash, session_id: id, next_hash: newHash, rotated_at: now })
+        .onConflict('refresh_hash')
+        .ignore();
+      return true;
+    });
+  }
+
+  /** A refresh token some session has rotated out: which session, what replaced it, and when. */
+  async findRotatedRefresh(refreshHash: string): Promise<{ sessionId: string; nextHash: string; rotatedAt: number } | null> {
+    const row = await this.#db('session_refresh_history').where({ refresh_hash: refreshHash }).first();
+    return row ? { sessionId: row.session_id, nextHash: row.next_hash, rotatedAt: Number(row.rotated_at) } : null;
+  }
+
+  async setVersion(id: string, tokenVersion: number): Promise<void> {
+    await this.#db('sessions').where({ id }).update({ token_version: tokenVersion });
+  }
+
+  async revoke(id: string, now: number): Promise<void> {
+    await this.#db('sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
+  }
+
+  /** Ends the impersonation sessions opened from any session of a profile. */
+  async revokeImpersonationsFrom(profileId: string, now: number): Promise<void> {
+    await this.#db('sessions')
+      .whereIn('parent_session_id', this.#db('sessions').where({ profile_id: profileId }).select('id'))
+      .whereNull('revoked_at')
+      .update({ revoked_at: now });
+  }
+
+  /** Ends every session of a profile but one (`keep`, which may be null to end them all). */
+  async revokeOthers(profileId: string, keep: string | null, now: number): Promise<void> {
+    const query = this.#db('sessions').where({ profile_id: profileId }).whereNull('revoked_at');
+    if (keep) query.whereNot({ id: keep });
+    await query.update({ revoked_at: now });
+  }
+}
