@@ -95,7 +95,8 @@ export class AttachmentsService {
   readonly #store: FileStore;
   /**
    * How many requests are saving a chunk of each upload right now, in this process (the service
-   * runs as one). The last chunks of an upload sent together wait for each other's answer.
+   * runs as one), by person and `clientUploadId`. The last chunks of an upload sent together
+   * wait for each other's answer.
    */
   readonly #receiving = new Map<string, { count: number; idle: Array<() => void> }>();
   readonly #venues: VenueView;
@@ -252,6 +253,12 @@ export class AttachmentsService {
         throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
       }
       const repo = this.#repo;
+      // Counted from the moment its body is in, before the checks that read the database: a
+      // chunk sent together with the last one is then waited for even if it is still being
+      // checked when the other completes the set.
+      const key = receivingKey(viewer.profileId, fields.clientUploadId);
+      this.#enter(key);
+      counted = key;
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
       await this.#notes.requireInvitee(invitation, viewer);
       const now = this.#now();
@@ -301,15 +308,13 @@ export class AttachmentsService {
         await this.#discard(upload);
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
-      this.#enter(upload.id);
-      counted = upload.id;
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
-      if ('url' in answer || (this.#receiving.get(upload.id)?.count ?? 0) <= 1) return answer;
+      if ('url' in answer || (this.#receiving.get(key)?.count ?? 0) <= 1) return answer;
       // Other chunks of this upload are being saved alongside this one: answer as of after them,
       // so the last chunks sent together all answer the URL (one of them assembles the file).
-      this.#leave(upload.id);
+      this.#leave(key);
       counted = null;
-      await this.#othersSaved(upload.id);
+      await this.#othersSaved(key);
       const current = await repo.findUpload(upload.id);
       if (current?.status === 'done' && current.url) return { url: current.url };
       return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
@@ -319,24 +324,24 @@ export class AttachmentsService {
     }
   }
 
-  #enter(uploadId: string): void {
-    const entry = this.#receiving.get(uploadId);
+  #enter(key: string): void {
+    const entry = this.#receiving.get(key);
     if (entry) entry.count += 1;
-    else this.#receiving.set(uploadId, { count: 1, idle: [] });
+    else this.#receiving.set(key, { count: 1, idle: [] });
   }
 
-  #leave(uploadId: string): void {
-    const entry = this.#receiving.get(uploadId);
+  #leave(key: string): void {
+    const entry = this.#receiving.get(key);
     if (!entry) return;
     entry.count -= 1;
     if (entry.count > 0) return;
-    this.#receiving.delete(uploadId);
+    this.#receiving.delete(key);
     for (const wake of entry.idle) wake();
   }
 
   /** Waits until no other request of this process is saving a chunk of this upload. */
-  async #othersSaved(uploadId: string): Promise<void> {
-    const entry = this.#receiving.get(uploadId);
+  async #othersSaved(key: string): Promise<void> {
+    const entry = this.#receiving.get(key);
     if (entry) await new Promise<void>((resolve) => entry.idle.push(resolve));
   }
 
@@ -556,4 +561,9 @@ export class AttachmentsService {
     const params = new URLSearchParams(query);
     return { leftNote, rightNote, viewerUrl: `${this.#config.baseUrl}/pdf/compare/view?${params.toString()}` };
   }
+}
+
+/** The key of one person's upload among the chunks being saved: `clientUploadId` is theirs alone. */
+function receivingKey(profileId: string, clientUploadId: string): string {
+  return `${profileId}\n${clientUploadId}`;
 }
