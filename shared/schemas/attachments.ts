@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NonEmptyString } from './common.ts';
+import { idList, NonEmptyString } from './common.ts';
 
 /** An attachment field name: 1 to 80 letters, digits, `_` or `-`, not starting with `-`. */
 export const AttachmentName = z
@@ -45,15 +45,8 @@ export const PdfCompareQuery = z.strictObject({
 });
 export type PdfCompareQuery = z.infer<typeof PdfCompareQuery>;
 
-/**
- * Several notes' ids in a query, as the real platform's clients send them: the key repeated
- * (`ids=a&ids=b`, the web client) or one comma-joined value (`ids=a,b`, the Python client), or
- * both. The same id twice is one id; 1 to 50 ids in all.
- */
-export const NoteIdList = z
-  .union([z.string(), z.array(z.string())])
-  .transform((given) => [...new Set((Array.isArray(given) ? given : [given]).flatMap((value) => value.split(',')).map((id) => id.trim()))])
-  .pipe(z.array(NonEmptyString.max(40)).min(1).max(50, { message: 'At most 50 ids' }));
+/** Several notes' ids (`ids=`), repeated or comma-joined: see `idList`. */
+export const NoteIdList = idList(NonEmptyString.max(40), 50);
 
 /** `GET /attachment` and `GET /pdf`: one note (`id`) or several (`ids`, up to 50, answered as a zip). */
 export const AttachmentQuery = z

@@ -26,3 +26,15 @@ export const QueryBoolean = z.union([z.boolean(), z.enum(['true', 'false']).tran
 export function queryInt(min: number, max: number) {
   return z.union([z.int(), z.string().regex(/^\d{1,16}$/, { message: 'Must be a whole number' }).transform(Number)]).pipe(z.int().min(min).max(max));
 }
+
+/**
+ * Ids in a query string, as the real platform's clients send them: the key repeated
+ * (`ids=a&ids=b`, the web client) or one comma-joined value (`ids=a,b`, the Python client), or
+ * both. The same id twice is one id; 1 to `max` ids in all, each checked by `item`.
+ */
+export function idList(item: z.ZodType<string, string>, max: number) {
+  return z
+    .union([z.string(), z.array(z.string())])
+    .transform((given) => [...new Set((Array.isArray(given) ? given : [given]).flatMap((value) => value.split(',')).map((id) => id.trim()))])
+    .pipe(z.array(item).min(1).max(max, { message: `At most ${max} ids` }));
+}

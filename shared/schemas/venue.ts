@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FormDefinition } from '../forms.ts';
-import { NonEmptyString, QueryBoolean, queryInt, StringList, Timestamp } from './common.ts';
+import { idList, NonEmptyString, QueryBoolean, queryInt, StringList, Timestamp } from './common.ts';
 import { Group } from './group.ts';
 import { AttachmentName } from './attachments.ts';
 import { ProfileState } from './profile.ts';
@@ -162,31 +162,33 @@ const CONTENT_FILTER = /^content\.[A-Za-z0-9_]{1,80}$/;
  * sorted by id. `details` and `count` are accepted and change nothing (`count` is always
  * answered). `trash=true` adds deleted notes the caller could write.
  */
+const notesQueryFields = {
+  id: NoteId.optional(),
+  invitation: EntityId.optional(),
+  forum: NoteId.optional(),
+  replyto: NoteId.optional(),
+  domain: EntityId.optional(),
+  number: queryInt(1, 1_000_000_000).optional(),
+  'content.authorids': z.string().min(1).max(300).optional(),
+  /** Notes signed by this id (`signatures` may be repeated: signed by any of them). */
+  signature: z.string().min(1).max(300).optional(),
+  signatures: z.union([z.string().min(1).max(300), z.array(z.string().min(1).max(300)).min(1).max(100)]).optional(),
+  /** Notes created at or after this time (ms). */
+  mintcdate: queryInt(0, 9_999_999_999_999).optional(),
+  details: z.string().max(300).optional(),
+  stream: QueryBoolean.optional(),
+  count: QueryBoolean.optional(),
+  trash: QueryBoolean.optional(),
+  sort: NotesSort.optional(),
+  limit: queryInt(1, 1000).optional(),
+  offset: queryInt(0, 1_000_000_000).optional(),
+  after: NoteId.optional(),
+};
+
 export const NotesQuery = z
-  .looseObject({
-    id: NoteId.optional(),
-    invitation: EntityId.optional(),
-    forum: NoteId.optional(),
-    replyto: NoteId.optional(),
-    domain: EntityId.optional(),
-    number: queryInt(1, 1_000_000_000).optional(),
-    'content.authorids': z.string().min(1).max(300).optional(),
-    /** Notes signed by this id (`signatures` may be repeated: signed by any of them). */
-    signature: z.string().min(1).max(300).optional(),
-    signatures: z.union([z.string().min(1).max(300), z.array(z.string().min(1).max(300)).min(1).max(100)]).optional(),
-    /** Notes created at or after this time (ms). */
-    mintcdate: queryInt(0, 9_999_999_999_999).optional(),
-    details: z.string().max(300).optional(),
-    stream: QueryBoolean.optional(),
-    count: QueryBoolean.optional(),
-    trash: QueryBoolean.optional(),
-    sort: NotesSort.optional(),
-    limit: queryInt(1, 1000).optional(),
-    offset: queryInt(0, 1_000_000_000).optional(),
-    after: NoteId.optional(),
-  })
+  .looseObject(notesQueryFields)
   .superRefine((query, ctx) => {
-    const known = new Set(['id', 'invitation', 'forum', 'replyto', 'domain', 'number', 'signature', 'signatures', 'mintcdate', 'details', 'stream', 'count', 'trash', 'sort', 'limit', 'offset', 'after']);
+    const known = new Set(Object.keys(notesQueryFields));
     for (const [key, value] of Object.entries(query)) {
       if (known.has(key)) continue;
       if (!CONTENT_FILTER.test(key)) {
@@ -297,11 +299,8 @@ export type PostedNoteEdit = z.infer<typeof PostedNoteEdit>;
 
 export const VenueQuery = z.strictObject({ venueId: EntityId });
 
-/** Ids joined by commas (`ids=a,b`, as the Python client sends them), or repeated. */
-const EntityIdList = z
-  .union([z.string(), z.array(z.string())])
-  .transform((given) => [...new Set((Array.isArray(given) ? given : [given]).flatMap((value) => value.split(',')).map((id) => id.trim()))])
-  .pipe(z.array(EntityId).min(1).max(100));
+/** Venue or invitation ids (`ids=`, `invitations=`), repeated or comma-joined: see `idList`. */
+const EntityIdList = idList(EntityId, 100);
 
 /**
  * `GET /venues`: venues by id, by ids, or by the invitations they own (`invitations=a,b`);
@@ -341,7 +340,7 @@ export type GroupsQuery = z.infer<typeof GroupsQuery>;
 export const GroupsResult = z.strictObject({ groups: z.array(Group), count: z.int().min(0) });
 
 /** `GET /logs/process?id=`: an edit's processing, as the real platform's clients wait for it. */
-export const ProcessLogsQuery = z.strictObject({ id: z.string().regex(/^\d{1,15}$/, { message: 'An edit id is a number' }) });
+export const ProcessLogsQuery = z.strictObject({ id: EditId });
 export const ProcessLogsResult = z.strictObject({
   logs: z.array(z.strictObject({ id: z.string(), status: z.literal('ok'), invitation: z.string(), cdate: Timestamp })),
 });

@@ -3,7 +3,7 @@ import { TestClock } from '../helpers/clock.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
-import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, VENUE, venueWithAuthor } from './helpers.ts';
+import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, VENUE, venueWithAuthor } from './helpers.ts';
 
 let server: TestServer;
 let author: Client;
@@ -143,8 +143,7 @@ describe('reading files back', () => {
 
   beforeAll(async () => {
     data = pdfBytes(100_000);
-    const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data });
-    noteId = (await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) })).body.id;
+    noteId = (await submitPaper(author, authorId, data)).note.body.id;
   });
 
   it('serves ranges, and answers 304 to a matching ETag', async () => {

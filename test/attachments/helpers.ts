@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Client } from '../helpers/http.ts';
+import { Client, sendMultipart, type Reply } from '../helpers/http.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
@@ -53,6 +53,16 @@ export function submissionContent(authorId: string, pdf: string) {
     abstract: { value: 'About uploads.' },
     pdf: { value: pdf },
   };
+}
+
+/**
+ * An author's paper as the clients submit one: the PDF uploaded with `PUT /attachment`, then a
+ * note of the submission invitation holding its URL. Answers the URL and the note's answer.
+ */
+export async function submitPaper(author: Client, authorId: string, data: Uint8Array): Promise<{ url: string; note: Reply<any> }> {
+  const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data });
+  const note = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) });
+  return { url: body.url, note };
 }
 
 export { Client };

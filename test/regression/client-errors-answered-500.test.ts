@@ -9,8 +9,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pdfBytes, SUBMISSION, submissionContent, venueWithAuthor } from '../attachments/helpers.ts';
-import { sendMultipart } from '../helpers/http.ts';
+import { pdfBytes, submitPaper, venueWithAuthor } from '../attachments/helpers.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -112,12 +111,11 @@ describe('malformed requests are 4xx, never 500', () => {
 describe('a download with a condition the file does not meet', () => {
   it('If-Match or If-Unmodified-Since that fails is a 400, not a 500', async () => {
     const { author, authorId } = await venueWithAuthor(server);
-    const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data: pdfBytes(3000) });
-    const note = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) });
+    const { url, note } = await submitPaper(author, authorId, pdfBytes(3000));
     const cookie = [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ');
     const conditions: Array<Record<string, string>> = [{ 'if-match': '"not-this-file"' }, { 'if-unmodified-since': 'Mon, 01 Jan 1990 00:00:00 GMT' }];
     for (const condition of conditions) {
-      for (const path of [body.url, `/pdf?id=${note.body.id}`, `/attachment?id=${note.body.id}&name=pdf`]) {
+      for (const path of [url, `/pdf?id=${note.body.id}`, `/attachment?id=${note.body.id}&name=pdf`]) {
         expectErrorBody(await send('GET', path, { cookie, ...condition }), 400);
       }
     }

@@ -4,8 +4,7 @@
  * sending. Duplicates are merged: each note's file is in the zip once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pdfBytes, SUBMISSION, submissionContent, venueWithAuthor, type Client } from '../attachments/helpers.ts';
-import { sendMultipart } from '../helpers/http.ts';
+import { pdfBytes, submitPaper, venueWithAuthor, type Client } from '../attachments/helpers.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -26,8 +25,7 @@ function entries(zip: Buffer): number {
 }
 
 async function note(): Promise<string> {
-  const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data: pdfBytes(4000) });
-  return (await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) })).body.id;
+  return (await submitPaper(author, authorId, pdfBytes(4000))).note.body.id;
 }
 
 describe('ids= with the same id many times', () => {

@@ -4,7 +4,7 @@
  * Only a form's file fields are indexed and served now.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pdfBytes, sha1, SUBMISSION, submissionContent, venueWithAuthor } from '../attachments/helpers.ts';
+import { pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, venueWithAuthor } from '../attachments/helpers.ts';
 import { sendMultipart, type Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -23,8 +23,8 @@ afterAll(async () => {
 describe('a file URL typed into a text field', () => {
   it('gives no right to read the file', async () => {
     const data = pdfBytes(3000);
-    const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data });
-    await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) });
+    const { url } = await submitPaper(author, authorId, data);
+    const body = { url };
 
     const eve = await createActiveUser(server);
     const eveClient = (await loggedIn(server, eve.email)).client;

@@ -5,8 +5,8 @@
  * it here, and so that it was submitted. Both now answer the same 404.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pdfBytes, sha1, SUBMISSION, submissionContent, venueWithAuthor } from '../attachments/helpers.ts';
-import { Client, sendMultipart } from '../helpers/http.ts';
+import { pdfBytes, sha1, submitPaper, venueWithAuthor } from '../attachments/helpers.ts';
+import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 
@@ -23,8 +23,9 @@ afterAll(() => server.close());
 describe('GET /pdf/{id}', () => {
   it('answers a PDF one may not read exactly as one that does not exist', async () => {
     const data = pdfBytes(3000);
-    const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data });
-    expect((await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) })).status).toBe(200);
+    const { url, note } = await submitPaper(author, authorId, data);
+    const body = { url };
+    expect(note.status).toBe(200);
     expect((await author.get(body.url)).status).toBe(200);
 
     const stranger = (await loggedIn(server, (await createActiveUser(server)).email)).client;

@@ -3,8 +3,8 @@
  * past its end was a 500. It is a 416 with the spec's Error body.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pdfBytes, SUBMISSION, submissionContent, venueWithAuthor } from '../attachments/helpers.ts';
-import { sendMultipart, type Client } from '../helpers/http.ts';
+import { pdfBytes, submitPaper, venueWithAuthor } from '../attachments/helpers.ts';
+import type { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { cookieOf } from './helpers.ts';
 
@@ -22,8 +22,7 @@ afterAll(async () => {
 describe('reading back', () => {
   it('an unsatisfiable range is a 416 Error body, not a 500', async () => {
     const data = pdfBytes(1000);
-    const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data });
-    const note = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) });
+    const { note } = await submitPaper(author, authorId, data);
     const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieOf(author), range: 'bytes=999999-' } });
     expect(res.status).toBe(416);
     expect(await res.json()).toMatchObject({ status: 416, name: 'RangeNotSatisfiableError' });
