@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Every HTTP answer a test receives is checked against the API document.
     setupFiles: ['test/setup/validate-responses.ts'],
+    // A run on PostgreSQL drops the databases its tests left behind.
+    globalSetup: ['test/setup/drop-test-databases.ts'],
     // Each test file starts its own server on its own SQLite file: files run in parallel,
     // bounded to the two cores of the machines this runs on.
     pool: 'forks',

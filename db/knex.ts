@@ -1,185 +1,41 @@
-import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import knex, { type Knex } from 'knex';
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type sqlite3 from 'sqlite3';
+import { RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { migrations } from './migrations/index.ts';
+import { advisoryKey, isPostgres, postgresConfig, retryingSerializable } from './postgres.ts';
+import { sqliteConfig } from './sqlite.ts';
 
 export type Db = Knex;
 
+/** Where the data lives: a PostgreSQL database when `databaseUrl` is set, else SQLite in `dataDir`. */
+export interface DatabaseLocation {
+  dataDir: string;
+  databaseUrl?: string | undefined;
+}
+
 /**
- * Opens the database. SQLite is the embedded default: a file at `$DATA_DIR/service.sqlite`.
+ * Opens the database. SQLite is the embedded default: a file at `$DATA_DIR/service.sqlite`, one
+ * connection, transactions that take the write lock when they begin. `DATABASE_URL=postgres://…`
+ * chooses PostgreSQL: a pool of connections, shared by as many server processes as an install
+ * runs. Repositories use Knex's portable builders and see the same values from both (numbers for
+ * counts and bigints, text without length limits).
  *
- * SQLITE-ONLY: this function is the one place that knows the database is SQLite (the
- * driver, the file, the pragmas). Migrations and repositories use Knex's portable builders
- * only, so the same code can run on PostgreSQL.
+ * On PostgreSQL every `db.transaction(work)` is SERIALIZABLE and is run again, from the start,
+ * when PostgreSQL reports that it conflicted with a concurrent one (two notes numbered at once,
+ * two sign-ups choosing the same tilde id, two moderators changing one profile). So a
+ * transaction's work sees the database as if it ran alone, as on SQLite, where transactions run
+ * one at a time. Work passed to `transaction` must therefore only touch the database: anything
+ * else (mail, files) happens after it commits.
  */
-export function openDatabase(dataDir: string): Db {
-  mkdirSync(dataDir, { recursive: true });
-  return knex({
-    // Knex takes a client class in place of a driver name; its types only know its own base class.
-    client: PreparingSqliteClient as unknown as Knex.Config['client'],
-    connection: { filename: path.join(dataDir, 'service.sqlite') },
-    useNullAsDefault: true,
-    // Knex would write the query's values into an error's message; they may be secrets (hashes,
-    // emails), and messages are logged.
-    compileSqlOnError: false,
-    pool: {
-      // One connection: SQLite serialises writers anyway, and one connection makes every
-      // transaction see its own writes without lock errors.
-      min: 1,
-      max: 1,
-      afterCreate(conn: sqlite3.Database, done: (err: Error | null, conn: sqlite3.Database) => void) {
-        // synchronous = NORMAL: in WAL mode a commit no longer waits for an fsync (2 to 3 ms
-        // each on the machines we measured, and every write request waited behind it on the one
-        // connection); the database stays consistent after a crash, and a power loss can only
-        // lose the last commits before it. See the README's Performance section.
-        conn.exec('PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;', (err) =>
-          done(err, conn),
-        );
-      },
-    },
-    migrations: { migrationSource },
-  });
-}
-
-/** The part of Knex's own sqlite3 client this file relies on (Knex ships no types for it). */
-interface KnexSqliteClient {
-  _query(connection: sqlite3.Database, obj: KnexQuery): Promise<KnexQuery>;
-  destroyRawConnection(connection: sqlite3.Database): Promise<void>;
-}
-interface KnexQuery {
-  sql?: string;
-  bindings?: unknown[];
-  method?: string;
-  returning?: unknown;
-  response?: unknown;
-  context?: unknown;
-}
-const SqliteClient = createRequire(import.meta.url)('knex/lib/dialects/sqlite3/index.js') as new (config: Knex.Config) => KnexSqliteClient;
-
-/** Prepared statements kept per connection, by SQL text; the least recently used go first. */
-const STATEMENTS_KEPT = 200;
-const statementsOf = new WeakMap<sqlite3.Database, Map<string, Promise<sqlite3.Statement>>>();
-
-/**
- * Knex's sqlite3 client, with each connection's prepared statements kept and reused. The
- * sqlite3 driver otherwise prepares, runs and finalises every query as separate jobs on the
- * thread pool; a kept statement runs in one. The same queries, a third of the CPU each (about
- * 240 µs down to 80 µs for a lookup by key, measured by `npm run bench`'s machine).
- */
-class PreparingSqliteClient extends SqliteClient {
-  override async _query(connection: sqlite3.Database, obj: KnexQuery): Promise<KnexQuery> {
-    if (!obj.sql) throw new Error('The query is empty');
-    const sql = obj.sql;
-    // As Knex's own client: rows back for reads (and RETURNING), lastID and changes for writes.
-    const method = obj.method === 'insert' || obj.method === 'update' ? (obj.returning ? 'all' : 'run') : obj.method === 'counter' || obj.method === 'del' ? 'run' : 'all';
-    const statement = await prepared(connection, sql);
-    return new Promise((resolve, reject) => {
-      const done = function (this: sqlite3.RunResult, err: Error | null, rows?: unknown) {
-        if (err) {
-          failed(connection, statement, sql, err).then(() => reject(err), reject);
-          return;
-        }
-        obj.response = rows;
-        // `this` holds lastID and changes, which Knex reads for inserts, updates and deletes.
-        obj.context = this;
-        resolve(obj);
-      };
-      if (method === 'run') statement.run(obj.bindings ?? [], done);
-      else statement.all(obj.bindings ?? [], done);
-    });
+export function openDatabase(where: DatabaseLocation): Db {
+  if (where.databaseUrl) {
+    const db = knex({ ...postgresConfig(where.databaseUrl), compileSqlOnError: false, migrations: { migrationSource } });
+    retryingSerializable(db);
+    return db;
   }
-
-  /** Transactions take the write lock when they begin (see `ImmediateTransaction`). */
-  transaction(...args: unknown[]): unknown {
-    return new ImmediateTransaction(this, ...args);
-  }
-
-  override async destroyRawConnection(connection: sqlite3.Database): Promise<void> {
-    // A connection with statements still open cannot close.
-    const kept = [...(statementsOf.get(connection)?.values() ?? [])];
-    statementsOf.delete(connection);
-    await Promise.all(kept.map((p) => p.then(finalize, () => undefined)));
-    await super.destroyRawConnection(connection);
-  }
-}
-
-const SqliteTransaction = createRequire(import.meta.url)('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as new (
-  client: unknown,
-  ...args: unknown[]
-) => { query(conn: sqlite3.Database, sql: string): Promise<unknown> };
-
-/**
- * A transaction that begins with `BEGIN IMMEDIATE`. Knex's plain `BEGIN` defers the write lock
- * to the first write, and a transaction that has read and then finds another connection (the
- * admin command, another server) has written meanwhile cannot wait: SQLite answers SQLITE_BUSY
- * at once, whatever the busy timeout. Taking the lock up front waits (up to the busy timeout)
- * before anything is read, and then never meets a lock again. One connection per process means
- * transactions never wait for each other in a process anyway.
- */
-class ImmediateTransaction extends SqliteTransaction {
-  begin(conn: sqlite3.Database): Promise<unknown> {
-    return this.query(conn, 'BEGIN IMMEDIATE;');
-  }
-}
-
-/**
- * After a statement failed: SQLite pauses (does not finish) a statement that met a lock, and a
- * kept statement left so holds its read snapshot on the connection; every later write on the
- * connection then fails with SQLITE_BUSY at once, long after the lock is gone. So it is reset.
- * A failed COMMIT leaves its transaction open (Knex only reports it): it is rolled back, and a
- * connection that cannot even roll back is thrown away, so the pool opens a clean one.
- */
-async function failed(connection: sqlite3.Database, statement: sqlite3.Statement, sql: string, error: Error): Promise<void> {
-  await new Promise<void>((resolve) => statement.reset(() => resolve()));
-  const ended = (err: Error | null) => !err || /no transaction is active/.test(err.message);
-  if (/^\s*rollback\b/i.test(sql)) {
-    if (!ended(error)) dispose(connection, error);
-  } else if (/^\s*(commit|end)\b/i.test(sql)) {
-    await new Promise<void>((resolve) =>
-      connection.exec('ROLLBACK', (err) => {
-        if (!ended(err)) dispose(connection, err!);
-        resolve();
-      }),
-    );
-  }
-}
-
-/** Marks a connection for Knex's pool to close and replace when it is next acquired. */
-function dispose(connection: sqlite3.Database, reason: Error): void {
-  (connection as sqlite3.Database & { __knex__disposed?: unknown }).__knex__disposed = reason;
-}
-
-/** The connection's prepared statement for `sql`, prepared on first use. */
-function prepared(connection: sqlite3.Database, sql: string): Promise<sqlite3.Statement> {
-  let kept = statementsOf.get(connection);
-  if (!kept) statementsOf.set(connection, (kept = new Map()));
-  const found = kept.get(sql);
-  if (found) {
-    kept.delete(sql);
-    kept.set(sql, found);
-    return found;
-  }
-  // Waits for the statement to be prepared: a statement that fails to prepare (a syntax error,
-  // a missing table) would never call back a run queued on it.
-  const statement = new Promise<sqlite3.Statement>((resolve, reject) => {
-    const s: sqlite3.Statement = connection.prepare(sql, (err) => (err ? reject(err) : resolve(s)));
-  });
-  const map = kept;
-  statement.catch(() => map.delete(sql));
-  kept.set(sql, statement);
-  if (kept.size > STATEMENTS_KEPT) {
-    const [oldest, evicted] = kept.entries().next().value as [string, Promise<sqlite3.Statement>];
-    kept.delete(oldest);
-    evicted.then(finalize, () => undefined);
-  }
-  return statement;
-}
-
-function finalize(statement: sqlite3.Statement): Promise<void> {
-  return new Promise((resolve) => statement.finalize(() => resolve()));
+  // Knex would write the query's values into an error's message; they may be secrets (hashes,
+  // emails), and messages are logged.
+  return knex({ ...sqliteConfig(where.dataDir), compileSqlOnError: false, migrations: { migrationSource } });
 }
 
 /**
@@ -193,14 +49,33 @@ const migrationSource: Knex.MigrationSource<(typeof migrations)[number]> = {
 };
 
 /**
+ * Runs `work` in a transaction that holds the install-wide lock `name`, so that whatever runs it
+ * (the processes of one install, on one machine or many, and the admin command) runs it one at a
+ * time. On SQLite the transaction's write lock is that lock already; on PostgreSQL it is an
+ * advisory lock held until the transaction ends, and the transaction reads what committed before
+ * it got the lock (read committed), so the second to run sees the first one's work.
+ */
+export async function exclusively<T>(db: Db, name: string, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  if (!isPostgres(db)) return db.transaction(work);
+  return db.transaction(
+    async (trx) => {
+      await trx.raw('select pg_advisory_xact_lock(?::bigint)', [advisoryKey(name)]);
+      return work(trx);
+    },
+    { isolationLevel: 'read committed' },
+  );
+}
+
+/**
  * Runs the pending migrations, all in one transaction, bookkeeping included: Knex's own
  * creation of its tables and its lock row happens outside its transactions, so two processes
- * starting on a new data folder (the server and an admin command) could both create them and
- * fail, or leave two lock rows that lock migrations for good. Inside one IMMEDIATE transaction
- * they take turns; a process killed half-way leaves nothing behind.
+ * starting on a new database (servers started together, the admin command) could both create
+ * them and fail, or leave two lock rows that lock migrations for good. Under one exclusive
+ * transaction they take turns (both databases run schema changes inside transactions); a
+ * process killed half-way leaves nothing behind.
  */
 export async function migrateToLatest(db: Db): Promise<void> {
-  await db.transaction((trx) => trx.migrate.latest());
+  await exclusively(db, 'migrations', (trx) => trx.migrate.latest());
 }
 
 /** Where the rate limiters keep their counters, and how to let go of it. */
@@ -210,17 +85,28 @@ export interface RateLimiterStore {
 }
 
 /**
- * Rate limiters whose counters live in the `rate_limits` table (created by a migration), on the
- * service's own connection. Each count is one statement (an upsert that answers the new count),
- * so it needs no transaction, and the process has one writer: a flood of counted requests queues
- * behind other writes instead of racing them for SQLite's lock from a second connection.
- * Never count a try inside a transaction: the one connection would wait for itself.
+ * Rate limiters whose counters live in the `rate_limits` table (created by a migration), so every
+ * process on the database shares them. On PostgreSQL, rate-limiter-flexible's own PostgreSQL
+ * store (one upsert per count, on the pool; expired counters are deleted by the sweeper). On
+ * SQLite, the same table layout through `TableRateLimiter`, on the service's own connection: each
+ * count is one statement, so it needs no transaction, and the process has one writer: a flood of
+ * counted requests queues behind other writes instead of racing them for SQLite's lock from a
+ * second connection. Never count a try inside a transaction: the one connection would wait for itself.
  */
 export function openRateLimiterStore(db: Db): RateLimiterStore {
+  const postgres = isPostgres(db);
   return {
-    limiter: (rule) => new TableRateLimiter(db, rule),
+    limiter: (rule) =>
+      postgres
+        ? new RateLimiterPostgres({ ...rule, storeClient: db, storeType: 'knex', tableName: 'rate_limits', tableCreated: true, clearExpiredByTimeout: false })
+        : new TableRateLimiter(db, rule),
     close: async () => undefined,
   };
+}
+
+/** Deletes the counters whose window ended (the sweeper's work). */
+export async function deleteExpiredRateLimits(db: Db, now: number): Promise<number> {
+  return db('rate_limits').whereNotNull('expire').andWhere('expire', '<', now).delete();
 }
 
 const RateLimiterStoreAbstract = createRequire(import.meta.url)('rate-limiter-flexible/lib/RateLimiterStoreAbstract.js') as new (opts: {

@@ -13,6 +13,9 @@ const Env = z.object({
   PORT: Port.default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .url({ protocol: /^postgres(ql)?$/, error: 'DATABASE_URL must be a postgres:// (or postgresql://) address' })
+    .optional(),
   BASE_URL: Url.optional(),
   DEV_BASE_URL: Url.optional(),
   WEB_URL: Url.optional(),
@@ -41,6 +44,11 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /**
+   * A PostgreSQL database shared by every process of the install; unset, the SQLite file in
+   * `dataDir` (one machine).
+   */
+  databaseUrl: string | undefined;
   /** The service's public address; the OIDC `issuer`. */
   baseUrl: string;
   devBaseUrl: string;
@@ -89,6 +97,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     port: e.PORT,
     host: e.HOST,
     dataDir: path.resolve(e.DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
     baseUrl,
     devBaseUrl: e.DEV_BASE_URL ?? baseUrl,
     webUrl: e.WEB_URL ?? baseUrl,

@@ -157,7 +157,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = loadConfig(process.env);
   const logger = createLogger('warn', process.stderr);
-  const db = openDatabase(config.dataDir);
+  const db = openDatabase(config);
   let services: Services | undefined;
   try {
     await migrateToLatest(db);

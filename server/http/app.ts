@@ -172,7 +172,7 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
  */
 export async function createApp(config: Config, opts: { logger?: Logger; now?: () => number } = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel);
-  const db = openDatabase(config.dataDir);
+  const db = openDatabase(config);
   await migrateToLatest(db);
   const services = await createServices(config, db, logger, opts.now);
   // Uploads cut by a stop of the server can be completed at once. The server's start only: an

@@ -40,7 +40,7 @@ export interface Seeded {
 /** The session secret, keys and every fixture the rows need, in a fresh data folder. */
 export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
   const config = loadConfig({ DATA_DIR: dataDir, BASE_URL: baseUrl });
-  const db = openDatabase(dataDir);
+  const db = openDatabase({ dataDir });
   try {
     await migrateToLatest(db);
     const services = await createServices(config, db, createLogger('silent'));
@@ -93,7 +93,7 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
 
 /** Adds `count` made-up profiles to the database of a data folder (the server may be running). */
 export async function addProfiles(dataDir: string, count: number): Promise<void> {
-  const db = openDatabase(dataDir);
+  const db = openDatabase({ dataDir });
   try {
     await insertProfiles(db, madeUpPeople(count, 2));
   } finally {

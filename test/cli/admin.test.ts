@@ -13,7 +13,7 @@ let server: TestServer;
 async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['server/cli/admin.ts', ...args], {
-      env: childEnv({ DATA_DIR: dir }),
+      env: await childEnv({ DATA_DIR: dir }),
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -74,7 +74,7 @@ describe('npm run migrate', () => {
   it('creates and migrates the database of DATA_DIR', async () => {
     const fresh = await tempDir();
     try {
-      const { stdout } = await run(process.execPath, ['db/migrate.ts'], { env: childEnv({ DATA_DIR: fresh }) });
+      const { stdout } = await run(process.execPath, ['db/migrate.ts'], { env: await childEnv({ DATA_DIR: fresh }) });
       expect(stdout).toBe(`Database at ${fresh} is up to date (0 pending).\n`);
     } finally {
       await rm(fresh, { recursive: true, force: true });

@@ -23,11 +23,12 @@ interface Outcome {
 }
 
 /** `npm run cli -- ...args` as a person would type it, with `input` on stdin. */
-function cli(args: string[], input = ''): Promise<Outcome> {
+async function cli(args: string[], input = ''): Promise<Outcome> {
+  const env = await childEnv({ XDG_CONFIG_HOME: home });
   return new Promise((resolve, reject) => {
     const child = spawn('npm', ['run', '--silent', 'cli', '--', ...args], {
       cwd: path.resolve(import.meta.dirname, '../..'),
-      env: childEnv({ XDG_CONFIG_HOME: home }),
+      env,
     });
     let stdout = '';
     let stderr = '';
@@ -131,7 +132,7 @@ describe('npm run cli', () => {
     const file = path.join(work, 'interrupted.pdf');
     await writeFile(file, pdfBytes(24 * MB));
     const args = ['client/cli.ts', 'upload', file, '--invitation', SUBMISSION, '--chunk-mb', '1'];
-    const child = spawn(process.execPath, args, { cwd: path.resolve(import.meta.dirname, '../..'), env: childEnv({ XDG_CONFIG_HOME: home }) });
+    const child = spawn(process.execPath, args, { cwd: path.resolve(import.meta.dirname, '../..'), env: await childEnv({ XDG_CONFIG_HOME: home }) });
     let stderr = '';
     // Interrupted as soon as its progress bar shows: it has started sending.
     await new Promise<void>((resolve) =>

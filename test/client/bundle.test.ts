@@ -72,7 +72,7 @@ describe('the built client bundle', () => {
   it('registers, activates, logs in, uploads 20 MB with progress, submits, reads back, and resumes a cut upload', async () => {
     const { stdout } = await run(bin('node'), ['consumer.ts'], {
       cwd: project,
-      env: childEnv({ SERVICE_URL: server.url, DATA_DIR: server.dataDir, SUBMISSION }),
+      env: await childEnv({ SERVICE_URL: server.url, DATA_DIR: server.dataDir, SUBMISSION }),
       timeout: 120_000,
     });
     const summary = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { uploaded: number; resumedFrom: number; total: number };

@@ -2,8 +2,9 @@ import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import { migrateToLatest, type Db } from '../../db/knex.ts';
 import { migrations } from '../../db/migrations/index.ts';
+import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, tempDir } from '../helpers/server.ts';
 
 const run = promisify(execFile);
@@ -19,7 +20,7 @@ afterEach(async () => {
 
 async function fresh(): Promise<Db> {
   dir = await tempDir();
-  db = openDatabase(dir);
+  db = await openTestDatabase(dir);
   return db;
 }
 
@@ -40,15 +41,15 @@ describe('migrations', () => {
 
   it('run from several processes at once on a new data folder: they take turns, and leave one lock row', async () => {
     const db = await fresh();
-    const migrate = () => run(process.execPath, ['db/migrate.ts'], { env: childEnv({ DATA_DIR: dir! }) }).then(({ stdout }) => stdout.trim(), (e: { stderr: string }) => e.stderr);
+    const migrate = async () => run(process.execPath, ['db/migrate.ts'], { env: await childEnv({ DATA_DIR: dir! }) }).then(({ stdout }) => stdout.trim(), (e: { stderr: string }) => e.stderr);
     const outputs = await Promise.all(Array.from({ length: 5 }, migrate));
-    expect(outputs).toEqual(Array(5).fill(`Database at ${dir} is up to date (0 pending).`));
+    expect(outputs).toEqual(Array(5).fill(`Database ${TEST_POSTGRES_URL ? '(PostgreSQL)' : `at ${dir}`} is up to date (0 pending).`));
     const [done, pending] = await db.migrate.list();
     expect([done.length, pending.length]).toEqual([migrations.length, 0]);
     expect(await db('knex_migrations_lock').select('is_locked')).toEqual([{ is_locked: 0 }]);
   }, 60_000);
 
-  it('opens SQLite with foreign keys and WAL on', async () => {
+  it.skipIf(TEST_POSTGRES_URL)('opens SQLite with foreign keys and WAL on', async () => {
     const db = await fresh();
     expect(await db.raw('PRAGMA foreign_keys')).toEqual([{ foreign_keys: 1 }]);
     expect(await db.raw('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);

@@ -10,7 +10,7 @@ let db: Db;
 
 beforeEach(async () => {
   dir = await tempDir();
-  db = openDatabase(dir);
+  db = openDatabase({ dataDir: dir });
   await migrateToLatest(db);
 });
 afterEach(async () => {

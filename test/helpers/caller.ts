@@ -1,5 +1,5 @@
 /**
- * The services on a real SQLite file, without HTTP: procedures are called through
+ * The services on a real database (as `startServer`'s), without HTTP: procedures are called through
  * `createCaller(createContextInner(...))`, as tRPC's own tests do. For rules that need no
  * transport (a schema's refusal, a transition table, who may call what).
  */
@@ -10,6 +10,7 @@ import { createContextInner, type Credentials } from '../../server/context.ts';
 import { createLogger } from '../../server/logger.ts';
 import { createCaller } from '../../server/router.ts';
 import { createServices, type Services } from '../../server/services.ts';
+import { dropTestDatabase, testDatabaseEnv } from './database.ts';
 import { tempDir } from './server.ts';
 
 export interface TestServices {
@@ -21,8 +22,8 @@ export interface TestServices {
 
 export async function startServices(env: Record<string, string> = {}, options: { now?: () => number } = {}): Promise<TestServices> {
   const dir = await tempDir();
-  const config = loadConfig({ DATA_DIR: dir, BASE_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', ...env });
-  const db = openDatabase(dir);
+  const config = loadConfig({ DATA_DIR: dir, BASE_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', ...(await testDatabaseEnv(dir)), ...env });
+  const db = openDatabase(config);
   await migrateToLatest(db);
   const log = createLogger('silent');
   const services = await createServices(config, db, log, options.now);
@@ -33,6 +34,7 @@ export async function startServices(env: Record<string, string> = {}, options: {
       await services.close();
       await db.destroy();
       await rm(dir, { recursive: true, force: true });
+      await dropTestDatabase(dir);
     },
   };
 }

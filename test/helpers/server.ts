@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { answerClientErrors, createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
+import { dropTestDatabase, testDatabaseEnv } from './database.ts';
 import { serviceOrigins } from './service-origins.ts';
 
 export interface TestServer {
@@ -25,7 +26,8 @@ export async function tempDir(prefix = 'service-test-'): Promise<string> {
 }
 
 /**
- * The real service on a real SQLite file in a temporary folder, listening on 127.0.0.1 at a
+ * The real service on a real database (the folder's SQLite file, or its own PostgreSQL database
+ * in a run on PostgreSQL: `database.ts`) in a temporary folder, listening on 127.0.0.1 at a
  * port the system picks. Its `BASE_URL` is the address it got. Given a `now` (a `TestClock`'s),
  * every service reads that clock, so a test moves time forward instead of sleeping.
  */
@@ -36,7 +38,8 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
-  const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...env });
+  const database = env.DATABASE_URL ? {} : await testDatabaseEnv(dir);
+  const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...database, ...env });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -58,16 +61,22 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await service.close();
-      if (!dataDir) await rm(dir, { recursive: true, force: true });
+      if (!dataDir) {
+        await rm(dir, { recursive: true, force: true });
+        if (!env.DATABASE_URL) await dropTestDatabase(dir);
+      }
     },
   };
 }
 
 /**
  * The environment for a child process of the service. Vitest puts Vite's own `BASE_URL`
- * (`/`) into `process.env`; it is not ours, so it is left out.
+ * (`/`) into `process.env`; it is not ours, so it is left out. The run's `DATABASE_URL` names
+ * the server test databases are made on, not one to use: a child given a `DATA_DIR` gets that
+ * folder's database, as a test server on it would.
  */
-export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const { BASE_URL: _vite, ...rest } = process.env;
-  return { ...rest, ...extra };
+export async function childEnv(extra: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+  const { BASE_URL: _vite, DATABASE_URL: _server, ...rest } = process.env;
+  const database = extra.DATA_DIR && !extra.DATABASE_URL ? await testDatabaseEnv(extra.DATA_DIR) : {};
+  return { ...rest, ...database, ...extra };
 }

@@ -26,7 +26,7 @@ describe('npm start', () => {
   it('on SIGTERM finishes the request in flight, then exits cleanly', async () => {
     dir = await tempDir();
     const child = spawn(process.execPath, ['server/main.ts'], {
-      env: childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn' }),
+      env: await childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

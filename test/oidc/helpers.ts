@@ -8,7 +8,7 @@ const run = promisify(execFile);
 
 /** `npm run admin -- …` against the server's data folder, as an operator would run it. */
 export async function admin(server: TestServer, ...args: string[]): Promise<string> {
-  const env = childEnv({ DATA_DIR: server.dataDir, OIDC_KEY_ACTIVATION_SECONDS: String(server.config.oidcKeyActivationSeconds) });
+  const env = await childEnv({ DATA_DIR: server.dataDir, OIDC_KEY_ACTIVATION_SECONDS: String(server.config.oidcKeyActivationSeconds) });
   const { stdout } = await run(process.execPath, ['server/cli/admin.ts', ...args], { env });
   return stdout;
 }

@@ -1,8 +1,9 @@
 import { rm } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import { migrateToLatest, type Db } from '../../db/knex.ts';
 import { KeyStore } from '../../server/oidc/keys.ts';
 import { OidcRepository } from '../../server/oidc/repository.ts';
+import { openTestDatabase } from '../helpers/database.ts';
 import { tempDir } from '../helpers/server.ts';
 
 let dir: string;
@@ -12,7 +13,7 @@ const clock = () => now;
 
 beforeEach(async () => {
   dir = await tempDir();
-  db = openDatabase(dir);
+  db = await openTestDatabase(dir);
   await migrateToLatest(db);
   now = Date.UTC(2027, 0, 1);
 });

@@ -68,9 +68,9 @@ describe('a guest flood on a counted path', () => {
   }, 120_000);
 
   it('six `npm run admin -- user add` at once, while the server runs, all succeed', async () => {
-    const adds = Array.from({ length: 6 }, (_, i) =>
+    const adds = Array.from({ length: 6 }, async (_, i) =>
       run(process.execPath, ['server/cli/admin.ts', 'user', 'add', '--email', `op${i}@example.org`, '--password', 'Operator-Pass1', '--fullname', 'Op Erator'], {
-        env: childEnv({ DATA_DIR: server.dataDir }),
+        env: await childEnv({ DATA_DIR: server.dataDir }),
       }).then(
         ({ stdout }) => stdout.trim(),
         (error: { stderr: string }) => `failed: ${error.stderr}`,

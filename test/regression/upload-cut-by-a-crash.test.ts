@@ -42,7 +42,7 @@ async function freePort(): Promise<number> {
 /** `node server/main.ts` on the data folder, answering once it listens. */
 async function startChild(): Promise<ChildProcess> {
   const proc = spawn(process.execPath, ['server/main.ts'], {
-    env: childEnv({ DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }),
+    env: await childEnv({ DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -16,7 +16,7 @@ import { listen } from './listen.ts';
 
 const dataDir = process.argv[2] ?? '';
 const config = loadConfig({ DATA_DIR: dataDir });
-const services = await createServices(config, openDatabase(dataDir), createLogger('silent'));
+const services = await createServices(config, openDatabase({ dataDir }), createLogger('silent'));
 
 const app = express();
 app.get('/tildeusername', async (req, res) => {

@@ -22,7 +22,7 @@ import { listen } from './listen.ts';
 
 const dataDir = process.argv[2] ?? '';
 const config = loadConfig({ DATA_DIR: dataDir });
-const services = await createServices(config, openDatabase(dataDir), createLogger('silent'));
+const services = await createServices(config, openDatabase({ dataDir }), createLogger('silent'));
 
 const t = initTRPC.create();
 const router = t.router({

@@ -179,7 +179,7 @@ async function loginLoop(base: string, ids: string[], seconds: number): Promise<
 
 /** N, r, p and the key length of an account's stored hash (`scrypt$N$r$p$salt$key`): what login runs. */
 async function storedHashParameters(dataDir: string, id: string): Promise<number[]> {
-  const db = openDatabase(dataDir);
+  const db = openDatabase({ dataDir });
   try {
     const row = (await db('profiles').where({ id }).first('password_hash')) as { password_hash: string } | undefined;
     const [scheme, n, r, p, , key] = (row?.password_hash ?? '').split('$');
