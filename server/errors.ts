@@ -52,6 +52,12 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
     const name = FROM_TRPC_CODE[error.code];
     if (name) return new AppError(name, error.code === 'PARSE_ERROR' ? 'Malformed JSON input' : error.message);
   }
+  const refused = refusedValue(cause);
+  if (refused) {
+    // A backstop: the request schemas should have refused the value before any statement ran.
+    log?.warn({ err: cause }, 'a value the database cannot store reached it');
+    return new AppError('ValidationError', refused);
+  }
   if (isBusyDatabase(cause)) {
     // Another process (an admin command, a second server) held the write lock past the busy
     // timeout: nothing was written, and trying again shortly will do.
@@ -62,10 +68,34 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
   return new AppError('InternalServerError', 'Internal server error');
 }
 
-/** SQLite's "database is locked" (the sqlite3 driver's `code`), or PostgreSQL's lock timeout. */
+/**
+ * SQLite's "database is locked" (the sqlite3 driver's `code`); PostgreSQL's lock timeout, or a
+ * transaction that kept conflicting with concurrent ones past its retries (serialization
+ * failure, deadlock): nothing was written, and trying again shortly will do.
+ */
 function isBusyDatabase(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === '55P03';
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === '55P03' || code === '40001' || code === '40P01';
+}
+
+/**
+ * PostgreSQL's refusals of a value (SQLite stores any): what the client is told. Each failed a
+ * statement, so its transaction was rolled back and nothing was written.
+ */
+const REFUSED_VALUES: Record<string, string> = {
+  // A NUL character in text: PostgreSQL's text cannot hold one.
+  '22021': 'The input contains a character that cannot be stored (U+0000)',
+  '22P05': 'The input contains a character that cannot be stored',
+  '22003': 'A number in the input is out of range',
+  '22001': 'A value in the input is too long',
+  // An indexed value past what an index entry holds (about 2.7 kB).
+  '54000': 'A value in the input is too long',
+  '22P02': 'A value in the input has the wrong form',
+};
+
+function refusedValue(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && Object.hasOwn(REFUSED_VALUES, code) ? REFUSED_VALUES[code] : undefined;
 }
 
 /** The TRPCError that carries an AppError with the matching code. */

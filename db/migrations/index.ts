@@ -11,6 +11,7 @@ import * as createOidc from './20261122040000_create_oidc.ts';
 import * as oidcTokenVersion from './20261123000000_oidc_token_version.ts';
 import * as accountsHardening from './20261123003000_accounts_hardening.ts';
 import * as assemblyOwner from './20261123010000_assembly_owner.ts';
+import * as textWithoutLengthLimits from './20261123090000_text_without_length_limits.ts';
 import * as noteDeletion from './20261123020000_note_deletion.ts';
 
 export interface Migration {
@@ -34,4 +35,5 @@ export const migrations: Migration[] = [
   { name: '20261123003000_accounts_hardening', ...accountsHardening },
   { name: '20261123010000_assembly_owner', ...assemblyOwner },
   { name: '20261123020000_note_deletion', ...noteDeletion },
+  { name: '20261123090000_text_without_length_limits', ...textWithoutLengthLimits },
 ];

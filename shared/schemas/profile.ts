@@ -14,13 +14,20 @@ export const ProfileState = z.enum([
 ]);
 export type ProfileState = z.infer<typeof ProfileState>;
 
+/**
+ * Lengths are limited here, where a value too long is a 400 naming its field; the database's
+ * columns hold any length (PostgreSQL's `varchar(255)` made a long name a 500).
+ */
+const Text = (max: number) => z.string().max(max);
+const LongText = NonEmptyString.max(300);
+
 export const Name = z.strictObject({
   preferred: z.boolean().optional(),
-  first: z.string().nullable().optional(),
-  middle: z.string().nullable().optional(),
-  last: z.string().nullable().optional(),
-  fullname: z.string().optional(),
-  username: z.string().nullable().optional(),
+  first: Text(100).nullable().optional(),
+  middle: Text(100).nullable().optional(),
+  last: Text(100).nullable().optional(),
+  fullname: Text(300).optional(),
+  username: Text(300).nullable().optional(),
 });
 export type Name = z.infer<typeof Name>;
 
@@ -30,16 +37,16 @@ export type Name = z.infer<typeof Name>;
  * the domain where the name is missing.
  */
 export const Institution = z.strictObject({
-  name: NonEmptyString.optional(),
-  domain: NonEmptyString,
-  country: NonEmptyString.nullable().optional(),
-  stateProvince: NonEmptyString.nullable().optional(),
-  city: NonEmptyString.nullable().optional(),
-  department: NonEmptyString.nullable().optional(),
+  name: LongText.optional(),
+  domain: LongText,
+  country: LongText.nullable().optional(),
+  stateProvince: LongText.nullable().optional(),
+  city: LongText.nullable().optional(),
+  department: LongText.nullable().optional(),
 });
 
 export const HistoryEntry = z.strictObject({
-  position: NonEmptyString,
+  position: LongText,
   institution: Institution,
   start: Year,
   end: Year.optional(),
@@ -48,10 +55,10 @@ export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
 /** `relation` and `name` are required (as metaContent requires them); the rest is optional. */
 export const Relation = z.strictObject({
-  relation: NonEmptyString,
-  name: NonEmptyString,
-  email: NonEmptyString.optional(),
-  username: NonEmptyString.optional(),
+  relation: LongText,
+  name: LongText,
+  email: NonEmptyString.max(254).optional(),
+  username: LongText.optional(),
   start: Year.optional(),
   end: Year.optional(),
   readers: StringList.optional(),
@@ -59,7 +66,7 @@ export const Relation = z.strictObject({
 export type Relation = z.infer<typeof Relation>;
 
 export const ExpertiseEntry = z.strictObject({
-  keywords: z.array(NonEmptyString).min(1).nullable(),
+  keywords: z.array(LongText).min(1).nullable(),
   start: Year,
   end: Year.optional(),
 });
@@ -70,20 +77,20 @@ export const ProfileContent = z.strictObject({
   dob: z.int().optional(),
   isMinor: z.boolean().optional(),
   isOver18: z.boolean().optional(),
-  preferredEmail: z.string().optional(),
-  gender: z.string().nullable().optional(),
-  homepage: z.string().optional(),
-  dblp: z.string().optional(),
-  gscholar: z.string().optional(),
-  wikipedia: z.string().optional(),
-  linkedin: z.string().optional(),
-  semanticScholar: z.string().optional(),
-  aclanthology: z.string().optional(),
-  orcid: z.string().optional(),
+  preferredEmail: Text(254).optional(),
+  gender: Text(100).nullable().optional(),
+  homepage: Text(1000).optional(),
+  dblp: Text(1000).optional(),
+  gscholar: Text(1000).optional(),
+  wikipedia: Text(1000).optional(),
+  linkedin: Text(1000).optional(),
+  semanticScholar: Text(1000).optional(),
+  aclanthology: Text(1000).optional(),
+  orcid: Text(1000).optional(),
   names: z.array(Name).optional(),
   pronouns: z.string().max(50).optional(),
-  emails: z.array(z.string()).optional(),
-  emailsConfirmed: z.array(z.string()).optional(),
+  emails: z.array(Text(254)).optional(),
+  emailsConfirmed: z.array(Text(254)).optional(),
   history: z.array(HistoryEntry).min(1).nullable().optional(),
   relations: z.array(Relation).nullable().optional(),
   expertise: z.array(ExpertiseEntry).nullable().optional(),

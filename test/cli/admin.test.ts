@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
+import { TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
 
 const run = promisify(execFile);
@@ -75,7 +76,7 @@ describe('npm run migrate', () => {
     const fresh = await tempDir();
     try {
       const { stdout } = await run(process.execPath, ['db/migrate.ts'], { env: await childEnv({ DATA_DIR: fresh }) });
-      expect(stdout).toBe(`Database at ${fresh} is up to date (0 pending).\n`);
+      expect(stdout).toBe(`Database ${TEST_POSTGRES_URL ? '(PostgreSQL)' : `at ${fresh}`} is up to date (0 pending).\n`);
     } finally {
       await rm(fresh, { recursive: true, force: true });
     }

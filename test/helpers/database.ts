@@ -12,11 +12,18 @@ import { openDatabase, type Db } from '../../db/knex.ts';
 /** The server the run's databases are made on (its `postgres` database), or none: SQLite. */
 export const TEST_POSTGRES_URL = process.env.DATABASE_URL || undefined;
 
-/** Made databases are named `t_` and a hash of their folder's path. */
+/**
+ * Made databases are named `t_`, the run's id (set by the run's global set-up, so that two runs
+ * on one server never drop each other's) and a hash of their folder's path.
+ */
 export const TEST_DATABASE_PREFIX = 't_';
 
+export function runPrefix(): string {
+  return `${TEST_DATABASE_PREFIX}${process.env.TEST_DATABASE_RUN ?? 'x'}_`;
+}
+
 function nameFor(dataDir: string): string {
-  return TEST_DATABASE_PREFIX + createHash('sha256').update(dataDir).digest('hex').slice(0, 24);
+  return runPrefix() + createHash('sha256').update(dataDir).digest('hex').slice(0, 24);
 }
 
 function urlOf(name: string): string {

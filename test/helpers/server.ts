@@ -44,6 +44,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
       logs.push(chunk.toString('utf8'));
+      if (process.env.TEST_PRINT_ERRORS && /"level":(50|60)/.test(chunk.toString('utf8'))) process.stderr.write(chunk);
       done();
     },
   });

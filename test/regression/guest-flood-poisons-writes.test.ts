@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, sha1, submissionContent, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
+import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { Client } from '../helpers/http.ts';
 import { childEnv, startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -89,13 +90,20 @@ describe('a guest flood on a counted path', () => {
 describe('GET /health', () => {
   it('answers 503 with the Error body when the database cannot be written, and ok again once it can', async () => {
     const db = server.service.db;
-    await db.raw('PRAGMA query_only = ON');
+    // SQLite: the server's one connection refuses writes. PostgreSQL: another session holds the
+    // table the probe writes, past the server's lock timeout.
+    const blocker = TEST_POSTGRES_URL ? await openTestDatabase(server.dataDir) : undefined;
+    const held = await blocker?.transaction();
+    if (held) await held.raw('lock table rate_limits in exclusive mode');
+    else await db.raw('PRAGMA query_only = ON');
     try {
       const res = await fetch(`${server.url}/health`);
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({ status: 503, name: 'ServiceUnavailableError', message: 'The database is not available', details: { database: 'unavailable', reqId: expect.any(String) } });
     } finally {
-      await db.raw('PRAGMA query_only = OFF');
+      if (held) await held.rollback();
+      else await db.raw('PRAGMA query_only = OFF');
+      await blocker?.destroy();
     }
     const res = await fetch(`${server.url}/health`);
     expect(res.status).toBe(200);
