@@ -21,6 +21,7 @@ const Env = z.object({
   WEB_URL: Url.optional(),
   SESSION_SECRET: z.string().min(32, 'SESSION_SECRET must be at least 32 characters').optional(),
   SMTP_URL: z.string().min(1).optional(),
+  MAIL_OUTBOX: z.literal('on', { error: 'MAIL_OUTBOX may only be set to on' }).optional(),
   MAIL_FROM: z.string().min(3).default('Peer Review <noreply@localhost>'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REFRESH_TOKEN_SECONDS: Seconds.default(30 * 24 * 60 * 60),
@@ -35,7 +36,16 @@ const Env = z.object({
   HUMAN_VERIFICATION_URL: z.url({ protocol: /^https?$/ }).optional(),
   HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
   SIGNUP_WITHOUT_HUMAN_VERIFICATION: z.enum(['on', 'off']).optional(),
-}).refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
+})
+  // The outbox is a folder of one machine: with several processes (PostgreSQL), mail written by
+  // one is not seen on another machine. Not refused outright: one machine with a few processes on
+  // one DATA_DIR (and the tests) read it fine, so the operator says so (see `outboxOnly`).
+  .refine((env) => !env.DATABASE_URL || env.SMTP_URL !== undefined || env.MAIL_OUTBOX === 'on', {
+    message:
+      'SMTP_URL is required with DATABASE_URL: the processes sharing the database may run on several machines, and mail written to one machine\'s outbox ($DATA_DIR/outbox) reaches nobody. Set MAIL_OUTBOX=on to keep writing mail to the outbox of each machine anyway',
+    path: ['SMTP_URL'],
+  })
+  .refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
   message: 'Set both HUMAN_VERIFICATION_URL and HUMAN_VERIFICATION_SECRET, or neither',
   path: ['HUMAN_VERIFICATION_URL'],
 });
@@ -56,6 +66,11 @@ export interface Config {
   webUrl: string;
   sessionSecret: string | undefined;
   smtpUrl: string | undefined;
+  /**
+   * Mail goes to `$DATA_DIR/outbox` although the database is shared (PostgreSQL, no `SMTP_URL`,
+   * `MAIL_OUTBOX=on`): each process writes to its own machine's folder. Logged as a warning.
+   */
+  outboxOnly: boolean;
   mailFrom: string;
   logLevel: z.infer<typeof Env>['LOG_LEVEL'];
   /** Lifetimes, in seconds. */
@@ -103,6 +118,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webUrl: e.WEB_URL ?? baseUrl,
     sessionSecret: e.SESSION_SECRET,
     smtpUrl: e.SMTP_URL,
+    outboxOnly: e.DATABASE_URL !== undefined && e.SMTP_URL === undefined,
     mailFrom: e.MAIL_FROM,
     logLevel: e.LOG_LEVEL,
     refreshTokenSeconds: e.REFRESH_TOKEN_SECONDS,

@@ -100,8 +100,10 @@ function withQueue(base: Pick<Mailer, 'send' | 'close'>, logger: Logger, dataDir
  * Sends mail over SMTP when `SMTP_URL` is set. Otherwise every message is written as an
  * `.eml` file under `$DATA_DIR/outbox/`, named so that a directory listing is in send order;
  * each file appears whole (written aside, then renamed), so a reader never sees half a message.
+ * `outboxOnly`: the outbox although the database is shared with processes that may be on other
+ * machines (the operator set `MAIL_OUTBOX=on`), said in a warning at start.
  */
-export function createMailer(opts: { smtpUrl: string | undefined; from: string; dataDir: string; logger: Logger }): Mailer {
+export function createMailer(opts: { smtpUrl: string | undefined; outboxOnly?: boolean; from: string; dataDir: string; logger: Logger }): Mailer {
   if (opts.smtpUrl) {
     const transport = nodemailer.createTransport(opts.smtpUrl);
     return withQueue({
@@ -114,6 +116,12 @@ export function createMailer(opts: { smtpUrl: string | undefined; from: string; 
   }
 
   const outbox = path.join(opts.dataDir, 'outbox');
+  if (opts.outboxOnly) {
+    opts.logger.warn(
+      { outbox },
+      'mail is written to this machine\'s outbox although the database is shared (MAIL_OUTBOX=on): mail written by processes on other machines is in their outbox. Set SMTP_URL to send it',
+    );
+  }
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   let sequence = 0;
   return withQueue({

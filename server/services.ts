@@ -56,8 +56,8 @@ export interface Services {
  * clock every service reads (tests hand in one they can move forward).
  */
 export async function createServices(config: Config, db: Db, logger: Logger, now: () => number = Date.now): Promise<Services> {
-  const secret = await loadSessionSecret(config.sessionSecret, config.dataDir);
-  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
+  const secret = await loadSessionSecret(config.sessionSecret, db, config.dataDir);
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, outboxOnly: config.outboxOnly, from: config.mailFrom, dataDir: config.dataDir, logger });
   const limiterStore = openRateLimiterStore(db);
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),

@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { link, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
 import { AppError } from '../../shared/errors.ts';
+import type { Db } from '../../db/knex.ts';
 
 /** What a session's access token carries. */
 export interface SessionClaims {
@@ -93,41 +94,45 @@ export class SessionTokens {
   }
 }
 
+/** The row of `install_secrets` that holds the generated session secret. */
+const SESSION_SECRET_ROW = 'session';
+/** Shorter than this, a stored secret was not written by this service (`SESSION_SECRET` asks as much). */
+const MIN_SECRET_LENGTH = 32;
+
 /**
- * The signing secret: `SESSION_SECRET` when set, otherwise one generated into
- * `$DATA_DIR/session-secret` (mode 0600) on first start and read back after that.
+ * The signing secret: `SESSION_SECRET` when set. Otherwise one kept in the database (the
+ * `session` row of `install_secrets`), so that every process of the install, on one machine or
+ * on many sharing a PostgreSQL database, signs and checks tokens with the same secret. The first
+ * process to start writes it, with one statement that inserts only when no row is there: of
+ * processes starting together one wins and every other reads the winner's secret; a crash leaves
+ * either no row or a whole one, never an empty or a cut secret.
+ *
+ * An install from before this kept its generated secret in `$DATA_DIR/session-secret`. The first
+ * start after the upgrade adopts that file's secret into the database (when the database has none
+ * yet and the file holds a whole one), so that sessions already issued stay valid, and then
+ * removes the file: the database is the one place the secret is kept. A file that is empty or
+ * cut (a crash of the older code) is not adopted; a new secret is generated instead.
+ * The secret is never logged.
  */
-export async function loadSessionSecret(configured: string | undefined, dataDir: string): Promise<string> {
+export async function loadSessionSecret(configured: string | undefined, db: Db, dataDir: string): Promise<string> {
   if (configured) return configured;
   const file = path.join(dataDir, 'session-secret');
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    const existing = await readSecret(file);
-    if (existing) return existing;
-    const secret = randomBytes(48).toString('base64url');
-    // Written whole to a file of its own, then linked into place: a crash never leaves a
-    // half-written secret under the real name, and of two processes starting together the
-    // first link wins and the other reads it.
-    const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
-    await writeFile(temporary, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-    try {
-      await link(temporary, file);
-      return secret;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    } finally {
-      await rm(temporary, { force: true });
-    }
+  const candidate = (await readSecretFile(file)) ?? randomBytes(48).toString('base64url');
+  await db('install_secrets').insert({ name: SESSION_SECRET_ROW, value: candidate, created_at: Date.now() }).onConflict('name').ignore();
+  const row: { value: unknown } | undefined = await db('install_secrets').where({ name: SESSION_SECRET_ROW }).first('value');
+  if (typeof row?.value !== 'string' || row.value.length < MIN_SECRET_LENGTH) {
+    // Only a hand-edited row gets here: refusing to start beats signing with a guessable key.
+    throw new Error('The session secret in the database (install_secrets, row "session") is missing or shorter than 32 characters');
   }
-  throw new Error(`Could not read or create the session secret at ${file}`);
+  await rm(file, { force: true });
+  return row.value;
 }
 
-/** The stored secret; null when there is none, or only an empty or cut one (left by a crash). */
-async function readSecret(file: string): Promise<string | null> {
+/** The secret in an older install's file; null when there is none, or only an empty or cut one. */
+async function readSecretFile(file: string): Promise<string | null> {
   try {
     const text = (await readFile(file, 'utf8')).trim();
-    if (text.length >= 32) return text;
-    await rm(file, { force: true });
-    return null;
+    return text.length >= MIN_SECRET_LENGTH ? text : null;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;

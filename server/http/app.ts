@@ -14,6 +14,7 @@ import { toAppError } from '../errors.ts';
 import { createLogger, serializeError, serializeRequest } from '../logger.ts';
 import { appRouter } from '../router.ts';
 import { createServices, type Services } from '../services.ts';
+import { Sweeper } from '../sweeper.ts';
 import { BODY_DEADLINE_MS, bodyDeadline, JSON_BODY_BYTES, jsonBody, trpcGuard } from './body.ts';
 import { createHttpContext } from './context.ts';
 import { answerPreflight, protocolCors, readOnlyCors } from './cors.ts';
@@ -34,14 +35,17 @@ export interface App {
   db: Db;
   services: Services;
   logger: Logger;
+  /**
+   * Runs the periodic clean-up now, if this process holds the sweeper's lease (or takes it);
+   * true when it swept. The server runs it every ten minutes by itself.
+   */
+  sweep(): Promise<boolean>;
   /** Releases the database and the mail transport. Call after the HTTP server has closed. */
   close(): Promise<void>;
 }
 
 /** The most calls one batched tRPC request may make. */
 const MAX_TRPC_BATCH = 10;
-/** How often abandoned chunked uploads, and expired sign-in requests, codes and tokens, are swept away. */
-const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
 
 /**
  * An answer sent before its request's body was read (a GET that announced a body, an upload
@@ -207,19 +211,18 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   mountRoutes(app, routes, { middlewareOf: (needs) => middlewareOf(needs, use), handlerOf: routeHandlers(config, services, db), notFound });
   app.use(errorHandler);
 
-  const sweeper = setInterval(() => {
-    services.attachments.sweep().catch((error: unknown) => logger.error({ err: error }, 'upload sweep failed'));
-    services.oidc.sweep().catch((error: unknown) => logger.error({ err: error }, 'sign-in sweep failed'));
-  }, SWEEP_INTERVAL_MS);
-  sweeper.unref();
+  // One process of the install sweeps at a time (`sweeper.ts`).
+  const sweeper = new Sweeper(db, services, logger, opts.now ?? Date.now);
+  sweeper.start();
 
   return {
     app,
     db,
     services,
     logger,
+    sweep: () => sweeper.sweep(),
     async close() {
-      clearInterval(sweeper);
+      await sweeper.stop();
       await services.close();
       await db.destroy();
     },

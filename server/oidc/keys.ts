@@ -30,34 +30,40 @@ export class KeyStore {
     return this.#repo.publishedKeys(this.#now() - OIDC_TOKEN_SECONDS * 1000);
   }
 
-  /** Makes the first key if there is none. */
+  /**
+   * Makes the first key if there is none. Generating a key pair takes a while, so it is done
+   * before taking the lock; the key is added only if, under the lock, there is still none (of
+   * servers starting together on a new database, one key is kept and the others' are dropped).
+   */
   async ensureKey(): Promise<void> {
-    if (!(await this.#published()).some((k) => k.retiredAt === null)) await this.#generate(this.#now());
+    if ((await this.#published()).some((k) => k.retiredAt === null)) return;
+    const now = this.#now();
+    await this.#repo.insertFirstKey(await this.#make(now));
   }
 
   /** Publishes a new signing key, which takes over `activationSeconds` from now. */
   async rotate(): Promise<string> {
-    const activatesAt = this.#now() + this.#activationSeconds * 1000;
-    await this.#repo.retireKeys(activatesAt);
+    const key = await this.#make(this.#now() + this.#activationSeconds * 1000);
+    await this.#repo.rotateIn(key);
     this.#signer = null;
     this.#read = null;
-    return this.#generate(activatesAt);
+    return key.kid;
   }
 
-  async #generate(activatesAt: number): Promise<string> {
+  /** A new RS256 key pair, signing from `activatesAt`. */
+  async #make(activatesAt: number): Promise<KeyRecord> {
     const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
     const publicJwk = await exportJWK(publicKey);
     const kid = await calculateJwkThumbprint(publicJwk);
     const privateJwk = await exportJWK(privateKey);
-    await this.#repo.insertKey({
+    return {
       kid,
       privateJwk: { ...privateJwk, kid, alg: 'RS256' },
       publicJwk: { ...publicJwk, kid, alg: 'RS256', use: 'sig' },
       createdAt: this.#now(),
       activatesAt,
       retiredAt: null,
-    });
-    return kid;
+    };
   }
 
   /**

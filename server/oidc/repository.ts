@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
+import { exclusively } from '../../db/knex.ts';
 import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
 
 /** The authorization request as it arrived, kept while the person signs in and consents. */
@@ -58,6 +59,18 @@ export interface KeyRecord {
   activatesAt: number;
   retiredAt: number | null;
 }
+
+/** The install-wide lock under which signing keys are added. */
+const OIDC_KEYS_LOCK = 'oidc-keys';
+
+const keyRow = (key: KeyRecord) => ({
+  kid: key.kid,
+  private_jwk: JSON.stringify(key.privateJwk),
+  public_jwk: JSON.stringify(key.publicJwk),
+  created_at: key.createdAt,
+  activates_at: key.activatesAt,
+  retired_at: key.retiredAt,
+});
 
 const toClient = (row: Record<string, unknown>): OidcClient => ({
   id: String(row.id),
@@ -135,20 +148,30 @@ export class OidcRepository {
 
   // ---- keys --------------------------------------------------------------------------------------
 
-  async insertKey(key: KeyRecord): Promise<void> {
-    await this.#db('oidc_keys').insert({
-      kid: key.kid,
-      private_jwk: JSON.stringify(key.privateJwk),
-      public_jwk: JSON.stringify(key.publicJwk),
-      created_at: key.createdAt,
-      activates_at: key.activatesAt,
-      retired_at: key.retiredAt,
+  /**
+   * Adds `key` when no key is in service (none unretired): of processes starting together on a
+   * new database, one adds the first key and the others add nothing. Under the install-wide
+   * `oidc-keys` lock, which `rotateIn` takes too, so the check and the insert see every other
+   * process's keys. False when a key was there already.
+   */
+  async insertFirstKey(key: KeyRecord): Promise<boolean> {
+    return exclusively(this.#db, OIDC_KEYS_LOCK, async (trx) => {
+      if (await trx('oidc_keys').whereNull('retired_at').first('kid')) return false;
+      await trx('oidc_keys').insert(keyRow(key));
+      return true;
     });
   }
 
-  /** Marks the keys in service as retiring at `at`, when their successor starts signing. */
-  async retireKeys(at: number): Promise<void> {
-    await this.#db('oidc_keys').whereNull('retired_at').update({ retired_at: at });
+  /**
+   * Marks the keys in service as retiring at `key.activatesAt`, when `key` (added here) starts
+   * signing. One step under the `oidc-keys` lock, so a server starting meanwhile never adds a
+   * second key in service.
+   */
+  async rotateIn(key: KeyRecord): Promise<void> {
+    await exclusively(this.#db, OIDC_KEYS_LOCK, async (trx) => {
+      await trx('oidc_keys').whereNull('retired_at').update({ retired_at: key.activatesAt });
+      await trx('oidc_keys').insert(keyRow(key));
+    });
   }
 
   /** Keys still published: the signing key, and retired ones retired after `since`. */

@@ -10,6 +10,12 @@ import { createLogger } from '../../server/logger.ts';
 import { dropTestDatabase, testDatabaseEnv } from './database.ts';
 import { serviceOrigins } from './service-origins.ts';
 
+/**
+ * Tests read mail from the outbox, also on PostgreSQL, where the service asks for `SMTP_URL`
+ * unless told the outbox is meant (`config.ts`): a test's processes all run on this machine.
+ */
+export const OUTBOX_ON_ONE_MACHINE = { MAIL_OUTBOX: 'on' } as const;
+
 export interface TestServer {
   url: string;
   dataDir: string;
@@ -39,7 +45,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   const database = env.DATABASE_URL ? {} : await testDatabaseEnv(dir);
-  const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...database, ...env });
+  const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...OUTBOX_ON_ONE_MACHINE, ...database, ...env });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -74,10 +80,10 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
  * The environment for a child process of the service. Vitest puts Vite's own `BASE_URL`
  * (`/`) into `process.env`; it is not ours, so it is left out. The run's `DATABASE_URL` names
  * the server test databases are made on, not one to use: a child given a `DATA_DIR` gets that
- * folder's database, as a test server on it would.
+ * folder's database, as a test server on it would; and mail goes to the outbox, as there.
  */
 export async function childEnv(extra: Record<string, string>): Promise<NodeJS.ProcessEnv> {
   const { BASE_URL: _vite, DATABASE_URL: _server, ...rest } = process.env;
   const database = extra.DATA_DIR && !extra.DATABASE_URL ? await testDatabaseEnv(extra.DATA_DIR) : {};
-  return { ...rest, ...database, ...extra };
+  return { ...rest, ...OUTBOX_ON_ONE_MACHINE, ...database, ...extra };
 }

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { deleteExpiredRateLimits, type Db } from '../db/knex.ts';
+import type { Services } from './services.ts';
+
+/** How often the sweeper wakes up in each process. */
+export const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
+/**
+ * How long a taken lease lasts. Its holder renews it at each of its sweeps, so it keeps it while
+ * it runs; a holder that died without letting go is replaced at most this long after its last
+ * sweep. Three intervals: a sweep may run long (many abandoned uploads) without another process
+ * starting one alongside it, and machines' clocks may differ by far less.
+ */
+export const SWEEP_LEASE_MS = 3 * SWEEP_INTERVAL_MS;
+const LEASE = 'sweeper';
+
+/**
+ * Takes (or renews) the lease `name` for `holder` until `now + ms`, in one conditional statement
+ * that works alike on SQLite and PostgreSQL: the row is written when there is none, when it is
+ * the holder's own, or when its time has passed; otherwise nothing is written and nothing
+ * returned. Both databases run the upsert atomically, so of processes trying at once one gets it.
+ */
+export async function takeLease(db: Db, name: string, holder: string, now: number, ms: number): Promise<boolean> {
+  const rows: unknown[] = await db('leases')
+    .insert({ name, holder, held_until: now + ms })
+    .onConflict('name')
+    .merge(['holder', 'held_until'])
+    .where((q) => q.where('leases.holder', holder).orWhere('leases.held_until', '<=', now))
+    .returning('holder');
+  return rows.length === 1;
+}
+
+/** Lets go of the lease if `holder` has it, so another process takes it at its next sweep. */
+export async function releaseLease(db: Db, name: string, holder: string): Promise<void> {
+  await db('leases').where({ name, holder }).delete();
+}
+
+/**
+ * The periodic clean-up (abandoned chunked uploads, expired sign-in requests, codes and tokens,
+ * expired rate-limit counters), run by one process of the install at a time. Every process
+ * wakes up every ten minutes and tries to take the `sweeper` lease, a row of the `leases` table
+ * shared through the database; the process that has it sweeps and keeps it by renewing it, the
+ * others do nothing. A row, not PostgreSQL's session advisory lock: it works the same on both
+ * databases, and needs no connection held for the life of the process (a pooled connection
+ * returned with the lock still on it would hand the lock to whatever query borrows it next).
+ */
+export class Sweeper {
+  readonly #db: Db;
+  readonly #services: Pick<Services, 'attachments' | 'oidc'>;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  /** This process's name in the lease: random, as processes on other machines share the table. */
+  readonly #holder = randomUUID();
+  #running: Promise<boolean> | null = null;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(db: Db, services: Pick<Services, 'attachments' | 'oidc'>, logger: Logger, now: () => number) {
+    this.#db = db;
+    this.#services = services;
+    this.#logger = logger;
+    this.#now = now;
+  }
+
+  /** Wakes up every `SWEEP_INTERVAL_MS` until `stop`; never keeps the process alive. */
+  start(): void {
+    this.#timer = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  /**
+   * Sweeps if this process has (or takes) the lease; true when it swept. A sweep still running in
+   * this process is waited for rather than started again.
+   */
+  sweep(): Promise<boolean> {
+    this.#running ??= this.#sweepOnce().finally(() => {
+      this.#running = null;
+    });
+    return this.#running;
+  }
+
+  async #sweepOnce(): Promise<boolean> {
+    try {
+      if (!(await takeLease(this.#db, LEASE, this.#holder, this.#now(), SWEEP_LEASE_MS))) return false;
+    } catch (error) {
+      this.#logger.error({ err: error }, 'the sweeper could not take its lease');
+      return false;
+    }
+    // Each part on its own: one failing does not stop the others.
+    const parts: Array<[string, () => Promise<unknown>]> = [
+      ['upload sweep failed', () => this.#services.attachments.sweep()],
+      ['sign-in sweep failed', () => this.#services.oidc.sweep()],
+      ['rate-limit sweep failed', () => deleteExpiredRateLimits(this.#db, this.#now())],
+    ];
+    for (const [failure, part] of parts) {
+      await part().catch((error: unknown) => this.#logger.error({ err: error }, failure));
+    }
+    return true;
+  }
+
+  /** Stops waking up, waits for a sweep under way, and lets go of the lease. */
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#running;
+    await releaseLease(this.#db, LEASE, this.#holder).catch((error: unknown) => this.#logger.warn({ err: error }, 'the sweeper could not let go of its lease'));
+  }
+}
