@@ -12,6 +12,7 @@ import * as oidcTokenVersion from './20261123000000_oidc_token_version.ts';
 import * as accountsHardening from './20261123003000_accounts_hardening.ts';
 import * as assemblyOwner from './20261123010000_assembly_owner.ts';
 import * as noteDeletion from './20261123020000_note_deletion.ts';
+import * as shareUploadProgress from './20261123100000_share_upload_progress.ts';
 
 export interface Migration {
   name: string;
@@ -34,4 +35,5 @@ export const migrations: Migration[] = [
   { name: '20261123003000_accounts_hardening', ...accountsHardening },
   { name: '20261123010000_assembly_owner', ...assemblyOwner },
   { name: '20261123020000_note_deletion', ...noteDeletion },
+  { name: '20261123100000_share_upload_progress', ...shareUploadProgress },
 ];
