@@ -32,7 +32,8 @@ const StorageUrl = z.string().transform((text, ctx): StorageTarget => {
   }
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(url.hostname)) return refuse(`STORAGE_URL: ${url.hostname} is not a bucket name`);
   const prefix = url.pathname.replace(/^\/+|\/+$/g, '');
-  if (!/^[A-Za-z0-9._/-]*$/.test(prefix) || prefix.split('/').some((part) => part === '.' || part === '..')) return refuse('STORAGE_URL: the key prefix may hold letters, digits, ".", "_", "-" and "/"');
+  // The URL parser has already resolved any `.` and `..` in the path.
+  if (!/^[A-Za-z0-9._/-]*$/.test(prefix)) return refuse('STORAGE_URL: the key prefix may hold letters, digits, ".", "_", "-" and "/"');
   const unknown = [...url.searchParams.keys()].filter((key) => !['endpoint', 'region', 'forcePathStyle'].includes(key));
   if (unknown.length > 0) return refuse(`STORAGE_URL: unknown parameter ${unknown.join(', ')} (endpoint, region and forcePathStyle are known)`);
   const endpoint = url.searchParams.get('endpoint') ?? undefined;
