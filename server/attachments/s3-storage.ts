@@ -67,9 +67,9 @@ export class S3FileStore implements FileStore {
       region: target.region,
       endpoint: target.endpoint,
       forcePathStyle: target.forcePathStyle,
-      // The SDK's default checksums travel as trailers of an aws-chunked body, which many
-      // S3-compatible stores do not understand (they store the framing with the bytes). Only the
-      // operations that require a checksum send one; the SHA-1 is ours to check anyway.
+      // Since early 2025 the SDK adds CRC checksums to every write by default, as headers or as
+      // trailers of an aws-chunked body, which several S3-compatible stores refuse or do not
+      // check. Only the operations that require a checksum send one; the SHA-1 is ours anyway.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
