@@ -32,6 +32,14 @@ export interface TestBucket {
 /**
  * A real S3-compatible store: s3rver on 127.0.0.1 at a port the system picks, keeping its
  * objects in a temporary folder, with one empty bucket.
+ *
+ * What s3rver 3.7.1 does (read in its lib/controllers and lib/routes.js): PUT, GET, HEAD,
+ * DELETE, CopyObject, ListObjectsV2 with prefixes and continuation, multipart uploads (create,
+ * parts, complete), single byte ranges, and 304 to If-None-Match on GET. What it does not:
+ * conditional writes (`If-None-Match: *` on PUT or copy is ignored: the store's HEAD-first check
+ * is all that keeps a key from being replaced there), aborting a multipart upload (refused with
+ * MethodNotAllowed: the store ignores that failure), listing multipart uploads, and suffix
+ * ranges (`bytes=-10` is read as bytes 0 to 10: the store always sends both ends).
  */
 export async function startS3rver(bucket = 'peer-review-files'): Promise<TestBucket> {
   const directory = await tempDir('s3rver-');
