@@ -4,8 +4,11 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ownerIsGone, PROCESS_OWNER } from '../../server/attachments/owners.ts';
+import { TestClock } from '../helpers/clock.ts';
+import { sendMultipart } from '../helpers/http.ts';
 import { startServer, tempDir } from '../helpers/server.ts';
 import { createActiveUser } from '../helpers/users.ts';
+import { pdfBytes, SUBMISSION, venueWithAuthor } from './helpers.ts';
 
 /** The pid of a process that has ended. */
 const endedPid = () => spawnSync(process.execPath, ['-e', '']).pid;
@@ -87,6 +90,38 @@ describe('a server starting on a data folder a stopped process worked in', () =>
       expect(second.logs.join('')).toContain('uploads cut by a stop recovered');
     } finally {
       await second.close();
+    }
+  });
+});
+
+describe('an assembly held by a process of another machine', () => {
+  it('is waited for while its lease is renewed, and taken over once it has not been for 15 s', async () => {
+    const clock = new TestClock();
+    const server = await startServer({}, undefined, { now: clock.now });
+    try {
+      const { author } = await venueWithAuthor(server);
+      const data = pdfBytes(200_000);
+      const send = (i: number) =>
+        sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId: 'held-elsewhere', chunkIndex: i, totalChunks: 2 }, {
+          filename: 'paper.pdf',
+          data: data.subarray(i * 100_000, (i + 1) * 100_000),
+        });
+      expect((await send(0)).status).toBe(200);
+      // Claimed just now by a process this machine cannot ask about: only its lease tells.
+      const holder = `${process.ppid}.${randomUUID()}.${otherHost}`;
+      const rows = () => server.service.db('chunked_uploads').where({ client_upload_id: 'held-elsewhere' });
+      await rows().update({ status: 'assembling', assembly_owner: holder, updated_at: clock.now() });
+      let answered = false;
+      const last = send(1).finally(() => (answered = true));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(answered).toBe(false);
+      expect(await rows().first('status', 'assembly_owner')).toEqual({ status: 'assembling', assembly_owner: holder });
+      // Its lease has not been renewed for 15 s: its process has stopped, wherever it ran.
+      clock.advance(15_001);
+      expect((await last).body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
+      expect(await rows().first('status')).toEqual({ status: 'done' });
+    } finally {
+      await server.close();
     }
   });
 });
