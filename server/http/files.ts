@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, RequestHandler, Response } from 'express';
 import mime from 'mime-types';
@@ -107,19 +108,31 @@ async function sendStored(req: Request, res: Response, store: FileStore, file: S
 /** Several stored files as one zip, each named after its note; each is read from the store only when the zip gets to it. */
 function sendZip(res: Response, store: FileStore, files: StoredFile[], name: string): void {
   const zip = new yazl.ZipFile();
+  // A file that cannot be read once the zip is under way (gone, or the store failing) cuts the
+  // answer short: never a 500 after a 200. yazl reports it on the zip itself, where an error
+  // without a listener would stop the process.
+  zip.on('error', () => res.destroy());
+  const reading = new Set<Readable>();
   files.forEach((file, i) =>
     zip.addReadStreamLazy(`${i + 1}-${file.filename}`, { size: file.size, mtime: file.modifiedAt }, (done) => {
       store.read(file.url).then(
-        (stream) => done(null, stream),
-        (error: unknown) => done(error instanceof Error ? error : new Error(String(error)), null as never),
+        (stream) => {
+          reading.add(stream);
+          stream.on('close', () => reading.delete(stream));
+          stream.on('error', (error) => zip.emit('error', error));
+          done(null, stream);
+        },
+        (error: unknown) => zip.emit('error', error),
       );
     }),
   );
   zip.end();
   res.setHeader('Content-Type', 'application/zip');
   res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
-  // A file that cannot be read once the zip is under way: the answer is cut short, never a 500 after a 200.
-  zip.outputStream.on('error', () => res.destroy());
+  // The client leaving, or a failure, stops the reading: no file of the store is left open.
+  res.on('close', () => {
+    for (const stream of reading) stream.destroy();
+  });
   zip.outputStream.pipe(res);
 }
 

@@ -124,6 +124,25 @@ describe('a server storing its files in an S3-compatible bucket', () => {
     expect(zip.length).toBeGreaterThan(data.length);
   });
 
+  it('cuts a zip short when a file is gone from the bucket once the zip is under way, and goes on serving', async () => {
+    const big = pdfBytes(20 * MB);
+    const first = (await submitPaper(author, authorId, big)).note.body.id as string;
+    const small = pdfBytes(2000);
+    const second = (await submitPaper(author, authorId, small)).note.body.id as string;
+    const res = await fetch(`${server.url}/pdf?ids=${first}&ids=${second}`, { headers: { cookie: cookieOf(author) } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    // The zip is still sending the first file (the client reads slowly): the second goes.
+    const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
+    await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.bucket, Key: `${PREFIX}files/pdf/${sha1(small)}.pdf` }));
+    const drain = async () => {
+      for (let part = await reader.read(); !part.done; part = await reader.read());
+    };
+    await expect(drain()).rejects.toThrow();
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+
   it('is a 404 once a stored file is gone from the bucket', async () => {
     const gone = pdfBytes(2000);
     const { note } = await submitPaper(author, authorId, gone);
