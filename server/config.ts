@@ -8,6 +8,43 @@ const Port = z.coerce.number().pipe(z.int().min(0).max(65535));
 const Seconds = z.coerce.number().pipe(z.int().min(1));
 const Url = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
 
+/**
+ * Where uploaded files are stored: `STORAGE_URL`. Unset: the local disk under `DATA_DIR`, as
+ * always. `s3://<bucket>[/<prefix>]?endpoint=<http(s) URL>&region=<region>&forcePathStyle=true`:
+ * an S3-compatible bucket that every server process shares (`endpoint` for a store other than
+ * AWS, `region` defaults to us-east-1, `forcePathStyle` for stores without per-bucket host names,
+ * such as MinIO). Credentials are never part of the URL (it ends up in process listings, shell
+ * histories and logs): the AWS SDK's own chain gives them (`AWS_ACCESS_KEY_ID` and
+ * `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, or the machine's role), and a URL carrying them is refused.
+ */
+export type StorageTarget =
+  | { kind: 'local' }
+  | { kind: 's3'; bucket: string; prefix: string; endpoint: string | undefined; region: string; forcePathStyle: boolean };
+const StorageUrl = z.string().transform((text, ctx): StorageTarget => {
+  const refuse = (message: string) => {
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  };
+  const url = URL.parse(text);
+  if (!url || url.protocol !== 's3:') return refuse('STORAGE_URL must be s3://<bucket>[/<prefix>]?endpoint=…&region=…&forcePathStyle=true');
+  if (url.username || url.password || url.searchParams.has('accessKeyId') || url.searchParams.has('secretAccessKey')) {
+    return refuse('STORAGE_URL must not hold credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
+  }
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(url.hostname)) return refuse(`STORAGE_URL: ${url.hostname} is not a bucket name`);
+  const prefix = url.pathname.replace(/^\/+|\/+$/g, '');
+  // The URL parser has already resolved any `.` and `..` in the path.
+  if (!/^[A-Za-z0-9._/-]*$/.test(prefix)) return refuse('STORAGE_URL: the key prefix may hold letters, digits, ".", "_", "-" and "/"');
+  const unknown = [...url.searchParams.keys()].filter((key) => !['endpoint', 'region', 'forcePathStyle'].includes(key));
+  if (unknown.length > 0) return refuse(`STORAGE_URL: unknown parameter ${unknown.join(', ')} (endpoint, region and forcePathStyle are known)`);
+  const endpoint = url.searchParams.get('endpoint') ?? undefined;
+  if (endpoint !== undefined && !/^https?:$/.test(URL.parse(endpoint)?.protocol ?? '')) return refuse('STORAGE_URL: endpoint must be an http or https URL');
+  const region = url.searchParams.get('region') ?? 'us-east-1';
+  if (!/^[a-z0-9-]{1,40}$/.test(region)) return refuse('STORAGE_URL: region must be a region name such as us-east-1');
+  const forcePathStyle = url.searchParams.get('forcePathStyle') ?? 'false';
+  if (forcePathStyle !== 'true' && forcePathStyle !== 'false') return refuse('STORAGE_URL: forcePathStyle must be true or false');
+  return { kind: 's3', bucket: url.hostname, prefix: prefix && `${prefix}/`, endpoint, region, forcePathStyle: forcePathStyle === 'true' };
+});
+
 /** The environment variables the service reads, validated once at start-up. */
 const Env = z.object({
   PORT: Port.default(3000),
@@ -36,6 +73,7 @@ const Env = z.object({
   HUMAN_VERIFICATION_URL: z.url({ protocol: /^https?$/ }).optional(),
   HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
   SIGNUP_WITHOUT_HUMAN_VERIFICATION: z.enum(['on', 'off']).optional(),
+  STORAGE_URL: StorageUrl.optional(),
 })
   // The outbox is a folder of one machine: with several processes (PostgreSQL), mail written by
   // one is not seen on another machine. Not refused outright: one machine with a few processes on
@@ -46,9 +84,9 @@ const Env = z.object({
     path: ['SMTP_URL'],
   })
   .refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
-  message: 'Set both HUMAN_VERIFICATION_URL and HUMAN_VERIFICATION_SECRET, or neither',
-  path: ['HUMAN_VERIFICATION_URL'],
-});
+    message: 'Set both HUMAN_VERIFICATION_URL and HUMAN_VERIFICATION_SECRET, or neither',
+    path: ['HUMAN_VERIFICATION_URL'],
+  });
 
 export interface Config {
   port: number;
@@ -97,6 +135,8 @@ export interface Config {
    * platform's Python client register without one.
    */
   signupWithoutHumanVerification: boolean;
+  /** Where uploaded files are stored (`STORAGE_URL`). */
+  storage: StorageTarget;
 }
 
 /** Reads the configuration from environment variables; throws a readable error on a bad value. */
@@ -135,5 +175,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         ? { url: e.HUMAN_VERIFICATION_URL, secret: e.HUMAN_VERIFICATION_SECRET }
         : undefined,
     signupWithoutHumanVerification: e.SIGNUP_WITHOUT_HUMAN_VERIFICATION ? e.SIGNUP_WITHOUT_HUMAN_VERIFICATION === 'on' : e.HUMAN_VERIFICATION_URL === undefined,
+    storage: e.STORAGE_URL ?? { kind: 'local' },
   };
 }

@@ -26,7 +26,7 @@ import { Readers } from './venue/readers.ts';
 import { VenueService } from './venue/venues.ts';
 import { AttachmentsRepository } from './attachments/repository.ts';
 import { AttachmentsService } from './attachments/service.ts';
-import { FileStore } from './attachments/storage.ts';
+import { openFileStore } from './attachments/storage.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
 
@@ -82,7 +82,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const venueDeps = { repo: new VenueRepository(db), people, readers: new Readers(people), now };
   const venue = new VenueService(venueDeps);
   const notes = new NoteService({ ...venueDeps, uploads });
-  const store = new FileStore(config.dataDir);
+  const store = await openFileStore(config.storage, config.dataDir);
   await store.init();
   const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();

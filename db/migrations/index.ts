@@ -13,6 +13,7 @@ import * as accountsHardening from './20261123003000_accounts_hardening.ts';
 import * as assemblyOwner from './20261123010000_assembly_owner.ts';
 import * as textWithoutLengthLimits from './20261123090000_text_without_length_limits.ts';
 import * as noteDeletion from './20261123020000_note_deletion.ts';
+import * as shareUploadProgress from './20261123100000_share_upload_progress.ts';
 import * as createInstallState from './20261123110000_create_install_state.ts';
 
 export interface Migration {
@@ -37,5 +38,6 @@ export const migrations: Migration[] = [
   { name: '20261123010000_assembly_owner', ...assemblyOwner },
   { name: '20261123020000_note_deletion', ...noteDeletion },
   { name: '20261123090000_text_without_length_limits', ...textWithoutLengthLimits },
+  { name: '20261123100000_share_upload_progress', ...shareUploadProgress },
   { name: '20261123110000_create_install_state', ...createInstallState },
 ];

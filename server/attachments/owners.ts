@@ -1,28 +1,50 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+
+/** This machine, as a short tag: temporary files say which machine wrote them. */
+const HOST = createHash('sha1').update(hostname()).digest('hex').slice(0, 8);
 
 /**
- * Who is doing a piece of upload work that outlives a request's own memory (an assembly, a
- * temporary file): this process, since this start. `<pid>.<random>`: the pid says which process
- * to ask about, the random part tells this start from an earlier one with the same pid (a
- * restarted container is pid 1 every time).
+ * Who writes a temporary file, or holds an assembly: this process, since this start, on this
+ * machine. `<pid>.<random>.<host>`: the pid says which process to ask about, the random part
+ * tells this start from an earlier one with the same pid (a restarted container is pid 1 every
+ * time), the host tag which machine's processes the pid is among.
+ *
+ * For an assembly this is only a shortcut: the rule that works whichever machines the processes
+ * run on is the lease in the upload's row (service.ts), which runs out unless its holder renews
+ * it. A holder of this machine whose process has stopped needs not be waited for until then.
  */
-export const PROCESS_OWNER = `${process.pid}.${randomUUID()}`;
+export const PROCESS_OWNER = `${process.pid}.${randomUUID()}.${HOST}`;
 
-const OWNER = /^(\d{1,10})\.[0-9a-f-]{36}$/;
+/** The owner ids this process made: never gone while it runs. */
+const ours = new Set([PROCESS_OWNER]);
+
+/** A further owner id of this process: one per attachments service, so that two services in one process are two lease holders. */
+export function newOwner(): string {
+  const owner = `${process.pid}.${randomUUID()}.${HOST}`;
+  ours.add(owner);
+  return owner;
+}
+
+const OWNER = /^(\d{1,10})\.[0-9a-f-]{36}(?:\.([0-9a-f]{8}))?$/;
 
 /**
- * Whether the process that recorded `owner` has stopped: not this start of this process, and
- * either this process's pid (an earlier start) or no process with that pid is running. Processes
- * that share a data folder are on one machine (the folder's SQLite file needs it anyway).
+ * Whether the process that recorded `owner` has stopped: not one of this start of this process, on
+ * this machine, and either this process's pid (an earlier start) or no process with that pid is
+ * running. Another machine's processes cannot be asked: theirs is never gone from here (the
+ * sweep removes such files once a day old). An owner without a host tag was written before
+ * tags were, by a process of the machine that shared the folder then.
  */
 export function ownerIsGone(owner: string | null): boolean {
-  if (owner === PROCESS_OWNER) return false;
-  const pid = owner ? OWNER.exec(owner)?.[1] : undefined;
-  // Written before owners were recorded, or not ours to read: nobody can be waiting for it.
-  if (!pid) return true;
-  if (Number(pid) === process.pid) return true;
+  if (owner !== null && ours.has(owner)) return false;
+  const match = owner ? OWNER.exec(owner) : null;
+  // Unreadable, or written before owners were recorded: nobody can be waiting for it.
+  if (!match) return true;
+  if (match[2] !== undefined && match[2] !== HOST) return false;
+  const pid = Number(match[1]);
+  if (pid === process.pid) return true;
   try {
-    process.kill(Number(pid), 0);
+    process.kill(pid, 0);
     return false;
   } catch (error) {
     // EPERM: a process runs under that pid, only not ours to signal.

@@ -14,7 +14,7 @@ export interface ChunkedUpload {
   status: UploadStatus;
   url: string | null;
   updatedAt: number;
-  /** While assembling: the process doing it (see owners.ts). */
+  /** While assembling: who holds the lease (see `claimAssembly`). */
   assemblyOwner: string | null;
 }
 
@@ -123,20 +123,57 @@ export class AttachmentsRepository {
 
   /**
    * Records a chunk, in one transaction with its checks: the upload still exists (no other
-   * request refused it meanwhile) and the chunks received stay within `maxBytes`. A chunk already
-   * recorded (a retry) keeps its first record. Answers what happened.
+   * request refused it meanwhile) and the bytes it received stay within `maxBytes`. The bytes
+   * are counted by one conditional `UPDATE` of the upload's row (`received_bytes + size <=
+   * maxBytes`), which also locks that row until the end of the transaction (PostgreSQL; SQLite
+   * writes one transaction at a time): chunks arriving together on several connections are
+   * counted one after the other, never both against the same total. A chunk already recorded (a
+   * retry) keeps its first record and is not counted again. Answers what happened.
    */
   async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'too-large'> {
     return this.#db.transaction(async (trx) => {
-      const upload = await trx('chunked_uploads').where({ id: uploadId }).first('id');
-      if (!upload) return 'gone';
-      const others = await trx('upload_chunks').where({ upload_id: uploadId }).whereNot({ chunk_index: index }).sum({ total: 'size' }).first();
-      if (Number(others?.total ?? 0) + size > maxBytes) return 'too-large';
-      await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore();
-      // While it is being assembled, `updated_at` keeps the time of the claim (see claimAssembly).
-      await trx('chunked_uploads').where({ id: uploadId, status: 'receiving' }).update({ updated_at: now });
+      const touch = () => trx('chunked_uploads').where({ id: uploadId, status: 'receiving' }).update({ updated_at: now });
+      // A chunk row exists only while its upload does (ON DELETE CASCADE).
+      if (await trx('upload_chunks').where({ upload_id: uploadId, chunk_index: index }).first('size')) {
+        // While it is being assembled, `updated_at` is the assembler's lease (see claimAssembly).
+        await touch();
+        return 'recorded';
+      }
+      const counted = await trx('chunked_uploads')
+        .where({ id: uploadId })
+        .andWhereRaw('received_bytes + ? <= ?', [size, maxBytes])
+        .update({ received_bytes: trx.raw('received_bytes + ?', [size]) });
+      if (counted === 0) return (await trx('chunked_uploads').where({ id: uploadId }).first('id')) ? 'too-large' : 'gone';
+      const inserted = await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore().returning('chunk_index');
+      // The same chunk, recorded meanwhile by a retry that got there first: counted once.
+      if (inserted.length === 0) await trx('chunked_uploads').where({ id: uploadId }).update({ received_bytes: trx.raw('received_bytes - ?', [size]) });
+      await touch();
       return 'recorded';
     });
+  }
+
+  /** Notes a chunk request whose body is in, until `leave`: chunks of one upload sent together wait for each other. */
+  async arrive(arrival: { id: string; profileId: string; clientUploadId: string }, now: number): Promise<void> {
+    await this.#db('upload_arrivals').insert({ id: arrival.id, profile_id: arrival.profileId, client_upload_id: arrival.clientUploadId, arrived_at: now });
+  }
+
+  async leave(arrivalId: string): Promise<void> {
+    await this.#db('upload_arrivals').where({ id: arrivalId }).delete();
+  }
+
+  /** Whether chunk requests of this person's upload, other than `arrivalId`, arrived since `since` and are under way. */
+  async othersArriving(profileId: string, clientUploadId: string, arrivalId: string, since: number): Promise<boolean> {
+    const row = await this.#db('upload_arrivals')
+      .where({ profile_id: profileId, client_upload_id: clientUploadId })
+      .whereNot({ id: arrivalId })
+      .where('arrived_at', '>=', since)
+      .first('id');
+    return row !== undefined;
+  }
+
+  /** Arrivals left by processes that stopped mid-request. */
+  async sweepArrivals(before: number): Promise<void> {
+    await this.#db('upload_arrivals').where('arrived_at', '<', before).delete();
   }
 
   /** Every upload id there is, for the sweep to tell orphaned chunk folders from live ones. */
@@ -151,8 +188,9 @@ export class AttachmentsRepository {
 
   /**
    * Claims the assembly of a complete upload for `owner`: `UPDATE … SET status = 'assembling'
-   * WHERE status = 'receiving'` changes exactly one row for exactly one request. An assembly
-   * claimed before `staleBefore` and never finished may be claimed again.
+   * WHERE status = 'receiving'` changes exactly one row for exactly one request. The claim is a
+   * lease: its holder renews `updated_at` while it works (`renewAssembly`), and an assembly not
+   * renewed since `staleBefore` (its process stopped, on whatever machine) may be claimed again.
    */
   async claimAssembly(id: string, owner: string, now: number, staleBefore: number): Promise<boolean> {
     const changed = await this.#db('chunked_uploads')
@@ -162,7 +200,7 @@ export class AttachmentsRepository {
     return changed === 1;
   }
 
-  /** Takes over an assembly whose owner stopped; only one of several takers gets it. */
+  /** Takes over an assembly whose lease ran out; only one of several takers gets it. */
   async takeOverAssembly(id: string, from: string | null, owner: string, now: number): Promise<boolean> {
     const changed = await this.#db('chunked_uploads')
       .where({ id, status: 'assembling' })
@@ -171,10 +209,17 @@ export class AttachmentsRepository {
     return changed === 1;
   }
 
-  /** Every assembly under way, with its owner. */
-  async assemblies(): Promise<Array<{ id: string; owner: string | null }>> {
-    const rows: Array<{ id: string; assembly_owner: string | null }> = await this.#db('chunked_uploads').where({ status: 'assembling' }).select('id', 'assembly_owner');
-    return rows.map((r) => ({ id: r.id, owner: r.assembly_owner }));
+  /** Renews an assembly's lease; false when `owner` no longer holds it (it ran out and was taken over). */
+  async renewAssembly(id: string, owner: string, now: number): Promise<boolean> {
+    return (await this.#db('chunked_uploads').where({ id, status: 'assembling', assembly_owner: owner }).update({ updated_at: now })) === 1;
+  }
+
+  /** Every assembly under way, with its holder and when its lease was last renewed. */
+  async assemblies(): Promise<Array<{ id: string; owner: string | null; renewedAt: number }>> {
+    const rows: Array<{ id: string; assembly_owner: string | null; updated_at: number }> = await this.#db('chunked_uploads')
+      .where({ status: 'assembling' })
+      .select('id', 'assembly_owner', 'updated_at');
+    return rows.map((r) => ({ id: r.id, owner: r.assembly_owner, renewedAt: Number(r.updated_at) }));
   }
 
   /** Of these upload ids, the finished ones (their chunks are no longer needed). */
@@ -185,17 +230,23 @@ export class AttachmentsRepository {
 
   /**
    * Records the assembled file as the uploader's, and the upload as done, in one transaction:
-   * a process stopped in between leaves neither, and the assembly is simply redone.
+   * a process stopped in between leaves neither, and the assembly is simply redone. Only the
+   * lease's holder finishes: false when `owner` lost it (another process took it over and
+   * finishes it, or has).
    */
-  async finish(id: string, upload: UploadRecord, now: number): Promise<void> {
-    await this.#db.transaction(async (trx) => {
+  async finish(id: string, owner: string, upload: UploadRecord, now: number): Promise<boolean> {
+    return this.#db.transaction(async (trx) => {
+      const changed = await trx('chunked_uploads')
+        .where({ id, status: 'assembling', assembly_owner: owner })
+        .update({ status: 'done', url: upload.url, assembly_owner: null, updated_at: now });
+      if (changed !== 1) return false;
       await new AttachmentsRepository(trx).recordUpload(upload, now);
-      await trx('chunked_uploads').where({ id }).update({ status: 'done', url: upload.url, assembly_owner: null, updated_at: now });
       await trx('upload_chunks').where({ upload_id: id }).delete();
+      return true;
     });
   }
 
-  /** Gives an assembly that failed, or whose process stopped, back to the receiving state. */
+  /** Gives an assembly that failed back to the receiving state. */
   async release(id: string, now: number, owner?: string | null): Promise<void> {
     const q = this.#db('chunked_uploads').where({ id, status: 'assembling' });
     if (owner !== undefined) q.andWhere((o) => (owner === null ? o.whereNull('assembly_owner') : o.where({ assembly_owner: owner })));

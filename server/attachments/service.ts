@@ -21,9 +21,9 @@ import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
 import type { NoteService } from '../venue/notes.ts';
 import type { VenueService } from '../venue/venues.ts';
-import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
+import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
-import { removeQuietly, type FileStore, type Received } from './storage.ts';
+import { removeQuietly, type Assembled, type FileStore, type Received } from './storage.ts';
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
@@ -34,14 +34,15 @@ export interface UploadRequest {
   file: (Received & { filename: string }) | null;
 }
 
-/** A stored file to send: where it is, and how to describe it. */
+/** A stored file to send: its URL (the store reads it by it), and how to describe it. */
 export interface StoredFile {
-  path: string;
   url: string;
   sha1: string;
   extension: string;
   /** A safe download name, from the note's title. */
   filename: string;
+  size: number;
+  modifiedAt: Date;
 }
 
 /** What attachments ask of venues: the invitation an upload is for, and who may read a group or an invitation. */
@@ -51,20 +52,24 @@ export type VenueView = Pick<VenueService, 'invitationById' | 'groups' | 'readab
 export type NoteView = Pick<NoteService, 'requireInvitee' | 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
-/** How long a chunk waits for another running process's assembly of its upload, checking on it. */
+/**
+ * How long a chunk waits, in real time, for the other chunk requests of its upload or for
+ * another process's assembly of it, checking on them in the database.
+ */
 const WAIT_FOR_OTHER_PROCESS_MS = 60_000;
 const OTHER_PROCESS_POLL_MS = 50;
 /**
- * An assembly not finished after this long may be redone whoever claimed it: the last resort
- * when its process cannot be asked (see owners.ts); a stopped process's is redone at once.
+ * An assembly is a lease in the upload's row (`assembly_owner`, `updated_at`), renewed every
+ * `LEASE_RENEW_MS` while it runs. One not renewed for `ASSEMBLY_LEASE_MS` was left by a process
+ * that stopped, on whatever machine: the next chunk of it takes it over and assembles it. (One
+ * whose holder is a stopped process of this machine is taken over at once: see owners.ts.)
  */
-const STALE_ASSEMBLY_MS = 10 * 60_000;
+const ASSEMBLY_LEASE_MS = 15_000;
+const LEASE_RENEW_MS = 3_000;
+/** A chunk request noted as under way this long ago was cut by a stop of its process: no longer waited for. */
+const ARRIVAL_STALE_MS = 5 * 60_000;
 
-/**
- * The assemblies this process is doing, by upload id, each settling with its URL: a chunk of an
- * upload being assembled here waits for it without polling. Module-wide, as the owner id is.
- */
-const assembling = new Map<string, Promise<string>>();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every chunk index of an upload, as its client counts (from 1 until it is known). */
 function indexesOf(upload: ChunkedUpload): number[] {
@@ -93,12 +98,14 @@ function safeFilename(title: unknown, fallback: string, extension: string): stri
 export class AttachmentsService {
   readonly #repo: AttachmentsRepository;
   readonly #store: FileStore;
+  /** Who this service is when it holds an assembly's lease: one per service, so two in one process are two holders. */
+  readonly #holder = newOwner();
   /**
-   * How many requests are saving a chunk of each upload right now, in this process (the service
-   * runs as one), by person and `clientUploadId`. The last chunks of an upload sent together
-   * wait for each other's answer.
+   * The assemblies this service is doing, by upload id, each settling with its URL: a chunk of an
+   * upload being assembled here waits for it without polling. Only a shortcut: what a chunk
+   * answers is decided by the upload's row, which every process reads alike.
    */
-  readonly #receiving = new Map<string, { count: number; idle: Array<() => void> }>();
+  readonly #assembling = new Map<string, Promise<string>>();
   readonly #venues: VenueView;
   readonly #notes: NoteView;
   readonly #verifier: HumanVerifier;
@@ -199,7 +206,7 @@ export class AttachmentsService {
     return verdict.extension;
   }
 
-  #checkContent(received: Received, extension: string, maxBytes: number): void {
+  #checkContent(received: Pick<Received, 'size' | 'head'>, extension: string, maxBytes: number): void {
     if (received.size > maxBytes) {
       throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
     }
@@ -245,7 +252,8 @@ export class AttachmentsService {
    */
   async saveChunk(viewer: Viewer, request: UploadRequest): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const file = request.file;
-    let counted: string | null = null;
+    const arrival = randomUUID();
+    let arrived = false;
     try {
       const fields = parseOrThrow(ChunkFields, request.fields);
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
@@ -253,17 +261,17 @@ export class AttachmentsService {
         throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
       }
       const repo = this.#repo;
-      // Counted from the moment its body is in, before the checks that read the database: a
-      // chunk sent together with the last one is then waited for even if it is still being
-      // checked when the other completes the set.
-      const key = receivingKey(viewer.profileId, fields.clientUploadId);
-      this.#enter(key);
-      counted = key;
+      // Noted from the moment its body is in, before the checks that read the database, and in
+      // the database, where every process sees it: a chunk sent together with the last one is
+      // then waited for, whichever process received it, even if it is still being checked when
+      // the other completes the set.
+      await repo.arrive({ id: arrival, profileId: viewer.profileId, clientUploadId: fields.clientUploadId }, this.#now());
+      arrived = true;
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
       await this.#notes.requireInvitee(invitation, viewer);
       const now = this.#now();
-      // Each unfinished upload holds its chunks on disk until it is swept: one person keeps at
-      // most OPEN_UPLOADS_PER_PERSON of them at a time.
+      // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
+      // at most OPEN_UPLOADS_PER_PERSON of them at a time.
       if (!(await repo.hasUpload(viewer.profileId, fields.clientUploadId)) && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
         throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
       }
@@ -300,7 +308,7 @@ export class AttachmentsService {
       const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex);
       const outcome = await repo.recordChunk(upload.id, fields.chunkIndex, file.size, maxBytes, now);
       if (outcome !== 'recorded') {
-        if (placed) await removeQuietly(this.#store.chunkPath(upload.id, fields.chunkIndex));
+        if (placed) await this.#store.removeChunk(upload.id, fields.chunkIndex);
         if (outcome === 'gone') {
           await this.#store.removeChunks(upload.id);
           throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
@@ -309,40 +317,43 @@ export class AttachmentsService {
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
-      if ('url' in answer || (this.#receiving.get(key)?.count ?? 0) <= 1) return answer;
-      // Other chunks of this upload are being saved alongside this one: answer as of after them,
-      // so the last chunks sent together all answer the URL (one of them assembles the file).
-      this.#leave(key);
-      counted = null;
-      await this.#othersSaved(key);
-      const current = await repo.findUpload(upload.id);
-      if (current?.status === 'done' && current.url) return { url: current.url };
-      return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
+      if ('url' in answer) return answer;
+      // Other chunks of this upload may be being saved alongside this one, here or in another
+      // process: answer as of after them, so the last chunks sent together all answer the URL
+      // (one of them assembles the file). This request stops counting first, or two of them
+      // would wait for each other.
+      await repo.leave(arrival);
+      arrived = false;
+      return await this.#afterOthers(viewer, fields.clientUploadId, arrival, upload, maxBytes, answer);
     } finally {
-      if (counted) this.#leave(counted);
+      if (arrived) await this.#repo.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
       if (file) await removeQuietly(file.path);
     }
   }
 
-  #enter(key: string): void {
-    const entry = this.#receiving.get(key);
-    if (entry) entry.count += 1;
-    else this.#receiving.set(key, { count: 1, idle: [] });
-  }
-
-  #leave(key: string): void {
-    const entry = this.#receiving.get(key);
-    if (!entry) return;
-    entry.count -= 1;
-    if (entry.count > 0) return;
-    this.#receiving.delete(key);
-    for (const wake of entry.idle) wake();
-  }
-
-  /** Waits until no other request of this process is saving a chunk of this upload. */
-  async #othersSaved(key: string): Promise<void> {
-    const entry = this.#receiving.get(key);
-    if (entry) await new Promise<void>((resolve) => entry.idle.push(resolve));
+  /**
+   * Waits until no other chunk request of the upload is under way (in any process), then answers
+   * where the upload stands: its URL once done or complete, its status map otherwise.
+   */
+  async #afterOthers(
+    viewer: Viewer,
+    clientUploadId: string,
+    arrival: string,
+    upload: ChunkedUpload,
+    maxBytes: number,
+    answer: Record<string, 'missing' | 'completed'>,
+  ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+    const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;
+    let waited = false;
+    while (await this.#repo.othersArriving(viewer.profileId, clientUploadId, arrival, this.#now() - ARRIVAL_STALE_MS)) {
+      if (performance.now() >= deadline) break;
+      waited = true;
+      await sleep(OTHER_PROCESS_POLL_MS);
+    }
+    if (!waited) return answer;
+    const current = await this.#repo.findUpload(upload.id);
+    if (current?.status === 'done' && current.url) return { url: current.url };
+    return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
   }
 
   async #completeOrStatus(viewer: Viewer, given: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
@@ -356,55 +367,69 @@ export class AttachmentsService {
     if (!complete) return statusMap(indexes, chunks);
 
     const now = this.#now();
-    if (await repo.claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, upload, indexes, chunks, maxBytes);
+    if (await repo.claimAssembly(upload.id, this.#holder, now, now - ASSEMBLY_LEASE_MS)) return this.#assemble(viewer, upload, indexes, chunks, maxBytes);
     return this.#awaitAssembly(viewer, upload, indexes, chunks, maxBytes);
   }
 
-  /** Assembles a claimed upload; chunks of it arriving meanwhile in this process wait for the URL. */
+  /** Assembles a claimed upload; chunks of it arriving meanwhile in this service wait for the URL. */
   async #assemble(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number): Promise<{ url: string }> {
     const work = this.#assembleNow(viewer, upload, indexes, chunks, maxBytes);
-    assembling.set(upload.id, work);
+    this.#assembling.set(upload.id, work);
     try {
       return { url: await work };
     } finally {
-      assembling.delete(upload.id);
+      this.#assembling.delete(upload.id);
     }
   }
 
   async #assembleNow(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number): Promise<string> {
     const repo = this.#repo;
-    let assembled: Received | null = null;
+    let assembled: Assembled | null = null;
+    // The lease is renewed while the work runs: another process takes over only an assembly
+    // whose process stopped.
+    const renewal = setInterval(() => {
+      repo.renewAssembly(upload.id, this.#holder, this.#now()).catch((error: unknown) => this.#logger.warn({ err: error, uploadId: upload.id }, 'assembly lease not renewed'));
+    }, LEASE_RENEW_MS);
     try {
       assembled = await this.#store.assemble(upload.id, indexes, maxBytes);
       const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
       if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
       this.#checkContent(assembled, upload.extension, maxBytes);
-      // The file goes into place only whole (a rename); it is recorded as the uploader's, and the
-      // upload as done, in one transaction.
+      // The file goes into place only whole; it is recorded as the uploader's, and the upload as
+      // done, in one transaction, by the lease's holder only.
       const file = assembled;
-      const url = await this.#store.keep(file, upload.extension);
-      await repo.finish(upload.id, { profileId: viewer.profileId, invitation: upload.invitation, field: upload.field, url, size: file.size, sha1: file.sha1 }, this.#now());
+      const url = await this.#store.keepAssembled(file, upload.extension);
+      assembled = null;
+      const record = { profileId: viewer.profileId, invitation: upload.invitation, field: upload.field, url, size: file.size, sha1: file.sha1 };
+      if (!(await repo.finish(upload.id, this.#holder, record, this.#now()))) {
+        // The lease ran out and another process took the assembly over: its answer is the same file.
+        const current = await repo.findUpload(upload.id);
+        if (current?.status === 'done' && current.url) return current.url;
+        throw new Error('the assembly was taken over by another process');
+      }
       await this.#store.removeChunks(upload.id);
       return url;
     } catch (error) {
-      if (assembled) await removeQuietly(assembled.path);
+      if (assembled) await this.#store.discard(assembled).catch(() => undefined);
       if (error instanceof AppError) {
         // The file as a whole is refused: the upload cannot succeed, so nothing of it is kept.
         await this.#discard(upload);
       } else {
-        await repo.release(upload.id, this.#now(), PROCESS_OWNER);
+        await repo.release(upload.id, this.#now(), this.#holder);
       }
       throw error;
+    } finally {
+      clearInterval(renewal);
     }
   }
 
   /**
-   * The upload is being assembled, or was: by this process (wait for it), by a process that
-   * has stopped (take it over and assemble it now), or by another running process (check on it
-   * until it is done, stops, or a minute has passed).
+   * The upload is being assembled, or was: by this service (wait for it), by a process whose
+   * lease ran out (take it over and assemble it now), or by another running process (check on
+   * it until it is done, its lease runs out, or a minute has passed).
    */
   async #awaitAssembly(viewer: Viewer, upload: ChunkedUpload, indexes: number[], chunks: Map<number, number>, maxBytes: number) {
-    const deadline = this.#now() + WAIT_FOR_OTHER_PROCESS_MS;
+    const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;
     for (;;) {
       const current = await this.#repo.findUpload(upload.id);
       if (!current) throw new AppError('ValidationError', 'The upload was refused; start again', { path: 'clientUploadId' });
@@ -412,43 +437,45 @@ export class AttachmentsService {
       const now = this.#now();
       if (current.status === 'receiving') {
         // A failed assembly gave it back: claim it again.
-        if (await this.#repo.claimAssembly(upload.id, PROCESS_OWNER, now, now - STALE_ASSEMBLY_MS)) return this.#assemble(viewer, current, indexes, chunks, maxBytes);
+        if (await this.#repo.claimAssembly(upload.id, this.#holder, now, now - ASSEMBLY_LEASE_MS)) return this.#assemble(viewer, current, indexes, chunks, maxBytes);
         continue;
       }
-      const here = current.assemblyOwner === PROCESS_OWNER ? assembling.get(upload.id) : undefined;
+      const here = current.assemblyOwner === this.#holder ? this.#assembling.get(upload.id) : undefined;
       if (here) {
         const url = await here.catch(() => null);
         if (url) return { url };
         // It failed here: the next round sees why (refused and gone, or back to receiving).
         continue;
       }
-      if (ownerIsGone(current.assemblyOwner) || current.updatedAt < now - STALE_ASSEMBLY_MS) {
-        if (await this.#repo.takeOverAssembly(upload.id, current.assemblyOwner, PROCESS_OWNER, now)) {
+      if (ownerIsGone(current.assemblyOwner) || current.updatedAt < now - ASSEMBLY_LEASE_MS) {
+        if (await this.#repo.takeOverAssembly(upload.id, current.assemblyOwner, this.#holder, now)) {
           this.#logger.info({ uploadId: upload.id }, 'assembly left by a stopped process: redone');
           return this.#assemble(viewer, current, indexes, chunks, maxBytes);
         }
         continue;
       }
-      if (now >= deadline) return statusMap(indexes, chunks);
-      await new Promise((resolve) => setTimeout(resolve, OTHER_PROCESS_POLL_MS));
+      if (performance.now() >= deadline) return statusMap(indexes, chunks);
+      await sleep(OTHER_PROCESS_POLL_MS);
     }
   }
 
   /**
-   * At start: assemblies whose process stopped go back to receiving (re-sending a chunk then
-   * assembles at once), the temporary files of stopped processes are removed, and so are the
-   * chunks of uploads finished just before a stop.
+   * At start: assemblies whose lease ran out, or whose holder was a process of this machine that
+   * has stopped, go back to receiving (re-sending a chunk then assembles at once); this machine's
+   * temporary files of stopped processes are removed, and so are the chunks of uploads finished
+   * just before a stop. Another machine's assembly cut by a stop moments ago still holds its
+   * lease: the first chunk sent after it runs out takes it over.
    */
   async recover(startedAt = this.#now()): Promise<void> {
     const repo = this.#repo;
     let released = 0;
-    for (const { id, owner } of await repo.assemblies()) {
-      if (!ownerIsGone(owner)) continue;
+    for (const { id, owner, renewedAt } of await repo.assemblies()) {
+      if (!ownerIsGone(owner) && renewedAt >= this.#now() - ASSEMBLY_LEASE_MS) continue;
       await repo.release(id, this.#now(), owner);
       released += 1;
     }
     const removed = await this.#store.removeTemporaryOfStopped(startedAt);
-    for (const id of await repo.finishedAmong(await this.#store.chunkFolders())) await this.#store.removeChunks(id);
+    for (const id of await repo.finishedAmong(await this.#store.chunkUploads())) await this.#store.removeChunks(id);
     if (released > 0 || removed > 0) this.#logger.info({ assemblies: released, temporaryFiles: removed }, 'uploads cut by a stop recovered');
   }
 
@@ -468,8 +495,9 @@ export class AttachmentsService {
       await this.#repo.deleteUpload(id);
       await this.#store.removeChunks(id);
     }
-    // Chunk folders whose upload row is gone (a refusal racing a late chunk).
+    // Chunks whose upload row is gone (a refusal racing a late chunk).
     await this.#store.sweepOrphanChunks(await this.#repo.uploadIds(), before);
+    await this.#repo.sweepArrivals(this.#now() - ARRIVAL_STALE_MS);
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;
@@ -531,11 +559,11 @@ export class AttachmentsService {
   }
 
   async #stored(url: string, title: unknown, fallback: string): Promise<StoredFile> {
-    const path = this.#store.pathOf(url);
     const extension = fileUrlExtension(url);
-    if (!path || !extension || (await this.#store.sizeOf(url)) === null) throw new AppError('NotFoundError', `File Not Found: ${url}`);
+    const info = extension ? await this.#store.info(url) : null;
+    if (!extension || !info) throw new AppError('NotFoundError', `File Not Found: ${url}`);
     const sha1 = url.slice(url.lastIndexOf('/') + 1, url.lastIndexOf('.'));
-    return { path, url, sha1, extension, filename: safeFilename(title, fallback, extension) };
+    return { url, sha1, extension, filename: safeFilename(title, fallback, extension), ...info };
   }
 
   /**
@@ -561,9 +589,4 @@ export class AttachmentsService {
     const params = new URLSearchParams(query);
     return { leftNote, rightNote, viewerUrl: `${this.#config.baseUrl}/pdf/compare/view?${params.toString()}` };
   }
-}
-
-/** The key of one person's upload among the chunks being saved: `clientUploadId` is theirs alone. */
-function receivingKey(profileId: string, clientUploadId: string): string {
-  return `${profileId}\n${clientUploadId}`;
 }

@@ -6,9 +6,10 @@ import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../shared/errors.ts';
 import { fileUrlExtension, tooLargeMessage } from '../../shared/forms.ts';
+import type { StorageTarget } from '../config.ts';
 import { ownerIsGone, PROCESS_OWNER } from './owners.ts';
 
-/** A file received into the temporary folder: its path, length, SHA-1 and first bytes. */
+/** A file received into this machine's temporary folder: its path, length, SHA-1 and first bytes. */
 export interface Received {
   path: string;
   size: number;
@@ -17,38 +18,170 @@ export interface Received {
   head: Buffer;
 }
 
+/** A file assembled from an upload's chunks, held by the store under a temporary name until kept or discarded. */
+export interface Assembled {
+  /** The store's own name for it: a path on disk, a key in a bucket. */
+  temporary: string;
+  size: number;
+  sha1: string;
+  head: Buffer;
+}
+
+/** A stored file's length and when it was stored (its `Last-Modified`). */
+export interface StoredInfo {
+  size: number;
+  modifiedAt: Date;
+}
+
+/** A byte range of a stored file, both ends included. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * Where uploaded files live: stored files under their content address, the chunks of unfinished
+ * uploads, and assemblies under way. Two back ends (`STORAGE_URL`): the local disk under
+ * `$DATA_DIR` (`LocalFileStore`) and an S3-compatible bucket (`S3FileStore`), which several
+ * server processes on several machines can share. Either way a file being received by a request
+ * goes first to this machine's temporary folder (`$DATA_DIR/tmp`): it is the request's alone and
+ * is checked there before anything is stored.
+ *
+ * Rules both keep: names are built from a validated hex hash, a validated extension or a
+ * server-made id, never from what a client sends; a stored file or a chunk already there is never
+ * replaced (the first one stays).
+ */
+export interface FileStore {
+  init(): Promise<void>;
+  /** Streams `source` into a temporary file of this machine, hashing and counting (see `TemporaryFolder.receive`). */
+  receive(source: Readable, maxBytes: number, opts?: { hash?: boolean }): Promise<Received>;
+  /** Stores a received file under its content address (a second copy is dropped) and removes the temporary file. Answers the URL. */
+  keep(received: Received, extension: string): Promise<string>;
+  /** A stored file's length and date, or null when there is none under that URL. */
+  info(url: string): Promise<StoredInfo | null>;
+  /** A stored file's bytes (or a range of them); a NotFoundError when it is not there. */
+  read(url: string, range?: ByteRange): Promise<Readable>;
+
+  /** Stores a received chunk of an upload and removes the temporary file; a chunk already stored is kept. Answers whether this call stored it. */
+  keepChunk(received: Received, uploadId: string, index: number): Promise<boolean>;
+  removeChunk(uploadId: string, index: number): Promise<void>;
+  removeChunks(uploadId: string): Promise<void>;
+  /** The upload ids that have chunks stored. */
+  chunkUploads(): Promise<string[]>;
+  /**
+   * Concatenates the chunks, in order, under a temporary name, hashing as it goes and never
+   * holding the file in memory; past `maxBytes` it stops with a 413. Nothing is left on failure.
+   */
+  assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Assembled>;
+  /** Stores an assembled file under its content address (as `keep` does) and drops its temporary copy. */
+  keepAssembled(file: Assembled, extension: string): Promise<string>;
+  discard(file: Assembled): Promise<void>;
+
+  /** Removes the chunks of uploads not in `live` that were last written before `olderThan`. */
+  sweepOrphanChunks(live: Set<string>, olderThan: number): Promise<void>;
+  /** Removes temporary files (and assemblies) older than `olderThan` (ms since the epoch), left by a crash. */
+  sweepTemporary(olderThan: number): Promise<void>;
+  /** At start: removes this machine's temporary files of processes that stopped (see owners.ts). Answers how many. */
+  removeTemporaryOfStopped(startedAt: number): Promise<number>;
+}
+
+/** The FileStore `STORAGE_URL` names. The S3 client is loaded only when a bucket is used. */
+export async function openFileStore(target: StorageTarget, dataDir: string): Promise<FileStore> {
+  if (target.kind === 'local') return new LocalFileStore(dataDir);
+  const { S3FileStore } = await import('./s3-storage.ts');
+  return new S3FileStore(target, dataDir);
+}
+
+/** The URL a stored file is known by. */
+export function urlOf(sha1: string, extension: string): string {
+  return extension === 'pdf' ? `/pdf/${sha1}.pdf` : `/attachment/${sha1}.${extension}`;
+}
+
+/** A stored file's name below the store's `files/` (`pdf/<sha1>.pdf`, `attachment/<sha1>.<ext>`), or null when the URL is not one of ours. */
+export function storedName(url: string): string | null {
+  const extension = fileUrlExtension(url);
+  if (extension === null) return null;
+  const name = url.slice(url.lastIndexOf('/') + 1);
+  return `${extension === 'pdf' && url.startsWith('/pdf/') ? 'pdf' : 'attachment'}/${name}`;
+}
+
+/** Upload ids are server-made UUIDs: anything else never becomes part of a name. */
+export function checkUploadId(uploadId: string): string {
+  if (!/^[0-9a-f-]{36}$/.test(uploadId)) throw new Error(`not an upload id: ${uploadId}`);
+  return uploadId;
+}
+
 const HEAD_BYTES = 8;
-/** How much of a chunk file the assembly reads at once. */
+/** How much of a chunk file the local assembly reads at once. */
 const ASSEMBLY_BUFFER_BYTES = 1024 * 1024;
 
 /**
- * Content-addressed file storage under `$DATA_DIR`: `files/pdf/<sha1>.pdf` and
- * `files/attachment/<sha1>.<ext>`, with `tmp/` for files being received and `chunks/` for the
- * chunks of unfinished uploads. Every path is built from a validated hex hash, a validated
- * extension or a server-made id; nothing a client sends is ever joined into a path.
+ * Counts, hashes and keeps the first bytes of what goes through it, stopping with a 413 past
+ * `maxBytes`: every file a store takes in (received or assembled) passes one.
  */
-export class FileStore {
-  readonly #files: string;
-  readonly #tmp: string;
-  readonly #chunks: string;
+export class Meter extends Transform {
+  size = 0;
+  readonly #hash: ReturnType<typeof createHash> | null;
+  readonly #maxBytes: number;
+  #head: Buffer[] = [];
+  #headLength = 0;
+
+  constructor(maxBytes: number, hash = true) {
+    super();
+    this.#maxBytes = maxBytes;
+    this.#hash = hash ? createHash('sha1') : null;
+  }
+
+  /** Takes in `bytes`; throws the 413 once past the limit. */
+  count(bytes: Buffer): void {
+    this.size += bytes.length;
+    if (this.size > this.#maxBytes) throw AppError.tooLarge(tooLargeMessage(this.#maxBytes), { path: 'file' });
+    if (this.#headLength < HEAD_BYTES) {
+      // A copy: the caller may reuse its buffer (the local assembly does).
+      const piece = Buffer.from(bytes.subarray(0, HEAD_BYTES - this.#headLength));
+      this.#head.push(piece);
+      this.#headLength += piece.length;
+    }
+    this.#hash?.update(bytes);
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
+    try {
+      this.count(chunk);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    done(null, chunk);
+  }
+
+  /** The SHA-1 (`''` when not hashing) and the first bytes, once everything went through. */
+  result(): { size: number; sha1: string; head: Buffer } {
+    return { size: this.size, sha1: this.#hash?.digest('hex') ?? '', head: Buffer.concat(this.#head) };
+  }
+}
+
+/**
+ * This machine's temporary folder (`$DATA_DIR/tmp`): files being received, and the local store's
+ * assemblies. Each is named after the process writing it (`<owner>~<uuid>`, see owners.ts), so
+ * that a process starting after a crash can tell what is left over from what another is writing.
+ */
+export class TemporaryFolder {
+  readonly #dir: string;
   readonly #owner: string;
 
   constructor(dataDir: string, owner = PROCESS_OWNER) {
-    this.#files = path.join(dataDir, 'files');
-    this.#tmp = path.join(dataDir, 'tmp');
-    this.#chunks = path.join(dataDir, 'chunks');
+    this.#dir = path.join(dataDir, 'tmp');
     this.#owner = owner;
   }
 
-  /** A new temporary file's path, named after the process writing it (`<owner>~<uuid>`). */
-  #temporary(): string {
-    return path.join(this.#tmp, `${this.#owner}~${randomUUID()}`);
+  async init(): Promise<void> {
+    await mkdir(this.#dir, { recursive: true });
   }
 
-  async init(): Promise<void> {
-    for (const dir of [path.join(this.#files, 'pdf'), path.join(this.#files, 'attachment'), this.#tmp, this.#chunks]) {
-      await mkdir(dir, { recursive: true });
-    }
+  /** A new temporary file's path. */
+  newPath(): string {
+    return path.join(this.#dir, `${this.#owner}~${randomUUID()}`);
   }
 
   /**
@@ -58,98 +191,138 @@ export class FileStore {
    * chunk, whose own hash nothing uses) and answers `sha1: ''`.
    */
   async receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
-    const file = this.#temporary();
-    const hash = opts.hash === false ? null : createHash('sha1');
-    let size = 0;
-    const head: Buffer[] = [];
-    let headLength = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        size += chunk.length;
-        if (size > maxBytes) {
-          done(AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' }));
-          return;
-        }
-        if (headLength < HEAD_BYTES) {
-          head.push(chunk.subarray(0, HEAD_BYTES - headLength));
-          headLength += Math.min(chunk.length, HEAD_BYTES - headLength);
-        }
-        hash?.update(chunk);
-        done(null, chunk);
-      },
-    });
+    const file = this.newPath();
+    const meter = new Meter(maxBytes, opts.hash !== false);
     try {
       await pipeline(source, meter, createWriteStream(file, { flags: 'wx', mode: 0o600 }));
     } catch (error) {
       await removeQuietly(file);
       throw error;
     }
-    return { path: file, size, sha1: hash?.digest('hex') ?? '', head: Buffer.concat(head) };
+    return { path: file, ...meter.result() };
   }
 
-  /** The URL a stored file is known by. */
-  urlOf(sha1: string, extension: string): string {
-    return extension === 'pdf' ? `/pdf/${sha1}.pdf` : `/attachment/${sha1}.${extension}`;
-  }
-
-  /** Where the file of a URL lives, or null when the URL is not one of ours. */
-  pathOf(url: string): string | null {
-    const extension = fileUrlExtension(url);
-    if (extension === null) return null;
-    const name = url.slice(url.lastIndexOf('/') + 1);
-    return path.join(this.#files, extension === 'pdf' && url.startsWith('/pdf/') ? 'pdf' : 'attachment', name);
+  /** Temporary files older than `olderThan` (ms since the epoch), left by a crash. */
+  async sweep(olderThan: number): Promise<void> {
+    for (const name of await readdir(this.#dir).catch(() => [] as string[])) {
+      const file = path.join(this.#dir, name);
+      const info = await stat(file).catch(() => null);
+      if (info && info.mtimeMs < olderThan) await removeQuietly(file);
+    }
   }
 
   /**
-   * Moves a received file into its content-addressed place with an atomic link; the same bytes
-   * are stored once (a second copy is simply dropped). Returns the URL.
+   * At start: removes the temporary files of processes that stopped (a crash in the middle of
+   * receiving or assembling), and unnamed ones from before `startedAt`. Another running
+   * process's files, and those of another machine sharing the folder, are left alone (the sweep
+   * removes them once a day old).
    */
-  async keep(received: Received, extension: string): Promise<string> {
-    const url = this.urlOf(received.sha1, extension);
-    const target = this.pathOf(url);
+  async removeOfStopped(startedAt: number): Promise<number> {
+    let removed = 0;
+    for (const name of await readdir(this.#dir).catch(() => [] as string[])) {
+      const file = path.join(this.#dir, name);
+      const owner = name.includes('~') ? name.slice(0, name.indexOf('~')) : null;
+      if (owner !== null ? !ownerIsGone(owner) : ((await stat(file).catch(() => null))?.mtimeMs ?? Infinity) >= startedAt) continue;
+      await removeQuietly(file);
+      removed += 1;
+    }
+    return removed;
+  }
+}
+
+/**
+ * Content-addressed file storage on the local disk under `$DATA_DIR`: `files/pdf/<sha1>.pdf` and
+ * `files/attachment/<sha1>.<ext>`, with `tmp/` for files being received and assembled and
+ * `chunks/<upload id>/<index>` for the chunks of unfinished uploads. Several processes may share
+ * the folder (on one machine, or on a shared file system): every write is an exclusive create or
+ * an atomic link.
+ */
+export class LocalFileStore implements FileStore {
+  readonly #files: string;
+  readonly #chunks: string;
+  readonly #tmp: TemporaryFolder;
+
+  constructor(dataDir: string, owner = PROCESS_OWNER) {
+    this.#files = path.join(dataDir, 'files');
+    this.#chunks = path.join(dataDir, 'chunks');
+    this.#tmp = new TemporaryFolder(dataDir, owner);
+  }
+
+  async init(): Promise<void> {
+    for (const dir of [path.join(this.#files, 'pdf'), path.join(this.#files, 'attachment'), this.#chunks]) {
+      await mkdir(dir, { recursive: true });
+    }
+    await this.#tmp.init();
+  }
+
+  receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
+    return this.#tmp.receive(source, maxBytes, opts);
+  }
+
+  #pathOf(url: string): string | null {
+    const name = storedName(url);
+    return name === null ? null : path.join(this.#files, ...name.split('/'));
+  }
+
+  /** Links a file into its content-addressed place (atomic), then removes the temporary name. */
+  async #place(temporary: string, sha1: string, extension: string): Promise<string> {
+    const url = urlOf(sha1, extension);
+    const target = this.#pathOf(url);
     if (!target) throw new Error(`not a storable URL: ${url}`);
     // A file already stored under this name stays: link() refuses to replace it. The same
     // name is the same SHA-1, so normally the same bytes; never replacing also means that two
     // different files made to share a SHA-1 cannot swap a paper already submitted.
     try {
-      await link(received.path, target);
+      await link(temporary, target);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    await unlink(received.path);
+    await unlink(temporary);
     return url;
   }
 
-  /** Whether a stored file exists, with its size. */
-  async sizeOf(url: string): Promise<number | null> {
-    const file = this.pathOf(url);
+  keep(received: Received, extension: string): Promise<string> {
+    return this.#place(received.path, received.sha1, extension);
+  }
+
+  keepAssembled(file: Assembled, extension: string): Promise<string> {
+    return this.#place(file.temporary, file.sha1, extension);
+  }
+
+  async discard(file: Assembled): Promise<void> {
+    await removeQuietly(file.temporary);
+  }
+
+  async info(url: string): Promise<StoredInfo | null> {
+    const file = this.#pathOf(url);
     if (!file) return null;
-    try {
-      return (await stat(file)).size;
-    } catch {
-      return null;
-    }
+    const found = await stat(file).catch(() => null);
+    return found?.isFile() ? { size: found.size, modifiedAt: found.mtime } : null;
+  }
+
+  async read(url: string, range?: ByteRange): Promise<Readable> {
+    const file = this.#pathOf(url);
+    // Opened before answering, so a file gone meanwhile is a 404 rather than a cut-off body.
+    const handle = file ? await open(file, 'r').catch(() => null) : null;
+    if (!handle) throw new AppError('NotFoundError', `File Not Found: ${url}`);
+    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
   }
 
   // ---- chunks ----------------------------------------------------------------------------------
 
   #chunkDir(uploadId: string): string {
-    if (!/^[0-9a-f-]{36}$/.test(uploadId)) throw new Error(`not an upload id: ${uploadId}`);
-    return path.join(this.#chunks, uploadId);
+    return path.join(this.#chunks, checkUploadId(uploadId));
   }
 
-  chunkPath(uploadId: string, index: number): string {
+  #chunkPath(uploadId: string, index: number): string {
     return path.join(this.#chunkDir(uploadId), String(Math.trunc(index)));
   }
 
-  /**
-   * Moves a received chunk into place; a chunk already there (a retry) is kept as it was:
-   * link() refuses to replace it. Answers whether this call placed it.
-   */
+  /** A chunk already there (a retry) is kept as it was: link() refuses to replace it. */
   async keepChunk(received: Received, uploadId: string, index: number): Promise<boolean> {
     await mkdir(this.#chunkDir(uploadId), { recursive: true });
     try {
-      await link(received.path, this.chunkPath(uploadId, index));
+      await link(received.path, this.#chunkPath(uploadId, index));
       return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -159,38 +332,43 @@ export class FileStore {
     }
   }
 
-  /** Removes chunk folders that belong to no upload and were last touched before `olderThan`. */
+  async removeChunk(uploadId: string, index: number): Promise<void> {
+    await removeQuietly(this.#chunkPath(uploadId, index));
+  }
+
+  async removeChunks(uploadId: string): Promise<void> {
+    await rm(this.#chunkDir(uploadId), { recursive: true, force: true });
+  }
+
+  async chunkUploads(): Promise<string[]> {
+    return (await readdir(this.#chunks).catch(() => [] as string[])).filter((name) => /^[0-9a-f-]{36}$/.test(name));
+  }
+
   async sweepOrphanChunks(live: Set<string>, olderThan: number): Promise<void> {
-    for (const name of await readdir(this.#chunks).catch(() => [] as string[])) {
-      if (live.has(name) || !/^[0-9a-f-]{36}$/.test(name)) continue;
+    for (const name of await this.chunkUploads()) {
+      if (live.has(name)) continue;
       const info = await stat(path.join(this.#chunks, name)).catch(() => null);
       if (info && info.mtimeMs < olderThan) await rm(path.join(this.#chunks, name), { recursive: true, force: true });
     }
   }
 
   /**
-   * Concatenates the chunks, in order, into a new temporary file (opened exclusively), hashing as
-   * it goes. A megabyte at a time through one buffer: a stream's 64 KiB pieces made this copy
-   * take twice as long (`npm run bench`, row 6), and ten assemblies at once hold ten megabytes.
-   * Past `maxBytes` it stops with a 413; on any failure the temporary file is removed.
+   * Into a new temporary file (opened exclusively), a megabyte at a time through one buffer: a
+   * stream's 64 KiB pieces made this copy take twice as long (`npm run bench`, row 6), and ten
+   * assemblies at once hold ten megabytes.
    */
-  async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Received> {
-    const file = this.#temporary();
-    const hash = createHash('sha1');
+  async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Assembled> {
+    const file = this.#tmp.newPath();
+    const meter = new Meter(maxBytes);
     const buffer = Buffer.allocUnsafe(ASSEMBLY_BUFFER_BYTES);
-    let size = 0;
-    let head = Buffer.alloc(0);
     const out = await open(file, 'wx', 0o600);
     try {
       for (const index of indexes) {
-        const part = await open(this.chunkPath(uploadId, index), 'r');
+        const part = await open(this.#chunkPath(uploadId, index), 'r');
         try {
           for (let read = await part.read(buffer, 0, buffer.length); read.bytesRead > 0; read = await part.read(buffer, 0, buffer.length)) {
-            size += read.bytesRead;
-            if (size > maxBytes) throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
             const bytes = buffer.subarray(0, read.bytesRead);
-            if (head.length < HEAD_BYTES) head = Buffer.concat([head, bytes.subarray(0, HEAD_BYTES - head.length)]);
-            hash.update(bytes);
+            meter.count(bytes);
             await writeAll(out, bytes);
           }
         } finally {
@@ -203,42 +381,15 @@ export class FileStore {
       await removeQuietly(file);
       throw error;
     }
-    return { path: file, size, sha1: hash.digest('hex'), head };
+    return { temporary: file, ...meter.result() };
   }
 
-  async removeChunks(uploadId: string): Promise<void> {
-    await rm(this.#chunkDir(uploadId), { recursive: true, force: true });
-  }
-
-  /** Temporary files older than `olderThan` (ms since the epoch), left by a crash. */
   async sweepTemporary(olderThan: number): Promise<void> {
-    for (const name of await readdir(this.#tmp).catch(() => [] as string[])) {
-      const file = path.join(this.#tmp, name);
-      const info = await stat(file).catch(() => null);
-      if (info && info.mtimeMs < olderThan) await removeQuietly(file);
-    }
+    await this.#tmp.sweep(olderThan);
   }
 
-  /**
-   * At start: removes the temporary files of processes that stopped (a crash in the middle of
-   * receiving or assembling), and unnamed ones from before `startedAt`. Another running
-   * process's files are left alone.
-   */
-  async removeTemporaryOfStopped(startedAt: number): Promise<number> {
-    let removed = 0;
-    for (const name of await readdir(this.#tmp).catch(() => [] as string[])) {
-      const file = path.join(this.#tmp, name);
-      const owner = name.includes('~') ? name.slice(0, name.indexOf('~')) : null;
-      if (owner !== null ? !ownerIsGone(owner) : ((await stat(file).catch(() => null))?.mtimeMs ?? Infinity) >= startedAt) continue;
-      await removeQuietly(file);
-      removed += 1;
-    }
-    return removed;
-  }
-
-  /** The upload ids that have a chunk folder. */
-  async chunkFolders(): Promise<string[]> {
-    return (await readdir(this.#chunks).catch(() => [] as string[])).filter((name) => /^[0-9a-f-]{36}$/.test(name));
+  removeTemporaryOfStopped(startedAt: number): Promise<number> {
+    return this.#tmp.removeOfStopped(startedAt);
   }
 }
 
@@ -254,4 +405,3 @@ export async function removeQuietly(file: string): Promise<void> {
     if (error.code !== 'ENOENT') throw error;
   });
 }
-

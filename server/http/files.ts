@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Request, RequestHandler, Response } from 'express';
 import mime from 'mime-types';
 import yazl from 'yazl';
@@ -15,6 +17,7 @@ import {
   type NoteEdit,
 } from '../../shared/index.ts';
 import type { StoredFile } from '../attachments/service.ts';
+import type { ByteRange, FileStore } from '../attachments/storage.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
@@ -31,42 +34,105 @@ function refuseUpload(res: Response, error: unknown): void {
   sendError(res, error);
 }
 
-/** Streams a stored file with its type, length, ETag (the SHA-1) and a safe name; ranges are served. */
-function sendStored(res: Response, file: StoredFile): void {
-  const type = mime.lookup(file.extension) || 'application/octet-stream';
-  const disposition = file.extension === 'pdf' ? 'inline' : 'attachment';
-  res.sendFile(
-    file.path,
-    {
-      etag: false,
-      dotfiles: 'deny',
-      headers: {
-        'Content-Type': type,
-        ETag: `"${file.sha1}"`,
-        'Content-Disposition': `${disposition}; filename="${file.filename}"`,
-        'Cache-Control': 'private, no-cache',
-      },
-    },
-    (error) => {
-      if (!error || res.headersSent) return;
-      for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Content-Range']) res.removeHeader(header);
-      const status = (error as { status?: number }).status;
-      if (status === 416) sendError(res, new AppError('RangeNotSatisfiableError', 'The requested range is outside the file'));
-      // `If-Match` or `If-Unmodified-Since` that the file does not meet: the client's condition, not our failure.
-      else if (status === 412) sendError(res, new AppError('BadRequestError', 'The file does not meet the request’s If-Match or If-Unmodified-Since condition'));
-      else if (status === 404) sendError(res, new AppError('NotFoundError', `File Not Found: ${file.url}`));
-      else sendError(res, error);
-    },
-  );
+/** The headers `sendStored` sets, taken back when an error answers instead. */
+const FILE_HEADERS = ['Content-Type', 'Content-Disposition', 'ETag', 'Last-Modified', 'Accept-Ranges', 'Cache-Control', 'Content-Range', 'Content-Length'];
+
+/** Whether `If-Match` (a strong comparison, RFC 9110 13.1.1) or, without it, `If-Unmodified-Since` fails for this file. */
+function preconditionFails(req: Request, etag: string, modifiedAt: Date): boolean {
+  const ifMatch = req.get('If-Match');
+  if (ifMatch !== undefined) return ifMatch.trim() !== '*' && !ifMatch.split(',').some((tag) => tag.trim() === etag);
+  const since = Date.parse(req.get('If-Unmodified-Since') ?? '');
+  return !Number.isNaN(since) && Math.floor(modifiedAt.getTime() / 1000) * 1000 > since;
 }
 
-/** Several stored files as one zip, each named after its note. */
-function sendZip(res: Response, files: StoredFile[], name: string): void {
+/** Whether `Range` is to be honoured: always without `If-Range`, else only when it names this very file (its ETag, or a date not before it changed). */
+function rangeApplies(req: Request, etag: string, modifiedAt: Date): boolean {
+  const ifRange = req.get('If-Range');
+  if (ifRange === undefined) return true;
+  if (ifRange.includes('"')) return ifRange.trim() === etag;
+  const date = Date.parse(ifRange);
+  return !Number.isNaN(date) && Math.floor(modifiedAt.getTime() / 1000) * 1000 <= date;
+}
+
+/**
+ * Streams a stored file, from either store, with its type, length, ETag (the SHA-1), date and a
+ * safe name. As Express's `sendFile` did for files on disk: a failed `If-Match` or
+ * `If-Unmodified-Since` is the client's condition (a 400 here, as before), a matching
+ * `If-None-Match` (or `If-Modified-Since`) a 304, one byte range a 206 (several are answered
+ * whole), a range outside the file a 416; `HEAD` gets the headers alone.
+ */
+async function sendStored(req: Request, res: Response, store: FileStore, file: StoredFile): Promise<void> {
+  const etag = `"${file.sha1}"`;
+  try {
+    if (preconditionFails(req, etag, file.modifiedAt)) {
+      throw new AppError('BadRequestError', 'The file does not meet the request’s If-Match or If-Unmodified-Since condition');
+    }
+    res.set({
+      'Content-Type': mime.lookup(file.extension) || 'application/octet-stream',
+      'Content-Disposition': `${file.extension === 'pdf' ? 'inline' : 'attachment'}; filename="${file.filename}"`,
+      ETag: etag,
+      'Last-Modified': file.modifiedAt.toUTCString(),
+      'Accept-Ranges': 'bytes',
+      'Cache-Control': 'private, no-cache',
+    });
+    // Express compares the request's If-None-Match and If-Modified-Since with the ETag and date just set.
+    if (req.fresh) {
+      for (const header of ['Content-Type', 'Content-Disposition']) res.removeHeader(header);
+      res.status(304).end();
+      return;
+    }
+    let range: ByteRange | undefined;
+    if (req.get('Range') !== undefined && rangeApplies(req, etag, file.modifiedAt)) {
+      const ranges = req.range(file.size, { combine: true });
+      if (ranges === -1) throw new AppError('RangeNotSatisfiableError', 'The requested range is outside the file');
+      if (ranges !== undefined && ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1) range = ranges[0];
+    }
+    // Opened before the status is written: a file gone meanwhile is still a 404 Error body.
+    const body = req.method === 'HEAD' ? null : await store.read(file.url, range);
+    res.status(range ? 206 : 200);
+    if (range) res.set('Content-Range', `bytes ${range.start}-${range.end}/${file.size}`);
+    res.set('Content-Length', String(range ? range.end - range.start + 1 : file.size));
+    if (!body) {
+      res.end();
+      return;
+    }
+    // A store failing half-way (or the client leaving) cuts the body short: the connection closes with it.
+    await pipeline(body, res).catch(() => undefined);
+  } catch (error) {
+    if (res.headersSent) throw error;
+    for (const header of FILE_HEADERS) res.removeHeader(header);
+    throw error;
+  }
+}
+
+/** Several stored files as one zip, each named after its note; each is read from the store only when the zip gets to it. */
+function sendZip(res: Response, store: FileStore, files: StoredFile[], name: string): void {
   const zip = new yazl.ZipFile();
-  files.forEach((file, i) => zip.addFile(file.path, `${i + 1}-${file.filename}`));
+  // A file that cannot be read once the zip is under way (gone, or the store failing) cuts the
+  // answer short: never a 500 after a 200. yazl reports it on the zip itself, where an error
+  // without a listener would stop the process.
+  zip.on('error', () => res.destroy());
+  const reading = new Set<Readable>();
+  files.forEach((file, i) =>
+    zip.addReadStreamLazy(`${i + 1}-${file.filename}`, { size: file.size, mtime: file.modifiedAt }, (done) => {
+      store.read(file.url).then(
+        (stream) => {
+          reading.add(stream);
+          stream.on('close', () => reading.delete(stream));
+          stream.on('error', (error) => zip.emit('error', error));
+          done(null, stream);
+        },
+        (error: unknown) => zip.emit('error', error),
+      );
+    }),
+  );
   zip.end();
   res.setHeader('Content-Type', 'application/zip');
   res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
+  // The client leaving, or a failure, stops the reading: no file of the store is left open.
+  res.on('close', () => {
+    for (const stream of reading) stream.destroy();
+  });
   zip.outputStream.pipe(res);
 }
 
@@ -95,6 +161,7 @@ section{display:flex;flex-direction:column}h2{font-size:14px;margin:8px}iframe{f
  */
 export function fileHandlers(services: Services, config: Config) {
   const attachments = services.attachments;
+  const store = attachments.store;
 
   const upload = (kind: 'whole' | 'chunk') => async (req: Request, res: Response) => {
     const ctx = createHttpContext(req, res, services, config);
@@ -137,23 +204,23 @@ export function fileHandlers(services: Services, config: Config) {
   const attachment = download(async (req, reader) => {
     const query = parseOrThrow(AttachmentQuery, req.query);
     const res = req.res as Response;
-    if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, query.name, reader));
-    sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
+    if (query.id) return sendStored(req, res, store, await attachments.fileOfNote(query.id, query.name, reader));
+    sendZip(res, store, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
   });
   const pdf = download(async (req, reader) => {
     const query = parseOrThrow(PdfQuery, req.query);
     const res = req.res as Response;
-    if (query.id) return sendStored(res, await attachments.fileOfNote(query.id, 'pdf', reader));
-    sendZip(res, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
+    if (query.id) return sendStored(req, res, store, await attachments.fileOfNote(query.id, 'pdf', reader));
+    sendZip(res, store, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
   });
   const editAttachment = download(async (req, reader) => {
     const query = parseOrThrow(EditAttachmentQuery, req.query);
-    sendStored(req.res as Response, await attachments.fileOfEdit(query.id, query.name, reader));
+    await sendStored(req, req.res as Response, store, await attachments.fileOfEdit(query.id, query.name, reader));
   });
   const entityAttachment = (kind: 'group' | 'invitation') =>
     download(async (req, reader) => {
       const query = parseOrThrow(EntityAttachmentQuery, req.query);
-      sendStored(req.res as Response, await attachments.fileOfEntity(kind, query.id, query.name, reader));
+      await sendStored(req, req.res as Response, store, await attachments.fileOfEntity(kind, query.id, query.name, reader));
     });
   const compareView = download(async (req, reader) => {
     const query = parseOrThrow(PdfCompareQuery, req.query);
@@ -161,7 +228,7 @@ export function fileHandlers(services: Services, config: Config) {
     (req.res as Response).type('html').send(comparePage(leftNote, rightNote, query.field));
   });
   const pdfById = download(async (req, reader) => {
-    sendStored(req.res as Response, await attachments.pdfById(parseOrThrow(StoredPdfParams, { ...req.params }).id, reader));
+    await sendStored(req, req.res as Response, store, await attachments.pdfById(parseOrThrow(StoredPdfParams, { ...req.params }).id, reader));
   });
 
   return {

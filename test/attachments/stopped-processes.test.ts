@@ -4,21 +4,34 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ownerIsGone, PROCESS_OWNER } from '../../server/attachments/owners.ts';
+import { TestClock } from '../helpers/clock.ts';
+import { sendMultipart } from '../helpers/http.ts';
 import { startServer, tempDir } from '../helpers/server.ts';
 import { createActiveUser } from '../helpers/users.ts';
+import { pdfBytes, SUBMISSION, venueWithAuthor } from './helpers.ts';
 
 /** The pid of a process that has ended. */
 const endedPid = () => spawnSync(process.execPath, ['-e', '']).pid;
+/** This machine's tag, as the owners of its temporary files carry it. */
+const host = PROCESS_OWNER.split('.')[2];
+const otherHost = host === '00000000' ? '11111111' : '00000000';
 
-describe('whether the process that owns a piece of upload work has stopped', () => {
-  it('is not for this process, is for an earlier start with the same pid, and asks the system about others', () => {
+describe('whether the process that wrote a temporary file has stopped', () => {
+  it('is not for this process, is for an earlier start with the same pid, and asks the system about others of this machine', () => {
     expect(ownerIsGone(PROCESS_OWNER)).toBe(false);
-    expect(ownerIsGone(`${process.pid}.${randomUUID()}`)).toBe(true);
-    expect(ownerIsGone(`${process.ppid}.${randomUUID()}`)).toBe(false);
+    expect(ownerIsGone(`${process.pid}.${randomUUID()}.${host}`)).toBe(true);
+    expect(ownerIsGone(`${process.ppid}.${randomUUID()}.${host}`)).toBe(false);
+    expect(ownerIsGone(`${endedPid()}.${randomUUID()}.${host}`)).toBe(true);
+    // Written before owners carried their machine: the machine that shared the folder then.
     expect(ownerIsGone(`${endedPid()}.${randomUUID()}`)).toBe(true);
     // Recorded before owners were, or unreadable: nobody can be waiting for it.
     expect(ownerIsGone(null)).toBe(true);
     expect(ownerIsGone('garbage')).toBe(true);
+  });
+
+  it("never is for another machine's process: its pids mean nothing here", () => {
+    expect(ownerIsGone(`${endedPid()}.${randomUUID()}.${otherHost}`)).toBe(false);
+    expect(ownerIsGone(`${process.pid}.${randomUUID()}.${otherHost}`)).toBe(false);
   });
 });
 
@@ -29,10 +42,13 @@ describe('a server starting on a data folder a stopped process worked in', () =>
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it("gives back its assemblies and removes its temporary files, and leaves a running process's alone", async () => {
+  it("gives back the assemblies of stopped processes and removes their temporary files, and leaves a running process's alone", async () => {
     const first = await startServer({}, dir);
     const { id: profileId } = await createActiveUser(first, { fullname: 'Stopped Uploader' });
-    const row = (clientUploadId: string, owner: string) => ({
+    // An assembly's lease is its row's `updated_at`, renewed every few seconds while it runs:
+    // one not renewed for a minute was left by a process that stopped, on whatever machine; one
+    // of this machine whose process has stopped is given back however recent.
+    const row = (clientUploadId: string, owner: string, updatedAt: number) => ({
       id: randomUUID(),
       profile_id: profileId,
       client_upload_id: clientUploadId,
@@ -43,12 +59,18 @@ describe('a server starting on a data folder a stopped process worked in', () =>
       index_base: 0,
       status: 'assembling',
       assembly_owner: owner,
-      created_at: Date.now(),
-      updated_at: Date.now(),
+      created_at: Date.now() - 60_000,
+      updated_at: updatedAt,
     });
-    const stopped = `${endedPid()}.${randomUUID()}`;
-    const running = `${process.ppid}.${randomUUID()}`;
-    await first.service.db('chunked_uploads').insert([row('stopped', stopped), row('running', running)]);
+    const stopped = `${endedPid()}.${randomUUID()}.${host}`;
+    const running = `${process.ppid}.${randomUUID()}.${host}`;
+    const elsewhere = `${process.ppid}.${randomUUID()}.${otherHost}`;
+    await first.service.db('chunked_uploads').insert([
+      row('stopped', stopped, Date.now()),
+      row('running', running, Date.now()),
+      row('elsewhere, renewed', elsewhere, Date.now()),
+      row('elsewhere, not renewed', `${process.ppid}.${randomUUID()}.${otherHost}`, Date.now() - 60_000),
+    ]);
     await first.close();
     const tmp = path.join(dir, 'tmp');
     await writeFile(path.join(tmp, `${stopped}~${randomUUID()}`), 'half an assembly');
@@ -59,6 +81,8 @@ describe('a server starting on a data folder a stopped process worked in', () =>
     try {
       const states = await second.service.db('chunked_uploads').orderBy('client_upload_id').select('client_upload_id', 'status', 'assembly_owner');
       expect(states).toEqual([
+        { client_upload_id: 'elsewhere, not renewed', status: 'receiving', assembly_owner: null },
+        { client_upload_id: 'elsewhere, renewed', status: 'assembling', assembly_owner: elsewhere },
         { client_upload_id: 'running', status: 'assembling', assembly_owner: running },
         { client_upload_id: 'stopped', status: 'receiving', assembly_owner: null },
       ]);
@@ -66,6 +90,38 @@ describe('a server starting on a data folder a stopped process worked in', () =>
       expect(second.logs.join('')).toContain('uploads cut by a stop recovered');
     } finally {
       await second.close();
+    }
+  });
+});
+
+describe('an assembly held by a process of another machine', () => {
+  it('is waited for while its lease is renewed, and taken over once it has not been for 15 s', async () => {
+    const clock = new TestClock();
+    const server = await startServer({}, undefined, { now: clock.now });
+    try {
+      const { author } = await venueWithAuthor(server);
+      const data = pdfBytes(200_000);
+      const send = (i: number) =>
+        sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId: 'held-elsewhere', chunkIndex: i, totalChunks: 2 }, {
+          filename: 'paper.pdf',
+          data: data.subarray(i * 100_000, (i + 1) * 100_000),
+        });
+      expect((await send(0)).status).toBe(200);
+      // Claimed just now by a process this machine cannot ask about: only its lease tells.
+      const holder = `${process.ppid}.${randomUUID()}.${otherHost}`;
+      const rows = () => server.service.db('chunked_uploads').where({ client_upload_id: 'held-elsewhere' });
+      await rows().update({ status: 'assembling', assembly_owner: holder, updated_at: clock.now() });
+      let answered = false;
+      const last = send(1).finally(() => (answered = true));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(answered).toBe(false);
+      expect(await rows().first('status', 'assembly_owner')).toEqual({ status: 'assembling', assembly_owner: holder });
+      // Its lease has not been renewed for 15 s: its process has stopped, wherever it ran.
+      clock.advance(15_001);
+      expect((await last).body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
+      expect(await rows().first('status')).toEqual({ status: 'done' });
+    } finally {
+      await server.close();
     }
   });
 });

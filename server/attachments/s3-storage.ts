@@ -1,0 +1,321 @@
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { once } from 'node:events';
+import { PassThrough, Readable } from 'node:stream';
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type _Object,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { AppError } from '../../shared/errors.ts';
+import type { StorageTarget } from '../config.ts';
+import { PROCESS_OWNER } from './owners.ts';
+import {
+  checkUploadId,
+  Meter,
+  removeQuietly,
+  storedName,
+  TemporaryFolder,
+  urlOf,
+  type Assembled,
+  type ByteRange,
+  type FileStore,
+  type Received,
+  type StoredInfo,
+} from './storage.ts';
+
+/**
+ * The parts an assembly is sent in (S3's smallest but for the last), and how many are in flight:
+ * an assembly holds at most about (queue + 1) parts in memory, whatever the file's size.
+ */
+const PART_BYTES = 5 * 1024 * 1024;
+const PARTS_IN_FLIGHT = 2;
+
+/**
+ * Content-addressed file storage in an S3-compatible bucket, shared by every server process
+ * whatever machine it runs on. Keys mirror the local layout, under the URL's prefix:
+ * `files/pdf/<sha1>.pdf`, `files/attachment/<sha1>.<ext>`, `chunks/<upload id>/<index>`, and
+ * `tmp/<owner>~<uuid>` for assemblies under way. A file being received is first written to this
+ * machine's `$DATA_DIR/tmp` (the request's own), then sent to the bucket once checked.
+ *
+ * Never replacing a stored object: a key is checked (HEAD) before it is written, and the write
+ * itself carries `If-None-Match: *`, which S3 refuses when the key exists meanwhile. A store that
+ * ignores that header (s3rver, some older S3-compatible ones) leaves a narrow window in which two
+ * processes storing the same content address at once both write it: the same SHA-1, so the same
+ * bytes, short of a deliberate collision.
+ *
+ * What the bucket needs: the objects' read, write, delete and list permissions on the prefix,
+ * and, advisably, a lifecycle rule that aborts incomplete multipart uploads after a day (an
+ * assembly cut by a crash leaves its parts, which a listing of objects does not show).
+ */
+export class S3FileStore implements FileStore {
+  readonly #client: S3Client;
+  readonly #bucket: string;
+  readonly #prefix: string;
+  readonly #tmp: TemporaryFolder;
+  readonly #owner: string;
+
+  constructor(target: Extract<StorageTarget, { kind: 's3' }>, dataDir: string, owner = PROCESS_OWNER) {
+    this.#client = new S3Client({
+      region: target.region,
+      endpoint: target.endpoint,
+      forcePathStyle: target.forcePathStyle,
+      // Since early 2025 the SDK adds CRC checksums to every write by default, as headers or as
+      // trailers of an aws-chunked body, which several S3-compatible stores refuse or do not
+      // check. Only the operations that require a checksum send one; the SHA-1 is ours anyway.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+    this.#bucket = target.bucket;
+    this.#prefix = target.prefix;
+    this.#tmp = new TemporaryFolder(dataDir, owner);
+    this.#owner = owner;
+  }
+
+  /** Checks the bucket is there and reachable with the credentials given: a wrong setting stops the start, not the first upload. */
+  async init(): Promise<void> {
+    await this.#tmp.init();
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket: this.#bucket }));
+    } catch (error) {
+      throw new Error(`STORAGE_URL: the bucket ${this.#bucket} cannot be reached (${(error as Error).name}: ${(error as Error).message})`, { cause: error });
+    }
+  }
+
+  receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
+    return this.#tmp.receive(source, maxBytes, opts);
+  }
+
+  #fileKey(url: string): string | null {
+    const name = storedName(url);
+    return name === null ? null : `${this.#prefix}files/${name}`;
+  }
+
+  #chunkKey(uploadId: string, index: number): string {
+    return `${this.#chunkPrefix(uploadId)}${Math.trunc(index)}`;
+  }
+
+  #chunkPrefix(uploadId: string): string {
+    return `${this.#prefix}chunks/${checkUploadId(uploadId)}/`;
+  }
+
+  async #exists(key: string): Promise<boolean> {
+    try {
+      await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }));
+      return true;
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Writes a local file under `key` unless something is there. Answers whether it wrote it. */
+  async #putOnce(key: string, file: string, size: number): Promise<boolean> {
+    if (await this.#exists(key)) return false;
+    try {
+      await this.#client.send(
+        new PutObjectCommand({ Bucket: this.#bucket, Key: key, Body: createReadStream(file), ContentLength: size, IfNoneMatch: '*' }),
+      );
+      return true;
+    } catch (error) {
+      if (isAlreadyThere(error)) return false;
+      throw error;
+    }
+  }
+
+  async #delete(key: string): Promise<void> {
+    await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: key }));
+  }
+
+  /** Every object under `prefix`, page by page. */
+  async *#list(prefix: string): AsyncGenerator<_Object> {
+    let token: string | undefined;
+    do {
+      const page = await this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: prefix, ContinuationToken: token }));
+      yield* page.Contents ?? [];
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async keep(received: Received, extension: string): Promise<string> {
+    const url = urlOf(received.sha1, extension);
+    const key = this.#fileKey(url);
+    if (!key) throw new Error(`not a storable URL: ${url}`);
+    try {
+      await this.#putOnce(key, received.path, received.size);
+    } finally {
+      await removeQuietly(received.path);
+    }
+    return url;
+  }
+
+  async info(url: string): Promise<StoredInfo | null> {
+    const key = this.#fileKey(url);
+    if (!key) return null;
+    try {
+      const head = await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }));
+      return { size: Number(head.ContentLength ?? 0), modifiedAt: head.LastModified ?? new Date(0) };
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+  }
+
+  async read(url: string, range?: ByteRange): Promise<Readable> {
+    const key = this.#fileKey(url);
+    if (!key) throw new AppError('NotFoundError', `File Not Found: ${url}`);
+    try {
+      return await this.#get(key, range);
+    } catch (error) {
+      if (isMissing(error)) throw new AppError('NotFoundError', `File Not Found: ${url}`);
+      throw error;
+    }
+  }
+
+  /** An object's bytes as a stream; a range is always sent with both ends (some stores read `bytes=-n` wrong). */
+  async #get(key: string, range?: ByteRange): Promise<Readable> {
+    const answer = await this.#client.send(
+      new GetObjectCommand({ Bucket: this.#bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+    );
+    if (!(answer.Body instanceof Readable)) throw new Error(`no readable body for ${key}`);
+    return answer.Body;
+  }
+
+  // ---- chunks ----------------------------------------------------------------------------------
+
+  async keepChunk(received: Received, uploadId: string, index: number): Promise<boolean> {
+    try {
+      return await this.#putOnce(this.#chunkKey(uploadId, index), received.path, received.size);
+    } finally {
+      await removeQuietly(received.path);
+    }
+  }
+
+  async removeChunk(uploadId: string, index: number): Promise<void> {
+    await this.#delete(this.#chunkKey(uploadId, index));
+  }
+
+  async removeChunks(uploadId: string): Promise<void> {
+    for await (const object of this.#list(this.#chunkPrefix(uploadId))) if (object.Key) await this.#delete(object.Key);
+  }
+
+  async chunkUploads(): Promise<string[]> {
+    return [...(await this.#chunksByUpload()).keys()];
+  }
+
+  /** The chunk objects, by upload id. */
+  async #chunksByUpload(): Promise<Map<string, _Object[]>> {
+    const found = new Map<string, _Object[]>();
+    const prefix = `${this.#prefix}chunks/`;
+    for await (const object of this.#list(prefix)) {
+      const id = object.Key?.slice(prefix.length).split('/')[0] ?? '';
+      if (!/^[0-9a-f-]{36}$/.test(id)) continue;
+      found.set(id, [...(found.get(id) ?? []), object]);
+    }
+    return found;
+  }
+
+  async sweepOrphanChunks(live: Set<string>, olderThan: number): Promise<void> {
+    for (const [id, objects] of await this.#chunksByUpload()) {
+      if (live.has(id) || objects.some((o) => (o.LastModified?.getTime() ?? 0) >= olderThan)) continue;
+      await this.removeChunks(id);
+    }
+  }
+
+  /**
+   * The chunks are read one after the other and go, through the SHA-1, into a multipart upload
+   * to a temporary key: at most a few parts are ever in memory. Backpressure holds the reading
+   * while the parts are sent; a failure of the upload stops the reading at once.
+   */
+  async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Assembled> {
+    const key = `${this.#prefix}tmp/${this.#owner}~${randomUUID()}`;
+    const meter = new Meter(maxBytes);
+    const body = new PassThrough();
+    const upload = new Upload({
+      client: this.#client,
+      params: { Bucket: this.#bucket, Key: key, Body: body },
+      partSize: PART_BYTES,
+      queueSize: PARTS_IN_FLIGHT,
+    });
+    const sent = upload.done();
+    // Awaited below; until then a failure must not be an unhandled rejection.
+    sent.catch(() => undefined);
+    try {
+      for (const index of indexes) {
+        for await (const piece of await this.#get(this.#chunkKey(uploadId, index))) {
+          const bytes = piece as Buffer;
+          meter.count(bytes);
+          if (!body.write(bytes)) await Promise.race([once(body, 'drain'), sent]);
+        }
+      }
+      body.end();
+      await sent;
+    } catch (error) {
+      body.destroy();
+      // Stores without AbortMultipartUpload (s3rver) refuse the abort: the lifecycle rule is then the cleaner.
+      await upload.abort().catch(() => undefined);
+      await this.#delete(key).catch(() => undefined);
+      throw error;
+    }
+    return { temporary: key, ...meter.result() };
+  }
+
+  /**
+   * Copies the assembly to its content address (a copy inside the store, up to 5 GB) unless a
+   * file is already there, then removes the temporary key.
+   */
+  async keepAssembled(file: Assembled, extension: string): Promise<string> {
+    const url = urlOf(file.sha1, extension);
+    const key = this.#fileKey(url);
+    if (!key) throw new Error(`not a storable URL: ${url}`);
+    if (!(await this.#exists(key))) {
+      try {
+        await this.#client.send(
+          new CopyObjectCommand({ Bucket: this.#bucket, Key: key, CopySource: `${this.#bucket}/${file.temporary.split('/').map(encodeURIComponent).join('/')}`, IfNoneMatch: '*' }),
+        );
+      } catch (error) {
+        if (!isAlreadyThere(error)) throw error;
+      }
+    }
+    await this.#delete(file.temporary);
+    return url;
+  }
+
+  async discard(file: Assembled): Promise<void> {
+    await this.#delete(file.temporary);
+  }
+
+  async sweepTemporary(olderThan: number): Promise<void> {
+    await this.#tmp.sweep(olderThan);
+    for await (const object of this.#list(`${this.#prefix}tmp/`)) {
+      if (object.Key && (object.LastModified?.getTime() ?? 0) < olderThan) await this.#delete(object.Key);
+    }
+  }
+
+  /**
+   * This machine's temporary files only. An assembly's temporary key left by a crash may belong
+   * to any machine: the sweep removes it once a day old.
+   */
+  removeTemporaryOfStopped(startedAt: number): Promise<number> {
+    return this.#tmp.removeOfStopped(startedAt);
+  }
+}
+
+/** The store's "no such key" (404 to HEAD, NoSuchKey to GET). */
+function isMissing(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
+}
+
+/** A conditional write refused because the key exists (412), or is being written (409). */
+function isAlreadyThere(error: unknown): boolean {
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return status === 412 || status === 409;
+}

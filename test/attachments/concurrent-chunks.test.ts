@@ -1,0 +1,116 @@
+/**
+ * What decides a chunked upload, under requests that arrive together on several connections:
+ * several processes on one SQLite file, or a pool of PostgreSQL connections (when `DATABASE_URL`
+ * names a PostgreSQL server: each run makes its own database there and drops it after).
+ */
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import type { Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateToLatest, openDatabase } from '../../db/knex.ts';
+import { AttachmentsRepository } from '../../server/attachments/repository.ts';
+import { dropTestDatabase, openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
+import { tempDir } from '../helpers/server.ts';
+
+/** Connections to one database, to spread requests over, and how to let go of them. */
+interface Connections {
+  all: Knex[];
+  close(): Promise<void>;
+}
+
+/** Three Knex instances on one SQLite file, as three server processes on one data folder. */
+async function sqlite(): Promise<Connections> {
+  const dir = await tempDir();
+  const all = [openDatabase({ dataDir: dir }), openDatabase({ dataDir: dir }), openDatabase({ dataDir: dir })];
+  await migrateToLatest(all[0]!);
+  return {
+    all,
+    async close() {
+      for (const db of all) await db.destroy();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A new database on the PostgreSQL server, migrated, behind the service's pool of connections. */
+async function postgres(): Promise<Connections> {
+  const dir = await tempDir();
+  const db = await openTestDatabase(dir);
+  await migrateToLatest(db);
+  return {
+    all: [db],
+    async close() {
+      await db.destroy();
+      await dropTestDatabase(dir);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const usesPostgres = TEST_POSTGRES_URL !== undefined;
+
+describe.each([
+  ['several connections to one SQLite file', sqlite, true],
+  ['a pool of PostgreSQL connections', postgres, usesPostgres],
+])('chunks of one upload recorded at once over %s', (_name, open, available) => {
+  let connections: Connections;
+  let repos: AttachmentsRepository[];
+  const repo = (i: number) => repos[i % repos.length]!;
+
+  beforeAll(async () => {
+    if (!available) return;
+    connections = await open();
+    repos = connections.all.map((db) => new AttachmentsRepository(db));
+    await connections.all[0]!('profiles').insert({ id: '~Concurrent_Uploader1', state: 'Active', content: '{}', past_states: '[]', tcdate: 0, tmdate: 0 });
+  });
+  afterAll(async () => {
+    await connections?.close();
+  });
+
+  const newUpload = (clientUploadId: string) =>
+    repo(0).openUpload({ id: randomUUID(), profileId: '~Concurrent_Uploader1', clientUploadId, invitation: 'V/-/Submission', field: 'pdf', extension: 'pdf', totalChunks: 40 }, Date.now());
+  const receivedBytes = async (id: string) => Number((await connections.all[0]!('chunked_uploads').where({ id }).first('received_bytes')).received_bytes);
+  const recordedBytes = async (id: string) => Number((await connections.all[0]!('upload_chunks').where({ upload_id: id }).sum({ total: 'size' }).first())?.total ?? 0);
+
+  it.skipIf(!available)('never count past the limit: as many as fit are recorded, the others refused', async () => {
+    const upload = await newUpload('at-once');
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => repo(i).recordChunk(upload.id, i, 1000, 10_000, Date.now())));
+    expect(outcomes.filter((o) => o === 'recorded')).toHaveLength(10);
+    expect(outcomes.filter((o) => o === 'too-large')).toHaveLength(10);
+    expect(await receivedBytes(upload.id)).toBe(10_000);
+    expect(await recordedBytes(upload.id)).toBe(10_000);
+  });
+
+  it.skipIf(!available)('count a chunk sent many times at once only once', async () => {
+    const upload = await newUpload('retried');
+    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => repo(i).recordChunk(upload.id, 7, 1000, 10_000, Date.now())));
+    expect(new Set(outcomes)).toEqual(new Set(['recorded']));
+    expect(await receivedBytes(upload.id)).toBe(1000);
+    expect(await repo(0).chunksOf(upload.id)).toEqual(new Map([[7, 1000]]));
+  });
+
+  it.skipIf(!available)('answer "gone" once the upload was refused meanwhile', async () => {
+    const upload = await newUpload('refused');
+    await repo(1).deleteUpload(upload.id);
+    expect(await repo(2).recordChunk(upload.id, 0, 10, 10_000, Date.now())).toBe('gone');
+  });
+
+  it.skipIf(!available)('let exactly one of many claim the assembly', async () => {
+    const upload = await newUpload('claimed');
+    const now = Date.now();
+    const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => repo(i).claimAssembly(upload.id, `holder-${i}`, now, now - 15_000)));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+  });
+
+  it.skipIf(!available)('see the chunk requests under way, whichever connection noted them, until they leave', async () => {
+    const now = Date.now();
+    await repo(0).arrive({ id: 'a', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now);
+    await repo(1).arrive({ id: 'b', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now);
+    expect(await repo(2).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toBe(true);
+    await repo(2).leave('b');
+    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toBe(false);
+    // One noted long ago was cut by a stop of its process: not waited for.
+    await repo(1).arrive({ id: 'c', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now - 60 * 60_000);
+    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toBe(false);
+  });
+});

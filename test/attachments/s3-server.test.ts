@@ -1,0 +1,155 @@
+/**
+ * The service with `STORAGE_URL` at an S3-compatible store (s3rver, a real server on 127.0.0.1):
+ * uploads, whole and in chunks, land in the bucket and nowhere on the server's disk but for the
+ * request's own temporary file; downloads are streamed from the bucket with the same ranges,
+ * ETags, 304s and zips as from the disk.
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Client, sendMultipart } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, venueWithAuthor } from './helpers.ts';
+import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from './s3rver.ts';
+
+const MB = 1024 * 1024;
+const PREFIX = 'service/';
+
+let bucket: TestBucket;
+let server: TestServer;
+let author: Client;
+let authorId: string;
+
+beforeAll(async () => {
+  bucket = await startS3rver();
+  vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId);
+  vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey);
+  server = await startServer({ STORAGE_URL: bucket.storageUrl(PREFIX) });
+  ({ author, authorId } = await venueWithAuthor(server));
+});
+afterAll(async () => {
+  await server?.close();
+  await bucket?.close();
+  vi.unstubAllEnvs();
+});
+
+const cookieOf = (client: Client) => [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+
+/** The bucket's keys under the service's prefix, without it. */
+async function keys(under = ''): Promise<string[]> {
+  const listed = await bucket.client.send(new ListObjectsV2Command({ Bucket: bucket.bucket, Prefix: `${PREFIX}${under}` }));
+  return (listed.Contents ?? []).map((o) => (o.Key ?? '').slice(PREFIX.length)).sort();
+}
+
+function chunk(clientUploadId: string, chunkIndex: number, totalChunks: number, data: Uint8Array) {
+  return sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId, chunkIndex, totalChunks }, { filename: 'paper.pdf', data });
+}
+
+describe('a server storing its files in an S3-compatible bucket', () => {
+  let data: Buffer;
+  let noteId: string;
+
+  it('keeps a whole upload in the bucket under its content address, and nothing on its own disk', async () => {
+    data = pdfBytes(700_000);
+    const { url, note } = await submitPaper(author, authorId, data);
+    expect(url).toBe(`/pdf/${sha1(data)}.pdf`);
+    expect(note.status).toBe(200);
+    noteId = note.body.id;
+    const head = await bucket.client.send(new HeadObjectCommand({ Bucket: bucket.bucket, Key: `${PREFIX}files/pdf/${sha1(data)}.pdf` }));
+    expect(head.ContentLength).toBe(data.length);
+    expect(await filesUnder(server.dataDir)).toEqual([]);
+  });
+
+  it('streams it back whole, with its type, ETag and length', async () => {
+    const res = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author) } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/pdf');
+    expect(res.headers.get('etag')).toBe(`"${sha1(data)}"`);
+    expect(res.headers.get('content-length')).toBe(String(data.length));
+    expect(res.headers.get('accept-ranges')).toBe('bytes');
+    expect(Buffer.from(await res.arrayBuffer()).equals(data)).toBe(true);
+  });
+
+  it('serves a range, answers 304 to a matching ETag, and 416 to a range outside the file', async () => {
+    const part = await fetch(`${server.url}/attachment?id=${noteId}&name=pdf`, { headers: { cookie: cookieOf(author), range: 'bytes=100-199' } });
+    expect(part.status).toBe(206);
+    expect(part.headers.get('content-range')).toBe(`bytes 100-199/${data.length}`);
+    expect(Buffer.from(await part.arrayBuffer()).equals(data.subarray(100, 200))).toBe(true);
+    const tail = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author), range: 'bytes=-10' } });
+    expect(tail.status).toBe(206);
+    expect(Buffer.from(await tail.arrayBuffer()).equals(data.subarray(-10))).toBe(true);
+
+    // fetch adds `Cache-Control: no-cache` to a conditional request unless it carries its own.
+    const cached = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author), 'if-none-match': `"${sha1(data)}"`, 'cache-control': 'max-age=0' } });
+    expect(cached.status).toBe(304);
+    expect(await cached.text()).toBe('');
+
+    const outside = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author), range: `bytes=${data.length}-` } });
+    expect(outside.status).toBe(416);
+    expect(await outside.json()).toMatchObject({ status: 416, name: 'RangeNotSatisfiableError' });
+  });
+
+  it('assembles a chunked upload in the bucket; the last two chunks sent together both answer the URL', async () => {
+    const whole = pdfBytes(12 * MB + 5);
+    const parts = [0, 1, 2].map((i) => whole.subarray(i * 5 * MB, (i + 1) * 5 * MB));
+    expect((await chunk('s3-chunked', 0, 3, parts[0]!)).body).toEqual({ 0: 'completed', 1: 'missing', 2: 'missing' });
+    const uploadId = (await server.service.db('chunked_uploads').where({ client_upload_id: 's3-chunked' }).first('id')).id as string;
+    expect(await keys('chunks/')).toEqual([`chunks/${uploadId}/0`]);
+    // The chunks are in the bucket, not on the server's disk.
+    expect(await filesUnder(server.dataDir)).toEqual([]);
+
+    const url = `/pdf/${sha1(whole)}.pdf`;
+    const answers = await Promise.all([1, 2].map((i) => chunk('s3-chunked', i, 3, parts[i]!)));
+    expect(answers.map((a) => a.body)).toEqual([{ url }, { url }]);
+    // The assembly's temporary key and the chunks are gone; the file is in its place.
+    expect(await keys('chunks/')).toEqual([]);
+    expect(await keys('tmp/')).toEqual([]);
+    expect(await keys('files/')).toContain(`files${url}`);
+
+    const note = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, url) });
+    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieOf(author) } });
+    expect(Buffer.from(await res.arrayBuffer()).equals(whole)).toBe(true);
+    expect(await readdir(path.join(server.dataDir, 'tmp'))).toEqual([]);
+  });
+
+  it('streams several files from the bucket as one zip', async () => {
+    const other = (await submitPaper(author, authorId, pdfBytes(3000))).note.body.id as string;
+    const res = await fetch(`${server.url}/pdf?ids=${noteId}&ids=${other}`, { headers: { cookie: cookieOf(author) } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/zip');
+    const zip = Buffer.from(await res.arrayBuffer());
+    // Two entries in the central directory, stored as sent (a PDF of random bytes does not shrink).
+    expect(zip.toString('latin1').split('PK\u0001\u0002').length - 1).toBe(2);
+    expect(zip.length).toBeGreaterThan(data.length);
+  });
+
+  it('cuts a zip short when a file is gone from the bucket once the zip is under way, and goes on serving', async () => {
+    const big = pdfBytes(20 * MB);
+    const first = (await submitPaper(author, authorId, big)).note.body.id as string;
+    const small = pdfBytes(2000);
+    const second = (await submitPaper(author, authorId, small)).note.body.id as string;
+    const res = await fetch(`${server.url}/pdf?ids=${first}&ids=${second}`, { headers: { cookie: cookieOf(author) } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    // The zip is still sending the first file (the client reads slowly): the second goes.
+    const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
+    await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.bucket, Key: `${PREFIX}files/pdf/${sha1(small)}.pdf` }));
+    const drain = async () => {
+      for (let part = await reader.read(); !part.done; part = await reader.read());
+    };
+    await expect(drain()).rejects.toThrow();
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+
+  it('is a 404 once a stored file is gone from the bucket', async () => {
+    const gone = pdfBytes(2000);
+    const { note } = await submitPaper(author, authorId, gone);
+    const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
+    await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.bucket, Key: `${PREFIX}files/pdf/${sha1(gone)}.pdf` }));
+    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieOf(author) } });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ name: 'NotFoundError' });
+  });
+});
