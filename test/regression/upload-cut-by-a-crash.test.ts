@@ -16,6 +16,7 @@ import sqlite3 from 'sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBMISSION, VENUE } from '../attachments/helpers.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
+import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, startServer, tempDir } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
@@ -67,6 +68,14 @@ async function kill(proc: ChildProcess): Promise<void> {
 
 /** A read-only look at the database from outside the server. */
 async function query<T>(sql: string): Promise<T[]> {
+  if (TEST_POSTGRES_URL) {
+    const db = await openTestDatabase(dir);
+    try {
+      return ((await db.raw(sql)) as { rows: T[] }).rows;
+    } finally {
+      await db.destroy();
+    }
+  }
   const db = new sqlite3.Database(path.join(dir, 'service.sqlite'), sqlite3.OPEN_READONLY);
   db.configure('busyTimeout', 5000);
   try {
@@ -76,7 +85,26 @@ async function query<T>(sql: string): Promise<T[]> {
   }
 }
 
-const integrity = () => query<{ integrity_check: string }>('PRAGMA integrity_check');
+/**
+ * The database's own consistency check: SQLite's `integrity_check`; on PostgreSQL, amcheck's
+ * check of every B-tree index of the service's tables against its table (an error if one is
+ * corrupt), answered in SQLite's words.
+ */
+async function integrity(): Promise<Array<{ integrity_check: string }>> {
+  if (!TEST_POSTGRES_URL) return query<{ integrity_check: string }>('PRAGMA integrity_check');
+  const db = await openTestDatabase(dir);
+  try {
+    await db.raw('create extension if not exists amcheck');
+    const { rows } = (await db.raw(
+      `select c.relname as index, bt_index_check(c.oid, true) from pg_index i join pg_class c on c.oid = i.indexrelid
+        join pg_am a on a.oid = c.relam where a.amname = 'btree' and c.relnamespace = current_schema()::regnamespace`,
+    )) as { rows: unknown[] };
+    expect(rows.length).toBeGreaterThan(5);
+    return [{ integrity_check: 'ok' }];
+  } finally {
+    await db.destroy();
+  }
+}
 const temporaryFiles = async () => readdir(path.join(dir, 'tmp')).catch(() => [] as string[]);
 
 beforeAll(async () => {
