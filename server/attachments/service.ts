@@ -243,6 +243,24 @@ export class AttachmentsService {
   // ---- chunks ------------------------------------------------------------------------------------
 
   /**
+   * Notes a chunk request as under way as soon as its fields name the upload, before its body is
+   * read (`saveChunk` is then given the answer, and stops counting it): the id to hand over, or
+   * none when the fields do not name an upload (yet). `withdrawChunk` for a request that fails
+   * before `saveChunk` takes it.
+   */
+  async announceChunk(viewer: Viewer, fields: Record<string, string>): Promise<string | undefined> {
+    const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
+    if (!named.success) return undefined;
+    const arrival = randomUUID();
+    await this.#repo.arrive({ id: arrival, profileId: viewer.profileId, clientUploadId: named.data }, this.#now());
+    return arrival;
+  }
+
+  async withdrawChunk(arrival: string): Promise<void> {
+    await this.#repo.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
+  }
+
+  /**
    * `PUT /attachment/chunk`: keeps one chunk and answers the status of every chunk, or, for the
    * request that completes the set, assembles the file and answers its URL.
    *
@@ -250,10 +268,10 @@ export class AttachmentsService {
    * index `totalChunks` seen means 1-based, both is a 400; until one is seen the status map is
    * keyed 1-based, as those clients expect.
    */
-  async saveChunk(viewer: Viewer, request: UploadRequest): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+  async saveChunk(viewer: Viewer, request: UploadRequest, announced?: string): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const file = request.file;
-    const arrival = randomUUID();
-    let arrived = false;
+    const arrival = announced ?? randomUUID();
+    let arrived = announced !== undefined;
     try {
       const fields = parseOrThrow(ChunkFields, request.fields);
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
@@ -261,12 +279,14 @@ export class AttachmentsService {
         throw new AppError('ValidationError', `chunkIndex must be at most totalChunks (${fields.totalChunks})`, { path: 'chunkIndex' });
       }
       const repo = this.#repo;
-      // Noted from the moment its body is in, before the checks that read the database, and in
-      // the database, where every process sees it: a chunk sent together with the last one is
-      // then waited for, whichever process received it, even if it is still being checked when
-      // the other completes the set.
-      await repo.arrive({ id: arrival, profileId: viewer.profileId, clientUploadId: fields.clientUploadId }, this.#now());
-      arrived = true;
+      // Noted in the database, where every process sees it, from the moment its fields were in
+      // (`announceChunk`), or else from the moment its body is in, before the checks that read
+      // the database: a chunk sent together with the last one is then waited for, whichever
+      // process received it, even if its body is still arriving when the other completes the set.
+      if (!arrived) {
+        await repo.arrive({ id: arrival, profileId: viewer.profileId, clientUploadId: fields.clientUploadId }, this.#now());
+        arrived = true;
+      }
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
       await this.#notes.requireInvitee(invitation, viewer);
       const now = this.#now();

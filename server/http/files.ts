@@ -177,18 +177,28 @@ export function fileHandlers(services: Services, config: Config) {
       refuseUpload(res, error);
       return;
     }
+    // A chunk counts as under way from when its fields are in (see `announceChunk`), until
+    // `saveChunk` takes it over.
+    let announced: string | undefined;
     try {
       const parsed = await readUpload(req, {
         store: attachments.store,
         ceiling,
         hash: kind !== 'chunk',
-        limitFor: (fields) => attachments.limitFor(kind, fields),
+        limitFor: async (fields) => {
+          if (kind === 'chunk' && announced === undefined) announced = await attachments.announceChunk(viewer, fields);
+          return attachments.limitFor(kind, fields);
+        },
       });
+      const handedOver = announced;
+      announced = undefined;
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.
-      const answer = kind === 'chunk' ? await attachments.saveChunk(viewer, parsed) : await attachments.saveUpload(viewer, parsed);
+      const answer = kind === 'chunk' ? await attachments.saveChunk(viewer, parsed, handedOver) : await attachments.saveUpload(viewer, parsed);
       res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
       refuseUpload(res, error);
+    } finally {
+      if (announced !== undefined) await attachments.withdrawChunk(announced);
     }
   };
 

@@ -8,24 +8,34 @@
  *
  * `--cpu-prof <folder>` writes the server's V8 CPU profile there when it stops (open it in
  * Chrome's DevTools, Performance tab, or speedscope); `--only` measures some rows.
+ *
+ * `--processes N` runs N server processes behind a round-robin balancer (its own process) and
+ * loads the balancer, as an install of several processes is run. With `DATABASE_URL` set (a
+ * PostgreSQL server; its `postgres` database will do), the run makes a database of its own
+ * there, runs every server and baseline on it, and drops it at the end. Row 9 needs SQLite.
  */
+import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { cleanUpOnExit, cleanup, freePort, startListening, tempDir } from './processes.ts';
 import { machine, markdown, writeJson, type Row } from './report.ts';
 import { FileRows } from './rows/files.ts';
 import { RequestRows } from './rows/requests.ts';
 import { SignInRows } from './rows/sign-in.ts';
-import { seed } from './setup.ts';
+import { benchDatabaseEnv, seed } from './setup.ts';
 
 const { values } = parseArgs({
   options: {
     out: { type: 'string' },
     only: { type: 'string' },
     'cpu-prof': { type: 'string' },
+    processes: { type: 'string', default: '1' },
   },
 });
+const processes = Number(values.processes);
+if (!Number.isInteger(processes) || processes < 1) throw new Error('--processes takes a whole number, 1 or more');
 
 /** Rows that write many files come last, so the disk's writeback does not weigh on the others. */
 const ORDER = ['1', '2', '3', '4', '5', '9', '8', '6', '7'] as const;
@@ -34,7 +44,12 @@ const selected = new Set(values.only ? values.only.split(',').map((s) => s.trim(
 cleanUpOnExit();
 const started = performance.now();
 const host = machine();
+let dropDatabase: (() => Promise<void>) | undefined;
 try {
+  if (process.env.DATABASE_URL) {
+    if (selected.has('9')) throw new Error('row 9 copies the SQLite file: leave it out (--only) on PostgreSQL');
+    ({ drop: dropDatabase } = await useOwnDatabase(process.env.DATABASE_URL));
+  }
   const dataDir = path.join(tempDir(), 'data');
   const scratchDir = path.join(tempDir(), 'scratch');
   mkdirSync(scratchDir, { recursive: true });
@@ -48,14 +63,15 @@ try {
   const profileDir = values['cpu-prof'] ? path.resolve(values['cpu-prof']) : undefined;
   let servers = 0;
   /** `node server/main.ts` on a data folder, as `npm start` runs it. */
-  const startServer = async (folder: string, listenOn?: number) => {
+  const startServer = async (folder: string, listenOn?: number, publicUrl?: string) => {
     const serverPort = listenOn ?? (await freePort());
     servers += 1;
     return startListening('server', 'server/main.ts', {
       env: {
         PORT: String(serverPort),
         HOST: '127.0.0.1',
-        BASE_URL: `http://127.0.0.1:${serverPort}`,
+        BASE_URL: publicUrl ?? `http://127.0.0.1:${serverPort}`,
+        ...benchDatabaseEnv(),
         DATA_DIR: folder,
         LOG_LEVEL: 'info',
         UPLOAD_HUMAN_VERIFICATION_AFTER: '0',
@@ -63,8 +79,11 @@ try {
       nodeFlags: profileDir && servers === 1 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     });
   };
-  const server = await startServer(dataDir, port);
-  process.stderr.write(`bench: server ${server.url} (pid ${server.pid})\n`);
+  // One process: the server on the bench's port. Several: they all name the balancer's address
+  // as theirs, and the balancer listens on the bench's port.
+  const behind = processes > 1 ? await Promise.all(Array.from({ length: processes }, () => startServer(dataDir, undefined, baseUrl))) : [];
+  const server = processes > 1 ? await startListening('balancer', 'test/bench/balancer.ts', { args: [String(port), ...behind.map((s) => s.url)] }) : await startServer(dataDir, port);
+  process.stderr.write(`bench: ${processes > 1 ? `${processes} servers behind ${server.url}` : `server ${server.url} (pid ${server.pid})`}\n`);
 
   const ctx = { server, dataDir, largeDataDir, startServer: (folder: string) => startServer(folder), scratchDir, seeded };
   const requests = new RequestRows(ctx);
@@ -90,9 +109,11 @@ try {
     process.stderr.write(` ${Math.round((performance.now() - rowStarted) / 1000)} s\n`);
   }
   await server.stop();
+  for (const one of behind) await one.stop();
 
   const rows = [...measured.entries()].sort(([a], [b]) => Number(a) - Number(b)).flatMap(([, r]) => r);
   const notes = [
+    ...(processes > 1 ? [`${processes} server processes behind a round-robin balancer (\`test/bench/balancer.ts\`, a process of its own), on ${process.env.DATABASE_URL ? 'one PostgreSQL database' : 'one SQLite file'}; the figures are the balancer's.`] : process.env.DATABASE_URL ? ['The database is PostgreSQL.'] : []),
     'The server is `node server/main.ts` in its own process on a fresh data folder, with its defaults (log level `info`, one JSON line per request, to a file) except `UPLOAD_HUMAN_VERIFICATION_AFTER=0`, so uploads never ask for a human-verification token.',
     'Rate limits: no setting exists for the login limits, so the bench stays under them: row 5 logs in with four accounts, one connection each, and a right password gives its try back. Refresh, userinfo, authorize and token have no limit.',
     'Load comes from the bench process (autocannon for request rates, `node:http` for 50 MB bodies); every baseline runs in a process of its own. A figure and its baseline are measured in turns (3 rounds of 2 s each after a 2 s warm-up; row 4: 2 rounds of 3 s; row 5: 3 rounds of 4 s, logins in a closed loop counted as the baseline counts hashes; row 8: 2 rounds of 2.5 s), so other work on the machine weighs on both; request rates at 32 connections (row 4: 16, row 5: 4).',
@@ -104,4 +125,28 @@ try {
   if (profileDir) process.stderr.write(`bench: the server's CPU profile is in ${profileDir}\n`);
 } finally {
   await cleanup();
+  await dropDatabase?.();
+}
+
+/**
+ * Makes a database for this run on the PostgreSQL server of `serverUrl` and points this process
+ * (and so every server and baseline it starts) at it.
+ */
+async function useOwnDatabase(serverUrl: string): Promise<{ drop(): Promise<void> }> {
+  const name = `bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`create database "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  process.env.DATABASE_URL = url.toString();
+  return {
+    async drop() {
+      const again = new pg.Client({ connectionString: serverUrl });
+      await again.connect();
+      await again.query(`drop database if exists "${name}" with (force)`);
+      await again.end();
+    },
+  };
 }

@@ -37,10 +37,18 @@ export interface Seeded {
   refreshTokens: string[];
 }
 
+/**
+ * The database variables of the run's servers: with `DATABASE_URL` (the bench's own database on
+ * a PostgreSQL server, made by `run.ts`), PostgreSQL with mail kept in the outbox; else none: SQLite.
+ */
+export function benchDatabaseEnv(): Record<string, string> {
+  return process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL, MAIL_OUTBOX: 'on' } : {};
+}
+
 /** The session secret, keys and every fixture the rows need, in a fresh data folder. */
 export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
-  const config = loadConfig({ DATA_DIR: dataDir, BASE_URL: baseUrl });
-  const db = openDatabase({ dataDir });
+  const config = loadConfig({ ...benchDatabaseEnv(), DATA_DIR: dataDir, BASE_URL: baseUrl });
+  const db = openDatabase(config);
   try {
     await migrateToLatest(db);
     const services = await createServices(config, db, createLogger('silent'));
@@ -93,7 +101,7 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
 
 /** Adds `count` made-up profiles to the database of a data folder (the server may be running). */
 export async function addProfiles(dataDir: string, count: number): Promise<void> {
-  const db = openDatabase({ dataDir });
+  const db = openDatabase(loadConfig({ ...benchDatabaseEnv(), DATA_DIR: dataDir }));
   try {
     await insertProfiles(db, madeUpPeople(count, 2));
   } finally {

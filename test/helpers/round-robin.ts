@@ -19,7 +19,8 @@ export interface RoundRobin {
   close(): Promise<void>;
 }
 
-export async function startRoundRobin(): Promise<RoundRobin> {
+/** Starts the balancer on 127.0.0.1 at `port` (0: one the system picks). */
+export async function startRoundRobin(port = 0): Promise<RoundRobin> {
   let next = 0;
   let pinned: number | null = null;
   const balancer: RoundRobin = {
@@ -58,7 +59,7 @@ export async function startRoundRobin(): Promise<RoundRobin> {
     });
     req.pipe(upstream);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   balancer.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return balancer;
 }

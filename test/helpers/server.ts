@@ -87,3 +87,10 @@ export async function childEnv(extra: Record<string, string>): Promise<NodeJS.Pr
   const database = extra.DATA_DIR && !extra.DATABASE_URL ? await testDatabaseEnv(extra.DATA_DIR) : {};
   return { ...rest, ...OUTBOX_ON_ONE_MACHINE, ...database, ...extra };
 }
+
+/** The secret the server signs session tokens with (generated and kept in its database), to forge one. */
+export async function sessionSecret(server: TestServer): Promise<string> {
+  const row = (await server.service.db('install_secrets').where({ name: 'session' }).first('value')) as { value: string } | undefined;
+  if (!row) throw new Error('the server has no session secret in its database');
+  return row.value;
+}

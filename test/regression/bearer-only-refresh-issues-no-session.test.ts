@@ -7,13 +7,11 @@
  * Now a bearer-only refresh answers a new access token for the same session that expires no
  * later than the one presented, sets no cookie and changes no session row.
  */
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionTokens } from '../../server/accounts/session-tokens.ts';
 import { Client } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, type TestServer, sessionSecret } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 
 let server: TestServer;
@@ -58,7 +56,7 @@ describe('a refresh with only a bearer token', () => {
     const user = await createActiveUser(server);
     const { token } = await loggedIn(server, user.email);
     // A token of the same session that has only a minute left, signed as the service signs.
-    const secret = (await readFile(path.join(server.dataDir, 'session-secret'), 'utf8')).trim();
+    const secret = await sessionSecret(server);
     const short = await new SessionTokens(secret, server.url).sign({ sub: user.id, sid: decodeJwt(token).sid as string, ver: 0, loginEmail: user.email }, 60);
     const thief = new Client(server.url);
     thief.bearer = short;

@@ -4,12 +4,10 @@
  * that leaked once, or one minted by a process holding the key by mistake, was good forever.
  * Every session token must carry `exp` and `iat`, issued not in the future, for at most a week.
  */
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, type TestServer, sessionSecret } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 
 let server: TestServer;
@@ -21,7 +19,7 @@ afterAll(async () => {
 });
 
 async function forge(claims: { sub: string; sid: string }, shape: { iat?: number; exp?: number }): Promise<string> {
-  const secret = (await readFile(path.join(server.dataDir, 'session-secret'), 'utf8')).trim();
+  const secret = await sessionSecret(server);
   let jwt = new SignJWT({ sid: claims.sid, ver: 0 }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setSubject(claims.sub).setIssuer(server.url).setAudience('session');
   if (shape.iat !== undefined) jwt = jwt.setIssuedAt(shape.iat);
   if (shape.exp !== undefined) jwt = jwt.setExpirationTime(shape.exp);

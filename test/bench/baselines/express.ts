@@ -12,11 +12,12 @@ import type { NameInput } from '../../../server/accounts/tilde.ts';
 import { loadConfig } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { createServices } from '../../../server/services.ts';
+import { benchDatabaseEnv } from '../setup.ts';
 import { listen } from './listen.ts';
 
 const dataDir = process.argv[2] ?? '';
-const config = loadConfig({ DATA_DIR: dataDir });
-const services = await createServices(config, openDatabase({ dataDir }), createLogger('silent'));
+const config = loadConfig({ ...benchDatabaseEnv(), DATA_DIR: dataDir });
+const services = await createServices(config, openDatabase(config), createLogger('silent'));
 
 const app = express();
 app.get('/tildeusername', async (req, res) => {

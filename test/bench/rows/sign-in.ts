@@ -6,11 +6,12 @@
 import type autocannon from 'autocannon';
 import { decodeProtectedHeader } from 'jose';
 import { openDatabase } from '../../../db/knex.ts';
+import { loadConfig } from '../../../server/config.ts';
 import { ACCESS_TOKEN_COOKIE } from '../../../shared/index.ts';
 import { combine, expectOnly, load, type Load, type LoadOptions } from '../load.ts';
 import { runJson } from '../processes.ts';
 import type { Row } from '../report.ts';
-import { CLIENT_ID, PASSWORD, pkcePair, REDIRECT_URI } from '../setup.ts';
+import { CLIENT_ID, PASSWORD, pkcePair, REDIRECT_URI, benchDatabaseEnv } from '../setup.ts';
 import { ms, ratioRow, type BenchContext } from './common.ts';
 
 /** The authorization request of the bench's client, with a PKCE challenge. */
@@ -179,7 +180,7 @@ async function loginLoop(base: string, ids: string[], seconds: number): Promise<
 
 /** N, r, p and the key length of an account's stored hash (`scrypt$N$r$p$salt$key`): what login runs. */
 async function storedHashParameters(dataDir: string, id: string): Promise<number[]> {
-  const db = openDatabase({ dataDir });
+  const db = openDatabase(loadConfig({ ...benchDatabaseEnv(), DATA_DIR: dataDir }));
   try {
     const row = (await db('profiles').where({ id }).first('password_hash')) as { password_hash: string } | undefined;
     const [scheme, n, r, p, , key] = (row?.password_hash ?? '').split('$');
