@@ -74,6 +74,10 @@ const Env = z.object({
   HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
   SIGNUP_WITHOUT_HUMAN_VERIFICATION: z.enum(['on', 'off']).optional(),
   STORAGE_URL: StorageUrl.optional(),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(\d{1,2}|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, 'TRUST_PROXY is a number of proxies, or a comma-separated list of addresses, subnets, loopback, linklocal or uniquelocal')
+    .optional(),
 })
   // The outbox is a folder of one machine: with several processes (PostgreSQL), mail written by
   // one is not seen on another machine. Not refused outright: one machine with a few processes on
@@ -137,6 +141,12 @@ export interface Config {
   signupWithoutHumanVerification: boolean;
   /** Where uploaded files are stored (`STORAGE_URL`). */
   storage: StorageTarget;
+  /**
+   * Which proxies in front of the service are believed when their `X-Forwarded-For` names the
+   * client (Express's `trust proxy`: a number of hops, or the proxies' addresses); unset, none:
+   * the client is the connection's address. Rate limits per address and the logs use it.
+   */
+  trustProxy: number | string | false;
 }
 
 /** Reads the configuration from environment variables; throws a readable error on a bad value. */
@@ -176,5 +186,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         : undefined,
     signupWithoutHumanVerification: e.SIGNUP_WITHOUT_HUMAN_VERIFICATION ? e.SIGNUP_WITHOUT_HUMAN_VERIFICATION === 'on' : e.HUMAN_VERIFICATION_URL === undefined,
     storage: e.STORAGE_URL ?? { kind: 'local' },
+    trustProxy: e.TRUST_PROXY === undefined ? false : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
   };
 }

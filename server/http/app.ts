@@ -186,6 +186,9 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // Behind a load balancer every request comes from its address: the client is then the one it
+  // names in `X-Forwarded-For`, believed only from the proxies `TRUST_PROXY` lists.
+  app.set('trust proxy', config.trustProxy);
   app.use(
     pinoHttp({
       logger,

@@ -51,6 +51,7 @@ beforeAll(async () => {
     DATA_DIR: dir,
     ...(await testDatabaseEnv(dir)),
     BASE_URL: proxy.url,
+    TRUST_PROXY: 'loopback',
     SMTP_URL: mail.url,
     UPLOAD_HUMAN_VERIFICATION_AFTER: '0',
     OIDC_KEY_ACTIVATION_SECONDS: '0',
