@@ -30,6 +30,13 @@ async function mailsTo(address: string) {
   return (await readOutbox(server.dataDir)).filter((m) => m.to.toLowerCase() === address.toLowerCase());
 }
 
+/** The code of a mail (a confirmation's, or a merge's). */
+function codeIn(text: string): string {
+  const code = /code: (\d{6})/.exec(text)?.[1];
+  if (!code) throw new Error(`no code in ${text}`);
+  return code;
+}
+
 /** The code and the link token of an email-confirmation mail. */
 function confirmation(text: string): { code: string; token: string } {
   const code = /code: (\d{6})/.exec(text)?.[1];
@@ -165,6 +172,38 @@ describe('one profile changed from several sides at once', () => {
     expect((await client.get('/profiles')).status).toBe(401);
   });
 
+  it('an activation link used twice at once activates the profile once', async () => {
+    const { id, token } = await registerAndGetToken(server, { email: 'activated-twice@example.org', fullname: 'Twice Activated' });
+    const replies = await Promise.all([1, 2].map(() => new Client(server.url).request('PUT', `/activate/${token}`, { content: { history: HISTORY } })));
+    expect(statuses(replies).sort()).toEqual([200, 400]);
+    const { client } = await loggedIn(server, id);
+    const profile = (await client.get('/profiles')).body.profiles[0];
+    expect(profile.pastStates.map((p: { state: string }) => p.state)).toEqual(['Inactive', 'Active Automatic']);
+  });
+
+  it('two profiles merging into each other at once: one merge happens, the other is refused', async () => {
+    const [one, two] = await Promise.all([createActiveUser(server, { fullname: 'Merge One' }), createActiveUser(server, { fullname: 'Merge Two' })]);
+    const [a, b] = await Promise.all([loggedIn(server, one.email), loggedIn(server, two.email)]);
+    // Each asks to add the other's address: confirming it merges the other profile in.
+    expect((await a.client.post('/user/confirm', { alternate: two.email })).status).toBe(200);
+    expect((await b.client.post('/user/confirm', { alternate: one.email })).status).toBe(200);
+    const codeForOne = codeIn((await mailsTo(two.email)).at(-1)!.text);
+    const codeForTwo = codeIn((await mailsTo(one.email)).at(-1)!.text);
+    const replies = await Promise.all([
+      a.client.request('PUT', '/activatelink', { email: two.email, token: codeForOne }),
+      b.client.request('PUT', '/activatelink', { email: one.email, token: codeForTwo }),
+    ]);
+    const got = statuses(replies);
+    expect(count(got, 200)).toBe(1);
+    // The loser's profile is merged away: its session has ended, or its merge is refused.
+    expect([400, 401]).toContain(got.find((s) => s !== 200));
+    const survivor = got[0] === 200 ? one : two;
+    const { client } = await loggedIn(server, one.email);
+    const profile = (await client.get('/profiles')).body.profiles[0];
+    expect(profile.id).toBe(survivor.id);
+    expect([...profile.content.emailsConfirmed].sort()).toEqual([one.email, two.email].sort());
+  });
+
   it('two moderation decisions on one profile at once are both applied: limited and deleted', async () => {
     const moderator = await createActiveUser(server, { role: 'moderator', fullname: 'Busy Moderator' });
     const { client } = await loggedIn(server, moderator.email);
@@ -230,6 +269,25 @@ describe('rate limits counted across requests at once', () => {
     expect([count(got, 400), count(got, 429)]).toEqual([10, 10]);
     // The right password is refused too: the account is locked.
     expect((await new Client(server.url).post('/login', { id: user.email, password: PASSWORD })).status).toBe(429);
+  });
+
+  it('wrong codes typed at once for one address are compared no more than the limit allows (twenty a day)', async () => {
+    const address = 'guessed-at-once@example.org';
+    // Five people each ask for a code to add the address (five is the most it is mailed in an
+    // hour), then five wrong codes are typed against each token at once: twenty-five guesses.
+    const people = await Promise.all(Array.from({ length: 5 }, (_, i) => createActiveUser(server, { fullname: `Guesser ${'abcde'[i]}` })));
+    const clients = await Promise.all(people.map(async (p) => (await loggedIn(server, p.email)).client));
+    for (const client of clients) expect((await client.post('/user/confirm', { alternate: address })).status).toBe(200);
+    const codes = (await mailsTo(address)).map((m) => confirmation(m.text).code);
+    const wrong = (code: string, n: number) => String((Number(code) + n) % 1_000_000).padStart(6, '0');
+    const replies = await Promise.all(
+      clients.flatMap((client, i) => [1, 2, 3, 4, 5].map((n) => client.request('PUT', '/activatelink', { email: address, token: wrong(codes[i]!, n) }))),
+    );
+    const got = statuses(replies);
+    expect(count(got, 400) + count(got, 429)).toBe(25);
+    // Every code compared is a wrong one recorded on its token: no more than twenty in all.
+    const compared = await server.service.db('account_tokens').where({ kind: 'email', email: address }).sum({ n: 'attempts' }).first();
+    expect(Number(compared?.n)).toBeLessThanOrEqual(20);
   });
 
   it('eight reset mails asked at once for one account: five are sent, three refused', async () => {
