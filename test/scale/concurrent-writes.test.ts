@@ -12,6 +12,7 @@ import { readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, HISTORY, loggedIn, PASSWORD, registerAndGetToken } from '../helpers/users.ts';
 import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
+import { venueConfig } from '../helpers/venue.ts';
 import { loopback, sendFrom } from './from-address.ts';
 
 let server: TestServer;
@@ -84,6 +85,27 @@ describe('notes posted at once', () => {
     // The last revision holds both changes, whichever came second.
     expect(edits[2].content).toMatchObject({ title: { value: 'A better title' }, abstract: { value: 'A better abstract.' } });
   });
+  it('a note deleted while a revision of it is posted stays deleted', async () => {
+    const posted = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, pdf) });
+    const id: string = posted.body.id;
+    // Revisions on both sides of the deletion, so that one of them is likely under way while it happens.
+    const revision = (n: number) => author.post('/notes', { id, invitation: SUBMISSION, content: { title: { value: `Revised while deleted ${n}` } } });
+    const [before, deleted, ...after] = await Promise.all([revision(0), author.request('DELETE', `/notes?id=${id}`), revision(1), revision(2), revision(3)]);
+    expect(deleted.status).toBe(200);
+    // A revision that came before the deletion is kept; after it, the note is gone for it.
+    for (const revised of [before, ...after]) expect([200, 404]).toContain(revised!.status);
+    expect((await author.get(`/notes?id=${id}`)).status).toBe(404);
+    const trash = (await author.get(`/notes?id=${id}&trash=true`)).body.notes[0];
+    expect(trash.ddate).toEqual(expect.any(Number));
+  });
+
+  it('a venue created twice at once is created once', async () => {
+    const admin = await createActiveUser(server, { role: 'superuser', fullname: 'Venue Twice' });
+    const { client } = await loggedIn(server, admin.email);
+    const replies = await Promise.all([1, 2].map(() => client.post('/venues', venueConfig('Twice.org/2027'))));
+    expect(statuses(replies).sort()).toEqual([200, 400]);
+    expect(replies.find((r) => r.status === 400)!.body.message).toBe('The venue Twice.org/2027 already exists');
+  });
 });
 
 describe('sign-ups at once', () => {
@@ -99,6 +121,16 @@ describe('sign-ups at once', () => {
       Array.from({ length: 8 }, (_, i) => `~Ada_Lovelace${i + 1}`),
     );
     expect((await new Client(server.url).get('/tildeusername?fullname=Ada%20Lovelace')).body).toEqual({ username: '~Ada_Lovelace9' });
+  });
+
+  it('two sign-ups with one address at once make one profile; the address is told of the other', async () => {
+    const replies = await Promise.all(
+      [0, 1].map((i) => sendFrom(loopback(50 + i), server.url, 'POST', '/register', { token: 'dev-ok', email: 'same-address@example.org', password: PASSWORD, fullname: 'Same Address' })),
+    );
+    expect(statuses(replies)).toEqual([200, 200]);
+    expect(replies.map((r) => r.body.id).sort()).toEqual(['~Same_Address1', '~Same_Address2']);
+    const subjects = (await mailsTo('same-address@example.org')).map((m) => m.subject).sort();
+    expect(subjects).toEqual(['Sign-up attempt with your email address', 'Signup confirmation']);
   });
 
   it('profiles activated at once that each add the same new name get distinct usernames for it', async () => {
