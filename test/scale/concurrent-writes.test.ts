@@ -5,11 +5,13 @@
  * no 500, nothing lost, numbers and ids handed out once each, every try counted.
  * Run on SQLite and on PostgreSQL (`DATABASE_URL` set for the run).
  */
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, submissionContent, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
+import { dropTestDatabase } from '../helpers/database.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { readOutbox } from '../helpers/outbox.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, HISTORY, loggedIn, PASSWORD, registerAndGetToken } from '../helpers/users.ts';
 import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 import { venueConfig } from '../helpers/venue.ts';
@@ -353,5 +355,39 @@ describe('consents given at once', () => {
     const consents = (await client.get('/oidc/consents')).body.consents;
     expect(consents).toHaveLength(1);
     expect([...consents[0].scopes].sort()).toEqual(['email', 'openid', 'profile']);
+  });
+});
+
+describe('two processes on one database', () => {
+  it('notes and sign-ups sent at once to two servers sharing a database are all stored, numbered and named once each', async () => {
+    const dir = await tempDir();
+    const first = await startServer({}, dir);
+    // Behind one address, as an install's processes are: tokens name it as their issuer.
+    const second = await startServer({ BASE_URL: first.url }, dir);
+    try {
+      const { author, authorId } = await venueWithAuthor(first);
+      const upload = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data: pdfBytes(2000) });
+      const pdf = (upload.body as { url: string }).url;
+      // The same signed-in author, half of the notes through each server.
+      const other = new Client(second.url);
+      for (const [k, v] of author.jar) other.jar.set(k, v);
+      const notes = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? other : author).post('/notes', { invitation: SUBMISSION, content: { ...submissionContent(authorId, pdf), title: { value: `Paper ${i}` } } })),
+      );
+      expect(statuses(notes)).toEqual(Array(8).fill(200));
+      expect(notes.map((r) => r.body.number).sort((a: number, b: number) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      const signUps = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          sendFrom(loopback(60 + i), (i % 2 ? second : first).url, 'POST', '/register', { token: 'dev-ok', email: `two-servers${i}@example.org`, password: PASSWORD, fullname: 'Two Servers' }),
+        ),
+      );
+      expect(statuses(signUps)).toEqual(Array(6).fill(200));
+      expect(signUps.map((r) => r.body.id as string).sort()).toEqual(Array.from({ length: 6 }, (_, i) => `~Two_Servers${i + 1}`));
+    } finally {
+      await second.close();
+      await first.close();
+      await rm(dir, { recursive: true, force: true });
+      await dropTestDatabase(dir);
+    }
   });
 });
