@@ -359,7 +359,7 @@ describe('consents given at once', () => {
 });
 
 describe('two processes on one database', () => {
-  it('notes and sign-ups sent at once to two servers sharing a database are all stored, numbered and named once each', async () => {
+  it('notes, sign-ups and wrong passwords sent at once to two servers sharing a database are numbered, named and counted once each', async () => {
     const dir = await tempDir();
     const first = await startServer({}, dir);
     // Behind one address, as an install's processes are: tokens name it as their issuer.
@@ -383,6 +383,12 @@ describe('two processes on one database', () => {
       );
       expect(statuses(signUps)).toEqual(Array(6).fill(200));
       expect(signUps.map((r) => r.body.id as string).sort()).toEqual(Array.from({ length: 6 }, (_, i) => `~Two_Servers${i + 1}`));
+      // The rate limits' counters are the database's: wrong passwords sent to both count together.
+      const guessed = await createActiveUser(first, { fullname: 'Guessed Twice' });
+      const logins = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => sendFrom(loopback(70 + i), (i % 2 ? second : first).url, 'POST', '/login', { id: guessed.email, password: `Wrong-Guess-${i}` })),
+      );
+      expect([count(statuses(logins), 400), count(statuses(logins), 429)]).toEqual([10, 10]);
     } finally {
       await second.close();
       await first.close();
