@@ -56,12 +56,6 @@ export class RateLimits {
     await this.#serial(() => this.#limiters[name].reward(key.toLowerCase(), 1));
   }
 
-  /** Refuses with 429 when the key has no tries left, without counting this one. */
-  async check(name: RateLimitName, key: string): Promise<void> {
-    const state = await this.#serial(() => this.#limiters[name].get(key.toLowerCase()));
-    if (state && state.remainingPoints <= 0) throw tooMany(state.msBeforeNext);
-  }
-
   /** Counts one try; past the limit, a 429 `TooManyError` saying when to try again. */
   async consume(name: RateLimitName, key: string): Promise<void> {
     try {

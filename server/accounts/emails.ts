@@ -146,16 +146,14 @@ export class EmailService extends AccountsPart {
   /**
    * A typed code against its token. Wrong codes count twice: per token (five void it) and per
    * address over all tokens, so asking for fresh codes again and again does not let anyone
-   * guess their way into merging someone else's profile.
+   * guess their way into merging someone else's profile. Every code counts before it is
+   * compared and a right one is given back (as sign-ins do): of codes typed at once, no more
+   * than the limit are compared, where "check, then count the wrong ones" let them all through.
    */
   async #checkCode(record: TokenRecord, code: string, email: string, now: number): Promise<void> {
-    await this.d.limits.check('wrongCodeAddress', email);
-    try {
-      await this.d.oneTime.checkCode(this.d.repo, record, code, now, INVALID_CODE);
-    } catch (error) {
-      await this.d.limits.consume('wrongCodeAddress', email).catch(() => undefined);
-      throw error;
-    }
+    await this.d.limits.consume('wrongCodeAddress', email);
+    await this.d.oneTime.checkCode(this.d.repo, record, code, now, INVALID_CODE);
+    await this.d.limits.refund('wrongCodeAddress', email);
   }
 
   /**

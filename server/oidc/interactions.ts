@@ -75,8 +75,12 @@ export async function consent(p: Provider, interactionId: string, viewer: Viewer
   }
   const person = usable(viewer);
   if (needsLogin(p, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
-  const merged = [...new Set([...((await p.repo.findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
-  await p.repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], p.now());
+  // The scopes given before are read and widened in one transaction: two consents given at once
+  // (two tabs, two scopes) both stay, as when given one after the other.
+  await p.repo.transaction(async (repo) => {
+    const merged = [...new Set([...((await repo.findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
+    await repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], p.now());
+  });
   try {
     return { redirect: await issueCode(p, interaction, person, authTime(interaction, person)) };
   } catch (error) {

@@ -129,53 +129,60 @@ export class NoteService extends VenuePart {
     }
     const ids = await this.readers.identities(reader, repos.people);
     this.#requireInvitee(invitation, reader, ids);
+    // Uploads are another area's tables, read on its own connection: asked before the transaction
+    // (on SQLite's one connection, a read from outside it would wait for the transaction to end).
+    const uploaded = await this.#uploadedFiles(invitation, input.content, reader);
 
-    const previous = input.id ? await repos.venues.findNote(input.id) : null;
-    if (input.id) {
-      if (!previous || previous.ddate !== undefined || !this.readers.canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
-      if (previous.invitation !== invitation.id) {
-        throw new AppError('ValidationError', `The note ${input.id} belongs to ${previous.invitation}`, { path: 'invitation' });
+    // A revision merges its fields into the note as it stands: the note is read, checked and
+    // written in one transaction, so two revisions posted at once each keep the other's fields
+    // (on PostgreSQL the second is run again on the note the first wrote).
+    return this.transaction(async (trx) => {
+      const { venues } = trx;
+      const previous = input.id ? await venues.findNote(input.id) : null;
+      if (input.id) {
+        if (!previous || previous.ddate !== undefined || !this.readers.canRead(previous.readers, ids, reader)) throw new AppError('NotFoundError', `Note Not Found: ${input.id}`);
+        if (previous.invitation !== invitation.id) {
+          throw new AppError('ValidationError', `The note ${input.id} belongs to ${previous.invitation}`, { path: 'invitation' });
+        }
+        if (!reader.isSuperUser && !previous.writers.some((w) => ids.has(w))) {
+          throw new AppError('ForbiddenError', `You cannot edit the note ${input.id}`);
+        }
       }
-      if (!reader.isSuperUser && !previous.writers.some((w) => ids.has(w))) {
-        throw new AppError('ForbiddenError', `You cannot edit the note ${input.id}`);
+
+      const forum = previous ? await venues.findNote(previous.forum) : await this.#forumOf(invitation, input.forum, ids, reader, trx);
+      const merged = { ...(previous?.content ?? {}), ...input.content };
+      const problems = validateContent(invitation.form, merged);
+      for (const [field, definition] of Object.entries(invitation.form)) {
+        const url = fieldValue({ content: merged } as Note, field);
+        if (definition.value.param.type !== 'file' || typeof url !== 'string') continue;
+        if (previous && fieldValue(previous, field) === url) continue;
+        if (!uploaded.has(`${field}\n${url}`)) {
+          problems.push({
+            status: 400,
+            name: 'ValidationError',
+            message: `${definition.value.param.fieldName ?? field} must be a file you uploaded for this invitation and field`,
+            details: { path: `content/${field}/value` },
+          });
+        }
       }
-    }
+      if (problems.length > 0) throw AppError.fromItems(problems);
+      const content = Object.fromEntries(
+        Object.entries(merged).filter(([, entry]) => (entry as { value?: { delete?: unknown } }).value?.delete !== true),
+      );
 
-    const forum = previous ? await repos.venues.findNote(previous.forum) : await this.#forumOf(invitation, input.forum, ids, reader, repos);
-    const merged = { ...(previous?.content ?? {}), ...input.content };
-    const problems = validateContent(invitation.form, merged);
-    for (const [field, definition] of Object.entries(invitation.form)) {
-      const url = fieldValue({ content: merged } as Note, field);
-      if (definition.value.param.type !== 'file' || typeof url !== 'string') continue;
-      if (previous && fieldValue(previous, field) === url) continue;
-      if (!(await this.#uploads.uploadedBy(reader.profileId, url, invitation.id, field))) {
-        problems.push({
-          status: 400,
-          name: 'ValidationError',
-          message: `${definition.value.param.fieldName ?? field} must be a file you uploaded for this invitation and field`,
-          details: { path: `content/${field}/value` },
-        });
-      }
-    }
-    if (problems.length > 0) throw AppError.fromItems(problems);
-    const content = Object.fromEntries(
-      Object.entries(merged).filter(([, entry]) => (entry as { value?: { delete?: unknown } }).value?.delete !== true),
-    );
+      const signatures = previous?.signatures ?? [reader.profileId];
+      const expand = (list: string[]) =>
+        [
+          ...new Set(
+            list.flatMap((item) => {
+              if (item === '${signatures}') return signatures;
+              if (item === '${content.authorids}') return authorIdsOf(content);
+              if (item === '${forum.content.authorids}') return forum ? authorIdsOf(forum.content) : [];
+              return [item];
+            }),
+          ),
+        ];
 
-    const signatures = previous?.signatures ?? [reader.profileId];
-    const expand = (list: string[]) =>
-      [
-        ...new Set(
-          list.flatMap((item) => {
-            if (item === '${signatures}') return signatures;
-            if (item === '${content.authorids}') return authorIdsOf(content);
-            if (item === '${forum.content.authorids}') return forum ? authorIdsOf(forum.content) : [];
-            return [item];
-          }),
-        ),
-      ];
-
-    return this.transaction(async ({ venues }) => {
       const note: Note = previous
         ? { ...previous, content, readers: expand(invitation.noteReaders), writers: expand(invitation.noteWriters), mdate: now, tmdate: now }
         : {
@@ -203,6 +210,21 @@ export class NoteService extends VenuePart {
       else await venues.insertNote(note, fileFields);
       return { note, editId: await venues.insertEdit(note, reader.profileId, now) };
     });
+  }
+
+  /**
+   * The fields and URLs (as `field` newline `url`) of the posted content's file fields that hold a file the reader
+   * uploaded for this invitation and field. A URL the note already holds in that field needs no
+   * upload of the reader's; that is decided against the note as read in the transaction.
+   */
+  async #uploadedFiles(invitation: Invitation, content: Record<string, unknown>, reader: Viewer): Promise<Set<string>> {
+    const uploaded = new Set<string>();
+    for (const [field, definition] of Object.entries(invitation.form)) {
+      const url = fieldValue({ content } as Note, field);
+      if (definition.value.param.type !== 'file' || typeof url !== 'string') continue;
+      if (await this.#uploads.uploadedBy(reader.profileId, url, invitation.id, field)) uploaded.add(`${field}\n${url}`);
+    }
+    return uploaded;
   }
 
   /** The note a reply belongs to: required exactly when the invitation replies to another's notes. */

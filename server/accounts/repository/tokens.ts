@@ -54,7 +54,9 @@ export class TokensRepository {
 
   /**
    * Stores a new token of a kind for a profile and voids the older ones of that kind (for email
-   * confirmations: of that address, so confirming two addresses at once works).
+   * confirmations: of that address, so confirming two addresses at once works). One transaction:
+   * of two tokens issued at once, one is the newer and voids the other, as when issued one after
+   * the other (on PostgreSQL the loser is run again and then sees the winner's token).
    */
   async replace(token: {
     kind: TokenKind;
@@ -66,18 +68,20 @@ export class TokensRepository {
     now: number;
     expiresAt: number;
   }): Promise<void> {
-    const older = this.#db('account_tokens').where({ profile_id: token.profileId, kind: token.kind }).whereNull('used_at');
-    if (token.kind === 'email') older.where({ email: token.email });
-    await older.update({ used_at: token.now });
-    await this.#db('account_tokens').insert({
-      kind: token.kind,
-      token_hash: token.tokenHash,
-      code_hash: token.codeHash,
-      profile_id: token.profileId,
-      email: token.email,
-      duplicate_profile: token.duplicateProfile ?? null,
-      created_at: token.now,
-      expires_at: token.expiresAt,
+    await this.#db.transaction(async (trx) => {
+      const older = trx('account_tokens').where({ profile_id: token.profileId, kind: token.kind }).whereNull('used_at');
+      if (token.kind === 'email') older.where({ email: token.email });
+      await older.update({ used_at: token.now });
+      await trx('account_tokens').insert({
+        kind: token.kind,
+        token_hash: token.tokenHash,
+        code_hash: token.codeHash,
+        profile_id: token.profileId,
+        email: token.email,
+        duplicate_profile: token.duplicateProfile ?? null,
+        created_at: token.now,
+        expires_at: token.expiresAt,
+      });
     });
   }
 
