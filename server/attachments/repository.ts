@@ -161,14 +161,18 @@ export class AttachmentsRepository {
     await this.#db('upload_arrivals').where({ id: arrivalId }).delete();
   }
 
-  /** Whether chunk requests of this person's upload, other than `arrivalId`, arrived since `since` and are under way. */
-  async othersArriving(profileId: string, clientUploadId: string, arrivalId: string, since: number): Promise<boolean> {
-    const row = await this.#db('upload_arrivals')
+  /** The chunk requests of this person's upload, other than `arrivalId`, that arrived since `since` and are under way. */
+  async othersArriving(profileId: string, clientUploadId: string, arrivalId: string, since: number): Promise<string[]> {
+    return this.#db('upload_arrivals')
       .where({ profile_id: profileId, client_upload_id: clientUploadId })
       .whereNot({ id: arrivalId })
       .where('arrived_at', '>=', since)
-      .first('id');
-    return row !== undefined;
+      .pluck('id');
+  }
+
+  /** Whether any of these chunk requests is still under way. */
+  async stillArriving(arrivalIds: string[]): Promise<boolean> {
+    return (await this.#db('upload_arrivals').whereIn('id', arrivalIds).first('id')) !== undefined;
   }
 
   /** Arrivals left by processes that stopped mid-request. */

@@ -363,9 +363,13 @@ export class AttachmentsService {
     maxBytes: number,
     answer: Record<string, 'missing' | 'completed'>,
   ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+    // Only the requests under way now were sent together with this one: a chunk arriving later
+    // sees this one's chunk recorded, and waiting for it too would let a client that keeps
+    // sending hold this answer back until the deadline.
+    const together = await this.#repo.othersArriving(viewer.profileId, clientUploadId, arrival, this.#now() - ARRIVAL_STALE_MS);
     const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;
     let waited = false;
-    while (await this.#repo.othersArriving(viewer.profileId, clientUploadId, arrival, this.#now() - ARRIVAL_STALE_MS)) {
+    while (together.length > 0 && (await this.#repo.stillArriving(together))) {
       if (performance.now() >= deadline) break;
       waited = true;
       await sleep(OTHER_PROCESS_POLL_MS);

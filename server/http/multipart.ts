@@ -162,8 +162,12 @@ export function readUpload(
         }
       });
     }
+    // The connection closed before the body was read to its end: interrupted, even when every
+    // byte had arrived (\`req.complete\`) but was still waiting in the request's buffer (a file
+    // part waits for its limit to be known), since a closed request drops what it had buffered
+    // and the reading would never finish.
     const interrupted = () => {
-      if (req.complete) return;
+      if (req.readableEnded) return;
       refuse(new AppError('BadRequestError', 'The upload was interrupted'));
     };
     req.on('aborted', interrupted);

@@ -106,11 +106,13 @@ describe.each([
     const now = Date.now();
     await repo(0).arrive({ id: 'a', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now);
     await repo(1).arrive({ id: 'b', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now);
-    expect(await repo(2).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toBe(true);
+    expect(await repo(2).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toEqual(['b']);
+    expect(await repo(0).stillArriving(['b'])).toBe(true);
     await repo(2).leave('b');
-    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toBe(false);
+    expect(await repo(0).stillArriving(['b'])).toBe(false);
+    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toEqual([]);
     // One noted long ago was cut by a stop of its process: not waited for.
     await repo(1).arrive({ id: 'c', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now - 60 * 60_000);
-    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toBe(false);
+    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toEqual([]);
   });
 });
