@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json } from '../../../db/json.ts';
+import { atomically } from '../../../db/knex.ts';
 import type { Impersonator } from '../../../shared/index.ts';
 import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
 
@@ -116,10 +117,11 @@ export class SessionsRepository {
    * Gives a live session a new refresh token. With `oldHash`, only if the session still has
    * that one: when two requests race with the same refresh token, exactly one wins. The token
    * rotated out is kept (with the one that replaced it), so presenting it again is recognised
-   * as reuse; kept ones older than `keepMs` are let go.
+   * as reuse; kept ones older than `keepMs` are let go. Every write is conditional (the update
+   * applies only to the hash read), so it runs `atomically`, not serializable.
    */
   async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null, now: number, keepMs = 90 * 24 * 60 * 60 * 1000): Promise<boolean> {
-    return this.#db.transaction(async (trx) => {
+    return atomically(this.#db, async (trx) => {
       const row = await trx('sessions').where({ id }).whereNull('revoked_at').first('refresh_hash');
       if (!row || (oldHash !== null && row.refresh_hash !== oldHash)) return false;
       const changed = await trx('sessions')
