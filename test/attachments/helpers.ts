@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
+import { request } from 'node:http';
 import path from 'node:path';
 import { Client, sendMultipart, type Reply } from '../helpers/http.ts';
 import type { TestServer } from '../helpers/server.ts';
@@ -63,6 +64,34 @@ export async function submitPaper(author: Client, authorId: string, data: Uint8A
   const { body } = await sendMultipart(author, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data });
   const note = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, body.url) });
   return { url: body.url, note };
+}
+
+/**
+ * `PUT /attachment/chunk` with the body's last kilobyte sent only once `release` resolves: the
+ * server has the fields (the request is under way) but not the whole chunk, for tests that need
+ * two chunks exactly "at once". On a connection of its own (`node:http`, no keep-alive pool), so
+ * the held request never lands on a pooled connection the server is closing.
+ */
+export async function sendHeldChunk(client: Client, fields: Record<string, string | number>, chunk: Uint8Array, release: Promise<void>): Promise<Reply<any>> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, String(value));
+  form.append('file', new Blob([chunk]), 'paper.pdf');
+  const encoded = new Response(form);
+  const body = Buffer.from(await encoded.arrayBuffer());
+  const headers: Record<string, string> = { 'content-type': encoded.headers.get('content-type') ?? '', 'content-length': String(body.length) };
+  if (client.jar.size > 0) headers.cookie = [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  if (client.bearer) headers.authorization = `Bearer ${client.bearer}`;
+  return new Promise((resolve, reject) => {
+    const req = request(`${client.url}/attachment/chunk`, { method: 'PUT', headers, agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (part: Buffer) => parts.push(part));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(parts).toString('utf8')), headers: new Headers(), cookies: {} }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.write(body.subarray(0, body.length - 1024));
+    void release.then(() => req.end(body.subarray(body.length - 1024)));
+  });
 }
 
 export { Client };

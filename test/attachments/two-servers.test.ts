@@ -3,12 +3,18 @@
  * balancer do: the last two chunks of an upload, sent at once, arrive one at each. Each server
  * saw only its own chunk being saved; both must still answer the URL, which only works when what
  * decides the answer (which chunk requests are under way, who assembles) is in the database.
+ *
+ * "At once" is made exact here: the last chunk's body is held back until the server has its
+ * fields (its request is then under way), the other chunk is sent meanwhile and finishes first.
+ * Two requests merely started together may reach the servers one after the other (the first
+ * answered before the second is read at all), and a request not yet read cannot be waited for.
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
-import { pdfBytes, sha1, SUBMISSION, submissionContent, venueWithAuthor } from './helpers.ts';
+import { waitUntil } from '../helpers/wait.ts';
+import { pdfBytes, sendHeldChunk, sha1, SUBMISSION, submissionContent, venueWithAuthor } from './helpers.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from './s3rver.ts';
 
 const MB = 1024 * 1024;
@@ -65,7 +71,14 @@ describe.each([
       const data = pdfBytes(CHUNKS * MB - 100);
       for (let i = 0; i < CHUNKS - 2; i += 1) expect((await send(i % 2 === 0 ? atFirst : atSecond, id, i, data)).status).toBe(200);
       const url = `/pdf/${sha1(data)}.pdf`;
-      const [a, b] = await Promise.all([send(atFirst, id, CHUNKS - 2, data), send(atSecond, id, CHUNKS - 1, data)]);
+      const released = Promise.withResolvers<void>();
+      const held = sendHeldChunk(atSecond, { name: 'pdf', invitationId: SUBMISSION, clientUploadId: id, chunkIndex: CHUNKS - 1, totalChunks: CHUNKS }, data.subarray((CHUNKS - 1) * MB), released.promise);
+      await waitUntil(async () => (await first.service.db('upload_arrivals')).length === 1, 'the held chunk under way');
+      const other = send(atFirst, id, CHUNKS - 2, data);
+      // The other chunk, all in, waits for the one under way rather than answer that it is missing.
+      await waitUntil(async () => (await first.service.db('chunked_uploads').where({ client_upload_id: id }).first('received_bytes'))?.received_bytes === (CHUNKS - 1) * MB, 'the other chunk recorded');
+      released.resolve();
+      const [a, b] = await Promise.all([other, held]);
       expect([a.body, b.body]).toEqual([{ url }, { url }]);
       // Either server serves the file the other assembled.
       const note = await atSecond.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, url) });

@@ -152,7 +152,8 @@ describe('three processes behind one address', () => {
       sendMultipart(client, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId: 'spread', chunkIndex: index, totalChunks: 4 }, { filename: 'paper.pdf', data: parts[index]! });
     expect((await chunk(0, on(0, author.client))).body).toEqual({ 0: 'completed', 1: 'missing', 2: 'missing', 3: 'missing' });
     expect((await chunk(1, on(1, author.client))).status).toBe(200);
-    // The last two at once, on two different processes: both answer the file's URL.
+    // The last two at once, on two different processes: both answer the file's URL
+    // (`test/attachments/two-servers.test.ts` makes "at once" exact by holding a body back).
     const [a, b] = await Promise.all([chunk(2, on(2, author.client)), chunk(3, on(0, author.client))]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(a.body.url).toBeDefined();
