@@ -83,12 +83,12 @@ export function combine(loads: Load[]): Load {
 }
 
 /**
- * A figure and its baseline measured in turns (warm-up of each, then `rounds` rounds of
- * `seconds` each), so that anything else the machine does meanwhile weighs on both alike.
+ * A figure and its baseline measured in turns (a warm-up of `warmupSeconds` each, then `rounds`
+ * rounds of `seconds` each), so that anything else the machine does meanwhile weighs on both alike.
  */
-export async function alternate(a: LoadOptions, b: LoadOptions, rounds = 3, seconds = 2): Promise<[Load, Load]> {
-  await load({ ...a, seconds: 2, warmupSeconds: 0 });
-  await load({ ...b, seconds: 2, warmupSeconds: 0 });
+export async function alternate(a: LoadOptions, b: LoadOptions, rounds = 3, seconds = 2, warmupSeconds = 2): Promise<[Load, Load]> {
+  await load({ ...a, seconds: warmupSeconds, warmupSeconds: 0 });
+  await load({ ...b, seconds: warmupSeconds, warmupSeconds: 0 });
   const first: Load[] = [];
   const second: Load[] = [];
   for (let i = 0; i < rounds; i += 1) {

@@ -2,8 +2,9 @@
  * `npm run bench [-- --out results.json] [--only 1,4,9] [--cpu-prof <folder>]`
  *
  * Seeds a temporary data folder, starts the real server on it (`node server/main.ts`, its own
- * process), measures the issue's nine rows against baselines measured in the same run (each in
- * a process of its own), prints one Markdown table and, with `--out`, writes it as JSON. The
+ * process), measures the issue's nine rows against baselines, and rows 10 and 11 against the
+ * peers (node-oidc-provider, `@tus/server`), all measured in the same run (each in a process of
+ * its own), prints one Markdown table and, with `--out`, writes it as JSON. The
  * folder and every process are removed at the end, on failure and on Ctrl-C too.
  *
  * `--cpu-prof <folder>` writes the server's V8 CPU profile there when it stops (open it in
@@ -37,8 +38,11 @@ const { values } = parseArgs({
 const processes = Number(values.processes);
 if (!Number.isInteger(processes) || processes < 1) throw new Error('--processes takes a whole number, 1 or more');
 
-/** Rows that write many files come last, so the disk's writeback does not weigh on the others. */
-const ORDER = ['1', '2', '3', '4', '5', '9', '8', '6', '7'] as const;
+/**
+ * Rows that write many files come last, so the disk's writeback does not weigh on the others.
+ * Row 11 reuses row 6's uploads (measured once, with both baselines, for whichever asks first).
+ */
+const ORDER = ['1', '2', '3', '4', '5', '10', '9', '8', '6', '11', '7'] as const;
 const selected = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : ORDER);
 
 cleanUpOnExit();
@@ -99,6 +103,8 @@ try {
     '7': () => files.row7(),
     '8': () => files.row8(),
     '9': () => requests.row9(),
+    '10': () => signIns.row10(),
+    '11': () => files.row11(),
   };
   const measured = new Map<string, Row[]>();
   for (const id of ORDER) {
@@ -117,6 +123,7 @@ try {
     'The server is `node server/main.ts` in its own process on a fresh data folder, with its defaults (log level `info`, one JSON line per request, to a file) except `UPLOAD_HUMAN_VERIFICATION_AFTER=0`, so uploads never ask for a human-verification token.',
     'Rate limits: no setting exists for the login limits, so the bench stays under them: row 5 logs in with four accounts, one connection each, and a right password gives its try back. Refresh, userinfo, authorize and token have no limit.',
     'Load comes from the bench process (autocannon for request rates, `node:http` for 50 MB bodies); every baseline runs in a process of its own. A figure and its baseline are measured in turns (3 rounds of 2 s each after a 2 s warm-up; row 4: 2 rounds of 3 s; row 5: 3 rounds of 4 s, logins in a closed loop counted as the baseline counts hashes; row 8: 2 rounds of 2.5 s), so other work on the machine weighs on both; request rates at 32 connections (row 4: 16, row 5: 4).',
+    'Peers (rows 10, 11): node-oidc-provider 9 with its in-memory store and the same client, scopes, claims, PKCE S256 and RS256 ID tokens (`test/bench/baselines/oidc-provider.ts`); its session and consent come from one scripted login and consent walked before the timing. `@tus/server` 2 with `@tus/file-store` in a temporary folder. Row 10: sign-ins on one connection, 2 rounds of 2 s; the GETs at 16 connections, 2 rounds of 1 s; 1 s warm-up each. Row 11: row 6\'s three uploads in turns with three to the peer; peak resident memory sampled every 20 ms from `/proc/<pid>/status` while each server takes its uploads.',
     'The database holds 100 profiles; row 9 runs a second server on a copy of it with 99 900 more (made-up names, so most have one or two holders; the name asked about has three in both).',
   ];
   const seconds = (performance.now() - started) / 1000;

@@ -29,11 +29,11 @@ export async function getJson(url: string, headers: Record<string, string> = {})
   return res.json();
 }
 
-/** Starts a baseline server (`baselines/<name>.ts`), runs `work` against it, and always stops it. */
-export async function withBaseline<T>(name: string, args: string[], work: (url: string) => Promise<T>): Promise<T> {
+/** Starts a baseline server (`baselines/<name>.ts`), runs `work` against it (its URL, its process), and always stops it. */
+export async function withBaseline<T>(name: string, args: string[], work: (url: string, started: Started) => Promise<T>): Promise<T> {
   const bare = await startListening(name, `test/bench/baselines/${name}.ts`, { args });
   try {
-    return await work(bare.url);
+    return await work(bare.url, bare);
   } finally {
     await bare.stop();
   }

@@ -1,18 +1,40 @@
 /**
- * Rows 6, 7 and 8: a 50 MB PDF uploaded in 5 MB chunks, the server's memory while ten such
- * uploads run at once, and the PDF read back, against bare servers that only move the bytes.
+ * Rows 6, 7, 8 and 11: a 50 MB PDF uploaded in 5 MB chunks, the server's memory while ten such
+ * uploads run at once, and the PDF read back, against bare servers that only move the bytes;
+ * the same uploads against the issue's peer, `@tus/server`.
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { venueConfig } from '../../helpers/venue.ts';
 import type { Row } from '../report.ts';
-import { downloadRate, MB, pdfBytes, residentBytes, sampleResident, split, uploadChunks, type Upload } from '../transfer.ts';
+import { downloadRate, MB, pdfBytes, residentBytes, sampleResident, split, uploadChunks, uploadTus, type Upload } from '../transfer.ts';
 import { ratioRow, withBaseline, type BenchContext } from './common.ts';
 
 const VENUE = 'Bench.org/2027';
 const SUBMISSION = `${VENUE}/-/Submission`;
 const FILE_BYTES = 50 * MB;
 const CHUNK_BYTES = 5 * MB;
+
+/** Rows 6 and 11's uploads: MB/s of each measured round, and resident bytes (at rest, at peak). */
+interface Sequential {
+  ours: number[];
+  bare: number[];
+  tus: number[];
+  oursPeak: number;
+  tusPeak: number;
+  oursRest: number;
+  tusRest: number;
+}
+
+/** A process's resident memory with nothing running: the lowest of a second's samples. */
+async function restingBytes(pid: number): Promise<number> {
+  let rest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 20; i += 1) {
+    rest = Math.min(rest, await residentBytes(pid));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return rest;
+}
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
@@ -28,6 +50,7 @@ export class FileRows {
   /** A 50 MB PDF uploaded by the author, and the note that holds it once row 8 needs one. */
   #pdf: { url: string; noteId?: string } | null = null;
   #uploads = 0;
+  #sequentialRuns: Promise<Sequential> | null = null;
 
   constructor(ctx: BenchContext) {
     this.#ctx = ctx;
@@ -64,28 +87,50 @@ export class FileRows {
   }
 
   /**
-   * Row 6: the same 5 MB chunks, one after the other, to the service and to the bare busboy
-   * server, in turns; one warm-up each, then the median of three.
+   * Rows 6 and 11 share one measurement: the same 50 MB in 5 MB chunks, one chunk after the
+   * other, to the service, to the bare busboy server (row 6) and to the tus peer (row 11), in
+   * turns; one warm-up each, then three rounds. While the service and the peer take theirs,
+   * their resident memory (`/proc/<pid>/status`, as row 7 reads it) is sampled for its peak.
    */
+  #sequential(): Promise<Sequential> {
+    this.#sequentialRuns ??= (async () => {
+      await this.#ensureVenue();
+      const shared = split(pdfBytes(FILE_BYTES), CHUNK_BYTES);
+      settleDisk();
+      const result: Sequential = { ours: [], bare: [], tus: [], oursPeak: 0, tusPeak: 0, oursRest: 0, tusRest: 0 };
+      await withBaseline('busboy', [this.#ctx.scratchDir], async (busboyUrl) =>
+        withBaseline('tus', [path.join(this.#ctx.scratchDir, 'tus')], async (tusUrl, tus) => {
+          const toBare: Upload = { url: `${busboyUrl}/upload`, headers: {}, fields: (index, total) => ({ name: 'pdf', chunkIndex: index, totalChunks: total }) };
+          result.oursRest = await restingBytes(this.#ctx.server.pid);
+          result.tusRest = await restingBytes(tus.pid);
+          for (let i = 0; i < 4; i += 1) {
+            const theirs = await uploadChunks(toBare, FileRows.#unique(shared, i));
+            const oursSampler = sampleResident(this.#ctx.server.pid);
+            const mine = await uploadChunks(this.#toService(), FileRows.#unique(shared, i));
+            const oursPeak = await oursSampler.stop();
+            const tusSampler = sampleResident(tus.pid);
+            const peer = await uploadTus(`${tusUrl}/files`, FileRows.#unique(shared, i));
+            const tusPeak = await tusSampler.stop();
+            const stored = (mine.last as { url?: string }).url;
+            if (!stored) throw new Error(`the last chunk answered ${JSON.stringify(mine.last)}`);
+            this.#pdf ??= { url: stored };
+            if (i === 0) continue;
+            result.bare.push(FILE_BYTES / MB / theirs.seconds);
+            result.ours.push(FILE_BYTES / MB / mine.seconds);
+            result.tus.push(FILE_BYTES / MB / peer.seconds);
+            result.oursPeak = Math.max(result.oursPeak, oursPeak);
+            result.tusPeak = Math.max(result.tusPeak, tusPeak);
+          }
+        }),
+      );
+      return result;
+    })();
+    return this.#sequentialRuns;
+  }
+
+  /** Row 6: the service against the bare busboy server: the median of three each. */
   async row6(): Promise<Row[]> {
-    await this.#ensureVenue();
-    const shared = split(pdfBytes(FILE_BYTES), CHUNK_BYTES);
-    settleDisk();
-    const ours: number[] = [];
-    const bare: number[] = [];
-    await withBaseline('busboy', [this.#ctx.scratchDir], async (url) => {
-      const toBare: Upload = { url: `${url}/upload`, headers: {}, fields: (index, total) => ({ name: 'pdf', chunkIndex: index, totalChunks: total }) };
-      for (let i = 0; i < 4; i += 1) {
-        const theirs = await uploadChunks(toBare, FileRows.#unique(shared, i));
-        const mine = await uploadChunks(this.#toService(), FileRows.#unique(shared, i));
-        const stored = (mine.last as { url?: string }).url;
-        if (!stored) throw new Error(`the last chunk answered ${JSON.stringify(mine.last)}`);
-        this.#pdf ??= { url: stored };
-        if (i === 0) continue;
-        bare.push(FILE_BYTES / MB / theirs.seconds);
-        ours.push(FILE_BYTES / MB / mine.seconds);
-      }
-    });
+    const { ours, bare } = await this.#sequential();
     return [
       ratioRow({
         id: '6',
@@ -100,6 +145,41 @@ export class FileRows {
     ];
   }
 
+  /**
+   * Row 11: the issue's peer, `@tus/server` 2 with its file store: row 6's uploads against the
+   * same bytes sent with the tus protocol, and the peak resident memory of each server process
+   * while it took them.
+   */
+  async row11(): Promise<Row[]> {
+    const { ours, tus, oursPeak, tusPeak, oursRest, tusRest } = await this.#sequential();
+    const growth = (peak: number, rest: number) => `peak; at rest ${Math.round(rest / MB)} MB, +${Math.round((peak - rest) / MB)} MB`;
+    const ratio = oursPeak / tusPeak;
+    return [
+      ratioRow({
+        id: '11a',
+        what: 'a 50 MB file in 5 MB chunks, one after the other (row 6)',
+        figure: median(ours),
+        figureDetail: 'median of 3',
+        baseline: median(tus),
+        baselineDetail: '`@tus/server` + `@tus/file-store`, median of 3',
+        unit: 'MB/s',
+        least: 1.0,
+      }),
+      {
+        id: '11b',
+        what: 'server resident memory during those uploads',
+        figure: oursPeak / MB,
+        figureDetail: growth(oursPeak, oursRest),
+        baseline: tusPeak / MB,
+        baselineDetail: `\`@tus/server\`, ${growth(tusPeak, tusRest)}`,
+        unit: 'MB',
+        ratio,
+        target: '≤ 1.0',
+        met: ratio <= 1.0,
+      },
+    ];
+  }
+
   /** Row 7: the server's resident memory at rest, then its peak while ten 50 MB chunked uploads run at once. */
   async row7(): Promise<Row[]> {
     await this.#ensureVenue();
@@ -107,12 +187,7 @@ export class FileRows {
     const shared = split(pdfBytes(FILE_BYTES), CHUNK_BYTES);
     const uploads = Array.from({ length: 10 }, (_, i) => FileRows.#unique(shared, 100 + i));
     settleDisk();
-    // At rest: the lowest of a second's samples with nothing running.
-    let rest = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < 20; i += 1) {
-      rest = Math.min(rest, await residentBytes(pid));
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const rest = await restingBytes(pid);
     const sampler = sampleResident(pid);
     await Promise.all(uploads.map((chunks) => uploadChunks(this.#toService(), chunks)));
     const peak = await sampler.stop();

@@ -8,11 +8,11 @@ import { decodeProtectedHeader } from 'jose';
 import { openDatabase } from '../../../db/knex.ts';
 import { loadConfig } from '../../../server/config.ts';
 import { ACCESS_TOKEN_COOKIE } from '../../../shared/index.ts';
-import { combine, expectOnly, load, type Load, type LoadOptions } from '../load.ts';
+import { alternate, combine, expectOnly, load, type Load, type LoadOptions } from '../load.ts';
 import { runJson } from '../processes.ts';
 import type { Row } from '../report.ts';
 import { CLIENT_ID, PASSWORD, pkcePair, REDIRECT_URI, benchDatabaseEnv } from '../setup.ts';
-import { ms, ratioRow, type BenchContext } from './common.ts';
+import { getJson, ms, p99, ratioRow, withBaseline, type BenchContext } from './common.ts';
 
 /** The authorization request of the bench's client, with a PKCE challenge. */
 function authorizePath(challenge: string): string {
@@ -33,29 +33,94 @@ function tokenForm(code: string, verifier: string): string {
   return new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: REDIRECT_URI, client_id: CLIENT_ID }).toString();
 }
 
+/**
+ * A sign-in as autocannon's two requests on one connection: the authorization request with the
+ * session cookie (consent given, so it answers a redirect with a code at once), then the token
+ * request with that code and the PKCE verifier. Sign-ins are the token endpoint's 200s.
+ */
+function signInRequests(cookie: string, challenge: string, verifier: string): autocannon.Request[] {
+  return [
+    {
+      method: 'GET',
+      path: authorizePath(challenge),
+      headers: { cookie },
+      onResponse: (_status, _body, context, headers) => {
+        const location = Object.entries(headers ?? {}).find(([name]) => name.toLowerCase() === 'location')?.[1];
+        (context as { code?: string }).code = new URL(String(location ?? 'http://x')).searchParams.get('code') ?? 'missing';
+      },
+    },
+    {
+      method: 'POST',
+      path: '/oidc/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      setupRequest: (request, context) => ({ ...request, body: tokenForm((context as { code?: string }).code ?? 'missing', verifier) }),
+    },
+  ];
+}
+
+/** A code exchanged at `base`'s token endpoint, the answer checked (an RS256 ID token); its access token. */
+async function exchangeCode(base: string, code: string, verifier: string): Promise<string> {
+  const res = await fetch(`${base}/oidc/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: tokenForm(code, verifier),
+  });
+  const answer = (await res.json()) as { access_token?: string; id_token?: string };
+  if (!answer.access_token || !answer.id_token || decodeProtectedHeader(answer.id_token).alg !== 'RS256') {
+    throw new Error(`token at ${base}: ${res.status} ${JSON.stringify(answer)}`);
+  }
+  return answer.access_token;
+}
+
+/**
+ * The scripted login and consent at the node-oidc-provider peer (`baselines/oidc-provider.ts`),
+ * walked once as a browser would: authorize, the login interaction, back to authorize, the
+ * consent interaction, back again, a code, the token (checked). Answers the session cookie it
+ * left: what the timed authorization requests send, as ours send our session's.
+ */
+async function peerSignIn(base: string): Promise<string> {
+  const { verifier, challenge } = pkcePair();
+  const jar = new Map<string, string>();
+  let url = `${base}${authorizePath(challenge)}`;
+  for (let hop = 0; hop < 10; hop += 1) {
+    const res = await fetch(url, { headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') }, redirect: 'manual' });
+    for (const line of res.headers.getSetCookie()) {
+      const [, name, value] = /^([^=]+)=([^;]*)/.exec(line) ?? [];
+      if (name && value) jar.set(name, value);
+      else if (name) jar.delete(name);
+    }
+    const location = res.headers.get('location');
+    if (res.status < 300 || res.status >= 400 || !location) throw new Error(`peer sign-in at ${url}: ${res.status} ${await res.text()}`);
+    const next = new URL(location, url);
+    if (next.href.startsWith(REDIRECT_URI)) {
+      const code = next.searchParams.get('code');
+      if (!code) throw new Error(`peer sign-in: ${next.href}`);
+      const session = [...jar].filter(([name]) => name.startsWith('_session'));
+      if (session.length === 0) throw new Error('peer sign-in: no session cookie');
+      await exchangeCode(base, code, verifier);
+      return session.map(([k, v]) => `${k}=${v}`).join('; ');
+    }
+    url = next.href;
+  }
+  throw new Error('peer sign-in: too many redirects');
+}
+
 const tokens = new WeakMap<BenchContext, Promise<string>>();
+
+/** One sign-in with a session whose consent was given: a code at once, then the token; its access token. */
+async function signInWith(base: string, cookie: string): Promise<string> {
+  const { verifier, challenge } = pkcePair();
+  const authorize = await fetch(`${base}${authorizePath(challenge)}`, { headers: { cookie }, redirect: 'manual' });
+  const code = new URL(authorize.headers.get('location') ?? 'http://x').searchParams.get('code');
+  if (authorize.status < 300 || authorize.status >= 400 || !code) throw new Error(`authorize at ${base}: ${authorize.status} ${authorize.headers.get('location')}`);
+  return exchangeCode(base, code, verifier);
+}
 
 /** One sign-in by hand, checked end to end (a code at once, an RS256 ID token); its access token. */
 export function oidcAccessToken(ctx: BenchContext): Promise<string> {
   let token = tokens.get(ctx);
   if (!token) {
-    token = (async () => {
-      const { verifier, challenge } = pkcePair();
-      const cookie = `${ACCESS_TOKEN_COOKIE}=${ctx.seeded.signer.accessToken}`;
-      const authorize = await fetch(`${ctx.server.url}${authorizePath(challenge)}`, { headers: { cookie }, redirect: 'manual' });
-      const code = new URL(authorize.headers.get('location') ?? 'http://x').searchParams.get('code');
-      if (authorize.status !== 303 || !code) throw new Error(`authorize: ${authorize.status} ${authorize.headers.get('location')}`);
-      const res = await fetch(`${ctx.server.url}/oidc/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: tokenForm(code, verifier),
-      });
-      const answer = (await res.json()) as { access_token?: string; id_token?: string };
-      if (!answer.access_token || !answer.id_token || decodeProtectedHeader(answer.id_token).alg !== 'RS256') {
-        throw new Error(`token: ${res.status} ${JSON.stringify(answer)}`);
-      }
-      return answer.access_token;
-    })();
+    token = signInWith(ctx.server.url, `${ACCESS_TOKEN_COOKIE}=${ctx.seeded.signer.accessToken}`);
     tokens.set(ctx, token);
   }
   return token;
@@ -79,23 +144,7 @@ export class SignInRows {
   async row4(): Promise<Row[]> {
     await oidcAccessToken(this.#ctx);
     const { verifier, challenge } = pkcePair();
-    const requests: autocannon.Request[] = [
-      {
-        method: 'GET',
-        path: authorizePath(challenge),
-        headers: { cookie: `${ACCESS_TOKEN_COOKIE}=${this.#ctx.seeded.signer.accessToken}` },
-        onResponse: (_status, _body, context, headers) => {
-          const location = Object.entries(headers ?? {}).find(([name]) => name.toLowerCase() === 'location')?.[1];
-          (context as { code?: string }).code = new URL(String(location ?? 'http://x')).searchParams.get('code') ?? 'missing';
-        },
-      },
-      {
-        method: 'POST',
-        path: '/oidc/token',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        setupRequest: (request, context) => ({ ...request, body: tokenForm((context as { code?: string }).code ?? 'missing', verifier) }),
-      },
-    ];
+    const requests = signInRequests(`${ACCESS_TOKEN_COOKIE}=${this.#ctx.seeded.signer.accessToken}`, challenge, verifier);
     const options: LoadOptions = { url: this.#ctx.server.url, connections: 16, requests, seconds: 3, warmupSeconds: 0 };
     await load({ ...options, seconds: 2 });
     const rounds: Load[] = [];
@@ -118,6 +167,63 @@ export class SignInRows {
         least: 0.25,
       }),
     ];
+  }
+
+  /**
+   * Row 10: the issue's peer, node-oidc-provider (`baselines/oidc-provider.ts`, in-memory store,
+   * configured as ours is for the bench's client), against ours, in turns: complete sign-ins one
+   * after the other on one connection (row 4's two requests, each side with a session whose
+   * consent was given: ours seeded, the peer's walked once through its scripted login and
+   * consent), then userinfo with a bearer token, the JWKS and discovery at 16 connections.
+   */
+  async row10(): Promise<Row[]> {
+    const ours = this.#ctx.server.url;
+    const ourToken = await oidcAccessToken(this.#ctx);
+    const ourCookie = `${ACCESS_TOKEN_COOKIE}=${this.#ctx.seeded.signer.accessToken}`;
+    return withBaseline('oidc-provider', [], async (peer) => {
+      const peerCookie = await peerSignIn(peer);
+      const { verifier, challenge } = pkcePair();
+      const signIns = (url: string, cookie: string): LoadOptions => ({ url, connections: 1, seconds: 2, requests: signInRequests(cookie, challenge, verifier) });
+      const [mine, theirs] = await alternate(signIns(ours, ourCookie), signIns(peer, peerCookie), 2, 2, 1);
+      expectOnly('sequential sign-ins', mine, ['2xx', '3xx']);
+      expectOnly('node-oidc-provider sign-ins', theirs, ['2xx', '3xx']);
+      const rows = [
+        ratioRow({
+          id: '10a',
+          what: 'complete sign-ins one after the other (authorize with session and consent → token)',
+          figure: mine.okPerSecond,
+          figureDetail: `p99 per request ${ms(mine.p99)}`,
+          baseline: theirs.okPerSecond,
+          baselineDetail: `node-oidc-provider, in-memory store, p99 per request ${ms(theirs.p99)}`,
+          unit: '/s',
+          least: 1.2,
+        }),
+      ];
+
+      /** A GET at 16 connections on both, each answer checked once first. */
+      const compare = async (id: string, what: string, path: string, check: (body: unknown, base: string) => boolean, tokens?: [string, string]) => {
+        const options = async (base: string, token: string | undefined): Promise<LoadOptions> => {
+          const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+          const body = await getJson(`${base}${path}`, headers);
+          if (!check(body, base)) throw new Error(`${base}${path} answered ${JSON.stringify(body).slice(0, 300)}`);
+          return { url: `${base}${path}`, connections: 16, seconds: 1, headers };
+        };
+        const [a, b] = await alternate(await options(ours, tokens?.[0]), await options(peer, tokens?.[1]), 2, 1, 1);
+        expectOnly(`${what}, ours`, a, ['2xx']);
+        expectOnly(`${what}, node-oidc-provider`, b, ['2xx']);
+        rows.push(
+          ratioRow({ id, what, figure: a.okPerSecond, figureDetail: p99(a), baseline: b.okPerSecond, baselineDetail: `node-oidc-provider, ${p99(b)}`, unit: 'req/s', least: 1.0 }),
+        );
+      };
+      const named = (body: unknown) => (body as { sub?: string; email?: string }).email !== undefined;
+      // A fresh token at the peer: its in-memory store is a cache of 1,000 entries, and the
+      // sign-ins above pushed the first sign-in's token out of it.
+      const peerToken = await signInWith(peer, peerCookie);
+      await compare('10b', '`GET /oidc/userinfo` (bearer), 16 connections', '/oidc/userinfo', named, [ourToken, peerToken]);
+      await compare('10c', '`GET /oidc/jwks`, 16 connections', '/oidc/jwks', (body) => ((body as { keys?: unknown[] }).keys?.length ?? 0) > 0);
+      await compare('10d', 'discovery (`/.well-known/openid-configuration`), 16 connections', '/.well-known/openid-configuration', (body, base) => (body as { issuer?: string }).issuer === base);
+      return rows;
+    });
   }
 
   /**
