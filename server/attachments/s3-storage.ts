@@ -27,7 +27,9 @@ import {
   type Assembled,
   type ByteRange,
   type FileStore,
+  type HashedPrefix,
   type Received,
+  type ReceiveOptions,
   type StoredInfo,
 } from './storage.ts';
 
@@ -89,7 +91,7 @@ export class S3FileStore implements FileStore {
     }
   }
 
-  receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
+  receive(source: Readable, maxBytes: number, opts: ReceiveOptions = {}): Promise<Received> {
     return this.#tmp.receive(source, maxBytes, opts);
   }
 
@@ -234,9 +236,9 @@ export class S3FileStore implements FileStore {
    * to a temporary key: at most a few parts are ever in memory. Backpressure holds the reading
    * while the parts are sent; a failure of the upload stops the reading at once.
    */
-  async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Assembled> {
+  async assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
     const key = `${this.#prefix}tmp/${this.#owner}~${randomUUID()}`;
-    const meter = new Meter(maxBytes);
+    const meter = new Meter(maxBytes, hashed?.hash ?? true, true);
     const body = new PassThrough();
     const upload = new Upload({
       client: this.#client,
@@ -248,10 +250,12 @@ export class S3FileStore implements FileStore {
     // Awaited below; until then a failure must not be an unhandled rejection.
     sent.catch(() => undefined);
     try {
-      for (const index of indexes) {
+      for (const [position, index] of indexes.entries()) {
+        // The first `hashed.chunks` were hashed by the service as they arrived.
+        const hashThis = position >= (hashed?.chunks ?? 0);
         for await (const piece of await this.#get(this.#chunkKey(uploadId, index))) {
           const bytes = piece as Buffer;
-          meter.count(bytes);
+          meter.count(bytes, hashThis);
           if (!body.write(bytes)) await Promise.race([once(body, 'drain'), sent]);
         }
       }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   AppError,
@@ -23,7 +23,7 @@ import type { NoteService } from '../venue/notes.ts';
 import type { VenueService } from '../venue/venues.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
-import { removeQuietly, type Assembled, type FileStore, type Received } from './storage.ts';
+import { removeQuietly, type Assembled, type FileStore, type HashedPrefix, type Received } from './storage.ts';
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
@@ -69,6 +69,22 @@ const LEASE_RENEW_MS = 3_000;
 /** A chunk request noted as under way this long ago was cut by a stop of its process: no longer waited for. */
 const ARRIVAL_STALE_MS = 5 * 60_000;
 
+/**
+ * The SHA-1 of an upload's first chunks, from `start` up to `next` (excluded), over the bytes of
+ * the chunk files this service stored: each went into it as it arrived, so that the assembly
+ * hashes only what was not (nothing, for a client sending in order to one process). Another
+ * process's chunks, or chunks out of order, stop it where it is: the assembly, wherever it
+ * runs, hashes the rest from the files. A stored chunk is never replaced, so the hash stays true.
+ */
+interface RunningHash {
+  uploadId: string;
+  start: number;
+  next: number;
+  hash: Hash;
+}
+/** At most this many running hashes are kept (a few hundred bytes each): the oldest goes first. */
+const RUNNING_HASHES = 1000;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every chunk index of an upload, as its client counts (from 1 until it is known). */
@@ -106,6 +122,10 @@ export class AttachmentsService {
    * answers is decided by the upload's row, which every process reads alike.
    */
   readonly #assembling = new Map<string, Promise<string>>();
+  /** By `<profile id>\n<client upload id>`: see RunningHash. */
+  readonly #running = new Map<string, RunningHash>();
+  /** Where each hash handed out by `continueHash` starts: the chunk index its first bytes are of. */
+  readonly #handedOut = new WeakMap<Hash, number>();
   readonly #venues: VenueView;
   readonly #notes: NoteView;
   readonly #verifier: HumanVerifier;
@@ -256,6 +276,63 @@ export class AttachmentsService {
     return arrival;
   }
 
+  /**
+   * Once a chunk's fields are in, before its bytes are read: a copy of its upload's running hash
+   * when this chunk is the next one, or a new hash for a first chunk (index 0, or 1 while the
+   * client's count is not known), for its bytes to go into as they arrive. Kept only once the
+   * chunk is stored (`saveChunk`); a chunk refused, or stored by another request first, leaves
+   * the running hash as it was.
+   */
+  continueHash(viewer: Viewer, fields: Record<string, string>): Hash | undefined {
+    const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
+    const index = /^\d{1,9}$/.test(fields.chunkIndex ?? '') ? Number(fields.chunkIndex) : null;
+    if (!named.success || index === null) return undefined;
+    const running = this.#running.get(`${viewer.profileId}\n${named.data}`);
+    let hash: Hash;
+    let start: number;
+    if (running && running.next === index) {
+      hash = running.hash.copy();
+      start = running.start;
+    } else if (index <= 1 && (!running || index < running.start)) {
+      hash = createHash('sha1');
+      start = index;
+    } else {
+      return undefined;
+    }
+    this.#handedOut.set(hash, start);
+    return hash;
+  }
+
+  /** After a chunk this request received was stored and recorded: its hash becomes the upload's running hash, if it continues it. */
+  #advanceRunningHash(upload: ChunkedUpload, index: number, received: Received): void {
+    const hash = received.continued;
+    const start = hash ? this.#handedOut.get(hash) : undefined;
+    if (!hash || start === undefined) return;
+    const key = `${upload.profileId}\n${upload.clientUploadId}`;
+    const running = this.#running.get(key);
+    const fresh = start === index && (!running || running.uploadId !== upload.id || index < running.start);
+    const continues = running?.uploadId === upload.id && running.start === start && running.next === index;
+    if (!fresh && !continues) return;
+    this.#running.delete(key);
+    this.#running.set(key, { uploadId: upload.id, start, next: index + 1, hash });
+    if (this.#running.size > RUNNING_HASHES) {
+      const oldest = this.#running.keys().next();
+      if (!oldest.done) this.#running.delete(oldest.value);
+    }
+  }
+
+  /** What of an upload's file this service has hashed already, for its assembly (a copy: an assembly that fails may be redone). */
+  #hashedPrefix(upload: ChunkedUpload, indexes: number[]): HashedPrefix | undefined {
+    const running = this.#running.get(`${upload.profileId}\n${upload.clientUploadId}`);
+    if (!running || running.uploadId !== upload.id || running.start !== indexes[0]) return undefined;
+    return { chunks: Math.min(running.next - running.start, indexes.length), hash: running.hash.copy() };
+  }
+
+  #forgetRunningHash(upload: Pick<ChunkedUpload, 'id' | 'profileId' | 'clientUploadId'>): void {
+    const key = `${upload.profileId}\n${upload.clientUploadId}`;
+    if (this.#running.get(key)?.uploadId === upload.id) this.#running.delete(key);
+  }
+
   async withdrawChunk(arrival: string): Promise<void> {
     await this.#repo.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
   }
@@ -336,6 +413,7 @@ export class AttachmentsService {
         await this.#discard(upload);
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
+      if (placed) this.#advanceRunningHash(upload, fields.chunkIndex, file);
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
       if ('url' in answer) return answer;
       // Other chunks of this upload may be being saved alongside this one, here or in another
@@ -415,7 +493,7 @@ export class AttachmentsService {
       repo.renewAssembly(upload.id, this.#holder, this.#now()).catch((error: unknown) => this.#logger.warn({ err: error, uploadId: upload.id }, 'assembly lease not renewed'));
     }, LEASE_RENEW_MS);
     try {
-      assembled = await this.#store.assemble(upload.id, indexes, maxBytes);
+      assembled = await this.#store.assemble(upload.id, indexes, maxBytes, this.#hashedPrefix(upload, indexes));
       const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
       if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
       this.#checkContent(assembled, upload.extension, maxBytes);
@@ -432,6 +510,7 @@ export class AttachmentsService {
         throw new Error('the assembly was taken over by another process');
       }
       await this.#store.removeChunks(upload.id);
+      this.#forgetRunningHash(upload);
       return url;
     } catch (error) {
       if (assembled) await this.#store.discard(assembled).catch(() => undefined);
@@ -504,6 +583,7 @@ export class AttachmentsService {
   }
 
   async #discard(upload: ChunkedUpload): Promise<void> {
+    this.#forgetRunningHash(upload);
     await this.#repo.deleteUpload(upload.id);
     await this.#store.removeChunks(upload.id);
   }
@@ -515,6 +595,8 @@ export class AttachmentsService {
   async sweep(): Promise<number> {
     const before = this.#now() - this.#config.uploadAbandonSeconds * 1000;
     const stale = await this.#repo.staleUploads(before);
+    const staleIds = new Set(stale);
+    for (const [key, running] of this.#running) if (staleIds.has(running.uploadId)) this.#running.delete(key);
     for (const id of stale) {
       await this.#repo.deleteUpload(id);
       await this.#store.removeChunks(id);

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -16,6 +16,21 @@ export interface Received {
   sha1: string;
   /** The first bytes, to check a PDF's `%PDF-` signature. */
   head: Buffer;
+  /**
+   * When `receive` was given a SHA-1 to continue (`continueHash`): that hash, now also over this
+   * file's bytes, not digested. The upload's service keeps it as the hash of the chunks so far.
+   */
+  continued?: Hash;
+}
+
+/**
+ * What an upload's service has already hashed of the file being assembled: the first `chunks`
+ * chunks (in the order given to `assemble`), as files this process stored and nothing since
+ * replaced (a stored chunk never is). The assembly hashes only the rest.
+ */
+export interface HashedPrefix {
+  chunks: number;
+  hash: Hash;
 }
 
 /** A file assembled from an upload's chunks, held by the store under a temporary name until kept or discarded. */
@@ -54,7 +69,7 @@ export interface ByteRange {
 export interface FileStore {
   init(): Promise<void>;
   /** Streams `source` into a temporary file of this machine, hashing and counting (see `TemporaryFolder.receive`). */
-  receive(source: Readable, maxBytes: number, opts?: { hash?: boolean }): Promise<Received>;
+  receive(source: Readable, maxBytes: number, opts?: ReceiveOptions): Promise<Received>;
   /** Stores a received file under its content address (a second copy is dropped) and removes the temporary file. Answers the URL. */
   keep(received: Received, extension: string): Promise<string>;
   /** A stored file's length and date, or null when there is none under that URL. */
@@ -72,7 +87,7 @@ export interface FileStore {
    * Concatenates the chunks, in order, under a temporary name, hashing as it goes and never
    * holding the file in memory; past `maxBytes` it stops with a 413. Nothing is left on failure.
    */
-  assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Assembled>;
+  assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled>;
   /** Stores an assembled file under its content address (as `keep` does) and drops its temporary copy. */
   keepAssembled(file: Assembled, extension: string): Promise<string>;
   discard(file: Assembled): Promise<void>;
@@ -83,6 +98,12 @@ export interface FileStore {
   sweepTemporary(olderThan: number): Promise<void>;
   /** At start: removes this machine's temporary files of processes that stopped (see owners.ts). Answers how many. */
   removeTemporaryOfStopped(startedAt: number): Promise<number>;
+}
+
+/** `hash: false` skips the SHA-1; `continueHash` feeds the bytes into a hash begun elsewhere (see `Received.continued`). */
+export interface ReceiveOptions {
+  hash?: boolean;
+  continueHash?: Hash;
 }
 
 /** The FileStore `STORAGE_URL` names. The S3 client is loaded only when a bucket is used. */
@@ -121,19 +142,26 @@ const ASSEMBLY_BUFFER_BYTES = 1024 * 1024;
  */
 export class Meter extends Transform {
   size = 0;
-  readonly #hash: ReturnType<typeof createHash> | null;
+  readonly #hash: Hash | null;
   readonly #maxBytes: number;
   #head: Buffer[] = [];
   #headLength = 0;
 
-  constructor(maxBytes: number, hash = true) {
+  readonly #digests: boolean;
+
+  /**
+   * `hash`: whether to hash, or a hash begun elsewhere to go on with, which `result` digests only
+   * when `digests` says so (a received chunk's is the upload's running hash, digested at the end).
+   */
+  constructor(maxBytes: number, hash: boolean | Hash = true, digests = hash !== false) {
     super();
     this.#maxBytes = maxBytes;
-    this.#hash = hash ? createHash('sha1') : null;
+    this.#hash = hash === true ? createHash('sha1') : hash === false ? null : hash;
+    this.#digests = digests;
   }
 
-  /** Takes in `bytes`; throws the 413 once past the limit. */
-  count(bytes: Buffer): void {
+  /** Takes in `bytes` (into the hash too unless `hash` is false); throws the 413 once past the limit. */
+  count(bytes: Buffer, hash = true): void {
     this.size += bytes.length;
     if (this.size > this.#maxBytes) throw AppError.tooLarge(tooLargeMessage(this.#maxBytes), { path: 'file' });
     if (this.#headLength < HEAD_BYTES) {
@@ -142,6 +170,16 @@ export class Meter extends Transform {
       this.#head.push(piece);
       this.#headLength += piece.length;
     }
+    if (hash) this.#hash?.update(bytes);
+  }
+
+  /** Counts `bytes` without hashing them (the assembly hashes them itself, or had them hashed already). */
+  measure(bytes: Buffer): void {
+    this.count(bytes, false);
+  }
+
+  /** Hashes `bytes` already counted by `measure`. */
+  hash(bytes: Buffer): void {
     this.#hash?.update(bytes);
   }
 
@@ -157,7 +195,7 @@ export class Meter extends Transform {
 
   /** The SHA-1 (`''` when not hashing) and the first bytes, once everything went through. */
   result(): { size: number; sha1: string; head: Buffer } {
-    return { size: this.size, sha1: this.#hash?.digest('hex') ?? '', head: Buffer.concat(this.#head) };
+    return { size: this.size, sha1: this.#digests ? (this.#hash?.digest('hex') ?? '') : '', head: Buffer.concat(this.#head) };
   }
 }
 
@@ -190,16 +228,16 @@ export class TemporaryFolder {
    * when the source fails (the client went away). `hash: false` skips the SHA-1 (5 ms for a 5 MB
    * chunk, whose own hash nothing uses) and answers `sha1: ''`.
    */
-  async receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
+  async receive(source: Readable, maxBytes: number, opts: ReceiveOptions = {}): Promise<Received> {
     const file = this.newPath();
-    const meter = new Meter(maxBytes, opts.hash !== false);
+    const meter = new Meter(maxBytes, opts.continueHash ?? opts.hash !== false, !opts.continueHash && opts.hash !== false);
     try {
       await pipeline(source, meter, createWriteStream(file, { flags: 'wx', mode: 0o600 }));
     } catch (error) {
       await removeQuietly(file);
       throw error;
     }
-    return { path: file, ...meter.result() };
+    return { path: file, ...meter.result(), ...(opts.continueHash ? { continued: opts.continueHash } : {}) };
   }
 
   /** Temporary files older than `olderThan` (ms since the epoch), left by a crash. */
@@ -255,7 +293,7 @@ export class LocalFileStore implements FileStore {
     await this.#tmp.init();
   }
 
-  receive(source: Readable, maxBytes: number, opts: { hash?: boolean } = {}): Promise<Received> {
+  receive(source: Readable, maxBytes: number, opts: ReceiveOptions = {}): Promise<Received> {
     return this.#tmp.receive(source, maxBytes, opts);
   }
 
@@ -355,21 +393,28 @@ export class LocalFileStore implements FileStore {
   /**
    * Into a new temporary file (opened exclusively), a megabyte at a time through one buffer: a
    * stream's 64 KiB pieces made this copy take twice as long (`npm run bench`, row 6), and ten
-   * assemblies at once hold ten megabytes.
+   * assemblies at once hold ten megabytes. Each piece is hashed while it is being written (the
+   * write runs on libuv's threads), and the first `hashed.chunks` chunks not at all: the service
+   * hashed them as they arrived.
    */
-  async assemble(uploadId: string, indexes: number[], maxBytes: number): Promise<Assembled> {
+  async assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
     const file = this.#tmp.newPath();
-    const meter = new Meter(maxBytes);
+    const meter = new Meter(maxBytes, hashed?.hash ?? true, true);
     const buffer = Buffer.allocUnsafe(ASSEMBLY_BUFFER_BYTES);
     const out = await open(file, 'wx', 0o600);
     try {
-      for (const index of indexes) {
+      for (const [position, index] of indexes.entries()) {
+        const hashThis = position >= (hashed?.chunks ?? 0);
         const part = await open(this.#chunkPath(uploadId, index), 'r');
         try {
           for (let read = await part.read(buffer, 0, buffer.length); read.bytesRead > 0; read = await part.read(buffer, 0, buffer.length)) {
             const bytes = buffer.subarray(0, read.bytesRead);
-            meter.count(bytes);
-            await writeAll(out, bytes);
+            meter.measure(bytes);
+            const written = writeAll(out, bytes);
+            // Hashing reads the buffer the write is reading too: neither changes it, and the next
+            // read into it waits for both.
+            if (hashThis) meter.hash(bytes);
+            await written;
           }
         } finally {
           await part.close();

@@ -1,3 +1,4 @@
+import type { Hash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import busboy from 'busboy';
 import type { Request } from 'express';
@@ -56,6 +57,11 @@ export function readUpload(
     limitFor(fields: Record<string, string>): Promise<number>;
     /** False for a chunk: its own SHA-1 is never used (the assembled file's is). */
     hash?: boolean;
+    /**
+     * For a chunk, once the fields are in: the hash of its upload's chunks so far when this one
+     * comes next (a copy, its bytes go into it as they arrive), or none.
+     */
+    continueHash?(fields: Record<string, string>): Hash | undefined;
   },
 ): Promise<UploadRequest> {
   try {
@@ -127,7 +133,8 @@ export function readUpload(
         if (length !== null && length > limit + MULTIPART_OVERHEAD_BYTES) {
           throw AppError.tooLarge('The request body is larger than the file allowed for this field', { path: 'file' });
         }
-        const received = await opts.store.receive(pass, limit, { hash: opts.hash ?? true });
+        const continueHash = opts.continueHash?.({ ...fields });
+        const received = await opts.store.receive(pass, limit, { hash: opts.hash ?? true, ...(continueHash ? { continueHash } : {}) });
         if (failure || (stream as { truncated?: boolean }).truncated) {
           await removeQuietly(received.path);
           throw failure ?? AppError.tooLarge('The file is larger than allowed', { path: 'file' });

@@ -11,7 +11,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { S3FileStore } from '../../server/attachments/s3-storage.ts';
-import { LocalFileStore, type FileStore, type Received } from '../../server/attachments/storage.ts';
+import { LocalFileStore, removeQuietly, type FileStore, type Received } from '../../server/attachments/storage.ts';
 import { tempDir } from '../helpers/server.ts';
 import { pdfBytes } from './helpers.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from './s3rver.ts';
@@ -160,6 +160,35 @@ describe.each([
 
     await store.removeChunks(id);
     expect(await store.chunkUploads()).not.toContain(id);
+  });
+
+  it('receives into a hash begun elsewhere without digesting it, so that it goes on', async () => {
+    const [first, second] = [pdfBytes(1000), pdfBytes(2000)];
+    const running = createHash('sha1').update(first);
+    const received = await store.receive(Readable.from([Buffer.from(second)]), 10_000, { hash: false, continueHash: running });
+    expect(received).toMatchObject({ size: 2000, sha1: '', continued: running });
+    expect(running.copy().digest('hex')).toBe(sha1(Buffer.concat([first, second])));
+    await removeQuietly(received.path);
+  });
+
+  it('assembles with the hash given of the first chunks (a copy it digests), hashing only the rest', async () => {
+    const id = uploadId();
+    const data = pdfBytes(3 * 70_000 - 11);
+    const parts = [0, 1, 2].map((i) => data.subarray(i * 70_000, (i + 1) * 70_000));
+    for (const [i, part] of parts.entries()) expect(await store.keepChunk(await receive(part), id, i)).toBe(true);
+    for (const chunks of [0, 1, 2, 3]) {
+      const running = createHash('sha1');
+      for (const part of parts.slice(0, chunks)) running.update(part);
+      const assembled = await store.assemble(id, [0, 1, 2], data.length, { chunks, hash: running });
+      expect(assembled).toMatchObject({ size: data.length, sha1: sha1(data), head: data.subarray(0, 8) });
+      await store.discard(assembled);
+    }
+    // A wrong running hash gives a wrong address, never a wrong file: it is the caller's to keep true.
+    const wrong = await store.assemble(id, [0, 1, 2], data.length, { chunks: 1, hash: createHash('sha1').update('other bytes') });
+    expect(wrong.sha1).not.toBe(sha1(data));
+    await store.discard(wrong);
+    await store.removeChunks(id);
+    expect(await subject.temporaries()).toEqual([]);
   });
 
   it('drops an assembly whose content address is taken, keeping the stored file', async () => {
