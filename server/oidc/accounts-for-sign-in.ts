@@ -24,4 +24,9 @@ export interface AccountsForSignIn {
   profileForSignIn(profileId: string): Promise<SignInProfile | null>;
   /** The claims `scopes` release about a person (none when the profile is gone). */
   claimsOf(profileId: string, scopes: readonly OidcScope[]): Promise<PersonClaims>;
+  /**
+   * Both at once, the profile read once (UserInfo and the token endpoint need both): null when
+   * there is no such profile.
+   */
+  profileWithClaims(profileId: string, scopes: readonly OidcScope[]): Promise<{ profile: SignInProfile; claims: PersonClaims } | null>;
 }
