@@ -11,17 +11,10 @@ export class SignInView implements AccountsForSignIn {
     this.#repo = repo;
   }
 
-  async profileForSignIn(profileId: string): Promise<SignInProfile | null> {
-    const profile = await this.#repo.profiles.find(profileId);
-    return profile && { id: profile.id, state: profile.state, ddate: profile.ddate, tokenVersion: profile.tokenVersion };
-  }
-
-  /** `name`: the preferred name (its full form, or its parts), else the profile id; `email`: the preferred address. */
-  async claimsOf(profileId: string, scopes: readonly OidcScope[]): Promise<PersonClaims> {
-    if (!scopes.includes('profile') && !scopes.includes('email')) return {};
-    return (await this.profileWithClaims(profileId, scopes))?.claims ?? {};
-  }
-
+  /**
+   * The person's standing, and the claims `scopes` release: `name`, the preferred name (its full
+   * form, or its parts), else the profile id; `email`, the preferred address.
+   */
   async profileWithClaims(profileId: string, scopes: readonly OidcScope[]): Promise<{ profile: SignInProfile; claims: PersonClaims } | null> {
     const profile = await this.#repo.profiles.find(profileId);
     if (!profile) return null;
