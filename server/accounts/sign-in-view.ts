@@ -11,17 +11,14 @@ export class SignInView implements AccountsForSignIn {
     this.#repo = repo;
   }
 
-  async profileForSignIn(profileId: string): Promise<SignInProfile | null> {
+  /**
+   * The person's standing, and the claims `scopes` release: `name`, the preferred name (its full
+   * form, or its parts), else the profile id; `email`, the preferred address.
+   */
+  async profileWithClaims(profileId: string, scopes: readonly OidcScope[]): Promise<{ profile: SignInProfile; claims: PersonClaims } | null> {
     const profile = await this.#repo.profiles.find(profileId);
-    return profile && { id: profile.id, state: profile.state, ddate: profile.ddate, tokenVersion: profile.tokenVersion };
-  }
-
-  /** `name`: the preferred name (its full form, or its parts), else the profile id; `email`: the preferred address. */
-  async claimsOf(profileId: string, scopes: readonly OidcScope[]): Promise<PersonClaims> {
+    if (!profile) return null;
     const claims: PersonClaims = {};
-    if (!scopes.includes('profile') && !scopes.includes('email')) return claims;
-    const profile = await this.#repo.profiles.find(profileId);
-    if (!profile) return claims;
     if (scopes.includes('profile')) {
       const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
       claims.name = name?.fullname || [name?.first, name?.middle, name?.last].filter(Boolean).join(' ') || profile.id;
@@ -34,6 +31,6 @@ export class SignInView implements AccountsForSignIn {
         claims.email_verified = emails.find((e) => e.email === email)?.confirmed ?? false;
       }
     }
-    return claims;
+    return { profile: { id: profile.id, state: profile.state, ddate: profile.ddate, tokenVersion: profile.tokenVersion }, claims };
   }
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/viewer.ts';
@@ -101,13 +101,22 @@ export function oidcHandlers(services: Services, config: Config) {
     res.type('css').setHeader('Cache-Control', 'public, max-age=3600').send(STYLESHEET);
   };
 
+  // Discovery never changes while the process runs, and the key set at most once per rotation:
+  // both are sent as text serialised once, with their own ETag (Express then neither
+  // re-serialises nor hashes the body per request, and answers a matching If-None-Match with 304).
+  const discoveryText = JSON.stringify(oidc.discovery());
+  const discoveryEtag = `"${createHash('sha256').update(discoveryText).digest('base64url').slice(0, 27)}"`;
   const discovery: RequestHandler = (_req, res) => {
-    res.json(oidc.discovery());
+    res.setHeader('ETag', discoveryEtag);
+    res.type('json').send(discoveryText);
   };
+  // Cached no longer than a rotated key waits before it signs.
+  const jwksCacheControl = `public, max-age=${Math.min(300, config.oidcKeyActivationSeconds)}`;
   const jwks: RequestHandler = async (_req, res) => {
-    // Cached no longer than a rotated key waits before it signs.
-    res.setHeader('Cache-Control', `public, max-age=${Math.min(300, config.oidcKeyActivationSeconds)}`);
-    res.json(await oidc.keys.jwks());
+    const { body, etag } = await oidc.keys.jwksBody();
+    res.setHeader('Cache-Control', jwksCacheControl);
+    res.setHeader('ETag', etag);
+    res.type('json').send(body);
   };
 
   const authorize = safely(async (req, res) => {

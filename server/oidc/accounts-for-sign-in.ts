@@ -20,8 +20,10 @@ export interface PersonClaims {
  * the provider reads them only through this (implemented by `accounts/sign-in-view.ts`).
  */
 export interface AccountsForSignIn {
-  /** The person a code or token was issued to; null when there is no such profile. */
-  profileForSignIn(profileId: string): Promise<SignInProfile | null>;
-  /** The claims `scopes` release about a person (none when the profile is gone). */
-  claimsOf(profileId: string, scopes: readonly OidcScope[]): Promise<PersonClaims>;
+  /**
+   * The person a code or token was issued to, with the claims `scopes` release about them, from
+   * one reading of the profile (UserInfo and the token endpoint need both); null when there is
+   * no such profile.
+   */
+  profileWithClaims(profileId: string, scopes: readonly OidcScope[]): Promise<{ profile: SignInProfile; claims: PersonClaims } | null>;
 }

@@ -61,7 +61,7 @@ export async function authorize(p: Provider, query: Record<string, unknown>, vie
 
 /** checkClient: `client_id` names a registered client. */
 async function checkClient(p: Provider, clientId: string | undefined): Promise<OidcClient> {
-  const client = clientId ? await p.repo.findClient(clientId) : null;
+  const client = clientId ? await p.clients.find(clientId) : null;
   if (!client) throw new InvalidClient('Invalid client_id');
   return client;
 }

@@ -9,11 +9,14 @@ export async function addClient(p: Provider, input: OidcClientInput): Promise<Oi
   if (await p.repo.findClient(input.id)) throw new AppError('ValidationError', `The client ${input.id} already exists`, { path: 'id' });
   const client: OidcClient = { ...input, status: 'pending', createdAt: now, updatedAt: now };
   await p.repo.insertClient(client);
+  p.clients.forget(client.id);
   return client;
 }
 
 export async function setClientStatus(p: Provider, id: string, status: OidcClient['status']): Promise<OidcClient> {
-  if (!(await p.repo.setClientStatus(id, status, p.now()))) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
+  const changed = await p.repo.setClientStatus(id, status, p.now());
+  p.clients.forget(id);
+  if (!changed) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
   return (await p.repo.findClient(id)) as OidcClient;
 }
 
@@ -22,5 +25,7 @@ export function listClients(p: Provider): Promise<OidcClient[]> {
 }
 
 export async function removeClient(p: Provider, id: string): Promise<void> {
-  if (!(await p.repo.deleteClient(id))) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
+  const removed = await p.repo.deleteClient(id);
+  p.clients.forget(id);
+  if (!removed) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
 }

@@ -13,7 +13,7 @@ import type { Interaction } from './repository.ts';
 /** A live interaction and its client; an `invalid_request` page when it expired, was answered, or never was. */
 export async function findInteraction(p: Provider, id: string | undefined): Promise<{ interaction: Interaction; client: OidcClient }> {
   const interaction = id ? await p.repo.findInteraction(id, p.now()) : null;
-  const client = interaction ? await p.repo.findClient(interaction.params.clientId) : null;
+  const client = interaction ? await p.clients.find(interaction.params.clientId) : null;
   if (!interaction || !client) {
     throw new InvalidRequest('This sign-in request has expired or was already answered. Please start again from the application.', { allowRedirect: false });
   }

@@ -1,6 +1,19 @@
+import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
 import type { KeyRecord, OidcRepository } from './repository.ts';
+
+/** The JWKS as sent on the wire. */
+export interface JwksBody {
+  body: string;
+  etag: string;
+}
+
+interface PublishedKeys {
+  keys: KeyRecord[];
+  jwks: JwksBody;
+  until: number;
+}
 
 /** How long the signer trusts its last reading of the key list. */
 const SIGNER_READ_MS = 1000;
@@ -17,8 +30,12 @@ export class KeyStore {
   readonly #now: () => number;
   readonly #activationSeconds: number;
   #signer: { kid: string; key: CryptoKey } | null = null;
-  /** The published keys as last read, and until when that reading is used to pick the signer. */
-  #read: { keys: KeyRecord[]; until: number } | null = null;
+  /** The published keys as last read, their JWKS, and until when that reading is used. */
+  #read: PublishedKeys | null = null;
+  /** The reading under way, which every request arriving meanwhile waits for. */
+  #reading: Promise<PublishedKeys> | null = null;
+  /** Moved on by a rotation here, so a reading begun before it is not kept. */
+  #generation = 0;
 
   constructor(repo: OidcRepository, activationSeconds: number, now: () => number = Date.now) {
     this.#repo = repo;
@@ -46,7 +63,10 @@ export class KeyStore {
     const key = await this.#make(this.#now() + this.#activationSeconds * 1000);
     await this.#repo.rotateIn(key);
     this.#signer = null;
+    // Seen at once here: a reading that started before the rotation is not kept.
+    this.#generation += 1;
     this.#read = null;
+    this.#reading = null;
     return key.kid;
   }
 
@@ -67,18 +87,39 @@ export class KeyStore {
   }
 
   /**
-   * The current signing key, imported once per rotation. The key list is read again a second
-   * after the last reading, and at the moment a key it holds takes over, rather than on every
-   * sign-in: a rotation by another process (the admin command) is seen within that second, and
-   * the key it replaces stays published for an hour after, so a token it signs meanwhile verifies.
+   * The published keys, read again a second after the last reading, and at the moment a key it
+   * holds takes over, rather than on every request: a rotation by another process (the admin
+   * command) is seen within that second, and the key it replaces stays published for an hour
+   * after, so a token it signs meanwhile verifies. Requests arriving while the list is being read
+   * wait for that one reading instead of each reading it again.
    */
-  async signer(): Promise<{ kid: string; key: CryptoKey }> {
+  async #current(): Promise<PublishedKeys> {
     const now = this.#now();
-    if (!this.#read || now >= this.#read.until) {
-      const keys = await this.#published();
-      this.#read = { keys, until: Math.min(now + SIGNER_READ_MS, ...keys.map((k) => k.activatesAt).filter((at) => at > now)) };
-    }
-    const current = this.#read.keys.find((k) => k.activatesAt <= now);
+    if (this.#read && now < this.#read.until) return this.#read;
+    if (this.#reading) return this.#reading;
+    const generation = this.#generation;
+    const reading = this.#published()
+      .then((keys) => {
+        const at = this.#now();
+        const last = this.#read;
+        // The JSON body and its ETag are made once per change of the key set, not per request.
+        const same = last !== null && last.keys.map((k) => k.kid).join() === keys.map((k) => k.kid).join();
+        const read = { keys, jwks: same ? last.jwks : jwksBody(keys), until: Math.min(at + SIGNER_READ_MS, ...keys.map((k) => k.activatesAt).filter((t) => t > at)) };
+        if (generation === this.#generation) this.#read = read;
+        return read;
+      })
+      .finally(() => {
+        if (this.#reading === reading) this.#reading = null;
+      });
+    this.#reading = reading;
+    return reading;
+  }
+
+  /** The current signing key, imported once per rotation. */
+  async signer(): Promise<{ kid: string; key: CryptoKey }> {
+    const read = await this.#current();
+    const now = this.#now();
+    const current = read.keys.find((k) => k.activatesAt <= now);
     if (!current) throw new Error('no signing key: run the migrations and start the server once');
     if (this.#signer?.kid !== current.kid) {
       this.#signer = { kid: current.kid, key: (await importJWK(current.privateJwk as JWK, 'RS256')) as CryptoKey };
@@ -88,6 +129,17 @@ export class KeyStore {
 
   /** The public keys a relying party verifies ID tokens with. */
   async jwks(): Promise<{ keys: Array<Record<string, unknown>> }> {
-    return { keys: (await this.#published()).map((k) => k.publicJwk) };
+    return { keys: (await this.#current()).keys.map((k) => k.publicJwk) };
   }
+
+  /** The JWKS as sent: its JSON text and an ETag of it, made once per change of the key set. */
+  async jwksBody(): Promise<JwksBody> {
+    return (await this.#current()).jwks;
+  }
+}
+
+/** The JWKS document of `keys`, serialised once. */
+function jwksBody(keys: KeyRecord[]): JwksBody {
+  const body = JSON.stringify({ keys: keys.map((k) => k.publicJwk) });
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
 }

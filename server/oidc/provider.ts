@@ -2,6 +2,7 @@ import type { OidcScope } from '../../shared/index.ts';
 import { canHoldSession } from '../accounts/session-rule.ts';
 import type { AccountsForSignIn, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
+import type { ClientCache } from './client-cache.ts';
 import type { KeyStore } from './keys.ts';
 import type { OidcRepository } from './repository.ts';
 
@@ -10,6 +11,8 @@ export interface Provider {
   repo: OidcRepository;
   accounts: AccountsForSignIn;
   keys: KeyStore;
+  /** The client records, each read at most once a second (`ClientCache`). */
+  clients: ClientCache;
   /** The provider's issuer: the service's base URL. */
   issuer: string;
   /** Where the login and consent pages are (the web frontend's base URL). */

@@ -82,6 +82,22 @@ const toClient = (row: Record<string, unknown>): OidcClient => ({
   updatedAt: Number(row.updated_at),
 });
 
+function toCode(row: Record<string, unknown>): CodeRecord {
+  return {
+    codeHash: row.code_hash as string,
+    clientId: row.client_id as string,
+    profileId: row.profile_id as string,
+    redirectUri: row.redirect_uri as string,
+    codeChallenge: row.code_challenge as string,
+    scopes: json<OidcScope[]>(row.scopes),
+    nonce: (row.nonce ?? null) as string | null,
+    authTime: Number(row.auth_time),
+    tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
+    expiresAt: Number(row.expires_at),
+    usedAt: row.used_at === null ? null : Number(row.used_at),
+  };
+}
+
 /** SQL for the sign-in provider. */
 function toToken(row: Record<string, unknown>): TokenRecord {
   return {
@@ -269,22 +285,19 @@ export class OidcRepository {
     });
   }
 
-  async findCode(codeHash: string): Promise<CodeRecord | null> {
-    const row = await this.#db('oidc_codes').where({ code_hash: codeHash }).first();
+  /**
+   * A code with the scopes its person consents to now at its client (null when withdrawn), in
+   * one query: the token endpoint checks both.
+   */
+  async findCodeWithConsent(codeHash: string): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null } | null> {
+    const row = await this.#db('oidc_codes')
+      .leftJoin('oidc_consents', (join) => {
+        join.on('oidc_consents.profile_id', '=', 'oidc_codes.profile_id').andOn('oidc_consents.client_id', '=', 'oidc_codes.client_id');
+      })
+      .where('oidc_codes.code_hash', codeHash)
+      .first('oidc_codes.*', 'oidc_consents.scopes as consent_scopes');
     if (!row) return null;
-    return {
-      codeHash: row.code_hash,
-      clientId: row.client_id,
-      profileId: row.profile_id,
-      redirectUri: row.redirect_uri,
-      codeChallenge: row.code_challenge,
-      scopes: json<OidcScope[]>(row.scopes),
-      nonce: row.nonce,
-      authTime: Number(row.auth_time),
-      tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
-      expiresAt: Number(row.expires_at),
-      usedAt: row.used_at === null ? null : Number(row.used_at),
-    };
+    return { code: toCode(row), consentedScopes: row.consent_scopes === null || row.consent_scopes === undefined ? null : json<OidcScope[]>(row.consent_scopes) };
   }
 
   /** Uses a code up: one conditional UPDATE that must change exactly one row. */

@@ -8,6 +8,7 @@ import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, needsLogin } from './flow.ts';
 import { afterLogin, checkCsrf, confirm, consent, csrfToken, findInteraction } from './interactions.ts';
+import { ClientCache } from './client-cache.ts';
 import { KeyStore } from './keys.ts';
 import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
@@ -32,7 +33,7 @@ export class OidcService {
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
+    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now), issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
   }
 

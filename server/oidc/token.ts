@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { OIDC_TOKEN_SECONDS, type OidcClient } from '../../shared/index.ts';
+import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
-import type { SignInProfile } from './accounts-for-sign-in.ts';
+import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './errors.ts';
 import { checkOnce, consentCovers, stillHolds, type Provider } from './provider.ts';
 import type { CodeRecord } from './repository.ts';
@@ -30,14 +30,14 @@ export async function token(p: Provider, form: Record<string, unknown>): Promise
   const client = await checkClient(p, field('client_id'));
   checkGrantType(field('grant_type'));
   const now = p.now();
-  const code = await checkCode(p, client, field('code'), now);
+  const { code, consentedScopes } = await checkCode(p, client, field('code'), now);
   checkVerifier(field('code_verifier'), code.codeChallenge);
   checkRedirectUri(field('redirect_uri'), code);
-  const profile = await checkStillHonoured(p, code);
+  const { profile, claims } = await checkStillHonoured(p, code, consentedScopes);
   const accessToken = await consumeCode(p, code, profile, now);
   return {
     access_token: accessToken,
-    id_token: await idToken(p, client, code, profile, accessToken, now),
+    id_token: await idToken(p, client, code, { sub: profile.id, ...claims }, accessToken, now),
     token_type: 'Bearer',
     expires_in: OIDC_TOKEN_SECONDS,
   };
@@ -45,7 +45,7 @@ export async function token(p: Provider, form: Record<string, unknown>): Promise
 
 /** checkClient: `client_id` names a registered client whose registration is approved (`invalid_client`, 401). */
 async function checkClient(p: Provider, clientId: string | undefined): Promise<OidcClient> {
-  const client = clientId ? await p.repo.findClient(clientId) : null;
+  const client = clientId ? await p.clients.find(clientId) : null;
   if (!client) throw new InvalidClient('Invalid client_id');
   if (client.status !== 'approved') throw new InvalidClient('Client is not approved');
   return client;
@@ -57,11 +57,14 @@ function checkGrantType(grantType: string | undefined): void {
   if (grantType !== 'authorization_code') throw new UnsupportedGrantType('Only the authorization_code grant is supported');
 }
 
-/** checkCode: the code is known (by its hash), was issued to this client, and has not expired. */
-async function checkCode(p: Provider, client: OidcClient, code: string | undefined, now: number): Promise<CodeRecord> {
-  const record = code ? await p.repo.findCode(hashSecret(code)) : null;
-  if (!record || record.clientId !== client.id || record.expiresAt <= now) throw invalidCode();
-  return record;
+/**
+ * checkCode: the code is known (by its hash), was issued to this client, and has not expired.
+ * Read with the scopes its person consents to now, for `checkStillHonoured`.
+ */
+async function checkCode(p: Provider, client: OidcClient, code: string | undefined, now: number): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null }> {
+  const found = code ? await p.repo.findCodeWithConsent(hashSecret(code)) : null;
+  if (!found || found.code.clientId !== client.id || found.code.expiresAt <= now) throw invalidCode();
+  return found;
 }
 
 /** A code verifier as RFC 7636 §4.1 defines it: 43 to 128 unreserved characters. */
@@ -91,11 +94,12 @@ function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): vo
  * merged, reset their password or signed out everywhere (`stillHolds`: `canHoldSession` with the
  * code's `tokenVersion`), or withdrawn their consent to some of its scopes.
  */
-async function checkStillHonoured(p: Provider, code: CodeRecord): Promise<SignInProfile> {
-  const profile = await p.accounts.profileForSignIn(code.profileId);
-  if (!stillHolds(profile, code.tokenVersion)) throw invalidCode();
-  if (!consentCovers(await p.repo.findConsent(profile.id, code.clientId), code.scopes)) throw invalidCode();
-  return profile;
+async function checkStillHonoured(p: Provider, code: CodeRecord, consentedScopes: OidcScope[] | null): Promise<{ profile: SignInProfile; claims: PersonClaims }> {
+  // The person's standing and the claims the ID token releases, from one reading of the profile.
+  const person = await p.accounts.profileWithClaims(code.profileId, code.scopes);
+  if (!person || !stillHolds(person.profile, code.tokenVersion)) throw invalidCode();
+  if (!consentCovers(consentedScopes, code.scopes)) throw invalidCode();
+  return person;
 }
 
 /**
@@ -130,8 +134,7 @@ async function consumeCode(p: Provider, code: CodeRecord, profile: SignInProfile
 }
 
 /** The RS256 ID token: the claims the code's scopes release, `auth_time`, `nonce` when one was sent, `at_hash`. */
-async function idToken(p: Provider, client: OidcClient, code: CodeRecord, profile: SignInProfile, accessToken: string, now: number): Promise<string> {
-  const claims = { sub: profile.id, ...(await p.accounts.claimsOf(profile.id, code.scopes)) };
+async function idToken(p: Provider, client: OidcClient, code: CodeRecord, claims: { sub: string } & PersonClaims, accessToken: string, now: number): Promise<string> {
   const { kid, key } = await p.keys.signer();
   return new SignJWT({
     ...claims,

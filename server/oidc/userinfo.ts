@@ -16,7 +16,8 @@ export async function userinfo(p: Provider, accessToken: string): Promise<Record
   if (!record || record.revokedAt !== null || record.expiresAt <= p.now()) throw invalid();
   if (found.clientStatus !== 'approved') throw invalid();
   if (!consentCovers(found.consentedScopes, record.scopes)) throw invalid();
-  const profile = await p.accounts.profileForSignIn(record.profileId);
-  if (!stillHolds(profile, record.tokenVersion)) throw invalid();
-  return { sub: profile.id, ...(await p.accounts.claimsOf(profile.id, record.scopes)) };
+  // The person's standing and their claims from one reading of the profile.
+  const person = await p.accounts.profileWithClaims(record.profileId, record.scopes);
+  if (!person || !stillHolds(person.profile, record.tokenVersion)) throw invalid();
+  return { sub: person.profile.id, ...person.claims };
 }

@@ -49,4 +49,26 @@ describe('the signing key, which the server reads at most once a second', () => 
     now += 1;
     expect((await server.signer()).kid).toBe(rotated);
   });
+
+  it('serves the key set from memory, read once for requests arriving together, and a rotation by another process within a second', async () => {
+    const server = new KeyStore(new OidcRepository(db), 0, clock);
+    await server.ensureKey();
+    let statements = 0;
+    const count = () => {
+      statements += 1;
+    };
+    db.on('query', count);
+    const together = await Promise.all(Array.from({ length: 10 }, () => server.jwksBody()));
+    expect(statements).toBe(1);
+    const before = together[0];
+    expect(together.every((body) => body === before)).toBe(true);
+    const rotated = await new KeyStore(new OidcRepository(db), 0, clock).rotate();
+    now += 999;
+    expect(await server.jwksBody()).toBe(before);
+    now += 1;
+    const after = await server.jwksBody();
+    expect((JSON.parse(after.body) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid)).toContain(rotated);
+    expect(after.etag).not.toBe(before?.etag);
+    db.off('query', count);
+  });
 });

@@ -1,0 +1,46 @@
+import type { OidcClient } from '../../shared/index.ts';
+import type { OidcRepository } from './repository.ts';
+
+/** How long a reading of a client's record is trusted: another process's change is seen within it. */
+const CLIENT_READ_MS = 1000;
+/** Past this many ids (most of them unknown ones a caller made up), the cache starts over. */
+const MAX_ENTRIES = 1000;
+
+/**
+ * The client records as the endpoints read them (authorize, the pages, token): each is read from
+ * the database at most once a second, rather than on every request. A change made by this
+ * process (`forget`, called by add, approve, reject and remove) is seen at once; one made by
+ * another process (the admin command, another server) within that second. An unknown id is
+ * remembered as unknown for the same second.
+ */
+export class ClientCache {
+  readonly #repo: OidcRepository;
+  readonly #now: () => number;
+  readonly #entries = new Map<string, { client: OidcClient | null; until: number }>();
+  /** Moved on by `forget`, so a reading begun before a change here is not kept. */
+  #generation = 0;
+
+  constructor(repo: OidcRepository, now: () => number) {
+    this.#repo = repo;
+    this.#now = now;
+  }
+
+  async find(id: string): Promise<OidcClient | null> {
+    const now = this.#now();
+    const entry = this.#entries.get(id);
+    if (entry && now < entry.until) return entry.client;
+    const generation = this.#generation;
+    const client = await this.#repo.findClient(id);
+    if (generation === this.#generation) {
+      if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
+      this.#entries.set(id, { client, until: now + CLIENT_READ_MS });
+    }
+    return client;
+  }
+
+  /** A client was added, changed or removed here: read it again next time. */
+  forget(id: string): void {
+    this.#generation += 1;
+    this.#entries.delete(id);
+  }
+}
