@@ -1,4 +1,5 @@
 import { TRPCError } from '@trpc/server';
+import knex from 'knex';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
 import { AppError, issuesToErrors, type ErrorName } from '../shared/errors.ts';
@@ -68,15 +69,20 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
   return new AppError('InternalServerError', 'Internal server error');
 }
 
-/**
- * SQLite's "database is locked" (the sqlite3 driver's `code`); PostgreSQL's lock timeout, or a
- * transaction that kept conflicting with concurrent ones past its retries (serialization
- * failure, deadlock): nothing was written, and trying again shortly will do.
- */
+/** The database could not take the work now (see `BUSY_CODES`); trying again shortly will do. */
 function isBusyDatabase(error: unknown): boolean {
+  // Every connection of the pool in use past Knex's acquire timeout (a flood on PostgreSQL).
+  if (error instanceof knex.KnexTimeoutError) return true;
   const code = (error as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === '55P03' || code === '40001' || code === '40P01';
+  return typeof code === 'string' && BUSY_CODES.has(code);
 }
+
+/**
+ * SQLite's busy and locked; PostgreSQL's lock timeout (55P03), serialization failure and
+ * deadlock past their retries (40001, 40P01), statement timeout (57014), too many connections
+ * (53300) and a server shutting down (57P01): in each, nothing was written.
+ */
+const BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', '55P03', '40001', '40P01', '57014', '53300', '57P01']);
 
 /**
  * PostgreSQL's refusals of a value (SQLite stores any): what the client is told. Each failed a

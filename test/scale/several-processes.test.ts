@@ -6,7 +6,6 @@
  * Every step lands on another process than the one before, and each must answer as one server would.
  */
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -70,7 +69,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAll();
-  if (process.env.TEST_PRINT_ERRORS) for (const [i, s] of (servers ?? []).entries()) writeFileSync(`/tmp/several-${i}.log`, s.output());
   await proxy?.close();
   await mail?.close();
   await bucket?.close();
