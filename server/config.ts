@@ -1,6 +1,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 
+/** Where the service serves its own pages (`server/web/`): `WEB_URL` defaults to `${BASE_URL}/account`. */
+export const PAGES_PREFIX = '/account';
+
 /** A megabyte, as forms' `maxSize` and the upload settings count it: 2^20 bytes. */
 export const MB = 1024 * 1024;
 
@@ -104,8 +107,17 @@ export interface Config {
   /** The service's public address; the OIDC `issuer`. */
   baseUrl: string;
   devBaseUrl: string;
-  /** The web application's address, used in links sent by mail. */
+  /**
+   * The web application's address, used in links sent by mail: `WEB_URL`, or this service's
+   * own pages (`${BASE_URL}/account`, `server/web/`) when it is unset.
+   */
   webUrl: string;
+  /**
+   * Where the sign-in provider sends a browser to sign in and consent (`/oidc/login`,
+   * `/oidc/consent` under it): a frontend set as `WEB_URL` serves them itself (the real
+   * platform's web client does); otherwise this service's own provider pages under `BASE_URL`.
+   */
+  signInPagesUrl: string;
   sessionSecret: string | undefined;
   smtpUrl: string | undefined;
   /**
@@ -165,7 +177,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: e.DATABASE_URL,
     baseUrl,
     devBaseUrl: e.DEV_BASE_URL ?? baseUrl,
-    webUrl: e.WEB_URL ?? baseUrl,
+    webUrl: e.WEB_URL ?? `${baseUrl}${PAGES_PREFIX}`,
+    signInPagesUrl: e.WEB_URL ?? baseUrl,
     sessionSecret: e.SESSION_SECRET,
     smtpUrl: e.SMTP_URL,
     outboxOnly: e.DATABASE_URL !== undefined && e.SMTP_URL === undefined,

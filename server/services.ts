@@ -12,6 +12,7 @@ import { AccountsRepository } from './accounts/repository.ts';
 import type { AccountsCore, AccountsDeps } from './accounts/part.ts';
 import { ProfileService } from './accounts/profiles.ts';
 import { SessionService } from './accounts/sessions.ts';
+import { SecurityService } from './accounts/security.ts';
 import { SignUpService } from './accounts/sign-up.ts';
 import { SignInView } from './accounts/sign-in-view.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
@@ -42,6 +43,7 @@ export interface Services {
   emails: EmailService;
   moderation: ModerationService;
   impersonation: ImpersonationService;
+  security: SecurityService;
   venue: VenueService;
   notes: NoteService;
   authorConsole: AuthorConsoleService;
@@ -84,7 +86,10 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const notes = new NoteService({ ...venueDeps, uploads });
   const store = await openFileStore(config.storage, config.dataDir);
   await store.init();
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf`, now });
+  // The provider's login and consent pages are at `signInPagesUrl`: its own under BASE_URL, or a
+  // frontend's when WEB_URL names one (`config.ts`).
+  const oidcConfig = { ...config, webUrl: config.signInPagesUrl };
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
     db,
@@ -95,6 +100,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     emails: new EmailService(deps, accounts),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
+    security: new SecurityService(deps, accounts),
     venue,
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),

@@ -14,12 +14,19 @@ import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin } from './viewer.ts';
 import { AccountsPart } from './part.ts';
 import { accountLimitKey } from './sessions.ts';
+import { hashSecret } from '../secrets.ts';
 import { smallestFreeNumber, splitUsername, tildeBase } from './tilde.ts';
 
 const INVALID_ACTIVATION = 'Activation token is not valid';
 
 /** The setting that sends new profiles without an institutional email to moderation. */
 export const MODERATION_SETTING = 'moderation';
+
+/** An address as a page may show it to the holder of an old link: `r•••@example.org`. */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  return `${email.slice(0, Math.min(1, at))}•••${email.slice(at)}`;
+}
 
 /** Whether an email's domain is an institution's domain or one of its subdomains. */
 export function isInstitutional(email: string, domains: readonly string[]): boolean {
@@ -168,6 +175,20 @@ export class ActivationService extends AccountsPart {
     await limits.consume('resendAddress', addressKey(origin.address));
     if (profile) this.d.mailer.later(() => this.#mailAgain(profile.id, id));
     return { id: typed };
+  }
+
+  /**
+   * A new activation mail from an old link (expired, used or voided): to the address the old
+   * one went to, as `resend` would send it for that address, with the same limits. Its holder
+   * has read that mailbox, so no human verification is asked. Answers where the mail goes
+   * (masked), or null for a link that was never ours or a profile that no longer waits.
+   */
+  async resendFromLink(token: string, origin: RequestOrigin): Promise<{ maskedEmail: string } | null> {
+    const record = await this.d.repo.tokens.findIssued('activation', hashSecret(token));
+    const profile = record ? await this.d.repo.profiles.find(record.profileId) : null;
+    if (!record?.email || !profile || profile.state !== 'Inactive' || profile.ddate !== null) return null;
+    await this.resend(record.email, origin);
+    return { maskedEmail: maskEmail(record.email) };
   }
 
   /** The activation mail again, if the profile still waits for it (after the answer; see `resend`). */

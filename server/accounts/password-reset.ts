@@ -4,7 +4,9 @@ import { normaliseId } from './repository.ts';
 import type { RequestOrigin } from './viewer.ts';
 import { AccountsPart } from './part.ts';
 import { preferredEmail } from './profiles.ts';
-import { accountLimitKey } from './sessions.ts';
+import { accountLimitKey, deviceDetails } from './sessions.ts';
+import { maskEmail } from './activation.ts';
+import { hashSecret } from '../secrets.ts';
 
 const INVALID_RESET = 'Reset token is not valid';
 
@@ -27,6 +29,21 @@ export class PasswordResetService extends AccountsPart {
     await this.d.limits.consume('resetAddress', addressKey(origin.address));
     if (profile) this.d.mailer.later(() => this.#mailLink(profile.id, id));
     return { id: input.id };
+  }
+
+  /**
+   * A new reset mail from an old reset link (expired, used or voided), to the address the old
+   * one went to, with the same limits as `request`; no human verification, since its holder has
+   * read that mailbox. Answers where it goes (masked), or null for a link that was never ours.
+   */
+  async requestFromLink(token: string, origin: RequestOrigin): Promise<{ maskedEmail: string } | null> {
+    const record = await this.d.repo.tokens.findIssued('reset', hashSecret(token));
+    if (!record?.email) return null;
+    await this.d.limits.consume('resetAccount', `profile:${record.profileId}`);
+    await this.d.limits.consume('resetAddress', addressKey(origin.address));
+    const email = record.email;
+    this.d.mailer.later(() => this.#mailLink(record.profileId, email));
+    return { maskedEmail: maskEmail(email) };
   }
 
   /** Issues a reset token for a profile and mails its link (after the answer; see `request`). */
@@ -75,9 +92,11 @@ export class PasswordResetService extends AccountsPart {
   /**
    * `PUT /reset/{token}`: sets the new password, ends every session (the `tokenVersion` moves
    * on) and voids every outstanding reset token. One transaction, which checks the token again
-   * (it may have been used while the password was hashed).
+   * (it may have been used while the password was hashed). `endSessions: false` is the reset
+   * page's "Log me out of all other sessions" left unticked (the API always ends them): the
+   * sessions stay, the reset is still audited and every reset token still voided.
    */
-  async reset(request: ResetPasswordRequest, origin: RequestOrigin): Promise<{ status: string }> {
+  async reset(request: ResetPasswordRequest, origin: RequestOrigin, opts: { endSessions?: boolean } = {}): Promise<{ status: string }> {
     // Every try counts against the address, and a token that is not live is refused before
     // any hashing: made-up tokens cannot fill the hashing queue and starve sign-ins.
     await this.d.limits.consume('setPasswordAddress', addressKey(origin.address));
@@ -91,7 +110,8 @@ export class PasswordResetService extends AccountsPart {
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
       await repo.profiles.update(profile.id, { passwordHash }, now);
       await repo.tokens.voidAll(profile.id, 'reset', now);
-      await this.core.sessions.endAllSessions(repo, profile.id, now);
+      if (opts.endSessions ?? true) await this.core.sessions.endAllSessions(repo, profile.id, now);
+      await repo.settings.audit({ actor: profile.id, action: 'password:reset', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: opts.endSessions ?? true } }, now);
     });
     return { status: 'ok' };
   }

@@ -6,6 +6,11 @@ import {
   ActivateLinkResult,
   ActivateRequest,
   ActivateResult,
+  ChangePasswordInput,
+  ChangePasswordResult,
+  EndSessionInput,
+  SecurityEventsResult,
+  SessionsResult,
   ConfirmEmailRequest,
   ConfirmEmailResult,
   Empty,
@@ -139,6 +144,33 @@ export const accountsRouter = router({
     .input(ActivateLinkRequest)
     .output(ActivateLinkResult)
     .mutation(async ({ ctx, input }) => ctx.services.emails.confirm(input, await ctx.optionalViewer())),
+
+  // ---- password & security (the security page; not in the spec) ---------------------------------
+  changePassword: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(ChangePasswordInput)
+    .output(ChangePasswordResult)
+    .mutation(async ({ ctx, input }) => {
+      const outcome = await ctx.services.security.changePassword(ctx.user, input, ctx.origin, ctx.credentials.refreshToken);
+      if (outcome && 'rotated' in outcome) {
+        ctx.cookies.set(outcome.rotated);
+        return { status: 'ok' as const, token: outcome.rotated.result.token };
+      }
+      return { status: 'ok' as const, ...(outcome ? { token: outcome.accessOnly.token } : {}) };
+    }),
+
+  sessions: authedProcedure.output(SessionsResult).query(async ({ ctx }) => ({ sessions: await ctx.services.security.sessions(ctx.user) })),
+
+  endSession: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(EndSessionInput)
+    .output(Empty)
+    .mutation(async ({ ctx, input }) => {
+      await ctx.services.security.endSession(ctx.user, input.id);
+      return {};
+    }),
+
+  securityEvents: authedProcedure.output(SecurityEventsResult).query(async ({ ctx }) => ({ events: await ctx.services.security.events(ctx.user) })),
 
   // ---- profiles, moderation, impersonation -----------------------------------------------------
   profiles: authedProcedure

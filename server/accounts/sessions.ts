@@ -61,7 +61,10 @@ export class SessionService extends AccountsBase {
     const emails = await repo.emails.emailsOf(profile.id);
     const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
     await repo.profiles.touchLastLogin(profile.id, this.now());
-    return this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS });
+    const issued = await this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS, origin });
+    // The person's "recent sign-ins" (the security page) read the audit log.
+    await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details: deviceDetails(origin) }, this.now());
+    return issued;
   }
 
   /** Opens a new session for a profile: a session row, a refresh token, an access token. */
@@ -75,6 +78,8 @@ export class SessionService extends AccountsBase {
       readOnly?: boolean;
       /** The access token expires no later than this (seconds since the epoch). */
       accessNotAfter?: number;
+      /** Where the browser signs in from, kept with the session for the security page. */
+      origin?: RequestOrigin;
     },
     repo = this.d.repo,
   ): Promise<IssuedSession> {
@@ -96,6 +101,7 @@ export class SessionService extends AccountsBase {
       ...(opts.impersonator ? { impersonator: opts.impersonator } : {}),
       ...(opts.parentSessionId ? { parentSessionId: opts.parentSessionId } : {}),
       ...(opts.readOnly ? { readOnly: opts.readOnly } : {}),
+      ...(opts.origin ? { device: opts.origin } : {}),
     });
     return this.#issue(profile, session, refreshToken, refreshSeconds, repo, opts.accessNotAfter);
   }
@@ -323,6 +329,11 @@ export class SessionService extends AccountsBase {
  */
 export function accountLimitKey(canonicalId: string, profile: ProfileRecord | null): string {
   return profile ? `profile:${profile.id}` : `id:${canonicalId}`;
+}
+
+/** What the audit log keeps of where a request came from. */
+export function deviceDetails(origin: RequestOrigin): Record<string, string> {
+  return { address: origin.address, ...(origin.userAgent ? { userAgent: origin.userAgent.slice(0, 512) } : {}) };
 }
 
 function inactiveMessage(state: ProfileState): string {

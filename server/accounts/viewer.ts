@@ -28,6 +28,8 @@ export interface Viewer {
 /** Where a request comes from, for rate limits and human verification. */
 export interface RequestOrigin {
   address: string;
+  /** The browser's `User-Agent`, kept with a session it opens (the security page shows it). */
+  userAgent?: string | undefined;
 }
 
 /** What a token-issuing operation hands to the transport: the body, and the cookies to set. */

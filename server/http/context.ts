@@ -51,6 +51,6 @@ export function createHttpContext(req: Request, res: Response, services: Service
       refreshToken: typeof refresh === 'string' && refresh !== '' ? refresh : undefined,
     },
     cookies: httpCookies(res, config),
-    origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown' },
+    origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') },
   });
 }

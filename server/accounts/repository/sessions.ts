@@ -20,6 +20,11 @@ export interface SessionRecord {
   parentSessionId: string | null;
   /** On an impersonation session by anyone but a super user: no data may be changed. */
   readOnly: boolean;
+  /** The browser's User-Agent and address at sign-in, as sent (null on sessions older than them). */
+  userAgent: string | null;
+  address: string | null;
+  /** The last sign-in or refresh of the session (null on sessions older than the column). */
+  lastSeenAt: number | null;
 }
 
 interface SessionRow {
@@ -35,6 +40,9 @@ interface SessionRow {
   impersonator: string | null;
   parent_session_id: string | null;
   read_only: unknown;
+  user_agent?: string | null;
+  address?: string | null;
+  last_seen_at?: number | string | null;
 }
 
 function toSession(row: SessionRow): SessionRecord {
@@ -50,6 +58,9 @@ function toSession(row: SessionRow): SessionRecord {
     impersonator: row.impersonator === null ? null : json<Impersonator>(row.impersonator),
     parentSessionId: row.parent_session_id,
     readOnly: Boolean(row.read_only),
+    userAgent: row.user_agent ?? null,
+    address: row.address ?? null,
+    lastSeenAt: row.last_seen_at === null || row.last_seen_at === undefined ? null : Number(row.last_seen_at),
   };
 }
 
@@ -73,6 +84,8 @@ export class SessionsRepository {
     impersonator?: Impersonator;
     parentSessionId?: string;
     readOnly?: boolean;
+    /** Where the browser signed in from: its User-Agent (at most 512 characters kept) and address. */
+    device?: { userAgent?: string | undefined; address: string } | undefined;
   }): Promise<void> {
     await this.#db('sessions').insert({
       impersonator: session.impersonator ? JSON.stringify(session.impersonator) : null,
@@ -86,6 +99,9 @@ export class SessionsRepository {
       access_seconds: session.accessSeconds,
       created_at: session.now,
       expires_at: session.expiresAt,
+      last_seen_at: session.now,
+      user_agent: session.device?.userAgent?.slice(0, 512) ?? null,
+      address: session.device?.address ?? null,
     });
   }
 
@@ -127,7 +143,7 @@ export class SessionsRepository {
       const changed = await trx('sessions')
         .where({ id, refresh_hash: row.refresh_hash })
         .whereNull('revoked_at')
-        .update({ refresh_hash: newHash, expires_at: expiresAt });
+        .update({ refresh_hash: newHash, expires_at: expiresAt, last_seen_at: now });
       if (changed !== 1) return false;
       await trx('session_refresh_history').where({ session_id: id }).where('rotated_at', '<', now - keepMs).delete();
       await trx('session_refresh_history')
@@ -150,6 +166,23 @@ export class SessionsRepository {
 
   async revoke(id: string, now: number): Promise<void> {
     await this.#db('sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
+  }
+
+  /** A person's own live sessions (not impersonations of them), the newest first: what the security page lists. */
+  async liveOf(profileId: string, now: number): Promise<SessionRecord[]> {
+    const rows = await this.#db<SessionRow>('sessions')
+      .where({ profile_id: profileId })
+      .whereNull('revoked_at')
+      .whereNull('impersonator')
+      .where('expires_at', '>', now)
+      .orderBy('created_at', 'desc')
+      .limit(100);
+    return rows.map(toSession);
+  }
+
+  /** Ends one session of a profile (only if it is that profile's); true when one was ended. */
+  async revokeOwn(profileId: string, id: string, now: number): Promise<boolean> {
+    return (await this.#db('sessions').where({ id, profile_id: profileId }).whereNull('revoked_at').update({ revoked_at: now })) === 1;
   }
 
   /** Ends the impersonation sessions opened from any session of a profile. */

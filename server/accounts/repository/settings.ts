@@ -1,3 +1,4 @@
+import { fromJson } from '../../../db/json.ts';
 import type { Knex } from 'knex';
 
 export interface AuditEntry {
@@ -31,6 +32,19 @@ export class SettingsRepository {
 
   async addInstitution(domain: string, name: string, country: string | null): Promise<void> {
     await this.#db('institutions').insert({ domain: domain.toLowerCase(), name, country }).onConflict('domain').merge({ name, country });
+  }
+
+  /** The newest entries about a profile (as their target), newest first. */
+  async auditOf(target: string, limit: number): Promise<Array<AuditEntry & { at: number }>> {
+    const rows = await this.#db('audit_log').where({ target }).orderBy('at', 'desc').orderBy('id', 'desc').limit(limit);
+    return rows.map((row) => ({
+      at: Number(row.at),
+      actor: String(row.actor),
+      action: String(row.action),
+      target: String(row.target),
+      reason: row.reason ?? null,
+      details: row.details ? (fromJson<Record<string, unknown>>(row.details) ?? undefined) : undefined,
+    }));
   }
 
   async audit(entry: AuditEntry, now: number): Promise<void> {

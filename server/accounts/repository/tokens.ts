@@ -129,4 +129,13 @@ export class TokensRepository {
   async voidAll(profileId: string, kind: TokenKind, now: number): Promise<void> {
     await this.#db('account_tokens').where({ profile_id: profileId, kind }).whereNull('used_at').update({ used_at: now });
   }
+
+  /**
+   * The token a secret was issued as, live or not (used, expired, voided): whom and which
+   * address it was mailed to, so that an old link can ask for a new one (`resendFromLink`).
+   */
+  async findIssued(kind: TokenKind, tokenHash: string): Promise<TokenRecord | null> {
+    const row = await this.#db<TokenRow>('account_tokens').where({ kind, token_hash: tokenHash }).first();
+    return row ? toToken(row) : null;
+  }
 }
