@@ -33,6 +33,7 @@ import type { AppRouter } from '../router.ts';
 import type { DocsHandlers } from './docs.ts';
 import type { FileHandlers } from './files.ts';
 import type { OidcHandlers } from './oidc.ts';
+import type { WebHandlers } from '../web/handlers.ts';
 import type { Operation } from './openapi.ts';
 
 type PathsOf<T, Prefix extends string = ''> = {
@@ -43,7 +44,7 @@ type PathsOf<T, Prefix extends string = ''> = {
 export type ProcedurePath = PathsOf<AppRouter['_def']['record']>;
 
 /** Every named handler a `stream`, `oauth`, `page`, `health` or `docs` route may name. */
-export type Handlers = FileHandlers & OidcHandlers & DocsHandlers & { health: RequestHandler };
+export type Handlers = FileHandlers & OidcHandlers & DocsHandlers & WebHandlers & { health: RequestHandler };
 
 /**
  * How a route's body is read before its handler runs:
@@ -107,7 +108,8 @@ export type OperationDoc = Omit<Operation, 'method' | 'path'>;
  * A route answered by a named handler:
  * - `stream`: uploads and downloads (`files.ts`);
  * - `oauth`: the sign-in provider's protocol endpoints, which answer in OAuth's formats (`oidc.ts`);
- * - `page`: HTML pages (the authorization endpoint, login, consent, their stylesheet: `oidc.ts`);
+ * - `page`: HTML pages (the authorization endpoint, login, consent, their stylesheet: `oidc.ts`;
+ *   the account pages under `/account`: `server/web/handlers.ts`);
  * - `health`: the health check (`health.ts`); `docs`: the API document and its reference page (`docs.ts`).
  * Those with a `doc` are in the API document.
  */
@@ -256,6 +258,11 @@ export const routes: Route[] = [
   { kind: 'procedure', method: 'post', path: '/user/confirm/:token', procedure: 'accounts.confirmEmail', input: 'body', rename: { token: 'activationToken' }, summary: 'Add an email to an account being activated', errors: [404, 429] },
   { kind: 'procedure', method: 'put', path: '/activatelink', procedure: 'accounts.activateLink', input: 'body', summary: 'Confirm an email with its code', errors: [404, 429] },
   { kind: 'procedure', method: 'put', path: '/activatelink/:token', procedure: 'accounts.activateLink', input: 'body', rename: { token: 'activationToken' }, summary: 'Confirm an email of an account being activated', errors: [404, 429] },
+  // password & security (the security page's; not in the spec)
+  { kind: 'procedure', method: 'post', path: '/password', procedure: 'accounts.changePassword', input: 'body', summary: 'Change the password (the current one required); ends the other sessions unless told not to', errors: [429] },
+  { kind: 'procedure', method: 'get', path: '/sessions', procedure: 'accounts.sessions', input: 'none', summary: "The caller's live sessions, with browser, system, address, created and last seen" },
+  { kind: 'procedure', method: 'delete', path: '/sessions/:id', procedure: 'accounts.endSession', input: 'none', summary: 'End one of the caller’s other sessions', errors: [404] },
+  { kind: 'procedure', method: 'get', path: '/security/events', procedure: 'accounts.securityEvents', input: 'none', summary: "The caller's recent sign-ins and security events" },
   // profiles, moderation, impersonation
   { kind: 'procedure', method: 'get', path: '/profiles', procedure: 'accounts.profiles', input: 'query', summary: 'The caller’s profile, or one by id or email (an unknown email: an empty list), or by name', errors: [404] },
   { kind: 'procedure', method: 'get', path: '/profiles/search', procedure: 'accounts.searchProfiles', input: 'query', summary: 'Profiles (not deleted, merged or blocked) by a term, a full name or name parts' },
@@ -334,4 +341,31 @@ export const routes: Route[] = [
   { kind: 'allow', method: 'options', path: '/oidc/consent', body: 'none', sameOrigin: false },
   { kind: 'page', method: 'get', path: '/oidc/pages.css', handler: 'stylesheet' },
   { kind: 'allow', method: 'options', path: '/oidc/pages.css' },
+  // ---- the account pages (`server/web/`): WEB_URL's default. Forms carry CSRF tokens bound to the
+  // browser (`server/web/csrf.ts`) instead of the same-origin rule, which refuses form bodies ----
+  { kind: 'page', method: 'get', path: '/account', body: 'none', handler: 'webHome' },
+  { kind: 'page', method: 'get', path: '/account/pages.css', body: 'none', handler: 'webStylesheet' },
+  { kind: 'page', method: 'get', path: '/account/signup', body: 'none', handler: 'webSignupForm' },
+  { kind: 'page', method: 'post', path: '/account/signup', body: 'form', sameOrigin: false, handler: 'webSignup' },
+  { kind: 'page', method: 'get', path: '/account/check-mail', body: 'none', handler: 'webCheckMail' },
+  { kind: 'page', method: 'post', path: '/account/check-mail/resend', body: 'form', sameOrigin: false, handler: 'webResendMail' },
+  { kind: 'page', method: 'get', path: '/account/profile/activate', body: 'none', handler: 'webActivateForm' },
+  { kind: 'page', method: 'post', path: '/account/profile/activate', body: 'form', sameOrigin: false, handler: 'webActivate' },
+  { kind: 'page', method: 'post', path: '/account/profile/activate/resend', body: 'form', sameOrigin: false, handler: 'webActivateResend' },
+  { kind: 'page', method: 'get', path: '/account/confirm', body: 'none', handler: 'webConfirmForm' },
+  { kind: 'page', method: 'post', path: '/account/confirm', body: 'form', sameOrigin: false, handler: 'webConfirm' },
+  { kind: 'page', method: 'get', path: '/account/reset', body: 'none', handler: 'webResetRequestForm' },
+  { kind: 'page', method: 'post', path: '/account/reset', body: 'form', sameOrigin: false, handler: 'webResetRequest' },
+  { kind: 'page', method: 'get', path: '/account/user/password', body: 'none', handler: 'webResetForm' },
+  { kind: 'page', method: 'post', path: '/account/user/password', body: 'form', sameOrigin: false, handler: 'webReset' },
+  { kind: 'page', method: 'post', path: '/account/user/password/resend', body: 'form', sameOrigin: false, handler: 'webResetResend' },
+  { kind: 'page', method: 'get', path: '/account/login', body: 'none', handler: 'webLoginForm' },
+  { kind: 'page', method: 'post', path: '/account/login', body: 'form', sameOrigin: false, handler: 'webLogin' },
+  { kind: 'page', method: 'post', path: '/account/logout', body: 'form', sameOrigin: false, handler: 'webLogout' },
+  { kind: 'page', method: 'get', path: '/account/security', body: 'none', handler: 'webSecurity' },
+  { kind: 'page', method: 'post', path: '/account/security/password', body: 'form', sameOrigin: false, handler: 'webChangePassword' },
+  { kind: 'page', method: 'post', path: '/account/security/emails', body: 'form', sameOrigin: false, handler: 'webAddEmail' },
+  { kind: 'page', method: 'post', path: '/account/security/sessions/end', body: 'form', sameOrigin: false, handler: 'webEndSession' },
+  { kind: 'page', method: 'post', path: '/account/security/sessions/end-others', body: 'form', sameOrigin: false, handler: 'webEndOtherSessions' },
+  { kind: 'page', method: 'post', path: '/account/security/applications/revoke', body: 'form', sameOrigin: false, handler: 'webRevokeApplication' },
 ];

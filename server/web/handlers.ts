@@ -1,0 +1,682 @@
+/**
+ * The service's own pages (issue 18), under `/account` (`PAGES_PREFIX`): sign up, check your
+ * mail, activate, confirm an email, request a reset and reset, sign in, sign out, and
+ * "Password & security". Every mailed link (`{WEB_URL}/profile/activate`, `/user/password`,
+ * `/confirm`, `/reset`) lands here when `WEB_URL` is left to its default.
+ *
+ * The handlers only move forms on and off the wire: every rule is the procedure's (called
+ * through a tRPC caller on the request's own context, as `POST /login` and the rest are) or the
+ * service's that the procedure calls. Every form carries a CSRF token (`csrf.ts`); every POST
+ * that succeeds answers with a redirect (post/redirect/get) to a page that says what happened.
+ * The session is the API's: the same cookies `POST /login` sets.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { ACCESS_TOKEN_COOKIE, AppError, REFRESH_TOKEN_COOKIE, type ActivatableResult, type ProfileContent } from '../../shared/index.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from '../accounts/viewer.ts';
+import { PAGES_PREFIX, type Config } from '../config.ts';
+import { createHttpContext, httpCookies } from '../http/context.ts';
+import { createCaller } from '../router.ts';
+import type { Services } from '../services.ts';
+import { checkCsrf, csrfTokenFor } from './csrf.ts';
+import { refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from './render.ts';
+import { PAGES_STYLESHEET } from './style.ts';
+
+type Caller = ReturnType<typeof createCaller>;
+
+/** What a page handler knows about its request: the caller of procedures, and who is signed in. */
+interface PageRequest {
+  caller: Caller;
+  viewer: Viewer | null;
+  /** The signed-in person's name, for the header. */
+  signedIn: PageFrame['signedIn'];
+  csrf: string;
+}
+
+/**
+ * The notices a redirect may ask a page to show (`?notice=`): a fixed list, so a link cannot
+ * make a page say anything else.
+ */
+const NOTICES: Record<string, string> = {
+  'signed-out': 'You are signed out.',
+  'signed-in': 'You are signed in.',
+  activated: 'Your profile is active and you are signed in.',
+  'password-reset': 'Your password has been updated. Please sign in with your new password to continue.',
+  'password-updated': 'Your password has been updated.',
+  'password-updated-others-out': 'Your password has been updated and all other sessions have been logged out.',
+  'password-changed': 'Your password was changed.',
+  'password-changed-others-out': 'Your password was changed, and every other session was signed out.',
+  'email-confirmed': 'The email address is confirmed.',
+  'email-sent': 'We sent a 6-digit code and a link to that address. Enter the code here, or follow the link.',
+  'session-ended': 'The session was ended.',
+  'others-ended': 'Every other session was ended.',
+  revoked: 'The application can no longer sign you in or read your data.',
+  'sign-in-first': 'Please sign in to continue.',
+};
+
+/** What each OpenID Connect scope lets an application see, in plain words. */
+const SCOPE_WORDS: Record<string, string> = {
+  openid: 'Know who you are (your profile id)',
+  profile: 'See your name',
+  email: 'See your email address and whether it is confirmed',
+};
+
+/** The sections of "Password & security", in order; each is `templates/security/<id>.eta`. */
+export const SECURITY_SECTIONS = [
+  { id: 'password', title: 'Password' },
+  { id: 'emails', title: 'Emails' },
+  { id: 'sessions', title: 'Sessions and devices' },
+  { id: 'applications', title: 'Applications' },
+  { id: 'events', title: 'Recent sign-ins and security events' },
+];
+
+/** A time as every page shows it: to the minute, in UTC, the same on every screen. */
+function when(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+function eventWords(event: { action: string; actor: string }): string {
+  switch (event.action) {
+    case 'sign-in':
+      return 'Signed in';
+    case 'password:change':
+      return 'Password changed';
+    case 'password:reset':
+      return 'Password reset from a mailed link';
+    case 'session:end':
+      return 'A session was ended';
+    case 'merge':
+      return 'Another profile was merged into this one';
+    case 'impersonate':
+      return `Impersonated by ${event.actor}`;
+    default:
+      return event.action.startsWith('moderate:') ? `Moderation: ${event.action.slice('moderate:'.length)}` : event.action;
+  }
+}
+
+/** A string field of the posted form ('' when absent). */
+function field(req: Request, name: string): string {
+  const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : '';
+}
+
+function query(req: Request, name: string): string {
+  const value: unknown = req.query[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/** Where to go after signing in: a page of ours only (never another site: no open redirect). */
+function safeNext(next: string): string {
+  return next.startsWith(`${PAGES_PREFIX}/`) && !next.startsWith('//') && !next.includes('\\') ? next : `${PAGES_PREFIX}/security`;
+}
+
+function redirect(res: Response, to: string, notice?: keyof typeof NOTICES): void {
+  const [path = '', fragment] = to.split('#');
+  const url = notice ? `${path}${path.includes('?') ? '&' : '?'}notice=${notice}` : path;
+  res.redirect(303, fragment ? `${url}#${fragment}` : url);
+}
+
+/** Where the request comes from, as the services keep it (rate limits, the session's device, the audit log). */
+function originOf(req: Request): RequestOrigin {
+  return { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') };
+}
+
+const yearOf = (text: string): number | '' => (/^\d{4}$/.test(text.trim()) ? Number(text.trim()) : text.trim() === '' ? '' : Number.NaN);
+
+export function webHandlers(services: Services, config: Config) {
+  const verification = config.humanVerification ? 'remote' : 'development';
+
+  /**
+   * The request's context, as a procedure sees it, from the browser's cookies only. An access
+   * cookie that expired while the refresh cookie is still good is refreshed here (the same
+   * rotation as `POST /refreshToken`), so a person stays signed in on the pages as in the API.
+   */
+  async function open(req: Request, res: Response): Promise<PageRequest> {
+    let ctx = createHttpContext(req, res, services, config, 'cookie');
+    let viewer = await ctx.viewerIfValid();
+    const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
+    if (!viewer && typeof refresh === 'string' && refresh !== '') {
+      try {
+        const outcome = await services.sessions.refresh({ refreshToken: refresh });
+        if ('rotated' in outcome) {
+          useSession(req, res, outcome.rotated);
+          ctx = createHttpContext(req, res, services, config, 'cookie');
+          viewer = await ctx.viewerIfValid();
+        }
+      } catch {
+        // An ended session is a guest: the sign-in page is where it goes.
+      }
+    }
+    const profile = viewer ? await services.profiles.simplifiedById(viewer.profileId).catch(() => null) : null;
+    return {
+      caller: createCaller(ctx),
+      viewer,
+      signedIn: viewer && profile ? { name: profile.fullname, id: profile.id } : null,
+      csrf: csrfTokenFor(req, res, config),
+    };
+  }
+
+  /**
+   * The one place a session starts on the pages: the cookies `POST /login` sets, and this
+   * request's own cookies so that what follows in it sees the new session.
+   */
+  function useSession(req: Request, res: Response, session: IssuedSession): void {
+    httpCookies(res, config).set(session);
+    req.cookies = { ...req.cookies, [ACCESS_TOKEN_COOKIE]: session.accessToken, [REFRESH_TOKEN_COOKIE]: session.refreshToken };
+  }
+
+  function frame(req: Request, page: PageRequest, title: string, extra: { errors?: FieldError[]; wide?: boolean } = {}): PageFrame {
+    const notice = NOTICES[query(req, 'notice')];
+    return { title, signedIn: page.signedIn, csrf: page.csrf, requestId: requestIdOf(req), prefix: PAGES_PREFIX, notice, ...extra };
+  }
+
+  /** An error page: what went wrong in plain words, and the request id to quote. */
+  function errorPage(req: Request, res: Response, page: PageRequest | null, error: unknown): void {
+    const refusal = refusalOf(req, error);
+    const first = refusal.errors[0]?.message ?? 'Something went wrong.';
+    const base: PageFrame = page ? frame(req, page, 'Something went wrong') : { title: 'Something went wrong', signedIn: null, csrf: '', requestId: requestIdOf(req), prefix: PAGES_PREFIX };
+    sendPage(res, refusal.status, 'error', { ...base, heading: refusal.status >= 500 ? 'Something went wrong on our side' : 'This did not work', message: first, action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' } });
+  }
+
+  /** A page handler: any error not handled by the page itself is an error page with the request id. */
+  const handle =
+    (handler: (req: Request, res: Response, page: PageRequest) => Promise<void>, opts: { post?: boolean } = {}): RequestHandler =>
+    async (req, res) => {
+      let page: PageRequest | null = null;
+      try {
+        page = await open(req, res);
+        if (opts.post) checkCsrf(req, config);
+        await handler(req, res, page);
+      } catch (error) {
+        errorPage(req, res, page, error);
+      }
+    };
+
+  /** Pages for a signed-in person only: a guest is sent to sign in first, and back after. */
+  const signedIn =
+    (handler: (req: Request, res: Response, page: PageRequest & { viewer: Viewer }) => Promise<void>, opts: { post?: boolean } = {}) =>
+    handle(async (req, res, page) => {
+      if (!page.viewer) {
+        redirect(res, `${PAGES_PREFIX}/login?next=${encodeURIComponent(opts.post ? `${PAGES_PREFIX}/security` : req.originalUrl)}`, 'sign-in-first');
+        return;
+      }
+      await handler(req, res, page as PageRequest & { viewer: Viewer });
+    }, opts);
+
+  // ---- the stylesheet and the front door -----------------------------------------------------------
+  const webStylesheet: RequestHandler = (_req, res) => {
+    res.type('css').setHeader('Cache-Control', 'public, max-age=3600').send(PAGES_STYLESHEET);
+  };
+  const webHome = handle(async (_req, res, page) => {
+    redirect(res, `${PAGES_PREFIX}/${page.viewer ? 'security' : 'login'}`);
+  });
+
+  // ---- sign up, check your mail -----------------------------------------------------------------
+  const signupPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, errors?: FieldError[]) =>
+    sendPage(res, status, 'signup', {
+      ...frame(req, page, 'Create your account', { errors }),
+      values,
+      verification: config.signupWithoutHumanVerification && verification === 'remote' ? 'remote' : verification,
+      verificationOptional: config.signupWithoutHumanVerification,
+    });
+  const webSignupForm = handle(async (req, res, page) => signupPage(req, res, page, 200, {}));
+  const webSignup = handle(
+    async (req, res, page) => {
+      const values = { fullname: field(req, 'fullname'), email: field(req, 'email').trim() };
+      const token = field(req, 'token');
+      try {
+        await page.caller.accounts.register({ fullname: values.fullname, email: values.email, password: field(req, 'password'), ...(token ? { token } : {}) });
+      } catch (error) {
+        const refusal = refusalOf(req, error);
+        signupPage(req, res, page, refusal.status, values, refusal.errors);
+        return;
+      }
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=signup&email=${encodeURIComponent(values.email)}`);
+    },
+    { post: true },
+  );
+
+  const days = (seconds: number) => (seconds >= 86400 ? `${Math.round(seconds / 86400)} days` : seconds >= 3600 ? `${Math.round(seconds / 3600)} hours` : `${Math.round(seconds / 60)} minutes`);
+  const webCheckMail = handle(async (req, res, page) => {
+    const kind = query(req, 'kind') === 'reset' ? 'reset' : query(req, 'kind') === 'link' ? 'link' : 'signup';
+    const email = query(req, 'email') || query(req, 'to');
+    if (kind === 'link') {
+      sendPage(res, 200, 'message', {
+        ...frame(req, page, 'Check your mail'),
+        heading: 'Check your mail',
+        paragraphs: [`A new link is on its way to ${email}, the address the old one went to. It comes from ${config.mailFrom}.`, 'Nothing after a few minutes? Look in your spam or junk folder.'],
+      });
+      return;
+    }
+    sendPage(res, 200, 'check-mail', {
+      ...frame(req, page, 'Check your mail'),
+      kind,
+      email,
+      from: config.mailFrom,
+      what: kind === 'reset' ? 'a link to choose a new password (if an account has this address)' : 'a link and a 6-digit code to activate your account',
+      lifetime: days(kind === 'reset' ? config.resetTokenSeconds : config.activationTokenSeconds),
+    });
+  });
+  const webResendMail = handle(
+    async (req, res, page) => {
+      const email = field(req, 'email');
+      if (field(req, 'kind') === 'reset') {
+        if (verification === 'remote') {
+          redirect(res, `${PAGES_PREFIX}/reset?email=${encodeURIComponent(email)}`);
+          return;
+        }
+        await page.caller.accounts.requestReset({ id: email, token: 'dev-ok' });
+        redirect(res, `${PAGES_PREFIX}/check-mail?kind=reset&email=${encodeURIComponent(email)}`);
+        return;
+      }
+      await page.caller.accounts.resendActivation({ id: email });
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=signup&email=${encodeURIComponent(email)}`);
+    },
+    { post: true },
+  );
+
+  // ---- activation ----------------------------------------------------------------------------
+  /** An old activation or reset link: what it is, and a new one in one click. */
+  const expiredLink = (req: Request, res: Response, page: PageRequest, kind: 'activation' | 'reset', token: string) =>
+    sendPage(res, 400, 'link-expired', {
+      ...frame(req, page, 'This link no longer works'),
+      heading: 'This link no longer works',
+      message:
+        kind === 'activation'
+          ? 'This activation link has expired, was already used, or a newer one was sent since. If your account still waits for activation, we can send a new link to the address this one went to.'
+          : 'This password-reset link has expired, was already used, or a newer one was sent since. We can send a new link to the address this one went to.',
+      resend: token ? { action: `${PAGES_PREFIX}/${kind === 'activation' ? 'profile/activate' : 'user/password'}/resend`, token, label: 'Send me a new link' } : null,
+      other: kind === 'activation' ? { href: `${PAGES_PREFIX}/login`, label: 'Already activated? Sign in' } : { href: `${PAGES_PREFIX}/login`, label: 'Remembered it? Sign in' },
+    });
+
+  interface ActivateView {
+    values: Record<string, string>;
+    errors?: FieldError[];
+    pendingEmail?: string;
+    otherUsername?: string;
+    notice?: string;
+  }
+  const activatePage = async (req: Request, res: Response, page: PageRequest, status: number, token: string, data: ActivatableResult, view: ActivateView) => {
+    const content = data.profile.content ?? {};
+    const confirmed = new Set(content.emailsConfirmed ?? []);
+    const emails = (content.emails ?? (data.activatable.groupId ? [data.activatable.groupId] : [])).map((email) => ({ email, confirmed: confirmed.has(email) }));
+    const base = frame(req, page, 'Complete your profile', { errors: view.errors, wide: true });
+    sendPage(res, status, 'activate', {
+      ...base,
+      notice: view.notice ?? base.notice,
+      token,
+      profileId: data.activatable.username,
+      values: view.values,
+      usernames: { main: data.activatable.username, other: view.otherUsername },
+      emails,
+      pendingEmail: view.pendingEmail,
+      positions: data.prefixed_positions,
+      institutions: data.institutions,
+      expiresAt: when(Date.parse(data.activatable.expireAt ?? '') || 0),
+    });
+  };
+  const activateValues = (req: Request) =>
+    Object.fromEntries(
+      ['first', 'middle', 'last', 'other-first', 'other-middle', 'other-last', 'alternate', 'position', 'institution', 'domain', 'start', 'end', 'homepage'].map((name) => [
+        name.replace(/-(\w)/, (_m, c: string) => c.toUpperCase()),
+        field(req, name).trim(),
+      ]),
+    );
+  /** An API path of the activation input as the page's input id. */
+  const activationField = (at: string) => {
+    const history = /^content\/history\/\d+\/(?:institution\/)?(\w+)/.exec(at);
+    if (history) return history[1] === 'name' ? 'institution' : (history[1] ?? '');
+    const name = /^content\/names\/(\d+)\/(\w+)/.exec(at);
+    if (name) return `${name[1] === '0' ? '' : 'other-'}${name[2]}`;
+    if (at === 'alternate' || at === 'email') return 'alternate';
+    if (at === 'token') return 'code';
+    return at.replace(/^content\//, '');
+  };
+
+  const webActivateForm = handle(async (req, res, page) => {
+    const token = query(req, 'token');
+    let data: ActivatableResult;
+    try {
+      data = await page.caller.accounts.activatable({ token });
+    } catch (error) {
+      if (error instanceof Error && refusalOf(req, error).status < 500) return expiredLink(req, res, page, 'activation', token);
+      throw error;
+    }
+    const name = data.profile.content?.names?.[0];
+    await activatePage(req, res, page, 200, token, data, { values: { first: name?.first ?? '', middle: name?.middle ?? '', last: name?.last ?? '' } });
+  });
+
+  const webActivate = handle(
+    async (req, res, page) => {
+      const token = field(req, 'token');
+      let data: ActivatableResult;
+      try {
+        data = await page.caller.accounts.activatable({ token });
+      } catch {
+        return expiredLink(req, res, page, 'activation', token);
+      }
+      const values = activateValues(req);
+      const intent = field(req, 'intent') || 'activate';
+      const pendingEmail = field(req, 'pendingEmail') || undefined;
+      const again = (status: number, view: Partial<ActivateView>) => activatePage(req, res, page, status, token, data, { values, pendingEmail, ...view });
+      const otherName = { first: values.otherFirst ?? '', middle: values.otherMiddle ?? '', last: values.otherLast ?? '' };
+      const hasOther = Boolean(otherName.first || otherName.last);
+      try {
+        switch (intent) {
+          case 'preview': {
+            if (!hasOther) return await again(400, { errors: [{ field: 'other-first', message: 'Enter a first and a last name to see its profile id' }] });
+            const { username } = await page.caller.accounts.tildeUsername({ first: otherName.first, ...(otherName.middle ? { middle: otherName.middle } : {}), last: otherName.last });
+            return await again(200, { otherUsername: username });
+          }
+          case 'add-email': {
+            const { alternate } = await page.caller.accounts.confirmEmail({ alternate: values.alternate ?? '', activationToken: token });
+            return await again(200, { pendingEmail: alternate, notice: `We sent a 6-digit code to ${alternate}.` });
+          }
+          case 'confirm-email': {
+            await page.caller.accounts.activateLink({ email: pendingEmail ?? '', token: field(req, 'code').trim(), activationToken: token });
+            data = await page.caller.accounts.activatable({ token });
+            return await activatePage(req, res, page, 200, token, data, { values, notice: `${pendingEmail} is confirmed.` });
+          }
+          default:
+            break;
+        }
+        const name = (n: { first: string; middle: string; last: string }) => ({ first: n.first, middle: n.middle, last: n.last, fullname: [n.first, n.middle, n.last].filter(Boolean).join(' ') });
+        const content: ProfileContent = {
+          names: [{ ...name({ first: values.first ?? '', middle: values.middle ?? '', last: values.last ?? '' }), preferred: true }, ...(hasOther ? [name(otherName)] : [])],
+          history: [
+            {
+              position: values.position ?? '',
+              institution: { ...(values.institution ? { name: values.institution } : {}), domain: (values.domain ?? '').toLowerCase() },
+              start: yearOf(values.start ?? ''),
+              ...(values.end ? { end: yearOf(values.end) } : {}),
+            },
+          ],
+          ...(values.homepage ? { homepage: values.homepage } : {}),
+        };
+        const missing = [
+          ['first', 'Enter your first name'],
+          ['last', 'Enter your last name'],
+          ['position', 'Enter your position'],
+          ['institution', 'Enter your institution'],
+          ['domain', 'Enter your institution’s domain'],
+          ['start', 'Enter the year you started (four digits)'],
+        ].filter(([key]) => !values[key as string] || (key === 'start' && !/^\d{4}$/.test(values.start ?? '')));
+        if (missing.length > 0) return await again(400, { errors: missing.map(([key, message]) => ({ field: key as string, message: message as string })) });
+        const result = await page.caller.accounts.activate({ token, content });
+        if (!result.token) {
+          sendPage(res, 200, 'message', {
+            ...frame(req, page, 'Thank you'),
+            heading: 'Your profile is waiting for moderation',
+            paragraphs: ['Thank you for completing your profile. Our moderators review new profiles, which usually takes a few days.', 'You will receive an email when it is accepted, and can sign in then.'],
+          });
+          return;
+        }
+        redirect(res, `${PAGES_PREFIX}/security`, 'activated');
+      } catch (error) {
+        const refusal = refusalOf(req, error, activationField);
+        await again(refusal.status, { errors: refusal.errors });
+      }
+    },
+    { post: true },
+  );
+  const webActivateResend = handle(
+    async (req, res, page) => {
+      const sent = await services.activation.resendFromLink(field(req, 'token'), originOf(req));
+      if (!sent) {
+        sendPage(res, 400, 'message', {
+          ...frame(req, page, 'Nothing to send'),
+          heading: 'There is nothing to activate',
+          paragraphs: ['This link belongs to no account that still waits for activation: it may be active already, or the link was never ours.'],
+          action: { href: `${PAGES_PREFIX}/login`, label: 'Sign in' },
+        });
+        return;
+      }
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=link&to=${encodeURIComponent(sent.maskedEmail)}`);
+    },
+    { post: true },
+  );
+
+  // ---- confirm an email ------------------------------------------------------------------------
+  const confirmPage = (req: Request, res: Response, page: PageRequest, status: number, token: string, values: Record<string, string>, errors?: FieldError[], resendTo?: string) =>
+    sendPage(res, status, 'confirm', { ...frame(req, page, 'Confirm an email', { errors }), token, values, resendTo });
+  const webConfirmForm = handle(async (req, res, page) => confirmPage(req, res, page, 200, query(req, 'token'), { email: query(req, 'email') }));
+  const webConfirm = handle(
+    async (req, res, page) => {
+      const token = field(req, 'token');
+      const values = { email: field(req, 'email').trim(), code: field(req, 'code').trim() };
+      if (!token && !page.viewer) {
+        redirect(res, `${PAGES_PREFIX}/login?next=${encodeURIComponent(`${PAGES_PREFIX}/confirm`)}`, 'sign-in-first');
+        return;
+      }
+      try {
+        await page.caller.accounts.activateLink({ email: values.email, token: values.code, ...(token ? { activationToken: token } : {}) });
+      } catch (error) {
+        const refusal = refusalOf(req, error, (at) => (at === 'token' ? 'code' : at));
+        // A code that no longer works: a signed-in person gets a new one in one click.
+        const resendTo = page.viewer && refusal.errors.some((e) => e.field === 'code') && values.email ? values.email : undefined;
+        confirmPage(req, res, page, refusal.status, token, values, refusal.errors, resendTo);
+        return;
+      }
+      redirect(res, page.viewer ? `${PAGES_PREFIX}/security#emails` : `${PAGES_PREFIX}/login`, 'email-confirmed');
+    },
+    { post: true },
+  );
+
+  // ---- password reset ----------------------------------------------------------------------------
+  const resetRequestPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, errors?: FieldError[]) =>
+    sendPage(res, status, 'reset-request', { ...frame(req, page, 'Reset your password', { errors }), values, verification });
+  const webResetRequestForm = handle(async (req, res, page) => resetRequestPage(req, res, page, 200, { email: query(req, 'email') }));
+  const webResetRequest = handle(
+    async (req, res, page) => {
+      const values = { email: field(req, 'email').trim() };
+      try {
+        await page.caller.accounts.requestReset({ id: values.email, token: field(req, 'token') || null });
+      } catch (error) {
+        const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
+        resetRequestPage(req, res, page, refusal.status, values, refusal.errors);
+        return;
+      }
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=reset&email=${encodeURIComponent(values.email)}`);
+    },
+    { post: true },
+  );
+
+  const resetPage = (req: Request, res: Response, page: PageRequest, status: number, token: string, username: string, logoutOtherSessions: boolean, errors?: FieldError[]) =>
+    sendPage(res, status, 'reset', { ...frame(req, page, 'Reset Password', { errors }), token, username, logoutOtherSessions });
+  const webResetForm = handle(async (req, res, page) => {
+    const token = query(req, 'token');
+    try {
+      const { resettable } = await page.caller.accounts.resettable({ token });
+      resetPage(req, res, page, 200, token, resettable.username ?? '', true);
+    } catch (error) {
+      if (refusalOf(req, error).status < 500) return expiredLink(req, res, page, 'reset', token);
+      throw error;
+    }
+  });
+  /**
+   * The reset form, as the real platform's web client behaves: "Log me out of all other
+   * sessions" (ticked by default) ends every session but this browser's when it is signed in to
+   * the same account, and every session otherwise; left unticked, the sessions stay.
+   */
+  const webReset = handle(
+    async (req, res, page) => {
+      const token = field(req, 'token');
+      const logoutOthers = field(req, 'logoutOtherSessions') === 'on';
+      let username: string;
+      try {
+        username = (await page.caller.accounts.resettable({ token })).resettable.username ?? '';
+      } catch {
+        return expiredLink(req, res, page, 'reset', token);
+      }
+      const password = field(req, 'password');
+      if (password !== field(req, 'confirmation')) {
+        resetPage(req, res, page, 400, token, username, logoutOthers, [{ field: 'confirmation', message: 'Passwords must match' }]);
+        return;
+      }
+      const here = page.viewer && !page.viewer.impersonator && page.viewer.profileId === username ? page.viewer : null;
+      if (page.viewer?.impersonator) throw new AppError('ForbiddenError', 'A password cannot be reset while impersonating');
+      const origin = originOf(req);
+      try {
+        await services.passwordReset.reset({ token, password }, origin, { endSessions: logoutOthers && !here });
+      } catch (error) {
+        const refusal = refusalOf(req, error);
+        if (refusal.errors.some((e) => e.field === 'token')) return expiredLink(req, res, page, 'reset', token);
+        resetPage(req, res, page, refusal.status, token, username, logoutOthers, refusal.errors);
+        return;
+      }
+      if (!here) return redirect(res, `${PAGES_PREFIX}/login`, 'password-reset');
+      if (logoutOthers) await page.caller.accounts.logoutOtherDevices();
+      redirect(res, `${PAGES_PREFIX}/security`, logoutOthers ? 'password-updated-others-out' : 'password-updated');
+    },
+    { post: true },
+  );
+  const webResetResend = handle(
+    async (req, res) => {
+      const sent = await services.passwordReset.requestFromLink(field(req, 'token'), originOf(req));
+      if (!sent) return redirect(res, `${PAGES_PREFIX}/reset`);
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=link&to=${encodeURIComponent(sent.maskedEmail)}`);
+    },
+    { post: true },
+  );
+
+  // ---- sign in, sign out -------------------------------------------------------------------------
+  const loginPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, next: string, errors?: FieldError[]) =>
+    sendPage(res, status, 'login', { ...frame(req, page, 'Sign in', { errors }), values, next });
+  const webLoginForm = handle(async (req, res, page) => {
+    const next = query(req, 'next');
+    if (page.viewer && !query(req, 'notice')) return redirect(res, safeNext(next));
+    loginPage(req, res, page, 200, {}, next);
+  });
+  /**
+   * Sign-in: the password is checked (`sessions.login`, the same call as `POST /login`, with its
+   * rate limits and its audit line), then the session starts (`useSession`). A second factor
+   * goes between the two: `login` then answers that one is needed instead of a session.
+   */
+  const webLogin = handle(
+    async (req, res, page) => {
+      const values = { email: field(req, 'email').trim() };
+      const next = field(req, 'next');
+      let session: IssuedSession;
+      try {
+        // 1. The password is checked.
+        session = await services.sessions.login({ id: values.email, password: field(req, 'password') }, originOf(req));
+      } catch (error) {
+        const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
+        loginPage(req, res, page, refusal.status, values, next, refusal.errors);
+        return;
+      }
+      // 2. The session starts.
+      useSession(req, res, session);
+      redirect(res, safeNext(next));
+    },
+    { post: true },
+  );
+  const webLogout = handle(
+    async (_req, res, page) => {
+      await page.caller.accounts.logout();
+      redirect(res, `${PAGES_PREFIX}/login`, 'signed-out');
+    },
+    { post: true },
+  );
+
+  // ---- password & security -------------------------------------------------------------------------
+  const securityPage = async (req: Request, res: Response, page: PageRequest & { viewer: Viewer }, status: number, errors?: FieldError[]) => {
+    const [{ sessions }, { events }, { consents }, profile] = await Promise.all([
+      page.caller.accounts.sessions(),
+      page.caller.accounts.securityEvents(),
+      page.caller.oidc.consents(),
+      services.profiles.simplifiedById(page.viewer.profileId),
+    ]);
+    sendPage(res, status, 'security', {
+      ...frame(req, page, 'Password & security', { errors, wide: true }),
+      sections: SECURITY_SECTIONS,
+      sessions,
+      events,
+      consents,
+      emails: profile.emails.map((email) => ({ email, preferred: email === profile.preferredEmail })),
+      when,
+      eventWords,
+      scopeWords: (scope: string) => SCOPE_WORDS[scope] ?? scope,
+    });
+  };
+  const webSecurity = signedIn(async (req, res, page) => securityPage(req, res, page, 200));
+  const webChangePassword = signedIn(
+    async (req, res, page) => {
+      const logoutOtherSessions = field(req, 'logoutOtherSessions') === 'on';
+      if (field(req, 'newPassword') !== field(req, 'confirmation')) {
+        return securityPage(req, res, page, 400, [{ field: 'confirmation', message: 'Passwords must match' }]);
+      }
+      try {
+        await page.caller.accounts.changePassword({ currentPassword: field(req, 'currentPassword'), newPassword: field(req, 'newPassword'), logoutOtherSessions });
+      } catch (error) {
+        const refusal = refusalOf(req, error);
+        return securityPage(req, res, page, refusal.status, refusal.errors);
+      }
+      redirect(res, `${PAGES_PREFIX}/security`, logoutOtherSessions ? 'password-changed-others-out' : 'password-changed');
+    },
+    { post: true },
+  );
+  const webAddEmail = signedIn(
+    async (req, res, page) => {
+      const alternate = field(req, 'alternate').trim();
+      try {
+        await page.caller.accounts.confirmEmail({ alternate });
+      } catch (error) {
+        const refusal = refusalOf(req, error);
+        return securityPage(req, res, page, refusal.status, refusal.errors);
+      }
+      redirect(res, `${PAGES_PREFIX}/confirm?email=${encodeURIComponent(alternate)}`, 'email-sent');
+    },
+    { post: true },
+  );
+  const webEndSession = signedIn(
+    async (req, res, page) => {
+      await page.caller.accounts.endSession({ id: field(req, 'id') });
+      redirect(res, `${PAGES_PREFIX}/security#sessions`, 'session-ended');
+    },
+    { post: true },
+  );
+  const webEndOtherSessions = signedIn(
+    async (_req, res, page) => {
+      await page.caller.accounts.logoutOtherDevices();
+      redirect(res, `${PAGES_PREFIX}/security#sessions`, 'others-ended');
+    },
+    { post: true },
+  );
+  const webRevokeApplication = signedIn(
+    async (req, res, page) => {
+      await page.caller.oidc.withdrawConsent({ clientId: field(req, 'clientId') });
+      redirect(res, `${PAGES_PREFIX}/security#applications`, 'revoked');
+    },
+    { post: true },
+  );
+
+  return {
+    webStylesheet,
+    webHome,
+    webSignupForm,
+    webSignup,
+    webCheckMail,
+    webResendMail,
+    webActivateForm,
+    webActivate,
+    webActivateResend,
+    webConfirmForm,
+    webConfirm,
+    webResetRequestForm,
+    webResetRequest,
+    webResetForm,
+    webReset,
+    webResetResend,
+    webLoginForm,
+    webLogin,
+    webLogout,
+    webSecurity,
+    webChangePassword,
+    webAddEmail,
+    webEndSession,
+    webEndOtherSessions,
+    webRevokeApplication,
+  } satisfies Record<string, RequestHandler>;
+}
+
+export type WebHandlers = ReturnType<typeof webHandlers>;

@@ -1,0 +1,75 @@
+/**
+ * How a page leaves the server: an `eta` template (which escapes every `<%= %>` by default:
+ * `autoEscape` is on and no template prints user data raw) inside the one layout, with a
+ * strict Content-Security-Policy (no script at all), `no-store`, and the request id, which
+ * every error page shows so that a person can quote it.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Eta } from 'eta';
+import type { Request, Response } from 'express';
+import { PAGES_PREFIX } from '../config.ts';
+import { toAppError } from '../errors.ts';
+
+const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
+
+/** One engine per process; templates are compiled once and cached. */
+const eta = new Eta({ views, autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
+
+/** What every page's template may read, besides its own data. */
+export interface PageFrame {
+  title: string;
+  /** The signed-in person's name and id, for the header; null for a guest. */
+  signedIn: { name: string; id: string } | null;
+  csrf: string;
+  requestId: string;
+  prefix: string;
+  /** A one-line notice after a redirect (post/redirect/get), shown in a status region. */
+  notice?: string | undefined;
+  /** The refusal to show in the error summary, and the fields it names. */
+  errors?: FieldError[] | undefined;
+  wide?: boolean;
+}
+
+export interface FieldError {
+  /** The input's id, for the summary's link; empty when no one field is at fault. */
+  field: string;
+  message: string;
+}
+
+/** Sends a rendered page with the pages' own headers. */
+export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>): void {
+  const html = eta.render(template, { ...data, prefix: PAGES_PREFIX });
+  res
+    .status(status)
+    .setHeader('Content-Security-Policy', "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .setHeader('Cache-Control', 'no-store')
+    .setHeader('Referrer-Policy', 'no-referrer')
+    .type('html')
+    .send(html);
+}
+
+/** The request id every page shows on an error (the same as the log line's and `X-Request-Id`). */
+export function requestIdOf(req: Request): string {
+  return String(req.id);
+}
+
+/**
+ * The refusal as a person reads it: every problem of an `AppError` (its message, and the field
+ * its path names, mapped to the page's input ids by `fieldOf`), or a generic one for anything
+ * unexpected, which `toAppError` logs with the request id.
+ */
+export function refusalOf(req: Request, error: unknown, fieldOf: (path: string) => string = defaultField): { status: number; errors: FieldError[] } {
+  const app = toAppError(error, undefined, req.log);
+  const items = app.errors ?? [{ message: app.message, details: app.details }];
+  const errors = items.map((item) => {
+    const at = item.details?.path;
+    return { field: typeof at === 'string' ? fieldOf(at) : '', message: item.message };
+  });
+  return { status: app.status, errors };
+}
+
+/** An API path (`content/names/0/first`) as an input id (`content-names-0-first`). */
+function defaultField(at: string): string {
+  return at.replaceAll('/', '-');
+}
