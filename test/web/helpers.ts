@@ -1,0 +1,68 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { lastMailTo } from '../helpers/outbox.ts';
+import type { TestServer } from '../helpers/server.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+/** Where the run writes a full-page screenshot of every page (committed; the README names it). */
+export const SCREENSHOTS = path.join(ROOT, 'docs/screenshots');
+const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js');
+
+/** A phone-sized desktop browser; `bypassCSP` only so that the test can inject axe-core. */
+export function newContext(browser: Browser, opts: { userAgent?: string; phone?: boolean } = {}): Promise<BrowserContext> {
+  return browser.newContext({
+    bypassCSP: true,
+    viewport: opts.phone ? { width: 390, height: 844 } : { width: 1000, height: 800 },
+    ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
+    locale: 'en-GB',
+  });
+}
+
+interface AxeResult {
+  violations: Array<{ id: string; help: string; nodes: Array<{ target: unknown }> }>;
+}
+
+/**
+ * The page passes axe-core's WCAG 2.1 A and AA rules (no violation at all), and its full-page
+ * screenshot is written to `docs/screenshots/<name>.png`.
+ */
+export async function checkPage(page: Page, name: string): Promise<void> {
+  await page.addScriptTag({ path: AXE });
+  const result = await page.evaluate(
+    () =>
+      (window as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<AxeResult> } }).axe.run(document, {
+        runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+      }),
+  );
+  expect(result.violations.map((v) => `${v.id} (${v.help}): ${v.nodes.map((n) => JSON.stringify(n.target)).join(', ')}`), `axe on ${name}`).toEqual([]);
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** The link of the newest mail to an address whose path is `pathname` (under the pages' prefix). */
+export async function linkInMail(server: TestServer, to: string, pathname: string): Promise<string> {
+  const mail = await lastMailTo(server.dataDir, to);
+  const link = mail.text.match(/https?:\/\/\S+/g)?.find((url) => new URL(url).pathname === pathname);
+  if (!link) throw new Error(`no ${pathname} link in the mail "${mail.subject}" to ${to}:\n${mail.text}`);
+  return link;
+}
+
+export async function codeInMail(server: TestServer, to: string): Promise<string> {
+  const mail = await lastMailTo(server.dataDir, to);
+  const code = /\b(\d{6})\b/.exec(mail.text)?.[1];
+  if (!code) throw new Error(`no code in the mail to ${to}:\n${mail.text}`);
+  return code;
+}
+
+/** Signs in on the pages. */
+export async function signIn(page: Page, server: TestServer, id: string, password: string): Promise<void> {
+  await page.goto(`${server.url}/account/login`);
+  await page.getByLabel('Email or profile id').fill(id);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Password & security' }).waitFor();
+}
+
+export const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1';

@@ -1,0 +1,267 @@
+/**
+ * A signed-up person in Chromium: signing in and out, resetting the password from the mailed
+ * link with and without "Log me out of all other sessions", an expired reset link's one-click
+ * renewal, changing the password on "Password & security", seeing and ending another session
+ * (a phone's), and revoking an application signed into through our OpenID Connect provider.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as client from 'openid-client';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../helpers/browser.ts';
+import { TestClock } from '../helpers/clock.ts';
+import { lastMailTo } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { admin } from '../oidc/helpers.ts';
+import { checkPage, IPHONE, linkInMail, newContext, signIn } from './helpers.ts';
+
+let server: TestServer;
+let browser: Browser;
+const clock = new TestClock();
+
+beforeAll(async () => {
+  server = await startServer({}, undefined, { now: clock.now });
+  browser = await launchBrowser();
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Whether a browser's session still opens the security page. */
+async function stillSignedIn(page: Page): Promise<boolean> {
+  await page.goto(`${server.url}/account/security`);
+  return (await page.getByRole('heading', { name: 'Password & security' }).count()) === 1;
+}
+
+async function requestReset(page: Page, email: string): Promise<string> {
+  await page.goto(`${server.url}/account/reset`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByRole('button', { name: 'Send the reset link' }).click();
+  await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+  return linkInMail(server, email, '/account/user/password');
+}
+
+describe('signing in and out', () => {
+  it('signs in (a wrong password is refused), shows who is signed in, and signs out', async () => {
+    const person = await createActiveUser(server, { fullname: 'Ada Lovelace' });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${server.url}/account/login`);
+    await checkPage(page, 'sign-in');
+    await page.getByLabel('Email or profile id').fill(person.email);
+    await page.getByLabel('Password', { exact: true }).fill('Wrong-Horse-9');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Invalid username or password');
+    await checkPage(page, 'sign-in-error');
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Password & security' }).waitFor();
+    expect(await page.locator('main').textContent()).toContain(person.id);
+    // The sign-in is in the person's recent events, with this browser.
+    expect(await page.locator('#events').textContent()).toMatch(/Signed in.*Chrom/s);
+
+    await page.getByRole('button', { name: /Sign out/ }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('You are signed out');
+    expect(await stillSignedIn(page)).toBe(false);
+    expect(new URL(page.url()).pathname).toBe('/account/login');
+    await context.close();
+  });
+
+  it('refuses a form without its CSRF token, with the request id to quote', async () => {
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${server.url}/account/login`);
+    await page.locator('input[name=csrf]').evaluate((input) => ((input as HTMLInputElement).value = 'forged'));
+    await page.getByLabel('Email or profile id').fill('someone@example.org');
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    const answer = page.waitForResponse((res) => res.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const response = await answer;
+    expect(response.status()).toBe(403);
+    await page.getByRole('heading', { name: 'This did not work' }).waitFor();
+    expect(await page.locator('main').textContent()).toContain(response.headers()['x-request-id']);
+    await checkPage(page, 'error');
+    await context.close();
+  });
+});
+
+describe('resetting the password from the mail', () => {
+  it('with "Log me out of all other sessions" (the default), every session ends', async () => {
+    const person = await createActiveUser(server, { fullname: 'Emmy Noether' });
+    const phone = await newContext(browser, { userAgent: IPHONE });
+    await signIn(await phone.newPage(), server, person.email, PASSWORD);
+
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${server.url}/account/reset`);
+    await checkPage(page, 'reset-request');
+    const link = await requestReset(page, person.email);
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'Reset Password' }).waitFor();
+    expect(await page.getByLabel('Log me out of all other sessions').isChecked()).toBe(true);
+    await checkPage(page, 'reset-password');
+    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-10');
+    await page.getByLabel('Confirm New Password').fill('Other-Horse-10');
+    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Passwords must match');
+    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-10');
+    await page.getByLabel('Confirm New Password').fill('New-Horse-10');
+    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Please sign in with your new password');
+
+    expect(await stillSignedIn(await phone.newPage())).toBe(false);
+    await signIn(page, server, person.email, 'New-Horse-10');
+    expect(await page.locator('#events').textContent()).toContain('Password reset from a mailed link');
+    // The link is used up.
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'This link no longer works' }).waitFor();
+    await phone.close();
+    await context.close();
+  });
+
+  it('without it, the other sessions stay; signed in here, this session stays too', async () => {
+    const person = await createActiveUser(server, { fullname: 'Lise Meitner' });
+    const phone = await newContext(browser, { userAgent: IPHONE });
+    await signIn(await phone.newPage(), server, person.email, PASSWORD);
+
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await signIn(page, server, person.email, PASSWORD);
+    const link = await requestReset(page, person.email);
+    await page.goto(link);
+    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-11');
+    await page.getByLabel('Confirm New Password').fill('New-Horse-11');
+    await page.getByLabel('Log me out of all other sessions').uncheck();
+    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await page.getByRole('heading', { name: 'Password & security' }).waitFor();
+    expect(await page.getByRole('status').textContent()).toBe('Your password has been updated.');
+    expect(await stillSignedIn(await phone.newPage())).toBe(true);
+
+    // Ticked while signed in here: this session stays, the phone's ends.
+    const again = await requestReset(page, person.email);
+    await page.goto(again);
+    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-12');
+    await page.getByLabel('Confirm New Password').fill('New-Horse-12');
+    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await page.getByRole('heading', { name: 'Password & security' }).waitFor();
+    expect(await page.getByRole('status').textContent()).toContain('all other sessions have been logged out');
+    expect(await stillSignedIn(page)).toBe(true);
+    expect(await stillSignedIn(await phone.newPage())).toBe(false);
+    await phone.close();
+    await context.close();
+  });
+
+  it('an expired reset link says so and sends a new one in one click', async () => {
+    const person = await createActiveUser(server, { fullname: 'Marie Curie' });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    const old = await requestReset(page, person.email);
+    clock.advance(2 * 60 * 60 * 1000);
+    await page.goto(old);
+    await page.getByRole('heading', { name: 'This link no longer works' }).waitFor();
+    await page.getByRole('button', { name: 'Send me a new link' }).click();
+    await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+    await expect.poll(async () => linkInMail(server, person.email, '/account/user/password')).not.toBe(old);
+    await page.goto(await linkInMail(server, person.email, '/account/user/password'));
+    await page.getByRole('heading', { name: 'Reset Password' }).waitFor();
+    await context.close();
+  });
+});
+
+describe('password & security', () => {
+  let context: BrowserContext;
+  let phone: BrowserContext;
+  let page: Page;
+  let person: { id: string; email: string };
+  let app: Server;
+
+  beforeAll(async () => {
+    person = await createActiveUser(server, { fullname: 'Chien-Shiung Wu' });
+    phone = await newContext(browser, { userAgent: IPHONE, phone: true });
+    await signIn(await phone.newPage(), server, person.email, PASSWORD);
+    context = await newContext(browser);
+    page = await context.newPage();
+    await signIn(page, server, person.email, PASSWORD);
+    app = createServer((_req, res) => res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>'));
+    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+  }, 60_000);
+  afterAll(async () => {
+    await phone?.close();
+    await context?.close();
+    await new Promise<void>((resolve) => app.close(() => resolve()));
+  });
+
+  it('shows the sessions with browser, system and address, and ends the phone’s', async () => {
+    await page.goto(`${server.url}/account/security`);
+    const sessions = page.locator('#sessions');
+    expect(await sessions.textContent()).toContain('this browser');
+    expect(await sessions.textContent()).toMatch(/Safari 17 on iOS 17/);
+    expect(await sessions.textContent()).toContain('127.0.0.1');
+    await checkPage(page, 'security');
+    const phonePage = await phone.newPage();
+    await phonePage.goto(`${server.url}/account/security`);
+    await checkPage(phonePage, 'security-phone');
+
+    await page.getByRole('button', { name: /End this session.*Safari/ }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('The session was ended');
+    expect(await page.locator('#sessions').textContent()).not.toMatch(/Safari/);
+    expect(await stillSignedIn(phonePage)).toBe(false);
+  });
+
+  it('changes the password: the current one is required, other sessions end, a mail tells', async () => {
+    const other = await newContext(browser, { userAgent: IPHONE });
+    await signIn(await other.newPage(), server, person.email, PASSWORD);
+    await page.goto(`${server.url}/account/security`);
+    await page.getByLabel('Current password').fill('Wrong-Horse-9');
+    await page.getByLabel('New password', { exact: true }).fill('Brand-New-Horse-1');
+    await page.getByLabel('Confirm new password').fill('Brand-New-Horse-1');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('The current password is not correct');
+    await checkPage(page, 'security-error');
+
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByLabel('New password', { exact: true }).fill('Brand-New-Horse-1');
+    await page.getByLabel('Confirm new password').fill('Brand-New-Horse-1');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Your password was changed, and every other session was signed out');
+    expect(await stillSignedIn(page)).toBe(true);
+    expect(await stillSignedIn(await other.newPage())).toBe(false);
+    expect(await page.locator('#events').textContent()).toContain('Password changed');
+    expect((await lastMailTo(server.dataDir, person.email)).subject).toBe('Your password was changed');
+    await other.close();
+  });
+
+  it('lists an application signed into through our provider, with its scopes, and revokes it', async () => {
+    const callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
+    await admin(server, 'oidc-client', 'add', '--id', 'paper-finder', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
+    await admin(server, 'oidc-client', 'approve', 'paper-finder');
+    const rp = await client.discovery(new URL(server.url), 'paper-finder', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+    const verifier = client.randomPKCECodeVerifier();
+    const url = client.buildAuthorizationUrl(rp, {
+      redirect_uri: callback,
+      scope: 'openid profile email',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state: client.randomState(),
+    });
+    // Signed in on the pages, so signed in for the provider: straight to its consent page.
+    await page.goto(url.toString());
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((u) => u.toString().startsWith(callback));
+
+    await page.goto(`${server.url}/account/security`);
+    const apps = page.locator('#applications');
+    expect(await apps.textContent()).toContain('Paper Finder');
+    expect(await apps.textContent()).toContain('See your email address and whether it is confirmed');
+    await checkPage(page, 'security-with-application');
+    await page.getByRole('button', { name: /Revoke access.*Paper Finder/ }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('can no longer sign you in');
+    expect(await page.locator('#applications').textContent()).toContain('You have not signed in to any application');
+    // The next sign-in to it asks for consent again.
+    await page.goto(url.toString());
+    await page.getByRole('button', { name: 'Allow' }).waitFor();
+  });
+});
