@@ -74,7 +74,9 @@ describe('signing in and out', () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(`${server.url}/account/login`);
-    await page.locator('input[name=csrf]').evaluate((input) => ((input as HTMLInputElement).value = 'forged'));
+    await page.locator('input[name=csrf]').first().evaluate((input) => {
+      (input as unknown as { value: string }).value = 'forged';
+    });
     await page.getByLabel('Email or profile id').fill('someone@example.org');
     await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
     const answer = page.waitForResponse((res) => res.request().method() === 'POST');

@@ -86,10 +86,12 @@ describe('signing up and activating in a real browser', () => {
     await page.getByRole('heading', { name: 'Password & security' }).waitFor();
     expect(await page.getByRole('status').textContent()).toContain('Your profile is active and you are signed in');
     // The session is the API's: the same cookies answer `GET /profiles`.
-    const profiles = await page.evaluate(async () => (await fetch('/profiles')).json());
-    expect(profiles.profiles[0].content.names.map((n: { username: string }) => n.username)).toEqual(['~Rosalind_Franklin1', '~Rosalind_Elsie_Franklin1']);
-    expect(profiles.profiles[0].content.emails).toEqual(expect.arrayContaining(['rosalind@example.org', 'rf@kings.example.org']));
-    expect(profiles.profiles[0].state).toBe('Active Automatic');
+    const profiles = (await page.evaluate(async () => (await fetch('/profiles')).json())) as {
+      profiles: Array<{ state: string; content: { names: Array<{ username: string }>; emails: string[] } }>;
+    };
+    expect(profiles.profiles[0]?.content.names.map((n) => n.username)).toEqual(['~Rosalind_Franklin1', '~Rosalind_Elsie_Franklin1']);
+    expect(profiles.profiles[0]?.content.emails).toEqual(expect.arrayContaining(['rosalind@example.org', 'rf@kings.example.org']));
+    expect(profiles.profiles[0]?.state).toBe('Active Automatic');
 
     // Confirming another email by its link (the address and the code entered there)...
     await page.getByLabel('Add an email').fill('franklin@birkbeck.example.org');

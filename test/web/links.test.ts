@@ -1,0 +1,63 @@
+/**
+ * Where the mailed links and the sign-in provider send a person: to these pages when `WEB_URL`
+ * is left unset (`${BASE_URL}/account`), to a separate frontend when it names one, with the
+ * paths the real platform's web client serves.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
+import { Client } from '../helpers/http.ts';
+import { lastMailTo } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser } from '../helpers/users.ts';
+import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
+
+describe('WEB_URL', () => {
+  it('defaults to the pages under BASE_URL, while the provider keeps its own sign-in pages', () => {
+    expect(loadConfig({ BASE_URL: 'https://review.example.org' })).toMatchObject({ webUrl: 'https://review.example.org/account', signInPagesUrl: 'https://review.example.org' });
+    expect(loadConfig({ BASE_URL: 'https://review.example.org', WEB_URL: 'https://web.example.org/' })).toMatchObject({
+      webUrl: 'https://web.example.org',
+      signInPagesUrl: 'https://web.example.org',
+    });
+  });
+
+  describe('left unset', () => {
+    let server: TestServer;
+    beforeAll(async () => {
+      server = await startServer();
+    });
+    afterAll(async () => server.close());
+
+    it('mails links to these pages, and the provider’s "Forgot your password?" leads to them', async () => {
+      await new Client(server.url).post('/register', { email: 'new@example.org', password: 'Correct-Horse-9', fullname: 'New Person', token: 'dev-ok' });
+      expect((await lastMailTo(server.dataDir, 'new@example.org')).text).toContain(`${server.url}/account/profile/activate?token=`);
+      const user = await createActiveUser(server);
+      await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
+      expect((await lastMailTo(server.dataDir, user.email)).text).toContain(`${server.url}/account/user/password?token=`);
+
+      await registerClient(server, 'links-app');
+      const { url } = await authorizationRequest(await relyingParty(server, 'links-app'));
+      const res = await fetch(url, { redirect: 'manual' });
+      const login = new URL(res.headers.get('location') ?? '', server.url);
+      expect(`${login.origin}${login.pathname}`).toBe(`${server.url}/oidc/login`);
+      const html = await (await fetch(login)).text();
+      expect(html).toContain(`href="${server.url}/account/reset"`);
+    });
+  });
+
+  describe('naming a separate frontend', () => {
+    let server: TestServer;
+    beforeAll(async () => {
+      server = await startServer({ WEB_URL: 'https://web.example.org' });
+    });
+    afterAll(async () => server.close());
+
+    it('mails the real web client’s paths on it, and the provider sends sign-ins there', async () => {
+      await new Client(server.url).post('/register', { email: 'new@example.org', password: 'Correct-Horse-9', fullname: 'New Person', token: 'dev-ok' });
+      expect((await lastMailTo(server.dataDir, 'new@example.org')).text).toContain('https://web.example.org/profile/activate?token=');
+      await registerClient(server, 'links-app');
+      const { url } = await authorizationRequest(await relyingParty(server, 'links-app'));
+      const res = await fetch(url, { redirect: 'manual' });
+      expect(res.headers.get('location')).toMatch(/^https:\/\/web\.example\.org\/oidc\/login\?interaction=/);
+    });
+  });
+});
