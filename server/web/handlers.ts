@@ -238,7 +238,9 @@ export function webHandlers(services: Services, config: Config) {
   const days = (seconds: number) => (seconds >= 86400 ? `${Math.round(seconds / 86400)} days` : seconds >= 3600 ? `${Math.round(seconds / 3600)} hours` : `${Math.round(seconds / 60)} minutes`);
   const webCheckMail = handle(async (req, res, page) => {
     const kind = query(req, 'kind') === 'reset' ? 'reset' : query(req, 'kind') === 'link' ? 'link' : 'signup';
-    const email = query(req, 'email') || query(req, 'to');
+    // Only an address (or a masked one) is shown: a crafted link cannot make the page say anything else.
+    const given = query(req, 'email') || query(req, 'to');
+    const email = /^[^\s@<>]{1,64}@[\w.-]{1,253}$/u.test(given) ? given : 'the address you gave';
     if (kind === 'link') {
       sendPage(res, 200, 'message', {
         ...frame(req, page, 'Check your mail'),

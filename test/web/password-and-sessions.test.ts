@@ -211,6 +211,22 @@ describe('password & security', () => {
     await expect.poll(() => page.getByRole('status').textContent()).toContain('The session was ended');
     expect(await page.locator('#sessions').textContent()).not.toMatch(/Safari/);
     expect(await stillSignedIn(phonePage)).toBe(false);
+
+    // "End all other sessions" ends every other at once.
+    const tablet = await newContext(browser, { userAgent: IPHONE });
+    const desktop = await newContext(browser);
+    await signIn(await tablet.newPage(), server, person.email, PASSWORD);
+    await signIn(await desktop.newPage(), server, person.email, PASSWORD);
+    await page.goto(`${server.url}/account/security`);
+    expect(await page.getByRole('button', { name: /End this session/ }).count()).toBe(2);
+    await page.getByRole('button', { name: 'End all other sessions' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Every other session was ended');
+    expect(await page.getByRole('button', { name: /End this session/ }).count()).toBe(0);
+    expect(await stillSignedIn(await tablet.newPage())).toBe(false);
+    expect(await stillSignedIn(await desktop.newPage())).toBe(false);
+    expect(await stillSignedIn(page)).toBe(true);
+    await tablet.close();
+    await desktop.close();
   });
 
   it('changes the password: the current one is required, other sessions end, a mail tells', async () => {

@@ -150,6 +150,7 @@ describe('signing up and activating in a real browser', () => {
     await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
     // It says where the mail went, masked: whoever holds an old link learns no address.
     expect(await page.locator('main').textContent()).toContain('d•••@example.org');
+    await checkPage(page, 'new-link-sent');
     await expect.poll(async () => (await readOutbox(server.dataDir)).filter((m) => m.to === 'dorothy@example.org').length).toBe(2);
     const fresh = await linkInMail(server, 'dorothy@example.org', '/account/profile/activate');
     expect(fresh).not.toBe(old);
