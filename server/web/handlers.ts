@@ -427,6 +427,7 @@ export function webHandlers(services: Services, config: Config) {
         sendPage(res, 400, 'message', {
           ...frame(req, page, 'Nothing to send'),
           heading: 'There is nothing to activate',
+          isError: true,
           paragraphs: ['This link belongs to no account that still waits for activation: it may be active already, or the link was never ours.'],
           action: { href: `${PAGES_PREFIX}/login`, label: 'Sign in' },
         });

@@ -1,0 +1,94 @@
+/**
+ * The pages' forms as an attacker sends them, without a browser: no CSRF token, a wrong one, a
+ * cross-site POST, empty and odd forms, markup in a field. None is answered 5xx, every refusal
+ * is a page with the request id, and what is echoed back is escaped.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '../../server/http/routes.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(async () => server.close());
+
+const FORM_PATHS = routes.filter((r) => r.path.startsWith('/account') && r.method === 'post').map((r) => r.path);
+
+/** A browser's CSRF cookie and the token its forms carry. */
+async function csrf(): Promise<{ cookie: string; token: string }> {
+  const res = await fetch(`${server.url}/account/login`);
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('service.csrf='))?.split(';')[0] ?? '';
+  const token = /name="csrf" value="([^"]+)"/.exec(await res.text())?.[1] ?? '';
+  expect(cookie).not.toBe('');
+  expect(cookie).toBe(`service.csrf=${token}`);
+  return { cookie, token };
+}
+
+function post(path: string, form: Record<string, string>, headers: Record<string, string> = {}) {
+  return fetch(`${server.url}${path}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(form).toString(),
+  });
+}
+
+describe('the pages’ forms', () => {
+  it('has forms to check', () => {
+    expect(FORM_PATHS.length).toBeGreaterThanOrEqual(15);
+  });
+
+  it.each(FORM_PATHS)('POST %s without the CSRF cookie, or with another token, is a 403 page with the request id', async (path) => {
+    const { cookie } = await csrf();
+    for (const res of [await post(path, { csrf: 'x'.repeat(32) }), await post(path, { csrf: 'x'.repeat(32) }, { cookie })]) {
+      expect(res.status).toBe(403);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      const html = await res.text();
+      expect(html).toContain('did not come from this site');
+      expect(html).toContain(res.headers.get('x-request-id'));
+    }
+  });
+
+  it.each(FORM_PATHS)('POST %s from another site is refused even with the right token', async (path) => {
+    const { cookie, token } = await csrf();
+    const res = await post(path, { csrf: token }, { cookie, 'sec-fetch-site': 'cross-site' });
+    expect(res.status).toBe(403);
+  });
+
+  it.each(FORM_PATHS)('POST %s with an empty or odd form is never a 5xx', async (path) => {
+    const { cookie, token } = await csrf();
+    const forms: Array<Record<string, string>> = [{}, { token: 'x', email: 'not an email', id: '../../etc', intent: 'nonsense', password: 'a'.repeat(5000) }];
+    for (const form of forms) {
+      const res = await post(path, { csrf: token, ...form }, { cookie });
+      expect(res.status, `${path} ${JSON.stringify(form).slice(0, 60)}`).toBeLessThan(500);
+      if (res.status >= 400) expect(await res.text()).toContain(res.headers.get('x-request-id'));
+    }
+  });
+
+  it('escapes what it echoes back', async () => {
+    const { cookie, token } = await csrf();
+    const res = await post('/account/signup', { csrf: token, fullname: '<script>alert(1)</script>', email: '"><img src=x onerror=alert(1)>@example.org', password: 'short', token: 'dev-ok' }, { cookie });
+    expect(res.status).toBe(400);
+    const html = await res.text();
+    expect(html).not.toContain('<script>alert(1)');
+    expect(html).not.toContain('<img src=x');
+    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+  });
+
+  it('sends a person who is not signed in to sign in first, and never elsewhere after', async () => {
+    const res = await fetch(`${server.url}/account/security`, { redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/account/login?next=%2Faccount%2Fsecurity&notice=sign-in-first');
+    const page = await (await fetch(`${server.url}/account/login?next=https://evil.example.org/`)).text();
+    expect(page).toContain('name="next" value="https://evil.example.org/"');
+    // Signing in with that `next` lands on our own page, not the other site.
+    const { cookie, token } = await csrf();
+    const { createActiveUser, PASSWORD } = await import('../helpers/users.ts');
+    const user = await createActiveUser(server);
+    const signedIn = await post('/account/login', { csrf: token, email: user.email, password: PASSWORD, next: '//evil.example.org/' }, { cookie });
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.get('location')).toBe('/account/security');
+  });
+});
