@@ -9,6 +9,12 @@ import type { RefreshOutcome, RequestOrigin, Viewer } from './viewer.ts';
 /** How many entries of the audit trail the security page shows. */
 const EVENTS_SHOWN = 30;
 
+/**
+ * How long a sign-in stays in the audit log: every sign-in writes a line, so they are let go
+ * after 90 days (the periodic clean-up); every other security event is kept.
+ */
+export const SIGN_INS_KEPT_MS = 90 * 24 * 60 * 60 * 1000;
+
 /** A User-Agent read by bowser: the browser, the system and the kind of device, each null when unknown. */
 export function describeDevice(userAgent: string | null | undefined): { browser: string | null; os: string | null; platform: string | null } {
   if (!userAgent) return { browser: null, os: null, platform: null };
@@ -105,5 +111,10 @@ export class SecurityService extends AccountsPart {
       const device = describeDevice(text('userAgent'));
       return { action: entry.action, at: entry.at, actor: entry.actor, address: text('address'), browser: device.browser, os: device.os };
     });
+  }
+
+  /** Lets go of sign-ins older than `SIGN_INS_KEPT_MS` (the sweeper's). */
+  async sweep(): Promise<void> {
+    await this.d.repo.settings.deleteAudit('sign-in', this.now() - SIGN_INS_KEPT_MS);
   }
 }

@@ -4,6 +4,7 @@
  * their browser and address, ending another one, and the recent security events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../helpers/clock.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -95,5 +96,24 @@ describe('password & security procedures', () => {
     const laptop = await signedIn(user.email, PASSWORD, FIREFOX);
     const events = (await laptop.get('/security/events')).body.events;
     expect(events[0]).toMatchObject({ action: 'sign-in', actor: user.id, address: '127.0.0.1', browser: 'Firefox 132', os: 'Windows 10' });
+  });
+
+  it('lets sign-ins go after 90 days, and keeps the other events', async () => {
+    const clock = new TestClock();
+    const own = await startServer({}, undefined, { now: clock.now });
+    try {
+      const user = await createActiveUser(own);
+      const first = new Client(own.url);
+      await first.post('/login', { id: user.email, password: PASSWORD });
+      await first.post('/password', { currentPassword: PASSWORD, newPassword: 'Brand-New-Horse-3' });
+      clock.advance(91 * 24 * 60 * 60 * 1000);
+      expect(await own.service.sweep()).toBe(true);
+      const later = new Client(own.url);
+      await later.post('/login', { id: user.email, password: 'Brand-New-Horse-3' });
+      const actions = (await later.get('/security/events')).body.events.map((e: { action: string }) => e.action);
+      expect(actions).toEqual(['sign-in', 'password:change']);
+    } finally {
+      await own.close();
+    }
   });
 });

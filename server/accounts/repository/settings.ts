@@ -47,6 +47,11 @@ export class SettingsRepository {
     }));
   }
 
+  /** Deletes the entries of one action written before `before` (ms). */
+  async deleteAudit(action: string, before: number): Promise<void> {
+    await this.#db('audit_log').where({ action }).where('at', '<', before).delete();
+  }
+
   async audit(entry: AuditEntry, now: number): Promise<void> {
     await this.#db('audit_log').insert({
       at: now,
