@@ -20,7 +20,7 @@ server.requestTimeout = 60 * 60 * 1000;
 server.listen(config.port, config.host, () => {
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address);
-  logger.info({ address: where, dataDir: config.dataDir, mail: config.smtpUrl ? 'smtp' : 'outbox' }, 'listening');
+  logger.info({ address: where, pages: config.webUrl, dataDir: config.dataDir, mail: config.smtpUrl ? 'smtp' : 'outbox' }, 'listening');
   console.log(`Listening on ${where}`);
 });
 

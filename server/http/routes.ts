@@ -343,6 +343,7 @@ export const routes: Route[] = [
   { kind: 'allow', method: 'options', path: '/oidc/pages.css' },
   // ---- the account pages (`server/web/`): WEB_URL's default. Forms carry CSRF tokens bound to the
   // browser (`server/web/csrf.ts`) instead of the same-origin rule, which refuses form bodies ----
+  { kind: 'page', method: 'get', path: '/', body: 'none', handler: 'webRoot' },
   { kind: 'page', method: 'get', path: '/account', body: 'none', handler: 'webHome' },
   { kind: 'page', method: 'get', path: '/account/pages.css', body: 'none', handler: 'webStylesheet' },
   { kind: 'page', method: 'get', path: '/account/signup', body: 'none', handler: 'webSignupForm' },

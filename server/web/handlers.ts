@@ -206,6 +206,10 @@ export function webHandlers(services: Services, config: Config) {
   const webStylesheet: RequestHandler = (_req, res) => {
     res.type('css').setHeader('Cache-Control', 'public, max-age=3600').send(PAGES_STYLESHEET);
   };
+  /** The service's address itself leads a person to the web application: these pages, or the frontend WEB_URL names. */
+  const webRoot: RequestHandler = (_req, res) => {
+    res.redirect(303, config.webUrl);
+  };
   const webHome = handle(async (_req, res, page) => {
     redirect(res, `${PAGES_PREFIX}/${page.viewer ? 'security' : 'login'}`);
   });
@@ -655,6 +659,7 @@ export function webHandlers(services: Services, config: Config) {
 
   return {
     webStylesheet,
+    webRoot,
     webHome,
     webSignupForm,
     webSignup,

@@ -41,6 +41,10 @@ describe('WEB_URL', () => {
       expect(`${login.origin}${login.pathname}`).toBe(`${server.url}/oidc/login`);
       const html = await (await fetch(login)).text();
       expect(html).toContain(`href="${server.url}/account/reset"`);
+      // The service's own address leads to the pages.
+      const root = await fetch(`${server.url}/`, { redirect: 'manual' });
+      expect(root.status).toBe(303);
+      expect(root.headers.get('location')).toBe(`${server.url}/account`);
     });
   });
 
