@@ -10,6 +10,7 @@
  * that succeeds answers with a redirect (post/redirect/get) to a page that says what happened.
  * The session is the API's: the same cookies `POST /login` sets.
  */
+import { TRPCError } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
 import { ACCESS_TOKEN_COOKIE, AppError, REFRESH_TOKEN_COOKIE, type ActivatableResult, type ProfileContent } from '../../shared/index.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from '../accounts/viewer.ts';
@@ -102,6 +103,12 @@ function field(req: Request, name: string): string {
 function query(req: Request, name: string): string {
   const value: unknown = req.query[name];
   return typeof value === 'string' ? value : '';
+}
+
+/** Whether an error is the service refusing the request (a 4xx), not something going wrong (logged, an error page). */
+function isRefusal(error: unknown): boolean {
+  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  return cause instanceof AppError && cause.status < 500;
 }
 
 /** Where to go after signing in: a page of ours only (never another site: no open redirect). */
@@ -344,7 +351,7 @@ export function webHandlers(services: Services, config: Config) {
     try {
       data = await page.caller.accounts.activatable({ token });
     } catch (error) {
-      if (error instanceof Error && refusalOf(req, error).status < 500) return expiredLink(req, res, page, 'activation', token);
+      if (isRefusal(error)) return expiredLink(req, res, page, 'activation', token);
       throw error;
     }
     const name = data.profile.content?.names?.[0];
@@ -357,8 +364,9 @@ export function webHandlers(services: Services, config: Config) {
       let data: ActivatableResult;
       try {
         data = await page.caller.accounts.activatable({ token });
-      } catch {
-        return expiredLink(req, res, page, 'activation', token);
+      } catch (error) {
+        if (isRefusal(error)) return expiredLink(req, res, page, 'activation', token);
+        throw error;
       }
       const values = activateValues(req);
       const intent = field(req, 'intent') || 'activate';
@@ -495,7 +503,7 @@ export function webHandlers(services: Services, config: Config) {
       const { resettable } = await page.caller.accounts.resettable({ token });
       resetPage(req, res, page, 200, token, resettable.username ?? '', true);
     } catch (error) {
-      if (refusalOf(req, error).status < 500) return expiredLink(req, res, page, 'reset', token);
+      if (isRefusal(error)) return expiredLink(req, res, page, 'reset', token);
       throw error;
     }
   });
@@ -511,8 +519,9 @@ export function webHandlers(services: Services, config: Config) {
       let username: string;
       try {
         username = (await page.caller.accounts.resettable({ token })).resettable.username ?? '';
-      } catch {
-        return expiredLink(req, res, page, 'reset', token);
+      } catch (error) {
+        if (isRefusal(error)) return expiredLink(req, res, page, 'reset', token);
+        throw error;
       }
       const password = field(req, 'password');
       if (password !== field(req, 'confirmation')) {

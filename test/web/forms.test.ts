@@ -66,6 +66,14 @@ describe('the pages’ forms', () => {
     }
   });
 
+  it.each(['/account/profile/activate', '/account/user/password'])('GET %s with a made-up, an empty or no token says the link no longer works', async (path) => {
+    for (const suffix of ['?token=made-up', '?token=', '', `?token=${'a'.repeat(5000)}`]) {
+      const res = await fetch(`${server.url}${path}${suffix}`);
+      expect(res.status, suffix.slice(0, 20)).toBe(400);
+      expect(await res.text()).toContain('This link no longer works');
+    }
+  });
+
   it('escapes what it echoes back', async () => {
     const { cookie, token } = await csrf();
     const res = await post('/account/signup', { csrf: token, fullname: '<script>alert(1)</script>', email: '"><img src=x onerror=alert(1)>@example.org', password: 'short', token: 'dev-ok' }, { cookie });
