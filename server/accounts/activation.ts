@@ -9,7 +9,7 @@ import {
 } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
-import { addressKey } from './ids.ts';
+import { addressKey, maskEmail } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin } from './viewer.ts';
 import { AccountsPart } from './part.ts';
@@ -21,12 +21,6 @@ const INVALID_ACTIVATION = 'Activation token is not valid';
 
 /** The setting that sends new profiles without an institutional email to moderation. */
 export const MODERATION_SETTING = 'moderation';
-
-/** An address as a page may show it to the holder of an old link: `r•••@example.org`. */
-export function maskEmail(email: string): string {
-  const at = email.lastIndexOf('@');
-  return `${email.slice(0, Math.min(1, at))}•••${email.slice(at)}`;
-}
 
 /** Whether an email's domain is an institution's domain or one of its subdomains. */
 export function isInstitutional(email: string, domains: readonly string[]): boolean {

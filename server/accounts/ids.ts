@@ -42,3 +42,9 @@ export function addressKey(address: string): string {
     .map((g) => (Number.parseInt(g, 16) || 0).toString(16))
     .join(':')}::/64`;
 }
+
+/** An address as a page may show it to the holder of an old link: `r•••@example.org`. */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  return `${email.slice(0, Math.min(1, at))}•••${email.slice(at)}`;
+}

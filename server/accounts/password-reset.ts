@@ -1,11 +1,10 @@
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
-import { addressKey } from './ids.ts';
+import { addressKey, maskEmail } from './ids.ts';
 import { normaliseId } from './repository.ts';
 import type { RequestOrigin } from './viewer.ts';
 import { AccountsPart } from './part.ts';
 import { preferredEmail } from './profiles.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
-import { maskEmail } from './activation.ts';
 import { hashSecret } from '../secrets.ts';
 
 const INVALID_RESET = 'Reset token is not valid';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressKey, normaliseEmail, normaliseId } from '../../server/accounts/ids.ts';
+import { addressKey, maskEmail, normaliseEmail, normaliseId } from '../../server/accounts/ids.ts';
 
 describe('normaliseId', () => {
   it('trims white space and invisible characters of any kind, and lower-cases emails', () => {
@@ -30,5 +30,13 @@ describe('addressKey', () => {
     expect(addressKey('::1')).toBe('0:0:0:0::/64');
     expect(addressKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
     expect(addressKey('local')).toBe('local');
+  });
+});
+
+describe('maskEmail', () => {
+  it('keeps the first character and the domain only', () => {
+    expect(maskEmail('dorothy@example.org')).toBe('d•••@example.org');
+    expect(maskEmail('d@example.org')).toBe('d•••@example.org');
+    expect(maskEmail('first.last+tag@sub.example.org')).toBe('f•••@sub.example.org');
   });
 });
