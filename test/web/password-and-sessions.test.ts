@@ -51,6 +51,13 @@ describe('signing in and out', () => {
     const page = await context.newPage();
     await page.goto(`${server.url}/account/login`);
     await checkPage(page, 'sign-in');
+    const phone = await newContext(browser, { userAgent: IPHONE, phone: true });
+    const small = await phone.newPage();
+    for (const [path, name] of [['login', 'sign-in-phone'], ['signup', 'sign-up-phone'], ['reset', 'reset-request-phone']] as const) {
+      await small.goto(`${server.url}/account/${path}`);
+      await checkPage(small, name);
+    }
+    await phone.close();
     await page.getByLabel('Email or profile id').fill(person.email);
     await page.getByLabel('Password', { exact: true }).fill('Wrong-Horse-9');
     await page.getByRole('button', { name: 'Sign in' }).click();
