@@ -77,6 +77,21 @@ describe('signing in and out', () => {
     await context.close();
   });
 
+  it('stays signed in when the access cookie is gone but the refresh cookie is good, as the API does', async () => {
+    const person = await createActiveUser(server, { fullname: 'Hedy Lamarr' });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await signIn(page, server, person.email, PASSWORD);
+    await context.clearCookies({ name: 'service.accessToken' });
+    expect(await stillSignedIn(page)).toBe(true);
+    expect((await context.cookies()).map((c) => c.name)).toContain('service.accessToken');
+    // Without the refresh cookie as well, the person is a guest.
+    await context.clearCookies({ name: 'service.accessToken' });
+    await context.clearCookies({ name: 'service.refreshToken' });
+    expect(await stillSignedIn(page)).toBe(false);
+    await context.close();
+  });
+
   it('refuses a form without its CSRF token, with the request id to quote', async () => {
     const context = await newContext(browser);
     const page = await context.newPage();
