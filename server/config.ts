@@ -75,6 +75,7 @@ const Env = z.object({
   UPLOAD_HUMAN_VERIFICATION_AFTER: z.coerce.number().pipe(z.int().min(0)).default(10),
   HUMAN_VERIFICATION_URL: z.url({ protocol: /^https?$/ }).optional(),
   HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
+  HUMAN_VERIFICATION_SITE_KEY: z.string().regex(/^[\w-]{1,200}$/, 'HUMAN_VERIFICATION_SITE_KEY is a Turnstile site key (letters, digits, _ and -)').optional(),
   SIGNUP_WITHOUT_HUMAN_VERIFICATION: z.enum(['on', 'off']).optional(),
   STORAGE_URL: StorageUrl.optional(),
   TRUST_PROXY: z
@@ -145,6 +146,11 @@ export interface Config {
   /** A Turnstile-style `siteverify` endpoint and its secret; unset, development mode. */
   humanVerification: { url: string; secret: string } | undefined;
   /**
+   * The public site key of the Cloudflare Turnstile widget the account pages show where human
+   * verification is asked (sign-up, reset): unset, the pages ask for the answer in a text field.
+   */
+  humanVerificationSiteKey: string | undefined;
+  /**
    * Whether `POST /register` without a human-verification token is accepted (a token that is
    * sent is still checked): on in development mode, off when human verification is configured,
    * unless `SIGNUP_WITHOUT_HUMAN_VERIFICATION` says otherwise. Scripts such as the real
@@ -197,6 +203,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       e.HUMAN_VERIFICATION_URL && e.HUMAN_VERIFICATION_SECRET
         ? { url: e.HUMAN_VERIFICATION_URL, secret: e.HUMAN_VERIFICATION_SECRET }
         : undefined,
+    humanVerificationSiteKey: e.HUMAN_VERIFICATION_SITE_KEY,
     signupWithoutHumanVerification: e.SIGNUP_WITHOUT_HUMAN_VERIFICATION ? e.SIGNUP_WITHOUT_HUMAN_VERIFICATION === 'on' : e.HUMAN_VERIFICATION_URL === undefined,
     storage: e.STORAGE_URL ?? { kind: 'local' },
     trustProxy: e.TRUST_PROXY === undefined ? false : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,

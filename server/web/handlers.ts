@@ -100,6 +100,11 @@ function field(req: Request, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** The human-verification answer of a form: the widget's field (named `token` on our pages, its default name otherwise), or what was typed. */
+function verificationAnswer(req: Request): string {
+  return field(req, 'token') || field(req, 'cf-turnstile-response');
+}
+
 function query(req: Request, name: string): string {
   const value: unknown = req.query[name];
   return typeof value === 'string' ? value : '';
@@ -131,6 +136,8 @@ const yearOf = (text: string): number | '' => (/^\d{4}$/.test(text.trim()) ? Num
 
 export function webHandlers(services: Services, config: Config) {
   const verification = config.humanVerification ? 'remote' : 'development';
+  /** The Turnstile widget (a script and a frame of Cloudflare's) is on the sign-up and reset pages only when a site key is set. */
+  const showsWidget = verification === 'remote' && config.humanVerificationSiteKey !== undefined;
 
   /**
    * The request's context, as a procedure sees it, from the browser's cookies only. An access
@@ -226,14 +233,15 @@ export function webHandlers(services: Services, config: Config) {
     sendPage(res, status, 'signup', {
       ...frame(req, page, 'Create your account', { errors }),
       values,
-      verification: config.signupWithoutHumanVerification && verification === 'remote' ? 'remote' : verification,
+      verification,
+      siteKey: config.humanVerificationSiteKey,
       verificationOptional: config.signupWithoutHumanVerification,
-    });
+    }, { widget: showsWidget });
   const webSignupForm = handle(async (req, res, page) => signupPage(req, res, page, 200, {}));
   const webSignup = handle(
     async (req, res, page) => {
       const values = { fullname: field(req, 'fullname'), email: field(req, 'email').trim() };
-      const token = field(req, 'token');
+      const token = verificationAnswer(req);
       try {
         await page.caller.accounts.register({ fullname: values.fullname, email: values.email, password: field(req, 'password'), ...(token ? { token } : {}) });
       } catch (error) {
@@ -478,13 +486,13 @@ export function webHandlers(services: Services, config: Config) {
 
   // ---- password reset ----------------------------------------------------------------------------
   const resetRequestPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, errors?: FieldError[]) =>
-    sendPage(res, status, 'reset-request', { ...frame(req, page, 'Reset your password', { errors }), values, verification });
+    sendPage(res, status, 'reset-request', { ...frame(req, page, 'Reset your password', { errors }), values, verification, siteKey: config.humanVerificationSiteKey }, { widget: showsWidget });
   const webResetRequestForm = handle(async (req, res, page) => resetRequestPage(req, res, page, 200, { email: query(req, 'email') }));
   const webResetRequest = handle(
     async (req, res, page) => {
       const values = { email: field(req, 'email').trim() };
       try {
-        await page.caller.accounts.requestReset({ id: values.email, token: field(req, 'token') || null });
+        await page.caller.accounts.requestReset({ id: values.email, token: verificationAnswer(req) || null });
       } catch (error) {
         const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
         resetRequestPage(req, res, page, refusal.status, values, refusal.errors);

@@ -38,11 +38,16 @@ export interface FieldError {
 }
 
 /** Sends a rendered page with the pages' own headers. */
-export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>): void {
+/** Where the Turnstile widget comes from: the only script and frame a page may load, and only a page that shows it. */
+export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
+
+/** Sends a rendered page with the pages' own headers; `widget`: the page shows the human-verification widget. */
+export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean } = {}): void {
   const html = eta.render(template, { ...data, prefix: PAGES_PREFIX });
+  const widget = opts.widget ? `; script-src ${TURNSTILE_ORIGIN}; frame-src ${TURNSTILE_ORIGIN}` : '';
   res
     .status(status)
-    .setHeader('Content-Security-Policy', "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .setHeader('Content-Security-Policy', `default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'${widget}`)
     .setHeader('Cache-Control', 'no-store')
     .setHeader('Referrer-Policy', 'no-referrer')
     .type('html')

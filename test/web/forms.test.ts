@@ -3,6 +3,8 @@
  * cross-site POST, empty and odd forms, markup in a field. None is answered 5xx, every refusal
  * is a page with the request id, and what is echoed back is escaped.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../server/http/routes.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -98,5 +100,67 @@ describe('the pages’ forms', () => {
     const signedIn = await post('/account/login', { csrf: token, email: user.email, password: PASSWORD, next: '//evil.example.org/' }, { cookie });
     expect(signedIn.status).toBe(303);
     expect(signedIn.headers.get('location')).toBe('/account/security');
+  });
+});
+
+describe('human verification on the pages, with a verification service configured', () => {
+  let verified: TestServer;
+  let siteverify: Server;
+  const answers: string[] = [];
+
+  beforeAll(async () => {
+    // A stand-in for Turnstile's `siteverify`: "human-ok" is a person's answer.
+    siteverify = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        const response = new URLSearchParams(body).get('response') ?? '';
+        answers.push(response);
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ success: response === 'human-ok' }));
+      });
+    });
+    await new Promise<void>((resolve) => siteverify.listen(0, '127.0.0.1', resolve));
+    verified = await startServer({
+      HUMAN_VERIFICATION_URL: `http://127.0.0.1:${(siteverify.address() as AddressInfo).port}/siteverify`,
+      HUMAN_VERIFICATION_SECRET: 'secret',
+      HUMAN_VERIFICATION_SITE_KEY: 'site-key-1',
+    });
+  });
+  afterAll(async () => {
+    await verified.close();
+    await new Promise<void>((resolve) => siteverify.close(() => resolve()));
+  });
+
+  it.each(['signup', 'reset'])('/account/%s shows the Turnstile widget with the site key, and allows its script and frame only there', async (path) => {
+    const res = await fetch(`${verified.url}/account/${path}`);
+    const html = await res.text();
+    expect(html).toContain('data-sitekey="site-key-1"');
+    expect(html).toContain('src="https://challenges.cloudflare.com/turnstile/v0/api.js"');
+    expect(html).not.toContain('dev-ok');
+    expect(res.headers.get('content-security-policy')).toContain('script-src https://challenges.cloudflare.com; frame-src https://challenges.cloudflare.com');
+    const login = await fetch(`${verified.url}/account/login`);
+    expect(login.headers.get('content-security-policy')).not.toContain('challenges.cloudflare.com');
+  });
+
+  it('sends the widget’s answer to the verification service: a person signs up, a robot is told why not', async () => {
+    const page = await fetch(`${verified.url}/account/signup`);
+    const cookie = page.headers.getSetCookie().find((c) => c.startsWith('service.csrf='))?.split(';')[0] ?? '';
+    const token = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+    const form = { csrf: token, fullname: 'Katherine Johnson', email: 'katherine@example.org', password: 'Correct-Horse-9' };
+    const send = (answer: Record<string, string>) =>
+      fetch(`${verified.url}/account/signup`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+        body: new URLSearchParams({ ...form, ...answer }).toString(),
+      });
+    const robot = await send({ 'cf-turnstile-response': 'robot' });
+    expect(robot.status).toBe(400);
+    expect(await robot.text()).toContain('Human verification failed');
+    const person = await send({ token: 'human-ok' });
+    expect(person.status).toBe(303);
+    expect(person.headers.get('location')).toBe('/account/check-mail?kind=signup&email=katherine%40example.org');
+    expect(answers).toEqual(['robot', 'human-ok']);
   });
 });
