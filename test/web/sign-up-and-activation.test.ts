@@ -69,6 +69,8 @@ describe('signing up and activating in a real browser', () => {
     // An extra email, confirmed with the code mailed to it, on the same page.
     await page.getByLabel('Add another email').fill('rf@kings.example.org');
     await page.getByRole('button', { name: 'Send a code' }).click();
+    await page.getByLabel('Code mailed to rf@kings.example.org').waitFor();
+    await checkPage(page, 'activate-email-code');
     const code = await codeInMail(server, 'rf@kings.example.org');
     await page.getByLabel('Code mailed to rf@kings.example.org').fill(code);
     await page.getByRole('button', { name: 'Confirm this email' }).click();
@@ -77,6 +79,7 @@ describe('signing up and activating in a real browser', () => {
     // Activation needs a history entry: missing fields are named.
     await page.getByRole('button', { name: 'Activate my profile' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('Enter your position');
+    await checkPage(page, 'activate-error');
     await page.getByLabel('Position').fill('Research Associate');
     await page.getByLabel('Institution', { exact: true }).fill("King's College London");
     await page.getByLabel('Institution domain').fill('kcl.ac.uk');
