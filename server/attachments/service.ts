@@ -23,7 +23,7 @@ import type { NoteService } from '../venue/notes.ts';
 import type { VenueService } from '../venue/venues.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
-import { removeQuietly, type Assembled, type FileStore, type HashedPrefix, type Received } from './storage.ts';
+import { removeQuietly, type Assembled, type ChunkSlot, type FileStore, type HashedPrefix, type Received } from './storage.ts';
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
@@ -333,6 +333,25 @@ export class AttachmentsService {
     if (this.#running.get(key)?.uploadId === upload.id) this.#running.delete(key);
   }
 
+  /**
+   * Once a chunk's fields are in, before its bytes are read: its place in its upload's data file,
+   * claimed for this request, when the store has one (the local disk) and the upload is the
+   * caller's, under way, and its layout set by its first chunk. The bytes then go there as they
+   * arrive, and nothing is copied at the assembly. They count only once `saveChunk` has checked
+   * and stored the chunk (as a chunk received into a temporary file); a request refused or cut
+   * gives the place up (`Received.path` is its claim).
+   */
+  async placeChunk(viewer: Viewer, fields: Record<string, string>): Promise<ChunkSlot | undefined> {
+    if (!this.#store.slotFor) return undefined;
+    const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
+    const index = /^\d{1,9}$/.test(fields.chunkIndex ?? '') ? Number(fields.chunkIndex) : null;
+    const total = /^\d{1,9}$/.test(fields.totalChunks ?? '') ? Number(fields.totalChunks) : null;
+    if (!named.success || index === null || total === null || index > total) return undefined;
+    const upload = await this.#repo.findUploadOf(viewer.profileId, named.data);
+    if (!upload || upload.status !== 'receiving' || upload.totalChunks !== total) return undefined;
+    return (await this.#store.slotFor(upload.id, index)) ?? undefined;
+  }
+
   async withdrawChunk(arrival: string): Promise<void> {
     await this.#repo.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
   }
@@ -402,7 +421,14 @@ export class AttachmentsService {
       // (this chunk, or a parallel one, may have just settled it).
       if (upload.indexBase === null) upload = (await repo.findUpload(upload.id)) ?? upload;
 
-      const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex);
+      // Received in place for an upload refused and begun again meanwhile: its bytes are in the old one's file.
+      if (file.inPlace && file.inPlace.uploadId !== upload.id) {
+        throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+      }
+      // The first chunk of the upload (as the client counts) sets where the others go, unless it is also its last.
+      const first = upload.indexBase ?? (fields.chunkIndex === 0 ? 0 : 1);
+      const origin = fields.chunkIndex === first && fields.chunkIndex - first < upload.totalChunks - 1;
+      const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex, { origin });
       const outcome = await repo.recordChunk(upload.id, fields.chunkIndex, file.size, maxBytes, now);
       if (outcome !== 'recorded') {
         if (placed) await this.#store.removeChunk(upload.id, fields.chunkIndex);
