@@ -388,21 +388,27 @@ export class AttachmentsService {
       const now = this.#now();
       // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
       // at most OPEN_UPLOADS_PER_PERSON of them at a time.
-      if (!(await repo.hasUpload(viewer.profileId, fields.clientUploadId)) && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
+      // Every chunk's file name must have an extension the field allows (the first one's is kept).
+      const extension = this.#extension(param, file.filename);
+      // The upload's row, read (one statement) for every chunk but its first, which creates it.
+      const existing = await repo.findUploadOf(viewer.profileId, fields.clientUploadId);
+      if (!existing && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
         throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
       }
-      let upload = await repo.openUpload(
-        {
-          id: randomUUID(),
-          profileId: viewer.profileId,
-          clientUploadId: fields.clientUploadId,
-          invitation: fields.invitationId,
-          field: fields.name,
-          extension: this.#extension(param, file.filename),
-          totalChunks: fields.totalChunks,
-        },
-        now,
-      );
+      let upload =
+        existing ??
+        (await repo.openUpload(
+          {
+            id: randomUUID(),
+            profileId: viewer.profileId,
+            clientUploadId: fields.clientUploadId,
+            invitation: fields.invitationId,
+            field: fields.name,
+            extension,
+            totalChunks: fields.totalChunks,
+          },
+          now,
+        ));
       if (upload.invitation !== fields.invitationId || upload.field !== fields.name || upload.totalChunks !== fields.totalChunks) {
         throw new AppError('ValidationError', 'totalChunks, invitationId and name must stay the same for every chunk of one upload', {
           path: 'clientUploadId',

@@ -1,6 +1,6 @@
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { constants as fsConstants, createWriteStream } from 'node:fs';
-import { link, lstat, mkdir, open, readdir, readlink, rm, stat, symlink, unlink, type FileHandle } from 'node:fs/promises';
+import { link, lstat, mkdir, open, readdir, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { type Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -424,6 +424,10 @@ export class LocalFileStore implements FileStore {
     return path.join(this.#chunkDir(uploadId), 'data');
   }
 
+  #sealPath(uploadId: string): string {
+    return path.join(this.#chunkDir(uploadId), 'sealed');
+  }
+
   #layoutPath(uploadId: string): string {
     return path.join(this.#chunkDir(uploadId), 'layout');
   }
@@ -457,8 +461,10 @@ export class LocalFileStore implements FileStore {
     if (!layout || layout.stride === 0 || !Number.isInteger(index) || index <= layout.first) return null;
     const claim = this.#claimPath(uploadId, index);
     if (!(await this.#claim(claim))) return null;
-    // A chunk stored already (a retry) is never written over: its copy is received apart and dropped.
-    if (await this.#exists(this.#chunkPath(uploadId, index))) {
+    // A chunk stored already (a retry) is never written over: its copy is received apart and
+    // dropped. Nor is a data file whose assembly has begun (`sealed`, made before the assembly
+    // looks for claims: whichever of the two comes second sees the other).
+    if ((await this.#exists(this.#chunkPath(uploadId, index))) || (await this.#exists(this.#sealPath(uploadId)))) {
       await removeQuietly(claim);
       return null;
     }
@@ -617,7 +623,7 @@ export class LocalFileStore implements FileStore {
       if ('position' in part) end += part.size;
       return follows;
     });
-    if (inPlace) return this.#assembleInPlace(uploadId, parts as Array<{ position: number; size: number }>, meter, hashed?.chunks ?? 0);
+    if (inPlace && (await this.#seal(uploadId))) return this.#assembleInPlace(uploadId, parts as Array<{ position: number; size: number }>, meter, hashed?.chunks ?? 0);
 
     const file = this.#tmp.newPath();
     const buffer = Buffer.allocUnsafe(ASSEMBLY_BUFFER_BYTES);
@@ -661,6 +667,17 @@ export class LocalFileStore implements FileStore {
       await data?.close().catch(() => undefined);
     }
     return { temporary: file, ...meter.result() };
+  }
+
+  /**
+   * Before the data file becomes the stored file (the same inode, until the chunks are removed),
+   * no request may write into it again: new claims are refused once `sealed` is there, and one
+   * already held (a request for an index outside the upload, under way; or a claim left by a
+   * stopped process) means the file is copied instead. False then.
+   */
+  async #seal(uploadId: string): Promise<boolean> {
+    await writeFile(this.#sealPath(uploadId), '', { mode: 0o600 });
+    return !(await readdir(this.#chunkDir(uploadId))).some((name) => name.endsWith('.claim'));
   }
 
   async #assembleInPlace(uploadId: string, parts: Array<{ position: number; size: number }>, meter: Meter, hashedChunks: number): Promise<Assembled> {
@@ -745,15 +762,20 @@ class SlotWriter extends Writable {
   }
 
   async #put(pieces: Buffer[]): Promise<void> {
-    const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
-    if (!this.#spill && this.#written + bytes.length > this.#slot.room) await this.#spillNow();
-    if (this.#spill) {
-      await writeAll(this.#spill, bytes);
-    } else {
-      this.#data ??= await open(this.#dataPath, fsConstants.O_WRONLY | fsConstants.O_CREAT, 0o600);
-      await writeAt(this.#data, bytes, this.#slot.position + this.#written);
+    const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
+    if (!this.#spill && this.#written + length > this.#slot.room) await this.#spillNow();
+    if (!this.#spill && !this.#data) {
+      this.#data = await open(this.#dataPath, fsConstants.O_WRONLY | fsConstants.O_CREAT, 0o600).catch((error: NodeJS.ErrnoException) => {
+        // The upload's folder went meanwhile (finished, or refused): the chunk is received apart.
+        if (error.code === 'ENOENT') return null;
+        throw error;
+      });
+      if (!this.#data) await this.#spillNow();
     }
-    this.#written += bytes.length;
+    if (this.#spill) await writeAll(this.#spill, pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
+    // What piled up while the last write ran goes in one system call, without a copy.
+    else await writeAllAt(this.#data!, pieces, this.#slot.position + this.#written);
+    this.#written += length;
   }
 
   /** More than the slot holds: what was written, and what follows, go to a temporary file instead. */
@@ -796,10 +818,22 @@ class SlotWriter extends Writable {
   }
 }
 
-/** Writes every byte of `bytes` at `position` (a write may take fewer than it is given). */
-async function writeAt(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
-  for (let offset = 0; offset < bytes.length; ) {
-    offset += (await handle.write(bytes, offset, bytes.length - offset, position + offset)).bytesWritten;
+/** Writes every byte of `pieces`, one after the other, from `position` (a write may take fewer than it is given). */
+async function writeAllAt(handle: FileHandle, pieces: Buffer[], position: number): Promise<void> {
+  let rest = pieces;
+  for (let offset = position; rest.length > 0; ) {
+    const { bytesWritten } = await handle.writev(rest, offset);
+    offset += bytesWritten;
+    let skip = bytesWritten;
+    const left: Buffer[] = [];
+    for (const piece of rest) {
+      if (skip >= piece.length) skip -= piece.length;
+      else {
+        left.push(skip > 0 ? piece.subarray(skip) : piece);
+        skip = 0;
+      }
+    }
+    rest = left;
   }
 }
 

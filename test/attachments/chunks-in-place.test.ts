@@ -182,6 +182,28 @@ describe('chunks written in place into their upload’s data file', () => {
     expect(await readBack(done.body.url)).toEqual(data);
   });
 
+  it('a request writing into the data file while the upload completes never writes into the stored file', async () => {
+    const size = 64 * KB;
+    const data = pdfBytes(3 * size);
+    const parts = cut(data, size, 3);
+    const id = 'written-while-completing';
+    for (const index of [0, 1]) expect((await chunk(author, { clientUploadId: id, chunkIndex: index, totalChunks: 3 }, parts[index]!)).status).toBe(200);
+    // Index 3 of chunks counted from 0: no chunk of this upload, but its request has a slot (just
+    // past the file's end) and is writing there, held before its last kilobyte…
+    let release!: () => void;
+    const held = sendHeldChunk(author, fieldsOf({ clientUploadId: id, chunkIndex: 3, totalChunks: 3 }), pdfBytes(size), new Promise<void>((resolve) => (release = resolve)));
+    const dir = await uploadDir();
+    for (let i = 0; i < 100 && !(await readdir(dir)).includes('3.claim'); i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await readdir(dir)).toContain('3.claim');
+    // …when the last chunk completes the upload: the file is stored apart from the data file.
+    const done = await chunk(author, { clientUploadId: id, chunkIndex: 2, totalChunks: 3 }, parts[2]!);
+    expect(done.body).toEqual({ url: `/pdf/${sha1(data)}.pdf` });
+    release();
+    // It is answered as any chunk of a finished upload is; what it wrote is in no stored file.
+    expect((await held).body).toEqual(done.body);
+    expect(await readBack(done.body.url)).toEqual(data);
+  });
+
   it('an index whose claim a stopped process left behind is received apart, and the upload completes', async () => {
     const size = 32 * KB;
     const data = pdfBytes(3 * size - 5);
