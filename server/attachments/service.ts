@@ -349,7 +349,11 @@ export class AttachmentsService {
     if (!named.success || index === null || total === null || index > total) return undefined;
     const upload = await this.#repo.findUploadOf(viewer.profileId, named.data);
     if (!upload || upload.status !== 'receiving' || upload.totalChunks !== total) return undefined;
-    return (await this.#store.slotFor(upload.id, index)) ?? undefined;
+    // Only places that start within the field's limit: a refused chunk's bytes stay in its place
+    // until the upload is finished or swept, so what an upload holds stays within what it may.
+    const target = await this.#target(upload.invitation, upload.field).catch(() => null);
+    if (!target) return undefined;
+    return (await this.#store.slotFor(upload.id, index, target.maxBytes)) ?? undefined;
   }
 
   async withdrawChunk(arrival: string): Promise<void> {

@@ -106,8 +106,9 @@ export interface FileStore {
   /**
    * Where a chunk's bytes may go as they arrive, claimed for this request, or null (then it is
    * received into a temporary file). Only the local store has one: S3 keeps each chunk an object.
+   * None starts at or past `maxBytes` (the file's limit).
    */
-  slotFor?(uploadId: string, index: number): Promise<ChunkSlot | null>;
+  slotFor?(uploadId: string, index: number, maxBytes: number): Promise<ChunkSlot | null>;
   removeChunk(uploadId: string, index: number): Promise<void>;
   removeChunks(uploadId: string): Promise<void>;
   /** The upload ids that have chunks stored. */
@@ -456,9 +457,11 @@ export class LocalFileStore implements FileStore {
     return match ? { first: Number(match[1]), stride: Number(match[2]) } : null;
   }
 
-  async slotFor(uploadId: string, index: number): Promise<ChunkSlot | null> {
+  async slotFor(uploadId: string, index: number, maxBytes: number): Promise<ChunkSlot | null> {
     const layout = await this.#layout(uploadId);
     if (!layout || layout.stride === 0 || !Number.isInteger(index) || index <= layout.first) return null;
+    const position = (index - layout.first) * layout.stride;
+    if (position >= maxBytes) return null;
     const claim = this.#claimPath(uploadId, index);
     if (!(await this.#claim(claim))) return null;
     // A chunk stored already (a retry) is never written over: its copy is received apart and
@@ -468,7 +471,7 @@ export class LocalFileStore implements FileStore {
       await removeQuietly(claim);
       return null;
     }
-    return { uploadId, index, position: (index - layout.first) * layout.stride, room: layout.stride, claim };
+    return { uploadId, index, position, room: layout.stride, claim };
   }
 
   /**

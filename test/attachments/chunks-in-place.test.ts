@@ -5,13 +5,13 @@
  * stored only once its marker names it. Whatever is cut, sent twice at once or out of order, the
  * stored file must be the bytes of the first stored copy of each chunk, under their SHA-1.
  */
-import { lstat, readdir, readlink, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readlink, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { filesUnder, pdfBytes, sendHeldChunk, sha1, SUBMISSION, venueWithAuthor } from './helpers.ts';
+import { filesUnder, pdfBytes, sendHeldChunk, sha1, SUBMISSION, temporaryFiles, VENUE, venueWithAuthor } from './helpers.ts';
 
 const KB = 1024;
 const cookieOf = (client: Client) => [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
@@ -52,10 +52,11 @@ async function sendCutChunk(client: Client, fields: Fields, data: Uint8Array, se
 describe('chunks written in place into their upload’s data file', () => {
   let server: TestServer;
   let author: Client;
+  let root: Client;
 
   beforeAll(async () => {
     server = await startServer();
-    ({ author } = await venueWithAuthor(server));
+    ({ author, root } = await venueWithAuthor(server));
   });
   afterAll(async () => {
     await server.close();
@@ -228,5 +229,25 @@ describe('chunks written in place into their upload’s data file', () => {
     const done = await chunk(author, { clientUploadId: id, chunkIndex: 3, totalChunks: 4 }, parts[3]!);
     expect(done.body).toEqual({ url: `/pdf/${sha1(data)}.pdf` });
     expect(await readBack(done.body.url)).toEqual(data);
+  });
+
+  it('no chunk is written in place past the field’s limit: a refused one there leaves nothing', async () => {
+    await root.post('/invitations', {
+      id: `${VENUE}/-/Small`,
+      domain: VENUE,
+      form: { doc: { order: 1, value: { param: { type: 'file', extensions: ['pdf'], maxSize: 0.004 } } } },
+    });
+    const send = (index: number, data: Buffer, filename = 'small.pdf') =>
+      sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'doc', invitationId: `${VENUE}/-/Small`, clientUploadId: 'past-the-limit', chunkIndex: index, totalChunks: 5 }, { filename, data });
+    expect((await send(0, pdfBytes(1000))).status).toBe(200);
+    const dir = await uploadDir();
+    // Chunk 4 would start at 4,000 bytes of a field of 4,194: in place, refused (its name), its bytes stay until the upload goes.
+    expect((await send(4, pdfBytes(1000), 'small.exe')).status).toBe(400);
+    expect((await stat(path.join(dir, 'data'))).size).toBe(5000);
+    // Chunk 5 of 5 would start at 5,000 bytes, past the limit: received apart, and refused, it leaves nothing.
+    expect((await send(5, pdfBytes(1000), 'small.exe')).status).toBe(400);
+    expect((await stat(path.join(dir, 'data'))).size).toBe(5000);
+    expect(await stored(dir)).toEqual({ 0: 'in-place:0:1000' });
+    expect(await temporaryFiles(server.dataDir)).toEqual([]);
   });
 });
