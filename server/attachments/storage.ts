@@ -115,7 +115,8 @@ export interface FileStore {
   chunkUploads(): Promise<string[]>;
   /**
    * Concatenates the chunks, in order, under a temporary name, hashing as it goes and never
-   * holding the file in memory; past `maxBytes` it stops with a 413. Nothing is left on failure.
+   * holding the file in memory (the local store links chunks written in place instead of copying
+   * them); past `maxBytes` it stops with a 413. Nothing is left on failure.
    */
   assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled>;
   /** Stores an assembled file under its content address (as `keep` does) and drops its temporary copy. */
