@@ -1,6 +1,6 @@
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { constants as fsConstants, createWriteStream } from 'node:fs';
-import { link, lstat, mkdir, open, readdir, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { link, lstat, mkdir, open, readdir, readFile, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { type Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -341,11 +341,13 @@ export class LocalFileStore implements FileStore {
   readonly #files: string;
   readonly #chunks: string;
   readonly #tmp: TemporaryFolder;
+  readonly #owner: string;
 
   constructor(dataDir: string, owner = PROCESS_OWNER) {
     this.#files = path.join(dataDir, 'files');
     this.#chunks = path.join(dataDir, 'chunks');
     this.#tmp = new TemporaryFolder(dataDir, owner);
+    this.#owner = owner;
   }
 
   async init(): Promise<void> {
@@ -434,17 +436,26 @@ export class LocalFileStore implements FileStore {
     return path.join(this.#chunkDir(uploadId), 'layout');
   }
 
-  /** Claims an index for this request (an exclusive create): false when another holds it, or the upload's folder is gone. */
+  /**
+   * Claims an index for this request (an exclusive create), writing this process's owner id into
+   * the claim (see `removeTemporaryOfStopped`): false when another holds it, or the upload's
+   * folder is gone.
+   */
   async #claim(claim: string): Promise<boolean> {
+    let handle: FileHandle;
     try {
-      const handle = await open(claim, 'wx', 0o600);
-      await handle.close();
-      return true;
+      handle = await open(claim, 'wx', 0o600);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'EEXIST' || code === 'ENOENT') return false;
       throw error;
     }
+    try {
+      await handle.writeFile(this.#owner);
+    } finally {
+      await handle.close();
+    }
+    return true;
   }
 
   async #exists(file: string): Promise<boolean> {
@@ -723,8 +734,26 @@ export class LocalFileStore implements FileStore {
     await this.#tmp.sweep(olderThan);
   }
 
-  removeTemporaryOfStopped(startedAt: number): Promise<number> {
-    return this.#tmp.removeOfStopped(startedAt);
+  /**
+   * Also the claims that processes of this machine held when they stopped (a chunk cut by the
+   * stop: its bytes count for nothing), so that the next copy of the chunk goes in place. A claim
+   * without a whole owner id (the stop came between its create and its write) or of another
+   * machine's process stays: its index is then received apart, as any claimed one is.
+   */
+  async removeTemporaryOfStopped(startedAt: number): Promise<number> {
+    let removed = await this.#tmp.removeOfStopped(startedAt);
+    for (const upload of await this.chunkUploads()) {
+      const dir = path.join(this.#chunks, upload);
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        if (!name.endsWith('.claim')) continue;
+        const owner = (await readFile(path.join(dir, name), 'utf8').catch(() => '')).trim();
+        // Only a whole owner id: one being written (or cut) is no proof its process stopped.
+        if (!/^\d{1,10}\.[0-9a-f-]{36}\.[0-9a-f]{8}$/.test(owner) || !ownerIsGone(owner)) continue;
+        await removeQuietly(path.join(dir, name));
+        removed += 1;
+      }
+    }
+    return removed;
   }
 }
 

@@ -5,12 +5,15 @@
  * stored only once its marker names it. Whatever is cut, sent twice at once or out of order, the
  * stored file must be the bytes of the first stored copy of each chunk, under their SHA-1.
  */
-import { lstat, readdir, readlink, stat, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { lstat, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, sendMultipart } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { PROCESS_OWNER } from '../../server/attachments/owners.ts';
+import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { filesUnder, pdfBytes, sendHeldChunk, sha1, SUBMISSION, temporaryFiles, VENUE, venueWithAuthor } from './helpers.ts';
 
 const KB = 1024;
@@ -249,5 +252,42 @@ describe('chunks written in place into their upload’s data file', () => {
     expect((await stat(path.join(dir, 'data'))).size).toBe(5000);
     expect(await stored(dir)).toEqual({ 0: 'in-place:0:1000' });
     expect(await temporaryFiles(server.dataDir)).toEqual([]);
+  });
+});
+
+describe('claims on places in a data file, at the start of a server', () => {
+  let dir: string;
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('those of stopped processes of this machine are removed; a running one’s stays', async () => {
+    dir = await tempDir();
+    const first = await startServer({}, dir);
+    const { author } = await venueWithAuthor(first);
+    const size = 32 * KB;
+    const data = pdfBytes(3 * size);
+    const parts = cut(data, size, 3);
+    const id = 'claims-at-start';
+    expect((await chunk(author, { clientUploadId: id, chunkIndex: 0, totalChunks: 3 }, parts[0]!)).status).toBe(200);
+    await first.close();
+    const [upload] = await readdir(path.join(dir, 'chunks'));
+    const uploadDir = path.join(dir, 'chunks', upload!);
+    const host = PROCESS_OWNER.split('.')[2];
+    // Chunk 1 was being written by a process that has stopped; chunk 2 by one still running.
+    await writeFile(path.join(uploadDir, '1.claim'), `${spawnSync(process.execPath, ['-e', '']).pid}.${randomUUID()}.${host}`);
+    await writeFile(path.join(uploadDir, '2.claim'), `${process.ppid}.${randomUUID()}.${host}`);
+
+    // As a restart: the same data folder, the same public address.
+    const second = await startServer({ BASE_URL: first.url }, dir);
+    try {
+      expect((await readdir(uploadDir)).filter((name) => name.endsWith('.claim'))).toEqual(['2.claim']);
+      const again = new Client(second.url);
+      for (const [name, value] of author.jar) again.jar.set(name, value);
+      expect((await chunk(again, { clientUploadId: id, chunkIndex: 1, totalChunks: 3 }, parts[1]!)).status).toBe(200);
+      expect(await readlink(path.join(uploadDir, '1'))).toBe(`in-place:${size}:${size}`);
+      const done = await chunk(again, { clientUploadId: id, chunkIndex: 2, totalChunks: 3 }, parts[2]!);
+      expect(done.body).toEqual({ url: `/pdf/${sha1(data)}.pdf` });
+    } finally {
+      await second.close();
+    }
   });
 });
