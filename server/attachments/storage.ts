@@ -452,9 +452,12 @@ export class LocalFileStore implements FileStore {
     }
     try {
       await handle.writeFile(this.#owner);
-    } finally {
-      await handle.close();
+    } catch (error) {
+      await handle.close().catch(() => undefined);
+      await removeQuietly(claim);
+      throw error;
     }
+    await handle.close();
     return true;
   }
 
