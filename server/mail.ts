@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 
 export interface MailMessage {
@@ -103,12 +103,25 @@ function withQueue(base: Pick<Mailer, 'send' | 'close'>, logger: Logger, dataDir
  * `outboxOnly`: the outbox although the database is shared with processes that may be on other
  * machines (the operator set `MAIL_OUTBOX=on`), said in a warning at start.
  */
+/**
+ * A nodemailer transport made on first use: nodemailer (and the fetch implementation it loads)
+ * adds about 9 MB to a process's resident memory (measured with `process.memoryUsage`, loading it
+ * and not), which a server that sends no mail need not hold. It connects only to send anyway.
+ */
+function lazyTransport(options: Parameters<typeof import('nodemailer').createTransport>[0]): { get(): Promise<Transporter>; close(): void } {
+  let made: Promise<Transporter> | null = null;
+  return {
+    get: () => (made ??= import('nodemailer').then((nodemailer) => nodemailer.default.createTransport(options))),
+    close: () => void made?.then((transport) => transport.close(), () => undefined),
+  };
+}
+
 export function createMailer(opts: { smtpUrl: string | undefined; outboxOnly?: boolean; from: string; dataDir: string; logger: Logger }): Mailer {
   if (opts.smtpUrl) {
-    const transport = nodemailer.createTransport(opts.smtpUrl);
+    const transport = lazyTransport(opts.smtpUrl);
     return withQueue({
       async send(message) {
-        await transport.sendMail({ from: opts.from, ...message });
+        await (await transport.get()).sendMail({ from: opts.from, ...message });
         opts.logger.info({ subject: message.subject }, 'mail sent over SMTP');
       },
       close: () => transport.close(),
@@ -122,11 +135,11 @@ export function createMailer(opts: { smtpUrl: string | undefined; outboxOnly?: b
       'mail is written to this machine\'s outbox although the database is shared (MAIL_OUTBOX=on): mail written by processes on other machines is in their outbox. Set SMTP_URL to send it',
     );
   }
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const transport = lazyTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   let sequence = 0;
   return withQueue({
     async send(message) {
-      const info = await transport.sendMail({ from: opts.from, ...message });
+      const info = await (await transport.get()).sendMail({ from: opts.from, ...message });
       await mkdir(outbox, { recursive: true });
       sequence += 1;
       const name = `${Date.now()}-${String(sequence).padStart(6, '0')}-${randomUUID()}.eml`;

@@ -69,11 +69,6 @@ export class AttachmentsRepository {
     this.#db = db;
   }
 
-  /** Whether the person already has an upload of that id (a chunk of it adds no new one). */
-  async hasUpload(profileId: string, clientUploadId: string): Promise<boolean> {
-    return (await this.#db('chunked_uploads').where({ profile_id: profileId, client_upload_id: clientUploadId }).first('id')) !== undefined;
-  }
-
   /** How many of the person's chunked uploads are unfinished. */
   async openUploadCount(profileId: string): Promise<number> {
     const row = await this.#db('chunked_uploads').where({ profile_id: profileId }).whereNot({ status: 'done' }).count({ n: '*' }).first();

@@ -23,7 +23,7 @@ import type { NoteService } from '../venue/notes.ts';
 import type { VenueService } from '../venue/venues.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
-import { removeQuietly, type Assembled, type FileStore, type HashedPrefix, type Received } from './storage.ts';
+import { removeQuietly, type Assembled, type ChunkSlot, type FileStore, type HashedPrefix, type Received } from './storage.ts';
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
@@ -333,6 +333,29 @@ export class AttachmentsService {
     if (this.#running.get(key)?.uploadId === upload.id) this.#running.delete(key);
   }
 
+  /**
+   * Once a chunk's fields are in, before its bytes are read: its place in its upload's data file,
+   * claimed for this request, when the store has one (the local disk) and the upload is the
+   * caller's, under way, and its layout set by its first chunk. The bytes then go there as they
+   * arrive, and nothing is copied at the assembly. They count only once `saveChunk` has checked
+   * and stored the chunk (as a chunk received into a temporary file); a request refused or cut
+   * gives the place up (`Received.path` is its claim).
+   */
+  async placeChunk(viewer: Viewer, fields: Record<string, string>): Promise<ChunkSlot | undefined> {
+    if (!this.#store.slotFor) return undefined;
+    const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
+    const index = /^\d{1,9}$/.test(fields.chunkIndex ?? '') ? Number(fields.chunkIndex) : null;
+    const total = /^\d{1,9}$/.test(fields.totalChunks ?? '') ? Number(fields.totalChunks) : null;
+    if (!named.success || index === null || total === null || index > total) return undefined;
+    const upload = await this.#repo.findUploadOf(viewer.profileId, named.data);
+    if (!upload || upload.status !== 'receiving' || upload.totalChunks !== total) return undefined;
+    // Only places that start within the field's limit: a refused chunk's bytes stay in its place
+    // until the upload is finished or swept, so what an upload holds stays within what it may.
+    const target = await this.#target(upload.invitation, upload.field).catch(() => null);
+    if (!target) return undefined;
+    return (await this.#store.slotFor(upload.id, index, target.maxBytes)) ?? undefined;
+  }
+
   async withdrawChunk(arrival: string): Promise<void> {
     await this.#repo.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
   }
@@ -369,21 +392,27 @@ export class AttachmentsService {
       const now = this.#now();
       // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
       // at most OPEN_UPLOADS_PER_PERSON of them at a time.
-      if (!(await repo.hasUpload(viewer.profileId, fields.clientUploadId)) && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
+      // Every chunk's file name must have an extension the field allows (the first one's is kept).
+      const extension = this.#extension(param, file.filename);
+      // The upload's row, read (one statement) for every chunk but its first, which creates it.
+      const existing = await repo.findUploadOf(viewer.profileId, fields.clientUploadId);
+      if (!existing && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
         throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
       }
-      let upload = await repo.openUpload(
-        {
-          id: randomUUID(),
-          profileId: viewer.profileId,
-          clientUploadId: fields.clientUploadId,
-          invitation: fields.invitationId,
-          field: fields.name,
-          extension: this.#extension(param, file.filename),
-          totalChunks: fields.totalChunks,
-        },
-        now,
-      );
+      let upload =
+        existing ??
+        (await repo.openUpload(
+          {
+            id: randomUUID(),
+            profileId: viewer.profileId,
+            clientUploadId: fields.clientUploadId,
+            invitation: fields.invitationId,
+            field: fields.name,
+            extension,
+            totalChunks: fields.totalChunks,
+          },
+          now,
+        ));
       if (upload.invitation !== fields.invitationId || upload.field !== fields.name || upload.totalChunks !== fields.totalChunks) {
         throw new AppError('ValidationError', 'totalChunks, invitationId and name must stay the same for every chunk of one upload', {
           path: 'clientUploadId',
@@ -402,7 +431,14 @@ export class AttachmentsService {
       // (this chunk, or a parallel one, may have just settled it).
       if (upload.indexBase === null) upload = (await repo.findUpload(upload.id)) ?? upload;
 
-      const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex);
+      // Received in place for an upload refused and begun again meanwhile: its bytes are in the old one's file.
+      if (file.inPlace && file.inPlace.uploadId !== upload.id) {
+        throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+      }
+      // The first chunk of the upload (as the client counts) sets where the others go, unless it is also its last.
+      const first = upload.indexBase ?? (fields.chunkIndex === 0 ? 0 : 1);
+      const origin = fields.chunkIndex === first && fields.chunkIndex - first < upload.totalChunks - 1;
+      const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex, { origin });
       const outcome = await repo.recordChunk(upload.id, fields.chunkIndex, file.size, maxBytes, now);
       if (outcome !== 'recorded') {
         if (placed) await this.#store.removeChunk(upload.id, fields.chunkIndex);

@@ -189,7 +189,12 @@ export function fileHandlers(services: Services, config: Config) {
           if (kind === 'chunk' && announced === undefined) announced = await attachments.announceChunk(viewer, fields);
           return attachments.limitFor(kind, fields);
         },
-        ...(kind === 'chunk' ? { continueHash: (fields: Record<string, string>) => attachments.continueHash(viewer, fields) } : {}),
+        ...(kind === 'chunk'
+          ? {
+              continueHash: (fields: Record<string, string>) => attachments.continueHash(viewer, fields),
+              placeFor: (fields: Record<string, string>) => attachments.placeChunk(viewer, fields),
+            }
+          : {}),
       });
       const handedOver = announced;
       announced = undefined;

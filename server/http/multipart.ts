@@ -4,7 +4,7 @@ import busboy from 'busboy';
 import type { Request } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import type { UploadRequest } from '../attachments/service.ts';
-import { removeQuietly, type FileStore, type Received } from '../attachments/storage.ts';
+import { removeQuietly, type ChunkSlot, type FileStore, type Received } from '../attachments/storage.ts';
 
 /** At most this many text fields, each at most `MAX_FIELD_BYTES`, besides the one file. */
 const MAX_FIELDS = 10;
@@ -62,6 +62,8 @@ export function readUpload(
      * comes next (a copy, its bytes go into it as they arrive), or none.
      */
     continueHash?(fields: Record<string, string>): Hash | undefined;
+    /** For a chunk, once the fields are in: its claimed place in its upload's data file, or none (see `FileStore.slotFor`). */
+    placeFor?(fields: Record<string, string>): Promise<ChunkSlot | undefined>;
   },
 ): Promise<UploadRequest> {
   try {
@@ -134,7 +136,8 @@ export function readUpload(
           throw AppError.tooLarge('The request body is larger than the file allowed for this field', { path: 'file' });
         }
         const continueHash = opts.continueHash?.({ ...fields });
-        const received = await opts.store.receive(pass, limit, { hash: opts.hash ?? true, ...(continueHash ? { continueHash } : {}) });
+        const slot = await opts.placeFor?.({ ...fields });
+        const received = await opts.store.receive(pass, limit, { hash: opts.hash ?? true, ...(continueHash ? { continueHash } : {}), ...(slot ? { slot } : {}) });
         if (failure || (stream as { truncated?: boolean }).truncated) {
           await removeQuietly(received.path);
           throw failure ?? AppError.tooLarge('The file is larger than allowed', { path: 'file' });
