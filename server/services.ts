@@ -86,8 +86,9 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
   // No passkeys until the passkeys area lands: then its service replaces `NoPasskeys` here.
   const passkeys: PasskeyFactor = new NoPasskeys();
+  const mfaRepository = new MfaRepository(db);
   const mfa = new MfaService(deps, {
-    mfa: new MfaRepository(db),
+    mfa: mfaRepository,
     sessions: accounts.sessions,
     passkeys,
     // TOTP secrets at rest: MFA_ENCRYPTION_KEY, or a key derived from the session secret.
@@ -105,7 +106,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const notes = new NoteService({ ...venueDeps, uploads });
   const store = await openFileStore(config.storage, config.dataDir);
   await store.init();
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf`, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository), config, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
     db,
