@@ -225,7 +225,9 @@ export class MfaService extends AccountsBase {
     const now = this.now();
     await this.#refuseIfLocked(profile.id);
     const attempt = await this.#m.mfa.beginAttempt(profile.id, now);
-    if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(attempt.lockedUntil ?? now + LOCK_SECONDS * 1000, now);
+    // Another attempt may have locked the person since the check above (simultaneous guesses).
+    if (attempt.lockedUntil !== null && attempt.lockedUntil > now) throw locked(attempt.lockedUntil, now);
+    if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(now + LOCK_SECONDS * 1000, now);
     let proof: SecondFactorProof | null = null;
     try {
       proof = await this.#check(profile, usable, code, challengeKey);
@@ -319,6 +321,8 @@ export class MfaService extends AccountsBase {
   /** `POST /mfa/setup/totp/init`: a new secret, kept (sealed) until a code from it is verified. */
   async totpInit(viewer: Viewer): Promise<TotpInitResult> {
     const profile = await this.#profile(viewer.profileId);
+    // Replacing an authenticator app turns the old one off: that needs a recent proof too.
+    if ((await this.methodsOf(profile.id)).includes('totp')) await this.#requireFresh(viewer);
     const secret = newTotpSecret();
     await this.#m.mfa.setTotpPending(profile.id, this.#m.box.seal(secret, profile.id), this.now());
     const label = (await this.#emailOf(profile).catch(() => null)) ?? profile.id;
