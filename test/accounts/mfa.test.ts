@@ -195,6 +195,17 @@ describe('TOTP', () => {
     expect(later.body.mfaPending).toBe(true);
   });
 
+  it('DELETE /mfa/trusted-devices forgets every remembered browser', async () => {
+    nextStep();
+    const browser = new Client(server.url);
+    await browser.post('/mfa/verify', { mfaPendingToken: await pendingLogin(browser, user.email), method: 'totp', code: codeAt(secret, clock.now()), rememberDevice: true });
+    expect((await browser.get('/mfa/status')).body.trustedDevicesCount).toBe(1);
+    const forgotten = await browser.request('DELETE', '/mfa/trusted-devices');
+    expect(forgotten.status).toBe(200);
+    expect(forgotten.body.trustedDevicesCount).toBe(0);
+    expect((await browser.post('/login', { id: user.email, password: PASSWORD })).body.mfaPending).toBe(true);
+  });
+
   it('turning TOTP off needs a recent proof when the session is older than ten minutes', async () => {
     const { client } = await loggedInWithTotp(user.email, secret);
     clock.advance(11 * 60 * 1000);
@@ -236,7 +247,7 @@ describe('TOTP', () => {
       'The authenticator app was removed from signing in. Multi-factor sign-in is now off for your account',
     ]);
     const audit = await server.service.services.db('audit_log').where({ target: user.id }).orderBy('id').pluck('action');
-    expect(audit).toEqual(['mfa.totp.enabled', 'mfa.recovery.used', 'mfa.locked', 'mfa.recovery.regenerated', 'mfa.totp.disabled']);
+    expect(audit).toEqual(['mfa.totp.enabled', 'mfa.recovery.used', 'mfa.locked', 'mfa.trusted-devices.forgotten', 'mfa.recovery.regenerated', 'mfa.totp.disabled']);
   });
 });
 

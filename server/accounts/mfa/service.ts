@@ -334,13 +334,14 @@ export class MfaService extends AccountsBase {
     const id = viewer.profileId;
     const now = this.now();
     const factors = await this.#m.mfa.factors(id);
-    const fresh = factors?.totpPendingSecret && factors.totpPendingAt !== null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
-    const secret = fresh ? this.#m.box.open(factors.totpPendingSecret!, id) : null;
-    if (secret === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
+    const sealed = factors?.totpPendingSecret ?? null;
+    const fresh = sealed !== null && factors?.totpPendingAt != null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
+    const secret = fresh ? this.#m.box.open(sealed, id) : null;
+    if (secret === null || sealed === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
     const step = totpStep(secret, typedDigits(code), now);
     if (step === null) throw new AppError('BadRequestError', INVALID_CODE, { path: 'code' });
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.totp.enabled', 'An authenticator app was set up for signing in', (mfa) =>
-      mfa.enableTotp(id, factors!.totpPendingSecret!, step, now),
+      mfa.enableTotp(id, sealed, step, now),
     );
     return { totpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
@@ -379,6 +380,13 @@ export class MfaService extends AccountsBase {
     });
     this.#mail(viewer.profileId, 'New recovery codes were made; the old ones no longer work');
     return { recoveryCodes: codes };
+  }
+
+  /** `DELETE /mfa/trusted-devices`: every remembered browser asks for the second factor again. */
+  async forgetTrustedDevices(viewer: Viewer): Promise<MfaStatus> {
+    const forgotten = await this.#m.mfa.forgetTrusted(viewer.profileId);
+    await this.#audit(viewer.profileId, viewer.profileId, 'mfa.trusted-devices.forgotten', { forgotten });
+    return this.status(viewer);
   }
 
   // ---- passkeys (through PasskeyFactor) ---------------------------------------------------------
