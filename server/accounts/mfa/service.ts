@@ -229,11 +229,13 @@ export class MfaService extends AccountsBase {
     if (attempt.lockedUntil !== null && attempt.lockedUntil > now) throw locked(attempt.lockedUntil, now);
     if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(now + LOCK_SECONDS * 1000, now);
     let proof: SecondFactorProof | null = null;
+    let refusal: AppError | null = null;
     try {
       proof = await this.#check(profile, usable, code, challengeKey);
     } catch (error) {
-      // A passkey assertion that does not verify counts as a wrong code.
+      // A passkey assertion that does not verify counts as a wrong code, and keeps its reason.
       if (!(error instanceof AppError) || error.status !== 400) throw error;
+      refusal = error;
     }
     if (proof === null) {
       if (attempt.count >= MAX_FAILED_ATTEMPTS) {
@@ -242,7 +244,7 @@ export class MfaService extends AccountsBase {
         await this.#audit(profile.id, 'system', 'mfa.locked', { until });
         throw locked(until, now);
       }
-      throw new AppError('BadRequestError', INVALID_CODE);
+      throw refusal ?? new AppError('BadRequestError', INVALID_CODE);
     }
     await this.#m.mfa.clearFailures(profile.id);
     return proof;
