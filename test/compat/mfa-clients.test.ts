@@ -77,6 +77,21 @@ describe('the Python client', () => {
     expect(res.json.preferredMethod).toBe('totp');
   });
 
+  it('test_totp_login_v2 right after set-up: the code the set-up was verified with signs in (within the same step), once', async () => {
+    const user = await createActiveUser(server);
+    const token = await plainLogin(user.email);
+    const init = await scriptPost('/mfa/setup/totp/init', token);
+    const code = totpNow(init.json.secret);
+    expect((await scriptPost('/mfa/setup/totp/verify', token, { code })).status).toBe(200);
+    const client = new PythonClient(server.url);
+    const login = await client.send('POST', '/login', { json: { id: user.email, password: PASSWORD, expiresIn: null } });
+    const verified = await client.send('POST', '/mfa/verify', { json: { mfaPendingToken: login.json.mfaPendingToken, method: 'totp', code } });
+    expect(verified.status).toBe(200);
+    const again = await client.send('POST', '/login', { json: { id: user.email, password: PASSWORD, expiresIn: null } });
+    const reused = await client.send('POST', '/mfa/verify', { json: { mfaPendingToken: again.json.mfaPendingToken, method: 'totp', code } });
+    expect(reused.status).toBe(400);
+  });
+
   it('login_user with TOTP: /login {id, password, expiresIn: null} → mfaPending; /mfa/verify {mfaPendingToken, method, code} → token and user.profile.id', async () => {
     nextStep();
     const client = new PythonClient(server.url);

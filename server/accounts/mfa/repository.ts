@@ -72,9 +72,13 @@ export class MfaRepository {
     return this.#upsert(profileId, { totp_pending_secret: sealed, totp_pending_at: now }, now);
   }
 
-  /** The secret being set up becomes the person's TOTP secret; `step` is the code that proved it. */
-  enableTotp(profileId: string, sealed: string, step: number, now: number): Promise<void> {
-    return this.#upsert(profileId, { totp_secret: sealed, totp_enabled_at: now, totp_last_step: step, totp_pending_secret: null, totp_pending_at: null }, now);
+  /**
+   * The secret being set up becomes the person's TOTP secret. No step counts as used yet: the
+   * code that proved the set-up was typed in a signed-in session, and the real platform's own
+   * client tests sign in with `totp.now()` right after setting up, often within the same step.
+   */
+  enableTotp(profileId: string, sealed: string, now: number): Promise<void> {
+    return this.#upsert(profileId, { totp_secret: sealed, totp_enabled_at: now, totp_last_step: null, totp_pending_secret: null, totp_pending_at: null }, now);
   }
 
   disableTotp(profileId: string, now: number): Promise<void> {

@@ -340,10 +340,9 @@ export class MfaService extends AccountsBase {
     const fresh = sealed !== null && factors?.totpPendingAt != null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
     const secret = fresh ? this.#m.box.open(sealed, id) : null;
     if (secret === null || sealed === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
-    const step = totpStep(secret, typedDigits(code), now);
-    if (step === null) throw new AppError('BadRequestError', INVALID_CODE, { path: 'code' });
+    if (totpStep(secret, typedDigits(code), now) === null) throw new AppError('BadRequestError', INVALID_CODE, { path: 'code' });
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.totp.enabled', 'An authenticator app was set up for signing in', (mfa) =>
-      mfa.enableTotp(id, sealed, step, now),
+      mfa.enableTotp(id, sealed, now),
     );
     return { totpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
