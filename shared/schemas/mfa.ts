@@ -145,10 +145,13 @@ export const PasskeyIdParam = z.strictObject({ credentialId: NonEmptyString.max(
  */
 export const ReauthenticateInput = z.union([
   z.strictObject({ password: z.string().min(1).max(1024) }),
-  z.strictObject({ method: z.enum(['totp', 'recovery']), code: TypedCode }),
+  z.strictObject({ method: z.enum(['totp', 'emailOtp', 'recovery']), code: TypedCode }),
 ]);
 export type ReauthenticateInput = z.infer<typeof ReauthenticateInput>;
 export const ReauthenticateResult = z.strictObject({ reauthenticatedUntil: z.number() });
+
+/** `POST /mfa/reauthenticate/challenge`: mails a code for `POST /mfa/reauthenticate` with `emailOtp`. */
+export const ReauthChallengeResult = z.strictObject({ method: z.literal('emailOtp'), sent: z.literal(true), expiresIn: z.int() });
 
 /** What the management operations that only change state answer. */
 export const MfaChangeResult = z.strictObject({ status: z.literal('ok'), enabled: z.boolean() });

@@ -332,6 +332,27 @@ describe('codes by email', () => {
     expect(unknown.status).toBe(400);
   });
 
+  it('re-authentication with an emailed code: the challenge mails it, the code proves the person for ten minutes', async () => {
+    const client = new Client(server.url);
+    const pending = await pendingLogin(client, user.email);
+    await client.post('/mfa/challenge', { mfaPendingToken: pending, method: 'emailOtp' });
+    expect((await client.post('/mfa/verify', { mfaPendingToken: pending, method: 'emailOtp', code: await mailedCode() })).status).toBe(200);
+    clock.advance(11 * 60 * 1000);
+    expect((await client.request('DELETE', '/mfa/email')).status).toBe(403);
+    const challenge = await client.post('/mfa/reauthenticate/challenge');
+    expect(challenge.body).toEqual({ method: 'emailOtp', sent: true, expiresIn: 600 });
+    const mail = await lastMailTo(server.dataDir, user.email);
+    expect(mail.text).toContain('confirm a change to how you sign in');
+    const proved = await client.post('/mfa/reauthenticate', { method: 'emailOtp', code: await mailedCode() });
+    expect(proved.status).toBe(200);
+    // Turning email codes off now would end MFA for this person; set TOTP up first so it stays on.
+    const init = await client.post('/mfa/setup/totp/init');
+    expect((await client.post('/mfa/setup/totp/verify', { code: codeAt(init.body.secret, clock.now()) })).body).toEqual({ totpEnabled: true });
+    const off = await client.request('DELETE', '/mfa/email');
+    expect(off.body).toEqual({ status: 'ok', enabled: true });
+    expect((await client.get('/mfa/status')).body).toMatchObject({ enabled: true, methods: ['totp'], preferredMethod: 'totp' });
+  });
+
   it('a password reset does not turn multi-factor sign-in off', async () => {
     await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
     const mail = await lastMailTo(server.dataDir, user.email);
@@ -339,7 +360,7 @@ describe('codes by email', () => {
     const reset = await new Client(server.url).request('PUT', `/reset/${token}`, { password: 'Another-Pass-42' });
     expect(reset.status).toBe(200);
     const login = await new Client(server.url).post('/login', { id: user.email, password: 'Another-Pass-42' });
-    expect(login.body).toMatchObject({ mfaPending: true, mfaMethods: ['emailOtp'] });
+    expect(login.body).toMatchObject({ mfaPending: true, mfaMethods: ['totp'] });
   });
 });
 

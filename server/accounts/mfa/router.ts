@@ -11,6 +11,7 @@ import {
   PasskeyListResult,
   PasskeyVerifyInput,
   PasskeyVerifyResult,
+  ReauthChallengeResult,
   ReauthenticateInput,
   ReauthenticateResult,
   RecoveryCodesResult,
@@ -82,6 +83,8 @@ export const mfaRouter = router({
     .input(PasskeyIdParam)
     .output(MfaChangeResult)
     .mutation(({ ctx, input }) => ctx.services.mfa.passkeyDelete(ctx.user, input.credentialId)),
+
+  reauthChallenge: mine.output(ReauthChallengeResult).mutation(({ ctx }) => ctx.services.mfa.reauthChallenge(ctx.user)),
 
   reauthenticate: mine
     .input(ReauthenticateInput)

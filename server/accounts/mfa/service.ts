@@ -288,7 +288,7 @@ export class MfaService extends AccountsBase {
     if (lockedUntil !== null && lockedUntil > this.now()) throw locked(lockedUntil, this.now());
   }
 
-  async #sendEmailCode(profile: ProfileRecord): Promise<void> {
+  async #sendEmailCode(profile: ProfileRecord, purpose = `finish signing in to ${profile.id}`): Promise<void> {
     await this.d.limits.consume('mfaEmailAccount', `profile:${profile.id}`);
     const to = await this.#emailOf(profile);
     const code = newEmailCode();
@@ -299,7 +299,7 @@ export class MfaService extends AccountsBase {
       subject: 'Verification Code',
       text:
         `Your verification code is: **${code}**\n\n` +
-        `Enter it to finish signing in to ${profile.id}. It is valid for ${EMAIL_CODE_SECONDS / 60} minutes, and a newer code replaces it.\n\n` +
+        `Enter it to ${purpose}. It is valid for ${EMAIL_CODE_SECONDS / 60} minutes, and a newer code replaces it.\n\n` +
         'If you did not try to sign in, someone knows your password: please change it.\n',
     });
   }
@@ -436,6 +436,15 @@ export class MfaService extends AccountsBase {
     const now = this.now();
     await this.#m.mfa.setReauth(viewer.sessionId, now);
     return { reauthenticatedUntil: now + REAUTH_SECONDS * 1000 };
+  }
+
+  /** `POST /mfa/reauthenticate/challenge`: mails a code to a signed-in person who has codes by email on. */
+  async reauthChallenge(viewer: Viewer): Promise<{ method: 'emailOtp'; sent: true; expiresIn: number }> {
+    const profile = await this.#profile(viewer.profileId);
+    await this.#usable(profile.id, 'emailOtp');
+    await this.#refuseIfLocked(profile.id);
+    await this.#sendEmailCode(profile, 'confirm a change to how you sign in');
+    return { method: 'emailOtp', sent: true, expiresIn: EMAIL_CODE_SECONDS };
   }
 
   /** A 403 unless the session was opened, or its holder proved again, within `REAUTH_SECONDS`. */
