@@ -353,7 +353,8 @@ describe('codes by email', () => {
     expect((await client.get('/mfa/status')).body).toMatchObject({ enabled: true, methods: ['totp'], preferredMethod: 'totp' });
   });
 
-  it('a password reset does not turn multi-factor sign-in off', async () => {
+  it('a password reset does not turn multi-factor sign-in off, and voids a sign-in waiting for its second step', async () => {
+    const waiting = await pendingLogin(new Client(server.url), user.email);
     await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
     const mail = await lastMailTo(server.dataDir, user.email);
     const token = /\/user\/password\?token=([\w-]+)/.exec(mail.text)?.[1];
@@ -361,6 +362,9 @@ describe('codes by email', () => {
     expect(reset.status).toBe(200);
     const login = await new Client(server.url).post('/login', { id: user.email, password: 'Another-Pass-42' });
     expect(login.body).toMatchObject({ mfaPending: true, mfaMethods: ['totp'] });
+    const voided = await new Client(server.url).post('/mfa/verify', { mfaPendingToken: waiting, method: 'recovery', code: 'AAAA-AAAA' });
+    expect(voided.status).toBe(400);
+    expect(voided.body.message).toBe('The sign-in has expired or was already completed. Please log in again.');
   });
 });
 
