@@ -20,6 +20,12 @@ import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
 import { Directory } from './accounts/directory.ts';
+import { CodeHasher } from './accounts/mfa/codes.ts';
+import { NoPasskeys } from './accounts/mfa/no-passkeys.ts';
+import type { PasskeyFactor } from './accounts/mfa/passkey-factor.ts';
+import { MfaRepository } from './accounts/mfa/repository.ts';
+import { MfaService } from './accounts/mfa/service.ts';
+import { SecretBox } from './accounts/mfa/totp.ts';
 import { VenueRepository } from './venue/repository.ts';
 import { AuthorConsoleService } from './venue/author-console.ts';
 import { NoteService } from './venue/notes.ts';
@@ -44,6 +50,10 @@ export interface Services {
   moderation: ModerationService;
   impersonation: ImpersonationService;
   security: SecurityService;
+  /** Multi-factor sign-in: the second step of a sign-in, and the factors a person manages. */
+  mfa: MfaService;
+  /** Passkeys (WebAuthn), as multi-factor sign-in asks them (`accounts/mfa/passkey-factor.ts`). */
+  passkeys: PasskeyFactor;
   venue: VenueService;
   notes: NoteService;
   authorConsole: AuthorConsoleService;
@@ -76,6 +86,18 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   };
   const profiles = new ProfileService(deps);
   const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
+  // No passkeys until the passkeys area lands: then its service replaces `NoPasskeys` here.
+  const passkeys: PasskeyFactor = new NoPasskeys();
+  const mfaRepository = new MfaRepository(db);
+  const mfa = new MfaService(deps, {
+    mfa: mfaRepository,
+    sessions: accounts.sessions,
+    passkeys,
+    // TOTP secrets at rest: MFA_ENCRYPTION_KEY, or a key derived from the session secret.
+    box: new SecretBox({ configuredKey: config.mfaEncryptionKey, sessionSecret: secret }),
+    codes: new CodeHasher(`${secret}:mfa-codes`),
+    issuer: 'Peer Review',
+  });
   // Areas own their tables and ask each other through the small views they declare: venues ask
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask
   // venues about invitations and who may read a note.
@@ -89,7 +111,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // The provider's login and consent pages are at `signInPagesUrl`: its own under BASE_URL, or a
   // frontend's when WEB_URL names one (`config.ts`).
   const oidcConfig = { ...config, webUrl: config.signInPagesUrl };
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
     db,
@@ -101,6 +123,8 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     security: new SecurityService(deps, accounts),
+    mfa,
+    passkeys,
     venue,
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),

@@ -18,3 +18,4 @@ export const ACCESS_TOKEN_COOKIE = 'service.accessToken';
 export const REFRESH_TOKEN_COOKIE = 'service.refreshToken';
 export * from './schemas/oidc.ts';
 export * from './schemas/security.ts';
+export * from './schemas/mfa.ts';

@@ -18,6 +18,7 @@ import {
   ImpersonateInput,
   ImpersonateResult,
   LoginInput,
+  LoginResult,
   ModerateProfileInput,
   Profile,
   ProfileSearchInput,
@@ -36,6 +37,7 @@ import {
   TildeUsernameResult,
 } from '../../shared/index.ts';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
+import { mfaRouter } from './mfa/router.ts';
 
 export const accountsRouter = router({
   // ---- sign-up and activation ----------------------------------------------------------------
@@ -69,14 +71,19 @@ export const accountsRouter = router({
     .query(async ({ ctx, input }) => ({ username: await ctx.services.signUp.nextUsername(input) })),
 
   // ---- sessions ---------------------------------------------------------------------------------
+  /** With a second factor on, no session yet: `{mfaPending, mfaPendingToken, …}` for `mfa.verify`. */
   login: publicProcedure
     .input(LoginInput)
-    .output(SessionResult)
+    .output(LoginResult)
     .mutation(async ({ ctx, input }) => {
-      const session = await ctx.services.sessions.login(input, ctx.origin);
-      ctx.cookies.set(session);
-      return session.result;
+      const outcome = await ctx.services.mfa.login(input, ctx.origin, ctx.credentials.trustedDevice);
+      if ('pending' in outcome) return outcome.pending;
+      ctx.cookies.set(outcome.session);
+      return outcome.session.result;
     }),
+
+  /** Multi-factor sign-in: the second step and the factors (`mfa/router.ts`). */
+  mfa: mfaRouter,
 
   refreshToken: publicProcedure
     .meta({ whileImpersonating: 'allowed' })

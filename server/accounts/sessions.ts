@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, DEFAULT_SESSION_SECONDS, type Impersonator, type LoginInput, type ProfileState, type SessionResult } from '../../shared/index.ts';
+import { AppError, type Impersonator, type LoginInput, type ProfileState, type SessionResult } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import { addressKey } from './ids.ts';
 import { AccountsBase, type AccountsDeps, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
@@ -31,10 +31,15 @@ export class SessionService extends AccountsBase {
   }
 
   /**
-   * `POST /login` with an email or a tilde id. An unknown id, a wrong password and a deleted
-   * profile all get the same 400, which is not a 401 so that clients do not try to refresh.
+   * The first half of a sign-in (`POST /login` with an email or a tilde id): the id and password
+   * are right and the profile may sign in. An unknown id, a wrong password and a deleted profile
+   * all get the same 400, which is not a 401 so that clients do not try to refresh. There is no
+   * one-call sign-in here on purpose: every sign-in goes through `MfaService.login`, which asks
+   * for the second factor between this and `startSession`.
+   * Multi-factor sign-in (`mfa/service.ts`) asks for a second factor between this and
+   * `startSession`.
    */
-  async login(input: LoginInput, origin: RequestOrigin): Promise<IssuedSession> {
+  async checkPassword(input: LoginInput, origin: RequestOrigin): Promise<{ profile: ProfileRecord; loginEmail: string }> {
     const repo = this.d.repo;
     const limits = this.d.limits;
     // The id is made canonical once (white space and invisible characters around it, letter
@@ -60,8 +65,17 @@ export class SessionService extends AccountsBase {
     }
     const emails = await repo.emails.emailsOf(profile.id);
     const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
+    return { profile, loginEmail };
+  }
+
+  /**
+   * The second half of a sign-in: the session opens (after the password, and the second factor
+   * when one is on), with the browser it was opened from, and the sign-in goes to the audit log.
+   */
+  async startSession(profile: ProfileRecord, loginEmail: string, accessSeconds: number, origin: RequestOrigin): Promise<IssuedSession> {
+    const repo = this.d.repo;
     await repo.profiles.touchLastLogin(profile.id, this.now());
-    const issued = await this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS, origin });
+    const issued = await this.issueSession(profile, { loginEmail, accessSeconds, origin });
     // The person's "recent sign-ins" (the security page) read the audit log.
     await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details: deviceDetails(origin) }, this.now());
     return issued;

@@ -12,7 +12,7 @@
  */
 import { TRPCError } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
-import { ACCESS_TOKEN_COOKIE, AppError, REFRESH_TOKEN_COOKIE, type ActivatableResult, type ProfileContent } from '../../shared/index.ts';
+import { ACCESS_TOKEN_COOKIE, AppError, REFRESH_TOKEN_COOKIE, TRUSTED_DEVICE_COOKIE, type ActivatableResult, type ProfileContent } from '../../shared/index.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from '../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { createHttpContext, httpCookies } from '../http/context.ts';
@@ -581,8 +581,12 @@ export function webHandlers(services: Services, config: Config) {
       const next = field(req, 'next');
       let session: IssuedSession;
       try {
-        // 1. The password is checked.
-        session = await services.sessions.login({ id: values.email, password: field(req, 'password') }, originOf(req));
+        // 1. The password is checked, and a second factor asked for when the person has one on
+        //    (the same gate as `POST /login`).
+        const trusted: unknown = req.cookies?.[TRUSTED_DEVICE_COOKIE];
+        const outcome = await services.mfa.login({ id: values.email, password: field(req, 'password') }, originOf(req), typeof trusted === 'string' && trusted !== '' ? trusted : undefined);
+        if ('pending' in outcome) throw new AppError('ForbiddenError', 'This account asks for a second factor, which these pages cannot take yet: sign in through an application or the API.');
+        session = outcome.session;
       } catch (error) {
         const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
         loginPage(req, res, page, refusal.status, values, next, refusal.errors);
