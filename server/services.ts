@@ -29,6 +29,9 @@ import { AttachmentsService } from './attachments/service.ts';
 import { openFileStore } from './attachments/storage.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
+import { PasskeyService } from './accounts/mfa/passkeys.ts';
+import { PasskeysRepository } from './accounts/mfa/passkeys-repository.ts';
+import { PasskeySignIn } from './accounts/mfa/passkey-sign-in.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
 export interface Services {
@@ -47,6 +50,10 @@ export interface Services {
   authorConsole: AuthorConsoleService;
   attachments: AttachmentsService;
   oidc: OidcService;
+  /** WebAuthn credentials and ceremonies (the `passkey` factor). */
+  passkeys: PasskeyService;
+  /** Signing in with a passkey and no password. */
+  passkeySignIn: PasskeySignIn;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
   close(): Promise<void>;
 }
@@ -84,6 +91,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const notes = new NoteService({ ...venueDeps, uploads });
   const store = await openFileStore(config.storage, config.dataDir);
   await store.init();
+  const passkeys = new PasskeyService({ passkeys: new PasskeysRepository(db), accounts: deps.repo, settings: config.webauthn, logger, now });
   const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
@@ -100,6 +108,8 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
     attachments: new AttachmentsService({ repo: uploads, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
     oidc,
+    passkeys,
+    passkeySignIn: new PasskeySignIn(deps, passkeys, accounts.sessions),
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.
       await mailer.settled(10_000);

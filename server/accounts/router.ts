@@ -13,6 +13,8 @@ import {
   ImpersonateInput,
   ImpersonateResult,
   LoginInput,
+  PasskeyLoginInput,
+  PasskeyLoginOptionsResult,
   ModerateProfileInput,
   Profile,
   ProfileSearchInput,
@@ -30,6 +32,7 @@ import {
   TildeUsernameQuery,
   TildeUsernameResult,
 } from '../../shared/index.ts';
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
 
 export const accountsRouter = router({
@@ -69,6 +72,22 @@ export const accountsRouter = router({
     .output(SessionResult)
     .mutation(async ({ ctx, input }) => {
       const session = await ctx.services.sessions.login(input, ctx.origin);
+      ctx.cookies.set(session);
+      return session.result;
+    }),
+
+  // Passkeys without a password (`mfa/passkey-sign-in.ts`): the same answer and cookies as `login`.
+  passkeyLoginOptions: publicProcedure
+    .output(PasskeyLoginOptionsResult)
+    .mutation(({ ctx }) => ctx.services.passkeySignIn.options(ctx.origin)),
+
+  passkeyLogin: publicProcedure
+    .input(PasskeyLoginInput)
+    .output(SessionResult)
+    .mutation(async ({ ctx, input }) => {
+      // The schema checked every field the library reads; extension outputs go on as received.
+      const response = input.response as AuthenticationResponseJSON;
+      const { session } = await ctx.services.passkeySignIn.signIn({ ...input, response }, ctx.origin);
       ctx.cookies.set(session);
       return session.result;
     }),

@@ -325,7 +325,7 @@ export function accountLimitKey(canonicalId: string, profile: ProfileRecord | nu
   return profile ? `profile:${profile.id}` : `id:${canonicalId}`;
 }
 
-function inactiveMessage(state: ProfileState): string {
+export function inactiveMessage(state: ProfileState): string {
   switch (state) {
     case 'Inactive':
       return 'Your account is not active yet. Please activate it from the link in your sign-up email.';

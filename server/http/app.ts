@@ -23,6 +23,7 @@ import { fileHandlers } from './files.ts';
 import { healthHandler } from './health.ts';
 import { allowedMethods, answerAllow, middlewareOf, mountRoutes, type RouteMiddleware } from './mount.ts';
 import { oauthForm, oidcHandlers, pageForm } from './oidc.ts';
+import { passkeyHandlers } from './passkeys.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { procedureHandler } from './procedure.ts';
 import { routes, type Handlers, type Route } from './routes.ts';
@@ -130,6 +131,7 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
   const handlers: Handlers = {
     ...fileHandlers(services, config),
     ...oidcHandlers(services, config),
+    ...passkeyHandlers(),
     ...docsHandlers(JSON.stringify(buildOpenApiDocument(config))),
     health: healthHandler(db),
   };

@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { AppError } from '../../shared/errors.ts';
+import { PasskeyLoginInput } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import { consentPage, errorPage, loginPage, STYLESHEET } from '../oidc/pages.ts';
@@ -61,6 +63,20 @@ export function pageForm(req: Request, res: Response, next: NextFunction): void 
     const refused = formError(error);
     page(res, refused.status, errorPage(refused.message));
   });
+}
+
+/** The passkey form's fields as `POST /login/passkey`'s input: `response` is the assertion's JSON. */
+function passkeyFormInput(challengeId: string | undefined, response: string | undefined) {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(response ?? '');
+  } catch {
+    throw new AppError('ValidationError', 'The passkey answer could not be read');
+  }
+  const input = PasskeyLoginInput.safeParse({ challengeId, response: answer });
+  if (!input.success) throw new AppError('ValidationError', 'The passkey answer could not be read');
+  // The schema checked every field the library reads; extension outputs go on as received.
+  return { challengeId: input.data.challengeId, response: input.data.response as AuthenticationResponseJSON };
 }
 
 /**
@@ -154,6 +170,27 @@ export function oidcHandlers(services: Services, config: Config) {
     }
   }, true);
 
+  // ---- the login page's passkey sign-in (no password; `/webauthn/passkey.js` posts this form) ------
+  const loginPasskey = safely(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction, client } = await oidc.interaction(id);
+    oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
+    try {
+      const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
+      const { session } = await services.passkeySignIn.signIn(input, createHttpContext(req, res, services, config).origin);
+      httpCookies(res, config).set(session);
+      const viewer = await services.sessions.authenticate(session.accessToken);
+      const outcome = await oidc.afterLogin(interaction.id, viewer);
+      if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+      else page(res, outcome.status, errorPage(outcome.page));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      const csrf = csrfFor(res, interaction.id);
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message });
+      page(res, error.status, html, [interaction.params.redirectUri]);
+    }
+  }, true);
+
   // ---- the consent page --------------------------------------------------------------------------
   const consentForm = safely(async (req, res) => {
     const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
@@ -223,7 +260,7 @@ export function oidcHandlers(services: Services, config: Config) {
     res.status(200).end();
   };
 
-  return { stylesheet, discovery, jwks, authorize, loginForm, login, consentForm, consent, token, userinfo, revoke } satisfies Record<string, RequestHandler>;
+  return { stylesheet, discovery, jwks, authorize, loginForm, login, loginPasskey, consentForm, consent, token, userinfo, revoke } satisfies Record<string, RequestHandler>;
 }
 
 export type OidcHandlers = ReturnType<typeof oidcHandlers>;

@@ -1,6 +1,7 @@
 /**
  * The pages a person sees while signing in to another application: plain server-rendered HTML
- * with one small stylesheet, no script, a CSRF token in every form.
+ * with one small stylesheet, a CSRF token in every form; the one script (`/webauthn/passkey.js`)
+ * only adds the passkey button to the login page.
  */
 
 const escape = (text: string) =>
@@ -49,8 +50,27 @@ ${opts.error ? `<p class="error" role="alert">${escape(opts.error)}</p>` : ''}
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
 </form>
-<p><a href="${escape(opts.resetUrl)}">Forgot your password?</a></p>`,
+<p><a href="${escape(opts.resetUrl)}">Forgot your password?</a></p>
+${passkeyForm(opts)}`,
   );
+}
+
+/**
+ * "Sign in with a passkey": hidden until `/webauthn/passkey.js` finds WebAuthn in the browser
+ * (without scripts the page is the password form alone). The script fills `challengeId` and
+ * `response` from the ceremony and posts the form.
+ */
+function passkeyForm(opts: { interactionId: string; csrf: string }): string {
+  return `<form method="post" action="/oidc/login/passkey" id="passkey-form" hidden>
+<input type="hidden" name="interaction" value="${escape(opts.interactionId)}">
+<input type="hidden" name="csrf" value="${escape(opts.csrf)}">
+<input type="hidden" name="challengeId" value="">
+<input type="hidden" name="response" value="">
+<p class="error" role="alert" id="passkey-error" hidden></p>
+<button type="submit" class="secondary" id="passkey-sign-in">Sign in with a passkey</button>
+</form>
+<script src="/webauthn/browser.js"></script>
+<script src="/webauthn/passkey.js"></script>`;
 }
 
 export function consentPage(opts: { interactionId: string; csrf: string; clientName: string; scopes: string[]; userName: string }): string {

@@ -1,0 +1,272 @@
+/**
+ * Passkeys in a real browser: Debian's Chromium driven by playwright-core, with the DevTools
+ * protocol's virtual authenticator standing in for a security key or a phone, against the real
+ * server on `http://localhost` (browsers refuse WebAuthn on an IP address).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type * as SimpleWebAuthnBrowser from '@simplewebauthn/browser';
+import * as oidcClient from 'openid-client';
+import type { AuthenticationResponseJSON, PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PASSKEY_ERRORS } from '../../server/accounts/mfa/passkeys.ts';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser } from '../helpers/users.ts';
+import { admin } from '../oidc/helpers.ts';
+
+/** What `/webauthn/browser.js` defines in the page (the tests' type check has no DOM library). */
+type PageGlobals = { SimpleWebAuthnBrowser: typeof SimpleWebAuthnBrowser };
+
+let server: TestServer;
+let browser: Browser;
+/** The application signing people in through our provider, and its redirect URI. */
+let app: Server;
+let callback: string;
+let rp: oidcClient.Configuration;
+
+beforeAll(async () => {
+  server = await startServer({}, undefined, { hostName: 'localhost' });
+  browser = await launchBrowser();
+  app = createServer((_req, res) => res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>'));
+  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+  callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
+  await admin(server, 'oidc-client', 'add', '--id', 'passkey-app', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
+  await admin(server, 'oidc-client', 'approve', 'passkey-app');
+  rp = await oidcClient.discovery(new URL(server.url), 'passkey-app', undefined, oidcClient.None(), { execute: [oidcClient.allowInsecureRequests] });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => (app ? app.close(() => resolve()) : resolve()));
+  await server?.close();
+});
+
+/** An authorization request with PKCE, state and nonce. */
+async function authorizationRequest() {
+  const verifier = oidcClient.randomPKCECodeVerifier();
+  const state = oidcClient.randomState();
+  const nonce = oidcClient.randomNonce();
+  const url = oidcClient.buildAuthorizationUrl(rp, {
+    redirect_uri: callback,
+    scope: 'openid profile email',
+    code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+  });
+  return { url, verifier, state, nonce };
+}
+
+interface Device {
+  context: BrowserContext;
+  page: Page;
+  cdp: CDPSession;
+  authenticatorId: string;
+}
+
+/** A browser profile with one virtual platform authenticator that keeps discoverable credentials and verifies its user. */
+async function device(): Promise<Device> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  // A page of ours that loads the browser library (the Python client's passkey page).
+  await page.goto(`${server.url}/mfa/webauthn-auth?pendingToken=unused&callbackPort=9`);
+  await page.waitForFunction(() => Boolean((globalThis as unknown as PageGlobals).SimpleWebAuthnBrowser));
+  return { context, page, cdp, authenticatorId };
+}
+
+/** Makes a passkey for the person on the device, as the setup routes do. */
+async function enrol(d: Device, userId: string, name: string) {
+  const options = await server.service.services.passkeys.registrationOptions(userId);
+  const response = await d.page.evaluate((optionsJSON: PublicKeyCredentialCreationOptionsJSON) => (globalThis as unknown as PageGlobals).SimpleWebAuthnBrowser.startRegistration({ optionsJSON }), options);
+  return server.service.services.passkeys.register(userId, response, name);
+}
+
+/** The device's answer to request options. */
+function assert(d: Device, optionsJSON: PublicKeyCredentialRequestOptionsJSON): Promise<AuthenticationResponseJSON> {
+  return d.page.evaluate((o: PublicKeyCredentialRequestOptionsJSON) => (globalThis as unknown as PageGlobals).SimpleWebAuthnBrowser.startAuthentication({ optionsJSON: o }), optionsJSON);
+}
+
+/** `POST /login/passkey/options`, then the device's passkey for it, as the page's script does. */
+async function passwordlessAssertion(d: Device) {
+  const begun = await fetch(`${server.url}/login/passkey/options`, { method: 'POST' });
+  expect(begun.status).toBe(200);
+  const { challengeId, options } = (await begun.json()) as { challengeId: string; options: PublicKeyCredentialRequestOptionsJSON };
+  return { challengeId, response: await assert(d, options) };
+}
+
+function signIn(body: unknown) {
+  return fetch(`${server.url}/login/passkey`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+describe('passkeys in a real browser', () => {
+  it('enrols a discoverable passkey, listed by its name, kept by the authenticator with a random user handle', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    const made = await enrol(d, person.id, ' Laptop ');
+    expect(made).toEqual({ credentialId: expect.any(String), name: 'Laptop', createdAt: expect.any(Number), lastUsedAt: null });
+    expect(await server.service.services.passkeys.list(person.id)).toEqual([made]);
+    expect(await server.service.services.passkeys.count(person.id)).toBe(1);
+    const { credentials } = await d.cdp.send('WebAuthn.getCredentials', { authenticatorId: d.authenticatorId });
+    expect(credentials).toHaveLength(1);
+    expect(credentials[0]).toMatchObject({ isResidentCredential: true, rpId: 'localhost' });
+    expect(Buffer.from(credentials[0]!.credentialId, 'base64').toString('base64url')).toBe(made.credentialId);
+    // The handle says nothing about the person: it is not their id or email.
+    const handle = Buffer.from(credentials[0]!.userHandle ?? '', 'base64').toString('utf8');
+    expect(handle).not.toContain(person.id);
+    expect(handle).not.toContain(person.email);
+
+    // The same authenticator cannot be enrolled twice: the options exclude it.
+    await expect(enrol(d, person.id, 'Again')).rejects.toThrow();
+    await d.context.close();
+  });
+
+  it('signs in through the API with a passkey and no password: the answer and cookies of POST /login', async () => {
+    const person = await createActiveUser(server, { fullname: 'Ada Lovelace' });
+    const d = await device();
+    await enrol(d, person.id, 'Phone');
+    const { challengeId, response } = await passwordlessAssertion(d);
+    const res = await signIn({ challengeId, response });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { token: string; user: { id: string; profile: { id: string; fullname: string } } };
+    expect(body).toMatchObject({ token: expect.any(String), user: { id: person.email, profile: { id: person.id, fullname: 'Ada Lovelace' } } });
+    const cookies = res.headers.getSetCookie().map((line) => line.split('=')[0]);
+    expect(cookies).toEqual(expect.arrayContaining(['service.accessToken', 'service.refreshToken']));
+    // The token is a session like any other.
+    const me = await fetch(`${server.url}/profiles`, { headers: { authorization: `Bearer ${body.token}` } });
+    expect(((await me.json()) as { profiles: Array<{ id: string }> }).profiles[0]!.id).toBe(person.id);
+    expect((await server.service.services.passkeys.list(person.id))[0]!.lastUsedAt).toEqual(expect.any(Number));
+    await d.context.close();
+  });
+
+  it('refuses a replayed assertion, with the same challenge id or a fresh one', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    await enrol(d, person.id, 'Key');
+    const { challengeId, response } = await passwordlessAssertion(d);
+    expect((await signIn({ challengeId, response })).status).toBe(200);
+
+    const again = await signIn({ challengeId, response });
+    expect(again.status).toBe(400);
+    expect(await again.json()).toMatchObject({ status: 400, name: 'ValidationError', message: PASSKEY_ERRORS.noChallenge });
+
+    const fresh = (await (await fetch(`${server.url}/login/passkey/options`, { method: 'POST' })).json()) as { challengeId: string };
+    const replayed = await signIn({ challengeId: fresh.challengeId, response });
+    expect(replayed.status).toBe(400);
+    expect(await replayed.json()).toMatchObject({ name: 'ValidationError', message: PASSKEY_ERRORS.invalid });
+    await d.context.close();
+  });
+
+  it('refuses a passkey whose signature counter went backwards (a cloned authenticator)', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    await enrol(d, person.id, 'Key');
+    const first = await passwordlessAssertion(d);
+    expect((await signIn(first)).status).toBe(200);
+    // A copy of the authenticator as it was now; the original signs in once more.
+    const { credentials } = await d.cdp.send('WebAuthn.getCredentials', { authenticatorId: d.authenticatorId });
+    const copy = credentials[0]!;
+    expect(copy.signCount).toBeGreaterThan(0);
+    expect((await signIn(await passwordlessAssertion(d))).status).toBe(200);
+    // The copy is used: its counter is behind the one the server saw last.
+    await d.cdp.send('WebAuthn.removeCredential', { authenticatorId: d.authenticatorId, credentialId: copy.credentialId });
+    await d.cdp.send('WebAuthn.addCredential', { authenticatorId: d.authenticatorId, credential: copy });
+    const cloned = await signIn(await passwordlessAssertion(d));
+    expect(cloned.status).toBe(400);
+    expect(await cloned.json()).toMatchObject({ name: 'ValidationError', message: PASSKEY_ERRORS.counter });
+    await d.context.close();
+  });
+
+  it('refuses for one person an assertion made with another person’s passkey', async () => {
+    const owner = await createActiveUser(server);
+    const other = await createActiveUser(server);
+    const ownerDevice = await device();
+    const otherDevice = await device();
+    await enrol(ownerDevice, owner.id, 'Owner key');
+    await enrol(otherDevice, other.id, 'Other key');
+    const passkeys = server.service.services.passkeys;
+    const options = await passkeys.authenticationOptions({ userId: owner.id, challengeKey: 'pending-1' });
+    expect(options).toMatchObject({ rpId: 'localhost', userVerification: 'preferred', allowCredentials: [{ type: 'public-key' }] });
+    // The other person's device answers the owner's challenge with its own passkey.
+    const response = await assert(otherDevice, { ...options, allowCredentials: [] });
+    await expect(passkeys.authenticate(response, { userId: owner.id, challengeKey: 'pending-1' })).rejects.toMatchObject({ name: 'ValidationError', message: PASSKEY_ERRORS.notYours });
+    await ownerDevice.context.close();
+    await otherDevice.context.close();
+  });
+
+  it('answers every malformed or unknown passwordless sign-in with the Error body', async () => {
+    const missing = await signIn({ response: {} });
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ status: 400, name: expect.stringMatching(/Error$/) });
+    const unknown = await signIn({
+      challengeId: 'never-made',
+      response: { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' } },
+    });
+    expect(unknown.status).toBe(400);
+    expect(await unknown.json()).toMatchObject({ name: 'ValidationError', message: PASSKEY_ERRORS.noChallenge });
+  });
+});
+
+describe('passkeys on our pages', () => {
+  it('signs in to an application on the provider’s login page with a passkey and no password', async () => {
+    const person = await createActiveUser(server, { fullname: 'Grace Murray' });
+    const d = await device();
+    await enrol(d, person.id, 'Laptop');
+    const request = await authorizationRequest();
+    await d.page.goto(request.url.toString());
+    await expect.poll(() => d.page.title()).toBe('Sign in');
+    await d.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await d.page.getByRole('button', { name: 'Allow' }).click();
+    await d.page.waitForURL((url) => url.toString().startsWith(callback));
+    const tokens = await oidcClient.authorizationCodeGrant(rp, new URL(d.page.url()), {
+      pkceCodeVerifier: request.verifier,
+      expectedState: request.state,
+      expectedNonce: request.nonce,
+      idTokenExpected: true,
+    });
+    expect(tokens.claims()).toMatchObject({ sub: person.id, name: 'Grace Murray', email: person.email });
+    await d.context.close();
+  });
+
+  it('says so on the login page when the browser has no passkey for the site, and the password form stays', async () => {
+    // The authenticator has no passkey for this site: the browser finds none, the page says so.
+    const d = await device();
+    const request = await authorizationRequest();
+    await d.page.goto(request.url.toString());
+    await d.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await expect.poll(() => d.page.getByRole('alert').textContent(), { timeout: 20_000 }).toBe('The passkey request was cancelled or timed out. Try again.');
+    expect(await d.page.getByLabel('Password').isVisible()).toBe(true);
+    await d.context.close();
+  });
+
+  it('keeps the passkey button out of a login page without JavaScript', async () => {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    await page.goto((await authorizationRequest()).url.toString());
+    await expect.poll(() => page.title()).toBe('Sign in');
+    expect(await page.getByRole('button', { name: 'Sign in with a passkey' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Sign in', exact: true }).count()).toBe(1);
+    await context.close();
+  });
+
+  it('serves the browser library from the package, and the Python client’s page with a CSP that lets forms go only to its listener', async () => {
+    const library = await fetch(`${server.url}/webauthn/browser.js`);
+    expect(library.status).toBe(200);
+    expect(library.headers.get('content-type')).toMatch(/javascript/);
+    expect(await library.text()).toContain('SimpleWebAuthnBrowser');
+    const page = await fetch(`${server.url}/mfa/webauthn-auth?pendingToken=abc&callbackPort=8765`);
+    expect(page.status).toBe(200);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain('form-action http://127.0.0.1:8765/');
+    expect(csp).not.toContain('unsafe-inline');
+    const bad = await fetch(`${server.url}/mfa/webauthn-auth?pendingToken=abc&callbackPort=99999`);
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ status: 400, name: 'ValidationError' });
+  });
+});
