@@ -7,7 +7,7 @@
  */
 import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
 import type { AppRouter } from '../server/router.ts';
-import type { LoginInput, SessionResult } from '../shared/index.ts';
+import type { LoginInput, MfaPendingResult, MfaVerifyInput, SessionResult } from '../shared/index.ts';
 import { Files, type DownloadedFile, type DownloadOptions, type UploadOptions } from './files.ts';
 import { Session } from './transport.ts';
 
@@ -15,6 +15,20 @@ export * from '../shared/index.ts';
 export { ApiError } from './transport.ts';
 export { checkFile, type DownloadedFile, type DownloadOptions, type Progress, type UploadOptions } from './files.ts';
 export type { AppRouter };
+
+/**
+ * `login` of a person with a second factor on: no session yet. `pending` says which methods the
+ * person has; `completeMfa` (after `api.accounts.mfa.challenge` for an emailed code) finishes.
+ */
+export class MfaRequiredError extends Error {
+  readonly pending: MfaPendingResult;
+
+  constructor(pending: MfaPendingResult) {
+    super(`A second factor is needed: ${pending.mfaMethods.join(', ')}`);
+    this.name = 'MfaRequiredError';
+    this.pending = pending;
+  }
+}
 
 export interface ClientOptions {
   /** The service's address, e.g. `https://api.example.org`. */
@@ -30,7 +44,10 @@ export interface Client {
   api: TRPCClient<AppRouter>;
   /** The session token sent with each call, if any. */
   readonly token: string | undefined;
+  /** Throws `MfaRequiredError` when the person has a second factor on. */
   login(input: LoginInput): Promise<SessionResult>;
+  /** The second step of a sign-in (`POST /mfa/verify`); keeps the session it opens. */
+  completeMfa(input: MfaVerifyInput): Promise<SessionResult>;
   /** A new access token (from the refresh cookie, or the still-valid token). */
   refresh(): Promise<SessionResult>;
   logout(): Promise<void>;
@@ -53,7 +70,12 @@ export function createClient(options: ClientOptions): Client {
     get token() {
       return session.token;
     },
-    login: async (input) => session.keep(await api.accounts.login.mutate(input)),
+    login: async (input) => {
+      const result = await api.accounts.login.mutate(input);
+      if ('mfaPending' in result) throw new MfaRequiredError(result);
+      return session.keep(result);
+    },
+    completeMfa: async (input) => session.keep(await api.accounts.mfa.verify.mutate(input)),
     refresh: () => session.refresh(),
     async logout() {
       await api.accounts.logout.mutate();

@@ -57,6 +57,7 @@ const Env = z.object({
   DEV_BASE_URL: Url.optional(),
   WEB_URL: Url.optional(),
   SESSION_SECRET: z.string().min(32, 'SESSION_SECRET must be at least 32 characters').optional(),
+  MFA_ENCRYPTION_KEY: z.string().min(32, 'MFA_ENCRYPTION_KEY must be at least 32 characters').optional(),
   SMTP_URL: z.string().min(1).optional(),
   MAIL_OUTBOX: z.literal('on', { error: 'MAIL_OUTBOX may only be set to on' }).optional(),
   MAIL_FROM: z.string().min(3).default('Peer Review <noreply@localhost>'),
@@ -111,6 +112,11 @@ export interface Config {
   /** The web application's address, used in links sent by mail. */
   webUrl: string;
   sessionSecret: string | undefined;
+  /**
+   * The key (32+ characters, hashed to 256 bits) that encrypts TOTP secrets at rest; unset, one
+   * derived from the session secret. Changing it makes every stored TOTP secret unreadable.
+   */
+  mfaEncryptionKey: string | undefined;
   smtpUrl: string | undefined;
   /**
    * Mail goes to `$DATA_DIR/outbox` although the database is shared (PostgreSQL, no `SMTP_URL`,
@@ -198,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     devBaseUrl: e.DEV_BASE_URL ?? baseUrl,
     webUrl: e.WEB_URL ?? baseUrl,
     sessionSecret: e.SESSION_SECRET,
+    mfaEncryptionKey: e.MFA_ENCRYPTION_KEY,
     smtpUrl: e.SMTP_URL,
     outboxOnly: e.DATABASE_URL !== undefined && e.SMTP_URL === undefined,
     mailFrom: e.MAIL_FROM,

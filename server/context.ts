@@ -7,6 +7,8 @@ import type { Services } from './services.ts';
 export interface SessionCookies {
   set(session: IssuedSession): void;
   clear(): void;
+  /** Remembers this browser for multi-factor sign-in (`service.mfaTrustedDevice`); a transport without cookies ignores it. */
+  trustDevice?(cookie: { token: string; seconds: number }): void;
 }
 
 export interface Credentials {
@@ -16,6 +18,8 @@ export interface Credentials {
   refreshToken?: string | undefined;
   /** Whether the access token came from an `Authorization: Bearer` header rather than the cookie. */
   viaBearer?: boolean;
+  /** From the cookie `service.mfaTrustedDevice`: a browser remembered by multi-factor sign-in. */
+  trustedDevice?: string | undefined;
 }
 
 export interface Context {

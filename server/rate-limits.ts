@@ -30,6 +30,10 @@ export const RATE_LIMITS = {
   confirmEmailAddress: { points: 5, seconds: 60 * 60 },
   /** Wrong 6-digit codes typed for one address, over all its tokens: guessing stays hopeless. */
   wrongCodeAddress: { points: 20, seconds: 24 * 60 * 60 },
+  /** Second-factor codes mailed for one person (each `/mfa/challenge` with `emailOtp`). */
+  mfaEmailAccount: { points: 5, seconds: 15 * 60 },
+  /** Second-step attempts (`/mfa/challenge`, `/mfa/verify`, re-authentication) from one address, over all accounts; the person's own lockout is in `mfa/service.ts`. */
+  mfaAddress: { points: 100, seconds: 15 * 60 },
 } as const;
 
 export type RateLimitName = keyof typeof RATE_LIMITS;

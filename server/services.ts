@@ -19,6 +19,10 @@ import type { Config } from './config.ts';
 import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
 import { Directory } from './accounts/directory.ts';
+import { CodeHasher } from './accounts/mfa/codes.ts';
+import { MfaRepository } from './accounts/mfa/repository.ts';
+import { MfaService } from './accounts/mfa/service.ts';
+import { SecretBox } from './accounts/mfa/totp.ts';
 import { VenueRepository } from './venue/repository.ts';
 import { AuthorConsoleService } from './venue/author-console.ts';
 import { NoteService } from './venue/notes.ts';
@@ -45,12 +49,14 @@ export interface Services {
   emails: EmailService;
   moderation: ModerationService;
   impersonation: ImpersonationService;
+  /** Multi-factor sign-in: the second step of a sign-in, and the factors a person manages. */
+  mfa: MfaService;
   venue: VenueService;
   notes: NoteService;
   authorConsole: AuthorConsoleService;
   attachments: AttachmentsService;
   oidc: OidcService;
-  /** WebAuthn credentials and ceremonies (the `passkey` factor). */
+  /** Passkeys (WebAuthn): credentials and ceremonies, the `passkey` factor multi-factor sign-in asks (`accounts/mfa/passkey-factor.ts`). */
   passkeys: PasskeyService;
   /** Signing in with a passkey and no password. */
   passkeySignIn: PasskeySignIn;
@@ -81,6 +87,16 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   };
   const profiles = new ProfileService(deps);
   const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
+  const passkeys = new PasskeyService({ passkeys: new PasskeysRepository(db), accounts: deps.repo, settings: config.webauthn, logger, now });
+  const mfa = new MfaService(deps, {
+    mfa: new MfaRepository(db),
+    sessions: accounts.sessions,
+    passkeys,
+    // TOTP secrets at rest: MFA_ENCRYPTION_KEY, or a key derived from the session secret.
+    box: new SecretBox({ configuredKey: config.mfaEncryptionKey, sessionSecret: secret }),
+    codes: new CodeHasher(`${secret}:mfa-codes`),
+    issuer: 'Peer Review',
+  });
   // Areas own their tables and ask each other through the small views they declare: venues ask
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask
   // venues about invitations and who may read a note.
@@ -91,7 +107,6 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const notes = new NoteService({ ...venueDeps, uploads });
   const store = await openFileStore(config.storage, config.dataDir);
   await store.init();
-  const passkeys = new PasskeyService({ passkeys: new PasskeysRepository(db), accounts: deps.repo, settings: config.webauthn, logger, now });
   const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
@@ -103,6 +118,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     emails: new EmailService(deps, accounts),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
+    mfa,
     venue,
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),

@@ -17,4 +17,5 @@ export const OIDC_CODE_SECONDS = 10 * 60;
 export const ACCESS_TOKEN_COOKIE = 'service.accessToken';
 export const REFRESH_TOKEN_COOKIE = 'service.refreshToken';
 export * from './schemas/oidc.ts';
+export * from './schemas/mfa.ts';
 export * from './schemas/passkeys.ts';

@@ -15,6 +15,7 @@ import {
   LoginInput,
   PasskeyLoginInput,
   PasskeyLoginOptionsResult,
+  LoginResult,
   ModerateProfileInput,
   Profile,
   ProfileSearchInput,
@@ -34,6 +35,7 @@ import {
 } from '../../shared/index.ts';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
+import { mfaRouter } from './mfa/router.ts';
 
 export const accountsRouter = router({
   // ---- sign-up and activation ----------------------------------------------------------------
@@ -67,13 +69,15 @@ export const accountsRouter = router({
     .query(async ({ ctx, input }) => ({ username: await ctx.services.signUp.nextUsername(input) })),
 
   // ---- sessions ---------------------------------------------------------------------------------
+  /** With a second factor on, no session yet: `{mfaPending, mfaPendingToken, …}` for `mfa.verify`. */
   login: publicProcedure
     .input(LoginInput)
-    .output(SessionResult)
+    .output(LoginResult)
     .mutation(async ({ ctx, input }) => {
-      const session = await ctx.services.sessions.login(input, ctx.origin);
-      ctx.cookies.set(session);
-      return session.result;
+      const outcome = await ctx.services.mfa.login(input, ctx.origin, ctx.credentials.trustedDevice);
+      if ('pending' in outcome) return outcome.pending;
+      ctx.cookies.set(outcome.session);
+      return outcome.session.result;
     }),
 
   // Passkeys without a password (`mfa/passkey-sign-in.ts`): the same answer and cookies as `login`.
@@ -91,6 +95,8 @@ export const accountsRouter = router({
       ctx.cookies.set(session);
       return session.result;
     }),
+  /** Multi-factor sign-in: the second step and the factors (`mfa/router.ts`). */
+  mfa: mfaRouter,
 
   refreshToken: publicProcedure
     .meta({ whileImpersonating: 'allowed' })

@@ -35,6 +35,16 @@ export class SessionService extends AccountsBase {
    * profile all get the same 400, which is not a 401 so that clients do not try to refresh.
    */
   async login(input: LoginInput, origin: RequestOrigin): Promise<IssuedSession> {
+    const checked = await this.checkPassword(input, origin);
+    return this.startSession(checked.profile, checked.loginEmail, input.expiresIn ?? DEFAULT_SESSION_SECONDS);
+  }
+
+  /**
+   * The first half of a sign-in: the id and password are right and the profile may sign in.
+   * Multi-factor sign-in (`mfa/service.ts`) asks for a second factor between this and
+   * `startSession`.
+   */
+  async checkPassword(input: LoginInput, origin: RequestOrigin): Promise<{ profile: ProfileRecord; loginEmail: string }> {
     const repo = this.d.repo;
     const limits = this.d.limits;
     // The id is made canonical once (white space and invisible characters around it, letter
@@ -60,8 +70,13 @@ export class SessionService extends AccountsBase {
     }
     const emails = await repo.emails.emailsOf(profile.id);
     const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
-    await repo.profiles.touchLastLogin(profile.id, this.now());
-    return this.issueSession(profile, { loginEmail, accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS });
+    return { profile, loginEmail };
+  }
+
+  /** The second half of a sign-in: the session opens (after the password, and the second factor when one is on). */
+  async startSession(profile: ProfileRecord, loginEmail: string, accessSeconds: number): Promise<IssuedSession> {
+    await this.d.repo.profiles.touchLastLogin(profile.id, this.now());
+    return this.issueSession(profile, { loginEmail, accessSeconds });
   }
 
   /** Opens a new session for a profile: a session row, a refresh token, an access token. */

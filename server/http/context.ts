@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
+import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE, TRUSTED_DEVICE_COOKIE } from '../../shared/index.ts';
 import type { Config } from '../config.ts';
 import { createContextInner, type Context, type SessionCookies } from '../context.ts';
 import type { Services } from '../services.ts';
@@ -30,6 +30,10 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
       res.clearCookie(ACCESS_TOKEN_COOKIE, base);
       res.clearCookie(REFRESH_TOKEN_COOKIE, base);
     },
+    // Kept across logouts: it remembers the browser, not a session.
+    trustDevice(cookie) {
+      res.cookie(TRUSTED_DEVICE_COOKIE, cookie.token, { ...base, maxAge: cookie.seconds * 1000 });
+    },
   };
 }
 
@@ -40,6 +44,7 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
  */
 export function createHttpContext(req: Request, res: Response, services: Services, config: Config, sessionFrom: 'any' | 'cookie' = 'any'): Context {
   const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
+  const trusted: unknown = req.cookies?.[TRUSTED_DEVICE_COOKIE];
   const access = accessTokenOf(req, sessionFrom);
   return createContextInner({
     services,
@@ -49,6 +54,7 @@ export function createHttpContext(req: Request, res: Response, services: Service
       accessToken: access.token,
       viaBearer: access.viaBearer,
       refreshToken: typeof refresh === 'string' && refresh !== '' ? refresh : undefined,
+      trustedDevice: typeof trusted === 'string' && trusted !== '' ? trusted : undefined,
     },
     cookies: httpCookies(res, config),
     origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown' },

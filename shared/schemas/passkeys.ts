@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PasskeyAssertion } from './mfa.ts';
 import { MAX_SESSION_SECONDS } from './session.ts';
 
 /**
@@ -7,23 +8,6 @@ import { MAX_SESSION_SECONDS } from './session.ts';
  * answer (`@simplewebauthn/browser`'s `startAuthentication`). Binary fields are base64url
  * (plain base64 is read too).
  */
-
-const Binary = z.string().min(1).max(16_384);
-
-/** A WebAuthn assertion as browsers serialise it. Not strict: browsers add fields over time. */
-const Assertion = z.object({
-  id: Binary,
-  rawId: Binary,
-  type: z.literal('public-key'),
-  response: z.object({
-    clientDataJSON: Binary,
-    authenticatorData: Binary,
-    signature: Binary,
-    userHandle: Binary.optional(),
-  }),
-  authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
-  clientExtensionResults: z.record(z.string(), z.unknown()).default({}),
-});
 
 /** WebAuthn request options, as `@simplewebauthn/server` makes them. */
 const RequestOptions = z.object({
@@ -43,7 +27,7 @@ export type PasskeyLoginOptionsResult = z.infer<typeof PasskeyLoginOptionsResult
 
 export const PasskeyLoginInput = z.strictObject({
   challengeId: z.string({ error: 'challengeId cannot be empty or missing' }).min(1, 'challengeId cannot be empty or missing').max(200),
-  response: Assertion,
+  response: PasskeyAssertion,
   /** Lifetime of the session's access token in seconds, as for `POST /login`. */
   expiresIn: z.int().min(1).max(MAX_SESSION_SECONDS).nullish(),
 });

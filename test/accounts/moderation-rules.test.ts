@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decide } from '../../server/accounts/moderation.ts';
-import { ModerationDecision, ProfileState } from '../../shared/index.ts';
+import { ModerationDecision, ProfileState, type SessionResult } from '../../shared/index.ts';
 import { startServices, type TestServices } from '../helpers/caller.ts';
 import { PASSWORD } from '../helpers/users.ts';
 
@@ -72,8 +72,8 @@ describe('accounts.moderate', () => {
     await accounts.createUser({ email: 'mod@example.org', password: PASSWORD, fullname: 'Mo Derator', state: 'Active', role: 'moderator' });
     await accounts.createUser({ email: 'member@example.org', password: PASSWORD, fullname: 'Mem Ber', state: 'Active' });
     target = await accounts.createUser({ email: 'new@example.org', password: PASSWORD, fullname: 'New Comer', state: 'Needs Moderation' });
-    moderatorToken = (await t.caller().accounts.login({ id: 'mod@example.org', password: PASSWORD })).token;
-    memberToken = (await t.caller().accounts.login({ id: 'member@example.org', password: PASSWORD })).token;
+    moderatorToken = ((await t.caller().accounts.login({ id: 'mod@example.org', password: PASSWORD })) as SessionResult).token;
+    memberToken = ((await t.caller().accounts.login({ id: 'member@example.org', password: PASSWORD })) as SessionResult).token;
   });
   afterAll(() => t.close());
 

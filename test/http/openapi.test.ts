@@ -95,7 +95,10 @@ describe('the API document', () => {
       additionalProperties: false,
     });
     // Shared resources are components the operations refer to.
-    expect(login.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/SessionResult' });
+    // A session, or (a second factor on) the second step.
+    expect(login.responses['200'].content['application/json'].schema).toEqual({
+      anyOf: [{ $ref: '#/components/schemas/SessionResult' }, { $ref: '#/components/schemas/MfaPendingResult' }],
+    });
     expect(document.components.schemas.SessionResult.required).toEqual(['token', 'user']);
     expect(document.components.schemas.Error.properties.name.enum).toContain('TokenExpiredError');
     const tilde = document.paths['/tildeusername'].get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`);

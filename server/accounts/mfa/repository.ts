@@ -1,0 +1,239 @@
+import type { Knex } from 'knex';
+
+export interface FactorsRecord {
+  profileId: string;
+  /** Sealed (see `SecretBox`); null when TOTP is off. */
+  totpSecret: string | null;
+  totpEnabledAt: number | null;
+  totpPendingSecret: string | null;
+  totpPendingAt: number | null;
+  totpLastStep: number | null;
+  emailEnabledAt: number | null;
+  preferredMethod: string | null;
+  failedAttempts: number;
+  lockedUntil: number | null;
+}
+
+export interface PendingRecord {
+  id: string;
+  profileId: string;
+  loginEmail: string;
+  tokenVersion: number;
+  accessSeconds: number;
+  expiresAt: number;
+}
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+function factorsOf(row: Record<string, unknown>): FactorsRecord {
+  return {
+    profileId: String(row.profile_id),
+    totpSecret: (row.totp_secret as string | null) ?? null,
+    totpEnabledAt: num(row.totp_enabled_at),
+    totpPendingSecret: (row.totp_pending_secret as string | null) ?? null,
+    totpPendingAt: num(row.totp_pending_at),
+    totpLastStep: num(row.totp_last_step),
+    emailEnabledAt: num(row.email_enabled_at),
+    preferredMethod: (row.preferred_method as string | null) ?? null,
+    failedAttempts: Number(row.failed_attempts ?? 0),
+    lockedUntil: num(row.locked_until),
+  };
+}
+
+/** The SQL of multi-factor sign-in (tables of migration `20261124020000_create_mfa`), on one Knex or one transaction. */
+export class MfaRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  /** The same repository inside a transaction; `trx` lets the caller's other repositories join it. */
+  transaction<T>(work: (repo: MfaRepository, trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    return this.#db.transaction((trx) => work(new MfaRepository(trx), trx));
+  }
+
+  // ---- factors ------------------------------------------------------------------------------------
+
+  async factors(profileId: string): Promise<FactorsRecord | null> {
+    const row = await this.#db('mfa_factors').where({ profile_id: profileId }).first();
+    return row ? factorsOf(row) : null;
+  }
+
+  /** Writes the given columns of a person's row, creating it when there is none. */
+  async #upsert(profileId: string, values: Record<string, unknown>, now: number): Promise<void> {
+    await this.#db('mfa_factors')
+      .insert({ profile_id: profileId, failed_attempts: 0, updated_at: now, ...values })
+      .onConflict('profile_id')
+      .merge({ ...values, updated_at: now });
+  }
+
+  setTotpPending(profileId: string, sealed: string, now: number): Promise<void> {
+    return this.#upsert(profileId, { totp_pending_secret: sealed, totp_pending_at: now }, now);
+  }
+
+  /** The secret being set up becomes the person's TOTP secret; `step` is the code that proved it. */
+  enableTotp(profileId: string, sealed: string, step: number, now: number): Promise<void> {
+    return this.#upsert(profileId, { totp_secret: sealed, totp_enabled_at: now, totp_last_step: step, totp_pending_secret: null, totp_pending_at: null }, now);
+  }
+
+  disableTotp(profileId: string, now: number): Promise<void> {
+    return this.#upsert(profileId, { totp_secret: null, totp_enabled_at: null, totp_last_step: null, totp_pending_secret: null, totp_pending_at: null }, now);
+  }
+
+  /** Takes a TOTP time step as used; false when it (or a later one) already was: a code counts once. */
+  async acceptTotpStep(profileId: string, step: number): Promise<boolean> {
+    const changed = await this.#db('mfa_factors')
+      .where({ profile_id: profileId })
+      .andWhere((q) => q.whereNull('totp_last_step').orWhere('totp_last_step', '<', step))
+      .update({ totp_last_step: step });
+    return changed === 1;
+  }
+
+  setEmail(profileId: string, enabledAt: number | null, now: number): Promise<void> {
+    return this.#upsert(profileId, { email_enabled_at: enabledAt }, now);
+  }
+
+  setPreferred(profileId: string, method: string | null, now: number): Promise<void> {
+    return this.#upsert(profileId, { preferred_method: method }, now);
+  }
+
+  /** Every factor off and every record of them gone (the operator's command for a person who lost them all). */
+  async removeEverything(profileId: string): Promise<void> {
+    await this.#db('mfa_factors').where({ profile_id: profileId }).delete();
+    await this.#db('mfa_recovery_codes').where({ profile_id: profileId }).delete();
+    await this.#db('mfa_email_codes').where({ profile_id: profileId }).delete();
+    await this.#db('mfa_pending').where({ profile_id: profileId }).delete();
+    await this.#db('mfa_trusted_devices').where({ profile_id: profileId }).delete();
+  }
+
+  // ---- lockout ------------------------------------------------------------------------------------
+
+  /**
+   * Counts an attempt before its code is checked (so simultaneous guesses cannot all slip under
+   * the limit): the attempts since the last success or lock, this one included, and the lock.
+   */
+  async beginAttempt(profileId: string, now: number): Promise<{ count: number; lockedUntil: number | null }> {
+    await this.#upsert(profileId, {}, now);
+    await this.#db('mfa_factors').where({ profile_id: profileId }).increment('failed_attempts', 1);
+    const row = await this.#db('mfa_factors').where({ profile_id: profileId }).first('failed_attempts', 'locked_until');
+    return { count: Number(row?.failed_attempts ?? 0), lockedUntil: num(row?.locked_until) };
+  }
+
+  async lock(profileId: string, until: number): Promise<void> {
+    await this.#db('mfa_factors').where({ profile_id: profileId }).update({ failed_attempts: 0, locked_until: until });
+  }
+
+  async clearFailures(profileId: string): Promise<void> {
+    await this.#db('mfa_factors').where({ profile_id: profileId }).update({ failed_attempts: 0, locked_until: null });
+  }
+
+  // ---- recovery codes ----------------------------------------------------------------------------
+
+  async replaceRecoveryCodes(profileId: string, hashes: string[], now: number): Promise<void> {
+    await this.#db('mfa_recovery_codes').where({ profile_id: profileId }).delete();
+    if (hashes.length > 0) await this.#db('mfa_recovery_codes').insert(hashes.map((code_hash) => ({ profile_id: profileId, code_hash, created_at: now })));
+  }
+
+  /** Uses a recovery code up; false when it is unknown or was used (of two simultaneous uses, one wins). */
+  async useRecoveryCode(profileId: string, hash: string, now: number): Promise<boolean> {
+    const changed = await this.#db('mfa_recovery_codes').where({ profile_id: profileId, code_hash: hash }).whereNull('used_at').update({ used_at: now });
+    return changed === 1;
+  }
+
+  async recoveryCodesRemaining(profileId: string): Promise<number> {
+    const row = await this.#db('mfa_recovery_codes').where({ profile_id: profileId }).whereNull('used_at').count({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+
+  // ---- emailed codes -----------------------------------------------------------------------------
+
+  /** The person's one live emailed code: a new one replaces (voids) the older. */
+  async putEmailCode(profileId: string, hash: string, now: number, expiresAt: number): Promise<void> {
+    await this.#db('mfa_email_codes')
+      .insert({ profile_id: profileId, code_hash: hash, created_at: now, expires_at: expiresAt })
+      .onConflict('profile_id')
+      .merge({ code_hash: hash, created_at: now, expires_at: expiresAt });
+  }
+
+  /** Uses the emailed code up when it matches and is live; of two simultaneous uses, one wins. */
+  async useEmailCode(profileId: string, hash: string, now: number): Promise<boolean> {
+    const changed = await this.#db('mfa_email_codes').where({ profile_id: profileId, code_hash: hash }).andWhere('expires_at', '>', now).delete();
+    return changed === 1;
+  }
+
+  async deleteEmailCode(profileId: string): Promise<void> {
+    await this.#db('mfa_email_codes').where({ profile_id: profileId }).delete();
+  }
+
+  // ---- pending sign-ins ---------------------------------------------------------------------------
+
+  async insertPending(record: PendingRecord & { tokenHash: string; now: number }): Promise<void> {
+    await this.#db('mfa_pending').insert({
+      id: record.id,
+      token_hash: record.tokenHash,
+      profile_id: record.profileId,
+      login_email: record.loginEmail,
+      token_version: record.tokenVersion,
+      access_seconds: record.accessSeconds,
+      created_at: record.now,
+      expires_at: record.expiresAt,
+    });
+  }
+
+  async findPending(tokenHash: string, now: number): Promise<PendingRecord | null> {
+    const row = await this.#db('mfa_pending').where({ token_hash: tokenHash }).whereNull('used_at').andWhere('expires_at', '>', now).first();
+    if (!row) return null;
+    return {
+      id: String(row.id),
+      profileId: String(row.profile_id),
+      loginEmail: String(row.login_email),
+      tokenVersion: Number(row.token_version),
+      accessSeconds: Number(row.access_seconds),
+      expiresAt: Number(row.expires_at),
+    };
+  }
+
+  /** Uses a pending sign-in up; false when another request already did. */
+  async consumePending(id: string, now: number): Promise<boolean> {
+    return (await this.#db('mfa_pending').where({ id }).whereNull('used_at').update({ used_at: now })) === 1;
+  }
+
+  async deleteExpiredPending(now: number): Promise<void> {
+    await this.#db('mfa_pending').where('expires_at', '<=', now).delete();
+    await this.#db('mfa_email_codes').where('expires_at', '<=', now).delete();
+    await this.#db('mfa_trusted_devices').where('expires_at', '<=', now).delete();
+  }
+
+  // ---- remembered browsers ------------------------------------------------------------------------
+
+  async insertTrusted(profileId: string, tokenHash: string, now: number, expiresAt: number): Promise<void> {
+    await this.#db('mfa_trusted_devices').insert({ profile_id: profileId, token_hash: tokenHash, created_at: now, expires_at: expiresAt });
+  }
+
+  /** Whether the browser's cookie names a live remembered browser of this person (and notes its use). */
+  async useTrusted(profileId: string, tokenHash: string, now: number): Promise<boolean> {
+    const changed = await this.#db('mfa_trusted_devices').where({ profile_id: profileId, token_hash: tokenHash }).andWhere('expires_at', '>', now).update({ last_used_at: now });
+    return changed === 1;
+  }
+
+  async trustedCount(profileId: string, now: number): Promise<number> {
+    const row = await this.#db('mfa_trusted_devices').where({ profile_id: profileId }).andWhere('expires_at', '>', now).count({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+
+  async forgetTrusted(profileId: string): Promise<number> {
+    return this.#db('mfa_trusted_devices').where({ profile_id: profileId }).delete();
+  }
+
+  // ---- re-authentication ---------------------------------------------------------------------------
+
+  async setReauth(sessionId: string, at: number): Promise<void> {
+    await this.#db('mfa_reauth').insert({ session_id: sessionId, at }).onConflict('session_id').merge({ at });
+  }
+
+  async reauthAt(sessionId: string): Promise<number | null> {
+    const row = await this.#db('mfa_reauth').where({ session_id: sessionId }).first('at');
+    return row ? Number(row.at) : null;
+  }
+}

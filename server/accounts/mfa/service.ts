@@ -1,0 +1,531 @@
+import { randomUUID } from 'node:crypto';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
+import {
+  AppError,
+  DEFAULT_SESSION_SECONDS,
+  type LoginInput,
+  type MfaChallengeInput,
+  type MfaChallengeResult,
+  type MfaFactorMethod,
+  type MfaMethod,
+  type MfaPendingResult,
+  type MfaStatus,
+  type MfaVerifyInput,
+  type PasskeyAssertion,
+  type PasskeyAttestation,
+  type ReauthenticateInput,
+  type TotpInitResult,
+} from '../../../shared/index.ts';
+import { hashSecret, randomToken } from '../../secrets.ts';
+import { addressKey } from '../ids.ts';
+import { AccountsBase, type AccountsDeps } from '../part.ts';
+import { preferredEmail } from '../profiles.ts';
+import type { AccountsRepository, ProfileRecord } from '../repository.ts';
+import { canHoldSession } from '../session-rule.ts';
+import type { SessionService } from '../sessions.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from '../viewer.ts';
+import { type CodeHasher, newEmailCode, newRecoveryCode, RECOVERY_CODE_COUNT, typedDigits, typedRecoveryCode } from './codes.ts';
+import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
+import type { MfaRepository } from './repository.ts';
+import { newTotpSecret, type SecretBox, totpProvisioning, totpStep } from './totp.ts';
+
+/** How long a sign-in waits for its second factor. */
+export const PENDING_SECONDS = 10 * 60;
+/** How long an emailed code is valid. */
+export const EMAIL_CODE_SECONDS = 10 * 60;
+/** Wrong codes in a row before the person is locked out, and for how long. */
+export const MAX_FAILED_ATTEMPTS = 5;
+export const LOCK_SECONDS = 15 * 60;
+/** How long a browser is remembered ("remember this device"). */
+export const TRUSTED_DEVICE_SECONDS = 30 * 24 * 60 * 60;
+/** How recent a proof of the person must be to turn a factor off, regenerate codes or add a passkey. */
+export const REAUTH_SECONDS = 10 * 60;
+/** How long a TOTP secret being set up waits for its first code. */
+const TOTP_SETUP_SECONDS = 15 * 60;
+
+const INVALID_CODE = 'Invalid verification code';
+const INVALID_PENDING = 'The sign-in has expired or was already completed. Please log in again.';
+
+/** A remembered browser's cookie, for the transport to set. */
+export interface TrustedDeviceCookie {
+  token: string;
+  seconds: number;
+}
+
+/** What proved the person at a second step, for the OpenID Connect `amr` claim (RFC 8176). */
+export type SecondFactorProof = { method: 'totp' | 'emailOtp' | 'recovery' } | { method: 'passkey'; passkey: PasskeyProof };
+
+export interface MfaServiceDeps {
+  mfa: MfaRepository;
+  sessions: SessionService;
+  passkeys: PasskeyFactor;
+  box: SecretBox;
+  codes: CodeHasher;
+  /** The name authenticator apps show for this service. */
+  issuer: string;
+}
+
+/**
+ * Multi-factor sign-in: the second step of `POST /login` (`/mfa/challenge`, `/mfa/verify`), the
+ * factors a person manages (TOTP, emailed codes, passkeys through `PasskeyFactor`, recovery
+ * codes), remembered browsers, the lockout and re-authentication. Every factor change is mailed
+ * to the person and written to the audit log.
+ */
+export class MfaService extends AccountsBase {
+  readonly #m: MfaServiceDeps;
+
+  constructor(deps: AccountsDeps, mfa: MfaServiceDeps) {
+    super(deps);
+    this.#m = mfa;
+  }
+
+  // ---- what a person has ----------------------------------------------------------------------------
+
+  /** The factors a person has on, in a fixed order. */
+  async methodsOf(profileId: string): Promise<MfaFactorMethod[]> {
+    const factors = await this.#m.mfa.factors(profileId);
+    const methods: MfaFactorMethod[] = [];
+    if (factors?.totpSecret) methods.push('totp');
+    if (factors?.emailEnabledAt !== null && factors?.emailEnabledAt !== undefined) methods.push('emailOtp');
+    if ((await this.#m.passkeys.count(profileId)) > 0) methods.push('passkey');
+    return methods;
+  }
+
+  async #preferred(profileId: string, methods: MfaFactorMethod[]): Promise<MfaFactorMethod | null> {
+    const stored = (await this.#m.mfa.factors(profileId))?.preferredMethod;
+    return methods.find((m) => m === stored) ?? methods[0] ?? null;
+  }
+
+  async status(viewer: Viewer): Promise<MfaStatus> {
+    const id = viewer.profileId;
+    const methods = await this.methodsOf(id);
+    return {
+      enabled: methods.length > 0,
+      methods,
+      preferredMethod: await this.#preferred(id, methods),
+      recoveryCodesRemaining: methods.length > 0 ? await this.#m.mfa.recoveryCodesRemaining(id) : 0,
+      trustedDevicesCount: methods.length > 0 ? await this.#m.mfa.trustedCount(id, this.now()) : 0,
+    };
+  }
+
+  // ---- sign-in ----------------------------------------------------------------------------------
+
+  /**
+   * `POST /login`: the password, then either a session (no factor on, or a remembered browser) or
+   * a pending sign-in waiting for the second factor. No session or cookie exists until then.
+   */
+  async login(input: LoginInput, origin: RequestOrigin, trustedDevice: string | undefined): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
+    const { profile, loginEmail } = await this.#m.sessions.checkPassword(input, origin);
+    const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
+    const next = await this.afterPassword(profile, trustedDevice);
+    if (next === null) return { session: await this.#m.sessions.startSession(profile, loginEmail, accessSeconds) };
+    return { pending: await this.#pending(profile, loginEmail, accessSeconds, next) };
+  }
+
+  /**
+   * What a sign-in whose password was right needs next: null when no second factor (none is on,
+   * or this browser is remembered), otherwise the person's methods and preferred one.
+   */
+  async afterPassword(profile: ProfileRecord, trustedDevice: string | undefined): Promise<{ methods: MfaFactorMethod[]; preferred: MfaFactorMethod } | null> {
+    const methods = await this.methodsOf(profile.id);
+    const preferred = await this.#preferred(profile.id, methods);
+    if (preferred === null) return null;
+    if (trustedDevice && (await this.#m.mfa.useTrusted(profile.id, hashSecret(trustedDevice), this.now()))) return null;
+    return { methods, preferred };
+  }
+
+  async #pending(profile: ProfileRecord, loginEmail: string, accessSeconds: number, next: { methods: MfaFactorMethod[]; preferred: MfaFactorMethod }): Promise<MfaPendingResult> {
+    const token = randomToken();
+    const now = this.now();
+    await this.#m.mfa.insertPending({
+      id: randomUUID(),
+      tokenHash: hashSecret(token),
+      profileId: profile.id,
+      loginEmail,
+      tokenVersion: profile.tokenVersion,
+      accessSeconds,
+      expiresAt: now + PENDING_SECONDS * 1000,
+      now,
+    });
+    return { mfaPending: true, mfaPendingToken: token, mfaMethods: next.methods, preferredMethod: next.preferred };
+  }
+
+  /** The pending sign-in a token names, with its profile (still able to sign in), or a 400. */
+  async #livePending(token: string): Promise<{ pending: Awaited<ReturnType<MfaRepository['findPending']>> & object; profile: ProfileRecord }> {
+    const pending = await this.#m.mfa.findPending(hashSecret(token), this.now());
+    if (!pending) throw new AppError('BadRequestError', INVALID_PENDING);
+    const profile = await this.d.repo.profiles.find(pending.profileId);
+    if (!profile || !canHoldSession(profile, pending.tokenVersion)) throw new AppError('BadRequestError', INVALID_PENDING);
+    return { pending, profile };
+  }
+
+  /** `POST /mfa/challenge`: mails a code (`emailOtp`), or answers WebAuthn request options (`passkey`). */
+  async challenge(input: MfaChallengeInput, origin: RequestOrigin): Promise<MfaChallengeResult> {
+    await this.d.limits.consume('mfaAddress', addressKey(origin.address));
+    const { pending, profile } = await this.#livePending(input.mfaPendingToken);
+    await this.#refuseIfLocked(profile.id);
+    const method = await this.#usable(profile.id, input.method);
+    switch (method) {
+      case 'emailOtp':
+        await this.#sendEmailCode(profile);
+        return { method, sent: true, expiresIn: EMAIL_CODE_SECONDS };
+      case 'passkey':
+        return { ...(await this.#m.passkeys.authenticationOptions({ userId: profile.id, challengeKey: pending.id })) };
+      case 'totp':
+      case 'recovery':
+        return { method, sent: false };
+    }
+  }
+
+  /**
+   * `POST /mfa/verify`: the second factor; a right one uses the pending sign-in up and opens the
+   * session exactly as `POST /login` does. `rememberDevice` also gives the browser a cookie
+   * that skips the second factor for 30 days.
+   */
+  async verify(input: MfaVerifyInput, origin: RequestOrigin): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
+    await this.d.limits.consume('mfaAddress', addressKey(origin.address));
+    const { pending, profile } = await this.#livePending(input.mfaPendingToken);
+    const proof = await this.checkSecondFactor(profile, input.method, input.code, pending.id);
+    await this.d.limits.refund('mfaAddress', addressKey(origin.address));
+    if (!(await this.#m.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
+    const session = await this.#m.sessions.startSession(profile, pending.loginEmail, pending.accessSeconds);
+    const trustedDevice = input.rememberDevice ? await this.rememberDevice(profile.id) : undefined;
+    return { session, proof, ...(trustedDevice ? { trustedDevice } : {}) };
+  }
+
+  /** A new remembered browser of the person: the cookie's secret (only its hash is kept). */
+  async rememberDevice(profileId: string): Promise<TrustedDeviceCookie> {
+    const token = randomToken();
+    const now = this.now();
+    await this.#m.mfa.insertTrusted(profileId, hashSecret(token), now, now + TRUSTED_DEVICE_SECONDS * 1000);
+    return { token, seconds: TRUSTED_DEVICE_SECONDS };
+  }
+
+  /**
+   * Checks a second factor of the person, under the lockout: every attempt is counted before
+   * the code is checked; `MAX_FAILED_ATTEMPTS` wrong ones in a row lock the person out for
+   * `LOCK_SECONDS`; a right one clears the count. `challengeKey` names the passkey ceremony.
+   */
+  async checkSecondFactor(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string): Promise<SecondFactorProof> {
+    const usable = await this.#usable(profile.id, method);
+    const now = this.now();
+    await this.#refuseIfLocked(profile.id);
+    const attempt = await this.#m.mfa.beginAttempt(profile.id, now);
+    if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(attempt.lockedUntil ?? now + LOCK_SECONDS * 1000, now);
+    let proof: SecondFactorProof | null = null;
+    let refusal: AppError | null = null;
+    try {
+      proof = await this.#check(profile, usable, code, challengeKey);
+    } catch (error) {
+      // A passkey assertion that does not verify counts as a wrong code, and says why (replayed,
+      // a counter that went backwards, someone else's passkey, …).
+      if (!(error instanceof AppError) || error.status !== 400) throw error;
+      refusal = error;
+    }
+    if (proof === null) {
+      if (attempt.count >= MAX_FAILED_ATTEMPTS) {
+        const until = now + LOCK_SECONDS * 1000;
+        await this.#m.mfa.lock(profile.id, until);
+        await this.#audit(profile.id, 'system', 'mfa.locked', { until });
+        throw locked(until, now);
+      }
+      throw refusal ?? new AppError('BadRequestError', INVALID_CODE);
+    }
+    await this.#m.mfa.clearFailures(profile.id);
+    return proof;
+  }
+
+  async #check(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string): Promise<SecondFactorProof | null> {
+    const now = this.now();
+    if (method === 'passkey') {
+      if (typeof code !== 'object') return null;
+      const passkey = await this.#m.passkeys.authenticate(code as AuthenticationResponseJSON, { userId: profile.id, challengeKey });
+      return passkey.userId === profile.id ? { method, passkey } : null;
+    }
+    if (typeof code !== 'string') return null;
+    if (method === 'totp') {
+      const factors = await this.#m.mfa.factors(profile.id);
+      const secret = factors?.totpSecret ? this.#m.box.open(factors.totpSecret, profile.id) : null;
+      if (secret === null) return null;
+      const step = totpStep(secret, typedDigits(code), now);
+      return step !== null && (await this.#m.mfa.acceptTotpStep(profile.id, step)) ? { method } : null;
+    }
+    if (method === 'emailOtp') {
+      const digits = typedDigits(code);
+      if (!/^\d{6}$/.test(digits)) return null;
+      return (await this.#m.mfa.useEmailCode(profile.id, this.#m.codes.hash('email', profile.id, digits), now)) ? { method } : null;
+    }
+    const recovery = typedRecoveryCode(code);
+    if (recovery === null || !(await this.#m.mfa.useRecoveryCode(profile.id, this.#m.codes.hash('recovery', profile.id, recovery), now))) return null;
+    await this.#notify(profile.id, 'A recovery code was used to sign in', 'mfa.recovery.used', profile.id);
+    return { method };
+  }
+
+  /** The method when the person has it on (recovery codes: when any factor is on); otherwise a 400. */
+  async #usable(profileId: string, method: MfaMethod): Promise<MfaMethod> {
+    const methods = await this.methodsOf(profileId);
+    if (method === 'recovery' ? methods.length > 0 : methods.includes(method)) return method;
+    throw new AppError('BadRequestError', `The method ${method} is not set up for this account`, { path: 'method' });
+  }
+
+  async #refuseIfLocked(profileId: string): Promise<void> {
+    const lockedUntil = (await this.#m.mfa.factors(profileId))?.lockedUntil ?? null;
+    if (lockedUntil !== null && lockedUntil > this.now()) throw locked(lockedUntil, this.now());
+  }
+
+  async #sendEmailCode(profile: ProfileRecord): Promise<void> {
+    await this.d.limits.consume('mfaEmailAccount', `profile:${profile.id}`);
+    const to = await this.#emailOf(profile);
+    const code = newEmailCode();
+    const now = this.now();
+    await this.#m.mfa.putEmailCode(profile.id, this.#m.codes.hash('email', profile.id, code), now, now + EMAIL_CODE_SECONDS * 1000);
+    this.d.mailer.post({
+      to,
+      subject: 'Verification Code',
+      text:
+        `Your verification code is: **${code}**\n\n` +
+        `Enter it to finish signing in to ${profile.id}. It is valid for ${EMAIL_CODE_SECONDS / 60} minutes, and a newer code replaces it.\n\n` +
+        'If you did not try to sign in, someone knows your password: please change it.\n',
+    });
+  }
+
+  async #emailOf(profile: ProfileRecord, repo: AccountsRepository = this.d.repo): Promise<string> {
+    const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
+    if (!email) throw new AppError('BadRequestError', 'This account has no email address to send a code to');
+    return email;
+  }
+
+  // ---- managing the factors ----------------------------------------------------------------------
+
+  async setPreferred(viewer: Viewer, method: MfaFactorMethod): Promise<MfaStatus> {
+    const methods = await this.methodsOf(viewer.profileId);
+    if (!methods.includes(method)) throw new AppError('BadRequestError', `The method ${method} is not set up for this account`, { path: 'method' });
+    await this.#m.mfa.setPreferred(viewer.profileId, method, this.now());
+    await this.#audit(viewer.profileId, viewer.profileId, 'mfa.preferred', { method });
+    return this.status(viewer);
+  }
+
+  /** `POST /mfa/setup/totp/init`: a new secret, kept (sealed) until a code from it is verified. */
+  async totpInit(viewer: Viewer): Promise<TotpInitResult> {
+    const profile = await this.#profile(viewer.profileId);
+    const secret = newTotpSecret();
+    await this.#m.mfa.setTotpPending(profile.id, this.#m.box.seal(secret, profile.id), this.now());
+    const label = (await this.#emailOf(profile).catch(() => null)) ?? profile.id;
+    return { secret, ...(await totpProvisioning(secret, label, this.#m.issuer)) };
+  }
+
+  /** `POST /mfa/setup/totp/verify`: a code from the secret being set up turns TOTP on. */
+  async totpVerify(viewer: Viewer, code: string): Promise<{ totpEnabled: true; recoveryCodes?: string[] }> {
+    const id = viewer.profileId;
+    const now = this.now();
+    const factors = await this.#m.mfa.factors(id);
+    const fresh = factors?.totpPendingSecret && factors.totpPendingAt !== null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
+    const secret = fresh ? this.#m.box.open(factors.totpPendingSecret!, id) : null;
+    if (secret === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
+    const step = totpStep(secret, typedDigits(code), now);
+    if (step === null) throw new AppError('BadRequestError', INVALID_CODE, { path: 'code' });
+    const recoveryCodes = await this.#enableFactor(viewer, 'mfa.totp.enabled', 'An authenticator app was set up for signing in', (mfa) =>
+      mfa.enableTotp(id, factors!.totpPendingSecret!, step, now),
+    );
+    return { totpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
+  }
+
+  async totpDelete(viewer: Viewer): Promise<{ status: 'ok'; enabled: boolean }> {
+    await this.#requireFresh(viewer);
+    if (!(await this.methodsOf(viewer.profileId)).includes('totp')) throw new AppError('BadRequestError', 'TOTP is not set up for this account');
+    return this.#disableFactor(viewer, 'mfa.totp.disabled', 'The authenticator app was removed from signing in', (mfa) => mfa.disableTotp(viewer.profileId, this.now()));
+  }
+
+  /** `POST /mfa/setup/email`: codes mailed to the person's preferred address (which is confirmed already). */
+  async emailSetup(viewer: Viewer): Promise<{ emailOtpEnabled: true; recoveryCodes?: string[] }> {
+    const profile = await this.#profile(viewer.profileId);
+    await this.#emailOf(profile);
+    if ((await this.methodsOf(profile.id)).includes('emailOtp')) return { emailOtpEnabled: true };
+    const recoveryCodes = await this.#enableFactor(viewer, 'mfa.email.enabled', 'Codes by email were turned on for signing in', (mfa) => mfa.setEmail(profile.id, this.now(), this.now()));
+    return { emailOtpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
+  }
+
+  async emailDelete(viewer: Viewer): Promise<{ status: 'ok'; enabled: boolean }> {
+    await this.#requireFresh(viewer);
+    if (!(await this.methodsOf(viewer.profileId)).includes('emailOtp')) throw new AppError('BadRequestError', 'Codes by email are not set up for this account');
+    return this.#disableFactor(viewer, 'mfa.email.disabled', 'Codes by email were turned off for signing in', async (mfa) => {
+      await mfa.setEmail(viewer.profileId, null, this.now());
+      await mfa.deleteEmailCode(viewer.profileId);
+    });
+  }
+
+  async regenerateRecoveryCodes(viewer: Viewer): Promise<{ recoveryCodes: string[] }> {
+    await this.#requireFresh(viewer);
+    if ((await this.methodsOf(viewer.profileId)).length === 0) throw new AppError('BadRequestError', 'Turn on a second factor first: recovery codes stand in for one');
+    const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
+    await this.#m.mfa.transaction(async (mfa, trx) => {
+      await mfa.replaceRecoveryCodes(viewer.profileId, codes.map((c) => this.#m.codes.hash('recovery', viewer.profileId, c)), this.now());
+      await this.#audit(viewer.profileId, viewer.profileId, 'mfa.recovery.regenerated', undefined, this.d.repo.with(trx));
+    });
+    this.#mail(viewer.profileId, 'New recovery codes were made; the old ones no longer work');
+    return { recoveryCodes: codes };
+  }
+
+  // ---- passkeys (through PasskeyFactor) ---------------------------------------------------------
+
+  async passkeyInit(viewer: Viewer): Promise<Record<string, unknown> & { challenge: string }> {
+    await this.#requireFresh(viewer);
+    return { ...(await this.#m.passkeys.registrationOptions(viewer.profileId)) };
+  }
+
+  async passkeyVerify(viewer: Viewer, response: PasskeyAttestation, name: string | null | undefined) {
+    await this.#requireFresh(viewer);
+    const wasOn = (await this.methodsOf(viewer.profileId)).length > 0;
+    const passkey = await this.#m.passkeys.register(viewer.profileId, response as RegistrationResponseJSON, name?.trim() || 'Passkey');
+    const recoveryCodes = wasOn ? null : await this.#firstRecoveryCodes(viewer.profileId);
+    await this.#notify(viewer.profileId, `A passkey ("${passkey.name}") was added for signing in`, 'mfa.passkey.added', viewer.profileId, { credentialId: passkey.credentialId });
+    return { passkey, ...(recoveryCodes ? { recoveryCodes } : {}) };
+  }
+
+  async passkeyList(viewer: Viewer) {
+    return { passkeys: await this.#m.passkeys.list(viewer.profileId) };
+  }
+
+  async passkeyDelete(viewer: Viewer, credentialId: string): Promise<{ status: 'ok'; enabled: boolean }> {
+    await this.#requireFresh(viewer);
+    if (!(await this.#m.passkeys.remove(viewer.profileId, credentialId))) throw new AppError('NotFoundError', 'No such passkey');
+    return this.#disableFactor(viewer, 'mfa.passkey.removed', 'A passkey was removed from signing in', async () => undefined, { credentialId });
+  }
+
+  // ---- re-authentication ------------------------------------------------------------------------------
+
+  /** `POST /mfa/reauthenticate`: the password, or a code of a factor, proves the person again for ten minutes. */
+  async reauthenticate(viewer: Viewer, input: ReauthenticateInput, origin: RequestOrigin): Promise<{ reauthenticatedUntil: number }> {
+    const profile = await this.#profile(viewer.profileId);
+    if ('password' in input) {
+      const key = `profile:${profile.id}`;
+      await this.d.limits.consume('loginAccount', key);
+      if (!(await this.d.hasher.verify(input.password, profile.passwordHash, addressKey(origin.address)))) {
+        throw new AppError('BadRequestError', 'Invalid password', { path: 'password' });
+      }
+      await this.d.limits.refund('loginAccount', key);
+    } else {
+      await this.d.limits.consume('mfaAddress', addressKey(origin.address));
+      await this.checkSecondFactor(profile, input.method, input.code, `reauth:${viewer.sessionId}`);
+      await this.d.limits.refund('mfaAddress', addressKey(origin.address));
+    }
+    const now = this.now();
+    await this.#m.mfa.setReauth(viewer.sessionId, now);
+    return { reauthenticatedUntil: now + REAUTH_SECONDS * 1000 };
+  }
+
+  /** A 403 unless the session was opened, or its holder proved again, within `REAUTH_SECONDS`. */
+  async #requireFresh(viewer: Viewer): Promise<void> {
+    const now = this.now();
+    const last = Math.max(viewer.authTime, (await this.#m.mfa.reauthAt(viewer.sessionId)) ?? 0);
+    if (now - last <= REAUTH_SECONDS * 1000) return;
+    throw new AppError('ForbiddenError', 'Please confirm it is you: send your password (or a code) to POST /mfa/reauthenticate, then try again.', {
+      reauthenticate: '/mfa/reauthenticate',
+    });
+  }
+
+  // ---- the operator ------------------------------------------------------------------------------------
+
+  /**
+   * `npm run admin -- mfa off <id>`: for a person who lost every factor and every recovery
+   * code. Every factor and remembered browser is removed (passkeys too), audited and mailed.
+   */
+  async disableForOperator(profileId: string, reason: string): Promise<{ profileId: string; removed: MfaFactorMethod[] }> {
+    const profile = await this.d.repo.profiles.find(profileId);
+    if (!profile) throw new AppError('NotFoundError', `No profile ${profileId}`);
+    const removed = await this.methodsOf(profile.id);
+    for (const passkey of await this.#m.passkeys.list(profile.id)) await this.#m.passkeys.remove(profile.id, passkey.credentialId);
+    await this.#m.mfa.transaction(async (mfa, trx) => {
+      await mfa.removeEverything(profile.id);
+      await this.#audit(profile.id, 'operator', 'mfa.disabled-by-operator', { removed }, this.d.repo.with(trx), reason);
+    });
+    this.#mail(profile.id, 'An operator turned multi-factor sign-in off for your account, at your request');
+    return { profileId: profile.id, removed };
+  }
+
+  /** Forgets what is no longer needed: expired pending sign-ins, emailed codes and remembered browsers. */
+  async sweep(): Promise<void> {
+    await this.#m.mfa.deleteExpiredPending(this.now() - 24 * 60 * 60 * 1000);
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------------
+
+  async #profile(profileId: string): Promise<ProfileRecord> {
+    const profile = await this.d.repo.profiles.find(profileId);
+    if (!profile) throw new AppError('UnauthorizedError', 'You must be logged in to do this.');
+    return profile;
+  }
+
+  /** Recovery codes for a person turning the first factor on (nothing kept from before). */
+  async #firstRecoveryCodes(profileId: string, mfa = this.#m.mfa): Promise<string[]> {
+    const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
+    await mfa.replaceRecoveryCodes(profileId, codes.map((c) => this.#m.codes.hash('recovery', profileId, c)), this.now());
+    return codes;
+  }
+
+  /** Turns a factor on in one transaction, with fresh recovery codes when it is the first one. */
+  async #enableFactor(viewer: Viewer, action: string, what: string, write: (mfa: MfaRepository) => Promise<void>): Promise<string[] | null> {
+    const wasOn = (await this.methodsOf(viewer.profileId)).length > 0;
+    const codes = await this.#m.mfa.transaction(async (mfa, trx) => {
+      await write(mfa);
+      const fresh = wasOn ? null : await this.#firstRecoveryCodes(viewer.profileId, mfa);
+      await this.#audit(viewer.profileId, viewer.profileId, action, undefined, this.d.repo.with(trx));
+      return fresh;
+    });
+    this.#mail(viewer.profileId, what);
+    return codes;
+  }
+
+  /** Turns a factor off in one transaction; when none is left, recovery codes and remembered browsers go too. */
+  async #disableFactor(viewer: Viewer, action: string, what: string, write: (mfa: MfaRepository) => Promise<void>, details?: Record<string, unknown>): Promise<{ status: 'ok'; enabled: boolean }> {
+    const id = viewer.profileId;
+    await this.#m.mfa.transaction(async (mfa, trx) => {
+      await write(mfa);
+      await this.#audit(id, id, action, details, this.d.repo.with(trx));
+    });
+    const enabled = (await this.methodsOf(id)).length > 0;
+    if (!enabled) {
+      await this.#m.mfa.transaction(async (mfa) => {
+        await mfa.replaceRecoveryCodes(id, [], this.now());
+        await mfa.forgetTrusted(id);
+        await mfa.setPreferred(id, null, this.now());
+      });
+    }
+    this.#mail(id, enabled ? what : `${what}. Multi-factor sign-in is now off for your account`);
+    return { status: 'ok', enabled };
+  }
+
+  async #notify(profileId: string, what: string, action: string, actor: string, details?: Record<string, unknown>): Promise<void> {
+    await this.#audit(profileId, actor, action, details);
+    this.#mail(profileId, what);
+  }
+
+  #audit(target: string, actor: string, action: string, details?: Record<string, unknown>, repo: AccountsRepository = this.d.repo, reason?: string): Promise<void> {
+    return repo.settings.audit({ actor, action, target, reason, details }, this.now());
+  }
+
+  /** Tells the person of a change to how they sign in, after the answer. */
+  #mail(profileId: string, what: string): void {
+    const when = new Date(this.now()).toISOString();
+    this.d.mailer.later(async () => {
+      const profile = await this.d.repo.profiles.find(profileId);
+      const to = profile ? preferredEmail(profile, await this.d.repo.emails.emailsOf(profileId)) : undefined;
+      if (!to) return;
+      await this.d.mailer.send({
+        to,
+        subject: 'Your sign-in settings changed',
+        text:
+          `${what} (account ${profileId}, ${when}).\n\n` +
+          'If this was not you, change your password now and contact the support team: someone may have access to your account.\n',
+      });
+    });
+  }
+}
+
+function locked(until: number, now: number): AppError {
+  const at = new Date(until).toISOString();
+  return new AppError('TooManyError', `Account temporarily locked due to too many failed MFA attempts. Try again after ${at}.`, {
+    lockedUntil: at,
+    retryAfter: Math.max(1, Math.ceil((until - now) / 1000)),
+  });
+}
