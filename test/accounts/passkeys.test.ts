@@ -10,10 +10,11 @@ import * as oidcClient from 'openid-client';
 import type { AuthenticationResponseJSON, PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PasskeySummary } from '../../server/accounts/mfa/passkey-factor.ts';
 import { PASSKEY_ERRORS } from '../../server/accounts/mfa/passkeys.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { createActiveUser } from '../helpers/users.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { admin } from '../oidc/helpers.ts';
 
 /** What `/webauthn/browser.js` defines in the page (the tests' type check has no DOM library). */
@@ -80,11 +81,32 @@ async function device(): Promise<Device> {
   return { context, page, cdp, authenticatorId };
 }
 
-/** Makes a passkey for the person on the device, as the setup routes do. */
-async function enrol(d: Device, userId: string, name: string) {
-  const options = await server.service.services.passkeys.registrationOptions(userId);
+/** Signs the device's browser in with the password (the session cookies go to its context). */
+async function signInWithPassword(d: Device, email: string) {
+  const res = await d.context.request.post(`${server.url}/login`, { data: { id: email, password: PASSWORD } });
+  expect(res.status()).toBe(200);
+  return (await res.json()) as { token?: string; mfaPending?: true; mfaPendingToken?: string; mfaMethods?: string[] };
+}
+
+/**
+ * Makes a passkey for the signed-in person on the device through the setup routes, as the web
+ * application does: `POST /mfa/setup/passkey/init`, the authenticator, `POST /mfa/setup/passkey/verify`.
+ */
+async function enrolSignedIn(d: Device, name: string) {
+  const init = await d.context.request.post(`${server.url}/mfa/setup/passkey/init`);
+  expect(init.status()).toBe(200);
+  const options = (await init.json()) as PublicKeyCredentialCreationOptionsJSON;
   const response = await d.page.evaluate((optionsJSON: PublicKeyCredentialCreationOptionsJSON) => (globalThis as unknown as PageGlobals).SimpleWebAuthnBrowser.startRegistration({ optionsJSON }), options);
-  return server.service.services.passkeys.register(userId, response, name);
+  const verified = await d.context.request.post(`${server.url}/mfa/setup/passkey/verify`, { data: { response, name } });
+  return { status: verified.status(), body: (await verified.json()) as { passkey: PasskeySummary; recoveryCodes?: string[]; message?: string } };
+}
+
+/** A new person's first passkey, made on the device after signing in with the password. */
+async function enrol(d: Device, person: { email: string }, name: string): Promise<PasskeySummary> {
+  await signInWithPassword(d, person.email);
+  const made = await enrolSignedIn(d, name);
+  expect(made.status).toBe(200);
+  return made.body.passkey;
 }
 
 /** The device's answer to request options. */
@@ -100,6 +122,19 @@ async function passwordlessAssertion(d: Device) {
   return { challengeId, response: await assert(d, options) };
 }
 
+/** `POST /login` with the password of a person who has a passkey: the pending sign-in's token. */
+async function passwordLogin(email: string): Promise<string> {
+  const res = await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: email, password: PASSWORD }) });
+  const body = (await res.json()) as { mfaPending?: boolean; mfaPendingToken?: string; mfaMethods?: string[] };
+  expect(body).toMatchObject({ mfaPending: true, mfaMethods: ['passkey'] });
+  return body.mfaPendingToken ?? '';
+}
+
+async function mfaPost<T = Record<string, unknown>>(path: string, body: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
 function signIn(body: unknown) {
   return fetch(`${server.url}/login/passkey`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 }
@@ -108,8 +143,13 @@ describe('passkeys in a real browser', () => {
   it('enrols a discoverable passkey, listed by its name, kept by the authenticator with a random user handle', async () => {
     const person = await createActiveUser(server);
     const d = await device();
-    const made = await enrol(d, person.id, ' Laptop ');
-    expect(made).toEqual({ credentialId: expect.any(String), name: 'Laptop', createdAt: expect.any(Number), lastUsedAt: null });
+    await signInWithPassword(d, person.email);
+    const first = await enrolSignedIn(d, ' Laptop ');
+    expect(first).toEqual({
+      status: 200,
+      body: { passkey: { credentialId: expect.any(String), name: 'Laptop', createdAt: expect.any(Number), lastUsedAt: null }, recoveryCodes: expect.any(Array) },
+    });
+    const made = first.body.passkey;
     expect(await server.service.services.passkeys.list(person.id)).toEqual([made]);
     expect(await server.service.services.passkeys.count(person.id)).toBe(1);
     const { credentials } = await d.cdp.send('WebAuthn.getCredentials', { authenticatorId: d.authenticatorId });
@@ -122,14 +162,17 @@ describe('passkeys in a real browser', () => {
     expect(handle).not.toContain(person.email);
 
     // The same authenticator cannot be enrolled twice: the options exclude it.
-    await expect(enrol(d, person.id, 'Again')).rejects.toThrow();
+    await expect(enrolSignedIn(d, 'Again')).rejects.toThrow(/InvalidStateError|excluded|previously registered/i);
+    // The passkey is now a second factor of the person.
+    expect((await d.context.request.get(`${server.url}/mfa/passkeys`).then((r) => r.json()))).toEqual({ passkeys: [made] });
+    expect(await signInWithPassword(d, person.email)).toMatchObject({ mfaPending: true, mfaMethods: ['passkey'] });
     await d.context.close();
   });
 
   it('signs in through the API with a passkey and no password: the answer and cookies of POST /login', async () => {
     const person = await createActiveUser(server, { fullname: 'Ada Lovelace' });
     const d = await device();
-    await enrol(d, person.id, 'Phone');
+    await enrol(d, person, 'Phone');
     const { challengeId, response } = await passwordlessAssertion(d);
     const res = await signIn({ challengeId, response });
     expect(res.status).toBe(200);
@@ -147,7 +190,7 @@ describe('passkeys in a real browser', () => {
   it('refuses a replayed assertion, with the same challenge id or a fresh one', async () => {
     const person = await createActiveUser(server);
     const d = await device();
-    await enrol(d, person.id, 'Key');
+    await enrol(d, person, 'Key');
     const { challengeId, response } = await passwordlessAssertion(d);
     expect((await signIn({ challengeId, response })).status).toBe(200);
 
@@ -165,7 +208,7 @@ describe('passkeys in a real browser', () => {
   it('refuses a passkey whose signature counter went backwards (a cloned authenticator)', async () => {
     const person = await createActiveUser(server);
     const d = await device();
-    await enrol(d, person.id, 'Key');
+    await enrol(d, person, 'Key');
     const first = await passwordlessAssertion(d);
     expect((await signIn(first)).status).toBe(200);
     // A copy of the authenticator as it was now; the original signs in once more.
@@ -182,21 +225,80 @@ describe('passkeys in a real browser', () => {
     await d.context.close();
   });
 
-  it('refuses for one person an assertion made with another person’s passkey', async () => {
+  it('refuses for a pending sign-in an assertion made with another person’s passkey, and says why', async () => {
     const owner = await createActiveUser(server);
     const other = await createActiveUser(server);
     const ownerDevice = await device();
     const otherDevice = await device();
-    await enrol(ownerDevice, owner.id, 'Owner key');
-    await enrol(otherDevice, other.id, 'Other key');
-    const passkeys = server.service.services.passkeys;
-    const options = await passkeys.authenticationOptions({ userId: owner.id, challengeKey: 'pending-1' });
-    expect(options).toMatchObject({ rpId: 'localhost', userVerification: 'preferred', allowCredentials: [{ type: 'public-key' }] });
+    await enrol(ownerDevice, owner, 'Owner key');
+    await enrol(otherDevice, other, 'Other key');
+    const pending = await passwordLogin(owner.email);
+    const options = await mfaPost<PublicKeyCredentialRequestOptionsJSON>('/mfa/challenge', { mfaPendingToken: pending, method: 'passkey' });
+    expect(options.status).toBe(200);
+    expect(options.body).toMatchObject({ rpId: 'localhost', userVerification: 'preferred', allowCredentials: [{ type: 'public-key' }] });
     // The other person's device answers the owner's challenge with its own passkey.
-    const response = await assert(otherDevice, { ...options, allowCredentials: [] });
-    await expect(passkeys.authenticate(response, { userId: owner.id, challengeKey: 'pending-1' })).rejects.toMatchObject({ name: 'ValidationError', message: PASSKEY_ERRORS.notYours });
+    const code = await assert(otherDevice, { ...options.body, allowCredentials: [] });
+    const verified = await mfaPost('/mfa/verify', { mfaPendingToken: pending, method: 'passkey', code });
+    expect(verified).toMatchObject({ status: 400, body: { name: 'ValidationError', message: PASSKEY_ERRORS.notYours } });
     await ownerDevice.context.close();
     await otherDevice.context.close();
+  });
+
+  it('is a second factor after the password: /mfa/challenge, the authenticator, /mfa/verify answer as /login does', async () => {
+    const person = await createActiveUser(server, { fullname: 'Katherine Johnson' });
+    const d = await device();
+    await enrol(d, person, 'Laptop');
+    const pending = await passwordLogin(person.email);
+    const options = await mfaPost<PublicKeyCredentialRequestOptionsJSON>('/mfa/challenge', { mfaPendingToken: pending, method: 'passkey' });
+    const code = await assert(d, options.body);
+    const verified = await mfaPost('/mfa/verify', { mfaPendingToken: pending, method: 'passkey', code, rememberDevice: false });
+    expect(verified).toMatchObject({ status: 200, body: { token: expect.any(String), user: { id: person.email, profile: { id: person.id, fullname: 'Katherine Johnson' } } } });
+    // The same assertion again, on a new pending sign-in, is refused.
+    const again = await passwordLogin(person.email);
+    await mfaPost('/mfa/challenge', { mfaPendingToken: again, method: 'passkey' });
+    expect(await mfaPost('/mfa/verify', { mfaPendingToken: again, method: 'passkey', code })).toMatchObject({ status: 400, body: { name: 'ValidationError' } });
+    await d.context.close();
+  });
+
+  it('takes the second step as the real web application sends it: WebAuthn by hand, binary fields in plain base64, no extension results', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    await enrol(d, person, 'Laptop');
+    const pending = await passwordLogin(person.email);
+    const options = (await mfaPost<PublicKeyCredentialRequestOptionsJSON>('/mfa/challenge', { mfaPendingToken: pending, method: 'passkey' })).body;
+    // openreview-web app/login/VerificationForm.js, PasskeyVerificationForm: atob/btoa, not
+    // base64url. The challenge is read with atob as is; credential ids are the authenticator's
+    // bytes, which may hold `-` or `_` in base64url, so they are read url-safe.
+    const code = await d.page.evaluate(async (result: PublicKeyCredentialRequestOptionsJSON) => {
+      type Bytes = { buffer: ArrayBuffer };
+      const g = globalThis as unknown as {
+        atob(text: string): string;
+        btoa(text: string): string;
+        navigator: { credentials: { get(o: unknown): Promise<{ id: string; rawId: ArrayBuffer; type: string; response: Record<string, ArrayBuffer> }> } };
+      };
+      const base64ToArrayBuffer = (text: string): ArrayBuffer => Uint8Array.from(g.atob(text), (c) => c.charCodeAt(0)).buffer;
+      const arrayBufferToBase64 = (buffer: ArrayBuffer) => g.btoa(String.fromCharCode(...new Uint8Array(buffer)));
+      const { allowCredentials, challenge, rpId, timeout, userVerification } = result;
+      const credential = await g.navigator.credentials.get({
+        publicKey: {
+          challenge: base64ToArrayBuffer(challenge),
+          timeout,
+          rpId,
+          allowCredentials: (allowCredentials ?? []).map((cred) => ({ id: (new Uint8Array(base64ToArrayBuffer(cred.id.replace(/-/g, '+').replace(/_/g, '/'))) as unknown as Bytes).buffer, type: cred.type, transports: cred.transports })),
+          userVerification,
+        },
+      });
+      const { authenticatorData, clientDataJSON, signature } = credential.response as { authenticatorData: ArrayBuffer; clientDataJSON: ArrayBuffer; signature: ArrayBuffer };
+      return {
+        id: credential.id,
+        rawId: arrayBufferToBase64(credential.rawId),
+        response: { clientDataJSON: arrayBufferToBase64(clientDataJSON), authenticatorData: arrayBufferToBase64(authenticatorData), signature: arrayBufferToBase64(signature) },
+        type: credential.type,
+      };
+    }, options);
+    const verified = await mfaPost('/mfa/verify', { mfaPendingToken: pending, method: 'passkey', code, rememberDevice: false });
+    expect(verified).toMatchObject({ status: 200, body: { user: { profile: { id: person.id } } } });
+    await d.context.close();
   });
 
   it('answers every malformed or unknown passwordless sign-in with the Error body', async () => {
@@ -216,7 +318,9 @@ describe('passkeys on our pages', () => {
   it('signs in to an application on the provider’s login page with a passkey and no password', async () => {
     const person = await createActiveUser(server, { fullname: 'Grace Murray' });
     const d = await device();
-    await enrol(d, person.id, 'Laptop');
+    await enrol(d, person, 'Laptop');
+    // Signed out: the provider shows its login page.
+    await d.context.clearCookies();
     const request = await authorizationRequest();
     await d.page.goto(request.url.toString());
     await expect.poll(() => d.page.title()).toBe('Sign in');
