@@ -358,6 +358,48 @@ describe('passkeys on our pages', () => {
     await context.close();
   });
 
+  it('runs the Python client’s passkey step and posts token and user to its listener on 127.0.0.1', async () => {
+    const person = await createActiveUser(server, { fullname: 'Alan Turing' });
+    const d = await device();
+    await enrol(d, person, 'Laptop');
+    await d.context.clearCookies();
+    // openreview/mfa.py's CallbackHandler: one POST, a form with `token` and `user` (JSON).
+    let received: (form: URLSearchParams) => void = () => undefined;
+    const posted = new Promise<URLSearchParams>((resolve) => (received = resolve));
+    const listener = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        res.setHeader('Content-Type', 'text/html');
+        res.end('<!doctype html><title>Authentication Complete</title><p>You may close this tab.</p>');
+        received(new URLSearchParams(body));
+      });
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const port = (listener.address() as AddressInfo).port;
+    const pending = await passwordLogin(person.email);
+    await d.page.goto(`${server.url}/mfa/webauthn-auth?pendingToken=${encodeURIComponent(pending)}&callbackPort=${port}`);
+    await d.page.getByRole('button', { name: 'Use my passkey' }).click();
+    const form = await posted;
+    await d.page.waitForURL(`http://127.0.0.1:${port}/`);
+    const user = JSON.parse(form.get('user') ?? 'null') as { id: string; profile: { id: string; fullname: string } };
+    expect(user).toMatchObject({ id: person.email, profile: { id: person.id, fullname: 'Alan Turing' } });
+    // The token is a session of the person, as the client's __handle_token then uses it.
+    const me = await fetch(`${server.url}/profiles`, { headers: { authorization: `Bearer ${form.get('token') ?? ''}` } });
+    expect(((await me.json()) as { profiles: Array<{ id: string }> }).profiles[0]!.id).toBe(person.id);
+    await new Promise<void>((resolve) => listener.close(() => resolve()));
+    await d.context.close();
+  });
+
+  it('shows on the Python client’s page why the step failed (a used sign-in), and posts nothing', async () => {
+    const d = await device();
+    await d.page.goto(`${server.url}/mfa/webauthn-auth?pendingToken=not-a-pending-sign-in&callbackPort=9`);
+    await d.page.getByRole('button', { name: 'Use my passkey' }).click();
+    await expect.poll(() => d.page.getByRole('alert').textContent()).toMatch(/sign-in has expired|log in again/i);
+    expect(new URL(d.page.url()).pathname).toBe('/mfa/webauthn-auth');
+    await d.context.close();
+  });
+
   it('serves the browser library from the package, and the Python client’s page with a CSP that lets forms go only to its listener', async () => {
     const library = await fetch(`${server.url}/webauthn/browser.js`);
     expect(library.status).toBe(200);
