@@ -52,11 +52,7 @@ export class PasskeySignIn extends AccountsBase {
     if (!profile || profile.ddate !== null) throw new AppError('BadRequestError', 'This passkey’s account no longer exists');
     if (!ACTIVE_STATES.has(profile.state)) throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     const emails = await repo.emails.emailsOf(profile.id);
-    await repo.profiles.touchLastLogin(profile.id, this.now());
-    const session = await this.#sessions.issueSession(profile, {
-      loginEmail: preferredEmail(profile, emails) ?? profile.id,
-      accessSeconds: input.expiresIn ?? DEFAULT_SESSION_SECONDS,
-    });
+    const session = await this.#sessions.startSession(profile, preferredEmail(profile, emails) ?? profile.id, input.expiresIn ?? DEFAULT_SESSION_SECONDS);
     return { session, proof };
   }
 }
