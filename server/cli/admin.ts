@@ -12,6 +12,7 @@
  *   oidc-client approve|reject|remove ID
  *   oidc-client list
  *   oidc-keys rotate
+ *   mfa off --user ID_OR_EMAIL --reason "how the person was identified"
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -39,6 +40,10 @@ const USAGE = `Usage: npm run admin -- <command>
   oidc-client list
   oidc-keys rotate
       Adds a new ID-token signing key; the old public key stays published until its tokens expire.
+  mfa off --user ID_OR_EMAIL --reason "how you made sure it is them"
+      Turns multi-factor sign-in off for a person who lost every factor and every recovery code:
+      removes their factors, passkeys, recovery codes and remembered browsers. Written to the
+      audit log with the reason, and mailed to the person.
 `;
 
 const InstitutionArgs = z.strictObject({
@@ -141,7 +146,16 @@ const commands: Record<string, Command> = {
   async 'oidc-keys rotate'(services) {
     console.log(await services.oidc.keys.rotate());
   },
+
+  async 'mfa off'(services, args) {
+    const { values } = parseArgs({ args, options: { user: { type: 'string' }, reason: { type: 'string' } }, strict: true });
+    const input = parseOrThrow(MfaOffArgs, values);
+    const { profileId, removed } = await services.mfa.disableForOperator(input.user, input.reason);
+    console.log(`${profileId}\tmulti-factor sign-in off${removed.length > 0 ? ` (removed: ${removed.join(', ')})` : ' (none was on)'}`);
+  },
 };
+
+const MfaOffArgs = z.strictObject({ user: NonEmptyString, reason: NonEmptyString });
 
 function clientIdArg(args: string[]): string {
   if (args.length !== 1 || !args[0]) throw new AppError('ValidationError', 'Give exactly one client id');

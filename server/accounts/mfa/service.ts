@@ -20,7 +20,7 @@ import { hashSecret, randomToken } from '../../secrets.ts';
 import { addressKey } from '../ids.ts';
 import { AccountsBase, type AccountsDeps } from '../part.ts';
 import { preferredEmail } from '../profiles.ts';
-import type { AccountsRepository, ProfileRecord } from '../repository.ts';
+import { type AccountsRepository, normaliseId, type ProfileRecord } from '../repository.ts';
 import { canHoldSession } from '../session-rule.ts';
 import type { SessionService } from '../sessions.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from '../viewer.ts';
@@ -430,9 +430,10 @@ export class MfaService extends AccountsBase {
    * `npm run admin -- mfa off <id>`: for a person who lost every factor and every recovery
    * code. Every factor and remembered browser is removed (passkeys too), audited and mailed.
    */
-  async disableForOperator(profileId: string, reason: string): Promise<{ profileId: string; removed: MfaFactorMethod[] }> {
-    const profile = await this.d.repo.profiles.find(profileId);
-    if (!profile) throw new AppError('NotFoundError', `No profile ${profileId}`);
+  async disableForOperator(idOrEmail: string, reason: string): Promise<{ profileId: string; removed: MfaFactorMethod[] }> {
+    const found = await this.d.repo.profiles.findByIdOrEmail(normaliseId(idOrEmail));
+    const profile = found?.mergedInto ? await this.d.repo.profiles.find(found.mergedInto) : found;
+    if (!profile) throw new AppError('NotFoundError', `No profile ${idOrEmail}`);
     const removed = await this.methodsOf(profile.id);
     for (const passkey of await this.#m.passkeys.list(profile.id)) await this.#m.passkeys.remove(profile.id, passkey.credentialId);
     await this.#m.mfa.transaction(async (mfa, trx) => {
