@@ -187,6 +187,18 @@ describe('passkeys in a real browser', () => {
     await d.context.close();
   });
 
+  it('signs in no more with a passkey its owner removed', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    const made = await enrol(d, person, 'Old phone');
+    const removed = await d.context.request.delete(`${server.url}/mfa/passkeys/${made.credentialId}`);
+    expect(removed.status()).toBe(200);
+    const refused = await signIn(await passwordlessAssertion(d));
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ name: 'ValidationError', message: PASSKEY_ERRORS.notRegistered });
+    await d.context.close();
+  });
+
   it('refuses a replayed assertion, with the same challenge id or a fresh one', async () => {
     const person = await createActiveUser(server);
     const d = await device();

@@ -76,9 +76,13 @@ export class PasskeysRepository {
     return row ? toPasskey(row) : null;
   }
 
-  /** False when the credential is already stored (for anyone): a credential id is registered once. */
+  /**
+   * False when the credential id is already stored (for anyone): a credential is registered once.
+   * An insert that ignores a conflict, then a read of what is stored: Knex answers an ignored
+   * insert differently on SQLite and PostgreSQL, and the row itself says who won.
+   */
   async insert(passkey: PasskeyRecord): Promise<boolean> {
-    const inserted = await this.#db('passkeys')
+    await this.#db('passkeys')
       .insert({
         credential_id: passkey.credentialId,
         profile_id: passkey.profileId,
@@ -93,11 +97,8 @@ export class PasskeysRepository {
       })
       .onConflict('credential_id')
       .ignore();
-    // Knex answers an insert with the inserted ids on SQLite ([0] when ignored) and with the
-    // row count on PostgreSQL ({rowCount}); read it back instead of trusting either.
-    void inserted;
     const stored = await this.find(passkey.credentialId);
-    return stored !== null && stored.profileId === passkey.profileId && stored.createdAt === passkey.createdAt && stored.publicKey === passkey.publicKey;
+    return stored !== null && stored.profileId === passkey.profileId && stored.createdAt === passkey.createdAt && stored.name === passkey.name;
   }
 
   async remove(profileId: string, credentialId: string): Promise<boolean> {
