@@ -88,8 +88,9 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const profiles = new ProfileService(deps);
   const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
   const passkeys = new PasskeyService({ passkeys: new PasskeysRepository(db), accounts: deps.repo, settings: config.webauthn, logger, now });
+  const mfaRepository = new MfaRepository(db);
   const mfa = new MfaService(deps, {
-    mfa: new MfaRepository(db),
+    mfa: mfaRepository,
     sessions: accounts.sessions,
     passkeys,
     // TOTP secrets at rest: MFA_ENCRYPTION_KEY, or a key derived from the session secret.
@@ -107,7 +108,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const notes = new NoteService({ ...venueDeps, uploads });
   const store = await openFileStore(config.storage, config.dataDir);
   await store.init();
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo), config, csrfKey: `${secret}:oidc-csrf`, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository), config, csrfKey: `${secret}:oidc-csrf`, now });
   await oidc.keys.ensureKey();
   return {
     db,
@@ -125,7 +126,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     attachments: new AttachmentsService({ repo: uploads, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
     oidc,
     passkeys,
-    passkeySignIn: new PasskeySignIn(deps, passkeys, accounts.sessions),
+    passkeySignIn: new PasskeySignIn(deps, passkeys, accounts.sessions, mfaRepository),
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.
       await mailer.settled(10_000);

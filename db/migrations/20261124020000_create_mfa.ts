@@ -12,6 +12,8 @@ import type { Knex } from 'knex';
  * - `mfa_trusted_devices`: browsers that skip the second factor ("remember this device"), by
  *   the SHA-256 of their cookie.
  * - `mfa_reauth`: when a session last proved its holder again (password or a fresh code).
+ * - `mfa_sign_ins`: how each session's sign-in was proved (RFC 8176 `amr` values, a JSON
+ *   array), for the ID tokens of the sign-in provider; found by the person and the sign-in time.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.createTable('mfa_factors', (t) => {
@@ -64,10 +66,17 @@ export async function up(db: Knex): Promise<void> {
     t.text('session_id').primary();
     t.bigInteger('at').notNullable();
   });
+  await db.schema.createTable('mfa_sign_ins', (t) => {
+    t.text('session_id').primary();
+    t.text('profile_id').notNullable();
+    t.bigInteger('auth_time').notNullable();
+    t.text('amr').notNullable();
+    t.index(['profile_id', 'auth_time']);
+  });
 }
 
 export async function down(db: Knex): Promise<void> {
-  for (const table of ['mfa_reauth', 'mfa_trusted_devices', 'mfa_pending', 'mfa_email_codes', 'mfa_recovery_codes', 'mfa_factors']) {
+  for (const table of ['mfa_sign_ins', 'mfa_reauth', 'mfa_trusted_devices', 'mfa_pending', 'mfa_email_codes', 'mfa_recovery_codes', 'mfa_factors']) {
     await db.schema.dropTable(table);
   }
 }

@@ -1,14 +1,24 @@
 import type { OidcScope } from '../../shared/index.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from '../oidc/accounts-for-sign-in.ts';
+import { acrOf } from './mfa/service.ts';
+import type { MfaRepository } from './mfa/repository.ts';
 import type { AccountsRepository } from './repository.ts';
 import { preferredEmail } from './profiles.ts';
 
 /** Accounts as the sign-in provider reads them: a person's standing and the claims about them. */
 export class SignInView implements AccountsForSignIn {
   readonly #repo: AccountsRepository;
+  readonly #mfa: MfaRepository;
 
-  constructor(repo: AccountsRepository) {
+  constructor(repo: AccountsRepository, mfa: MfaRepository) {
     this.#repo = repo;
+    this.#mfa = mfa;
+  }
+
+  /** The weakest of the person's sign-ins at that moment (there is normally one). */
+  async signInProof(profileId: string, authTime: number): Promise<{ amr: string[]; acr: string } | null> {
+    const amr = (await this.#mfa.signInsAt(profileId, authTime))[0];
+    return amr ? { amr, acr: acrOf(amr) } : null;
   }
 
   /**

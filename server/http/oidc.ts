@@ -2,10 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { AppError } from '../../shared/errors.ts';
-import { PasskeyLoginInput } from '../../shared/index.ts';
-import type { Viewer } from '../accounts/viewer.ts';
+import { MfaVerifyInput, parseOrThrow, PasskeyLoginInput } from '../../shared/index.ts';
+import type { IssuedSession, Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
-import { consentPage, errorPage, loginPage, STYLESHEET } from '../oidc/pages.ts';
+import { consentPage, errorPage, loginPage, secondStepPage, STYLESHEET } from '../oidc/pages.ts';
 import { InvalidRequest, OAuthError } from '../oidc/errors.ts';
 import type { Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
@@ -154,19 +154,63 @@ export function oidcHandlers(services: Services, config: Config) {
     const id = field(req, 'interaction') ?? '';
     const { interaction, client } = await oidc.interaction(id);
     oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
-    const email = field(req, 'email') ?? '';
-    try {
-      const session = await services.sessions.login({ id: email, password: field(req, 'password') ?? '' }, createHttpContext(req, res, services, config).origin);
-      httpCookies(res, config).set(session);
+    const context = createHttpContext(req, res, services, config);
+    const cookies = httpCookies(res, config);
+    const targets = [interaction.params.redirectUri];
+    /** Signed in (after the password, and the second step when one is on): on to consent or the client. */
+    const signedIn = async (session: IssuedSession) => {
+      cookies.set(session);
       const viewer = await services.sessions.authenticate(session.accessToken);
       const outcome = await oidc.afterLogin(interaction.id, viewer);
       if ('redirect' in outcome) res.redirect(303, outcome.redirect);
       else page(res, outcome.status, errorPage(outcome.page));
+    };
+    const loginAgain = (error: AppError, email = '') => {
+      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message, email });
+      page(res, error.status, html, targets);
+    };
+    const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; notice?: string } = {}) => {
+      const html = secondStepPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, mfaPendingToken: pending.token, methods: pending.methods, method: pending.method, ...message });
+      page(res, status, html, targets);
+    };
+
+    // The second step: a code (or "send a code by email") for the sign-in whose password was right.
+    const mfaPendingToken = field(req, 'mfaPendingToken');
+    if (mfaPendingToken !== undefined) {
+      const method = field(req, 'method') ?? 'totp';
+      // No methods: the sign-in expired or was completed.
+      const pending = { token: mfaPendingToken, methods: await services.mfa.pendingMethods(mfaPendingToken), method };
+      try {
+        if (field(req, 'step') === 'send-email') {
+          await services.mfa.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin);
+          secondStep({ ...pending, method: 'emailOtp' }, 200, { notice: 'A code was sent to your email. It is valid for 10 minutes.' });
+          return;
+        }
+        const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code: field(req, 'code') ?? '', rememberDevice: field(req, 'rememberDevice') === 'on' });
+        const outcome = await services.mfa.verify(input, context.origin);
+        if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);
+        await signedIn(outcome.session);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        // A sign-in that expired or was completed starts again from the password.
+        if (pending.methods.length === 0) loginAgain(error);
+        else secondStep(pending, error.status, { error: error.message });
+      }
+      return;
+    }
+
+    const email = field(req, 'email') ?? '';
+    try {
+      const outcome = await services.mfa.login({ id: email, password: field(req, 'password') ?? '' }, context.origin, context.credentials.trustedDevice);
+      if ('pending' in outcome) {
+        const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome.pending;
+        secondStep({ token, methods: mfaMethods, method: preferredMethod === 'passkey' ? (mfaMethods.find((m) => m !== 'passkey') ?? 'recovery') : preferredMethod });
+        return;
+      }
+      await signedIn(outcome.session);
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      const csrf = csrfFor(res, interaction.id);
-      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message, email });
-      page(res, error.status, html, [interaction.params.redirectUri]);
+      loginAgain(error, email);
     }
   }, true);
 

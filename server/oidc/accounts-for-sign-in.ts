@@ -26,4 +26,9 @@ export interface AccountsForSignIn {
    * no such profile.
    */
   profileWithClaims(profileId: string, scopes: readonly OidcScope[]): Promise<{ profile: SignInProfile; claims: PersonClaims } | null>;
+  /**
+   * How the person's sign-in at `authTime` (ms) was proved: RFC 8176 `amr` and an `acr`; null
+   * when it is not known (a session opened by activation, or before this was recorded).
+   */
+  signInProof(profileId: string, authTime: number): Promise<{ amr: string[]; acr: string } | null>;
 }

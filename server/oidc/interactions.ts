@@ -33,9 +33,11 @@ function checkOwner(interaction: Interaction, viewer: Viewer | null): void {
 /** After the login page signed the person in: on to consent, or back to the client. */
 export async function afterLogin(p: Provider, interactionId: string, viewer: Viewer): Promise<Outcome> {
   const { interaction } = await findInteraction(p, interactionId);
-  const now = p.now();
-  await p.repo.markAuthenticated(interaction.id, viewer.profileId, now);
-  return resume(p, { ...interaction, profileId: viewer.profileId, authenticatedAt: now }, viewer);
+  // The sign-in time is the session's own (it was opened by this page a moment ago), so the ID
+  // token's `auth_time` and how that sign-in was proved (`amr`) name the same sign-in.
+  const signedInAt = viewer.authTime;
+  await p.repo.markAuthenticated(interaction.id, viewer.profileId, signedInAt);
+  return resume(p, { ...interaction, profileId: viewer.profileId, authenticatedAt: signedInAt }, viewer);
 }
 
 /** Goes on with a stored interaction; a protocol error ends it, and goes back to the client. */

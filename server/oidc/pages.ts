@@ -20,7 +20,11 @@ body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;backgr
 main{max-width:420px;margin:10vh auto;background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:32px}
 h1{font-size:22px;margin:0 0 16px}
 label{display:block;font-weight:600;margin:16px 0 4px}
-input[type=email],input[type=password]{width:100%;padding:10px;border:1px solid #aab2c0;border-radius:4px;font-size:16px}
+input[type=email],input[type=password],input[type=text]{width:100%;padding:10px;border:1px solid #aab2c0;border-radius:4px;font-size:16px}
+fieldset{border:0;padding:0;margin:16px 0 0}
+legend{font-weight:600;padding:0}
+label.choice{font-weight:400;margin:4px 0;display:flex;gap:8px;align-items:center}
+.notice{background:#e8f1fd;border:1px solid #b9d2f5;padding:10px;border-radius:4px}
 button{font-size:16px;padding:10px 18px;border-radius:4px;border:1px solid #1f4fbf;background:#1f4fbf;color:#fff;cursor:pointer;margin-top:20px}
 button.secondary{background:#fff;color:#1f4fbf}
 .actions{display:flex;gap:12px}
@@ -71,6 +75,58 @@ function passkeyForm(opts: { interactionId: string; csrf: string }): string {
 </form>
 <script src="/webauthn/browser.js"></script>
 <script src="/webauthn/passkey.js"></script>`;
+}
+
+/** How the second step names each method. */
+const METHOD_WORDS: Record<string, string> = {
+  totp: 'A code from your authenticator app',
+  emailOtp: 'A code sent to your email',
+  recovery: 'A recovery code',
+};
+
+/**
+ * The second step after the password, for a person with multi-factor sign-in on: a code from an
+ * authenticator app or from an email ("Send a code" mails one), or a recovery code, and
+ * "remember this device". Passkeys need a script, which these pages do not have.
+ */
+export function secondStepPage(opts: {
+  interactionId: string;
+  csrf: string;
+  clientName: string;
+  mfaPendingToken: string;
+  methods: string[];
+  method: string;
+  error?: string;
+  notice?: string;
+}): string {
+  const methods = [...opts.methods.filter((m) => m in METHOD_WORDS), 'recovery'];
+  const hidden = `<input type="hidden" name="interaction" value="${escape(opts.interactionId)}">
+<input type="hidden" name="csrf" value="${escape(opts.csrf)}">
+<input type="hidden" name="mfaPendingToken" value="${escape(opts.mfaPendingToken)}">`;
+  return layout(
+    'Confirm it is you',
+    `<h1>Confirm it is you</h1>
+<p>Signing in to ${escape(opts.clientName)} needs a second step.</p>
+${opts.error ? `<p class="error" role="alert">${escape(opts.error)}</p>` : ''}${opts.notice ? `<p class="notice" role="status">${escape(opts.notice)}</p>` : ''}
+<form method="post" action="/oidc/login">
+${hidden}
+<fieldset><legend>Use</legend>
+${methods
+  .map(
+    (m) =>
+      `<label class="choice"><input type="radio" name="method" value="${m}"${m === opts.method ? ' checked' : ''}> ${escape(METHOD_WORDS[m] ?? m)}</label>`,
+  )
+  .join('\n')}
+</fieldset>
+<label for="code">Code</label>
+<input id="code" name="code" type="text" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false">
+<label class="choice"><input type="checkbox" name="rememberDevice" value="on"> Remember this device for 30 days</label>
+<div class="actions">
+<button type="submit" name="step" value="verify">Verify</button>
+${methods.includes('emailOtp') ? '<button type="submit" name="step" value="send-email" class="secondary">Send a code by email</button>' : ''}
+</div>
+</form>`,
+  );
 }
 
 export function consentPage(opts: { interactionId: string; csrf: string; clientName: string; scopes: string[]; userName: string }): string {

@@ -136,9 +136,12 @@ async function consumeCode(p: Provider, code: CodeRecord, profile: SignInProfile
 /** The RS256 ID token: the claims the code's scopes release, `auth_time`, `nonce` when one was sent, `at_hash`. */
 async function idToken(p: Provider, client: OidcClient, code: CodeRecord, claims: { sub: string } & PersonClaims, accessToken: string, now: number): Promise<string> {
   const { kid, key } = await p.keys.signer();
+  // How the sign-in was proved (RFC 8176 `amr`, and `acr`), when accounts know it.
+  const proof = await p.accounts.signInProof(code.profileId, code.authTime);
   return new SignJWT({
     ...claims,
     auth_time: Math.floor(code.authTime / 1000),
+    ...(proof ?? {}),
     ...(code.nonce !== null ? { nonce: code.nonce } : {}),
     at_hash: atHash(accessToken),
   })

@@ -66,14 +66,23 @@ interface Device {
   authenticatorId: string;
 }
 
-/** A browser profile with one virtual platform authenticator that keeps discoverable credentials and verifies its user. */
-async function device(): Promise<Device> {
+/** A browser profile with one virtual platform authenticator that keeps discoverable credentials and verifies its user (device-bound unless `backedUp`). */
+async function device(opts: { backedUp?: boolean } = {}): Promise<Device> {
   const context = await browser.newContext();
   const page = await context.newPage();
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+      // A synced passkey (a phone's or a password manager's) is backup eligible and backed up.
+      ...(opts.backedUp ? { defaultBackupEligibility: true, defaultBackupState: true } : {}),
+    },
   });
   // A page of ours that loads the browser library (the Python client's passkey page).
   await page.goto(`${server.url}/mfa/webauthn-auth?pendingToken=unused&callbackPort=9`);
@@ -345,7 +354,28 @@ describe('passkeys on our pages', () => {
       expectedNonce: request.nonce,
       idTokenExpected: true,
     });
-    expect(tokens.claims()).toMatchObject({ sub: person.id, name: 'Grace Murray', email: person.email });
+    // A device-bound passkey that verified its holder: `hwk` and `mfa` (RFC 8176), two factors.
+    expect(tokens.claims()).toMatchObject({ sub: person.id, name: 'Grace Murray', email: person.email, amr: ['hwk', 'mfa'], acr: '2' });
+    await d.context.close();
+  });
+
+  it('says `swk` in the ID token for a synced (backed-up) passkey', async () => {
+    const person = await createActiveUser(server);
+    const d = await device({ backedUp: true });
+    await enrol(d, person, 'Synced');
+    await d.context.clearCookies();
+    const request = await authorizationRequest();
+    await d.page.goto(request.url.toString());
+    await d.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await d.page.getByRole('button', { name: 'Allow' }).click();
+    await d.page.waitForURL((url) => url.toString().startsWith(callback));
+    const tokens = await oidcClient.authorizationCodeGrant(rp, new URL(d.page.url()), {
+      pkceCodeVerifier: request.verifier,
+      expectedState: request.state,
+      expectedNonce: request.nonce,
+      idTokenExpected: true,
+    });
+    expect(tokens.claims()).toMatchObject({ sub: person.id, amr: ['swk', 'mfa'], acr: '2' });
     await d.context.close();
   });
 

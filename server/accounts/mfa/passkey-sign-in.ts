@@ -9,6 +9,11 @@ import { inactiveMessage, type SessionService } from '../sessions.ts';
 import type { IssuedSession, RequestOrigin } from '../viewer.ts';
 import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
 
+/** Where sign-ins are recorded with how they were proved (`MfaRepository`). */
+export interface SignInRecords {
+  recordSignIn(sessionId: string, profileId: string, authTime: number, amr: string[]): Promise<void>;
+}
+
 /**
  * Signing in with a passkey alone (a discoverable credential that verified the person: PIN or
  * biometrics), without a password: through the API (`POST /login/passkey/options`, then
@@ -22,11 +27,13 @@ import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
 export class PasskeySignIn extends AccountsBase {
   readonly #passkeys: PasskeyFactor;
   readonly #sessions: SessionService;
+  readonly #signIns: SignInRecords;
 
-  constructor(deps: AccountsDeps, passkeys: PasskeyFactor, sessions: SessionService) {
+  constructor(deps: AccountsDeps, passkeys: PasskeyFactor, sessions: SessionService, signIns: SignInRecords) {
     super(deps);
     this.#passkeys = passkeys;
     this.#sessions = sessions;
+    this.#signIns = signIns;
   }
 
   /** Request options for anyone's passkey, and the id of the ceremony to send back with the answer. */
@@ -53,6 +60,9 @@ export class PasskeySignIn extends AccountsBase {
     if (!ACTIVE_STATES.has(profile.state)) throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     const emails = await repo.emails.emailsOf(profile.id);
     const session = await this.#sessions.startSession(profile, preferredEmail(profile, emails) ?? profile.id, input.expiresIn ?? DEFAULT_SESSION_SECONDS);
+    // How this sign-in was proved, for the sign-in provider's `amr` and `acr` (as `mfa/service.ts` records a second step's).
+    const viewer = await this.#sessions.authenticate(session.accessToken);
+    await this.#signIns.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, passkeyAmr(proof));
     return { session, proof };
   }
 }

@@ -236,4 +236,16 @@ export class MfaRepository {
     const row = await this.#db('mfa_reauth').where({ session_id: sessionId }).first('at');
     return row ? Number(row.at) : null;
   }
+
+  // ---- how sign-ins were proved --------------------------------------------------------------------
+
+  async recordSignIn(sessionId: string, profileId: string, authTime: number, amr: string[]): Promise<void> {
+    await this.#db('mfa_sign_ins').insert({ session_id: sessionId, profile_id: profileId, auth_time: authTime, amr: JSON.stringify(amr) }).onConflict('session_id').ignore();
+  }
+
+  /** The `amr` of the person's sign-ins at that moment (normally one; the weakest first). */
+  async signInsAt(profileId: string, authTime: number): Promise<string[][]> {
+    const rows: Array<{ amr: string }> = await this.#db('mfa_sign_ins').where({ profile_id: profileId, auth_time: authTime }).select('amr');
+    return rows.map((r) => JSON.parse(r.amr) as string[]).sort((a, b) => a.length - b.length);
+  }
 }

@@ -118,7 +118,7 @@ export class MfaService extends AccountsBase {
     const { profile, loginEmail } = await this.#m.sessions.checkPassword(input, origin);
     const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
     const next = await this.afterPassword(profile, trustedDevice);
-    if (next === null) return { session: await this.#m.sessions.startSession(profile, loginEmail, accessSeconds) };
+    if (next === null) return { session: await this.#open(profile, loginEmail, accessSeconds, null) };
     return { pending: await this.#pending(profile, loginEmail, accessSeconds, next) };
   }
 
@@ -148,6 +148,12 @@ export class MfaService extends AccountsBase {
       now,
     });
     return { mfaPending: true, mfaPendingToken: token, mfaMethods: next.methods, preferredMethod: next.preferred };
+  }
+
+  /** The methods of the person a live pending sign-in is for; none when the token is not live. */
+  async pendingMethods(token: string): Promise<MfaFactorMethod[]> {
+    const pending = await this.#m.mfa.findPending(hashSecret(token), this.now());
+    return pending ? this.methodsOf(pending.profileId) : [];
   }
 
   /** The pending sign-in a token names, with its profile (still able to sign in), or a 400. */
@@ -188,9 +194,17 @@ export class MfaService extends AccountsBase {
     const proof = await this.checkSecondFactor(profile, input.method, input.code, pending.id);
     await this.d.limits.refund('mfaAddress', addressKey(origin.address));
     if (!(await this.#m.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
-    const session = await this.#m.sessions.startSession(profile, pending.loginEmail, pending.accessSeconds);
+    const session = await this.#open(profile, pending.loginEmail, pending.accessSeconds, proof);
     const trustedDevice = input.rememberDevice ? await this.rememberDevice(profile.id) : undefined;
     return { session, proof, ...(trustedDevice ? { trustedDevice } : {}) };
+  }
+
+  /** Opens the session and records how its sign-in was proved (for the sign-in provider's `amr`). */
+  async #open(profile: ProfileRecord, loginEmail: string, accessSeconds: number, proof: SecondFactorProof | null): Promise<IssuedSession> {
+    const session = await this.#m.sessions.startSession(profile, loginEmail, accessSeconds);
+    const viewer = await this.#m.sessions.authenticate(session.accessToken);
+    await this.#m.mfa.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, amrOf(proof));
+    return session;
   }
 
   /** A new remembered browser of the person: the cookie's secret (only its hash is kept). */
@@ -521,6 +535,22 @@ export class MfaService extends AccountsBase {
       });
     });
   }
+}
+
+/**
+ * RFC 8176 `amr` of a sign-in: `pwd`, and with a second factor `otp` (TOTP, an emailed code, a
+ * recovery code) or `hwk`/`swk` (a device-bound or a synced passkey), and then `mfa`. A browser
+ * remembered for the second factor signs in with `pwd` only.
+ */
+export function amrOf(proof: SecondFactorProof | null): string[] {
+  if (proof === null) return ['pwd'];
+  if (proof.method === 'passkey') return ['pwd', proof.passkey.backedUp ? 'swk' : 'hwk', 'mfa'];
+  return ['pwd', 'otp', 'mfa'];
+}
+
+/** The ID token's `acr`: `2` for two factors, `1` for one (documented in the README). */
+export function acrOf(amr: readonly string[]): string {
+  return amr.includes('mfa') ? '2' : '1';
 }
 
 function locked(until: number, now: number): AppError {

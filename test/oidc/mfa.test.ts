@@ -1,0 +1,228 @@
+/**
+ * Multi-factor sign-in on the sign-in provider's own pages: after the password, a second step
+ * (a code from an authenticator app or an email, or a recovery code; "remember this device"),
+ * and the ID token's `amr`/`acr` (RFC 8176) saying what was used. In Debian's Chromium (no
+ * JavaScript) and with a fetch-based browser stand-in, with openid-client as the application.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as client from 'openid-client';
+import { Secret, TOTP } from 'otpauth';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../helpers/browser.ts';
+import { TestClock } from '../helpers/clock.ts';
+import { lastMailTo } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+import { admin, authorizationRequest, registerClient, relyingParty, UserAgent } from './helpers.ts';
+
+let server: TestServer;
+const clock = new TestClock();
+let rp: client.Configuration;
+
+beforeAll(async () => {
+  server = await startServer({}, undefined, { now: clock.now });
+  await registerClient(server, 'mfa-app');
+  rp = await relyingParty(server, 'mfa-app');
+}, 60_000);
+afterAll(() => server.close());
+
+function codeAt(secret: string): string {
+  return TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: clock.now() });
+}
+
+function nextStep(): void {
+  clock.advance(30_000 - (clock.now() % 30_000) + 1_000);
+}
+
+/** A person with TOTP on; the secret and recovery codes. */
+async function personWithTotp(): Promise<{ email: string; id: string; secret: string; recoveryCodes: string[] }> {
+  const person = await createActiveUser(server);
+  const { client: api } = await loggedIn(server, person.email);
+  const init = await api.post('/mfa/setup/totp/init');
+  const verified = await api.post('/mfa/setup/totp/verify', { code: codeAt(init.body.secret) });
+  return { ...person, secret: init.body.secret, recoveryCodes: verified.body.recoveryCodes };
+}
+
+/** The tokens for a code the browser was sent back with. */
+async function exchange(callbackUrl: string, request: Awaited<ReturnType<typeof authorizationRequest>>) {
+  return client.authorizationCodeGrant(rp, new URL(callbackUrl), {
+    pkceCodeVerifier: request.verifier,
+    expectedState: request.state,
+    expectedNonce: request.nonce,
+    idTokenExpected: true,
+  });
+}
+
+describe('the second step on the login page', () => {
+  it('a password alone gives amr ["pwd"] and acr "1"', async () => {
+    const person = await createActiveUser(server);
+    const request = await authorizationRequest(rp);
+    const done = await new UserAgent().authorize(request.url, { email: person.email, password: PASSWORD });
+    expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+    const claims = (await exchange(done.location!, request)).claims();
+    expect(claims).toMatchObject({ sub: person.id, amr: ['pwd'], acr: '1' });
+  });
+
+  it('after the password, a TOTP code; then amr ["pwd","otp","mfa"] and acr "2"', async () => {
+    const person = await personWithTotp();
+    const agent = new UserAgent();
+    const request = await authorizationRequest(rp);
+    const login = await agent.go(request.url.toString());
+    const second = await agent.submit(login, { email: person.email, password: PASSWORD });
+    expect(second.status).toBe(200);
+    expect(second.html).toContain('<h1>Confirm it is you</h1>');
+    expect(second.html).not.toContain('action="/oidc/consent"');
+    // No session yet: the provider's own consent page would send the browser back to sign in.
+    expect(agent.jar.has('service.accessToken')).toBe(false);
+
+    const wrong = await agent.submit(second, { method: 'totp', code: codeAt(person.secret) === '000000' ? '111111' : '000000', step: 'verify' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.html).toContain('Invalid verification code');
+
+    nextStep();
+    const consent = await agent.submit(wrong, { method: 'totp', code: codeAt(person.secret), step: 'verify' });
+    expect(consent.html).toContain('action="/oidc/consent"');
+    const done = await agent.submit(consent, { decision: 'allow' });
+    expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+    const tokens = await exchange(done.location!, request);
+    expect(tokens.claims()).toMatchObject({ sub: person.id, amr: ['pwd', 'otp', 'mfa'], acr: '2' });
+  });
+
+  it('a recovery code works there too, once', async () => {
+    const person = await personWithTotp();
+    const agent = new UserAgent();
+    const request = await authorizationRequest(rp);
+    const second = await agent.submit(await agent.go(request.url.toString()), { email: person.email, password: PASSWORD });
+    const consent = await agent.submit(second, { method: 'recovery', code: person.recoveryCodes[0]!, step: 'verify' });
+    expect(consent.html).toContain('action="/oidc/consent"');
+    const again = new UserAgent();
+    const secondAgain = await again.submit(await again.go((await authorizationRequest(rp)).url.toString()), { email: person.email, password: PASSWORD });
+    const refused = await again.submit(secondAgain, { method: 'recovery', code: person.recoveryCodes[0]!, step: 'verify' });
+    expect(refused.status).toBe(400);
+    expect(refused.html).toContain('Invalid verification code');
+  });
+
+  it('a second step that is not live (expired, completed, made up) goes back to the password', async () => {
+    const person = await personWithTotp();
+    const agent = new UserAgent();
+    const second = await agent.submit(await agent.go((await authorizationRequest(rp)).url.toString()), { email: person.email, password: PASSWORD });
+    nextStep();
+    const back = await agent.submit(second, { mfaPendingToken: 'made-up', method: 'totp', code: codeAt(person.secret), step: 'verify' });
+    expect(back.status).toBe(400);
+    expect(back.html).toContain('The sign-in has expired or was already completed. Please log in again.');
+    expect(back.html).toContain('name="password"');
+    expect(agent.jar.has('service.accessToken')).toBe(false);
+  });
+});
+
+describe('in a real browser', () => {
+  let browser: Browser;
+  let app: Server;
+  let callback: string;
+  let browserRp: client.Configuration;
+
+  beforeAll(async () => {
+    app = createServer((_req, res) => res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>'));
+    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+    callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
+    await admin(server, 'oidc-client', 'add', '--id', 'mfa-browser-app', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
+    await admin(server, 'oidc-client', 'approve', 'mfa-browser-app');
+    browserRp = await relyingParty(server, 'mfa-browser-app');
+    browser = await launchBrowser();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise<void>((resolve) => app.close(() => resolve()));
+  });
+
+  async function start(extra: Record<string, string> = {}) {
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const nonce = client.randomNonce();
+    const url = client.buildAuthorizationUrl(browserRp, {
+      redirect_uri: callback,
+      scope: 'openid profile email',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+      ...extra,
+    });
+    return { url, verifier, state, nonce };
+  }
+
+  it('an emailed code, "remember this device", and the next sign-in on that browser asks for the password only', async () => {
+    const person = await createActiveUser(server);
+    const { client: api } = await loggedIn(server, person.email);
+    expect((await api.post('/mfa/setup/email')).status).toBe(200);
+
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    const request = await start();
+    await page.goto(request.url.toString());
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    await expect.poll(() => page.title()).toBe('Confirm it is you');
+    await page.getByRole('radio', { name: 'A code sent to your email' }).check();
+    await page.getByRole('button', { name: 'Send a code by email' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('A code was sent to your email');
+    const mail = await lastMailTo(server.dataDir, person.email);
+    const code = /verification code is: \*\*(\d{6})\*\*/.exec(mail.text)?.[1] ?? '';
+    expect(await page.getByRole('radio', { name: 'A code sent to your email' }).isChecked()).toBe(true);
+    await page.getByLabel('Code', { exact: true }).fill(code);
+    await page.getByLabel('Remember this device for 30 days').check();
+    await page.getByRole('button', { name: 'Verify' }).click();
+
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((url) => url.toString().startsWith(callback));
+    const tokens = await client.authorizationCodeGrant(browserRp, new URL(page.url()), {
+      pkceCodeVerifier: request.verifier,
+      expectedState: request.state,
+      expectedNonce: request.nonce,
+      idTokenExpected: true,
+    });
+    expect(tokens.claims()).toMatchObject({ sub: person.id, amr: ['pwd', 'otp', 'mfa'], acr: '2' });
+    expect((await context.cookies()).map((c) => c.name)).toContain('service.mfaTrustedDevice');
+
+    // prompt=login: the password again, and this browser is remembered, so no second step.
+    const again = await start({ prompt: 'login' });
+    await page.goto(again.url.toString());
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((url) => url.toString().startsWith(callback));
+    const second = await client.authorizationCodeGrant(browserRp, new URL(page.url()), {
+      pkceCodeVerifier: again.verifier,
+      expectedState: again.state,
+      expectedNonce: again.nonce,
+      idTokenExpected: true,
+    });
+    expect(second.claims()).toMatchObject({ sub: person.id, amr: ['pwd'], acr: '1' });
+    await context.close();
+  });
+
+  it('a TOTP code typed in the browser, with a wrong one shown first', async () => {
+    const person = await personWithTotp();
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    await page.goto((await start()).url.toString());
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.title()).toBe('Confirm it is you');
+    expect(await page.getByRole('radio', { name: 'A code from your authenticator app' }).isChecked()).toBe(true);
+    await page.getByLabel('Code', { exact: true }).fill('12345x');
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Invalid verification code');
+    nextStep();
+    await page.getByLabel('Code', { exact: true }).fill(codeAt(person.secret));
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('button', { name: 'Allow' }).waitFor();
+    await context.close();
+  });
+});
+
