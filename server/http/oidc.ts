@@ -65,6 +65,15 @@ export function pageForm(req: Request, res: Response, next: NextFunction): void 
   });
 }
 
+/** The passkey assertion of the second step's passkey form, read from its JSON text (what cannot be read: the schema refuses it). */
+function passkeyCode(text: string | undefined): unknown {
+  try {
+    return JSON.parse(text ?? '') as unknown;
+  } catch {
+    return '';
+  }
+}
+
 /** The passkey form's fields as `POST /login/passkey`'s input: `response` is the assertion's JSON. */
 function passkeyFormInput(challengeId: string | undefined, response: string | undefined) {
   let answer: unknown;
@@ -186,7 +195,9 @@ export function oidcHandlers(services: Services, config: Config) {
           secondStep({ ...pending, method: 'emailOtp' }, 200, { notice: 'A code was sent to your email. It is valid for 10 minutes.' });
           return;
         }
-        const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code: field(req, 'code') ?? '', rememberDevice: field(req, 'rememberDevice') === 'on' });
+        // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
+        const code = method === 'passkey' ? passkeyCode(field(req, 'code')) : (field(req, 'code') ?? '');
+        const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' });
         const outcome = await services.mfa.verify(input, context.origin);
         if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);
         await signedIn(outcome.session);

@@ -3,8 +3,8 @@
  * - `GET /webauthn/browser.js`: `@simplewebauthn/browser`'s UMD bundle, served from the package
  *   on disk (never a CDN: the service works offline), as `/docs` serves Swagger UI's files;
  * - `GET /webauthn/passkey.js`: the one small script of our pages (the login page's "Sign in with
- *   a passkey" button, and the page below); a file, not inline, so the pages' CSP allows only
- *   our own scripts;
+ *   a passkey" button, its second step's "Use your passkey", and the page below); a file, not
+ *   inline, so the pages' CSP allows only our own scripts;
  * - `GET /mfa/webauthn-auth?pendingToken=&callbackPort=`: the page the real platform's Python
  *   client opens in a browser for a pending sign-in's passkey step (openreview-py
  *   `openreview/mfa.py`): it runs the ceremony (`POST /mfa/challenge`, the authenticator,
@@ -75,6 +75,25 @@ export const PASSKEY_SCRIPT = `(function () {
           form.submit();
         })
         .catch(function (error) { say(formError, explain(error)); });
+    });
+  }
+
+  // The provider's second step after the password: the pending sign-in's passkey, posted as its code.
+  var stepForm = document.getElementById('passkey-step-form');
+  if (stepForm && supported) {
+    var stepFormError = document.getElementById('passkey-step-form-error');
+    stepForm.hidden = false;
+    stepForm.addEventListener('submit', function (event) {
+      event.preventDefault();
+      say(stepFormError, '');
+      var token = stepForm.elements.namedItem('mfaPendingToken').value;
+      postJson('/mfa/challenge', { mfaPendingToken: token, method: 'passkey' })
+        .then(function (options) { return webauthn.startAuthentication({ optionsJSON: options }); })
+        .then(function (answer) {
+          stepForm.elements.namedItem('code').value = JSON.stringify(answer);
+          stepForm.submit();
+        })
+        .catch(function (error) { say(stepFormError, explain(error)); });
     });
   }
 

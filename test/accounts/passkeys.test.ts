@@ -359,6 +359,30 @@ describe('passkeys on our pages', () => {
     await d.context.close();
   });
 
+  it('is the second step after the password on the provider’s login page: amr pwd, hwk and mfa', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    await enrol(d, person, 'Laptop');
+    await d.context.clearCookies();
+    const request = await authorizationRequest();
+    await d.page.goto(request.url.toString());
+    await d.page.getByLabel('Email').fill(person.email);
+    await d.page.getByLabel('Password').fill(PASSWORD);
+    await d.page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expect.poll(() => d.page.title()).toBe('Confirm it is you');
+    await d.page.getByRole('button', { name: 'Use your passkey' }).click();
+    await d.page.getByRole('button', { name: 'Allow' }).click();
+    await d.page.waitForURL((url) => url.toString().startsWith(callback));
+    const tokens = await oidcClient.authorizationCodeGrant(rp, new URL(d.page.url()), {
+      pkceCodeVerifier: request.verifier,
+      expectedState: request.state,
+      expectedNonce: request.nonce,
+      idTokenExpected: true,
+    });
+    expect(tokens.claims()).toMatchObject({ sub: person.id, amr: ['pwd', 'hwk', 'mfa'], acr: '2' });
+    await d.context.close();
+  });
+
   it('says `swk` in the ID token for a synced (backed-up) passkey', async () => {
     const person = await createActiveUser(server);
     const d = await device({ backedUp: true });
