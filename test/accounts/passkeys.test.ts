@@ -208,6 +208,21 @@ describe('passkeys in a real browser', () => {
     await d.context.close();
   });
 
+  it('refuses a passwordless sign-in whose authenticator did not verify the person', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    await enrol(d, person, 'Key');
+    // Presence only (no PIN, no biometrics): the browser is told verification is not needed, as a
+    // page that altered the options would.
+    await d.cdp.send('WebAuthn.setUserVerified', { authenticatorId: d.authenticatorId, isUserVerified: false });
+    const begun = (await (await fetch(`${server.url}/login/passkey/options`, { method: 'POST' })).json()) as { challengeId: string; options: PublicKeyCredentialRequestOptionsJSON };
+    const response = await assert(d, { ...begun.options, userVerification: 'discouraged' });
+    const refused = await signIn({ challengeId: begun.challengeId, response });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ name: 'ValidationError', message: PASSKEY_ERRORS.userVerification });
+    await d.context.close();
+  });
+
   it('refuses a replayed assertion, with the same challenge id or a fresh one', async () => {
     const person = await createActiveUser(server);
     const d = await device();
