@@ -280,6 +280,7 @@ export const routes: Route[] = [
   { kind: 'procedure', method: 'get', path: '/mfa/passkeys', procedure: 'accounts.mfa.passkeys', input: 'none', summary: 'The caller’s passkeys' },
   { kind: 'procedure', method: 'delete', path: '/mfa/passkeys/:credentialId', procedure: 'accounts.mfa.passkeyDelete', input: 'none', summary: 'Remove a passkey (recent sign-in needed)', errors: [403, 404] },
   { kind: 'procedure', method: 'post', path: '/mfa/recovery-codes/regenerate', procedure: 'accounts.mfa.regenerateRecoveryCodes', input: 'none', summary: 'New recovery codes; the old ones stop working (recent sign-in needed)', errors: [403] },
+  { kind: 'procedure', method: 'delete', path: '/mfa/trusted-devices', procedure: 'accounts.mfa.forgetTrustedDevices', input: 'none', summary: 'Forget every remembered browser: each asks for the second factor again' },
   { kind: 'procedure', method: 'post', path: '/mfa/reauthenticate', procedure: 'accounts.mfa.reauthenticate', input: 'body', summary: 'Prove it is you again (password or a code) for ten minutes of factor changes', errors: [429] },
   // passwords and emails
   { kind: 'procedure', method: 'post', path: '/resettable', procedure: 'accounts.requestReset', input: 'body', summary: 'Send a password-reset mail', errors: [404, 429, 503] },

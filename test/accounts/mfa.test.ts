@@ -195,12 +195,36 @@ describe('TOTP', () => {
     expect(later.body.mfaPending).toBe(true);
   });
 
+  it('DELETE /mfa/trusted-devices forgets every remembered browser', async () => {
+    nextStep();
+    const browser = new Client(server.url);
+    await browser.post('/mfa/verify', { mfaPendingToken: await pendingLogin(browser, user.email), method: 'totp', code: codeAt(secret, clock.now()), rememberDevice: true });
+    expect((await browser.get('/mfa/status')).body.trustedDevicesCount).toBe(1);
+    const forgotten = await browser.request('DELETE', '/mfa/trusted-devices');
+    expect(forgotten.status).toBe(200);
+    expect(forgotten.body.trustedDevicesCount).toBe(0);
+    expect((await browser.post('/login', { id: user.email, password: PASSWORD })).body.mfaPending).toBe(true);
+  });
+
   it('turning TOTP off needs a recent proof when the session is older than ten minutes', async () => {
     const { client } = await loggedInWithTotp(user.email, secret);
     clock.advance(11 * 60 * 1000);
     const stale = await client.request('DELETE', '/mfa/totp');
     expect(stale.status).toBe(403);
     expect(stale.body).toMatchObject({ name: 'ForbiddenError', details: { reauthenticate: '/mfa/reauthenticate' } });
+    // Replacing the authenticator app and new recovery codes need the same proof.
+    expect((await client.post('/mfa/setup/totp/init')).status).toBe(403);
+    expect((await client.post('/mfa/recovery-codes/regenerate')).status).toBe(403);
+    // A fresh code proves it too.
+    nextStep();
+    const byCode = await client.post('/mfa/reauthenticate', { method: 'totp', code: codeAt(secret, clock.now()) });
+    expect(byCode.status).toBe(200);
+    const regenerated = await client.post('/mfa/recovery-codes/regenerate');
+    expect(regenerated.status).toBe(200);
+    expect(regenerated.body.recoveryCodes).toHaveLength(10);
+    expect((await client.get('/mfa/status')).body.recoveryCodesRemaining).toBe(10);
+    clock.advance(11 * 60 * 1000);
+    expect((await client.request('DELETE', '/mfa/totp')).status).toBe(403);
     const wrong = await client.post('/mfa/reauthenticate', { password: 'not-it' });
     expect(wrong.status).toBe(400);
     const right = await client.post('/mfa/reauthenticate', { password: PASSWORD });
@@ -219,10 +243,11 @@ describe('TOTP', () => {
     expect(mails.map((m) => m.text.split(' (')[0])).toEqual([
       'An authenticator app was set up for signing in',
       'A recovery code was used to sign in',
+      'New recovery codes were made; the old ones no longer work',
       'The authenticator app was removed from signing in. Multi-factor sign-in is now off for your account',
     ]);
     const audit = await server.service.services.db('audit_log').where({ target: user.id }).orderBy('id').pluck('action');
-    expect(audit).toEqual(['mfa.totp.enabled', 'mfa.recovery.used', 'mfa.locked', 'mfa.totp.disabled']);
+    expect(audit).toEqual(['mfa.totp.enabled', 'mfa.recovery.used', 'mfa.locked', 'mfa.trusted-devices.forgotten', 'mfa.recovery.regenerated', 'mfa.totp.disabled']);
   });
 });
 

@@ -67,6 +67,8 @@ export const mfaRouter = router({
 
   regenerateRecoveryCodes: mine.output(RecoveryCodesResult).mutation(({ ctx }) => ctx.services.mfa.regenerateRecoveryCodes(ctx.user)),
 
+  forgetTrustedDevices: mine.output(MfaStatus).mutation(({ ctx }) => ctx.services.mfa.forgetTrustedDevices(ctx.user)),
+
   passkeyInit: mine.output(WebAuthnOptions).mutation(({ ctx }) => ctx.services.mfa.passkeyInit(ctx.user)),
 
   passkeyVerify: mine

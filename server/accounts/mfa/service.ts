@@ -225,7 +225,9 @@ export class MfaService extends AccountsBase {
     const now = this.now();
     await this.#refuseIfLocked(profile.id);
     const attempt = await this.#m.mfa.beginAttempt(profile.id, now);
-    if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(attempt.lockedUntil ?? now + LOCK_SECONDS * 1000, now);
+    // Another attempt may have locked the person since the check above (simultaneous guesses).
+    if (attempt.lockedUntil !== null && attempt.lockedUntil > now) throw locked(attempt.lockedUntil, now);
+    if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(now + LOCK_SECONDS * 1000, now);
     let proof: SecondFactorProof | null = null;
     let refusal: AppError | null = null;
     try {
@@ -322,6 +324,8 @@ export class MfaService extends AccountsBase {
   /** `POST /mfa/setup/totp/init`: a new secret, kept (sealed) until a code from it is verified. */
   async totpInit(viewer: Viewer): Promise<TotpInitResult> {
     const profile = await this.#profile(viewer.profileId);
+    // Replacing an authenticator app turns the old one off: that needs a recent proof too.
+    if ((await this.methodsOf(profile.id)).includes('totp')) await this.#requireFresh(viewer);
     const secret = newTotpSecret();
     await this.#m.mfa.setTotpPending(profile.id, this.#m.box.seal(secret, profile.id), this.now());
     const label = (await this.#emailOf(profile).catch(() => null)) ?? profile.id;
@@ -333,13 +337,14 @@ export class MfaService extends AccountsBase {
     const id = viewer.profileId;
     const now = this.now();
     const factors = await this.#m.mfa.factors(id);
-    const fresh = factors?.totpPendingSecret && factors.totpPendingAt !== null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
-    const secret = fresh ? this.#m.box.open(factors.totpPendingSecret!, id) : null;
-    if (secret === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
+    const sealed = factors?.totpPendingSecret ?? null;
+    const fresh = sealed !== null && factors?.totpPendingAt != null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
+    const secret = fresh ? this.#m.box.open(sealed, id) : null;
+    if (secret === null || sealed === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
     const step = totpStep(secret, typedDigits(code), now);
     if (step === null) throw new AppError('BadRequestError', INVALID_CODE, { path: 'code' });
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.totp.enabled', 'An authenticator app was set up for signing in', (mfa) =>
-      mfa.enableTotp(id, factors!.totpPendingSecret!, step, now),
+      mfa.enableTotp(id, sealed, step, now),
     );
     return { totpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
@@ -378,6 +383,13 @@ export class MfaService extends AccountsBase {
     });
     this.#mail(viewer.profileId, 'New recovery codes were made; the old ones no longer work');
     return { recoveryCodes: codes };
+  }
+
+  /** `DELETE /mfa/trusted-devices`: every remembered browser asks for the second factor again. */
+  async forgetTrustedDevices(viewer: Viewer): Promise<MfaStatus> {
+    const forgotten = await this.#m.mfa.forgetTrusted(viewer.profileId);
+    await this.#audit(viewer.profileId, viewer.profileId, 'mfa.trusted-devices.forgotten', { forgotten });
+    return this.status(viewer);
   }
 
   // ---- passkeys (through PasskeyFactor) ---------------------------------------------------------
