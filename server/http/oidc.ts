@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { AppError } from '../../shared/errors.ts';
 import { MfaVerifyInput, parseOrThrow, PasskeyLoginInput } from '../../shared/index.ts';
 import type { IssuedSession, Viewer } from '../accounts/viewer.ts';
@@ -84,8 +83,7 @@ function passkeyFormInput(challengeId: string | undefined, response: string | un
   }
   const input = PasskeyLoginInput.safeParse({ challengeId, response: answer });
   if (!input.success) throw new AppError('ValidationError', 'The passkey answer could not be read');
-  // The schema checked every field the library reads; extension outputs go on as received.
-  return { challengeId: input.data.challengeId, response: input.data.response as AuthenticationResponseJSON };
+  return { challengeId: input.data.challengeId, response: input.data.response };
 }
 
 /**

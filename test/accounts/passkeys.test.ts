@@ -12,6 +12,7 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PasskeySummary } from '../../server/accounts/mfa/passkey-factor.ts';
 import { PASSKEY_ERRORS } from '../../server/accounts/mfa/passkeys.ts';
+import { createClient } from '../../client/index.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -193,6 +194,20 @@ describe('passkeys in a real browser', () => {
     const me = await fetch(`${server.url}/profiles`, { headers: { authorization: `Bearer ${body.token}` } });
     expect(((await me.json()) as { profiles: Array<{ id: string }> }).profiles[0]!.id).toBe(person.id);
     expect((await server.service.services.passkeys.list(person.id))[0]!.lastUsedAt).toEqual(expect.any(Number));
+    await d.context.close();
+  });
+
+  it('signs in with a passkey through the typed client, which keeps the session', async () => {
+    const person = await createActiveUser(server);
+    const d = await device();
+    await enrol(d, person, 'Key');
+    const api = createClient({ baseUrl: server.url });
+    const { challengeId, options } = await api.api.accounts.passkeyLoginOptions.mutate();
+    const response = await assert(d, options as PublicKeyCredentialRequestOptionsJSON);
+    const result = await api.loginWithPasskey({ challengeId, response });
+    expect(result.user.profile.id).toBe(person.id);
+    expect(api.token).toBe(result.token);
+    expect((await api.api.accounts.profiles.query({})).profiles[0]?.id).toBe(person.id);
     await d.context.close();
   });
 
