@@ -355,3 +355,28 @@ describe('passkeys without a browser', () => {
     expect(del.status).toBe(404);
   });
 });
+
+describe('the sweep', () => {
+  it('forgets pending sign-ins and the per-session records of sessions that ended more than a day ago, and keeps the rest', async () => {
+    const db = server.service.services.db;
+    const user = await createActiveUser(server);
+    await loggedIn(server, user.email);
+    const { client: ended } = await loggedIn(server, user.email);
+    const keptSession = (await db('sessions').where({ profile_id: user.id }).orderBy('created_at').first('id')).id;
+    await ended.post('/logout');
+    expect(await db('mfa_sign_ins').where({ profile_id: user.id })).toHaveLength(2);
+    const { client: withTotp } = await loggedIn(server, user.email);
+    await enableTotp(withTotp);
+    await pendingLogin(new Client(server.url), user.email);
+    expect(await db('mfa_pending').where({ profile_id: user.id })).toHaveLength(1);
+
+    await server.service.services.mfa.sweep();
+    expect(await db('mfa_sign_ins').where({ profile_id: user.id })).toHaveLength(3);
+    clock.advance(25 * 60 * 60 * 1000);
+    await server.service.services.mfa.sweep();
+    expect(await db('mfa_pending').where({ profile_id: user.id })).toHaveLength(0);
+    const left = await db('mfa_sign_ins').where({ profile_id: user.id }).pluck('session_id');
+    expect(left).toContain(keptSession);
+    expect(left).toHaveLength(2);
+  });
+});

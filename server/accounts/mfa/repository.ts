@@ -199,10 +199,27 @@ export class MfaRepository {
     return (await this.#db('mfa_pending').where({ id }).whereNull('used_at').update({ used_at: now })) === 1;
   }
 
-  async deleteExpiredPending(now: number): Promise<void> {
-    await this.#db('mfa_pending').where('expires_at', '<=', now).delete();
-    await this.#db('mfa_email_codes').where('expires_at', '<=', now).delete();
-    await this.#db('mfa_trusted_devices').where('expires_at', '<=', now).delete();
+  /**
+   * Deletes what ended before `cutoff`: pending sign-ins, emailed codes, remembered browsers, and
+   * the records kept per session (re-authentication, how a sign-in was proved) of sessions that
+   * are gone, logged out or expired since before it.
+   */
+  async deleteEnded(cutoff: number): Promise<void> {
+    await this.#db('mfa_pending').where('expires_at', '<=', cutoff).delete();
+    await this.#db('mfa_email_codes').where('expires_at', '<=', cutoff).delete();
+    await this.#db('mfa_trusted_devices').where('expires_at', '<=', cutoff).delete();
+    for (const table of ['mfa_sign_ins', 'mfa_reauth']) {
+      await this.#db(table)
+        .whereNotExists((q) =>
+          q
+            .select(this.#db.raw('1'))
+            .from('sessions')
+            .whereRaw(`sessions.id = ${table}.session_id`)
+            .andWhere('sessions.expires_at', '>', cutoff)
+            .andWhere((r) => r.whereNull('sessions.revoked_at').orWhere('sessions.revoked_at', '>', cutoff)),
+        )
+        .delete();
+    }
   }
 
   // ---- remembered browsers ------------------------------------------------------------------------

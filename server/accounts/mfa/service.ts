@@ -233,8 +233,7 @@ export class MfaService extends AccountsBase {
     try {
       proof = await this.#check(profile, usable, code, challengeKey);
     } catch (error) {
-      // A passkey assertion that does not verify counts as a wrong code, and says why (replayed,
-      // a counter that went backwards, someone else's passkey, …).
+      // A passkey assertion that does not verify counts as a wrong code, and keeps its reason.
       if (!(error instanceof AppError) || error.status !== 400) throw error;
       refusal = error;
     }
@@ -470,9 +469,12 @@ export class MfaService extends AccountsBase {
     return { profileId: profile.id, removed };
   }
 
-  /** Forgets what is no longer needed: expired pending sign-ins, emailed codes and remembered browsers. */
+  /**
+   * Forgets what is no longer needed, a day after it ended (so an authorization code issued
+   * just before a logout still finds how its sign-in was proved).
+   */
   async sweep(): Promise<void> {
-    await this.#m.mfa.deleteExpiredPending(this.now() - 24 * 60 * 60 * 1000);
+    await this.#m.mfa.deleteEnded(this.now() - 24 * 60 * 60 * 1000);
   }
 
   // ---- helpers -------------------------------------------------------------------------------------
