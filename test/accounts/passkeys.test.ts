@@ -249,6 +249,11 @@ describe('passkeys in a real browser', () => {
     expect(again.status).toBe(400);
     expect(await again.json()).toMatchObject({ status: 400, name: 'ValidationError', message: PASSKEY_ERRORS.noChallenge });
 
+    // Sent twice at once: the challenge is taken by one of them only.
+    const raced = await passwordlessAssertion(d);
+    const statuses = (await Promise.all([signIn(raced), signIn(raced)])).map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 400]);
+
     const fresh = (await (await fetch(`${server.url}/login/passkey/options`, { method: 'POST' })).json()) as { challengeId: string };
     const replayed = await signIn({ challengeId: fresh.challengeId, response });
     expect(replayed.status).toBe(400);
