@@ -4,6 +4,7 @@
  * server on `http://localhost` (browsers refuse WebAuthn on an IP address).
  */
 import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type * as SimpleWebAuthnBrowser from '@simplewebauthn/browser';
 import * as oidcClient from 'openid-client';
@@ -499,6 +500,30 @@ describe('passkeys on our pages', () => {
     await expect.poll(() => d.page.getByRole('alert').textContent()).toMatch(/sign-in has expired|log in again/i);
     expect(new URL(d.page.url()).pathname).toBe('/mfa/webauthn-auth');
     await d.context.close();
+  });
+
+  it('has pages with no accessibility violations axe-core finds (the login page with its passkey button, the Python client’s page)', async () => {
+    // axe is injected into the page, which our CSP would refuse: this browser ignores it.
+    const context = await browser.newContext({ bypassCSP: true });
+    const page = await context.newPage();
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    await cdp.send('WebAuthn.addVirtualAuthenticator', { options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true } });
+    const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+    const violationsOf = async (url: string) => {
+      await page.goto(url);
+      await page.waitForFunction(() => Boolean((globalThis as unknown as PageGlobals).SimpleWebAuthnBrowser));
+      await page.addScriptTag({ path: axePath });
+      return page.evaluate(async () => {
+        const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; nodes: unknown[] }> }> } }).axe;
+        return (await axe.run()).violations.map((v) => v.id);
+      });
+    };
+    await page.goto((await authorizationRequest()).url.toString());
+    expect(await page.getByRole('button', { name: 'Sign in with a passkey' }).isVisible()).toBe(true);
+    expect(await violationsOf(page.url())).toEqual([]);
+    expect(await violationsOf(`${server.url}/mfa/webauthn-auth?pendingToken=abc&callbackPort=8765`)).toEqual([]);
+    await context.close();
   });
 
   it('serves the browser library from the package, and the Python client’s page with a CSP that lets forms go only to its listener', async () => {
