@@ -205,6 +205,24 @@ describe('in a real browser', () => {
     await context.close();
   });
 
+  it('the second step has no accessibility violations axe-core can find', async () => {
+    const person = await personWithTotp();
+    const context = await browser.newContext({ bypassCSP: true });
+    const page = await context.newPage();
+    await page.goto((await start()).url.toString());
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.title()).toBe('Confirm it is you');
+    await page.addScriptTag({ path: 'node_modules/axe-core/axe.min.js' });
+    const violations = await page.evaluate(async () => {
+      const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string }> }> } }).axe.run();
+      return result.violations.map((v) => v.id);
+    });
+    expect(violations).toEqual([]);
+    await context.close();
+  });
+
   it('a TOTP code typed in the browser, with a wrong one shown first', async () => {
     const person = await personWithTotp();
     const context = await browser.newContext({ javaScriptEnabled: false });
