@@ -7,7 +7,7 @@
  */
 import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
 import type { AppRouter } from '../server/router.ts';
-import type { LoginInput, MfaPendingResult, MfaVerifyInput, SessionResult } from '../shared/index.ts';
+import type { LoginInput, MfaPendingResult, MfaVerifyInput, PasskeyLoginInput, SessionResult } from '../shared/index.ts';
 import { Files, type DownloadedFile, type DownloadOptions, type UploadOptions } from './files.ts';
 import { Session } from './transport.ts';
 
@@ -48,6 +48,11 @@ export interface Client {
   login(input: LoginInput): Promise<SessionResult>;
   /** The second step of a sign-in (`POST /mfa/verify`); keeps the session it opens. */
   completeMfa(input: MfaVerifyInput): Promise<SessionResult>;
+  /**
+   * A sign-in with a passkey and no password (`POST /login/passkey`): the challenge id from
+   * `api.accounts.passkeyLoginOptions` and the authenticator's answer; keeps the session it opens.
+   */
+  loginWithPasskey(input: PasskeyLoginInput): Promise<SessionResult>;
   /** A new access token (from the refresh cookie, or the still-valid token). */
   refresh(): Promise<SessionResult>;
   logout(): Promise<void>;
@@ -76,6 +81,7 @@ export function createClient(options: ClientOptions): Client {
       return session.keep(result);
     },
     completeMfa: async (input) => session.keep(await api.accounts.mfa.verify.mutate(input)),
+    loginWithPasskey: async (input) => session.keep(await api.accounts.passkeyLogin.mutate(input)),
     refresh: () => session.refresh(),
     async logout() {
       await api.accounts.logout.mutate();

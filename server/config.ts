@@ -83,6 +83,10 @@ const Env = z.object({
     .string()
     .regex(/^(\d{1,2}|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, 'TRUST_PROXY is a number of proxies, or a comma-separated list of addresses, subnets, loopback, linklocal or uniquelocal')
     .optional(),
+  WEBAUTHN_RP_ID: z
+    .string()
+    .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'WEBAUTHN_RP_ID is a domain name such as example.org')
+    .optional(),
 })
   // The outbox is a folder of one machine: with several processes (PostgreSQL), mail written by
   // one is not seen on another machine. Not refused outright: one machine with a few processes on
@@ -171,6 +175,33 @@ export interface Config {
    * the client is the connection's address. Rate limits per address and the logs use it.
    */
   trustProxy: number | string | false;
+  /** Passkeys (WebAuthn): see `webAuthnSettings`. */
+  webauthn: WebAuthnSettings;
+}
+
+/**
+ * Where passkeys belong. `rpId` is the domain a passkey is made for: `WEBAUTHN_RP_ID`, or the
+ * host of `BASE_URL`; it must be that host or a domain it is under (so `example.org` for
+ * `https://api.example.org`, when the web application at `https://example.org` makes passkeys
+ * too). `origins` are the pages a ceremony may run on: `BASE_URL`'s (the sign-in pages) and
+ * `WEB_URL`'s when its host is under `rpId` too.
+ */
+export interface WebAuthnSettings {
+  rpId: string;
+  rpName: string;
+  origins: string[];
+}
+
+/** Whether `host` is `domain` or a name under it. */
+const isUnder = (host: string, domain: string) => host === domain || host.endsWith(`.${domain}`);
+
+export function webAuthnSettings(baseUrl: string, webUrl: string, rpIdSetting: string | undefined): WebAuthnSettings {
+  const base = new URL(baseUrl);
+  const rpId = rpIdSetting ?? base.hostname;
+  if (!isUnder(base.hostname, rpId)) throw new Error(`Invalid configuration:\n  WEBAUTHN_RP_ID: ${rpId} must be the host of BASE_URL (${base.hostname}) or a domain it is under`);
+  const web = new URL(webUrl);
+  const origins = [base.origin, ...(web.origin !== base.origin && isUnder(web.hostname, rpId) ? [web.origin] : [])];
+  return { rpId, rpName: 'Peer Review', origins };
 }
 
 /** Reads the configuration from environment variables; throws a readable error on a bad value. */
@@ -214,5 +245,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     signupWithoutHumanVerification: e.SIGNUP_WITHOUT_HUMAN_VERIFICATION ? e.SIGNUP_WITHOUT_HUMAN_VERIFICATION === 'on' : e.HUMAN_VERIFICATION_URL === undefined,
     storage: e.STORAGE_URL ?? { kind: 'local' },
     trustProxy: e.TRUST_PROXY === undefined ? false : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
+    webauthn: webAuthnSettings(baseUrl, e.WEB_URL ?? baseUrl, e.WEBAUTHN_RP_ID),
   };
 }

@@ -12,6 +12,8 @@ export const RATE_LIMITS = {
   loginAccount: { points: 10, seconds: 15 * 60 },
   /** Password attempts from one address, over all accounts. */
   loginAddress: { points: 100, seconds: 15 * 60 },
+  /** Passwordless passkey ceremonies begun from one address (each stores a challenge). */
+  passkeyOptionsAddress: { points: 100, seconds: 15 * 60 },
   /** Sign-ups with one email (each one mails that address), and from one client address. */
   registerAccount: { points: 5, seconds: 60 * 60 },
   registerAddress: { points: 20, seconds: 60 * 60 },

@@ -21,8 +21,6 @@ import { createMailer, type Mailer } from './mail.ts';
 import { RateLimits } from './rate-limits.ts';
 import { Directory } from './accounts/directory.ts';
 import { CodeHasher } from './accounts/mfa/codes.ts';
-import { NoPasskeys } from './accounts/mfa/no-passkeys.ts';
-import type { PasskeyFactor } from './accounts/mfa/passkey-factor.ts';
 import { MfaRepository } from './accounts/mfa/repository.ts';
 import { MfaService } from './accounts/mfa/service.ts';
 import { SecretBox } from './accounts/mfa/totp.ts';
@@ -36,6 +34,9 @@ import { AttachmentsService } from './attachments/service.ts';
 import { openFileStore } from './attachments/storage.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
+import { PasskeyService } from './accounts/mfa/passkeys.ts';
+import { PasskeysRepository } from './accounts/mfa/passkeys-repository.ts';
+import { PasskeySignIn } from './accounts/mfa/passkey-sign-in.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
 export interface Services {
@@ -52,13 +53,15 @@ export interface Services {
   security: SecurityService;
   /** Multi-factor sign-in: the second step of a sign-in, and the factors a person manages. */
   mfa: MfaService;
-  /** Passkeys (WebAuthn), as multi-factor sign-in asks them (`accounts/mfa/passkey-factor.ts`). */
-  passkeys: PasskeyFactor;
   venue: VenueService;
   notes: NoteService;
   authorConsole: AuthorConsoleService;
   attachments: AttachmentsService;
   oidc: OidcService;
+  /** Passkeys (WebAuthn): credentials and ceremonies, the `passkey` factor multi-factor sign-in asks (`accounts/mfa/passkey-factor.ts`). */
+  passkeys: PasskeyService;
+  /** Signing in with a passkey and no password. */
+  passkeySignIn: PasskeySignIn;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
   close(): Promise<void>;
 }
@@ -86,8 +89,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   };
   const profiles = new ProfileService(deps);
   const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
-  // No passkeys until the passkeys area lands: then its service replaces `NoPasskeys` here.
-  const passkeys: PasskeyFactor = new NoPasskeys();
+  const passkeys = new PasskeyService({ passkeys: new PasskeysRepository(db), accounts: deps.repo, settings: config.webauthn, logger, now });
   const mfaRepository = new MfaRepository(db);
   const mfa = new MfaService(deps, {
     mfa: mfaRepository,
@@ -124,12 +126,13 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     impersonation: new ImpersonationService(deps, accounts),
     security: new SecurityService(deps, accounts),
     mfa,
-    passkeys,
     venue,
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
     attachments: new AttachmentsService({ repo: uploads, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
     oidc,
+    passkeys,
+    passkeySignIn: new PasskeySignIn(deps, passkeys, accounts.sessions, mfaRepository),
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.
       await mailer.settled(10_000);

@@ -19,3 +19,4 @@ export const REFRESH_TOKEN_COOKIE = 'service.refreshToken';
 export * from './schemas/oidc.ts';
 export * from './schemas/security.ts';
 export * from './schemas/mfa.ts';
+export * from './schemas/passkeys.ts';

@@ -16,6 +16,7 @@ import * as noteDeletion from './20261123020000_note_deletion.ts';
 import * as shareUploadProgress from './20261123100000_share_upload_progress.ts';
 import * as createInstallState from './20261123110000_create_install_state.ts';
 import * as createMfa from './20261124020000_create_mfa.ts';
+import * as createPasskeys from './20261124030000_create_passkeys.ts';
 import * as sessionDevices from './20261124040000_session_devices.ts';
 
 export interface Migration {
@@ -43,5 +44,6 @@ export const migrations: Migration[] = [
   { name: '20261123100000_share_upload_progress', ...shareUploadProgress },
   { name: '20261123110000_create_install_state', ...createInstallState },
   { name: '20261124020000_create_mfa', ...createMfa },
+  { name: '20261124030000_create_passkeys', ...createPasskeys },
   { name: '20261124040000_session_devices', ...sessionDevices },
 ];

@@ -18,6 +18,8 @@ import {
   ImpersonateInput,
   ImpersonateResult,
   LoginInput,
+  PasskeyLoginInput,
+  PasskeyLoginOptionsResult,
   LoginResult,
   ModerateProfileInput,
   Profile,
@@ -82,6 +84,19 @@ export const accountsRouter = router({
       return outcome.session.result;
     }),
 
+  // Passkeys without a password (`mfa/passkey-sign-in.ts`): the same answer and cookies as `login`.
+  passkeyLoginOptions: publicProcedure
+    .output(PasskeyLoginOptionsResult)
+    .mutation(({ ctx }) => ctx.services.passkeySignIn.options(ctx.origin)),
+
+  passkeyLogin: publicProcedure
+    .input(PasskeyLoginInput)
+    .output(SessionResult)
+    .mutation(async ({ ctx, input }) => {
+      const { session } = await ctx.services.passkeySignIn.signIn(input, ctx.origin);
+      ctx.cookies.set(session);
+      return session.result;
+    }),
   /** Multi-factor sign-in: the second step and the factors (`mfa/router.ts`). */
   mfa: mfaRouter,
 

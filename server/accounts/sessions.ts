@@ -350,7 +350,7 @@ export function deviceDetails(origin: RequestOrigin): Record<string, string> {
   return { address: origin.address, ...(origin.userAgent ? { userAgent: origin.userAgent.slice(0, 512) } : {}) };
 }
 
-function inactiveMessage(state: ProfileState): string {
+export function inactiveMessage(state: ProfileState): string {
   switch (state) {
     case 'Inactive':
       return 'Your account is not active yet. Please activate it from the link in your sign-up email.';

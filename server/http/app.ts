@@ -24,6 +24,7 @@ import { healthHandler } from './health.ts';
 import { allowedMethods, answerAllow, middlewareOf, mountRoutes, type RouteMiddleware } from './mount.ts';
 import { oauthForm, oidcHandlers, pageForm } from './oidc.ts';
 import { webHandlers } from '../web/handlers.ts';
+import { passkeyHandlers } from './passkeys.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { procedureHandler } from './procedure.ts';
 import { routes, type Handlers, type Route } from './routes.ts';
@@ -132,6 +133,7 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
     ...fileHandlers(services, config),
     ...oidcHandlers(services, config),
     ...webHandlers(services, config),
+    ...passkeyHandlers(),
     ...docsHandlers(JSON.stringify(buildOpenApiDocument(config))),
     health: healthHandler(db),
   };

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import { MfaVerifyInput, parseOrThrow } from '../../shared/index.ts';
+import { MfaVerifyInput, parseOrThrow, PasskeyLoginInput } from '../../shared/index.ts';
 import type { IssuedSession, Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import { consentPage, errorPage, loginPage, secondStepPage, STYLESHEET } from '../oidc/pages.ts';
@@ -62,6 +62,28 @@ export function pageForm(req: Request, res: Response, next: NextFunction): void 
     const refused = formError(error);
     page(res, refused.status, errorPage(refused.message));
   });
+}
+
+/** The passkey assertion of the second step's passkey form, read from its JSON text (what cannot be read: the schema refuses it). */
+function passkeyCode(text: string | undefined): unknown {
+  try {
+    return JSON.parse(text ?? '') as unknown;
+  } catch {
+    return '';
+  }
+}
+
+/** The passkey form's fields as `POST /login/passkey`'s input: `response` is the assertion's JSON. */
+function passkeyFormInput(challengeId: string | undefined, response: string | undefined) {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(response ?? '');
+  } catch {
+    throw new AppError('ValidationError', 'The passkey answer could not be read');
+  }
+  const input = PasskeyLoginInput.safeParse({ challengeId, response: answer });
+  if (!input.success) throw new AppError('ValidationError', 'The passkey answer could not be read');
+  return { challengeId: input.data.challengeId, response: input.data.response };
 }
 
 /**
@@ -171,7 +193,9 @@ export function oidcHandlers(services: Services, config: Config) {
           secondStep({ ...pending, method: 'emailOtp' }, 200, { notice: 'A code was sent to your email. It is valid for 10 minutes.' });
           return;
         }
-        const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code: field(req, 'code') ?? '', rememberDevice: field(req, 'rememberDevice') === 'on' });
+        // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
+        const code = method === 'passkey' ? passkeyCode(field(req, 'code')) : (field(req, 'code') ?? '');
+        const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' });
         const outcome = await services.mfa.verify(input, context.origin);
         if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);
         await signedIn(outcome.session);
@@ -196,6 +220,27 @@ export function oidcHandlers(services: Services, config: Config) {
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       loginAgain(error, email);
+    }
+  }, true);
+
+  // ---- the login page's passkey sign-in (no password; `/webauthn/passkey.js` posts this form) ------
+  const loginPasskey = safely(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction, client } = await oidc.interaction(id);
+    oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
+    try {
+      const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
+      const { session } = await services.passkeySignIn.signIn(input, createHttpContext(req, res, services, config).origin);
+      httpCookies(res, config).set(session);
+      const viewer = await services.sessions.authenticate(session.accessToken);
+      const outcome = await oidc.afterLogin(interaction.id, viewer);
+      if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+      else page(res, outcome.status, errorPage(outcome.page));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      const csrf = csrfFor(res, interaction.id);
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message });
+      page(res, error.status, html, [interaction.params.redirectUri]);
     }
   }, true);
 
@@ -268,7 +313,7 @@ export function oidcHandlers(services: Services, config: Config) {
     res.status(200).end();
   };
 
-  return { stylesheet, discovery, jwks, authorize, loginForm, login, consentForm, consent, token, userinfo, revoke } satisfies Record<string, RequestHandler>;
+  return { stylesheet, discovery, jwks, authorize, loginForm, login, loginPasskey, consentForm, consent, token, userinfo, revoke } satisfies Record<string, RequestHandler>;
 }
 
 export type OidcHandlers = ReturnType<typeof oidcHandlers>;

@@ -28,12 +28,14 @@ import {
   StoredPdfParams,
   UploadFields,
   UploadResult,
+  WebAuthnAuthQuery,
 } from '../../shared/index.ts';
 import type { AppRouter } from '../router.ts';
 import type { DocsHandlers } from './docs.ts';
 import type { FileHandlers } from './files.ts';
 import type { OidcHandlers } from './oidc.ts';
 import type { WebHandlers } from '../web/handlers.ts';
+import type { PasskeyHandlers } from './passkeys.ts';
 import type { Operation } from './openapi.ts';
 
 type PathsOf<T, Prefix extends string = ''> = {
@@ -44,7 +46,7 @@ type PathsOf<T, Prefix extends string = ''> = {
 export type ProcedurePath = PathsOf<AppRouter['_def']['record']>;
 
 /** Every named handler a `stream`, `oauth`, `page`, `health` or `docs` route may name. */
-export type Handlers = FileHandlers & OidcHandlers & DocsHandlers & WebHandlers & { health: RequestHandler };
+export type Handlers = FileHandlers & OidcHandlers & DocsHandlers & WebHandlers & PasskeyHandlers & { health: RequestHandler };
 
 /**
  * How a route's body is read before its handler runs:
@@ -109,7 +111,8 @@ export type OperationDoc = Omit<Operation, 'method' | 'path'>;
  * - `stream`: uploads and downloads (`files.ts`);
  * - `oauth`: the sign-in provider's protocol endpoints, which answer in OAuth's formats (`oidc.ts`);
  * - `page`: HTML pages (the authorization endpoint, login, consent, their stylesheet: `oidc.ts`;
- *   the account pages under `/account`: `server/web/handlers.ts`);
+ *   the account pages under `/account`: `server/web/handlers.ts`;
+ *   the passkey scripts and the Python client's passkey page: `passkeys.ts`);
  * - `health`: the health check (`health.ts`); `docs`: the API document and its reference page (`docs.ts`).
  * Those with a `doc` are in the API document.
  */
@@ -219,6 +222,18 @@ const STREAM_DOCS = {
   },
 } satisfies Record<string, OperationDoc>;
 
+/** The pages in the API document: those the real platform's clients open. */
+const PAGE_DOCS = {
+  webauthnAuth: {
+    tag: 'accounts',
+    summary: 'A page that runs the passkey step of a pending sign-in and posts `token` and `user` to `http://127.0.0.1:{callbackPort}` (the Python client)',
+    session: 'none',
+    query: WebAuthnAuthQuery,
+    answer: { html: true },
+    errors: [400],
+  },
+} satisfies Record<string, OperationDoc>;
+
 /** The service's own routes in the API document. */
 const SERVICE_DOCS = {
   health: {
@@ -247,6 +262,8 @@ export const routes: Route[] = [
   { kind: 'procedure', method: 'get', path: '/tildeusername', procedure: 'accounts.tildeUsername', input: 'query', summary: 'The next free tilde username for a name' },
   // sessions
   { kind: 'procedure', method: 'post', path: '/login', procedure: 'accounts.login', input: 'body', summary: 'Sign in: sets the session cookies', errors: [429] },
+  { kind: 'procedure', method: 'post', path: '/login/passkey/options', procedure: 'accounts.passkeyLoginOptions', input: 'none', summary: 'Begin a sign-in with a passkey and no password: WebAuthn request options and their challenge id', errors: [429] },
+  { kind: 'procedure', method: 'post', path: '/login/passkey', procedure: 'accounts.passkeyLogin', input: 'body', summary: 'Sign in with a passkey (its assertion for the challenge id): sets the session cookies', errors: [403, 429] },
   { kind: 'procedure', method: 'post', path: '/refreshToken', procedure: 'accounts.refreshToken', input: 'none', summary: 'A new access token from the refresh cookie', errors: [401] },
   { kind: 'procedure', method: 'post', path: '/logout', procedure: 'accounts.logout', input: 'none', summary: 'End this session' },
   { kind: 'procedure', method: 'post', path: '/logout-all-devices', procedure: 'accounts.logoutOtherDevices', input: 'none', summary: 'End every other session of this person' },
@@ -354,6 +371,8 @@ export const routes: Route[] = [
   { kind: 'page', method: 'get', path: '/oidc/login', body: 'none', sameOrigin: false, handler: 'loginForm' },
   { kind: 'page', method: 'post', path: '/oidc/login', body: 'form', sameOrigin: false, handler: 'login' },
   { kind: 'allow', method: 'options', path: '/oidc/login', body: 'none', sameOrigin: false },
+  { kind: 'page', method: 'post', path: '/oidc/login/passkey', body: 'form', sameOrigin: false, handler: 'loginPasskey' },
+  { kind: 'allow', method: 'options', path: '/oidc/login/passkey', body: 'none', sameOrigin: false },
   { kind: 'page', method: 'get', path: '/oidc/consent', body: 'none', sameOrigin: false, handler: 'consentForm' },
   { kind: 'page', method: 'post', path: '/oidc/consent', body: 'form', sameOrigin: false, handler: 'consent' },
   { kind: 'allow', method: 'options', path: '/oidc/consent', body: 'none', sameOrigin: false },
@@ -387,4 +406,8 @@ export const routes: Route[] = [
   { kind: 'page', method: 'post', path: '/account/security/sessions/end', body: 'form', sameOrigin: false, handler: 'webEndSession' },
   { kind: 'page', method: 'post', path: '/account/security/sessions/end-others', body: 'form', sameOrigin: false, handler: 'webEndOtherSessions' },
   { kind: 'page', method: 'post', path: '/account/security/applications/revoke', body: 'form', sameOrigin: false, handler: 'webRevokeApplication' },
+  // ---- passkeys in our pages: the browser library, our script, the Python client's passkey step --
+  { kind: 'page', method: 'get', path: '/webauthn/browser.js', handler: 'webauthnBrowserScript' },
+  { kind: 'page', method: 'get', path: '/webauthn/passkey.js', handler: 'passkeyScript' },
+  { kind: 'page', method: 'get', path: '/mfa/webauthn-auth', body: 'none', handler: 'webauthnAuthPage', doc: PAGE_DOCS.webauthnAuth },
 ];

@@ -1,6 +1,7 @@
 /**
  * The pages a person sees while signing in to another application: plain server-rendered HTML
- * with one small stylesheet, no script, a CSRF token in every form.
+ * with one small stylesheet, a CSRF token in every form; the one script (`/webauthn/passkey.js`)
+ * only adds the passkey button to the login page.
  */
 
 const escape = (text: string) =>
@@ -53,8 +54,47 @@ ${opts.error ? `<p class="error" role="alert">${escape(opts.error)}</p>` : ''}
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
 </form>
-<p><a href="${escape(opts.resetUrl)}">Forgot your password?</a></p>`,
+<p><a href="${escape(opts.resetUrl)}">Forgot your password?</a></p>
+${passkeyForm(opts)}`,
   );
+}
+
+/**
+ * "Sign in with a passkey": hidden until `/webauthn/passkey.js` finds WebAuthn in the browser
+ * (without scripts the page is the password form alone). The script fills `challengeId` and
+ * `response` from the ceremony and posts the form.
+ */
+function passkeyForm(opts: { interactionId: string; csrf: string }): string {
+  return `<form method="post" action="/oidc/login/passkey" id="passkey-form" hidden>
+<input type="hidden" name="interaction" value="${escape(opts.interactionId)}">
+<input type="hidden" name="csrf" value="${escape(opts.csrf)}">
+<input type="hidden" name="challengeId" value="">
+<input type="hidden" name="response" value="">
+<p class="error" role="alert" id="passkey-error" hidden></p>
+<button type="submit" class="secondary" id="passkey-sign-in">Sign in with a passkey</button>
+</form>
+<script src="/webauthn/browser.js"></script>
+<script src="/webauthn/passkey.js"></script>`;
+}
+
+/**
+ * The second step with a passkey: hidden until `/webauthn/passkey.js` finds WebAuthn in the
+ * browser. The script asks `/mfa/challenge` for the pending sign-in's request options, runs the
+ * ceremony and posts the assertion (JSON, in `code`) to `/oidc/login` as the code forms do.
+ */
+function passkeyStepForm(opts: { interactionId: string; csrf: string; mfaPendingToken: string }): string {
+  return `<form method="post" action="/oidc/login" id="passkey-step-form" hidden>
+<input type="hidden" name="interaction" value="${escape(opts.interactionId)}">
+<input type="hidden" name="csrf" value="${escape(opts.csrf)}">
+<input type="hidden" name="mfaPendingToken" value="${escape(opts.mfaPendingToken)}">
+<input type="hidden" name="method" value="passkey">
+<input type="hidden" name="step" value="verify">
+<input type="hidden" name="code" value="">
+<p class="error" role="alert" id="passkey-step-form-error" hidden></p>
+<button type="submit" class="secondary">Use your passkey</button>
+</form>
+<script src="/webauthn/browser.js"></script>
+<script src="/webauthn/passkey.js"></script>`;
 }
 
 /** How the second step names each method. */
@@ -67,7 +107,8 @@ const METHOD_WORDS: Record<string, string> = {
 /**
  * The second step after the password, for a person with multi-factor sign-in on: a code from an
  * authenticator app or from an email ("Send a code" mails one), or a recovery code, and
- * "remember this device". Passkeys need a script, which these pages do not have.
+ * "remember this device". A passkey, when the person has one, is a form of its own that
+ * `/webauthn/passkey.js` shows and fills (`passkeyStepForm`).
  */
 export function secondStepPage(opts: {
   interactionId: string;
@@ -105,7 +146,8 @@ ${methods
 <button type="submit" name="step" value="verify">Verify</button>
 ${methods.includes('emailOtp') ? '<button type="submit" name="step" value="send-email" class="secondary">Send a code by email</button>' : ''}
 </div>
-</form>`,
+</form>
+${opts.methods.includes('passkey') ? passkeyStepForm(opts) : ''}`,
   );
 }
 

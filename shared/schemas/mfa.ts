@@ -28,6 +28,13 @@ const TypedCode = z.string().min(1, 'code cannot be empty').max(64);
  * and libraries add fields over time (`authenticatorAttachment`, `clientExtensionResults`).
  */
 const Base64Url = z.string().min(1).max(16_384);
+/**
+ * The extension outputs a browser reports. None is read here; the common ones are typed (so a
+ * WebAuthn library's typed answer fits as it is), any other is dropped.
+ */
+const ExtensionResults = z
+  .object({ appid: z.boolean().optional(), credProps: z.object({ rk: z.boolean().optional() }).optional(), hmacCreateSecret: z.boolean().optional() })
+  .default({});
 export const PasskeyAssertion = z.object({
   id: Base64Url,
   rawId: Base64Url,
@@ -39,7 +46,7 @@ export const PasskeyAssertion = z.object({
     userHandle: Base64Url.optional(),
   }),
   authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
-  clientExtensionResults: z.record(z.string(), z.unknown()).default({}),
+  clientExtensionResults: ExtensionResults,
 });
 export type PasskeyAssertion = z.infer<typeof PasskeyAssertion>;
 
@@ -56,7 +63,7 @@ export const PasskeyAttestation = z.object({
     publicKey: Base64Url.optional(),
   }),
   authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
-  clientExtensionResults: z.record(z.string(), z.unknown()).default({}),
+  clientExtensionResults: ExtensionResults,
 });
 export type PasskeyAttestation = z.infer<typeof PasskeyAttestation>;
 

@@ -368,14 +368,14 @@ describe('codes by email', () => {
   });
 });
 
-describe('passkeys while no passkey service is wired', () => {
-  it('list is empty and the ceremonies are a 400 saying so', async () => {
+describe('passkeys without a browser', () => {
+  it('list is empty, setup answers creation options for the service, and an unknown passkey is a 404', async () => {
     const user = await createActiveUser(server);
     const { client } = await loggedIn(server, user.email);
     expect((await client.get('/mfa/passkeys')).body).toEqual({ passkeys: [] });
     const init = await client.post('/mfa/setup/passkey/init');
-    expect(init.status).toBe(400);
-    expect(init.body.message).toBe('passkeys are not available');
+    expect(init.status).toBe(200);
+    expect(init.body).toMatchObject({ challenge: expect.any(String), rp: { id: new URL(server.url).hostname }, user: { name: user.email } });
     const del = await client.request('DELETE', '/mfa/passkeys/abc');
     expect(del.status).toBe(404);
   });

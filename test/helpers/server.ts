@@ -35,15 +35,17 @@ export async function tempDir(prefix = 'service-test-'): Promise<string> {
  * The real service on a real database (the folder's SQLite file, or its own PostgreSQL database
  * in a run on PostgreSQL: `database.ts`) in a temporary folder, listening on 127.0.0.1 at a
  * port the system picks. Its `BASE_URL` is the address it got. Given a `now` (a `TestClock`'s),
- * every service reads that clock, so a test moves time forward instead of sleeping.
+ * every service reads that clock, so a test moves time forward instead of sleeping. Given
+ * `hostName: 'localhost'`, its address is `http://localhost:port` (still listening on 127.0.0.1).
  */
-export async function startServer(env: Record<string, string> = {}, dataDir?: string, options: { now?: () => number } = {}): Promise<TestServer> {
+export async function startServer(env: Record<string, string> = {}, dataDir?: string, options: { now?: () => number; hostName?: 'localhost' } = {}): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir());
   const server: Server = createServer();
   answerClientErrors(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  // `localhost` for passkeys: browsers refuse WebAuthn on an IP address (its RP ID must be a domain).
+  const url = `http://${options.hostName ?? '127.0.0.1'}:${port}`;
   const database = env.DATABASE_URL ? {} : await testDatabaseEnv(dir);
   const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...OUTBOX_ON_ONE_MACHINE, ...database, ...env });
   const logs: string[] = [];

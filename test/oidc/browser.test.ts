@@ -64,7 +64,7 @@ describe('signing in to an application in a real browser', () => {
     expect(await page.getByRole('link', { name: 'Forgot your password?' }).count()).toBe(1);
     await page.getByLabel('Email').fill(person.email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
 
     await page.getByRole('heading', { name: 'Paper Finder wants to sign you in' }).waitFor();
     expect(await page.getByRole('listitem').allTextContents()).toEqual([
@@ -102,10 +102,10 @@ describe('signing in to an application in a real browser', () => {
     await page.goto((await start()).url.toString());
     await page.getByLabel('Email').fill(other.email);
     await page.getByLabel('Password').fill('Not-The-Password-1');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toBe('Invalid username or password');
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('button', { name: 'Deny' }).click();
     await page.waitForURL((url) => url.toString().startsWith(callback));
     expect(new URL(page.url()).searchParams.get('error')).toBe('access_denied');

@@ -164,7 +164,7 @@ describe('in a real browser', () => {
     await page.goto(request.url.toString());
     await page.getByLabel('Email').fill(person.email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
 
     await expect.poll(() => page.title()).toBe('Confirm it is you');
     await page.getByRole('radio', { name: 'A code sent to your email' }).check();
@@ -193,7 +193,7 @@ describe('in a real browser', () => {
     await page.goto(again.url.toString());
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByLabel('Email').fill(person.email);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL((url) => url.toString().startsWith(callback));
     const second = await client.authorizationCodeGrant(browserRp, new URL(page.url()), {
       pkceCodeVerifier: again.verifier,
@@ -212,7 +212,7 @@ describe('in a real browser', () => {
     await page.goto((await start()).url.toString());
     await page.getByLabel('Email').fill(person.email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => page.title()).toBe('Confirm it is you');
     await page.addScriptTag({ path: 'node_modules/axe-core/axe.min.js' });
     const violations = await page.evaluate(async () => {
@@ -230,7 +230,7 @@ describe('in a real browser', () => {
     await page.goto((await start()).url.toString());
     await page.getByLabel('Email').fill(person.email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => page.title()).toBe('Confirm it is you');
     expect(await page.getByRole('radio', { name: 'A code from your authenticator app' }).isChecked()).toBe(true);
     await page.getByLabel('Code', { exact: true }).fill('12345x');
