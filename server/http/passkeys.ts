@@ -2,8 +2,9 @@
  * What a browser needs for passkeys on our own pages:
  * - `GET /webauthn/browser.js`: `@simplewebauthn/browser`'s UMD bundle, served from the package
  *   on disk (never a CDN: the service works offline), as `/docs` serves Swagger UI's files;
- * - `GET /webauthn/passkey.js`: the one small script of our pages (the login page's "Sign in with
- *   a passkey" button, its second step's "Use your passkey", and the page below); a file, not
+ * - `GET /webauthn/passkey.js`: the one small script of our pages (the login pages' "Sign in with
+ *   a passkey" button, their second step's "Use your passkey", the account pages' "Add a
+ *   passkey", and the page below); a file, not
  *   inline, so the pages' CSP allows only our own scripts;
  * - `GET /mfa/webauthn-auth?pendingToken=&callbackPort=`: the page the real platform's Python
  *   client opens in a browser for a pending sign-in's passkey step (openreview-py
@@ -41,7 +42,12 @@ export const PASSKEY_SCRIPT = `(function () {
       body: body === undefined ? undefined : JSON.stringify(body),
     }).then(function (res) {
       return res.json().catch(function () { return {}; }).then(function (data) {
-        if (!res.ok) throw new Error(data.message || 'The server answered ' + res.status);
+        if (!res.ok) {
+          var failure = new Error(data.message || 'The server answered ' + res.status);
+          failure.status = res.status;
+          failure.details = data.details;
+          throw failure;
+        }
         return data;
       });
     });
@@ -94,6 +100,32 @@ export const PASSKEY_SCRIPT = `(function () {
           stepForm.submit();
         })
         .catch(function (error) { say(stepFormError, explain(error)); });
+    });
+  }
+
+  // The account pages' "Add a passkey": creation options, the authenticator, then the answer
+  // posted with the name as a form (the page shows recovery codes when it is the first factor).
+  // When the service wants a recent proof first, the page that asks for it is opened instead.
+  var addForm = document.getElementById('passkey-add-form');
+  if (addForm && supported) {
+    var addError = document.getElementById('passkey-add-error');
+    addForm.hidden = false;
+    addForm.addEventListener('submit', function (event) {
+      event.preventDefault();
+      say(addError, '');
+      postJson('/mfa/setup/passkey/init')
+        .then(function (options) { return webauthn.startRegistration({ optionsJSON: options }); })
+        .then(function (answer) {
+          addForm.elements.namedItem('response').value = JSON.stringify(answer);
+          addForm.submit();
+        })
+        .catch(function (error) {
+          if (error && error.status === 403 && error.details && error.details.reauthenticate) {
+            window.location.assign(addForm.getAttribute('data-confirm'));
+            return;
+          }
+          say(addError, explain(error));
+        });
     });
   }
 

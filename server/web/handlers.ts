@@ -12,15 +12,28 @@
  */
 import { TRPCError } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
-import { ACCESS_TOKEN_COOKIE, AppError, REFRESH_TOKEN_COOKIE, TRUSTED_DEVICE_COOKIE, type ActivatableResult, type ProfileContent } from '../../shared/index.ts';
+import {
+  ACCESS_TOKEN_COOKIE,
+  AppError,
+  MfaFactorMethod,
+  PasskeyLoginInput,
+  REFRESH_TOKEN_COOKIE,
+  TRUSTED_DEVICE_COOKIE,
+  type ActivatableResult,
+  type MfaStatus,
+  type ProfileContent,
+} from '../../shared/index.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from '../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { createHttpContext, httpCookies } from '../http/context.ts';
+import { totpProvisioning } from '../accounts/mfa/totp.ts';
+import { toAppError } from '../errors.ts';
 import { createCaller } from '../router.ts';
 import type { Services } from '../services.ts';
 import { checkCsrf, csrfTokenFor } from './csrf.ts';
 import { refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from './render.ts';
 import { PAGES_STYLESHEET } from './style.ts';
+import { z } from 'zod';
 
 type Caller = ReturnType<typeof createCaller>;
 
@@ -52,7 +65,35 @@ const NOTICES: Record<string, string> = {
   'others-ended': 'Every other session was ended.',
   revoked: 'The application can no longer sign you in or read your data.',
   'sign-in-first': 'Please sign in to continue.',
+  'preferred-set': 'The method offered first when you sign in was changed.',
+  'totp-on': 'Your authenticator app is set up: signing in now asks for one of its codes.',
+  'totp-off': 'The authenticator app was removed from signing in.',
+  'email-on': 'Codes by email are on: signing in can ask for a code mailed to you.',
+  'email-off': 'Codes by email were turned off.',
+  'passkey-added': 'Your passkey was added.',
+  'passkey-removed': 'The passkey was removed.',
+  'devices-forgotten': 'Every remembered browser will ask for the second step again.',
+  confirmed: 'Thank you: you can change how you sign in for the next 10 minutes.',
 };
+
+/** How the pages name each second-step method. */
+const METHOD_WORDS: Record<string, string> = {
+  totp: 'A code from your authenticator app',
+  emailOtp: 'A code sent to your email',
+  passkey: 'Your passkey',
+  recovery: 'A recovery code',
+};
+
+/**
+ * The changes to a person's factors that need a recent proof of the person (the service answers
+ * 403 with `details.reauthenticate`): after "Confirm it is you" the page carries on with the one
+ * named here (a fixed list: a form cannot make the page do anything else).
+ */
+const AFTER_CONFIRM = ['totp-off', 'totp-setup', 'email-off', 'passkey-remove', 'passkey-add', 'recovery-codes'] as const;
+type AfterConfirm = (typeof AFTER_CONFIRM)[number];
+
+/** The name an authenticator app shows beside the codes (the service's own, `services.ts`): the QR code shown again after a wrong code is the same as the first. */
+const TOTP_ISSUER = 'Peer Review';
 
 /** What each OpenID Connect scope lets an application see, in plain words. */
 const SCOPE_WORDS: Record<string, string> = {
@@ -64,6 +105,7 @@ const SCOPE_WORDS: Record<string, string> = {
 /** The sections of "Password & security", in order; each is `templates/security/<id>.eta`. */
 export const SECURITY_SECTIONS = [
   { id: 'password', title: 'Password' },
+  { id: 'two-step', title: 'Two-step verification' },
   { id: 'emails', title: 'Emails' },
   { id: 'sessions', title: 'Sessions and devices' },
   { id: 'applications', title: 'Applications' },
@@ -85,6 +127,28 @@ function eventWords(event: { action: string; actor: string }): string {
       return 'Password reset from a mailed link';
     case 'session:end':
       return 'A session was ended';
+    case 'mfa.totp.enabled':
+      return 'Authenticator app set up';
+    case 'mfa.totp.disabled':
+      return 'Authenticator app removed';
+    case 'mfa.email.enabled':
+      return 'Codes by email turned on';
+    case 'mfa.email.disabled':
+      return 'Codes by email turned off';
+    case 'mfa.passkey.added':
+      return 'Passkey added';
+    case 'mfa.passkey.removed':
+      return 'Passkey removed';
+    case 'mfa.recovery.regenerated':
+      return 'New recovery codes made';
+    case 'mfa.recovery.used':
+      return 'A recovery code was used';
+    case 'mfa.locked':
+      return 'Two-step sign-in locked after wrong codes';
+    case 'mfa.preferred':
+      return 'Preferred two-step method changed';
+    case 'mfa.trusted-devices.forgotten':
+      return 'Remembered browsers forgotten';
     case 'merge':
       return 'Another profile was merged into this one';
     case 'impersonate':
@@ -114,6 +178,32 @@ function query(req: Request, name: string): string {
 function isRefusal(error: unknown): boolean {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   return cause instanceof AppError && cause.status < 500;
+}
+
+/** Whether the service asks for a recent proof of the person first (`#requireFresh`'s 403). */
+function needsConfirmation(error: unknown): boolean {
+  const app = toAppError(error, undefined);
+  return app.status === 403 && typeof app.details?.reauthenticate === 'string';
+}
+
+/** A second-step refusal as a person reads it: the lockout says until when, in the pages' own time format. */
+function secondStepErrors(req: Request, error: unknown): { status: number; errors: FieldError[] } {
+  const refusal = refusalOf(req, error, () => 'code');
+  const app = toAppError(error, undefined);
+  const until = typeof app.details?.lockedUntil === 'string' ? Date.parse(app.details.lockedUntil) : Number.NaN;
+  if (!Number.isNaN(until)) {
+    return { status: refusal.status, errors: [{ field: '', message: `Account temporarily locked due to too many failed MFA attempts. You can try again after ${when(until)}.` }] };
+  }
+  return refusal;
+}
+
+/** A JSON text field of a form (a passkey's answer, which `/webauthn/passkey.js` fills), or '' when it is not JSON (the schema then refuses it). */
+function jsonField(req: Request, name: string): unknown {
+  try {
+    return JSON.parse(field(req, name)) as unknown;
+  } catch {
+    return '';
+  }
 }
 
 /** Where to go after signing in: a page of ours only (never another site: no open redirect). */
@@ -564,36 +654,114 @@ export function webHandlers(services: Services, config: Config) {
 
   // ---- sign in, sign out -------------------------------------------------------------------------
   const loginPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, next: string, errors?: FieldError[]) =>
-    sendPage(res, status, 'login', { ...frame(req, page, 'Sign in', { errors }), values, next });
+    sendPage(res, status, 'login', { ...frame(req, page, 'Sign in', { errors }), values, next }, { passkeys: true });
   const webLoginForm = handle(async (req, res, page) => {
     const next = query(req, 'next');
     if (page.viewer && !query(req, 'notice')) return redirect(res, safeNext(next));
     loginPage(req, res, page, 200, {}, next);
   });
+
   /**
-   * Sign-in: the password is checked (`sessions.login`, the same call as `POST /login`, with its
-   * rate limits and its audit line), then the session starts (`useSession`). A second factor
-   * goes between the two: `login` then answers that one is needed instead of a session.
+   * The second step, for a sign-in whose password was right: its pending token rides in a hidden
+   * field of a form that carries the page's CSRF token (as on the sign-in provider's page); the
+   * token alone is worth nothing without the person's second factor, and dies in 10 minutes.
+   */
+  const secondStepPage = (
+    req: Request,
+    res: Response,
+    page: PageRequest,
+    status: number,
+    step: { token: string; methods: string[]; method: string; next: string; rememberDevice: boolean },
+    extra: { errors?: FieldError[]; sent?: boolean } = {},
+  ) => {
+    const choices = [...step.methods.filter((m) => m !== 'passkey'), 'recovery'].map((m) => ({ value: m, label: METHOD_WORDS[m] ?? m }));
+    const method = choices.some((c) => c.value === step.method) ? step.method : (choices[0]?.value ?? 'recovery');
+    sendPage(
+      res,
+      status,
+      'login-mfa',
+      { ...frame(req, page, 'Confirm it is you', { errors: extra.errors }), ...step, method, choices, passkey: step.methods.includes('passkey'), sent: extra.sent === true },
+      { passkeys: true },
+    );
+  };
+
+  /**
+   * The second step's forms: "Send me a code" (`POST /mfa/challenge`'s procedure, method
+   * `emailOtp`), and a code, a recovery code or a passkey's answer (`POST /mfa/verify`'s
+   * procedure, which sets the session's cookies, and the remembered-device cookie when asked).
+   */
+  async function secondStep(req: Request, res: Response, page: PageRequest, token: string): Promise<void> {
+    const next = field(req, 'next');
+    const methods = await services.mfa.pendingMethods(token);
+    if (methods.length === 0) {
+      loginPage(req, res, page, 400, {}, next, [{ field: '', message: 'This sign-in expired (after 10 minutes) or was finished already. Please sign in again.' }]);
+      return;
+    }
+    const method = MfaFactorMethod.or(z.literal('recovery')).safeParse(field(req, 'method')).data ?? 'totp';
+    const rememberDevice = field(req, 'rememberDevice') === 'on';
+    const step = { token, methods, method, next, rememberDevice };
+    try {
+      if (field(req, 'step') === 'send-email') {
+        await page.caller.accounts.mfa.challenge({ mfaPendingToken: token, method: 'emailOtp' });
+        secondStepPage(req, res, page, 200, { ...step, method: 'emailOtp' }, { sent: true });
+        return;
+      }
+      const code = method === 'passkey' ? jsonField(req, 'code') : field(req, 'code');
+      await page.caller.accounts.mfa.verify({ mfaPendingToken: token, method, code: code as string, rememberDevice });
+    } catch (error) {
+      const refusal = secondStepErrors(req, error);
+      secondStepPage(req, res, page, refusal.status, step, { errors: refusal.errors });
+      return;
+    }
+    redirect(res, safeNext(next));
+  }
+
+  /**
+   * Sign-in: the password is checked (`mfa.login`, the same gate as `POST /login`, with its rate
+   * limits and its audit line); then either the session starts (`useSession`), or, for a person
+   * with a second factor on (and a browser not remembered), the second step's page follows.
    */
   const webLogin = handle(
     async (req, res, page) => {
+      const pendingToken = field(req, 'mfaPendingToken');
+      if (pendingToken !== '') return secondStep(req, res, page, pendingToken);
       const values = { email: field(req, 'email').trim() };
       const next = field(req, 'next');
       let session: IssuedSession;
       try {
-        // 1. The password is checked, and a second factor asked for when the person has one on
-        //    (the same gate as `POST /login`).
         const trusted: unknown = req.cookies?.[TRUSTED_DEVICE_COOKIE];
         const outcome = await services.mfa.login({ id: values.email, password: field(req, 'password') }, originOf(req), typeof trusted === 'string' && trusted !== '' ? trusted : undefined);
-        if ('pending' in outcome) throw new AppError('ForbiddenError', 'This account asks for a second factor, which these pages cannot take yet: sign in through an application or the API.');
+        if ('pending' in outcome) {
+          const { mfaPendingToken, mfaMethods, preferredMethod } = outcome.pending;
+          secondStepPage(req, res, page, 200, { token: mfaPendingToken, methods: mfaMethods, method: preferredMethod, next, rememberDevice: false });
+          return;
+        }
         session = outcome.session;
       } catch (error) {
         const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
         loginPage(req, res, page, refusal.status, values, next, refusal.errors);
         return;
       }
-      // 2. The session starts.
       useSession(req, res, session);
+      redirect(res, safeNext(next));
+    },
+    { post: true },
+  );
+
+  /** "Sign in with a passkey" (no password): `/webauthn/passkey.js` fills the ceremony's id and the passkey's answer and posts the form. */
+  const webLoginPasskey = handle(
+    async (req, res, page) => {
+      const next = field(req, 'next');
+      try {
+        const input = PasskeyLoginInput.safeParse({ challengeId: field(req, 'challengeId'), response: jsonField(req, 'response') });
+        if (!input.success) throw new AppError('ValidationError', 'The passkey answer could not be read. Please try again.');
+        const { session } = await services.passkeySignIn.signIn(input.data, originOf(req));
+        useSession(req, res, session);
+      } catch (error) {
+        const refusal = refusalOf(req, error, () => '');
+        loginPage(req, res, page, refusal.status, {}, next, refusal.errors);
+        return;
+      }
       redirect(res, safeNext(next));
     },
     { post: true },
@@ -608,23 +776,34 @@ export function webHandlers(services: Services, config: Config) {
 
   // ---- password & security -------------------------------------------------------------------------
   const securityPage = async (req: Request, res: Response, page: PageRequest & { viewer: Viewer }, status: number, errors?: FieldError[]) => {
-    const [{ sessions }, { events }, { consents }, profile] = await Promise.all([
+    const [{ sessions }, { events }, { consents }, profile, mfa, { passkeys }] = await Promise.all([
       page.caller.accounts.sessions(),
       page.caller.accounts.securityEvents(),
       page.caller.oidc.consents(),
       services.profiles.simplifiedById(page.viewer.profileId),
+      page.caller.accounts.mfa.status(),
+      page.caller.accounts.mfa.passkeys(),
     ]);
-    sendPage(res, status, 'security', {
-      ...frame(req, page, 'Password & security', { errors, wide: true }),
-      sections: SECURITY_SECTIONS,
-      sessions,
-      events,
-      consents,
-      emails: profile.emails.map((email) => ({ email, preferred: email === profile.preferredEmail })),
-      when,
-      eventWords,
-      scopeWords: (scope: string) => SCOPE_WORDS[scope] ?? scope,
-    });
+    sendPage(
+      res,
+      status,
+      'security',
+      {
+        ...frame(req, page, 'Password & security', { errors, wide: true }),
+        sections: SECURITY_SECTIONS,
+        sessions,
+        events,
+        consents,
+        emails: profile.emails.map((email) => ({ email, preferred: email === profile.preferredEmail })),
+        mfa,
+        passkeys,
+        methodWords: (m: string) => METHOD_WORDS[m] ?? m,
+        when,
+        eventWords,
+        scopeWords: (scope: string) => SCOPE_WORDS[scope] ?? scope,
+      },
+      { passkeys: true },
+    );
   };
   const webSecurity = signedIn(async (req, res, page) => securityPage(req, res, page, 200));
   const webChangePassword = signedIn(
@@ -678,6 +857,165 @@ export function webHandlers(services: Services, config: Config) {
     { post: true },
   );
 
+
+  // ---- two-step verification (the factors of issue 17) -----------------------------------------------
+  type SignedInPage = PageRequest & { viewer: Viewer };
+
+  /** The recovery codes, shown once: answered to the POST that made them (they are kept hashed only, so no later page could show them). */
+  const recoveryCodesPage = (req: Request, res: Response, page: SignedInPage, codes: string[], why: string) =>
+    sendPage(res, 200, 'recovery-codes', { ...frame(req, page, 'Save your recovery codes'), codes, why });
+
+  /** "Confirm it is you": the password, or a code of a factor the person has; then the change `then` names goes on. */
+  const identityPage = async (req: Request, res: Response, page: SignedInPage, status: number, then: AfterConfirm, credentialId: string, extra: { errors?: FieldError[]; sent?: boolean } = {}) => {
+    const mfa = await page.caller.accounts.mfa.status();
+    const codeMethods: string[] = [...mfa.methods.filter((m) => m !== 'passkey'), ...(mfa.enabled ? ['recovery'] : [])];
+    sendPage(res, status, 'confirm-identity', {
+      ...frame(req, page, 'Confirm it is you', { errors: extra.errors }),
+      then,
+      credentialId,
+      choices: codeMethods.map((m) => ({ value: m, label: METHOD_WORDS[m] ?? m })),
+      canMail: mfa.methods.includes('emailOtp'),
+      sent: extra.sent === true,
+    });
+  };
+
+  /** A change that may need a recent proof: done, or "Confirm it is you" first when the service asks for it. */
+  async function change(req: Request, res: Response, page: SignedInPage, then: AfterConfirm | null, credentialId: string, act: () => Promise<void>): Promise<void> {
+    try {
+      await act();
+    } catch (error) {
+      if (then && needsConfirmation(error)) return identityPage(req, res, page, 200, then, credentialId);
+      const refusal = refusalOf(req, error);
+      if (refusal.status >= 500) throw error;
+      return securityPage(req, res, page, refusal.status, refusal.errors);
+    }
+  }
+
+  /** The TOTP setup page: the QR code (the data URL of `totpInit`) and the secret as text, and the code that confirms it. */
+  const totpSetupPage = async (req: Request, res: Response, page: SignedInPage, status: number, secret: string, qrCodeDataUrl: string, errors?: FieldError[]) =>
+    sendPage(res, status, 'totp-setup', { ...frame(req, page, 'Set up an authenticator app', { errors }), secret, grouped: secret.match(/.{1,4}/g)?.join(' ') ?? secret, qrCodeDataUrl });
+
+  /** The changes "Confirm it is you" carries on with, and every form's own. */
+  const actions: Record<AfterConfirm, (req: Request, res: Response, page: SignedInPage, credentialId: string) => Promise<void>> = {
+    'totp-setup': (req, res, page) =>
+      change(req, res, page, 'totp-setup', '', async () => {
+        const init = await page.caller.accounts.mfa.totpInit();
+        await totpSetupPage(req, res, page, 200, init.secret, init.qrCodeDataUrl);
+      }),
+    'totp-off': (req, res, page) =>
+      change(req, res, page, 'totp-off', '', async () => {
+        await page.caller.accounts.mfa.totpDelete();
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'totp-off');
+      }),
+    'email-off': (req, res, page) =>
+      change(req, res, page, 'email-off', '', async () => {
+        await page.caller.accounts.mfa.emailDelete();
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'email-off');
+      }),
+    'passkey-remove': (req, res, page, credentialId) =>
+      change(req, res, page, 'passkey-remove', credentialId, async () => {
+        await page.caller.accounts.mfa.passkeyDelete({ credentialId });
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'passkey-removed');
+      }),
+    'recovery-codes': (req, res, page) =>
+      change(req, res, page, 'recovery-codes', '', async () => {
+        const { recoveryCodes } = await page.caller.accounts.mfa.regenerateRecoveryCodes();
+        recoveryCodesPage(req, res, page, recoveryCodes, 'These new codes replace the old ones, which no longer work.');
+      }),
+    // Adding a passkey runs in the browser (`/webauthn/passkey.js`): once confirmed, the person presses "Add a passkey" again.
+    'passkey-add': async (_req, res) => redirect(res, `${PAGES_PREFIX}/security#two-step`, 'confirmed'),
+  };
+  const afterConfirm = (text: string): AfterConfirm => (AFTER_CONFIRM as readonly string[]).includes(text) ? (text as AfterConfirm) : 'passkey-add';
+
+  const webMfaPreferred = signedIn(
+    async (req, res, page) =>
+      change(req, res, page, null, '', async () => {
+        await page.caller.accounts.mfa.setPreferred({ method: field(req, 'method') as MfaStatus['methods'][number] });
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'preferred-set');
+      }),
+    { post: true },
+  );
+  const webTotpSetup = signedIn(async (req, res, page) => actions['totp-setup'](req, res, page, ''), { post: true });
+  const webTotpVerify = signedIn(
+    async (req, res, page) => {
+      let recoveryCodes: string[] | undefined;
+      try {
+        ({ recoveryCodes } = await page.caller.accounts.mfa.totpVerify({ code: field(req, 'code') }));
+      } catch (error) {
+        const refusal = refusalOf(req, error, () => 'code');
+        if (refusal.status >= 500) throw error;
+        // The secret being set up is kept server-side; the page's hidden copy only shows it again.
+        const secret = field(req, 'secret');
+        if (!/^[A-Z2-7]{16,64}$/.test(secret)) return securityPage(req, res, page, refusal.status, refusal.errors);
+        const profile = await services.profiles.simplifiedById(page.viewer.profileId);
+        const { qrCodeDataUrl } = await totpProvisioning(secret, profile.preferredEmail ?? profile.id, TOTP_ISSUER);
+        return totpSetupPage(req, res, page, refusal.status, secret, qrCodeDataUrl, refusal.errors);
+      }
+      if (recoveryCodes) return recoveryCodesPage(req, res, page, recoveryCodes, 'Your authenticator app is set up. These codes stand in for it if you lose it.');
+      redirect(res, `${PAGES_PREFIX}/security#two-step`, 'totp-on');
+    },
+    { post: true },
+  );
+  const webTotpOff = signedIn(async (req, res, page) => actions['totp-off'](req, res, page, ''), { post: true });
+  const webEmailOn = signedIn(
+    async (req, res, page) =>
+      change(req, res, page, null, '', async () => {
+        const { recoveryCodes } = await page.caller.accounts.mfa.emailSetup();
+        if (recoveryCodes) return recoveryCodesPage(req, res, page, recoveryCodes, 'Codes by email are on. These codes stand in for them if you cannot read your mail.');
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'email-on');
+      }),
+    { post: true },
+  );
+  const webEmailOff = signedIn(async (req, res, page) => actions['email-off'](req, res, page, ''), { post: true });
+  /** "Add a passkey": `/webauthn/passkey.js` ran the ceremony (`POST /mfa/setup/passkey/init`, the authenticator) and posts its answer with the name. */
+  const webPasskeyAdd = signedIn(
+    async (req, res, page) =>
+      change(req, res, page, 'passkey-add', '', async () => {
+        const name = field(req, 'name').trim();
+        const { recoveryCodes } = await page.caller.accounts.mfa.passkeyVerify({ response: jsonField(req, 'response') as never, name: name || null });
+        if (recoveryCodes) return recoveryCodesPage(req, res, page, recoveryCodes, 'Your passkey was added. These codes stand in for it if you lose it.');
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'passkey-added');
+      }),
+    { post: true },
+  );
+  const webPasskeyRemove = signedIn(async (req, res, page) => actions['passkey-remove'](req, res, page, field(req, 'credentialId')), { post: true });
+  const webRecoveryCodes = signedIn(async (req, res, page) => actions['recovery-codes'](req, res, page, ''), { post: true });
+  const webForgetDevices = signedIn(
+    async (req, res, page) =>
+      change(req, res, page, null, '', async () => {
+        await page.caller.accounts.mfa.forgetTrustedDevices();
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'devices-forgotten');
+      }),
+    { post: true },
+  );
+  /** The page "Add a passkey" leads to when the service wants a recent proof first (the script cannot show a form). */
+  const webConfirmIdentityForm = signedIn(async (req, res, page) => identityPage(req, res, page, 200, afterConfirm(query(req, 'then')), ''));
+  /**
+   * "Confirm it is you" (`POST /mfa/reauthenticate`'s procedure): the password, or a code
+   * ("Send me a code" mails one first); then the change it was asked for goes on.
+   */
+  const webConfirmIdentity = signedIn(
+    async (req, res, page) => {
+      const then = afterConfirm(field(req, 'then'));
+      const credentialId = field(req, 'credentialId');
+      try {
+        if (field(req, 'step') === 'send-email') {
+          await page.caller.accounts.mfa.reauthChallenge();
+          return identityPage(req, res, page, 200, then, credentialId, { sent: true });
+        }
+        const method = field(req, 'method');
+        await page.caller.accounts.mfa.reauthenticate(method === '' || method === 'password' ? { password: field(req, 'password') } : { method: method as 'totp', code: field(req, 'code') });
+      } catch (error) {
+        const refusal = secondStepErrors(req, error);
+        if (refusal.status >= 500) throw error;
+        const fieldOf = field(req, 'method') === '' || field(req, 'method') === 'password' ? 'password' : 'code';
+        return identityPage(req, res, page, refusal.status, then, credentialId, { errors: refusal.errors.map((e) => (e.field ? { ...e, field: fieldOf } : e)) });
+      }
+      await actions[then](req, res, page, credentialId);
+    },
+    { post: true },
+  );
+
   return {
     webStylesheet,
     webRoot,
@@ -698,6 +1036,7 @@ export function webHandlers(services: Services, config: Config) {
     webResetResend,
     webLoginForm,
     webLogin,
+    webLoginPasskey,
     webLogout,
     webSecurity,
     webChangePassword,
@@ -705,6 +1044,18 @@ export function webHandlers(services: Services, config: Config) {
     webEndSession,
     webEndOtherSessions,
     webRevokeApplication,
+    webMfaPreferred,
+    webTotpSetup,
+    webTotpVerify,
+    webTotpOff,
+    webEmailOn,
+    webEmailOff,
+    webPasskeyAdd,
+    webPasskeyRemove,
+    webRecoveryCodes,
+    webForgetDevices,
+    webConfirmIdentityForm,
+    webConfirmIdentity,
   } satisfies Record<string, RequestHandler>;
 }
 

@@ -1,7 +1,7 @@
 /**
  * How a page leaves the server: an `eta` template (which escapes every `<%= %>` by default:
  * `autoEscape` is on and no template prints user data raw) inside the one layout, with a
- * strict Content-Security-Policy (no script at all), `no-store`, and the request id, which
+ * strict Content-Security-Policy (no script at all, but our own passkey scripts on the pages with passkey buttons), `no-store`, and the request id, which
  * every error page shows so that a person can quote it.
  */
 import path from 'node:path';
@@ -41,10 +41,14 @@ export interface FieldError {
 /** Where the Turnstile widget comes from: the only script and frame a page may load, and only a page that shows it. */
 export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
-/** Sends a rendered page with the pages' own headers; `widget`: the page shows the human-verification widget. */
-export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean } = {}): void {
+/**
+ * Sends a rendered page with the pages' own headers; `widget`: the page shows the
+ * human-verification widget; `passkeys`: the page has passkey buttons, so it may run our own
+ * scripts (`/webauthn/browser.js`, `/webauthn/passkey.js`) and they may call our API.
+ */
+export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean; passkeys?: boolean } = {}): void {
   const html = eta.render(template, { ...data, prefix: PAGES_PREFIX });
-  const widget = opts.widget ? `; script-src ${TURNSTILE_ORIGIN}; frame-src ${TURNSTILE_ORIGIN}` : '';
+  const widget = opts.widget ? `; script-src ${TURNSTILE_ORIGIN}; frame-src ${TURNSTILE_ORIGIN}` : opts.passkeys ? "; script-src 'self'; connect-src 'self'" : '';
   res
     .status(status)
     .setHeader('Content-Security-Policy', `default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'${widget}`)

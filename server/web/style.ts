@@ -45,4 +45,14 @@ th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #dde1e8;vertical-a
 .toc ul{display:flex;flex-wrap:wrap;gap:4px 16px;list-style:none;padding:0}
 .visually-hidden{position:absolute!important;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
 code{background:#eef1f6;padding:1px 4px;border-radius:3px}
+h3{font-size:16px;margin:24px 0 8px}
+select{padding:8px;border:1px solid #aab2c0;border-radius:4px;font-size:16px;background:#fff;max-width:100%}
+form.row{display:flex;flex-wrap:wrap;gap:8px 12px;align-items:center}
+form.row label{margin:0}
+.actions form{margin:0}
+[hidden]{display:none!important}
+ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(130px,1fr));gap:8px}
+ul.codes code,code.secret{font-size:17px;letter-spacing:1px}
+code.secret{overflow-wrap:anywhere}
+ol.steps{padding-left:20px}
 `;

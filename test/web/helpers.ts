@@ -57,7 +57,7 @@ export async function signIn(page: Page, server: TestServer, id: string, passwor
   await page.goto(`${server.url}/account/login`);
   await page.getByLabel('Email or profile id').fill(id);
   await page.getByLabel('Password', { exact: true }).fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('heading', { name: 'Password & security' }).waitFor();
 }
 

@@ -60,11 +60,11 @@ describe('signing in and out', () => {
     await phone.close();
     await page.getByLabel('Email or profile id').fill(person.email);
     await page.getByLabel('Password', { exact: true }).fill('Wrong-Horse-9');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('Invalid username or password');
     await checkPage(page, 'sign-in-error');
     await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('heading', { name: 'Password & security' }).waitFor();
     expect(await page.locator('main').textContent()).toContain(person.id);
     // The sign-in is in the person's recent events, with this browser.
@@ -102,7 +102,7 @@ describe('signing in and out', () => {
     await page.getByLabel('Email or profile id').fill('someone@example.org');
     await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
     const answer = page.waitForResponse((res) => res.request().method() === 'POST');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     const response = await answer;
     expect(response.status()).toBe(403);
     await page.getByRole('heading', { name: 'This did not work' }).waitFor();
