@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { lastMailTo } from '../helpers/outbox.ts';
@@ -62,3 +63,21 @@ export async function signIn(page: Page, server: TestServer, id: string, passwor
 }
 
 export const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1';
+
+/** The code an authenticator app shows at `now` (the server's clock) for a base32 secret. */
+export function totpCode(secret: string, now: number): string {
+  return new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: now });
+}
+
+/**
+ * Gives a browser page Chromium's virtual authenticator (the DevTools protocol's WebAuthn
+ * domain): a platform authenticator that keeps discoverable credentials and verifies its user.
+ * WebAuthn needs the server on `http://localhost` (`startServer`'s `hostName`).
+ */
+export async function addAuthenticator(context: BrowserContext, page: Page): Promise<void> {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+}

@@ -6,14 +6,13 @@
  * IP address), recovery codes, remembered devices; the sign-in's second step with each of them
  * and its lockout; and "Confirm it is you" before a change that needs a recent proof.
  */
-import { Secret, TOTP } from 'otpauth';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { checkPage, codeInMail, newContext, signIn } from './helpers.ts';
+import { addAuthenticator, checkPage, codeInMail, newContext, signIn, totpCode } from './helpers.ts';
 
 let server: TestServer;
 let browser: Browser;
@@ -27,11 +26,6 @@ afterAll(async () => {
   await browser?.close();
   await server?.close();
 });
-
-/** The code an authenticator app shows at `now` for a base32 secret. */
-export function totpCode(secret: string, now: number): string {
-  return new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: now });
-}
 
 /** Moves the server's clock to the next 30-second step, so that each code of a test is a new one (a code is taken once). */
 function nextStep(): void {
@@ -73,15 +67,6 @@ async function setUpTotp(page: Page): Promise<{ secret: string; codes: string[] 
   await page.getByRole('link', { name: /back to Password & security/ }).click();
   await securityHeading(page);
   return { secret, codes };
-}
-
-/** A browser profile with a virtual platform authenticator that keeps discoverable credentials and verifies its user. */
-async function withAuthenticator(context: BrowserContext, page: Page): Promise<void> {
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
-  });
 }
 
 describe('an authenticator app', () => {
@@ -264,7 +249,7 @@ describe('passkeys', () => {
     const person = await createActiveUser(server, { fullname: 'Radia Perlman' });
     const context = await newContext(browser);
     const page = await context.newPage();
-    await withAuthenticator(context, page);
+    await addAuthenticator(context, page);
     await signIn(page, server, person.email, PASSWORD);
     await page.goto(`${server.url}/account/security#two-step`);
     await page.getByLabel('Name of the new passkey').fill('Work laptop');
