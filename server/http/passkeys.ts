@@ -16,13 +16,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
 import { AppError, WebAuthnAuthQuery } from '../../shared/index.ts';
+import { renderPage } from '../web/render.ts';
 import { sendError } from './send-error.ts';
 
 // The package exports only its entry (`script/index.js`), so its bundle is found beside it.
 const BROWSER_BUNDLE = path.join(path.dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist/bundle/index.umd.min.js');
-
-const escape = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 /**
  * The script of our passkey buttons. `SimpleWebAuthnBrowser` is the bundle's global. The login
@@ -168,13 +166,6 @@ export const PASSKEY_SCRIPT = `(function () {
 })();
 `;
 
-function layout(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)}</title><link rel="stylesheet" href="/oidc/pages.css"></head>
-<body><main>${body}</main></body></html>`;
-}
-
 /** A page of ours with scripts: only our own, and forms only to `formAction`. */
 function sendPage(res: Parameters<RequestHandler>[1], status: number, html: string, formAction: string): void {
   res
@@ -204,19 +195,8 @@ export function passkeyHandlers() {
     }
     // The listener of the Python client on the person's own machine (never another host).
     const callback = `http://127.0.0.1:${query.data.callbackPort}/`;
-    const html = layout(
-      'Passkey sign-in',
-      `<h1>Finish signing in with your passkey</h1>
-<div id="passkey-step" data-pending-token="${escape(query.data.pendingToken)}" data-callback="${escape(callback)}">
-<p>Your terminal is waiting for this sign-in. Use your passkey to finish; the session is then handed to it at ${escape(callback)}.</p>
-<p class="error" role="alert" id="passkey-step-error" hidden></p>
-<p role="status" id="passkey-step-status" hidden></p>
-<button type="button" id="passkey-step-start">Use my passkey</button>
-</div>
-<noscript><p class="error">This step needs JavaScript: a passkey is used through the browser's WebAuthn interface.</p></noscript>
-<script src="/webauthn/browser.js"></script>
-<script src="/webauthn/passkey.js"></script>`,
-    );
+    // The account pages' template and layout (escaped by construction), with this page's own CSP.
+    const html = renderPage('webauthn-auth', { title: 'Passkey sign-in', pendingToken: query.data.pendingToken, callback });
     sendPage(res, 200, html, callback);
   };
   return { webauthnBrowserScript, passkeyScript, webauthnAuthPage } satisfies Record<string, RequestHandler>;

@@ -58,6 +58,15 @@ export function sendPage(res: Response, status: number, template: string, data: 
     .send(html);
 }
 
+/**
+ * A page as HTML text, for handlers that send it with headers of their own (the sign-in
+ * provider's pages, `server/oidc/pages.ts`): the same engine, layout and stylesheet, for a guest
+ * (no header navigation, no error summary: those pages show their own one-line error).
+ */
+export function renderPage(template: string, data: { title: string } & Record<string, unknown>): string {
+  return eta.render(template, { signedIn: null, requestId: '', ...data, csrf: data.csrf ?? '', prefix: PAGES_PREFIX });
+}
+
 /** The request id every page shows on an error (the same as the log line's and `X-Request-Id`). */
 export function requestIdOf(req: Request): string {
   return String(req.id);

@@ -161,14 +161,18 @@ describe('a new person, from signing up to revoking an application', () => {
     });
     await page.goto(url.toString());
     await page.getByRole('heading', { name: 'Sign in to continue to Paper Finder' }).waitFor();
+    await checkPage(page, 'oidc-sign-in');
     await page.getByLabel('Email').fill(EMAIL);
     await page.getByLabel('Password').fill(NEW_PASSWORD);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await checkPage(page, 'oidc-second-step');
     await page.getByLabel('A code from your authenticator app').check();
     nextStep();
     await page.getByLabel('Code', { exact: true }).fill(totpCode(secret, clock.now()));
     await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('heading', { name: 'Paper Finder wants to sign you in' }).waitFor();
+    await checkPage(page, 'oidc-consent');
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((u) => u.toString().startsWith(callback));
     const tokens = await client.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier, expectedState: state });
