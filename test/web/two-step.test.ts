@@ -217,7 +217,18 @@ describe('changes that need a recent proof', () => {
     expect(await page.locator('main').textContent()).toContain('replace the old ones');
     await page.getByRole('link', { name: /back to Password & security/ }).click();
 
-    // Later again: turning the app off, confirmed with a code from the app itself.
+    // Replacing the app, later: "Confirm it is you", then the setup page of a new key.
+    clock.advance(LATER);
+    await page.getByRole('button', { name: 'Replace the app' }).click();
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await page.getByLabel('Your password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Confirm', exact: true }).click();
+    await page.getByRole('heading', { name: 'Set up an authenticator app' }).waitFor();
+    expect(((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')).not.toBe(secret);
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await securityHeading(page);
+
+    // Later again: turning the app off, confirmed with a code from the app itself (the old one: a replacement not finished leaves it on).
     clock.advance(LATER);
     await page.getByRole('button', { name: 'Turn off the authenticator app' }).click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
@@ -240,6 +251,26 @@ describe('changes that need a recent proof', () => {
     await page.getByRole('button', { name: 'Confirm with the code' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Codes by email were turned off');
     expect(await page.locator('#two-step').textContent()).toContain('Off.');
+    await context.close();
+  });
+});
+
+describe('the forms of the second step', () => {
+  it('refuse a post without the page’s CSRF token, with the request id', async () => {
+    const person = await createActiveUser(server, { fullname: 'Mary Jackson' });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await signIn(page, server, person.email, PASSWORD);
+    await setUpTotp(page);
+    await signOut(page);
+    await passwordStep(page, person.email);
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    // (A string, evaluated in the page: the tests are compiled without the DOM's types.)
+    await page.evaluate(`document.querySelectorAll('input[name=csrf]').forEach((input) => { input.value = 'forged-forged-forged-forged-1234' })`);
+    await page.getByLabel('Code', { exact: true }).fill('123456');
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('heading', { name: 'This did not work' }).waitFor();
+    expect(await page.locator('main').textContent()).toMatch(/did not come from this site.*request id/s);
     await context.close();
   });
 });
