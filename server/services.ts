@@ -23,7 +23,7 @@ import { Directory } from './accounts/directory.ts';
 import { CodeHasher } from './accounts/mfa/codes.ts';
 import { MfaRepository } from './accounts/mfa/repository.ts';
 import { MfaService } from './accounts/mfa/service.ts';
-import { SecretBox } from './accounts/mfa/totp.ts';
+import { SecretBox, TOTP_ISSUER } from './accounts/mfa/totp.ts';
 import { VenueRepository } from './venue/repository.ts';
 import { AuthorConsoleService } from './venue/author-console.ts';
 import { NoteService } from './venue/notes.ts';
@@ -98,7 +98,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     // TOTP secrets at rest: MFA_ENCRYPTION_KEY, or a key derived from the session secret.
     box: new SecretBox({ configuredKey: config.mfaEncryptionKey, sessionSecret: secret }),
     codes: new CodeHasher(`${secret}:mfa-codes`),
-    issuer: 'Peer Review',
+    issuer: TOTP_ISSUER,
   });
   // Areas own their tables and ask each other through the small views they declare: venues ask
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask

@@ -12,6 +12,7 @@
  */
 import { TRPCError } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
+import { z } from 'zod';
 import {
   ACCESS_TOKEN_COOKIE,
   AppError,
@@ -26,14 +27,13 @@ import {
 import type { IssuedSession, RequestOrigin, Viewer } from '../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { createHttpContext, httpCookies } from '../http/context.ts';
-import { totpProvisioning } from '../accounts/mfa/totp.ts';
+import { TOTP_ISSUER, totpProvisioning } from '../accounts/mfa/totp.ts';
 import { toAppError } from '../errors.ts';
 import { createCaller } from '../router.ts';
 import type { Services } from '../services.ts';
 import { checkCsrf, csrfTokenFor } from './csrf.ts';
 import { refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from './render.ts';
 import { PAGES_STYLESHEET } from './style.ts';
-import { z } from 'zod';
 
 type Caller = ReturnType<typeof createCaller>;
 
@@ -91,9 +91,6 @@ const METHOD_WORDS: Record<string, string> = {
  */
 const AFTER_CONFIRM = ['totp-off', 'totp-setup', 'email-off', 'passkey-remove', 'passkey-add', 'recovery-codes'] as const;
 type AfterConfirm = (typeof AFTER_CONFIRM)[number];
-
-/** The name an authenticator app shows beside the codes (the service's own, `services.ts`): the QR code shown again after a wrong code is the same as the first. */
-const TOTP_ISSUER = 'Peer Review';
 
 /** What each OpenID Connect scope lets an application see, in plain words. */
 const SCOPE_WORDS: Record<string, string> = {

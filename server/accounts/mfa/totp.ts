@@ -2,6 +2,9 @@ import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } f
 import { Secret, TOTP } from 'otpauth';
 import QRCode from 'qrcode';
 
+/** The name an authenticator app shows beside this service's codes. */
+export const TOTP_ISSUER = 'Peer Review';
+
 /** RFC 6238 as every authenticator app reads it: SHA-1, 6 digits, 30 seconds. */
 const PERIOD = 30;
 const DIGITS = 6;
