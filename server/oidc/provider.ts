@@ -5,6 +5,7 @@ import { InvalidRequest, OAuthError } from './errors.ts';
 import type { ClientCache } from './client-cache.ts';
 import type { KeyStore } from './keys.ts';
 import type { OidcRepository } from './repository.ts';
+import type { UserinfoAnswers } from './userinfo.ts';
 
 /** What every endpoint of the provider works with; `OidcService` builds it once. */
 export interface Provider {
@@ -13,6 +14,8 @@ export interface Provider {
   keys: KeyStore;
   /** The client records, each read at most once a second (`ClientCache`). */
   clients: ClientCache;
+  /** UserInfo's answers, each kept for up to a second (`UserinfoAnswers`). */
+  userinfoAnswers: UserinfoAnswers;
   /** The provider's issuer: the service's base URL. */
   issuer: string;
   /** Where the login and consent pages are (the web frontend's base URL). */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
-import { exclusively } from '../../db/knex.ts';
+import { exclusively, watchWrites, type WriteWatch } from '../../db/knex.ts';
 import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
 
 /** The authorization request as it arrived, kept while the person signs in and consents. */
@@ -117,6 +117,11 @@ export class OidcRepository {
 
   constructor(db: Knex) {
     this.#db = db;
+  }
+
+  /** This process's writes to `tables` (`watchWrites`), for a cache of what is read from them. */
+  watchWrites(tables: readonly string[]): WriteWatch {
+    return watchWrites(this.#db, tables);
   }
 
   /** Runs `work` in one transaction, with a repository that writes inside it. */

@@ -14,7 +14,7 @@ import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
 import { revoke } from './revoke.ts';
 import { token, type TokenAnswer } from './token.ts';
-import { userinfo } from './userinfo.ts';
+import { userinfo, UserinfoAnswers, USERINFO_TABLES } from './userinfo.ts';
 
 export type { Outcome } from './provider.ts';
 export type { TokenAnswer } from './token.ts';
@@ -33,7 +33,9 @@ export class OidcService {
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now), issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
+    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now),
+      userinfoAnswers: new UserinfoAnswers(deps.repo.watchWrites(USERINFO_TABLES), now),
+      issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
   }
 
