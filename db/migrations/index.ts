@@ -15,6 +15,7 @@ import * as textWithoutLengthLimits from './20261123090000_text_without_length_l
 import * as noteDeletion from './20261123020000_note_deletion.ts';
 import * as shareUploadProgress from './20261123100000_share_upload_progress.ts';
 import * as createInstallState from './20261123110000_create_install_state.ts';
+import * as oneTokenPerCode from './20261124010000_one_token_per_code.ts';
 
 export interface Migration {
   name: string;
@@ -40,4 +41,5 @@ export const migrations: Migration[] = [
   { name: '20261123090000_text_without_length_limits', ...textWithoutLengthLimits },
   { name: '20261123100000_share_upload_progress', ...shareUploadProgress },
   { name: '20261123110000_create_install_state', ...createInstallState },
+  { name: '20261124010000_one_token_per_code', ...oneTokenPerCode },
 ];
