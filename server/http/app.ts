@@ -6,12 +6,11 @@ import cookieParser from 'cookie-parser';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import { AppError } from '../../shared/errors.ts';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { toAppError } from '../errors.ts';
-import { createLogger, serializeError, serializeRequest } from '../logger.ts';
+import { createLogger, requestLogger } from '../logger.ts';
 import { appRouter } from '../router.ts';
 import { createServices, type Services } from '../services.ts';
 import { Sweeper } from '../sweeper.ts';
@@ -191,16 +190,8 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   app.set('trust proxy', config.trustProxy);
   // What every request goes through before its route's own middleware, in this order.
   const before: RequestHandler[] = [
-    pinoHttp({
-      logger,
-      genReqId: requestId,
-      // pino-http sets its own serializers on each request's logger: these are the safe ones.
-      serializers: {
-        req: serializeRequest,
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-        err: serializeError,
-      },
-    }),
+    // One log line per request, when it is answered (`requestLogger`).
+    requestLogger(logger, requestId),
     // Over plain http (an offline install), asking browsers to upgrade every request to https
     // would break the pages; behind https the upgrade stays on.
     onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })),
