@@ -14,7 +14,8 @@ import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
 import { revoke } from './revoke.ts';
 import { token, type TokenAnswer } from './token.ts';
-import { userinfo, UserinfoAnswers, USERINFO_TABLES } from './userinfo.ts';
+import { userinfo, USERINFO_TABLES } from './userinfo.ts';
+import { KeptReadings } from './kept.ts';
 
 export type { Outcome } from './provider.ts';
 export type { TokenAnswer } from './token.ts';
@@ -34,7 +35,9 @@ export class OidcService {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now),
-      userinfoAnswers: new UserinfoAnswers(deps.repo.watchWrites(USERINFO_TABLES), now),
+      userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES), now),
+      consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents']), now),
+      people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
       issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
   }

@@ -4,7 +4,7 @@ import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../share
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './errors.ts';
-import { checkOnce, consentCovers, stillHolds, type Provider } from './provider.ts';
+import { checkOnce, consentCovers, personWithClaims, stillHolds, type Provider } from './provider.ts';
 import type { CodeRecord } from './repository.ts';
 
 export interface TokenAnswer {
@@ -92,11 +92,12 @@ function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): vo
 /**
  * checkStillHonoured: since the code was issued, its person may have been blocked, deleted or
  * merged, reset their password or signed out everywhere (`stillHolds`: `canHoldSession` with the
- * code's `tokenVersion`), or withdrawn their consent to some of its scopes.
+ * code's `tokenVersion`; the person as read at most a second ago, `personWithClaims`), or
+ * withdrawn their consent to some of its scopes.
  */
 async function checkStillHonoured(p: Provider, code: CodeRecord, consentedScopes: OidcScope[] | null): Promise<{ profile: SignInProfile; claims: PersonClaims }> {
   // The person's standing and the claims the ID token releases, from one reading of the profile.
-  const person = await p.accounts.profileWithClaims(code.profileId, code.scopes);
+  const person = await personWithClaims(p, code.profileId, code.scopes);
   if (!person || !stillHolds(person.profile, code.tokenVersion)) throw invalidCode();
   if (!consentCovers(consentedScopes, code.scopes)) throw invalidCode();
   return person;

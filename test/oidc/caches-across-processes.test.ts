@@ -9,6 +9,7 @@
  * Two servers on one data folder (one database) stand for two processes; both read one
  * `TestClock`, which the tests move forward instead of sleeping.
  */
+import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import * as client from 'openid-client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -191,5 +192,75 @@ describe('an access token, with two processes on one database', () => {
     expect((await userinfoAt(a, token)).body?.name).toBe('New Name');
     clock.advance(1000);
     expect((await userinfoAt(b, token)).body?.name).toBe('New Name');
+  });
+});
+
+describe('a sign-in, with two processes on one database', () => {
+  /** An authorization request of `clientId` to `server` by `agent` (with its session): the code it is answered with at once, or null (a page). */
+  async function codeAt(server: TestServer, agent: UserAgent, clientId: string): Promise<{ code: string; verifier: string } | null> {
+    const verifier = 'v'.repeat(43);
+    const url = new URL(`${server.url}/oidc/authorize`);
+    url.search = new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      response_type: 'code',
+      scope: 'openid profile',
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    }).toString();
+    const page = await agent.go(url.toString());
+    const code = page.location ? new URL(page.location).searchParams.get('code') : null;
+    return code ? { code, verifier } : null;
+  }
+  const redeemAt = async (server: TestServer, clientId: string, c: { code: string; verifier: string }) => {
+    const res = await fetch(`${server.url}/oidc/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: c.code, redirect_uri: REDIRECT, client_id: clientId, code_verifier: c.verifier }),
+    });
+    return { status: res.status, body: (await res.json()) as { error?: string } };
+  };
+
+  /** A person who signed in to `clientId` on `a` through the pages (consent given), with their browser and API client. */
+  async function consented(a: TestServer, clientId: string) {
+    await registerClient(a, clientId, { scopes: 'openid profile' });
+    const user = await createActiveUser(a);
+    const agent = new UserAgent();
+    const rp = await relyingParty(a, clientId);
+    const request = await authorizationRequest(rp, { scope: 'openid profile' });
+    const page = await agent.authorize(request.url, { email: user.email, password: PASSWORD });
+    expect(page.location).toMatch(/code=/);
+    const { client: api } = await loggedIn(a, user.email);
+    return { user, agent, api };
+  }
+
+  it('once its consent is withdrawn on one process, asks for consent again there at once and on the other within a second', async () => {
+    const clock = new TestClock();
+    const [a, b] = await twoServers(clock);
+    const { user, agent, api } = await consented(a, 'consent-app');
+    // A session of the other process's own (a session token names the address it was issued at).
+    const atB = new UserAgent();
+    for (const [name, value] of (await loggedIn(b, user.email)).client.jar) atB.jar.set(name, value);
+    // Both have read the consent: each answers with a code at once.
+    for (const [server, browser] of [[a, agent], [b, atB], [a, agent], [b, atB]] as const) expect(await codeAt(server, browser, 'consent-app')).not.toBeNull();
+    expect((await api.request('DELETE', '/oidc/consents/consent-app')).status).toBe(200);
+    expect(await codeAt(a, agent, 'consent-app')).toBeNull();
+    clock.advance(1000);
+    expect(await codeAt(b, atB, 'consent-app')).toBeNull();
+  });
+
+  it('once its person logs out of every device on one process, refuses their codes there at once and on the other within a second', async () => {
+    const clock = new TestClock();
+    const [a, b] = await twoServers(clock);
+    const { agent, api } = await consented(a, 'logout-app');
+    const codes = [];
+    for (let i = 0; i < 4; i += 1) codes.push(await codeAt(a, agent, 'logout-app'));
+    const [first, second, third, fourth] = codes as Array<{ code: string; verifier: string }>;
+    // Both have read the person, redeeming a code each.
+    expect((await redeemAt(a, 'logout-app', first!)).status).toBe(200);
+    expect((await redeemAt(b, 'logout-app', second!)).status).toBe(200);
+    expect((await api.post('/logout-all-devices')).status).toBe(200);
+    expect((await redeemAt(a, 'logout-app', third!)).body.error).toBe('invalid_grant');
+    clock.advance(1000);
+    expect((await redeemAt(b, 'logout-app', fourth!)).body.error).toBe('invalid_grant');
   });
 });
