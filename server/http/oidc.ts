@@ -24,6 +24,34 @@ function formError(error: unknown): AppError {
   return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
 }
 
+/** A JSON document serialised once, its length and its ETag. */
+export interface JsonText {
+  body: string;
+  etag: string;
+  length?: number;
+}
+
+function jsonText(body: string): JsonText {
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, length: Buffer.byteLength(body) };
+}
+
+/**
+ * Sends a JSON document serialised once, with the headers and the 304 Express's `res.send`
+ * would give it, without its per-request work (parsing and formatting the content type,
+ * measuring the body): the JWKS and discovery are the protocol's most frequent requests.
+ */
+function sendJsonText(req: Request, res: Response, text: JsonText): void {
+  res.setHeader('ETag', text.etag);
+  if (req.fresh) {
+    res.statusCode = 304;
+    res.end();
+    return;
+  }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(text.length ?? Buffer.byteLength(text.body)));
+  res.end(text.body);
+}
+
 function sendOAuthError(res: Response, error: unknown): void {
   if (error instanceof OAuthError) {
     res.status(error.status).json({ error: error.error, error_description: error.description });
@@ -102,21 +130,20 @@ export function oidcHandlers(services: Services, config: Config) {
   };
 
   // Discovery never changes while the process runs, and the key set at most once per rotation:
-  // both are sent as text serialised once, with their own ETag (Express then neither
-  // re-serialises nor hashes the body per request, and answers a matching If-None-Match with 304).
-  const discoveryText = JSON.stringify(oidc.discovery());
-  const discoveryEtag = `"${createHash('sha256').update(discoveryText).digest('base64url').slice(0, 27)}"`;
-  const discovery: RequestHandler = (_req, res) => {
-    res.setHeader('ETag', discoveryEtag);
-    res.type('json').send(discoveryText);
+  // both are sent as text serialised once, with their own ETag, by `sendJsonText` (neither
+  // re-serialised nor hashed per request; a matching If-None-Match is answered with 304).
+  const discoveryText = jsonText(JSON.stringify(oidc.discovery()));
+  const discovery: RequestHandler = (req, res) => {
+    sendJsonText(req, res, discoveryText);
   };
   // Cached no longer than a rotated key waits before it signs.
   const jwksCacheControl = `public, max-age=${Math.min(300, config.oidcKeyActivationSeconds)}`;
-  const jwks: RequestHandler = async (_req, res) => {
-    const { body, etag } = await oidc.keys.jwksBody();
+  const jwks: RequestHandler = (req, res) => {
     res.setHeader('Cache-Control', jwksCacheControl);
-    res.setHeader('ETag', etag);
-    res.type('json').send(body);
+    // The key set as read within the last second, without waiting; otherwise it is read first.
+    const ready = oidc.keys.jwksBodyNow();
+    if (ready) return sendJsonText(req, res, ready);
+    return oidc.keys.jwksBody().then((read) => sendJsonText(req, res, read));
   };
 
   const authorize = safely(async (req, res) => {
