@@ -208,21 +208,31 @@ const watches = new WeakMap<Db, Map<string, WriteWatch>>();
  * end, never serves an answer that one of this process's writes has made stale, whatever the
  * connection, the transaction or the database). The writes of other processes are not seen:
  * such a cache must expire its answers by time as well. One watch per `db` and set of tables.
+ * `insertsIgnored`: tables whose plain inserts (not upserts) cannot make a kept answer stale
+ * (a new access token changes no answer about the others), so a sign-in does not drop them.
  */
-export function watchWrites(db: Db, tables: readonly string[]): WriteWatch {
-  const key = [...tables].sort().join(',');
+export function watchWrites(db: Db, tables: readonly string[], opts: { insertsIgnored?: readonly string[] } = {}): WriteWatch {
+  const ignored = opts.insertsIgnored ?? [];
+  const key = `${[...tables].sort().join(',')} ${[...ignored].sort().join(',')}`;
   let byTables = watches.get(db);
   if (!byTables) watches.set(db, (byTables = new Map()));
   const known = byTables.get(key);
   if (known) return known;
 
   const names = new RegExp(`(^|[^\\w])(${tables.map((t) => t.replace(/\W/g, '')).join('|')})($|[^\\w])`, 'i');
+  const word = (t: string) => t.replace(/\W/g, '');
+  const others = tables.filter((t) => !ignored.includes(t));
+  const namesOthers = others.length > 0 ? new RegExp(`(^|[^\\w])(${others.map(word).join('|')})($|[^\\w])`, 'i') : null;
+  /** A plain insert into a table whose inserts are ignored (not an upsert that may update a row). */
+  const ignoredInsert =
+    ignored.length > 0 ? new RegExp(`^\\s*insert\\s+into\\s+[\`"]?(${ignored.map(word).join('|')})[\`"]?[\\s(]`, 'i') : null;
   let generation = 0;
   /** The connections (by Knex's id) that wrote to a watched table and have not been released since. */
   const writers = new Set<string>();
   db.on('query', (query: { sql?: unknown; method?: unknown; __knexUid?: unknown }) => {
     const sql = typeof query.sql === 'string' ? query.sql : '';
     if (query.method === 'select' || query.method === 'first' || query.method === 'pluck' || /^\s*select\b/i.test(sql) || !names.test(sql)) return;
+    if (ignoredInsert?.test(sql) && !/\bdo\s+update\b/i.test(sql) && !namesOthers?.test(sql)) return;
     generation += 1;
     writers.add(String(query.__knexUid));
   });

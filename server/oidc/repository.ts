@@ -120,8 +120,8 @@ export class OidcRepository {
   }
 
   /** This process's writes to `tables` (`watchWrites`), for a cache of what is read from them. */
-  watchWrites(tables: readonly string[]): WriteWatch {
-    return watchWrites(this.#db, tables);
+  watchWrites(tables: readonly string[], opts: { insertsIgnored?: readonly string[] } = {}): WriteWatch {
+    return watchWrites(this.#db, tables, opts);
   }
 
   /** Runs `work` in one transaction, with a repository that writes inside it. */

@@ -35,7 +35,7 @@ export class OidcService {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now),
-      userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES), now),
+      userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
       consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents']), now),
       people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
       issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };

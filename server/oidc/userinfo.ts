@@ -6,7 +6,8 @@ import { consentCovers, stillHolds, type Provider } from './provider.ts';
  * The tables a UserInfo answer is read from: the token, its client, the consent, the profile
  * and its addresses. A write to any of them by this process (a revocation, a withdrawn consent,
  * a rejected client, a logout of every device, a password reset, a block, a deletion, a merge, a
- * changed name or address) drops every kept answer at once (`KeptReadings`).
+ * changed name or address) drops every kept answer at once (`KeptReadings`). A new token (an
+ * insert into `oidc_tokens`: every sign-in) changes no answer about the others, and drops none.
  */
 export const USERINFO_TABLES = ['oidc_tokens', 'oidc_clients', 'oidc_consents', 'profiles', 'profile_emails'] as const;
 

@@ -64,4 +64,25 @@ describe('watchWrites', () => {
     expect(watch.generation()).toBe(start);
     expect(watch.settled()).toBe(true);
   });
+
+  it('ignores plain inserts into the tables asked, but not their updates, deletes or upserts', async () => {
+    const watch = watchWrites(db, ['rate_limits', 'install_secrets'], { insertsIgnored: ['rate_limits'] });
+    const start = watch.generation();
+    await db('rate_limits').insert({ key: 'watch:three', points: 1, expire: null });
+    await db.raw('insert into rate_limits (key, points, expire) values (?, ?, null)', ['watch:four', 1]);
+    expect(watch.generation()).toBe(start);
+    await db('rate_limits').insert({ key: 'watch:three', points: 5, expire: null }).onConflict('key').merge({ points: 5 });
+    const afterUpsert = watch.generation();
+    expect(afterUpsert).toBeGreaterThan(start);
+    await db('rate_limits').where({ key: 'watch:four' }).update({ points: 2 });
+    expect(watch.generation()).toBeGreaterThan(afterUpsert);
+    const beforeDelete = watch.generation();
+    await db('rate_limits').whereIn('key', ['watch:three', 'watch:four']).delete();
+    expect(watch.generation()).toBeGreaterThan(beforeDelete);
+    // An insert into a watched table whose inserts count.
+    const beforeSecret = watch.generation();
+    await db('install_secrets').insert({ name: 'watch-test', value: 'x', created_at: 0 });
+    expect(watch.generation()).toBeGreaterThan(beforeSecret);
+    await db('install_secrets').where({ name: 'watch-test' }).delete();
+  });
 });
