@@ -10,7 +10,8 @@ import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
-import { bearerToken } from '../secrets.ts';
+import { bearerToken, hashSecret } from '../secrets.ts';
+import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
 
 /** The cookie that binds a page's CSRF token to the browser that loaded the page. */
 const CSRF_COOKIE = 'service.oidc-csrf';
@@ -101,6 +102,20 @@ export function oidcHandlers(services: Services, config: Config) {
   // The browser's session only: signing someone in to an application takes their browser, not
   // an access token alone.
   const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
+  /**
+   * The same, for the authorization endpoint, where a person with a session and a consent is
+   * sent straight back with a code: the check of that session is kept for up to a second
+   * (`OidcService.sessions`), so signing in to applications one after the other does not check
+   * it against the database each time. A session that fails the check is checked again.
+   */
+  const keptViewerOf = (req: Request, res: Response): Promise<Viewer | null> => {
+    const token: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
+    if (typeof token !== 'string' || token === '') return viewerOf(req, res);
+    return oidc.sessions.get(hashSecret(token), async () => {
+      const viewer = await viewerOf(req, res);
+      return { value: viewer, until: viewer ? viewer.accessExpiresAt * 1000 : 0 };
+    });
+  };
 
   const answer = (res: Response, outcome: Outcome) => {
     if ('redirect' in outcome) res.redirect(303, outcome.redirect);
@@ -148,7 +163,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
   const authorize = safely(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
-    answer(res, await oidc.authorize(params ?? {}, await viewerOf(req, res)));
+    answer(res, await oidc.authorize(params ?? {}, await keptViewerOf(req, res)));
   });
 
   // ---- the login page ----------------------------------------------------------------------------

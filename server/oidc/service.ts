@@ -18,6 +18,9 @@ import { userinfo, USERINFO_TABLES } from './userinfo.ts';
 import { KeptReadings } from './kept.ts';
 
 export type { Outcome } from './provider.ts';
+
+/** The tables `SessionService.authenticate` reads a session from (its row, its parent's, the profile, the roles). */
+const SESSION_TABLES = ['sessions', 'profiles', 'group_members'] as const;
 export type { TokenAnswer } from './token.ts';
 
 /**
@@ -28,6 +31,14 @@ export type { TokenAnswer } from './token.ts';
  */
 export class OidcService {
   readonly keys: KeyStore;
+  /**
+   * The browser sessions the authorization endpoint has checked, by the access token's hash,
+   * each kept for up to a second and never past the token's expiry (`KeptReadings`). Watched:
+   * the tables `SessionService.authenticate` reads (the session's row and its parent's, the
+   * profile, the roles), so a logout, a logout of every device, a reset or a block made through
+   * this process drops them at once; another process's, within the second.
+   */
+  readonly sessions: KeptReadings<Viewer | null>;
   readonly #p: Provider;
   readonly #csrfKey: string;
 
@@ -40,6 +51,7 @@ export class OidcService {
       people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
       issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
+    this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);
   }
 
   get issuer(): string {

@@ -264,3 +264,49 @@ describe('a sign-in, with two processes on one database', () => {
     expect((await redeemAt(b, 'logout-app', fourth!)).body.error).toBe('invalid_grant');
   });
 });
+
+describe('a browser session, with two processes on one database', () => {
+  /** An authorization request of `clientId` to `server` with `api`'s session: whether it was answered with a code at once. */
+  async function codeWith(server: TestServer, api: Client, clientId: string): Promise<boolean> {
+    const agent = new UserAgent();
+    for (const [name, value] of api.jar) agent.jar.set(name, value);
+    const url = new URL(`${server.url}/oidc/authorize`);
+    url.search = new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      response_type: 'code',
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    }).toString();
+    const page = await agent.go(url.toString());
+    return page.location !== null && new URL(page.location).searchParams.has('code');
+  }
+
+  it('once logged out on one process, is asked to sign in there at once; once logged out everywhere, on the other within a second', async () => {
+    const clock = new TestClock();
+    const [a, b] = await twoServers(clock);
+    await registerClient(a, 'session-app', { scopes: 'openid' });
+    const user = await createActiveUser(a);
+    // Consent given once, through the pages.
+    const rp = await relyingParty(a, 'session-app');
+    const first = await new UserAgent().authorize((await authorizationRequest(rp, { scope: 'openid' })).url, { email: user.email, password: PASSWORD });
+    expect(first.location).toMatch(/code=/);
+    // A session on each process (a session token names the address it was issued at), and more here.
+    const atA = (await loggedIn(a, user.email)).client;
+    const otherAtA = (await loggedIn(a, user.email)).client;
+    const alsoAtA = (await loggedIn(a, user.email)).client;
+    const atB = (await loggedIn(b, user.email)).client;
+    for (const [server, api] of [[a, atA], [a, otherAtA], [b, atB], [a, atA], [a, otherAtA], [b, atB]] as const) {
+      expect(await codeWith(server, api, 'session-app')).toBe(true);
+    }
+    expect((await atA.post('/logout')).status).toBe(200);
+    expect(await codeWith(a, atA, 'session-app')).toBe(false);
+    expect(await codeWith(a, otherAtA, 'session-app')).toBe(true);
+    // Every other session of the person ends (the caller's goes on with new cookies).
+    expect((await alsoAtA.post('/logout-all-devices')).status).toBe(200);
+    expect(await codeWith(a, otherAtA, 'session-app')).toBe(false);
+    clock.advance(1000);
+    expect(await codeWith(b, atB, 'session-app')).toBe(false);
+  });
+});
