@@ -143,6 +143,8 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
     maxBodySize: JSON_BODY_BYTES,
     // One request may not fan out into hundreds of calls (each a sign-in, say).
     maxBatchSize: MAX_TRPC_BATCH,
+    // As the REST answers (`procedure.ts`): personal, some with secrets, never cached.
+    responseMeta: () => ({ headers: { 'cache-control': 'no-store' } }),
     // Failures outside any procedure (reading the input) reach only the error formatter, which
     // has no logger: an unexpected one is logged here. Those inside were logged already.
     onError: ({ error, req }) => {
