@@ -187,3 +187,65 @@ class TableRateLimiter extends RateLimiterStoreAbstract {
     return (await this.#db('rate_limits').where({ key }).delete()) > 0;
   }
 }
+
+/**
+ * What a process-local cache of database answers asks before it keeps or uses an answer: has
+ * this process written to the tables the answer was read from since it was read?
+ */
+export interface WriteWatch {
+  /** Moves on whenever a write to a watched table is sent, and again when its connection goes back to the pool (after the commit). */
+  generation(): number;
+  /** False while a connection that wrote to a watched table has not gone back to the pool yet (its transaction may still be open). */
+  settled(): boolean;
+}
+
+const watches = new WeakMap<Db, Map<string, WriteWatch>>();
+
+/**
+ * Watches this process's writes to `tables` through `db` (every statement but a `select` that
+ * names one of them, in a transaction or not; so a cache that keys its answers to `generation`
+ * and keeps only what it read while `settled`, and with the generation unchanged from start to
+ * end, never serves an answer that one of this process's writes has made stale, whatever the
+ * connection, the transaction or the database). The writes of other processes are not seen:
+ * such a cache must expire its answers by time as well. One watch per `db` and set of tables.
+ * `insertsIgnored`: tables whose plain inserts (not upserts) cannot make a kept answer stale
+ * (a new access token changes no answer about the others), so a sign-in does not drop them.
+ */
+export function watchWrites(db: Db, tables: readonly string[], opts: { insertsIgnored?: readonly string[] } = {}): WriteWatch {
+  const ignored = opts.insertsIgnored ?? [];
+  const key = `${[...tables].sort().join(',')} ${[...ignored].sort().join(',')}`;
+  let byTables = watches.get(db);
+  if (!byTables) watches.set(db, (byTables = new Map()));
+  const known = byTables.get(key);
+  if (known) return known;
+
+  const names = new RegExp(`(^|[^\\w])(${tables.map((t) => t.replace(/\W/g, '')).join('|')})($|[^\\w])`, 'i');
+  const word = (t: string) => t.replace(/\W/g, '');
+  const others = tables.filter((t) => !ignored.includes(t));
+  const namesOthers = others.length > 0 ? new RegExp(`(^|[^\\w])(${others.map(word).join('|')})($|[^\\w])`, 'i') : null;
+  /** A plain insert into a table whose inserts are ignored (not an upsert that may update a row). */
+  const ignoredInsert =
+    ignored.length > 0 ? new RegExp(`^\\s*insert\\s+into\\s+[\`"]?(${ignored.map(word).join('|')})[\`"]?[\\s(]`, 'i') : null;
+  let generation = 0;
+  /** The connections (by Knex's id) that wrote to a watched table and have not been released since. */
+  const writers = new Set<string>();
+  db.on('query', (query: { sql?: unknown; method?: unknown; __knexUid?: unknown }) => {
+    const sql = typeof query.sql === 'string' ? query.sql : '';
+    if (query.method === 'select' || query.method === 'first' || query.method === 'pluck' || /^\s*select\b/i.test(sql) || !names.test(sql)) return;
+    if (ignoredInsert?.test(sql) && !/\bdo\s+update\b/i.test(sql) && !namesOthers?.test(sql)) return;
+    generation += 1;
+    writers.add(String(query.__knexUid));
+  });
+  type Connection = { __knexUid?: unknown } | undefined;
+  const pool = (db.client as { pool?: { on(event: string, listener: (...args: Connection[]) => void): void } }).pool;
+  if (!pool) throw new Error('watchWrites: the database has no connection pool');
+  const done = (connection: Connection) => {
+    if (writers.delete(String(connection?.__knexUid))) generation += 1;
+  };
+  pool.on('release', (connection) => done(connection));
+  // A connection thrown away (a failed rollback) is not released.
+  pool.on('destroySuccess', (_eventId, connection) => done(connection));
+  const watch: WriteWatch = { generation: () => generation, settled: () => writers.size === 0 };
+  byTables.set(key, watch);
+  return watch;
+}

@@ -1,4 +1,14 @@
+import { IncomingMessage } from 'node:http';
 import { pino, type Logger } from 'pino';
+
+declare module 'http' {
+  interface IncomingMessage {
+    /** The request's id (`requestLogger`): the caller's `X-Request-Id` when sane, else a fresh UUID. */
+    id: string | number | object;
+    /** A logger bound to the request (`requestLogger`). */
+    log: Logger;
+  }
+}
 
 /**
  * Path segments that carry one-time tokens: whatever follows them is a secret. Every route
@@ -132,4 +142,74 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     },
     (destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }),
   );
+}
+
+const BASE_LOGGER = Symbol('the logger of the request log');
+const BOUND_LOGGER = Symbol('the logger bound to the request');
+
+/**
+ * `req.log`, made on first use from the logger `requestLogger` left on the request. A getter on
+ * the requests' prototype, not on each request: a getter defined on an object per request made
+ * every later property read of the request slower (measured: 32 → 47 µs of CPU per request).
+ */
+function installRequestLog(): void {
+  if (Object.getOwnPropertyDescriptor(IncomingMessage.prototype, 'log')) return;
+  Object.defineProperty(IncomingMessage.prototype, 'log', {
+    configurable: true,
+    get(this: IncomingMessage & { [BASE_LOGGER]?: Logger; [BOUND_LOGGER]?: Logger }) {
+      return (this[BOUND_LOGGER] ??= this[BASE_LOGGER]?.child({ req: this }));
+    },
+    set(this: IncomingMessage & { [BOUND_LOGGER]?: Logger }, value: Logger) {
+      this[BOUND_LOGGER] = value;
+    },
+  });
+}
+
+/** The parts of a request and its response the request log reads and sets. */
+interface LoggedRequest {
+  id?: unknown;
+  method?: string;
+  url?: string;
+  readableAborted?: boolean;
+  log?: Logger;
+}
+interface LoggedResponse {
+  statusCode: number;
+  writableEnded: boolean;
+  err?: unknown;
+  once(event: 'finish' | 'close' | 'error', listener: (error?: unknown) => void): unknown;
+  removeListener(event: 'finish' | 'close' | 'error', listener: (error?: unknown) => void): unknown;
+}
+
+/**
+ * One line per request, written when its answer is finished (or the connection closes first):
+ * `{"req":{id,method,url},"res":{statusCode},"responseTime":ms,"msg":"request completed"}`, or
+ * `request aborted`, or `request errored` with `err` for a failure or a 5xx; the same lines
+ * pino-http wrote. Each request gets its id (`genReqId`) and `req.log`, a logger bound to the
+ * request, made when first used (`installRequestLog`): most requests never log anything but
+ * their line, and making one per request was a measurable part of a small request's cost.
+ * The request line itself holds only what the serializers above let through, so it skips the
+ * logger's redaction paths (none of which it has).
+ */
+export function requestLogger(logger: Logger, genReqId: (req: never, res: never) => string) {
+  installRequestLog();
+  const lines = logger.child({}, { redact: { paths: [], censor: REDACTED }, serializers: { res: (res: LoggedResponse) => ({ statusCode: res.statusCode }) } });
+  return (req: LoggedRequest, res: LoggedResponse, next: () => void): void => {
+    const started = Date.now();
+    req.id = genReqId(req as never, res as never);
+    (req as { [BASE_LOGGER]?: Logger })[BASE_LOGGER] = logger;
+    const done = (error?: unknown) => {
+      res.removeListener('finish', done);
+      res.removeListener('close', done);
+      res.removeListener('error', done);
+      const responseTime = Date.now() - started;
+      const failure = error ?? res.err ?? (res.statusCode >= 500 ? new Error(`failed with status code ${res.statusCode}`) : undefined);
+      if (failure !== undefined) lines.info({ req, res, err: failure, responseTime }, 'request errored');
+      else lines.info({ req, res, responseTime }, !req.readableAborted && res.writableEnded ? 'request completed' : 'request aborted');
+    };
+    res.once('finish', done);
+    res.once('close', done);
+    res.once('error', done);
+    next();
+  };
 }

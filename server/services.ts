@@ -121,7 +121,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     ...accounts,
     activation: new ActivationService(deps, accounts),
     passwordReset: new PasswordResetService(deps, accounts),
-    emails: new EmailService(deps, accounts),
+    emails: new EmailService(deps, accounts, async (profileId) => (await mfa.methodsOf(profileId)).length > 0),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     security: new SecurityService(deps, accounts),

@@ -15,6 +15,7 @@ import * as textWithoutLengthLimits from './20261123090000_text_without_length_l
 import * as noteDeletion from './20261123020000_note_deletion.ts';
 import * as shareUploadProgress from './20261123100000_share_upload_progress.ts';
 import * as createInstallState from './20261123110000_create_install_state.ts';
+import * as oneTokenPerCode from './20261124010000_one_token_per_code.ts';
 import * as createMfa from './20261124020000_create_mfa.ts';
 import * as createPasskeys from './20261124030000_create_passkeys.ts';
 import * as sessionDevices from './20261124040000_session_devices.ts';
@@ -43,6 +44,7 @@ export const migrations: Migration[] = [
   { name: '20261123090000_text_without_length_limits', ...textWithoutLengthLimits },
   { name: '20261123100000_share_upload_progress', ...shareUploadProgress },
   { name: '20261123110000_create_install_state', ...createInstallState },
+  { name: '20261124010000_one_token_per_code', ...oneTokenPerCode },
   { name: '20261124020000_create_mfa', ...createMfa },
   { name: '20261124030000_create_passkeys', ...createPasskeys },
   { name: '20261124040000_session_devices', ...sessionDevices },

@@ -13,7 +13,7 @@ import type { AccountsRepository, ProfileRecord, TokenRecord } from './repositor
 import { normaliseEmail } from './repository.ts';
 import { hashSecret } from '../secrets.ts';
 import type { Viewer } from './viewer.ts';
-import { AccountsPart } from './part.ts';
+import { AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
 
 const INVALID_CODE = 'Token is not valid';
 const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
@@ -24,6 +24,27 @@ const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
  * that profile into the one that asked.
  */
 export class EmailService extends AccountsPart {
+  /** Whether a profile signs in with a second factor (`mfa/service.ts`): such a profile is never merged by a mailed code. */
+  readonly #hasSecondFactor: (profileId: string) => Promise<boolean>;
+
+  constructor(deps: AccountsDeps, core: AccountsCore, hasSecondFactor: (profileId: string) => Promise<boolean>) {
+    super(deps, core);
+    this.#hasSecondFactor = hasSecondFactor;
+  }
+
+  /**
+   * Confirming an address that belongs to another profile merges that profile into the asker's,
+   * on a code mailed to the address: proof of the mailbox alone. A profile with a second factor
+   * on is worth more than its mailbox, so it is not merged this way (that would hand whoever
+   * reads the mail the account its owner protected); its owner signs in to it, with the factor,
+   * and turns the factor off first, or asks the operators.
+   */
+  async #refuseMergingProtected(otherId: string, email: string): Promise<void> {
+    if (await this.#hasSecondFactor(otherId)) {
+      throw new AppError('ForbiddenError', `${email} belongs to a profile protected by two-step verification, which cannot be merged by an emailed code: sign in to that profile to manage it, or ask the operators`, { path: 'alternate' });
+    }
+  }
+
   /**
    * Whose emails these are: the signed-in caller, or a guest activating their profile with its
    * activation token. Nobody changes emails while impersonating.
@@ -59,6 +80,7 @@ export class EmailService extends AccountsPart {
       throw new AppError('ValidationError', `${alternate} is already confirmed`, { path: 'alternate' });
     }
     const duplicate = owner && owner.profileId !== profileId ? owner.profileId : null;
+    if (duplicate) await this.#refuseMergingProtected(duplicate, alternate);
     const { code, token } = await this.d.oneTime.issue(repo, {
       kind: 'email',
       profileId,
@@ -128,6 +150,8 @@ export class EmailService extends AccountsPart {
     await this.#checkCode(record, request.token, email, now);
     const { profileId, duplicateProfile } = record;
     const confirmed = record;
+    // The factor may have been turned on since the code was mailed.
+    if (duplicateProfile) await this.#refuseMergingProtected(duplicateProfile, email);
 
     return repo.transaction(async (trx) => {
       await this.d.oneTime.consume(trx, confirmed, now, INVALID_CODE);

@@ -6,12 +6,11 @@ import cookieParser from 'cookie-parser';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import { AppError } from '../../shared/errors.ts';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { toAppError } from '../errors.ts';
-import { createLogger, serializeError, serializeRequest } from '../logger.ts';
+import { createLogger, requestLogger } from '../logger.ts';
 import { appRouter } from '../router.ts';
 import { createServices, type Services } from '../services.ts';
 import { Sweeper } from '../sweeper.ts';
@@ -21,7 +20,7 @@ import { answerPreflight, protocolCors, readOnlyCors } from './cors.ts';
 import { docsHandlers } from './docs.ts';
 import { fileHandlers } from './files.ts';
 import { healthHandler } from './health.ts';
-import { allowedMethods, answerAllow, middlewareOf, mountRoutes, type RouteMiddleware } from './mount.ts';
+import { allowedMethods, answerAllow, directDispatch, middlewareOf, mountRoutes, type RouteMiddleware, type RouteNeeds } from './mount.ts';
 import { oauthForm, oidcHandlers, pageForm } from './oidc.ts';
 import { webHandlers } from '../web/handlers.ts';
 import { passkeyHandlers } from './passkeys.ts';
@@ -144,6 +143,8 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
     maxBodySize: JSON_BODY_BYTES,
     // One request may not fan out into hundreds of calls (each a sign-in, say).
     maxBatchSize: MAX_TRPC_BATCH,
+    // As the REST answers (`procedure.ts`): personal, some with secrets, never cached.
+    responseMeta: () => ({ headers: { 'cache-control': 'no-store' } }),
     // Failures outside any procedure (reading the input) reach only the error formatter, which
     // has no logger: an unexpected one is logged here. Those inside were logged already.
     onError: ({ error, req }) => {
@@ -193,30 +194,35 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // Behind a load balancer every request comes from its address: the client is then the one it
   // names in `X-Forwarded-For`, believed only from the proxies `TRUST_PROXY` lists.
   app.set('trust proxy', config.trustProxy);
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: requestId,
-      // pino-http sets its own serializers on each request's logger: these are the safe ones.
-      serializers: {
-        req: serializeRequest,
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-        err: serializeError,
-      },
-    }),
-  );
-  // Over plain http (an offline install), asking browsers to upgrade every request to https
-  // would break the pages; behind https the upgrade stays on.
-  app.use(onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })));
-  app.use(cookieParser());
-  app.use(endUnreadBodies);
-  app.use(refuseMethodOverride);
+  // What every request goes through before its route's own middleware, in this order.
+  const before: RequestHandler[] = [
+    // One log line per request, when it is answered (`requestLogger`).
+    requestLogger(logger, requestId),
+    // Over plain http (an offline install), asking browsers to upgrade every request to https
+    // would break the pages; behind https the upgrade stays on.
+    onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })),
+    cookieParser(),
+    endUnreadBodies,
+    refuseMethodOverride,
+  ];
+  for (const step of before) app.use(step);
 
   // Every other piece of middleware is the route's own (its line of the route table); a request
   // that no route takes is a 404 (an OPTIONS request included) after the middleware of its path.
   const use = routeMiddleware(config);
-  mountRoutes(app, routes, { middlewareOf: (needs) => middlewareOf(needs, use), handlerOf: routeHandlers(config, services, db), notFound });
+  const mounting = { middlewareOf: (needs: RouteNeeds) => middlewareOf(needs, use), handlerOf: routeHandlers(config, services, db), notFound };
+  mountRoutes(app, routes, mounting);
   app.use(errorHandler);
+
+  // The GETs of literal paths skip the router's walk through the table (`directDispatch`); every
+  // other request is Express's.
+  const direct = directDispatch(app, routes, { ...mounting, before, onError: errorHandler });
+  // Express's app function calls `app.handle` (not public in its types) for every request.
+  const dispatcher = app as unknown as { handle: (req: Request, res: Response, callback?: () => void) => void };
+  const handle = dispatcher.handle.bind(app);
+  dispatcher.handle = (req, res, callback) => {
+    if (!direct(req, res)) handle(req, res, callback);
+  };
 
   // One process of the install sweeps at a time (`sweeper.ts`).
   const sweeper = new Sweeper(db, services, logger, opts.now ?? Date.now);

@@ -138,3 +138,81 @@ export function mountRoutes(app: Pick<Express, 'use' | 'route' | 'get' | 'post' 
   });
   app.use(...mount.middlewareOf({}), mount.notFound);
 }
+
+/** A request handler or middleware as Express calls it. */
+type Step = (req: Request, res: Response, next: (error?: unknown) => void) => unknown;
+
+/**
+ * Runs `steps` in order as Express's router would (each calls `next` to go on, or `next(error)`
+ * to stop; a step's rejected promise is a `next(error)`), then `done` with the error that
+ * stopped them, if any.
+ */
+function runSteps(steps: readonly Step[], req: Request, res: Response, done: (error?: unknown) => void): void {
+  let i = 0;
+  const next = (error?: unknown): void => {
+    if (error !== undefined) return done(error);
+    const step = steps[i++];
+    if (!step) return done();
+    try {
+      const result = step(req, res, next);
+      if (result instanceof Promise) result.catch((e: unknown) => next(e ?? new Error('rejected')));
+    } catch (e) {
+      next(e ?? new Error('thrown'));
+    }
+  };
+  next();
+}
+
+/** The pieces of an Express app a direct dispatch borrows: its request and response prototypes. */
+interface ExpressPrototypes {
+  request: object;
+  response: object;
+}
+
+/**
+ * The GETs of literal paths (discovery, the JWKS, userinfo, the authorization request, the
+ * parameterless reads), dispatched without Express's router: a request to exactly such a path
+ * goes through the same app-wide middleware (`before`: the log line, request id, helmet's
+ * headers, cookies, the method-override refusal) and the same route middleware and handler as
+ * the router would give it, in the same order, but without trying every earlier layer of the
+ * table on the way (about a hundred path matches, each with its bookkeeping). Anything else
+ * (another method, HEAD, a path in another letter case or with a trailing slash, a path under a
+ * route that takes every method, such as `/trpc`) answers false and goes to Express as before.
+ * A failure reaches `onError` as it would reach the app's error handler; a request the stack lets
+ * through unanswered (none does) reaches `notFound`.
+ */
+export function directDispatch(
+  app: ExpressPrototypes,
+  table: readonly Route[],
+  mount: Mounting & { before: readonly RequestHandler[]; onError: (error: unknown, req: Request, res: Response, next: () => void) => void },
+): (req: Request, res: Response) => boolean {
+  const under = table.filter((route) => route.method === 'any').map((route) => route.path);
+  const direct = new Map<string, Step[]>();
+  for (const route of byPrecedence(table)) {
+    if (route.method !== 'get' || /[:*]/.test(route.path)) continue;
+    if (under.some((prefix) => route.path === prefix || route.path.startsWith(`${prefix}/`))) continue;
+    direct.set(route.path, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
+  }
+  return (req, res) => {
+    if (req.method !== 'GET') return false;
+    const url = req.url ?? '';
+    const cut = url.indexOf('?');
+    const steps = direct.get(cut < 0 ? url : url.slice(0, cut));
+    if (!steps) return false;
+    // What Express's `app.handle` sets up before its router runs.
+    req.res = res;
+    res.req = req;
+    Object.setPrototypeOf(req, app.request);
+    Object.setPrototypeOf(res, app.response);
+    if (!res.locals) res.locals = Object.create(null) as Response['locals'];
+    // What its router sets for a route with no parameters.
+    req.originalUrl ??= url;
+    req.baseUrl = '';
+    req.params = {};
+    runSteps(steps, req, res, (error) => {
+      if (error !== undefined) mount.onError(error, req, res, () => undefined);
+      else mount.notFound(req, res, () => undefined);
+    });
+    return true;
+  };
+}

@@ -11,7 +11,8 @@ import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
-import { bearerToken } from '../secrets.ts';
+import { bearerToken, hashSecret } from '../secrets.ts';
+import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
 
 /** The cookie that binds a page's CSRF token to the browser that loaded the page. */
 const CSRF_COOKIE = 'service.oidc-csrf';
@@ -23,6 +24,34 @@ const parseForm = withLengthCheck('application/x-www-form-urlencoded', FORM_BYTE
 /** Why a form could not be read (too many parameters, too large, not decodable), never the parser's own words. */
 function formError(error: unknown): AppError {
   return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
+}
+
+/** A JSON document serialised once, its length and its ETag. */
+export interface JsonText {
+  body: string;
+  etag: string;
+  length?: number;
+}
+
+function jsonText(body: string): JsonText {
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, length: Buffer.byteLength(body) };
+}
+
+/**
+ * Sends a JSON document serialised once, with the headers and the 304 Express's `res.send`
+ * would give it, without its per-request work (parsing and formatting the content type,
+ * measuring the body): the JWKS and discovery are the protocol's most frequent requests.
+ */
+function sendJsonText(req: Request, res: Response, text: JsonText): void {
+  res.setHeader('ETag', text.etag);
+  if (req.fresh) {
+    res.statusCode = 304;
+    res.end();
+    return;
+  }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(text.length ?? Buffer.byteLength(text.body)));
+  res.end(text.body);
 }
 
 function sendOAuthError(res: Response, error: unknown): void {
@@ -96,6 +125,20 @@ export function oidcHandlers(services: Services, config: Config) {
   // The browser's session only: signing someone in to an application takes their browser, not
   // an access token alone.
   const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
+  /**
+   * The same, for the authorization endpoint, where a person with a session and a consent is
+   * sent straight back with a code: the check of that session is kept for up to a second
+   * (`OidcService.sessions`), so signing in to applications one after the other does not check
+   * it against the database each time. A session that fails the check is checked again.
+   */
+  const keptViewerOf = (req: Request, res: Response): Promise<Viewer | null> => {
+    const token: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
+    if (typeof token !== 'string' || token === '') return viewerOf(req, res);
+    return oidc.sessions.get(hashSecret(token), async () => {
+      const viewer = await viewerOf(req, res);
+      return { value: viewer, until: viewer ? viewer.accessExpiresAt * 1000 : 0 };
+    });
+  };
 
   const answer = (res: Response, outcome: Outcome) => {
     if ('redirect' in outcome) res.redirect(303, outcome.redirect);
@@ -125,26 +168,25 @@ export function oidcHandlers(services: Services, config: Config) {
   };
 
   // Discovery never changes while the process runs, and the key set at most once per rotation:
-  // both are sent as text serialised once, with their own ETag (Express then neither
-  // re-serialises nor hashes the body per request, and answers a matching If-None-Match with 304).
-  const discoveryText = JSON.stringify(oidc.discovery());
-  const discoveryEtag = `"${createHash('sha256').update(discoveryText).digest('base64url').slice(0, 27)}"`;
-  const discovery: RequestHandler = (_req, res) => {
-    res.setHeader('ETag', discoveryEtag);
-    res.type('json').send(discoveryText);
+  // both are sent as text serialised once, with their own ETag, by `sendJsonText` (neither
+  // re-serialised nor hashed per request; a matching If-None-Match is answered with 304).
+  const discoveryText = jsonText(JSON.stringify(oidc.discovery()));
+  const discovery: RequestHandler = (req, res) => {
+    sendJsonText(req, res, discoveryText);
   };
   // Cached no longer than a rotated key waits before it signs.
   const jwksCacheControl = `public, max-age=${Math.min(300, config.oidcKeyActivationSeconds)}`;
-  const jwks: RequestHandler = async (_req, res) => {
-    const { body, etag } = await oidc.keys.jwksBody();
+  const jwks: RequestHandler = (req, res) => {
     res.setHeader('Cache-Control', jwksCacheControl);
-    res.setHeader('ETag', etag);
-    res.type('json').send(body);
+    // The key set as read within the last second, without waiting; otherwise it is read first.
+    const ready = oidc.keys.jwksBodyNow();
+    if (ready) return sendJsonText(req, res, ready);
+    return oidc.keys.jwksBody().then((read) => sendJsonText(req, res, read));
   };
 
   const authorize = safely(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
-    answer(res, await oidc.authorize(params ?? {}, await viewerOf(req, res)));
+    answer(res, await oidc.authorize(params ?? {}, await keptViewerOf(req, res)));
   });
 
   // ---- the login page ----------------------------------------------------------------------------

@@ -55,7 +55,11 @@ export function procedureHandler(route: ProcedureRoute, services: Services, conf
   return async (req, res) => {
     try {
       const caller = createCaller(createHttpContext(req, res, services, config));
-      res.json(await callRoute(caller, route, req));
+      const answer = await callRoute(caller, route, req);
+      // Answers are personal and some carry secrets (session tokens, a TOTP secret, recovery
+      // codes): no cache along the way keeps them.
+      res.setHeader('Cache-Control', 'no-store');
+      res.json(answer);
     } catch (error) {
       sendError(res, error, route.method === 'get' ? req.query : req.body);
     }

@@ -2,7 +2,7 @@ import { OIDC_CODE_SECONDS } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { ConsentRequired, InvalidRequest, LoginRequired } from './errors.ts';
-import { consentCovers, redirectTo, type Outcome, type Provider } from './provider.ts';
+import { consentCovers, findConsent, redirectTo, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
 // Where an authorization request goes once its parameters are checked (authorize.ts) and after
@@ -53,7 +53,7 @@ export async function next(p: Provider, interaction: Interaction, viewer: Viewer
     await store?.();
     return { redirect: loginPageUrl(p, interaction.id) };
   }
-  const covered = consentCovers(await p.repo.findConsent(viewer.profileId, params.clientId), params.scopes);
+  const covered = consentCovers(await findConsent(p, viewer.profileId, params.clientId), params.scopes);
   if (!covered || params.prompt.includes('consent')) {
     if (params.prompt.includes('none')) throw new ConsentRequired('The user has not consented');
     await store?.();

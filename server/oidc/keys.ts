@@ -7,6 +7,8 @@ import type { KeyRecord, OidcRepository } from './repository.ts';
 export interface JwksBody {
   body: string;
   etag: string;
+  /** The body's length in bytes. */
+  length: number;
 }
 
 interface PublishedKeys {
@@ -132,6 +134,11 @@ export class KeyStore {
     return { keys: (await this.#current()).keys.map((k) => k.publicJwk) };
   }
 
+  /** The JWKS as sent, if the key list was read within the last second (no reading is started); else null. */
+  jwksBodyNow(): JwksBody | null {
+    return this.#read && this.#now() < this.#read.until ? this.#read.jwks : null;
+  }
+
   /** The JWKS as sent: its JSON text and an ETag of it, made once per change of the key set. */
   async jwksBody(): Promise<JwksBody> {
     return (await this.#current()).jwks;
@@ -141,5 +148,5 @@ export class KeyStore {
 /** The JWKS document of `keys`, serialised once. */
 function jwksBody(keys: KeyRecord[]): JwksBody {
   const body = JSON.stringify({ keys: keys.map((k) => k.publicJwk) });
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, length: Buffer.byteLength(body) };
 }

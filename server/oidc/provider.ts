@@ -1,10 +1,11 @@
 import type { OidcScope } from '../../shared/index.ts';
 import { canHoldSession } from '../accounts/session-rule.ts';
-import type { AccountsForSignIn, SignInProfile } from './accounts-for-sign-in.ts';
+import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
 import type { ClientCache } from './client-cache.ts';
 import type { KeyStore } from './keys.ts';
 import type { OidcRepository } from './repository.ts';
+import type { KeptReadings } from './kept.ts';
 
 /** What every endpoint of the provider works with; `OidcService` builds it once. */
 export interface Provider {
@@ -13,6 +14,12 @@ export interface Provider {
   keys: KeyStore;
   /** The client records, each read at most once a second (`ClientCache`). */
   clients: ClientCache;
+  /** UserInfo's answers by token hash, each kept for up to a second (`KeptReadings`). */
+  userinfoAnswers: KeptReadings<Record<string, unknown>>;
+  /** A person's consent to a client (null: none), by `profileId clientId`, kept for up to a second. */
+  consents: KeptReadings<OidcScope[] | null>;
+  /** A person's standing and claims (`AccountsForSignIn.profileWithClaims`), by `profileId scopes`, kept for up to a second. */
+  people: KeptReadings<{ profile: SignInProfile; claims: PersonClaims } | null>;
   /** The provider's issuer: the service's base URL. */
   issuer: string;
   /** Where the login and consent pages are (the web frontend's base URL). */
@@ -50,6 +57,20 @@ export function checkOnce(values: Record<string, unknown>, names: readonly strin
     const value = values[name];
     if (value !== undefined && typeof value !== 'string') throw new InvalidRequest(`${name} must be sent once, as a plain value`, opts);
   }
+}
+
+/** A person's consent to a client (null: none), read at most once a second (`Provider.consents`). */
+export function findConsent(p: Pick<Provider, 'repo' | 'consents'>, profileId: string, clientId: string): Promise<OidcScope[] | null> {
+  return p.consents.get(`${profileId} ${clientId}`, async () => ({ value: await p.repo.findConsent(profileId, clientId) }));
+}
+
+/**
+ * A person's standing (state, deletion, `tokenVersion`) and the claims `scopes` release, read
+ * at most once a second (`Provider.people`): another process's logout of every device, reset
+ * or block is seen within that second, this process's at once.
+ */
+export function personWithClaims(p: Pick<Provider, 'accounts' | 'people'>, profileId: string, scopes: readonly OidcScope[]) {
+  return p.people.get(`${profileId} ${scopes.join(' ')}`, async () => ({ value: await p.accounts.profileWithClaims(profileId, scopes) }));
 }
 
 /** Whether a person's consent to a client (null: none) covers every one of `scopes`. */

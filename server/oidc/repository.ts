@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
-import { exclusively } from '../../db/knex.ts';
+import { exclusively, watchWrites, type WriteWatch } from '../../db/knex.ts';
 import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
 
 /** The authorization request as it arrived, kept while the person signs in and consents. */
@@ -117,6 +117,11 @@ export class OidcRepository {
 
   constructor(db: Knex) {
     this.#db = db;
+  }
+
+  /** This process's writes to `tables` (`watchWrites`), for a cache of what is read from them. */
+  watchWrites(tables: readonly string[], opts: { insertsIgnored?: readonly string[] } = {}): WriteWatch {
+    return watchWrites(this.#db, tables, opts);
   }
 
   /** Runs `work` in one transaction, with a repository that writes inside it. */
@@ -305,17 +310,24 @@ export class OidcRepository {
     return (await this.#db('oidc_codes').where({ code_hash: codeHash }).whereNull('used_at').update({ used_at: now })) === 1;
   }
 
-  async insertToken(token: Omit<TokenRecord, 'revokedAt'>, now: number): Promise<void> {
-    await this.#db('oidc_tokens').insert({
-      token_hash: token.tokenHash,
-      code_hash: token.codeHash,
-      client_id: token.clientId,
-      profile_id: token.profileId,
-      scopes: JSON.stringify(token.scopes),
-      token_version: token.tokenVersion,
-      created_at: now,
-      expires_at: token.expiresAt,
-    });
+  /**
+   * Issues the access token of a code, in one statement: the token takes the code's client,
+   * person, scopes and `tokenVersion`, and is stored only if the code is not used up (a
+   * withdrawn consent uses its codes up) and has no token yet (one per code: a unique index).
+   * False when nothing was issued: the code was redeemed before, or used up.
+   */
+  async issueTokenOfCode(codeHash: string, tokenHash: string, now: number, expiresAt: number): Promise<boolean> {
+    const result: unknown = await this.#db.raw(
+      `insert into oidc_tokens (token_hash, code_hash, client_id, profile_id, scopes, token_version, created_at, expires_at)
+       select cast(? as text), code_hash, client_id, profile_id, scopes, token_version, cast(? as bigint), cast(? as bigint)
+       from oidc_codes where code_hash = ? and used_at is null
+       on conflict (code_hash) do nothing
+       returning token_hash`,
+      [tokenHash, now, expiresAt, codeHash],
+    );
+    // SQLite's driver answers the rows; PostgreSQL's a result holding them.
+    const rows = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
+    return rows.length === 1;
   }
 
   async findToken(tokenHash: string): Promise<TokenRecord | null> {

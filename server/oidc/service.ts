@@ -14,9 +14,13 @@ import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
 import { revoke } from './revoke.ts';
 import { token, type TokenAnswer } from './token.ts';
-import { userinfo } from './userinfo.ts';
+import { userinfo, USERINFO_TABLES } from './userinfo.ts';
+import { KeptReadings } from './kept.ts';
 
 export type { Outcome } from './provider.ts';
+
+/** The tables `SessionService.authenticate` reads a session from (its row, its parent's, the profile, the roles). */
+const SESSION_TABLES = ['sessions', 'profiles', 'group_members'] as const;
 export type { TokenAnswer } from './token.ts';
 
 /**
@@ -27,14 +31,27 @@ export type { TokenAnswer } from './token.ts';
  */
 export class OidcService {
   readonly keys: KeyStore;
+  /**
+   * The browser sessions the authorization endpoint has checked, by the access token's hash,
+   * each kept for up to a second and never past the token's expiry (`KeptReadings`). Watched:
+   * the tables `SessionService.authenticate` reads (the session's row and its parent's, the
+   * profile, the roles), so a logout, a logout of every device, a reset or a block made through
+   * this process drops them at once; another process's, within the second.
+   */
+  readonly sessions: KeptReadings<Viewer | null>;
   readonly #p: Provider;
   readonly #csrfKey: string;
 
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now), issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
+    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now),
+      userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
+      consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents']), now),
+      people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
+      issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
+    this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);
   }
 
   get issuer(): string {

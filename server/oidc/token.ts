@@ -4,7 +4,7 @@ import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../share
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './errors.ts';
-import { checkOnce, consentCovers, stillHolds, type Provider } from './provider.ts';
+import { checkOnce, consentCovers, personWithClaims, stillHolds, type Provider } from './provider.ts';
 import type { CodeRecord } from './repository.ts';
 
 export interface TokenAnswer {
@@ -34,7 +34,7 @@ export async function token(p: Provider, form: Record<string, unknown>): Promise
   checkVerifier(field('code_verifier'), code.codeChallenge);
   checkRedirectUri(field('redirect_uri'), code);
   const { profile, claims } = await checkStillHonoured(p, code, consentedScopes);
-  const accessToken = await consumeCode(p, code, profile, now);
+  const accessToken = await consumeCode(p, code, now);
   return {
     access_token: accessToken,
     id_token: await idToken(p, client, code, { sub: profile.id, ...claims }, accessToken, now),
@@ -92,41 +92,27 @@ function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): vo
 /**
  * checkStillHonoured: since the code was issued, its person may have been blocked, deleted or
  * merged, reset their password or signed out everywhere (`stillHolds`: `canHoldSession` with the
- * code's `tokenVersion`), or withdrawn their consent to some of its scopes.
+ * code's `tokenVersion`; the person as read at most a second ago, `personWithClaims`), or
+ * withdrawn their consent to some of its scopes.
  */
 async function checkStillHonoured(p: Provider, code: CodeRecord, consentedScopes: OidcScope[] | null): Promise<{ profile: SignInProfile; claims: PersonClaims }> {
   // The person's standing and the claims the ID token releases, from one reading of the profile.
-  const person = await p.accounts.profileWithClaims(code.profileId, code.scopes);
+  const person = await personWithClaims(p, code.profileId, code.scopes);
   if (!person || !stillHolds(person.profile, code.tokenVersion)) throw invalidCode();
   if (!consentCovers(consentedScopes, code.scopes)) throw invalidCode();
   return person;
 }
 
 /**
- * consumeCode: uses the code up with one conditional UPDATE and stores the access token issued
- * from it, in one transaction: a second redemption either fails to consume, or comes after the
- * token exists and revokes it. A code presented twice gets `invalid_grant`, and every token
- * issued from it is revoked. Returns the new access token.
+ * consumeCode: issues the access token of the code in one statement, which a second
+ * redemption of the same code conflicts with (one token per code), and which a code used up
+ * (its consent withdrawn) does not pass. A code presented twice gets `invalid_grant`, is marked
+ * used, and every token issued from it is revoked. Returns the new access token.
  */
-async function consumeCode(p: Provider, code: CodeRecord, profile: SignInProfile, now: number): Promise<string> {
+async function consumeCode(p: Provider, code: CodeRecord, now: number): Promise<string> {
   const accessToken = randomToken();
-  const consumed = await p.repo.transaction(async (repo) => {
-    if (!(await repo.consumeCode(code.codeHash, now))) return false;
-    await repo.insertToken(
-      {
-        tokenHash: hashSecret(accessToken),
-        codeHash: code.codeHash,
-        clientId: code.clientId,
-        profileId: profile.id,
-        scopes: code.scopes,
-        tokenVersion: profile.tokenVersion,
-        expiresAt: now + OIDC_TOKEN_SECONDS * 1000,
-      },
-      now,
-    );
-    return true;
-  });
-  if (!consumed) {
+  if (!(await p.repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000))) {
+    await p.repo.consumeCode(code.codeHash, now);
     await p.repo.revokeTokensOfCode(code.codeHash, now);
     throw invalidCode();
   }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as client from 'openid-client';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +181,28 @@ describe('the spec\'s sign-in error messages, word for word', () => {
     expect(second.status).toBe(400);
     expect(await second.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid or expired authorization code' });
     expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${access_token}` } })).status).toBe(401);
+  });
+
+  it('invalid_grant for all but one of redemptions sent at once, and a token issued meanwhile is revoked', async () => {
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, person);
+    const code = new URL(page.location ?? '').searchParams.get('code') ?? '';
+    const redeem = async () => {
+      const res = await fetch(`${server.url}/oidc/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: request.verifier }),
+      });
+      return { status: res.status, body: (await res.json()) as { access_token?: string; error?: string } };
+    };
+    const answers = await Promise.all([redeem(), redeem(), redeem(), redeem()]);
+    const issued = answers.filter((a) => a.status === 200);
+    expect(issued.length).toBeLessThanOrEqual(1);
+    expect(answers.filter((a) => a.status === 400).every((a) => a.body.error === 'invalid_grant')).toBe(true);
+    expect(issued.length + answers.filter((a) => a.status === 400).length).toBe(4);
+    for (const { body } of issued) {
+      expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${body.access_token}` } })).status).toBe(401);
+    }
+    expect(await server.service.db('oidc_tokens').where({ code_hash: createHash('sha256').update(code).digest('hex') }).count({ n: '*' })).toEqual([{ n: issued.length }]);
   });
 
   it('invalid_grant: Invalid code_verifier', async () => {

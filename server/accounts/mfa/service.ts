@@ -323,8 +323,10 @@ export class MfaService extends AccountsBase {
   /** `POST /mfa/setup/totp/init`: a new secret, kept (sealed) until a code from it is verified. */
   async totpInit(viewer: Viewer): Promise<TotpInitResult> {
     const profile = await this.#profile(viewer.profileId);
-    // Replacing an authenticator app turns the old one off: that needs a recent proof too.
-    if ((await this.methodsOf(profile.id)).includes('totp')) await this.#requireFresh(viewer);
+    // Adding a factor needs a recent proof, as removing one does: otherwise whoever holds an old,
+    // stolen session could add their own authenticator app (and get the recovery codes) and keep
+    // the account. Replacing an app turns the old one off, which needs it anyway.
+    await this.#requireFresh(viewer);
     const secret = newTotpSecret();
     await this.#m.mfa.setTotpPending(profile.id, this.#m.box.seal(secret, profile.id), this.now());
     const label = (await this.#emailOf(profile).catch(() => null)) ?? profile.id;
@@ -358,6 +360,7 @@ export class MfaService extends AccountsBase {
     const profile = await this.#profile(viewer.profileId);
     await this.#emailOf(profile);
     if ((await this.methodsOf(profile.id)).includes('emailOtp')) return { emailOtpEnabled: true };
+    await this.#requireFresh(viewer);
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.email.enabled', 'Codes by email were turned on for signing in', (mfa) => mfa.setEmail(profile.id, this.now(), this.now()));
     return { emailOtpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
@@ -452,7 +455,7 @@ export class MfaService extends AccountsBase {
     const now = this.now();
     const last = Math.max(viewer.authTime, (await this.#m.mfa.reauthAt(viewer.sessionId)) ?? 0);
     if (now - last <= REAUTH_SECONDS * 1000) return;
-    throw new AppError('ForbiddenError', 'Please confirm it is you: send your password (or a code) to POST /mfa/reauthenticate, then try again.', {
+    throw new AppError('ForbiddenError', 'Please confirm it is you: sign out and sign in again, or send your password (or a code) to POST /mfa/reauthenticate; then try again.', {
       reauthenticate: '/mfa/reauthenticate',
     });
   }

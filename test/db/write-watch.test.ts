@@ -1,0 +1,88 @@
+/**
+ * `watchWrites`: what a process-local cache asks before it keeps or uses an answer (UserInfo's
+ * kept answers, issue 16). Runs on SQLite, and on PostgreSQL in the suite's PostgreSQL run,
+ * where a read on another connection can see the state before an open transaction's write.
+ */
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateToLatest, watchWrites, type Db } from '../../db/knex.ts';
+import { dropTestDatabase, openTestDatabase } from '../helpers/database.ts';
+import { tempDir } from '../helpers/server.ts';
+
+let dir: string;
+let db: Db;
+beforeAll(async () => {
+  dir = await tempDir();
+  db = await openTestDatabase(dir);
+  await migrateToLatest(db);
+});
+afterAll(async () => {
+  await db.destroy();
+  await dropTestDatabase(dir);
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('watchWrites', () => {
+  it('moves on for a write to a watched table, in or out of a transaction, and is unsettled until its transaction ends', async () => {
+    const watch = watchWrites(db, ['rate_limits']);
+    expect(watchWrites(db, ['rate_limits'])).toBe(watch);
+    const start = watch.generation();
+    await db('rate_limits').select('key');
+    await db('install_secrets').select('name');
+    expect(watch.generation()).toBe(start);
+
+    await db('rate_limits').insert({ key: 'watch:one', points: 1, expire: null });
+    const afterInsert = watch.generation();
+    expect(afterInsert).toBeGreaterThan(start);
+    expect(watch.settled()).toBe(true);
+
+    let inside: { generation: number; settled: boolean } | undefined;
+    await db.transaction(async (trx) => {
+      await trx('rate_limits').where({ key: 'watch:one' }).update({ points: 2 });
+      inside = { generation: watch.generation(), settled: watch.settled() };
+    });
+    expect(inside?.generation).toBeGreaterThan(afterInsert);
+    expect(inside?.settled).toBe(false);
+    // Ended (committed, its connection back in the pool): settled, and moved on once more.
+    expect(watch.settled()).toBe(true);
+    expect(watch.generation()).toBeGreaterThan(inside?.generation ?? 0);
+
+    await expect(
+      db.transaction(async (trx) => {
+        await trx.raw('delete from rate_limits where key = ?', ['watch:one']);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(watch.settled()).toBe(true);
+  });
+
+  it('does not move for writes to other tables', async () => {
+    const watch = watchWrites(db, ['oidc_tokens']);
+    const start = watch.generation();
+    await db('rate_limits').insert({ key: 'watch:two', points: 1, expire: null });
+    await db('rate_limits').where({ key: 'watch:two' }).delete();
+    expect(watch.generation()).toBe(start);
+    expect(watch.settled()).toBe(true);
+  });
+
+  it('ignores plain inserts into the tables asked, but not their updates, deletes or upserts', async () => {
+    const watch = watchWrites(db, ['rate_limits', 'install_secrets'], { insertsIgnored: ['rate_limits'] });
+    const start = watch.generation();
+    await db('rate_limits').insert({ key: 'watch:three', points: 1, expire: null });
+    await db.raw('insert into rate_limits (key, points, expire) values (?, ?, null)', ['watch:four', 1]);
+    expect(watch.generation()).toBe(start);
+    await db('rate_limits').insert({ key: 'watch:three', points: 5, expire: null }).onConflict('key').merge({ points: 5 });
+    const afterUpsert = watch.generation();
+    expect(afterUpsert).toBeGreaterThan(start);
+    await db('rate_limits').where({ key: 'watch:four' }).update({ points: 2 });
+    expect(watch.generation()).toBeGreaterThan(afterUpsert);
+    const beforeDelete = watch.generation();
+    await db('rate_limits').whereIn('key', ['watch:three', 'watch:four']).delete();
+    expect(watch.generation()).toBeGreaterThan(beforeDelete);
+    // An insert into a watched table whose inserts count.
+    const beforeSecret = watch.generation();
+    await db('install_secrets').insert({ name: 'watch-test', value: 'x', created_at: 0 });
+    expect(watch.generation()).toBeGreaterThan(beforeSecret);
+    await db('install_secrets').where({ name: 'watch-test' }).delete();
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * The GETs of literal paths are dispatched without Express's router (`directDispatch` in
+ * mount.ts, issue 16): the same request to the same route with a trailing slash still goes
+ * through the router. Both must answer alike: the same status, headers and body, and a log line.
+ */
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { directDispatch } from '../../server/http/mount.ts';
+import { routes } from '../../server/http/routes.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn } from '../helpers/users.ts';
+
+let server: TestServer;
+let cookie: string;
+beforeAll(async () => {
+  server = await startServer();
+  const user = await createActiveUser(server);
+  const { client } = await loggedIn(server, user.email);
+  cookie = [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+});
+afterAll(async () => {
+  await server.close();
+});
+
+/** What may differ between two answers to the same request: the time and the request id (and an error body's ETag, as the body holds the id). */
+const VARYING = new Set(['date', 'x-request-id']);
+
+async function answer(path: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
+  const body = await res.text();
+  const id = res.headers.get('x-request-id');
+  const kept = [...res.headers].filter(([name]) => !VARYING.has(name) && !(name === 'etag' && id && body.includes(id)));
+  return { status: res.status, headers: Object.fromEntries(kept), body, id };
+}
+
+describe('a GET of a literal path', () => {
+  it.each([
+    ['/oidc/jwks', {}],
+    ['/.well-known/openid-configuration', {}],
+    ['/oidc/userinfo', {}],
+    ['/oidc/userinfo', { authorization: 'Bearer not-a-token' }],
+    ['/oidc/authorize?client_id=nobody&response_type=code', {}],
+    ['/tildeusername?fullname=Ada%20Lovelace', {}],
+    ['/tildeusername', {}],
+    ['/profiles', { cookie: 'x' }],
+    ['/health', {}],
+  ] as Array<[string, Record<string, string>]>)('%s answers as it does through the router', async (path, headers) => {
+    const [pathname, query] = path.split('?');
+    const slashed = `${pathname}/${query ? `?${query}` : ''}`;
+    const direct = await answer(path, headers);
+    const routed = await answer(slashed, headers);
+    expect(direct.status).toBe(routed.status);
+    expect(direct.headers).toEqual(routed.headers);
+    expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
+    // Each has its log line, with its own id and URL.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const [id, url] of [
+      [direct.id, path],
+      [routed.id, slashed],
+    ]) {
+      const line = server.logs.map((l) => JSON.parse(l) as { req?: { id?: string; url?: string }; res?: { statusCode?: number }; msg?: string }).find((l) => l.req?.id === id);
+      expect(line?.msg).toBe('request completed');
+      expect(line?.res?.statusCode).toBe(direct.status);
+      expect(line?.req?.url?.split('?')[0]).toBe(url?.split('?')[0]);
+    }
+  });
+
+  it('with a signed-in session, answers as the router does', async () => {
+    const direct = await answer('/profiles', { cookie });
+    const routed = await answer('/profiles/', { cookie });
+    expect(direct.status).toBe(200);
+    expect(direct.status).toBe(routed.status);
+    expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
+  });
+
+  it('refuses method overrides and answers a matching If-None-Match with 304, as before', async () => {
+    expect((await answer('/oidc/jwks', { 'x-http-method-override': 'DELETE' })).status).toBe(400);
+    const first = await answer('/oidc/jwks');
+    // As a browser revalidates (fetch would otherwise add `Cache-Control: no-cache`, which asks for the body).
+    const again = await answer('/oidc/jwks', { 'if-none-match': first.headers.etag ?? '', 'cache-control': 'max-age=0' });
+    expect(again.status).toBe(304);
+  });
+});
+
+describe('directDispatch', () => {
+  it('takes exactly the GETs of the literal paths no route taking every method covers, and runs their stack in order', async () => {
+    const app = express();
+    const seen: string[] = [];
+    const step =
+      (name: string): RequestHandler =>
+      (_req, _res, next) => {
+        seen.push(name);
+        next();
+      };
+    const direct = directDispatch(app, routes, {
+      before: [step('before')],
+      middlewareOf: () => [step('middleware')],
+      handlerOf: (route) => [(_req, res) => void res.end(`${route.method} ${route.path}`)],
+      notFound: (_req, res) => void res.end('none'),
+      onError: (_error, _req, res) => void res.end('error'),
+    });
+    const request = (method: string, url: string) => {
+      const ended: string[] = [];
+      const res = { setHeader: () => undefined, end: (body: string) => ended.push(body) } as unknown as Response;
+      const taken = direct({ method, url, headers: {} } as unknown as Request, res);
+      return { taken, ended };
+    };
+    for (const route of routes.filter((r) => r.method === 'get' && !/[:*]/.test(r.path))) {
+      seen.length = 0;
+      const { taken, ended } = request('GET', `${route.path}?a=1`);
+      expect(taken, route.path).toBe(true);
+      expect(ended).toEqual([`get ${route.path}`]);
+      expect(seen).toEqual(['before', 'middleware']);
+    }
+    for (const [method, url] of [
+      ['HEAD', '/oidc/jwks'],
+      ['POST', '/oidc/token'],
+      ['GET', '/oidc/jwks/'],
+      ['GET', '/OIDC/jwks'],
+      ['GET', '/pdf/abc'],
+      ['GET', '/trpc/accounts.tildeUsername'],
+      ['GET', '/nowhere'],
+    ] as const) {
+      expect(request(method, url).taken, `${method} ${url}`).toBe(false);
+    }
+  });
+});
