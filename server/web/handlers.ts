@@ -89,7 +89,7 @@ const METHOD_WORDS: Record<string, string> = {
  * 403 with `details.reauthenticate`): after "Confirm it is you" the page carries on with the one
  * named here (a fixed list: a form cannot make the page do anything else).
  */
-const AFTER_CONFIRM = ['totp-off', 'totp-setup', 'email-off', 'passkey-remove', 'passkey-add', 'recovery-codes'] as const;
+const AFTER_CONFIRM = ['totp-setup', 'totp-off', 'email-on', 'email-off', 'passkey-add', 'passkey-remove', 'recovery-codes'] as const;
 type AfterConfirm = (typeof AFTER_CONFIRM)[number];
 
 /** What each OpenID Connect scope lets an application see, in plain words. */
@@ -904,6 +904,12 @@ export function webHandlers(services: Services, config: Config) {
         await page.caller.accounts.mfa.totpDelete();
         redirect(res, `${PAGES_PREFIX}/security#two-step`, 'totp-off');
       }),
+    'email-on': (req, res, page) =>
+      change(req, res, page, 'email-on', '', async () => {
+        const { recoveryCodes } = await page.caller.accounts.mfa.emailSetup();
+        if (recoveryCodes) return recoveryCodesPage(req, res, page, recoveryCodes, 'Codes by email are on. These codes stand in for them if you cannot read your mail.');
+        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'email-on');
+      }),
     'email-off': (req, res, page) =>
       change(req, res, page, 'email-off', '', async () => {
         await page.caller.accounts.mfa.emailDelete();
@@ -954,15 +960,7 @@ export function webHandlers(services: Services, config: Config) {
     { post: true },
   );
   const webTotpOff = signedIn(async (req, res, page) => actions['totp-off'](req, res, page, ''), { post: true });
-  const webEmailOn = signedIn(
-    async (req, res, page) =>
-      change(req, res, page, null, '', async () => {
-        const { recoveryCodes } = await page.caller.accounts.mfa.emailSetup();
-        if (recoveryCodes) return recoveryCodesPage(req, res, page, recoveryCodes, 'Codes by email are on. These codes stand in for them if you cannot read your mail.');
-        redirect(res, `${PAGES_PREFIX}/security#two-step`, 'email-on');
-      }),
-    { post: true },
-  );
+  const webEmailOn = signedIn(async (req, res, page) => actions['email-on'](req, res, page, ''), { post: true });
   const webEmailOff = signedIn(async (req, res, page) => actions['email-off'](req, res, page, ''), { post: true });
   /** "Add a passkey": `/webauthn/passkey.js` ran the ceremony (`POST /mfa/setup/passkey/init`, the authenticator) and posts its answer with the name. */
   const webPasskeyAdd = signedIn(

@@ -194,7 +194,12 @@ describe('changes that need a recent proof', () => {
     const page = await context.newPage();
     await signIn(page, server, person.email, PASSWORD);
     const { secret } = await setUpTotp(page);
+    // Adding a factor later needs a recent proof too (a stolen old session cannot add its own).
+    clock.advance(LATER);
     await page.getByRole('button', { name: 'Turn on codes by email' }).click();
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await page.getByLabel('Your password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Confirm', exact: true }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Codes by email are on');
 
     // The preferred method is offered first at sign-in.
