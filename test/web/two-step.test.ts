@@ -12,7 +12,7 @@ import { launchBrowser } from '../helpers/browser.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { addAuthenticator, checkPage, codeInMail, newContext, signIn, totpCode } from './helpers.ts';
+import { addAuthenticator, checkPage, codeInMail, IPHONE, newContext, signIn, totpCode } from './helpers.ts';
 
 let server: TestServer;
 let browser: Browser;
@@ -148,7 +148,8 @@ describe('an authenticator app', () => {
 describe('codes by email', () => {
   it('are turned on, mailed at sign-in on "Send me a code", and five wrong codes lock the second step with the time it unlocks', async () => {
     const person = await createActiveUser(server, { fullname: 'Barbara Liskov' });
-    const context = await newContext(browser);
+    // On a phone: the pages fit a 390-pixel screen.
+    const context = await newContext(browser, { userAgent: IPHONE, phone: true });
     const page = await context.newPage();
     await signIn(page, server, person.email, PASSWORD);
     await page.goto(`${server.url}/account/security#two-step`);
@@ -157,6 +158,7 @@ describe('codes by email', () => {
     await page.getByRole('heading', { name: 'Save your recovery codes' }).waitFor();
     await page.getByRole('link', { name: /back to Password & security/ }).click();
     expect(await page.locator('#two-step').textContent()).toContain('On: signing in can mail a 6-digit code');
+    await checkPage(page, 'security-two-step-phone');
 
     await signOut(page);
     await passwordStep(page, person.email);
@@ -164,7 +166,7 @@ describe('codes by email', () => {
     expect(await page.getByLabel('A code sent to your email').isChecked()).toBe(true);
     await page.getByRole('button', { name: 'Send me a code by email' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('A code was sent to your email');
-    await checkPage(page, 'sign-in-second-step-email-sent');
+    await checkPage(page, 'sign-in-second-step-email-sent-phone');
     const code = await codeInMail(server, person.email);
     await page.getByLabel('Code', { exact: true }).fill(code);
     await page.getByRole('button', { name: 'Verify' }).click();
