@@ -19,6 +19,7 @@ import * as oneTokenPerCode from './20261124010000_one_token_per_code.ts';
 import * as createMfa from './20261124020000_create_mfa.ts';
 import * as createPasskeys from './20261124030000_create_passkeys.ts';
 import * as sessionDevices from './20261124040000_session_devices.ts';
+import * as profileLinks from './20261124060000_profile_links_are_web_addresses.ts';
 
 export interface Migration {
   name: string;
@@ -48,4 +49,5 @@ export const migrations: Migration[] = [
   { name: '20261124020000_create_mfa', ...createMfa },
   { name: '20261124030000_create_passkeys', ...createPasskeys },
   { name: '20261124040000_session_devices', ...sessionDevices },
+  { name: '20261124060000_profile_links_are_web_addresses', ...profileLinks },
 ];

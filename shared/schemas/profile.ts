@@ -21,6 +21,21 @@ export type ProfileState = z.infer<typeof ProfileState>;
 const Text = (max: number) => z.string().max(max);
 const LongText = NonEmptyString.max(300);
 
+/**
+ * Whether a profile's link may be put in an `href`: no scheme (`www.example.org`), or `http:` /
+ * `https:`. Browsers drop tabs, newlines and control characters inside a URL and ignore leading
+ * spaces, so they are dropped here too before the scheme is read (`java\nscript:` is
+ * `javascript:` to a browser).
+ */
+export function isWebLink(value: string): boolean {
+  const compact = value.replace(/[\u0000-\u0020\u007f]/g, '');
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(compact)?.[1]?.toLowerCase();
+  return scheme === undefined || scheme === 'http' || scheme === 'https';
+}
+const WEB_LINK_MESSAGE = 'must be a web address (http or https)';
+/** A profile's link (homepage, DBLP, Google Scholar, …): a web address, or empty. */
+const Link = Text(1000).refine(isWebLink, WEB_LINK_MESSAGE);
+
 export const Name = z.strictObject({
   preferred: z.boolean().optional(),
   first: Text(100).nullable().optional(),
@@ -79,14 +94,14 @@ export const ProfileContent = z.strictObject({
   isOver18: z.boolean().optional(),
   preferredEmail: Text(254).optional(),
   gender: Text(100).nullable().optional(),
-  homepage: Text(1000).optional(),
-  dblp: Text(1000).optional(),
-  gscholar: Text(1000).optional(),
-  wikipedia: Text(1000).optional(),
-  linkedin: Text(1000).optional(),
-  semanticScholar: Text(1000).optional(),
-  aclanthology: Text(1000).optional(),
-  orcid: Text(1000).optional(),
+  homepage: Link.optional(),
+  dblp: Link.optional(),
+  gscholar: Link.optional(),
+  wikipedia: Link.optional(),
+  linkedin: Link.optional(),
+  semanticScholar: Link.optional(),
+  aclanthology: Link.optional(),
+  orcid: Link.optional(),
   names: z.array(Name).optional(),
   pronouns: z.string().max(50).optional(),
   emails: z.array(Text(254)).optional(),
@@ -205,14 +220,14 @@ const multiValued = <T extends z.ZodType>(value: T, minValues = 0) =>
 export const MetaContent = z.strictObject({
   preferredEmail: singleValued(NonEmptyString).optional(),
   gender: singleValued(NonEmptyString).optional(),
-  homepage: singleValued(NonEmptyString).optional(),
-  dblp: singleValued(NonEmptyString).optional(),
-  gscholar: singleValued(NonEmptyString).optional(),
-  wikipedia: singleValued(NonEmptyString).optional(),
-  linkedin: singleValued(NonEmptyString).optional(),
-  aclanthology: singleValued(NonEmptyString).optional(),
-  orcid: singleValued(NonEmptyString).optional(),
-  semanticScholar: singleValued(NonEmptyString).optional(),
+  homepage: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
+  dblp: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
+  gscholar: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
+  wikipedia: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
+  linkedin: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
+  aclanthology: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
+  orcid: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
+  semanticScholar: singleValued(NonEmptyString.refine(isWebLink, WEB_LINK_MESSAGE)).optional(),
   pronouns: singleValued(NonEmptyString).optional(),
   yearOfBirth: singleValued(z.int()).optional(),
   dob: singleValued(z.int()).optional(),
