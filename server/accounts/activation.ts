@@ -13,7 +13,7 @@ import { addressKey, maskEmail } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin } from './viewer.ts';
 import { AccountsPart } from './part.ts';
-import { accountLimitKey } from './sessions.ts';
+import { accountLimitKey, deviceDetails } from './sessions.ts';
 import { hashSecret } from '../secrets.ts';
 import { smallestFreeNumber, splitUsername, tildeBase } from './tilde.ts';
 
@@ -72,7 +72,7 @@ export class ActivationService extends AccountsPart {
    * institution, otherwise `Active Automatic` with moderation off or `Needs Moderation` with it
    * on. One transaction: the token is used up only if everything else is written too.
    */
-  async activate(request: ActivateRequest): Promise<ActivationOutcome> {
+  async activate(request: ActivateRequest, origin: RequestOrigin): Promise<ActivationOutcome> {
     const content = request.content ?? {};
     if (!content.history?.length) {
       throw new AppError('MissingRequiredError', 'At least one history entry with an institution is required', {
@@ -104,7 +104,10 @@ export class ActivationService extends AccountsPart {
       if (state === 'Needs Moderation') {
         return { result: { user: { id: loginEmail, profile: await this.core.profiles.simplify(updated, repo) } }, loginEmail };
       }
-      const session = await this.core.sessions.issueSession(updated, { loginEmail, accessSeconds: 60 * 60 }, repo);
+      // The first session of the person: with its browser and address, and in the audit log as a
+      // sign-in, as every other sign-in is (the security page lists both).
+      const session = await this.core.sessions.issueSession(updated, { loginEmail, accessSeconds: 60 * 60, origin }, repo);
+      await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details: deviceDetails(origin) }, now);
       return { result: session.result, session, loginEmail };
     });
     if (!outcome.session) {

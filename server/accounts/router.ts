@@ -57,7 +57,7 @@ export const accountsRouter = router({
     .input(ActivateRequest)
     .output(ActivateResult)
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.services.activation.activate(input);
+      const outcome = await ctx.services.activation.activate(input, ctx.origin);
       if (outcome.session) ctx.cookies.set(outcome.session);
       return outcome.result;
     }),

@@ -223,3 +223,15 @@ describe('token lifetimes', () => {
     }
   });
 });
+
+describe('the session activation opens', () => {
+  it('keeps its browser and address, and is a sign-in in the audit log (the security page lists both)', async () => {
+    const { id, token } = await registerAndGetToken(server, { email: 'first-session@example.org', fullname: 'First Session' });
+    const res = await new Client(server.url).request('PUT', `/activate/${token}`, { content: { history: HISTORY } }, { 'User-Agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0' });
+    expect(res.status).toBe(200);
+    const [session] = await db()('sessions').where({ profile_id: id });
+    expect(session).toMatchObject({ user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0', address: '127.0.0.1' });
+    const signIns = await db()('audit_log').where({ target: id, action: 'sign-in' });
+    expect(signIns).toHaveLength(1);
+  });
+});
