@@ -204,6 +204,17 @@ export function webAuthnSettings(baseUrl: string, webUrl: string, rpIdSetting: s
   return { rpId, rpName: 'Peer Review', origins };
 }
 
+/**
+ * The service's address when `BASE_URL` is unset. A loopback install (the default `HOST`) is
+ * `http://localhost:PORT`, not its IP: browsers refuse passkeys on an IP address, and every
+ * mailed link and redirect follows this address, so a person who opened `127.0.0.1` would be
+ * sent to a host where their passkey cannot work. `localhost` reaches the same socket.
+ */
+export function defaultBaseUrl(host: string, port: number): string {
+  if (host === '127.0.0.1' || host === '::1' || host === 'localhost') return `http://localhost:${port}`;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /** Reads the configuration from environment variables; throws a readable error on a bad value. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = Env.safeParse(env);
@@ -212,7 +223,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
-  const baseUrl = e.BASE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`;
+  const baseUrl = e.BASE_URL ?? defaultBaseUrl(e.HOST, e.PORT);
   return {
     port: e.PORT,
     host: e.HOST,

@@ -3,6 +3,7 @@
  * when it stops accepting connections, lets requests in flight finish, and exits.
  */
 import { createServer } from 'node:http';
+import path from 'node:path';
 import { loadConfig } from './config.ts';
 import { answerClientErrors, createApp } from './http/app.ts';
 import { createLogger } from './logger.ts';
@@ -21,7 +22,11 @@ server.listen(config.port, config.host, () => {
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address);
   logger.info({ address: where, pages: config.webUrl, dataDir: config.dataDir, mail: config.smtpUrl ? 'smtp' : 'outbox' }, 'listening');
+  // What a person who just ran `npm start` needs, on the terminal at once (the JSON log is
+  // buffered): where to go, and where the mail is when it goes to the outbox.
   console.log(`Listening on ${where}`);
+  console.log(`Open ${config.baseUrl}/ in a browser (the account pages: ${config.webUrl})`);
+  if (!config.smtpUrl) console.log(`Mail is written to ${path.join(config.dataDir, 'outbox')}`);
 });
 
 let stopping = false;
