@@ -21,9 +21,10 @@ const SECRET_PREFIXES: readonly string[][] = [['activate'], ['activatable'], ['a
 /**
  * Query parameters whose names say they carry a secret (or a whole tRPC input, which may hold
  * one), matched whatever the letter case: `token`, `code`, `code_verifier`, `access_token`,
- * `id_token_hint`, `client_secret`, `password`, `interaction`, `input`…
+ * `id_token_hint`, `client_secret`, `password`, `interaction`, `input`…; and email addresses
+ * (`?email=` of the pages and of profile lookups), which are personal, not needed to debug.
  */
-const SECRET_QUERY = /token|code|verifier|pass|secret|key|hint|interaction|csrf|input|session|assertion|auth|otp|cookie|jwt|sig/i;
+const SECRET_QUERY = /token|code|verifier|pass|secret|key|hint|interaction|csrf|input|session|assertion|auth|otp|cookie|jwt|sig|email/i;
 const REDACTED = '[redacted]';
 
 /** A path segment as a route would see it: percent-decoded when it can be, lower case. */

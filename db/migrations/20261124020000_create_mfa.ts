@@ -10,7 +10,8 @@ import type { Knex } from 'knex';
  * - `mfa_pending`: sign-ins whose password was right and which wait for the second factor;
  *   the token's SHA-256 only, single-use, short-lived.
  * - `mfa_trusted_devices`: browsers that skip the second factor ("remember this device"), by
- *   the SHA-256 of their cookie.
+ *   the SHA-256 of their cookie, while the person's token version is the one they were
+ *   remembered under.
  * - `mfa_reauth`: when a session last proved its holder again (password or a fresh code).
  * - `mfa_sign_ins`: how each session's sign-in was proved (RFC 8176 `amr` values, a JSON
  *   array), for the ID tokens of the sign-in provider; found by the person and the sign-in time.
@@ -58,6 +59,9 @@ export async function up(db: Knex): Promise<void> {
     t.increments('id').primary();
     t.text('profile_id').notNullable().index();
     t.text('token_hash').notNullable().unique();
+    // The person's token version when the browser was remembered: a password reset or a logout
+    // of every device moves it on, and the browser has to pass the second factor again.
+    t.integer('token_version').notNullable();
     t.bigInteger('created_at').notNullable();
     t.bigInteger('expires_at').notNullable();
     t.bigInteger('last_used_at').nullable();

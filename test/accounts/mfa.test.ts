@@ -206,6 +206,21 @@ describe('TOTP', () => {
     expect((await browser.post('/login', { id: user.email, password: PASSWORD })).body.mfaPending).toBe(true);
   });
 
+  it('a logout of every device (and so a password reset) forgets the remembered browsers', async () => {
+    nextStep();
+    const browser = new Client(server.url);
+    const verified = await browser.post('/mfa/verify', { mfaPendingToken: await pendingLogin(browser, user.email), method: 'totp', code: codeAt(secret, clock.now()), rememberDevice: true });
+    expect(verified.status).toBe(200);
+    expect((await browser.post('/login', { id: user.email, password: PASSWORD })).body).toMatchObject({ token: expect.any(String) });
+    expect((await browser.post('/logout-all-devices')).status).toBe(200);
+    const after = await browser.post('/login', { id: user.email, password: PASSWORD });
+    expect(after.body.mfaPending).toBe(true);
+    nextStep();
+    const back = await browser.post('/mfa/verify', { mfaPendingToken: after.body.mfaPendingToken, method: 'totp', code: codeAt(secret, clock.now()) });
+    expect((await back).status).toBe(200);
+    expect((await browser.get('/mfa/status')).body.trustedDevicesCount).toBe(0);
+  });
+
   it('turning TOTP off needs a recent proof when the session is older than ten minutes', async () => {
     const { client } = await loggedInWithTotp(user.email, secret);
     clock.advance(11 * 60 * 1000);

@@ -86,6 +86,7 @@ describe('the log serializers', () => {
     expect(redactUrl('/user//Confirm/abc')).toBe('/user//Confirm/[redacted]');
     expect(redactUrl('/activatable')).toBe('/activatable');
     expect(redactUrl('/x?Access_Token=a&id=b')).toBe('/x?Access_Token=%5Bredacted%5D&id=b');
+    expect(redactUrl('/account/confirm?email=a%40b.org')).toBe('/account/confirm?email=%5Bredacted%5D');
   });
 
   it('log an error without what it carries of the request', () => {

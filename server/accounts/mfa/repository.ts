@@ -228,18 +228,24 @@ export class MfaRepository {
 
   // ---- remembered browsers ------------------------------------------------------------------------
 
-  async insertTrusted(profileId: string, tokenHash: string, now: number, expiresAt: number): Promise<void> {
-    await this.#db('mfa_trusted_devices').insert({ profile_id: profileId, token_hash: tokenHash, created_at: now, expires_at: expiresAt });
+  async insertTrusted(profileId: string, tokenVersion: number, tokenHash: string, now: number, expiresAt: number): Promise<void> {
+    await this.#db('mfa_trusted_devices').insert({ profile_id: profileId, token_version: tokenVersion, token_hash: tokenHash, created_at: now, expires_at: expiresAt });
   }
 
-  /** Whether the browser's cookie names a live remembered browser of this person (and notes its use). */
-  async useTrusted(profileId: string, tokenHash: string, now: number): Promise<boolean> {
-    const changed = await this.#db('mfa_trusted_devices').where({ profile_id: profileId, token_hash: tokenHash }).andWhere('expires_at', '>', now).update({ last_used_at: now });
+  /**
+   * Whether the browser's cookie names a live remembered browser of this person, remembered under
+   * their current token version (and notes its use).
+   */
+  async useTrusted(profileId: string, tokenVersion: number, tokenHash: string, now: number): Promise<boolean> {
+    const changed = await this.#db('mfa_trusted_devices')
+      .where({ profile_id: profileId, token_version: tokenVersion, token_hash: tokenHash })
+      .andWhere('expires_at', '>', now)
+      .update({ last_used_at: now });
     return changed === 1;
   }
 
-  async trustedCount(profileId: string, now: number): Promise<number> {
-    const row = await this.#db('mfa_trusted_devices').where({ profile_id: profileId }).andWhere('expires_at', '>', now).count({ n: '*' }).first();
+  async trustedCount(profileId: string, tokenVersion: number, now: number): Promise<number> {
+    const row = await this.#db('mfa_trusted_devices').where({ profile_id: profileId, token_version: tokenVersion }).andWhere('expires_at', '>', now).count({ n: '*' }).first();
     return Number(row?.n ?? 0);
   }
 

@@ -104,7 +104,7 @@ export class MfaService extends AccountsBase {
       methods,
       preferredMethod: await this.#preferred(id, methods),
       recoveryCodesRemaining: methods.length > 0 ? await this.#m.mfa.recoveryCodesRemaining(id) : 0,
-      trustedDevicesCount: methods.length > 0 ? await this.#m.mfa.trustedCount(id, this.now()) : 0,
+      trustedDevicesCount: methods.length > 0 ? await this.#m.mfa.trustedCount(id, viewer.tokenVersion, this.now()) : 0,
     };
   }
 
@@ -130,7 +130,7 @@ export class MfaService extends AccountsBase {
     const methods = await this.methodsOf(profile.id);
     const preferred = await this.#preferred(profile.id, methods);
     if (preferred === null) return null;
-    if (trustedDevice && (await this.#m.mfa.useTrusted(profile.id, hashSecret(trustedDevice), this.now()))) return null;
+    if (trustedDevice && (await this.#m.mfa.useTrusted(profile.id, profile.tokenVersion, hashSecret(trustedDevice), this.now()))) return null;
     return { methods, preferred };
   }
 
@@ -195,7 +195,7 @@ export class MfaService extends AccountsBase {
     await this.d.limits.refund('mfaAddress', addressKey(origin.address));
     if (!(await this.#m.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
     const session = await this.#open(profile, pending.loginEmail, pending.accessSeconds, proof, origin);
-    const trustedDevice = input.rememberDevice ? await this.rememberDevice(profile.id) : undefined;
+    const trustedDevice = input.rememberDevice ? await this.rememberDevice(profile) : undefined;
     return { session, proof, ...(trustedDevice ? { trustedDevice } : {}) };
   }
 
@@ -207,11 +207,14 @@ export class MfaService extends AccountsBase {
     return session;
   }
 
-  /** A new remembered browser of the person: the cookie's secret (only its hash is kept). */
-  async rememberDevice(profileId: string): Promise<TrustedDeviceCookie> {
+  /**
+   * A new remembered browser of the person: the cookie's secret (only its hash is kept). It holds
+   * until the person's token version moves on (a password reset, a logout of every device).
+   */
+  async rememberDevice(profile: Pick<ProfileRecord, 'id' | 'tokenVersion'>): Promise<TrustedDeviceCookie> {
     const token = randomToken();
     const now = this.now();
-    await this.#m.mfa.insertTrusted(profileId, hashSecret(token), now, now + TRUSTED_DEVICE_SECONDS * 1000);
+    await this.#m.mfa.insertTrusted(profile.id, profile.tokenVersion, hashSecret(token), now, now + TRUSTED_DEVICE_SECONDS * 1000);
     return { token, seconds: TRUSTED_DEVICE_SECONDS };
   }
 
