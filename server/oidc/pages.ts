@@ -78,6 +78,8 @@ export function secondStepPage(opts: {
     canMail: choices.some((c) => c.value === 'emailOtp'),
     passkey: opts.methods.includes('passkey'),
     error: opts.error,
+    // A refusal of a typed code is tied to the Code field (not a passkey's, which has none).
+    codeError: Boolean(opts.error) && opts.method !== 'passkey',
     stepNotice: opts.notice,
     requestId: opts.requestId,
   });

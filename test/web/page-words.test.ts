@@ -35,7 +35,11 @@ describe('the sign-in provider’s second step', () => {
     expect(checked(page(['passkey'], 'passkey'))).toEqual(['recovery']);
   });
 
-  it('shows its error with the request id', () => {
-    expect(page(['totp'], 'totp')).toMatch(/quote the request id <code>r1<\/code>/);
+  it('shows its error with the request id, tied to the Code field unless a passkey was refused', () => {
+    const html = page(['totp'], 'totp');
+    expect(html).toMatch(/quote the request id <code>r1<\/code>/);
+    expect(html).toMatch(/<input id="code"[^>]* aria-invalid="true" aria-describedby="step-error">/);
+    expect(html).toContain('id="step-error"');
+    expect(page(['passkey', 'totp'], 'passkey')).not.toContain('aria-invalid');
   });
 });
