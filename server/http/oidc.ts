@@ -6,6 +6,7 @@ import type { IssuedSession, Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import { consentPage, errorPage, loginPage, secondStepPage, STYLESHEET } from '../oidc/pages.ts';
 import { InvalidRequest, OAuthError } from '../oidc/errors.ts';
+import { requestIdOf } from '../web/render.ts';
 import type { Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
@@ -89,7 +90,7 @@ export function pageForm(req: Request, res: Response, next: NextFunction): void 
   parseForm(req, res, (error?: unknown) => {
     if (!error) return next();
     const refused = formError(error);
-    page(res, refused.status, errorPage(refused.message));
+    page(res, refused.status, errorPage(refused.message, requestIdOf(req)));
   });
 }
 
@@ -140,9 +141,9 @@ export function oidcHandlers(services: Services, config: Config) {
     });
   };
 
-  const answer = (res: Response, outcome: Outcome) => {
+  const answer = (req: Request, res: Response, outcome: Outcome) => {
     if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-    else page(res, outcome.status, errorPage(outcome.page));
+    else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
   };
   /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */
   const csrfFor = (res: Response, interactionId: string) => {
@@ -157,8 +158,8 @@ export function oidcHandlers(services: Services, config: Config) {
   /** A protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
   const safely = (handler: (req: Request, res: Response) => Promise<void>, onPage = false) => (req: Request, res: Response) => {
     handler(req, res).catch((error: unknown) => {
-      if (error instanceof OAuthError) page(res, 400, errorPage(error.message));
-      else if (error instanceof AppError && onPage) page(res, error.status, errorPage(error.message));
+      if (error instanceof OAuthError) page(res, 400, errorPage(error.message, requestIdOf(req)));
+      else if (error instanceof AppError && onPage) page(res, error.status, errorPage(error.message, requestIdOf(req)));
       else sendError(res, error);
     });
   };
@@ -186,7 +187,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
   const authorize = safely(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
-    answer(res, await oidc.authorize(params ?? {}, await keptViewerOf(req, res)));
+    answer(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req, res)));
   });
 
   // ---- the login page ----------------------------------------------------------------------------
@@ -195,7 +196,7 @@ export function oidcHandlers(services: Services, config: Config) {
     const { interaction, client } = await oidc.interaction(id);
     const csrf = csrfFor(res, interaction.id);
     // Signing in may send the browser straight on to the client (consent given before).
-    page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset` }), [
+    page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req) }), [
       interaction.params.redirectUri,
     ]);
   }, true);
@@ -212,14 +213,14 @@ export function oidcHandlers(services: Services, config: Config) {
       const viewer = await services.sessions.authenticate(session.accessToken);
       const outcome = await oidc.afterLogin(interaction.id, viewer);
       if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-      else page(res, outcome.status, errorPage(outcome.page));
+      else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
     };
     const loginAgain = (error: AppError, email = '') => {
-      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message, email });
+      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message, email });
       page(res, error.status, html, targets);
     };
     const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; notice?: string } = {}) => {
-      const html = secondStepPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, mfaPendingToken: pending.token, methods: pending.methods, method: pending.method, ...message });
+      const html = secondStepPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, mfaPendingToken: pending.token, methods: pending.methods, method: pending.method, requestId: requestIdOf(req), ...message });
       page(res, status, html, targets);
     };
 
@@ -277,11 +278,11 @@ export function oidcHandlers(services: Services, config: Config) {
       const viewer = await services.sessions.authenticate(session.accessToken);
       const outcome = await oidc.afterLogin(interaction.id, viewer);
       if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-      else page(res, outcome.status, errorPage(outcome.page));
+      else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       const csrf = csrfFor(res, interaction.id);
-      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, error: error.message });
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message });
       page(res, error.status, html, [interaction.params.redirectUri]);
     }
   }, true);

@@ -4,6 +4,7 @@
  * templates (`server/web/templates/oidc/`) inside the account pages' one layout and stylesheet,
  * rendered by the account pages' renderer, which escapes every value by construction. Every form
  * carries a CSRF token; the one script (`/webauthn/passkey.js`) only adds the passkey buttons.
+ * Every error these pages show comes with the request's id, to quote to support.
  */
 import { renderPage } from '../web/render.ts';
 
@@ -34,7 +35,7 @@ ul{padding-left:20px}
 a{color:#1f4fbf}
 `;
 
-export function loginPage(opts: { interactionId: string; csrf: string; clientName: string; resetUrl: string; error?: string; email?: string }): string {
+export function loginPage(opts: { interactionId: string; csrf: string; clientName: string; resetUrl: string; requestId: string; error?: string; email?: string }): string {
   return renderPage('oidc/login', { title: 'Sign in', ...opts, email: opts.email ?? '' });
 }
 
@@ -58,22 +59,29 @@ export function secondStepPage(opts: {
   mfaPendingToken: string;
   methods: string[];
   method: string;
+  requestId: string;
   error?: string;
   notice?: string;
 }): string {
   const choices = [...opts.methods.filter((m) => m in METHOD_WORDS), 'recovery'].map((m) => ({ value: m, label: METHOD_WORDS[m] ?? m }));
+  // One code method is always checked: the preferred one, or the first when that is the passkey
+  // (whose button comes first, as on the account pages' second step).
+  const method = choices.some((c) => c.value === opts.method) ? opts.method : (choices[0]?.value ?? 'recovery');
   return renderPage('oidc/second-step', {
     title: 'Confirm it is you',
     interactionId: opts.interactionId,
     csrf: opts.csrf,
     clientName: opts.clientName,
     mfaPendingToken: opts.mfaPendingToken,
-    method: opts.method,
+    method,
     choices,
     canMail: choices.some((c) => c.value === 'emailOtp'),
     passkey: opts.methods.includes('passkey'),
     error: opts.error,
+    // A refusal of a typed code is tied to the Code field (not a passkey's, which has none).
+    codeError: Boolean(opts.error) && opts.method !== 'passkey',
     stepNotice: opts.notice,
+    requestId: opts.requestId,
   });
 }
 
@@ -81,6 +89,7 @@ export function consentPage(opts: { interactionId: string; csrf: string; clientN
   return renderPage('oidc/consent', { title: `${opts.clientName} wants to sign you in`, ...opts, scopes: opts.scopes.map((s) => SCOPE_WORDS[s] ?? s) });
 }
 
-export function errorPage(message: string): string {
-  return renderPage('oidc/error', { title: 'Sign-in error', message });
+/** The error page, with the request id to quote (the same as the log line's and `X-Request-Id`). */
+export function errorPage(message: string, requestId: string): string {
+  return renderPage('oidc/error', { title: 'Sign-in error', message, requestId });
 }

@@ -28,7 +28,9 @@ import type { IssuedSession, RequestOrigin, Viewer } from '../accounts/viewer.ts
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { createHttpContext, httpCookies } from '../http/context.ts';
 import { TOTP_ISSUER, totpProvisioning } from '../accounts/mfa/totp.ts';
+import { TokensRepository } from '../accounts/repository/tokens.ts';
 import { toAppError } from '../errors.ts';
+import { hashSecret } from '../secrets.ts';
 import { createCaller } from '../router.ts';
 import type { Services } from '../services.ts';
 import { checkCsrf, csrfTokenFor } from './csrf.ts';
@@ -114,6 +116,17 @@ function when(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+/**
+ * Where a security event came from, for the table's "From" column: "Firefox on Linux
+ * (127.0.0.1)", "Unknown browser (127.0.0.1)" when the browser is not known, and "—" when
+ * nothing is (a factor changed by the service, which records no browser or address).
+ */
+export function eventFrom(event: { browser?: string | null; os?: string | null; address?: string | null }): string {
+  const device = [event.browser, event.os].filter(Boolean).join(' on ');
+  if (!event.address) return device || '—';
+  return `${device || 'Unknown browser'} (${event.address})`;
+}
+
 function eventWords(event: { action: string; actor: string }): string {
   switch (event.action) {
     case 'sign-in':
@@ -183,15 +196,23 @@ function needsConfirmation(error: unknown): boolean {
   return app.status === 403 && typeof app.details?.reauthenticate === 'string';
 }
 
-/** A second-step refusal as a person reads it: the lockout says until when, in the pages' own time format. */
-function secondStepErrors(req: Request, error: unknown): { status: number; errors: FieldError[] } {
-  const refusal = refusalOf(req, error, () => 'code');
+/**
+ * A second-step (or "Confirm it is you") refusal as a person reads it: a wrong code (or
+ * password) is tied to the field it was typed in, `field` (aria-invalid, and a link in the error
+ * summary), whether or not the service's error names a path: "Invalid verification code" names
+ * none. A refusal of the method itself, a passkey's (no field to type in), and the lockout (which
+ * says until when, in the pages' own time format) stay on the summary alone.
+ */
+function secondStepErrors(req: Request, error: unknown, field: string): { status: number; errors: FieldError[] } {
   const app = toAppError(error, undefined);
+  const refusal = refusalOf(req, error, (at) => (at === 'method' ? '' : field));
   const until = typeof app.details?.lockedUntil === 'string' ? Date.parse(app.details.lockedUntil) : Number.NaN;
   if (!Number.isNaN(until)) {
     return { status: refusal.status, errors: [{ field: '', message: `Account temporarily locked due to too many failed MFA attempts. You can try again after ${when(until)}.` }] };
   }
-  return refusal;
+  // Only a refusal of what was typed (400): not a 5xx, not "confirm again", not a rate limit.
+  if (field === '' || app.status !== 400) return { status: refusal.status, errors: refusal.errors.map((e) => ({ ...e, field: '' })) };
+  return { status: refusal.status, errors: refusal.errors.map((e) => (e.field === '' && typeof app.details?.path !== 'string' ? { ...e, field } : e)) };
 }
 
 /** A JSON text field of a form (a passkey's answer, which `/webauthn/passkey.js` fills), or '' when it is not JSON (the schema then refuses it). */
@@ -360,7 +381,7 @@ export function webHandlers(services: Services, config: Config) {
       kind,
       email,
       from: config.mailFrom,
-      what: kind === 'reset' ? 'a link to choose a new password (if an account has this address)' : 'a link and a 6-digit code to activate your account',
+      what: kind === 'reset' ? 'a link to choose a new password (if an account has this address)' : 'a link to activate your account',
       lifetime: days(kind === 'reset' ? config.resetTokenSeconds : config.activationTokenSeconds),
     });
   });
@@ -401,6 +422,8 @@ export function webHandlers(services: Services, config: Config) {
     errors?: FieldError[];
     pendingEmail?: string;
     otherUsername?: string;
+    /** The profile id the main name would get, when it was changed on the page and previewed. */
+    mainUsername?: string;
     notice?: string;
   }
   const activatePage = async (req: Request, res: Response, page: PageRequest, status: number, token: string, data: ActivatableResult, view: ActivateView) => {
@@ -414,7 +437,7 @@ export function webHandlers(services: Services, config: Config) {
       token,
       profileId: data.activatable.username,
       values: view.values,
-      usernames: { main: data.activatable.username, other: view.otherUsername },
+      usernames: { main: view.mainUsername ?? data.activatable.username, mainChanged: view.mainUsername !== undefined, other: view.otherUsername },
       emails,
       pendingEmail: view.pendingEmail,
       positions: data.prefixed_positions,
@@ -472,9 +495,15 @@ export function webHandlers(services: Services, config: Config) {
       try {
         switch (intent) {
           case 'preview': {
-            if (!hasOther) return await again(400, { errors: [{ field: 'other-first', message: 'Enter a first and a last name to see its profile id' }] });
-            const { username } = await page.caller.accounts.tildeUsername({ first: otherName.first, ...(otherName.middle ? { middle: otherName.middle } : {}), last: otherName.last });
-            return await again(200, { otherUsername: username });
+            // The main name's id as signed up, unless the name was changed here: then the next
+            // free id of the changed name, which activating gives it (`activation.ts`).
+            const signedUp = data.profile.content?.names?.[0];
+            const mainName = { first: values.first ?? '', middle: values.middle ?? '', last: values.last ?? '' };
+            const mainChanged = Boolean(mainName.first && mainName.last) && (mainName.first !== (signedUp?.first ?? '') || mainName.middle !== (signedUp?.middle ?? '') || mainName.last !== (signedUp?.last ?? ''));
+            if (!hasOther && !mainChanged) return await again(400, { errors: [{ field: 'other-first', message: 'Enter a first and a last name to see its profile id' }] });
+            const idOf = async (n: { first: string; middle: string; last: string }) =>
+              (await page.caller.accounts.tildeUsername({ first: n.first, ...(n.middle ? { middle: n.middle } : {}), last: n.last })).username;
+            return await again(200, { ...(mainChanged ? { mainUsername: await idOf(mainName) } : {}), ...(hasOther ? { otherUsername: await idOf(otherName) } : {}) });
           }
           case 'add-email': {
             const { alternate } = await page.caller.accounts.confirmEmail({ alternate: values.alternate ?? '', activationToken: token });
@@ -548,7 +577,20 @@ export function webHandlers(services: Services, config: Config) {
   // ---- confirm an email ------------------------------------------------------------------------
   const confirmPage = (req: Request, res: Response, page: PageRequest, status: number, token: string, values: Record<string, string>, errors?: FieldError[], resendTo?: string) =>
     sendPage(res, status, 'confirm', { ...frame(req, page, 'Confirm an email', { errors }), token, values, resendTo });
-  const webConfirmForm = handle(async (req, res, page) => confirmPage(req, res, page, 200, query(req, 'token'), { email: query(req, 'email') }));
+  /**
+   * The page a confirmation mail's link opens (`/confirm?token=`): the address is filled in from
+   * the link's token (a live email-confirmation token names it; the service checks it again on
+   * posting), so only the code is left to type.
+   */
+  const addressOfLink = async (token: string): Promise<string> => {
+    if (!token) return '';
+    const record = await new TokensRepository(services.db).findLive('email', hashSecret(token), Date.now());
+    return record?.email ?? '';
+  };
+  const webConfirmForm = handle(async (req, res, page) => {
+    const token = query(req, 'token');
+    confirmPage(req, res, page, 200, token, { email: query(req, 'email') || (await addressOfLink(token)) });
+  });
   const webConfirm = handle(
     async (req, res, page) => {
       const token = field(req, 'token');
@@ -561,6 +603,9 @@ export function webHandlers(services: Services, config: Config) {
         await page.caller.accounts.activateLink({ email: values.email, token: values.code, ...(token ? { activationToken: token } : {}) });
       } catch (error) {
         const refusal = refusalOf(req, error, (at) => (at === 'token' ? 'code' : at));
+        // The service's "Token is not valid" (a wrong, used or expired code: the API's words, which
+        // its clients match) in the page's words; a code of the wrong shape keeps its own message.
+        refusal.errors = refusal.errors.map((e) => (e.field === 'code' && e.message === 'Token is not valid' ? { ...e, message: 'That code is wrong or has expired' } : e));
         // A code that no longer works: a signed-in person gets a new one in one click.
         const resendTo = page.viewer && refusal.errors.some((e) => e.field === 'code') && values.email ? values.email : undefined;
         confirmPage(req, res, page, refusal.status, token, values, refusal.errors, resendTo);
@@ -706,7 +751,7 @@ export function webHandlers(services: Services, config: Config) {
       const code = method === 'passkey' ? jsonField(req, 'code') : field(req, 'code');
       await page.caller.accounts.mfa.verify({ mfaPendingToken: token, method, code: code as string, rememberDevice });
     } catch (error) {
-      const refusal = secondStepErrors(req, error);
+      const refusal = secondStepErrors(req, error, method === 'passkey' || field(req, 'step') === 'send-email' ? '' : 'code');
       secondStepPage(req, res, page, refusal.status, step, { errors: refusal.errors });
       return;
     }
@@ -797,6 +842,7 @@ export function webHandlers(services: Services, config: Config) {
         methodWords: (m: string) => METHOD_WORDS[m] ?? m,
         when,
         eventWords,
+        eventFrom,
         scopeWords: (scope: string) => SCOPE_WORDS[scope] ?? scope,
       },
       { passkeys: true },
@@ -1001,10 +1047,10 @@ export function webHandlers(services: Services, config: Config) {
         const method = field(req, 'method');
         await page.caller.accounts.mfa.reauthenticate(method === '' || method === 'password' ? { password: field(req, 'password') } : { method: method as 'totp', code: field(req, 'code') });
       } catch (error) {
-        const refusal = secondStepErrors(req, error);
+        const method = field(req, 'method');
+        const refusal = secondStepErrors(req, error, field(req, 'step') === 'send-email' ? '' : method === '' || method === 'password' ? 'password' : 'code');
         if (refusal.status >= 500) throw error;
-        const fieldOf = field(req, 'method') === '' || field(req, 'method') === 'password' ? 'password' : 'code';
-        return identityPage(req, res, page, refusal.status, then, credentialId, { errors: refusal.errors.map((e) => (e.field ? { ...e, field: fieldOf } : e)) });
+        return identityPage(req, res, page, refusal.status, then, credentialId, { errors: refusal.errors });
       }
       await actions[then](req, res, page, credentialId);
     },

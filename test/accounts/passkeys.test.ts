@@ -18,6 +18,7 @@ import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { admin } from '../oidc/helpers.ts';
+import { checkPage } from '../web/helpers.ts';
 
 /** What `/webauthn/browser.js` defines in the page (the tests' type check has no DOM library). */
 type PageGlobals = { SimpleWebAuthnBrowser: typeof SimpleWebAuthnBrowser };
@@ -523,6 +524,8 @@ describe('passkeys on our pages', () => {
     expect(await page.getByRole('button', { name: 'Sign in with a passkey' }).isVisible()).toBe(true);
     expect(await violationsOf(page.url())).toEqual([]);
     expect(await violationsOf(`${server.url}/mfa/webauthn-auth?pendingToken=abc&callbackPort=8765`)).toEqual([]);
+    // And against WCAG 2.1 A and AA, as every page: its screenshot goes to docs/screenshots.
+    await checkPage(page, 'passkey-python-client');
     await context.close();
   });
 

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { checkPage } from '../web/helpers.ts';
 import { admin } from './helpers.ts';
 
 let server: TestServer;
@@ -104,11 +105,26 @@ describe('signing in to an application in a real browser', () => {
     await page.getByLabel('Password').fill('Not-The-Password-1');
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toBe('Invalid username or password');
+    // With the request id to quote, as every error of the account pages.
+    expect(await page.locator('.request-id').textContent()).toMatch(/quote the request id \S+/);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('button', { name: 'Deny' }).click();
     await page.waitForURL((url) => url.toString().startsWith(callback));
     expect(new URL(page.url()).searchParams.get('error')).toBe('access_denied');
+    await context.close();
+  });
+
+  it('shows an error it cannot send back to the application on its own page, with the request id of its X-Request-Id', async () => {
+    const context = await browser.newContext({ bypassCSP: true });
+    const page = await context.newPage();
+    const answer = await page.goto(`${server.url}/oidc/authorize?client_id=nobody&redirect_uri=${encodeURIComponent(callback)}&response_type=code&scope=openid`);
+    expect(answer?.status()).toBe(400);
+    await page.getByRole('heading', { name: 'Sign-in error' }).waitFor();
+    const requestId = answer?.headers()['x-request-id'];
+    expect(requestId).toBeTruthy();
+    expect(await page.locator('.request-id').textContent()).toContain(requestId);
+    await checkPage(page, 'oidc-error');
     await context.close();
   });
 });

@@ -186,6 +186,9 @@ describe('resetting the password from the mail', () => {
     clock.advance(2 * 60 * 60 * 1000);
     await page.goto(old);
     await page.getByRole('heading', { name: 'This link no longer works' }).waitFor();
+    expect(await page.locator('main').textContent()).toMatch(/password-reset link has expired/);
+    expect(await page.locator('main').textContent()).toMatch(/request id/);
+    await checkPage(page, 'reset-link-expired');
     await page.getByRole('button', { name: 'Send me a new link' }).click();
     await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
     await expect.poll(async () => linkInMail(server, person.email, '/account/user/password')).not.toBe(old);

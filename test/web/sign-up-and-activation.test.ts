@@ -46,6 +46,9 @@ describe('signing up and activating in a real browser', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
     expect(await page.locator('main').textContent()).toContain('rosalind@example.org');
+    // It promises what a guest can use: the link (the mail's code has no page of its own).
+    expect(await page.locator('main').textContent()).toContain('Open the link');
+    expect(await page.locator('main').textContent()).not.toMatch(/code/);
     await checkPage(page, 'check-your-mail');
 
     // "Send it again" sends a second mail, which voids the first link.
@@ -63,8 +66,14 @@ describe('signing up and activating in a real browser', () => {
     await page.locator('#other-first').fill('Rosalind');
     await page.locator('#other-middle').fill('Elsie');
     await page.locator('#other-last').fill('Franklin');
-    await page.getByRole('button', { name: 'Show the profile id for this name' }).click();
+    await page.getByRole('button', { name: 'Show the profile ids for these names' }).click();
     await expect.poll(() => page.locator('main').textContent()).toContain('~Rosalind_Elsie_Franklin1');
+    expect(await page.locator('main').textContent()).toContain('Profile id for the name you signed up with: ~Rosalind_Franklin1');
+    // A changed main name: its own next free id, then back to the name signed up with.
+    await page.locator('#first').fill('Rosalinda');
+    await page.getByRole('button', { name: 'Show the profile ids for these names' }).click();
+    await expect.poll(() => page.locator('main').textContent()).toContain('Profile id for this name: ~Rosalinda_Franklin1');
+    await page.locator('#first').fill('Rosalind');
 
     // An extra email, confirmed with the code mailed to it, on the same page.
     await page.getByLabel('Add another email').fill('rf@kings.example.org');
@@ -84,7 +93,8 @@ describe('signing up and activating in a real browser', () => {
     await page.getByLabel('Institution', { exact: true }).fill("King's College London");
     await page.getByLabel('Institution domain').fill('kcl.ac.uk');
     await page.getByLabel('Since (year)').fill('1951');
-    await page.getByRole('button', { name: 'Activate my profile' }).click();
+    // Enter in a field activates (the form's default button), not "Show the profile ids".
+    await page.getByLabel('Since (year)').press('Enter');
 
     await page.getByRole('heading', { name: 'Password & security' }).waitFor();
     expect(await page.getByRole('status').textContent()).toContain('Your profile is active and you are signed in');
@@ -104,10 +114,12 @@ describe('signing up and activating in a real browser', () => {
     const confirmLink = await linkInMail(server, 'franklin@birkbeck.example.org', '/account/confirm');
     const confirmCode = await codeInMail(server, 'franklin@birkbeck.example.org');
     await page.goto(confirmLink);
-    await page.getByLabel('Email').fill('franklin@birkbeck.example.org');
+    // The address comes filled in from the link.
+    expect(await page.getByLabel('Email').inputValue()).toBe('franklin@birkbeck.example.org');
     await page.getByLabel('Code').fill('000000' === confirmCode ? '111111' : '000000');
     await page.getByRole('button', { name: 'Confirm', exact: true }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Token is not valid');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('That code is wrong or has expired');
+    expect(await page.getByLabel('Code').getAttribute('aria-invalid')).toBe('true');
     await checkPage(page, 'confirm-email-error');
     await page.getByLabel('Code').fill(confirmCode);
     await page.getByRole('button', { name: 'Confirm', exact: true }).click();
@@ -160,6 +172,38 @@ describe('signing up and activating in a real browser', () => {
     await page.goto(fresh);
     await page.getByRole('heading', { name: 'Complete your profile' }).waitFor();
     expect((await lastMailTo(server.dataDir, 'dorothy@example.org')).subject).toBe('Signup confirmation');
+    await context.close();
+  });
+
+  it('with moderation on, says the profile waits; a link that belongs to nothing says there is nothing to activate', async () => {
+    await server.service.services.activation.setModeration(true);
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.url}/account/signup`);
+      await page.getByLabel('Full name').fill('Lise Meitner');
+      await page.getByLabel('Email').fill('lise@example.org');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Create account' }).click();
+      await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+      await page.goto(await linkInMail(server, 'lise@example.org', '/account/profile/activate'));
+      await page.getByLabel('Position').fill('Professor');
+      await page.getByLabel('Institution', { exact: true }).fill('Kaiser Wilhelm Institute');
+      await page.getByLabel('Institution domain').fill('kwi.example.org');
+      await page.getByLabel('Since (year)').fill('1912');
+      await page.getByRole('button', { name: 'Activate my profile' }).click();
+      await page.getByRole('heading', { name: 'Your profile is waiting for moderation' }).waitFor();
+      await checkPage(page, 'activate-waiting-for-moderation');
+    } finally {
+      await server.service.services.activation.setModeration(false);
+    }
+
+    await page.goto(`${server.url}/account/profile/activate?token=not-a-token`);
+    await page.getByRole('heading', { name: 'This link no longer works' }).waitFor();
+    await page.getByRole('button', { name: 'Send me a new link' }).click();
+    await page.getByRole('heading', { name: 'There is nothing to activate' }).waitFor();
+    expect(await page.locator('main').textContent()).toMatch(/request id/);
+    await checkPage(page, 'activate-nothing-to-activate');
     await context.close();
   });
 });

@@ -118,6 +118,9 @@ describe('an authenticator app', () => {
     await page.getByLabel('Code', { exact: true }).fill(code === '000000' ? '111111' : '000000');
     await page.getByRole('button', { name: 'Verify' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('request id');
+    // The wrong code is tied to its field: marked invalid, and linked from the summary.
+    expect(await page.getByLabel('Code', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#error-summary a[href="#code"]').textContent()).toContain('Invalid verification code');
     await checkPage(page, 'sign-in-second-step-error');
     await page.getByLabel('Code', { exact: true }).fill(code);
     await page.getByLabel('Remember this device for 30 days').check();
@@ -241,7 +244,15 @@ describe('changes that need a recent proof', () => {
     await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
     await page.getByLabel('A code from your authenticator app').check();
     nextStep();
-    await page.getByLabel('Code', { exact: true }).fill(totpCode(secret, clock.now()));
+    const appCode = totpCode(secret, clock.now());
+    await page.getByLabel('Code', { exact: true }).fill(appCode === '000000' ? '111111' : '000000');
+    await page.getByRole('button', { name: 'Confirm with the code' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Invalid verification code');
+    expect(await page.getByLabel('Code', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#error-summary a[href="#code"]').count()).toBe(1);
+    expect(await page.getByLabel('Your password').getAttribute('aria-invalid')).toBeNull();
+    await page.getByLabel('A code from your authenticator app').check();
+    await page.getByLabel('Code', { exact: true }).fill(appCode);
     await page.getByRole('button', { name: 'Confirm with the code' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('The authenticator app was removed');
     expect(await page.locator('#two-step').textContent()).toContain('Set up an authenticator app');
