@@ -65,6 +65,17 @@ export class EmailService extends AccountsPart {
     return viewer.profileId;
   }
 
+  /**
+   * The address a confirmation mail's link is for, while its token is live (the page the link
+   * opens fills it in, so only the code is left to type); empty otherwise. It reveals nothing the
+   * link's holder did not get in the same mail.
+   */
+  async addressOfLink(token: string): Promise<string> {
+    if (!token) return '';
+    const record = await this.d.repo.tokens.findLive('email', hashSecret(token), this.now());
+    return record?.email ?? '';
+  }
+
   /** `POST /user/confirm[/{activationToken}]`: mails a confirmation code to `alternate`. */
   async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null, refreshToken?: string): Promise<{ alternate: string }> {
     const profileId = await this.#asker(request.activationToken, viewer, refreshToken);

@@ -28,9 +28,7 @@ import type { IssuedSession, RequestOrigin, Viewer } from '../accounts/viewer.ts
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { createHttpContext, httpCookies } from '../http/context.ts';
 import { TOTP_ISSUER, totpProvisioning } from '../accounts/mfa/totp.ts';
-import { TokensRepository } from '../accounts/repository/tokens.ts';
 import { toAppError } from '../errors.ts';
-import { hashSecret } from '../secrets.ts';
 import { createCaller } from '../router.ts';
 import type { Services } from '../services.ts';
 import { checkCsrf, csrfTokenFor } from './csrf.ts';
@@ -582,14 +580,9 @@ export function webHandlers(services: Services, config: Config) {
    * the link's token (a live email-confirmation token names it; the service checks it again on
    * posting), so only the code is left to type.
    */
-  const addressOfLink = async (token: string): Promise<string> => {
-    if (!token) return '';
-    const record = await new TokensRepository(services.db).findLive('email', hashSecret(token), Date.now());
-    return record?.email ?? '';
-  };
   const webConfirmForm = handle(async (req, res, page) => {
     const token = query(req, 'token');
-    confirmPage(req, res, page, 200, token, { email: query(req, 'email') || (await addressOfLink(token)) });
+    confirmPage(req, res, page, 200, token, { email: query(req, 'email') || (await services.emails.addressOfLink(token)) });
   });
   const webConfirm = handle(
     async (req, res, page) => {
