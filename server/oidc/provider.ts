@@ -20,6 +20,8 @@ export interface Provider {
   consents: KeptReadings<OidcScope[] | null>;
   /** A person's standing and claims (`AccountsForSignIn.profileWithClaims`), by `profileId scopes`, kept for up to a second. */
   people: KeptReadings<{ profile: SignInProfile; claims: PersonClaims } | null>;
+  /** How a sign-in was proved (`AccountsForSignIn.signInProof`, for `amr`/`acr`), by `profileId authTime`, kept for up to a second. */
+  proofs: KeptReadings<{ amr: string[]; acr: string } | null>;
   /** The provider's issuer: the service's base URL. */
   issuer: string;
   /** Where the login and consent pages are (the web frontend's base URL). */
@@ -71,6 +73,11 @@ export function findConsent(p: Pick<Provider, 'repo' | 'consents'>, profileId: s
  */
 export function personWithClaims(p: Pick<Provider, 'accounts' | 'people'>, profileId: string, scopes: readonly OidcScope[]) {
   return p.people.get(`${profileId} ${scopes.join(' ')}`, async () => ({ value: await p.accounts.profileWithClaims(profileId, scopes) }));
+}
+
+/** How the sign-in of `authTime` was proved, as read at most a second ago (written once, when the session opened). */
+export function signInProof(p: Pick<Provider, 'accounts' | 'proofs'>, profileId: string, authTime: number) {
+  return p.proofs.get(`${profileId} ${authTime}`, async () => ({ value: await p.accounts.signInProof(profileId, authTime) }));
 }
 
 /** Whether a person's consent to a client (null: none) covers every one of `scopes`. */

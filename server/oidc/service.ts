@@ -49,6 +49,7 @@ export class OidcService {
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
       consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents']), now),
       people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
+      proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now),
       issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
     this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);

@@ -4,7 +4,7 @@ import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../share
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './errors.ts';
-import { checkOnce, consentCovers, personWithClaims, stillHolds, type Provider } from './provider.ts';
+import { checkOnce, consentCovers, personWithClaims, signInProof, stillHolds, type Provider } from './provider.ts';
 import type { CodeRecord } from './repository.ts';
 
 export interface TokenAnswer {
@@ -123,7 +123,7 @@ async function consumeCode(p: Provider, code: CodeRecord, now: number): Promise<
 async function idToken(p: Provider, client: OidcClient, code: CodeRecord, claims: { sub: string } & PersonClaims, accessToken: string, now: number): Promise<string> {
   const { kid, key } = await p.keys.signer();
   // How the sign-in was proved (RFC 8176 `amr`, and `acr`), when accounts know it.
-  const proof = await p.accounts.signInProof(code.profileId, code.authTime);
+  const proof = await signInProof(p, code.profileId, code.authTime);
   return new SignJWT({
     ...claims,
     auth_time: Math.floor(code.authTime / 1000),
