@@ -152,7 +152,7 @@ export class FileRows {
    */
   async row11(): Promise<Row[]> {
     const { ours, tus, oursPeak, tusPeak, oursRest, tusRest } = await this.#sequential();
-    const growth = (peak: number, rest: number) => `peak; at rest ${Math.round(rest / MB)} MB, +${Math.round((peak - rest) / MB)} MB`;
+    const growth = (peak: number, rest: number) => `peak; at rest ${Math.round(rest / MB)} MB, ${peak >= rest ? '+' : '−'}${Math.abs(Math.round((peak - rest) / MB))} MB`;
     const ratio = oursPeak / tusPeak;
     return [
       ratioRow({
