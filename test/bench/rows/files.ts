@@ -123,6 +123,7 @@ export class FileRows {
           }
         }),
       );
+      settleDisk();
       return result;
     })();
     return this.#sequentialRuns;
