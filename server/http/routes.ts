@@ -252,6 +252,15 @@ const SERVICE_DOCS = {
 } satisfies Record<string, OperationDoc>;
 
 /** Every route of the service. The API document lists the documented ones in this order. */
+/** A page of the account pages (`server/web/`): a GET with no body. */
+const accountPage = (path: string, handler: keyof Handlers): HandlerRoute => ({ kind: 'page', method: 'get', path, body: 'none', handler });
+/**
+ * A form of the account pages: a URL-encoded POST. Exempt from the same-origin rule (which
+ * refuses form bodies) because every such handler checks the browser's CSRF token instead
+ * (`server/web/csrf.ts`, through `handle(…, {post: true})`).
+ */
+const accountForm = (path: string, handler: keyof Handlers): HandlerRoute => ({ kind: 'page', method: 'post', path, body: 'form', sameOrigin: false, handler });
+
 export const routes: Route[] = [
   // ---- procedures: JSON in, JSON out --------------------------------------------------------------
   // sign-up and activation (503: the human-verification service did not answer)
@@ -380,45 +389,45 @@ export const routes: Route[] = [
   { kind: 'allow', method: 'options', path: '/oidc/pages.css' },
   // ---- the account pages (`server/web/`): WEB_URL's default. Forms carry CSRF tokens bound to the
   // browser (`server/web/csrf.ts`) instead of the same-origin rule, which refuses form bodies ----
-  { kind: 'page', method: 'get', path: '/', body: 'none', handler: 'webRoot' },
-  { kind: 'page', method: 'get', path: '/account', body: 'none', handler: 'webHome' },
-  { kind: 'page', method: 'get', path: '/account/pages.css', body: 'none', handler: 'webStylesheet' },
-  { kind: 'page', method: 'get', path: '/account/signup', body: 'none', handler: 'webSignupForm' },
-  { kind: 'page', method: 'post', path: '/account/signup', body: 'form', sameOrigin: false, handler: 'webSignup' },
-  { kind: 'page', method: 'get', path: '/account/check-mail', body: 'none', handler: 'webCheckMail' },
-  { kind: 'page', method: 'post', path: '/account/check-mail/resend', body: 'form', sameOrigin: false, handler: 'webResendMail' },
-  { kind: 'page', method: 'get', path: '/account/profile/activate', body: 'none', handler: 'webActivateForm' },
-  { kind: 'page', method: 'post', path: '/account/profile/activate', body: 'form', sameOrigin: false, handler: 'webActivate' },
-  { kind: 'page', method: 'post', path: '/account/profile/activate/resend', body: 'form', sameOrigin: false, handler: 'webActivateResend' },
-  { kind: 'page', method: 'get', path: '/account/confirm', body: 'none', handler: 'webConfirmForm' },
-  { kind: 'page', method: 'post', path: '/account/confirm', body: 'form', sameOrigin: false, handler: 'webConfirm' },
-  { kind: 'page', method: 'get', path: '/account/reset', body: 'none', handler: 'webResetRequestForm' },
-  { kind: 'page', method: 'post', path: '/account/reset', body: 'form', sameOrigin: false, handler: 'webResetRequest' },
-  { kind: 'page', method: 'get', path: '/account/user/password', body: 'none', handler: 'webResetForm' },
-  { kind: 'page', method: 'post', path: '/account/user/password', body: 'form', sameOrigin: false, handler: 'webReset' },
-  { kind: 'page', method: 'post', path: '/account/user/password/resend', body: 'form', sameOrigin: false, handler: 'webResetResend' },
-  { kind: 'page', method: 'get', path: '/account/login', body: 'none', handler: 'webLoginForm' },
-  { kind: 'page', method: 'post', path: '/account/login', body: 'form', sameOrigin: false, handler: 'webLogin' },
-  { kind: 'page', method: 'post', path: '/account/login/passkey', body: 'form', sameOrigin: false, handler: 'webLoginPasskey' },
-  { kind: 'page', method: 'post', path: '/account/logout', body: 'form', sameOrigin: false, handler: 'webLogout' },
-  { kind: 'page', method: 'get', path: '/account/security', body: 'none', handler: 'webSecurity' },
-  { kind: 'page', method: 'post', path: '/account/security/password', body: 'form', sameOrigin: false, handler: 'webChangePassword' },
-  { kind: 'page', method: 'post', path: '/account/security/emails', body: 'form', sameOrigin: false, handler: 'webAddEmail' },
-  { kind: 'page', method: 'post', path: '/account/security/sessions/end', body: 'form', sameOrigin: false, handler: 'webEndSession' },
-  { kind: 'page', method: 'post', path: '/account/security/sessions/end-others', body: 'form', sameOrigin: false, handler: 'webEndOtherSessions' },
-  { kind: 'page', method: 'post', path: '/account/security/applications/revoke', body: 'form', sameOrigin: false, handler: 'webRevokeApplication' },
-  { kind: 'page', method: 'get', path: '/account/security/confirm', body: 'none', handler: 'webConfirmIdentityForm' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/preferred', body: 'form', sameOrigin: false, handler: 'webMfaPreferred' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/totp/setup', body: 'form', sameOrigin: false, handler: 'webTotpSetup' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/totp/verify', body: 'form', sameOrigin: false, handler: 'webTotpVerify' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/totp/off', body: 'form', sameOrigin: false, handler: 'webTotpOff' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/email/on', body: 'form', sameOrigin: false, handler: 'webEmailOn' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/email/off', body: 'form', sameOrigin: false, handler: 'webEmailOff' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/passkeys/add', body: 'form', sameOrigin: false, handler: 'webPasskeyAdd' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/passkeys/remove', body: 'form', sameOrigin: false, handler: 'webPasskeyRemove' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/recovery-codes', body: 'form', sameOrigin: false, handler: 'webRecoveryCodes' },
-  { kind: 'page', method: 'post', path: '/account/security/mfa/trusted-devices/forget', body: 'form', sameOrigin: false, handler: 'webForgetDevices' },
-  { kind: 'page', method: 'post', path: '/account/security/confirm', body: 'form', sameOrigin: false, handler: 'webConfirmIdentity' },
+  accountPage('/', 'webRoot'),
+  accountPage('/account', 'webHome'),
+  accountPage('/account/pages.css', 'webStylesheet'),
+  accountPage('/account/signup', 'webSignupForm'),
+  accountForm('/account/signup', 'webSignup'),
+  accountPage('/account/check-mail', 'webCheckMail'),
+  accountForm('/account/check-mail/resend', 'webResendMail'),
+  accountPage('/account/profile/activate', 'webActivateForm'),
+  accountForm('/account/profile/activate', 'webActivate'),
+  accountForm('/account/profile/activate/resend', 'webActivateResend'),
+  accountPage('/account/confirm', 'webConfirmForm'),
+  accountForm('/account/confirm', 'webConfirm'),
+  accountPage('/account/reset', 'webResetRequestForm'),
+  accountForm('/account/reset', 'webResetRequest'),
+  accountPage('/account/user/password', 'webResetForm'),
+  accountForm('/account/user/password', 'webReset'),
+  accountForm('/account/user/password/resend', 'webResetResend'),
+  accountPage('/account/login', 'webLoginForm'),
+  accountForm('/account/login', 'webLogin'),
+  accountForm('/account/login/passkey', 'webLoginPasskey'),
+  accountForm('/account/logout', 'webLogout'),
+  accountPage('/account/security', 'webSecurity'),
+  accountForm('/account/security/password', 'webChangePassword'),
+  accountForm('/account/security/emails', 'webAddEmail'),
+  accountForm('/account/security/sessions/end', 'webEndSession'),
+  accountForm('/account/security/sessions/end-others', 'webEndOtherSessions'),
+  accountForm('/account/security/applications/revoke', 'webRevokeApplication'),
+  accountPage('/account/security/confirm', 'webConfirmIdentityForm'),
+  accountForm('/account/security/mfa/preferred', 'webMfaPreferred'),
+  accountForm('/account/security/mfa/totp/setup', 'webTotpSetup'),
+  accountForm('/account/security/mfa/totp/verify', 'webTotpVerify'),
+  accountForm('/account/security/mfa/totp/off', 'webTotpOff'),
+  accountForm('/account/security/mfa/email/on', 'webEmailOn'),
+  accountForm('/account/security/mfa/email/off', 'webEmailOff'),
+  accountForm('/account/security/mfa/passkeys/add', 'webPasskeyAdd'),
+  accountForm('/account/security/mfa/passkeys/remove', 'webPasskeyRemove'),
+  accountForm('/account/security/mfa/recovery-codes', 'webRecoveryCodes'),
+  accountForm('/account/security/mfa/trusted-devices/forget', 'webForgetDevices'),
+  accountForm('/account/security/confirm', 'webConfirmIdentity'),
   // ---- passkeys in our pages: the browser library, our script, the Python client's passkey step --
   { kind: 'page', method: 'get', path: '/webauthn/browser.js', handler: 'webauthnBrowserScript' },
   { kind: 'page', method: 'get', path: '/webauthn/passkey.js', handler: 'passkeyScript' },
