@@ -17,7 +17,7 @@ import { createClient } from '../../client/index.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { admin } from '../oidc/helpers.ts';
+import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 import { checkPage } from '../web/helpers.ts';
 
 /** What `/webauthn/browser.js` defines in the page (the tests' type check has no DOM library). */
@@ -36,9 +36,8 @@ beforeAll(async () => {
   app = createServer((_req, res) => res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>'));
   await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
   callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
-  await admin(server, 'oidc-client', 'add', '--id', 'passkey-app', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
-  await admin(server, 'oidc-client', 'approve', 'passkey-app');
-  rp = await oidcClient.discovery(new URL(server.url), 'passkey-app', undefined, oidcClient.None(), { execute: [oidcClient.allowInsecureRequests] });
+  await registerClient(server, 'passkey-app', { name: 'Paper Finder', redirect: callback });
+  rp = await relyingParty(server, 'passkey-app');
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -46,21 +45,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-/** An authorization request with PKCE, state and nonce. */
-async function authorizationRequest() {
-  const verifier = oidcClient.randomPKCECodeVerifier();
-  const state = oidcClient.randomState();
-  const nonce = oidcClient.randomNonce();
-  const url = oidcClient.buildAuthorizationUrl(rp, {
-    redirect_uri: callback,
-    scope: 'openid profile email',
-    code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-  });
-  return { url, verifier, state, nonce };
-}
+/** An authorization request with PKCE, state and nonce, to this file's client. */
+const signInRequest = () => authorizationRequest(rp, { redirect_uri: callback });
 
 interface Device {
   context: BrowserContext;
@@ -379,7 +365,7 @@ describe('passkeys on our pages', () => {
     await enrol(d, person, 'Laptop');
     // Signed out: the provider shows its login page.
     await d.context.clearCookies();
-    const request = await authorizationRequest();
+    const request = await signInRequest();
     await d.page.goto(request.url.toString());
     await expect.poll(() => d.page.title()).toBe('Sign in');
     await d.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
@@ -401,7 +387,7 @@ describe('passkeys on our pages', () => {
     const d = await device();
     await enrol(d, person, 'Laptop');
     await d.context.clearCookies();
-    const request = await authorizationRequest();
+    const request = await signInRequest();
     await d.page.goto(request.url.toString());
     await d.page.getByLabel('Email').fill(person.email);
     await d.page.getByLabel('Password').fill(PASSWORD);
@@ -425,7 +411,7 @@ describe('passkeys on our pages', () => {
     const d = await device({ backedUp: true });
     await enrol(d, person, 'Synced');
     await d.context.clearCookies();
-    const request = await authorizationRequest();
+    const request = await signInRequest();
     await d.page.goto(request.url.toString());
     await d.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await d.page.getByRole('button', { name: 'Allow' }).click();
@@ -443,7 +429,7 @@ describe('passkeys on our pages', () => {
   it('says so on the login page when the browser has no passkey for the site, and the password form stays', async () => {
     // The authenticator has no passkey for this site: the browser finds none, the page says so.
     const d = await device();
-    const request = await authorizationRequest();
+    const request = await signInRequest();
     await d.page.goto(request.url.toString());
     await d.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await expect.poll(() => d.page.getByRole('alert').textContent(), { timeout: 20_000 }).toBe('The passkey request was cancelled or timed out. Try again.');
@@ -454,7 +440,7 @@ describe('passkeys on our pages', () => {
   it('keeps the passkey button out of a login page without JavaScript', async () => {
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
-    await page.goto((await authorizationRequest()).url.toString());
+    await page.goto((await signInRequest()).url.toString());
     await expect.poll(() => page.title()).toBe('Sign in');
     expect(await page.getByRole('button', { name: 'Sign in with a passkey' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Sign in', exact: true }).count()).toBe(1);
@@ -520,7 +506,7 @@ describe('passkeys on our pages', () => {
         return (await axe.run()).violations.map((v) => v.id);
       });
     };
-    await page.goto((await authorizationRequest()).url.toString());
+    await page.goto((await signInRequest()).url.toString());
     expect(await page.getByRole('button', { name: 'Sign in with a passkey' }).isVisible()).toBe(true);
     expect(await violationsOf(page.url())).toEqual([]);
     expect(await violationsOf(`${server.url}/mfa/webauthn-auth?pendingToken=abc&callbackPort=8765`)).toEqual([]);

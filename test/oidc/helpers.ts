@@ -16,8 +16,8 @@ export async function admin(server: TestServer, ...args: string[]): Promise<stri
 export const REDIRECT = 'http://127.0.0.1:9/callback';
 
 /** Registers and approves a client through the admin command line. */
-export async function registerClient(server: TestServer, id: string, opts: { scopes?: string; approve?: boolean; redirect?: string } = {}) {
-  await admin(server, 'oidc-client', 'add', '--id', id, '--name', `App ${id}`, '--redirect-uri', opts.redirect ?? REDIRECT, '--scopes', opts.scopes ?? 'openid profile email');
+export async function registerClient(server: TestServer, id: string, opts: { scopes?: string; approve?: boolean; redirect?: string; name?: string } = {}) {
+  await admin(server, 'oidc-client', 'add', '--id', id, '--name', opts.name ?? `App ${id}`, '--redirect-uri', opts.redirect ?? REDIRECT, '--scopes', opts.scopes ?? 'openid profile email');
   if (opts.approve !== false) await admin(server, 'oidc-client', 'approve', id);
 }
 

@@ -15,7 +15,7 @@ import { TestClock } from '../helpers/clock.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
-import { admin, authorizationRequest, registerClient, relyingParty, UserAgent } from './helpers.ts';
+import { authorizationRequest, registerClient, relyingParty, UserAgent } from './helpers.ts';
 
 let server: TestServer;
 const clock = new TestClock();
@@ -127,8 +127,7 @@ describe('in a real browser', () => {
     app = createServer((_req, res) => res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>'));
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
     callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
-    await admin(server, 'oidc-client', 'add', '--id', 'mfa-browser-app', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
-    await admin(server, 'oidc-client', 'approve', 'mfa-browser-app');
+    await registerClient(server, 'mfa-browser-app', { name: 'Paper Finder', redirect: callback });
     browserRp = await relyingParty(server, 'mfa-browser-app');
     browser = await launchBrowser();
   }, 60_000);
@@ -137,21 +136,7 @@ describe('in a real browser', () => {
     await new Promise<void>((resolve) => app.close(() => resolve()));
   });
 
-  async function start(extra: Record<string, string> = {}) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(browserRp, {
-      redirect_uri: callback,
-      scope: 'openid profile email',
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-      nonce,
-      ...extra,
-    });
-    return { url, verifier, state, nonce };
-  }
+  const start = (extra: Record<string, string> = {}) => authorizationRequest(browserRp, { redirect_uri: callback, ...extra });
 
   it('an emailed code, "remember this device", and the next sign-in on that browser asks for the password only', async () => {
     const person = await createActiveUser(server);

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { admin } from '../oidc/helpers.ts';
+import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 import { addAuthenticator, checkPage, IPHONE, linkInMail, newContext, totpCode } from './helpers.ts';
 
 const EMAIL = 'katherine@example.org';
@@ -36,8 +36,7 @@ beforeAll(async () => {
   app = createServer((_req, res) => res.end('<!doctype html><html lang="en"><title>Paper Finder</title><p>Back in Paper Finder.</p></html>'));
   await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
   callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
-  await admin(server, 'oidc-client', 'add', '--id', 'paper-finder', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
-  await admin(server, 'oidc-client', 'approve', 'paper-finder');
+  await registerClient(server, 'paper-finder', { name: 'Paper Finder', redirect: callback });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -148,17 +147,8 @@ describe('a new person, from signing up to revoking an application', () => {
 
     // 6. Sign in to an application through our provider (its sign-in page asks for the second
     //    step too), then revoke it on the security page.
-    const rp = await client.discovery(new URL(server.url), 'paper-finder', undefined, client.None(), { execute: [client.allowInsecureRequests] });
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const url = client.buildAuthorizationUrl(rp, {
-      redirect_uri: callback,
-      scope: 'openid profile email',
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-      prompt: 'login',
-    });
+    const rp = await relyingParty(server, 'paper-finder');
+    const { url, verifier, state, nonce } = await authorizationRequest(rp, { redirect_uri: callback, prompt: 'login' });
     await page.goto(url.toString());
     await page.getByRole('heading', { name: 'Sign in to continue to Paper Finder' }).waitFor();
     await checkPage(page, 'oidc-sign-in');
@@ -175,7 +165,7 @@ describe('a new person, from signing up to revoking an application', () => {
     await checkPage(page, 'oidc-consent');
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((u) => u.toString().startsWith(callback));
-    const tokens = await client.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier, expectedState: state });
+    const tokens = await client.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
     expect(tokens.claims()?.amr).toEqual(expect.arrayContaining(['pwd', 'otp', 'mfa']));
 
     await page.goto(`${server.url}/account/security?section=applications`);

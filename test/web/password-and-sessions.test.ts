@@ -6,7 +6,6 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as client from 'openid-client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.ts';
@@ -14,7 +13,7 @@ import { TestClock } from '../helpers/clock.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { admin } from '../oidc/helpers.ts';
+import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 import { checkPage, IPHONE, linkInMail, newContext, signIn } from './helpers.ts';
 
 let server: TestServer;
@@ -279,17 +278,8 @@ describe('password & security', () => {
 
   it('lists an application signed into through our provider, with its scopes, and revokes it', async () => {
     const callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
-    await admin(server, 'oidc-client', 'add', '--id', 'paper-finder', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
-    await admin(server, 'oidc-client', 'approve', 'paper-finder');
-    const rp = await client.discovery(new URL(server.url), 'paper-finder', undefined, client.None(), { execute: [client.allowInsecureRequests] });
-    const verifier = client.randomPKCECodeVerifier();
-    const url = client.buildAuthorizationUrl(rp, {
-      redirect_uri: callback,
-      scope: 'openid profile email',
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state: client.randomState(),
-    });
+    await registerClient(server, 'paper-finder', { name: 'Paper Finder', redirect: callback });
+    const { url } = await authorizationRequest(await relyingParty(server, 'paper-finder'), { redirect_uri: callback });
     // Signed in on the pages, so signed in for the provider: straight to its consent page.
     await page.goto(url.toString());
     await page.getByRole('button', { name: 'Allow' }).click();
