@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import { MfaVerifyInput, parseOrThrow, PasskeyLoginInput } from '../../shared/index.ts';
+import { MfaVerifyInput, parseOrThrow } from '../../shared/index.ts';
+import { jsonFieldValue, passkeyFormInput } from '../web/passkey-forms.ts';
 import type { IssuedSession, Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import { consentPage, errorPage, loginPage, secondStepPage, STYLESHEET } from '../oidc/pages.ts';
@@ -92,28 +93,6 @@ export function pageForm(req: Request, res: Response, next: NextFunction): void 
     const refused = formError(error);
     page(res, refused.status, errorPage(refused.message, requestIdOf(req)));
   });
-}
-
-/** The passkey assertion of the second step's passkey form, read from its JSON text (what cannot be read: the schema refuses it). */
-function passkeyCode(text: string | undefined): unknown {
-  try {
-    return JSON.parse(text ?? '') as unknown;
-  } catch {
-    return '';
-  }
-}
-
-/** The passkey form's fields as `POST /login/passkey`'s input: `response` is the assertion's JSON. */
-function passkeyFormInput(challengeId: string | undefined, response: string | undefined) {
-  let answer: unknown;
-  try {
-    answer = JSON.parse(response ?? '');
-  } catch {
-    throw new AppError('ValidationError', 'The passkey answer could not be read');
-  }
-  const input = PasskeyLoginInput.safeParse({ challengeId, response: answer });
-  if (!input.success) throw new AppError('ValidationError', 'The passkey answer could not be read');
-  return { challengeId: input.data.challengeId, response: input.data.response };
 }
 
 /**
@@ -237,7 +216,7 @@ export function oidcHandlers(services: Services, config: Config) {
           return;
         }
         // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
-        const code = method === 'passkey' ? passkeyCode(field(req, 'code')) : (field(req, 'code') ?? '');
+        const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : (field(req, 'code') ?? '');
         const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' });
         const outcome = await services.mfa.verify(input, context.origin);
         if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);

@@ -17,7 +17,6 @@ import {
   ACCESS_TOKEN_COOKIE,
   AppError,
   MfaFactorMethod,
-  PasskeyLoginInput,
   REFRESH_TOKEN_COOKIE,
   TRUSTED_DEVICE_COOKIE,
   type ActivatableResult,
@@ -33,6 +32,7 @@ import { createCaller } from '../router.ts';
 import type { Services } from '../services.ts';
 import { checkCsrf, csrfTokenFor } from './csrf.ts';
 import { refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from './render.ts';
+import { jsonFieldValue, passkeyFormInput } from './passkey-forms.ts';
 import { PAGES_STYLESHEET } from './style.ts';
 
 type Caller = ReturnType<typeof createCaller>;
@@ -211,15 +211,6 @@ function secondStepErrors(req: Request, error: unknown, field: string): { status
   // Only a refusal of what was typed (400): not a 5xx, not "confirm again", not a rate limit.
   if (field === '' || app.status !== 400) return { status: refusal.status, errors: refusal.errors.map((e) => ({ ...e, field: '' })) };
   return { status: refusal.status, errors: refusal.errors.map((e) => (e.field === '' && typeof app.details?.path !== 'string' ? { ...e, field } : e)) };
-}
-
-/** A JSON text field of a form (a passkey's answer, which `/webauthn/passkey.js` fills), or '' when it is not JSON (the schema then refuses it). */
-function jsonField(req: Request, name: string): unknown {
-  try {
-    return JSON.parse(field(req, name)) as unknown;
-  } catch {
-    return '';
-  }
 }
 
 /** Where to go after signing in: a page of ours only (never another site: no open redirect). */
@@ -741,7 +732,7 @@ export function webHandlers(services: Services, config: Config) {
         secondStepPage(req, res, page, 200, { ...step, method: 'emailOtp' }, { sent: true });
         return;
       }
-      const code = method === 'passkey' ? jsonField(req, 'code') : field(req, 'code');
+      const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : field(req, 'code');
       await page.caller.accounts.mfa.verify({ mfaPendingToken: token, method, code: code as string, rememberDevice });
     } catch (error) {
       const refusal = secondStepErrors(req, error, method === 'passkey' || field(req, 'step') === 'send-email' ? '' : 'code');
@@ -788,9 +779,8 @@ export function webHandlers(services: Services, config: Config) {
     async (req, res, page) => {
       const next = field(req, 'next');
       try {
-        const input = PasskeyLoginInput.safeParse({ challengeId: field(req, 'challengeId'), response: jsonField(req, 'response') });
-        if (!input.success) throw new AppError('ValidationError', 'The passkey answer could not be read. Please try again.');
-        const { session } = await services.passkeySignIn.signIn(input.data, originOf(req));
+        const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
+        const { session } = await services.passkeySignIn.signIn(input, originOf(req));
         useSession(req, res, session);
       } catch (error) {
         const refusal = refusalOf(req, error, () => '');
@@ -1006,7 +996,7 @@ export function webHandlers(services: Services, config: Config) {
     async (req, res, page) =>
       change(req, res, page, 'passkey-add', '', async () => {
         const name = field(req, 'name').trim();
-        const { recoveryCodes } = await page.caller.accounts.mfa.passkeyVerify({ response: jsonField(req, 'response') as never, name: name || null });
+        const { recoveryCodes } = await page.caller.accounts.mfa.passkeyVerify({ response: jsonFieldValue(field(req, 'response')) as never, name: name || null });
         if (recoveryCodes) return recoveryCodesPage(req, res, page, recoveryCodes, 'Your passkey was added. These codes stand in for it if you lose it.');
         redirect(res, `${PAGES_PREFIX}/security#two-step`, 'passkey-added');
       }),
