@@ -127,7 +127,10 @@ export interface FileStore {
   sweepOrphanChunks(live: Set<string>, olderThan: number): Promise<void>;
   /** Removes temporary files (and assemblies) older than `olderThan` (ms since the epoch), left by a crash. */
   sweepTemporary(olderThan: number): Promise<void>;
-  /** At start: removes this machine's temporary files of processes that stopped (see owners.ts). Answers how many. */
+  /**
+   * At start: removes this machine's temporary files of processes that stopped (see owners.ts),
+   * and on the local disk their claims on chunk slots too. Answers how many it removed.
+   */
   removeTemporaryOfStopped(startedAt: number): Promise<number>;
 }
 
@@ -526,7 +529,11 @@ export class LocalFileStore implements FileStore {
         await symlink(`${IN_PLACE}${received.inPlace.position}:${received.size}`, this.#chunkPath(uploadId, index));
         return true;
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        // EEXIST: a retry, the chunk is there already. ENOENT: the upload's folder is gone (a
+        // parallel chunk had it refused, or the sweep took it): not placed, and recording the
+        // chunk then finds the upload gone, which is the client's 400, not a 500.
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== 'EEXIST' && code !== 'ENOENT') throw error;
         return false;
       } finally {
         // The claim goes only once the marker is there: a later copy of this index sees it and never writes.
