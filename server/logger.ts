@@ -118,9 +118,14 @@ export function serializeError(value: unknown, depth = 0): Record<string, unknow
   return out;
 }
 
-/** What a log line says of a request: its id, method and URL with secrets replaced. Never headers or body. */
-export function serializeRequest(req: { id?: unknown; method?: unknown; url?: unknown }): Record<string, unknown> {
-  return { id: req.id, method: req.method, url: typeof req.url === 'string' ? redactUrl(req.url) : undefined };
+/**
+ * What a log line says of a request: its id, method and URL with secrets replaced. Never headers
+ * or body. The URL is the one the client sent (`originalUrl`): a router mounted under a prefix
+ * (`/trpc`) strips it from `url` while its handler runs, and the line is written then.
+ */
+export function serializeRequest(req: { id?: unknown; method?: unknown; url?: unknown; originalUrl?: unknown }): Record<string, unknown> {
+  const url = typeof req.originalUrl === 'string' ? req.originalUrl : req.url;
+  return { id: req.id, method: req.method, url: typeof url === 'string' ? redactUrl(url) : undefined };
 }
 
 /**

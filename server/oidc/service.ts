@@ -47,7 +47,9 @@ export class OidcService {
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now),
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
-      consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents']), now),
+      // A consent row also goes when its client or its person is deleted (ON DELETE CASCADE), by a
+      // statement that names only their table: those are watched too.
+      consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents', 'oidc_clients', 'profiles']), now),
       people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
       proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now),
       issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };

@@ -51,6 +51,19 @@ describe('requestLogger', () => {
     expect(JSON.stringify(lines)).not.toContain('secret-value');
   });
 
+  it('logs the URL the client sent, not what a router mounted under a prefix left of it', async () => {
+    const { lines, request, flushed } = harness();
+    // What Express's `app.use('/trpc', …)` leaves while the tRPC handler runs: `url` without the
+    // prefix, `originalUrl` as sent.
+    const { req, res } = request('/accounts.tildeUsername?input=%7B%7D');
+    Object.defineProperty(req, 'originalUrl', { value: '/trpc/accounts.tildeUsername?input=%7B%7D' });
+    res.writableEnded = true;
+    res.emit('finish');
+    res.emit('close');
+    await flushed();
+    expect(lines[0]).toMatchObject({ req: { url: '/trpc/accounts.tildeUsername?input=%5Bredacted%5D' } });
+  });
+
   it('says aborted when the connection closed first, and errored (with the error) for a 5xx', async () => {
     const { lines, request, flushed } = harness();
     request('/a').res.emit('close');
