@@ -34,10 +34,10 @@ export class SessionService extends AccountsBase {
    * The first half of a sign-in (`POST /login` with an email or a tilde id): the id and password
    * are right and the profile may sign in. An unknown id, a wrong password and a deleted profile
    * all get the same 400, which is not a 401 so that clients do not try to refresh. There is no
-   * one-call sign-in here on purpose: every sign-in goes through `MfaService.login`, which asks
-   * for the second factor between this and `startSession`.
-   * Multi-factor sign-in (`mfa/service.ts`) asks for a second factor between this and
-   * `startSession`.
+   * one-call password sign-in here on purpose: every one goes through `MfaService.login`, which
+   * asks for the second factor between this and `startSession`. The other ways a session opens
+   * prove the person otherwise: a passkey that verified its holder (`mfa/passkey-sign-in.ts`,
+   * which calls `startSession`), and activation from a mailed token (`activation.ts`).
    */
   async checkPassword(input: LoginInput, origin: RequestOrigin): Promise<{ profile: ProfileRecord; loginEmail: string }> {
     const repo = this.d.repo;
