@@ -83,6 +83,12 @@ const Env = z.object({
     .string()
     .regex(/^(\d{1,2}|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, 'TRUST_PROXY is a number of proxies, or a comma-separated list of addresses, subnets, loopback, linklocal or uniquelocal')
     .optional(),
+  /**
+   * `test` hashes new passwords at a tiny scrypt cost (`accounts/passwords.ts`), for the test
+   * suite only: refused unless `NODE_ENV=test`, so no install can weaken its hashes by mistake.
+   */
+  PASSWORD_HASH_COST: z.enum(['owasp', 'test']).default('owasp'),
+  NODE_ENV: z.string().optional(),
   WEBAUTHN_RP_ID: z
     .string()
     .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'WEBAUTHN_RP_ID is a domain name such as example.org')
@@ -95,6 +101,10 @@ const Env = z.object({
     message:
       'SMTP_URL is required with DATABASE_URL: the processes sharing the database may run on several machines, and mail written to one machine\'s outbox ($DATA_DIR/outbox) reaches nobody. Set MAIL_OUTBOX=on to keep writing mail to the outbox of each machine anyway',
     path: ['SMTP_URL'],
+  })
+  .refine((env) => env.PASSWORD_HASH_COST !== 'test' || env.NODE_ENV === 'test', {
+    message: 'PASSWORD_HASH_COST=test is for the test suite only (it needs NODE_ENV=test): unset it to hash passwords at OWASP\'s cost',
+    path: ['PASSWORD_HASH_COST'],
   })
   .refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
     message: 'Set both HUMAN_VERIFICATION_URL and HUMAN_VERIFICATION_SECRET, or neither',
@@ -177,6 +187,8 @@ export interface Config {
   trustProxy: number | string | false;
   /** Passkeys (WebAuthn): see `webAuthnSettings`. */
   webauthn: WebAuthnSettings;
+  /** The scrypt cost of new password hashes: OWASP's, or the test suite's (`PASSWORD_HASH_COST`). */
+  passwordHashCost: 'owasp' | 'test';
 }
 
 /**
@@ -257,5 +269,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     storage: e.STORAGE_URL ?? { kind: 'local' },
     trustProxy: e.TRUST_PROXY === undefined ? false : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
     webauthn: webAuthnSettings(baseUrl, e.WEB_URL ?? baseUrl, e.WEBAUTHN_RP_ID),
+    passwordHashCost: e.PASSWORD_HASH_COST,
   };
 }

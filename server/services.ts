@@ -6,7 +6,7 @@ import { HumanVerifier } from './accounts/human-verification.ts';
 import { ImpersonationService } from './accounts/impersonation.ts';
 import { ModerationService } from './accounts/moderation.ts';
 import { OneTimeTokens } from './accounts/one-time-tokens.ts';
-import { PasswordHasher } from './accounts/passwords.ts';
+import { OWASP_SCRYPT, PasswordHasher, TEST_SCRYPT } from './accounts/passwords.ts';
 import { PasswordResetService } from './accounts/password-reset.ts';
 import { AccountsRepository } from './accounts/repository.ts';
 import type { AccountsCore, AccountsDeps } from './accounts/part.ts';
@@ -76,7 +76,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const limiterStore = openRateLimiterStore(db);
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
-    hasher: new PasswordHasher(),
+    hasher: new PasswordHasher(undefined, config.passwordHashCost === 'test' ? TEST_SCRYPT : OWASP_SCRYPT),
     tokens: new SessionTokens(secret, config.baseUrl, now),
     // Keys the hashes of 6-digit codes, so a copy of the table does not give them away.
     oneTime: new OneTimeTokens(`${secret}:codes`),

@@ -2,11 +2,23 @@ import { randomBytes, scrypt, type ScryptOptions } from 'node:crypto';
 import { AppError } from '../../shared/errors.ts';
 import { safeEqual } from '../secrets.ts';
 
-/** OWASP's scrypt parameters: N = 2^17, r = 8, p = 1 (about 128 MiB and a third of a second). */
-const PARAMS = { N: 2 ** 17, r: 8, p: 1 } as const;
+export interface ScryptParams {
+  N: number;
+  r: number;
+  p: number;
+}
+
+/** OWASP's scrypt parameters: N = 2^17, r = 8, p = 1 (about 128 MiB and a third of a second). What `npm start` hashes with. */
+export const OWASP_SCRYPT: ScryptParams = { N: 2 ** 17, r: 8, p: 1 };
+/**
+ * The cost the test suite hashes new passwords at (`PASSWORD_HASH_COST=test`, which the
+ * configuration accepts only with `NODE_ENV=test`): 1 MiB and about a millisecond, so that the
+ * suite's thousands of sign-ins do not spend minutes in scrypt. Every other step is the same.
+ */
+export const TEST_SCRYPT: ScryptParams = { N: 2 ** 10, r: 8, p: 1 };
 const KEY_LENGTH = 64;
 
-function derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
+function derive(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
   const options: ScryptOptions = { ...params, maxmem: 256 * params.N * params.r * params.p };
   return new Promise((resolve, reject) => {
     scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key)));
@@ -79,9 +91,12 @@ export class HashQueue {
 /** Password hashing with `node:crypto` scrypt, a random salt per hash, parameters stored with it. */
 export class PasswordHasher {
   readonly #queue: HashQueue;
+  readonly #params: ScryptParams;
 
-  constructor(queue = new HashQueue()) {
+  /** `params`: the cost of new hashes; a stored hash is checked at the cost it was made with. */
+  constructor(queue = new HashQueue(), params: ScryptParams = OWASP_SCRYPT) {
     this.#queue = queue;
+    this.#params = params;
   }
 
   /**
@@ -92,8 +107,9 @@ export class PasswordHasher {
     return this.#queue.run(
       async () => {
         const salt = randomBytes(16);
-        const key = await derive(password, salt, PARAMS);
-        return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+        const params = this.#params;
+        const key = await derive(password, salt, params);
+        return ['scrypt', params.N, params.r, params.p, salt.toString('base64url'), key.toString('base64url')].join('$');
       },
       owner,
       'new-password',
@@ -109,7 +125,7 @@ export class PasswordHasher {
       async () => {
         const parsed = stored ? parseHash(stored) : null;
         const salt = parsed?.salt ?? randomBytes(16);
-        const key = await derive(password, salt, parsed?.params ?? PARAMS);
+        const key = await derive(password, salt, parsed?.params ?? this.#params);
         return parsed !== null && safeEqual(key, parsed.key);
       },
       owner,
@@ -118,7 +134,7 @@ export class PasswordHasher {
   }
 }
 
-function parseHash(stored: string): { params: { N: number; r: number; p: number }; salt: Buffer; key: Buffer } | null {
+function parseHash(stored: string): { params: ScryptParams; salt: Buffer; key: Buffer } | null {
   const [scheme, n, r, p, salt, key] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return null;
   return {

@@ -18,7 +18,7 @@ import { MfaService } from '../../server/accounts/mfa/service.ts';
 import { SecretBox } from '../../server/accounts/mfa/totp.ts';
 import { OneTimeTokens } from '../../server/accounts/one-time-tokens.ts';
 import type { AccountsDeps } from '../../server/accounts/part.ts';
-import { PasswordHasher } from '../../server/accounts/passwords.ts';
+import { PasswordHasher, TEST_SCRYPT } from '../../server/accounts/passwords.ts';
 import { ProfileService } from '../../server/accounts/profiles.ts';
 import { AccountsRepository } from '../../server/accounts/repository.ts';
 import { SessionTokens } from '../../server/accounts/session-tokens.ts';
@@ -110,7 +110,7 @@ beforeAll(async () => {
   const secret = 'a-test-secret-of-at-least-thirty-two-characters';
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
-    hasher: new PasswordHasher(),
+    hasher: new PasswordHasher(undefined, TEST_SCRYPT),
     tokens: new SessionTokens(secret, config.baseUrl, clock.now),
     oneTime: new OneTimeTokens(`${secret}:codes`),
     verifier: new HumanVerifier(undefined, logger),

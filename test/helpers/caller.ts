@@ -11,7 +11,7 @@ import { createLogger } from '../../server/logger.ts';
 import { createCaller } from '../../server/router.ts';
 import { createServices, type Services } from '../../server/services.ts';
 import { dropTestDatabase, testDatabaseEnv } from './database.ts';
-import { OUTBOX_ON_ONE_MACHINE, tempDir } from './server.ts';
+import { OUTBOX_ON_ONE_MACHINE, TEST_HASH_COST, tempDir } from './server.ts';
 
 export interface TestServices {
   services: Services;
@@ -22,7 +22,7 @@ export interface TestServices {
 
 export async function startServices(env: Record<string, string> = {}, options: { now?: () => number } = {}): Promise<TestServices> {
   const dir = await tempDir();
-  const config = loadConfig({ DATA_DIR: dir, BASE_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', ...OUTBOX_ON_ONE_MACHINE, ...(await testDatabaseEnv(dir)), ...env });
+  const config = loadConfig({ DATA_DIR: dir, BASE_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', ...TEST_HASH_COST, ...OUTBOX_ON_ONE_MACHINE, ...(await testDatabaseEnv(dir)), ...env });
   const db = openDatabase(config);
   await migrateToLatest(db);
   const log = createLogger('silent');

@@ -16,6 +16,13 @@ import { serviceOrigins } from './service-origins.ts';
  */
 export const OUTBOX_ON_ONE_MACHINE = { MAIL_OUTBOX: 'on' } as const;
 
+/**
+ * The test suite's password-hash cost (`vitest.config.ts` sets it for the run, so child
+ * processes inherit it too): test servers get it from there, as `npm start` gets its own
+ * environment. `test/accounts/production-hash-cost.test.ts` checks `npm start` without it.
+ */
+export const TEST_HASH_COST = { NODE_ENV: process.env.NODE_ENV, PASSWORD_HASH_COST: process.env.PASSWORD_HASH_COST };
+
 export interface TestServer {
   url: string;
   dataDir: string;
@@ -47,7 +54,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   // `localhost` for passkeys: browsers refuse WebAuthn on an IP address (its RP ID must be a domain).
   const url = `http://${options.hostName ?? '127.0.0.1'}:${port}`;
   const database = env.DATABASE_URL ? {} : await testDatabaseEnv(dir);
-  const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...OUTBOX_ON_ONE_MACHINE, ...database, ...env });
+  const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...TEST_HASH_COST, ...OUTBOX_ON_ONE_MACHINE, ...database, ...env });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
