@@ -8,10 +8,20 @@ export default defineConfig({
     // A run on PostgreSQL drops the databases its tests left behind.
     globalSetup: ['test/setup/drop-test-databases.ts'],
     // Each test file starts its own server on its own SQLite file: files run in parallel,
-    // bounded to the two cores of the machines this runs on.
+    // bounded to the two cores of the machines this runs on. A worker runs file after file
+    // without reloading the modules (`isolate: false`): loading the server anew for each of
+    // 140 files was a fifth of the run. Nothing a test file keeps is module state that another
+    // could see: each starts its own server, database and clock.
     pool: 'forks',
+    isolate: false,
     maxWorkers: 2,
-    // scrypt at OWASP strength takes about a third of a second per hash.
+    // New passwords are hashed at a test cost (server/accounts/passwords.ts, TEST_SCRYPT): OWASP's
+    // takes a third of a second per hash, minutes over the suite. Child processes inherit it;
+    // test/accounts/production-hash-cost.test.ts checks that `npm start` hashes at OWASP's cost.
+    env: { NODE_ENV: 'test', PASSWORD_HASH_COST: 'test' },
+    // A hang shows within 30 s. Tests that take long in normal work on a loaded 2-core machine
+    // (browser walks, command-line processes, several servers) say so themselves, each with a
+    // generous `timeout` and the reason beside it (`const LONG` in their files).
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

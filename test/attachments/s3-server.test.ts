@@ -13,6 +13,9 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, venueWithAuthor } from './helpers.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from './s3rver.ts';
 
+/** Megabytes through an S3 server in the test process. */
+const LONG = { timeout: 60_000 };
+
 const MB = 1024 * 1024;
 const PREFIX = 'service/';
 
@@ -124,7 +127,7 @@ describe('a server storing its files in an S3-compatible bucket', () => {
     expect(zip.length).toBeGreaterThan(data.length);
   });
 
-  it('cuts a zip short when a file is gone from the bucket once the zip is under way, and goes on serving', async () => {
+  it('cuts a zip short when a file is gone from the bucket once the zip is under way, and goes on serving', LONG, async () => {
     const big = pdfBytes(20 * MB);
     const first = (await submitPaper(author, authorId, big)).note.body.id as string;
     const small = pdfBytes(2000);

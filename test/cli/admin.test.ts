@@ -6,6 +6,9 @@ import { Client } from '../helpers/http.ts';
 import { TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
 
+/** Each test runs `npm run admin` several times, a Node process each (about a second of start-up, far more on a loaded machine). */
+const LONG = { timeout: 120_000 };
+
 const run = promisify(execFile);
 let dir: string;
 let server: TestServer;
@@ -33,7 +36,7 @@ afterAll(async () => {
 });
 
 describe('npm run admin', () => {
-  it('user add creates an active user while the server runs, and prints its tilde id', async () => {
+  it('user add creates an active user while the server runs, and prints its tilde id', LONG, async () => {
     const res = await admin('user', 'add', '--email', 'root@example.org', '--password', 'Operator-Pass1', '--fullname', 'Root Operator', '--role', 'superuser');
     expect(res).toMatchObject({ code: 0, stdout: '~Root_Operator1\n' });
     expect(res.stderr).not.toContain('Operator-Pass1');
@@ -44,14 +47,14 @@ describe('npm run admin', () => {
     expect(await server.service.db('group_members').where({ group_id: 'Service/Superusers' }).pluck('member')).toEqual(['~Root_Operator1']);
   });
 
-  it('user list shows every profile', async () => {
+  it('user list shows every profile', LONG, async () => {
     await admin('user', 'add', '--email', 'mod@example.org', '--password', 'Moderator-Pass1', '--fullname', 'Mo Derator', '--role', 'moderator');
     const res = await admin('user', 'list');
     expect(res.code).toBe(0);
     expect(res.stdout).toBe('~Root_Operator1\tActive\troot@example.org\n~Mo_Derator1\tActive\tmod@example.org\n');
   });
 
-  it('refuses a weak password, a taken email and a bad role with a clear message', async () => {
+  it('refuses a weak password, a taken email and a bad role with a clear message', LONG, async () => {
     const weak = await admin('user', 'add', '--email', 'x@example.org', '--password', 'weak', '--fullname', 'X Y');
     expect(weak.code).toBe(1);
     expect(weak.stderr).toMatch(/error: password: /);
@@ -64,7 +67,7 @@ describe('npm run admin', () => {
     expect((await admin('user', 'list')).stdout.split('\n').filter(Boolean)).toHaveLength(2);
   });
 
-  it('an unknown command prints the usage and fails', async () => {
+  it('an unknown command prints the usage and fails', LONG, async () => {
     const res = await admin('user', 'delete');
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('Usage: npm run admin');
@@ -72,7 +75,7 @@ describe('npm run admin', () => {
 });
 
 describe('npm run migrate', () => {
-  it('creates and migrates the database of DATA_DIR', async () => {
+  it('creates and migrates the database of DATA_DIR', LONG, async () => {
     const fresh = await tempDir();
     try {
       const { stdout } = await run(process.execPath, ['db/migrate.ts'], { env: await childEnv({ DATA_DIR: fresh }) });
@@ -84,7 +87,7 @@ describe('npm run migrate', () => {
 });
 
 describe('npm run admin settings and institutions', () => {
-  it('switches moderation on and off', async () => {
+  it('switches moderation on and off', LONG, async () => {
     expect((await admin('settings', 'get', 'moderation')).stdout).toBe('moderation off\n');
     expect((await admin('settings', 'set', 'moderation', 'on')).stdout).toBe('moderation on\n');
     expect(await server.service.services.activation.moderation()).toBe(true);
@@ -94,7 +97,7 @@ describe('npm run admin settings and institutions', () => {
     expect(bad.stderr).toContain('Usage: settings set moderation on|off');
   });
 
-  it('adds an institution, which then makes its emails institutional', async () => {
+  it('adds an institution, which then makes its emails institutional', LONG, async () => {
     const res = await admin('institution', 'add', '--domain', 'Example-University.EDU', '--name', 'Example University', '--country', 'Nowhere');
     expect(res).toMatchObject({ code: 0, stdout: 'example-university.edu\n' });
     expect((await admin('institution', 'list')).stdout.split('\n')).toContain('example-university.edu');
@@ -105,7 +108,7 @@ describe('npm run admin settings and institutions', () => {
 });
 
 describe('npm run admin oidc-client and oidc-keys', () => {
-  it('adds, lists, approves, rejects and removes a client; rotates keys', async () => {
+  it('adds, lists, approves, rejects and removes a client; rotates keys', LONG, async () => {
     const add = await admin('oidc-client', 'add', '--id', 'cli-app', '--name', 'CLI App', '--redirect-uri', 'https://app.example.org/cb', '--redirect-uri', 'https://app.example.org/cb2', '--scopes', 'openid email');
     expect(add).toMatchObject({ code: 0, stdout: 'cli-app\tpending\n' });
     expect((await admin('oidc-client', 'approve', 'cli-app')).stdout).toBe('cli-app\tapproved\n');

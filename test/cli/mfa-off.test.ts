@@ -12,6 +12,9 @@ import { childEnv, startServer, tempDir, type TestServer } from '../helpers/serv
 import { Client } from '../helpers/http.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 
+/** Runs `npm run admin` as processes of their own. */
+const LONG = { timeout: 60_000 };
+
 const run = promisify(execFile);
 let dir: string;
 let server: TestServer;
@@ -36,7 +39,7 @@ afterAll(async () => {
 });
 
 describe('npm run admin -- mfa off', () => {
-  it('turns every factor off for the person, audited with the reason, and mails them', async () => {
+  it('turns every factor off for the person, audited with the reason, and mails them', LONG, async () => {
     const user = await createActiveUser(server);
     const { client } = await loggedIn(server, user.email);
     const init = await client.post('/mfa/setup/totp/init');

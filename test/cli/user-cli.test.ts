@@ -10,6 +10,9 @@ import { pdfBytes, sha1, SUBMISSION, submissionContent, venueWithAuthor } from '
 import { loggedIn, PASSWORD, createActiveUser } from '../helpers/users.ts';
 import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
 
+/** Each test runs the command-line client as a process of its own, some with megabytes to send. */
+const LONG = { timeout: 60_000 };
+
 let server: TestServer;
 let home: string;
 let work: string;
@@ -52,7 +55,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe('npm run cli', () => {
-  it('refuses a wrong password, and keeps nothing', async () => {
+  it('refuses a wrong password, and keeps nothing', LONG, async () => {
     const res = await cli(['login', '--url', server.url, '--email', email], 'not-the-password\n');
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/BadRequestError/);
@@ -60,12 +63,12 @@ describe('npm run cli', () => {
     await expect(stat(sessionFile())).rejects.toThrow(/ENOENT/);
   });
 
-  it('says to log in first when there is no session', async () => {
+  it('says to log in first when there is no session', LONG, async () => {
     const res = await cli(['whoami']);
     expect(res).toMatchObject({ code: 1, stderr: expect.stringContaining('Not logged in') });
   });
 
-  it('logs in with the password from stdin and keeps the session in a file only its owner can read', async () => {
+  it('logs in with the password from stdin and keeps the session in a file only its owner can read', LONG, async () => {
     const res = await cli(['login', '--url', server.url], `${email}\n${PASSWORD}\n`);
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/^Logged in as ~Terminal_Person\d+ at http/);
@@ -78,13 +81,13 @@ describe('npm run cli', () => {
     expect(res.stdout + res.stderr).not.toContain(saved.token);
   });
 
-  it('whoami names the person of the kept session', async () => {
+  it('whoami names the person of the kept session', LONG, async () => {
     const res = await cli(['whoami']);
     expect(res.code).toBe(0);
     expect(res.stdout.trim()).toMatch(new RegExp(`^~Terminal_Person\\d+ \\(Terminal Person\\) ${email.replace(/[.]/g, '\\.')}$`));
   });
 
-  it('uploads with a progress bar (bytes, rate, time left) and prints the URL; downloads the same bytes', async () => {
+  it('uploads with a progress bar (bytes, rate, time left) and prints the URL; downloads the same bytes', LONG, async () => {
     const data = pdfBytes(12 * MB);
     const file = path.join(work, 'paper.pdf');
     await writeFile(file, data);
@@ -107,7 +110,7 @@ describe('npm run cli', () => {
     expect(sha1(await readFile(saved))).toBe(sha1(data));
   });
 
-  it('refuses a file of the wrong type before sending it, and a missing note leaves no file behind', async () => {
+  it('refuses a file of the wrong type before sending it, and a missing note leaves no file behind', LONG, async () => {
     const text = path.join(work, 'notes.txt');
     await writeFile(text, 'not a pdf');
     const up = await cli(['upload', text, '--invitation', SUBMISSION]);
@@ -119,7 +122,7 @@ describe('npm run cli', () => {
     expect(await readdir(work)).toEqual(before);
   });
 
-  it('refuses a session file others can read, as ssh refuses such a key', async () => {
+  it('refuses a session file others can read, as ssh refuses such a key', LONG, async () => {
     await chmod(sessionFile(), 0o644);
     const res = await cli(['whoami']);
     expect(res.code).toBe(1);
@@ -128,7 +131,7 @@ describe('npm run cli', () => {
     expect((await cli(['whoami'])).code).toBe(0);
   });
 
-  it('stops an upload on Ctrl-C with status 130, and the same command resumes it', async () => {
+  it('stops an upload on Ctrl-C with status 130, and the same command resumes it', LONG, async () => {
     const file = path.join(work, 'interrupted.pdf');
     await writeFile(file, pdfBytes(24 * MB));
     const args = ['client/cli.ts', 'upload', file, '--invitation', SUBMISSION, '--chunk-mb', '1'];
@@ -151,7 +154,7 @@ describe('npm run cli', () => {
     expect(again.stdout.trim()).toMatch(/^\/pdf\/[0-9a-f]{40}\.pdf$/);
   });
 
-  it('logs out: the session ends and the file is gone', async () => {
+  it('logs out: the session ends and the file is gone', LONG, async () => {
     const saved = JSON.parse(await readFile(sessionFile(), 'utf8')) as { token: string };
     const res = await cli(['logout']);
     expect(res).toMatchObject({ code: 0, stdout: 'Logged out\n' });

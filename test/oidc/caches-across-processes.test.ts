@@ -20,6 +20,9 @@ import type { Client } from '../helpers/http.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { authorizationRequest, REDIRECT, registerClient, relyingParty, UserAgent } from './helpers.ts';
 
+/** Two servers and a full sign-in through the provider per step: slow on a loaded machine. */
+const LONG = { timeout: 60_000 };
+
 let dir: string;
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -180,7 +183,7 @@ describe('an access token, with two processes on one database', () => {
     expect((await userinfoAt(a, token)).status).toBe(401);
   });
 
-  it('answers with a changed name at once where it was changed, and within a second on the other process', async () => {
+  it('answers with a changed name at once where it was changed, and within a second on the other process', LONG, async () => {
     const clock = new TestClock();
     const [a, b] = await twoServers(clock);
     await registerClient(a, 'name-app');
@@ -233,7 +236,7 @@ describe('a sign-in, with two processes on one database', () => {
     return { user, agent, api };
   }
 
-  it('once its consent is withdrawn on one process, asks for consent again there at once and on the other within a second', async () => {
+  it('once its consent is withdrawn on one process, asks for consent again there at once and on the other within a second', LONG, async () => {
     const clock = new TestClock();
     const [a, b] = await twoServers(clock);
     const { user, agent, api } = await consented(a, 'consent-app');
@@ -248,7 +251,7 @@ describe('a sign-in, with two processes on one database', () => {
     expect(await codeAt(b, atB, 'consent-app')).toBeNull();
   });
 
-  it('once its person logs out of every device on one process, refuses their codes there at once and on the other within a second', async () => {
+  it('once its person logs out of every device on one process, refuses their codes there at once and on the other within a second', LONG, async () => {
     const clock = new TestClock();
     const [a, b] = await twoServers(clock);
     const { agent, api } = await consented(a, 'logout-app');
@@ -283,7 +286,7 @@ describe('a browser session, with two processes on one database', () => {
     return page.location !== null && new URL(page.location).searchParams.has('code');
   }
 
-  it('once logged out on one process, is asked to sign in there at once; once logged out everywhere, on the other within a second', async () => {
+  it('once logged out on one process, is asked to sign in there at once; once logged out everywhere, on the other within a second', LONG, async () => {
     const clock = new TestClock();
     const [a, b] = await twoServers(clock);
     await registerClient(a, 'session-app', { scopes: 'openid' });

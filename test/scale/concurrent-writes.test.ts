@@ -17,6 +17,9 @@ import { authorizationRequest, registerClient, relyingParty } from '../oidc/help
 import { venueConfig } from '../helpers/venue.ts';
 import { loopback, sendFrom } from './from-address.ts';
 
+/** Two servers on one database, hundreds of requests at once. */
+const LONG = { timeout: 60_000 };
+
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer();
@@ -359,7 +362,7 @@ describe('consents given at once', () => {
 });
 
 describe('two processes on one database', () => {
-  it('notes, sign-ups and wrong passwords sent at once to two servers sharing a database are numbered, named and counted once each', async () => {
+  it('notes, sign-ups and wrong passwords sent at once to two servers sharing a database are numbered, named and counted once each', LONG, async () => {
     const dir = await tempDir();
     const first = await startServer({}, dir);
     // Behind one address, as an install's processes are: tokens name it as their issuer.

@@ -13,6 +13,9 @@ import { dropTestDatabase, openTestDatabase } from '../helpers/database.ts';
 import { Client } from '../helpers/http.ts';
 import { childEnv, tempDir } from '../helpers/server.ts';
 
+/** Starts several server processes at once on a new database. */
+const LONG = { timeout: 120_000 };
+
 const SERVERS = 3;
 const run = promisify(execFile);
 
@@ -51,7 +54,7 @@ function startChild(env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 describe('servers started together on a new database', () => {
-  it('all start, with one signing key, one session secret and the migrations run once', async () => {
+  it('all start, with one signing key, one session secret and the migrations run once', LONG, async () => {
     dir = await tempDir();
     const env = await childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn' });
     const urls = await Promise.all(Array.from({ length: SERVERS }, () => startChild(env)));

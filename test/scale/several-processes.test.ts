@@ -23,6 +23,9 @@ import { HISTORY, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
 import { authorizationRequest, REDIRECT, UserAgent } from '../oidc/helpers.ts';
 
+/** Several server processes behind a balancer, and a full sign-in. */
+const LONG = { timeout: 60_000 };
+
 const SERVERS = 3;
 const run = promisify(execFile);
 
@@ -171,7 +174,7 @@ describe('three processes behind one address', () => {
     }
   });
 
-  it('an OpenID Connect sign-in whose code is issued by one process and redeemed on another', async () => {
+  it('an OpenID Connect sign-in whose code is issued by one process and redeemed on another', LONG, async () => {
     await admin('oidc-client', 'add', '--id', 'spread-app', '--name', 'Spread App', '--redirect-uri', REDIRECT, '--scopes', 'openid profile email');
     await admin('oidc-client', 'approve', 'spread-app');
     const config = await oidc.discovery(new URL(proxy.url), 'spread-app', undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });

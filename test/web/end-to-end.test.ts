@@ -19,6 +19,9 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 import { addAuthenticator, checkPage, IPHONE, linkInMail, newContext, totpCode } from './helpers.ts';
 
+/** A browser walk through every flow of the pages (Chromium, many pages): minutes on a loaded 2-core machine. */
+const LONG = { timeout: 180_000 };
+
 const EMAIL = 'katherine@example.org';
 const FIRST_PASSWORD = 'Correct-Horse-9';
 const NEW_PASSWORD = 'Orbital-Horse-62';
@@ -73,7 +76,7 @@ async function signInWithTotp(page: Page, password: string, secret: string): Pro
 }
 
 describe('a new person, from signing up to revoking an application', () => {
-  it('does everything issue 18 names, in Chromium', async () => {
+  it('does everything issue 18 names, in Chromium', LONG, async () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     await addAuthenticator(context, page);

@@ -11,6 +11,9 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser } from '../helpers/users.ts';
 import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 
+/** Follows every mailed link in Chromium. */
+const LONG = { timeout: 60_000 };
+
 describe('WEB_URL', () => {
   it('defaults to the pages under BASE_URL, while the provider keeps its own sign-in pages', () => {
     expect(loadConfig({ BASE_URL: 'https://review.example.org' })).toMatchObject({ webUrl: 'https://review.example.org/account', signInPagesUrl: 'https://review.example.org' });
@@ -27,7 +30,7 @@ describe('WEB_URL', () => {
     });
     afterAll(async () => server.close());
 
-    it('mails links to these pages, and the provider’s "Forgot your password?" leads to them', async () => {
+    it('mails links to these pages, and the provider’s "Forgot your password?" leads to them', LONG, async () => {
       await new Client(server.url).post('/register', { email: 'new@example.org', password: 'Correct-Horse-9', fullname: 'New Person', token: 'dev-ok' });
       expect((await lastMailTo(server.dataDir, 'new@example.org')).text).toContain(`${server.url}/account/profile/activate?token=`);
       const user = await createActiveUser(server);

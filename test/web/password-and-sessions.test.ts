@@ -16,6 +16,9 @@ import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 import { checkPage, IPHONE, linkInMail, newContext, signIn } from './helpers.ts';
 
+/** Each test drives Chromium through several pages and browsers: slow on a loaded 2-core machine. */
+const LONG = { timeout: 120_000 };
+
 let server: TestServer;
 let browser: Browser;
 const clock = new TestClock();
@@ -44,7 +47,7 @@ async function requestReset(page: Page, email: string): Promise<string> {
 }
 
 describe('signing in and out', () => {
-  it('signs in (a wrong password is refused), shows who is signed in, and signs out', async () => {
+  it('signs in (a wrong password is refused), shows who is signed in, and signs out', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Ada Lovelace' });
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -76,7 +79,7 @@ describe('signing in and out', () => {
     await context.close();
   });
 
-  it('stays signed in when the access cookie is gone but the refresh cookie is good, as the API does', async () => {
+  it('stays signed in when the access cookie is gone but the refresh cookie is good, as the API does', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Hedy Lamarr' });
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -91,7 +94,7 @@ describe('signing in and out', () => {
     await context.close();
   });
 
-  it('refuses a form without its CSRF token, with the request id to quote', async () => {
+  it('refuses a form without its CSRF token, with the request id to quote', LONG, async () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(`${server.url}/account/login`);
@@ -112,7 +115,7 @@ describe('signing in and out', () => {
 });
 
 describe('resetting the password from the mail', () => {
-  it('with "Log me out of all other sessions" (the default), every session ends', async () => {
+  it('with "Log me out of all other sessions" (the default), every session ends', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Emmy Noether' });
     const phone = await newContext(browser, { userAgent: IPHONE });
     await signIn(await phone.newPage(), server, person.email, PASSWORD);
@@ -145,7 +148,7 @@ describe('resetting the password from the mail', () => {
     await context.close();
   });
 
-  it('without it, the other sessions stay; signed in here, this session stays too', async () => {
+  it('without it, the other sessions stay; signed in here, this session stays too', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Lise Meitner' });
     const phone = await newContext(browser, { userAgent: IPHONE });
     await signIn(await phone.newPage(), server, person.email, PASSWORD);
@@ -177,7 +180,7 @@ describe('resetting the password from the mail', () => {
     await context.close();
   });
 
-  it('an expired reset link says so and sends a new one in one click', async () => {
+  it('an expired reset link says so and sends a new one in one click', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Marie Curie' });
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -220,7 +223,7 @@ describe('password & security', () => {
     await new Promise<void>((resolve) => app.close(() => resolve()));
   });
 
-  it('shows the sessions with browser, system and address, and ends the phone’s', async () => {
+  it('shows the sessions with browser, system and address, and ends the phone’s', LONG, async () => {
     await page.goto(`${server.url}/account/security`);
     const sessions = page.locator('#sessions');
     expect(await sessions.textContent()).toContain('this browser');
@@ -253,7 +256,7 @@ describe('password & security', () => {
     await desktop.close();
   });
 
-  it('changes the password: the current one is required, other sessions end, a mail tells', async () => {
+  it('changes the password: the current one is required, other sessions end, a mail tells', LONG, async () => {
     const other = await newContext(browser, { userAgent: IPHONE });
     await signIn(await other.newPage(), server, person.email, PASSWORD);
     await page.goto(`${server.url}/account/security`);
@@ -276,7 +279,7 @@ describe('password & security', () => {
     await other.close();
   });
 
-  it('lists an application signed into through our provider, with its scopes, and revokes it', async () => {
+  it('lists an application signed into through our provider, with its scopes, and revokes it', LONG, async () => {
     const callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
     await registerClient(server, 'paper-finder', { name: 'Paper Finder', redirect: callback });
     const { url } = await authorizationRequest(await relyingParty(server, 'paper-finder'), { redirect_uri: callback });

@@ -12,6 +12,9 @@ import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { checkPage, codeInMail, linkInMail, newContext } from './helpers.ts';
 
+/** Each test drives Chromium through several pages: slow on a loaded 2-core machine. */
+const LONG = { timeout: 120_000 };
+
 const PASSWORD = 'Correct-Horse-9';
 let server: TestServer;
 let browser: Browser;
@@ -27,7 +30,7 @@ afterAll(async () => {
 });
 
 describe('signing up and activating in a real browser', () => {
-  it('signs up, follows the mail, completes the profile and is signed in', async () => {
+  it('signs up, follows the mail, completes the profile and is signed in', LONG, async () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(`${server.url}/account/signup`);
@@ -143,7 +146,7 @@ describe('signing up and activating in a real browser', () => {
     await context.close();
   });
 
-  it('an expired activation link says so and sends a new one in one click', async () => {
+  it('an expired activation link says so and sends a new one in one click', LONG, async () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(`${server.url}/account/signup`);
@@ -175,7 +178,7 @@ describe('signing up and activating in a real browser', () => {
     await context.close();
   });
 
-  it('with moderation on, says the profile waits; a link that belongs to nothing says there is nothing to activate', async () => {
+  it('with moderation on, says the profile waits; a link that belongs to nothing says there is nothing to activate', LONG, async () => {
     await server.service.services.activation.setModeration(true);
     const context = await newContext(browser);
     const page = await context.newPage();

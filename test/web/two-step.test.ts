@@ -14,6 +14,9 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { addAuthenticator, checkPage, codeInMail, IPHONE, newContext, signIn, totpCode } from './helpers.ts';
 
+/** Each test drives Chromium through several pages: slow on a loaded 2-core machine. */
+const LONG = { timeout: 120_000 };
+
 let server: TestServer;
 let browser: Browser;
 const clock = new TestClock();
@@ -70,7 +73,7 @@ async function setUpTotp(page: Page): Promise<{ secret: string; codes: string[] 
 }
 
 describe('an authenticator app', () => {
-  it('is set up from its QR code, then asked for at sign-in; a remembered browser skips it until forgotten; a recovery code stands in', async () => {
+  it('is set up from its QR code, then asked for at sign-in; a remembered browser skips it until forgotten; a recovery code stands in', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Grace Hopper' });
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -149,7 +152,7 @@ describe('an authenticator app', () => {
 });
 
 describe('codes by email', () => {
-  it('are turned on, mailed at sign-in on "Send me a code", and five wrong codes lock the second step with the time it unlocks', async () => {
+  it('are turned on, mailed at sign-in on "Send me a code", and five wrong codes lock the second step with the time it unlocks', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Barbara Liskov' });
     // On a phone: the pages fit a 390-pixel screen.
     const context = await newContext(browser, { userAgent: IPHONE, phone: true });
@@ -193,7 +196,7 @@ describe('codes by email', () => {
 });
 
 describe('changes that need a recent proof', () => {
-  it('ask "Confirm it is you" (the password, or a code) and then carry on', async () => {
+  it('ask "Confirm it is you" (the password, or a code) and then carry on', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Frances Allen' });
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -274,7 +277,7 @@ describe('changes that need a recent proof', () => {
 });
 
 describe('the forms of the second step', () => {
-  it('refuse a post without the page’s CSRF token, with the request id', async () => {
+  it('refuse a post without the page’s CSRF token, with the request id', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Mary Jackson' });
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -294,7 +297,7 @@ describe('the forms of the second step', () => {
 });
 
 describe('passkeys', () => {
-  it('are added with a name, sign in without a password and as the second step, and are removed after confirming', async () => {
+  it('are added with a name, sign in without a password and as the second step, and are removed after confirming', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Radia Perlman' });
     const context = await newContext(browser);
     const page = await context.newPage();
