@@ -20,6 +20,7 @@ import * as createMfa from './20261124020000_create_mfa.ts';
 import * as createPasskeys from './20261124030000_create_passkeys.ts';
 import * as sessionDevices from './20261124040000_session_devices.ts';
 import * as profileLinks from './20261124060000_profile_links_are_web_addresses.ts';
+import * as arrivalsHeldByAProcess from './20261125100000_arrivals_held_by_a_process.ts';
 
 export interface Migration {
   name: string;
@@ -50,4 +51,5 @@ export const migrations: Migration[] = [
   { name: '20261124030000_create_passkeys', ...createPasskeys },
   { name: '20261124040000_session_devices', ...sessionDevices },
   { name: '20261124060000_profile_links_are_web_addresses', ...profileLinks },
+  { name: '20261125100000_arrivals_held_by_a_process', ...arrivalsHeldByAProcess },
 ];

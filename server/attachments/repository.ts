@@ -147,32 +147,55 @@ export class AttachmentsRepository {
     });
   }
 
-  /** Notes a chunk request whose body is in, until `leave`: chunks of one upload sent together wait for each other. */
-  async arrive(arrival: { id: string; profileId: string; clientUploadId: string }, now: number): Promise<void> {
-    await this.#db('upload_arrivals').insert({ id: arrival.id, profile_id: arrival.profileId, client_upload_id: arrival.clientUploadId, arrived_at: now });
+  /**
+   * Notes a chunk request as under way, until `leave`: chunks of one upload sent together wait for
+   * each other. `holder` is the process serving it, whose lease on the note lasts until
+   * `heldUntil` unless `renewArrivals` moves it on.
+   */
+  async arrive(arrival: { id: string; profileId: string; clientUploadId: string; holder: string }, now: number, heldUntil: number): Promise<void> {
+    await this.#db('upload_arrivals').insert({
+      id: arrival.id,
+      profile_id: arrival.profileId,
+      client_upload_id: arrival.clientUploadId,
+      arrived_at: now,
+      holder: arrival.holder,
+      held_until: heldUntil,
+    });
+  }
+
+  async renewArrivals(arrivalIds: string[], heldUntil: number): Promise<void> {
+    await this.#db('upload_arrivals').whereIn('id', arrivalIds).update({ held_until: heldUntil });
   }
 
   async leave(arrivalId: string): Promise<void> {
     await this.#db('upload_arrivals').where({ id: arrivalId }).delete();
   }
 
-  /** The chunk requests of this person's upload, other than `arrivalId`, that arrived since `since` and are under way. */
-  async othersArriving(profileId: string, clientUploadId: string, arrivalId: string, since: number): Promise<string[]> {
+  /** The chunk requests of this person's upload, other than `arrivalId`, whose lease still holds at `now`, with their holders. */
+  async othersArriving(profileId: string, clientUploadId: string, arrivalId: string, now: number): Promise<Array<{ id: string; holder: string }>> {
     return this.#db('upload_arrivals')
       .where({ profile_id: profileId, client_upload_id: clientUploadId })
       .whereNot({ id: arrivalId })
-      .where('arrived_at', '>=', since)
-      .pluck('id');
+      .where('held_until', '>', now)
+      .select('id', 'holder');
   }
 
-  /** Whether any of these chunk requests is still under way. */
-  async stillArriving(arrivalIds: string[]): Promise<boolean> {
-    return (await this.#db('upload_arrivals').whereIn('id', arrivalIds).first('id')) !== undefined;
+  /** The holders of those of these chunk requests whose lease still holds at `now`. */
+  async holdersStillArriving(arrivalIds: string[], now: number): Promise<string[]> {
+    return this.#db('upload_arrivals').whereIn('id', arrivalIds).where('held_until', '>', now).pluck('holder');
   }
 
-  /** Arrivals left by processes that stopped mid-request. */
-  async sweepArrivals(before: number): Promise<void> {
-    await this.#db('upload_arrivals').where('arrived_at', '<', before).delete();
+  /** Every process that holds a chunk request, for the start-up clean-up to tell stopped ones. */
+  async arrivalHolders(): Promise<string[]> {
+    return this.#db('upload_arrivals').distinct('holder').pluck('holder');
+  }
+
+  /** Arrivals whose lease ran out before `now`, or of these holders (processes that stopped mid-request). */
+  async sweepArrivals(now: number, goneHolders: string[] = []): Promise<number> {
+    return this.#db('upload_arrivals')
+      .where('held_until', '<=', now)
+      .orWhereIn('holder', goneHolders)
+      .delete();
   }
 
   /** Every upload id there is, for the sweep to tell orphaned chunk folders from live ones. */

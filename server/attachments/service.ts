@@ -66,8 +66,13 @@ const OTHER_PROCESS_POLL_MS = 50;
  */
 const ASSEMBLY_LEASE_MS = 15_000;
 const LEASE_RENEW_MS = 3_000;
-/** A chunk request noted as under way this long ago was cut by a stop of its process: no longer waited for. */
-const ARRIVAL_STALE_MS = 5 * 60_000;
+/**
+ * A chunk request under way is noted in the database with a lease of its process, renewed every
+ * `LEASE_RENEW_MS` while the request runs: one not renewed for `ARRIVAL_LEASE_MS` was cut by a
+ * stop of its process, on whatever machine, and is no longer waited for. (One whose holder is a
+ * stopped process of this machine is not waited for at all: see owners.ts.)
+ */
+const ARRIVAL_LEASE_MS = 15_000;
 
 /**
  * The SHA-1 of an upload's first chunks, from `start` up to `next` (excluded), over the bytes of
@@ -122,6 +127,9 @@ export class AttachmentsService {
    * answers is decided by the upload's row, which every process reads alike.
    */
   readonly #assembling = new Map<string, Promise<string>>();
+  /** The chunk requests under way in this service, whose lease it renews (`#arrive`). */
+  readonly #arrivals = new Set<string>();
+  #arrivalRenewal: NodeJS.Timeout | undefined;
   /** By `<profile id>\n<client upload id>`: see RunningHash. */
   readonly #running = new Map<string, RunningHash>();
   /** Where each hash handed out by `continueHash` starts: the chunk index its first bytes are of. */
@@ -272,8 +280,27 @@ export class AttachmentsService {
     const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
     if (!named.success) return undefined;
     const arrival = randomUUID();
-    await this.#repo.arrive({ id: arrival, profileId: viewer.profileId, clientUploadId: named.data }, this.#now());
+    await this.#arrive(arrival, viewer.profileId, named.data);
     return arrival;
+  }
+
+  /** Notes a chunk request as under way, held by this service's lease until `#leave`. */
+  async #arrive(id: string, profileId: string, clientUploadId: string): Promise<void> {
+    const now = this.#now();
+    await this.#repo.arrive({ id, profileId, clientUploadId, holder: this.#holder }, now, now + ARRIVAL_LEASE_MS);
+    this.#arrivals.add(id);
+    this.#arrivalRenewal ??= setInterval(() => {
+      this.#repo.renewArrivals([...this.#arrivals], this.#now() + ARRIVAL_LEASE_MS).catch((error: unknown) => this.#logger.warn({ err: error }, 'chunk arrivals not renewed'));
+    }, LEASE_RENEW_MS).unref();
+  }
+
+  async #leave(id: string): Promise<void> {
+    this.#arrivals.delete(id);
+    if (this.#arrivals.size === 0 && this.#arrivalRenewal) {
+      clearInterval(this.#arrivalRenewal);
+      this.#arrivalRenewal = undefined;
+    }
+    await this.#repo.leave(id);
   }
 
   /**
@@ -357,7 +384,7 @@ export class AttachmentsService {
   }
 
   async withdrawChunk(arrival: string): Promise<void> {
-    await this.#repo.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
+    await this.#leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
   }
 
   /**
@@ -384,7 +411,7 @@ export class AttachmentsService {
       // the database: a chunk sent together with the last one is then waited for, whichever
       // process received it, even if its body is still arriving when the other completes the set.
       if (!arrived) {
-        await repo.arrive({ id: arrival, profileId: viewer.profileId, clientUploadId: fields.clientUploadId }, this.#now());
+        await this.#arrive(arrival, viewer.profileId, fields.clientUploadId);
         arrived = true;
       }
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
@@ -456,11 +483,11 @@ export class AttachmentsService {
       // process: answer as of after them, so the last chunks sent together all answer the URL
       // (one of them assembles the file). This request stops counting first, or two of them
       // would wait for each other.
-      await repo.leave(arrival);
+      await this.#leave(arrival);
       arrived = false;
       return await this.#afterOthers(viewer, fields.clientUploadId, arrival, upload, maxBytes, answer);
     } finally {
-      if (arrived) await this.#repo.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
+      if (arrived) await this.#leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
       if (file) await removeQuietly(file.path);
     }
   }
@@ -480,10 +507,13 @@ export class AttachmentsService {
     // Only the requests under way now were sent together with this one: a chunk arriving later
     // sees this one's chunk recorded, and waiting for it too would let a client that keeps
     // sending hold this answer back until the deadline.
-    const together = await this.#repo.othersArriving(viewer.profileId, clientUploadId, arrival, this.#now() - ARRIVAL_STALE_MS);
+    // A request whose process stopped (its holder gone, or its lease run out) is not waited for.
+    const others = await this.#repo.othersArriving(viewer.profileId, clientUploadId, arrival, this.#now());
+    const together = others.filter((other) => !ownerIsGone(other.holder)).map((other) => other.id);
+    const stillArriving = async () => (await this.#repo.holdersStillArriving(together, this.#now())).some((holder) => !ownerIsGone(holder));
     const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;
     let waited = false;
-    while (together.length > 0 && (await this.#repo.stillArriving(together))) {
+    while (together.length > 0 && (await stillArriving())) {
       if (performance.now() >= deadline) break;
       waited = true;
       await sleep(OTHER_PROCESS_POLL_MS);
@@ -614,8 +644,15 @@ export class AttachmentsService {
       released += 1;
     }
     const removed = await this.#store.removeTemporaryOfStopped(startedAt);
+    await this.#sweepArrivals();
     for (const id of await repo.finishedAmong(await this.#store.chunkUploads())) await this.#store.removeChunks(id);
     if (released > 0 || removed > 0) this.#logger.info({ assemblies: released, temporaryFiles: removed }, 'uploads cut by a stop recovered');
+  }
+
+  /** Forgets chunk requests whose process stopped: their lease ran out, or their holder is a stopped process of this machine. */
+  async #sweepArrivals(): Promise<void> {
+    const gone = (await this.#repo.arrivalHolders()).filter((holder) => ownerIsGone(holder));
+    await this.#repo.sweepArrivals(this.#now(), gone);
   }
 
   async #discard(upload: ChunkedUpload): Promise<void> {
@@ -639,7 +676,7 @@ export class AttachmentsService {
     }
     // Chunks whose upload row is gone (a refusal racing a late chunk).
     await this.#store.sweepOrphanChunks(await this.#repo.uploadIds(), before);
-    await this.#repo.sweepArrivals(this.#now() - ARRIVAL_STALE_MS);
+    await this.#sweepArrivals();
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;

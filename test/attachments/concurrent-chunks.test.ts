@@ -104,15 +104,19 @@ describe.each([
 
   it.skipIf(!available)('see the chunk requests under way, whichever connection noted them, until they leave', async () => {
     const now = Date.now();
-    await repo(0).arrive({ id: 'a', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now);
-    await repo(1).arrive({ id: 'b', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now);
-    expect(await repo(2).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toEqual(['b']);
-    expect(await repo(0).stillArriving(['b'])).toBe(true);
+    const lease = now + 15_000;
+    await repo(0).arrive({ id: 'a', profileId: '~Concurrent_Uploader1', clientUploadId: 'together', holder: 'p0' }, now, lease);
+    await repo(1).arrive({ id: 'b', profileId: '~Concurrent_Uploader1', clientUploadId: 'together', holder: 'p1' }, now, lease);
+    expect(await repo(2).othersArriving('~Concurrent_Uploader1', 'together', 'a', now)).toEqual([{ id: 'b', holder: 'p1' }]);
+    expect(await repo(0).holdersStillArriving(['b'], now)).toEqual(['p1']);
     await repo(2).leave('b');
-    expect(await repo(0).stillArriving(['b'])).toBe(false);
-    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toEqual([]);
-    // One noted long ago was cut by a stop of its process: not waited for.
-    await repo(1).arrive({ id: 'c', profileId: '~Concurrent_Uploader1', clientUploadId: 'together' }, now - 60 * 60_000);
-    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now - 1000)).toEqual([]);
+    expect(await repo(0).holdersStillArriving(['b'], now)).toEqual([]);
+    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now)).toEqual([]);
+    // One whose lease its process stopped renewing was cut by a stop of that process: not waited for.
+    await repo(1).arrive({ id: 'c', profileId: '~Concurrent_Uploader1', clientUploadId: 'together', holder: 'p1' }, now - 60_000, now - 45_000);
+    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now)).toEqual([]);
+    // Renewed, it is waited for again.
+    await repo(1).renewArrivals(['c'], lease);
+    expect(await repo(0).holdersStillArriving(['c'], now)).toEqual(['p1']);
   });
 });
