@@ -83,6 +83,7 @@ const Env = z.object({
     .string()
     .regex(/^(\d{1,2}|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, 'TRUST_PROXY is a number of proxies, or a comma-separated list of addresses, subnets, loopback, linklocal or uniquelocal')
     .optional(),
+  KEEP_ALIVE_SECONDS: Seconds.default(75),
   /**
    * `test` hashes new passwords at a tiny scrypt cost (`accounts/passwords.ts`), for the test
    * suite only: refused unless `NODE_ENV=test`, so no install can weaken its hashes by mistake.
@@ -187,6 +188,8 @@ export interface Config {
   trustProxy: number | string | false;
   /** Passkeys (WebAuthn): see `webAuthnSettings`. */
   webauthn: WebAuthnSettings;
+  /** How long an idle keep-alive connection is kept (`http/app.ts`, `configureTimeouts`): longer than a load balancer's. */
+  keepAliveSeconds: number;
   /** The scrypt cost of new password hashes: OWASP's, or the test suite's (`PASSWORD_HASH_COST`). */
   passwordHashCost: 'owasp' | 'test';
 }
@@ -269,6 +272,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     storage: e.STORAGE_URL ?? { kind: 'local' },
     trustProxy: e.TRUST_PROXY === undefined ? false : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
     webauthn: webAuthnSettings(baseUrl, e.WEB_URL ?? baseUrl, e.WEBAUTHN_RP_ID),
+    keepAliveSeconds: e.KEEP_ALIVE_SECONDS,
     passwordHashCost: e.PASSWORD_HASH_COST,
   };
 }

@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { loadConfig } from './config.ts';
-import { answerClientErrors, createApp } from './http/app.ts';
+import { answerClientErrors, configureTimeouts, createApp } from './http/app.ts';
 import { createLogger } from './logger.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -15,8 +15,7 @@ const logger = createLogger(config.logLevel);
 const service = await createApp(config, { logger });
 const server = createServer(service.app);
 answerClientErrors(server);
-// Slow uploads are allowed an hour; every other path is held to a shorter deadline in the app.
-server.requestTimeout = 60 * 60 * 1000;
+configureTimeouts(server, config);
 
 server.listen(config.port, config.host, () => {
   const address = server.address();

@@ -113,6 +113,23 @@ export function answerClientErrors(server: Server): void {
   });
 }
 
+/** How long slow uploads may take to arrive; every other path is held to a shorter deadline in the app. */
+const REQUEST_TIMEOUT_MS = 60 * 60 * 1000;
+
+/**
+ * The HTTP server's timeouts. An idle keep-alive connection is kept `KEEP_ALIVE_SECONDS` (75 s
+ * by default), longer than the idle timeout of common load balancers (60 s: AWS ALB, nginx,
+ * Google's, Azure's 4 min is set higher by its operators), so the balancer, not the service,
+ * closes an idle connection: with Node's 5 s default, a request the balancer sends on a
+ * connection the service has just closed fails with a 502. Headers may take a second longer
+ * than that, as Node's documentation asks (`headersTimeout` above `keepAliveTimeout`).
+ */
+export function configureTimeouts(server: Server, config: Pick<Config, 'keepAliveSeconds'>): void {
+  server.keepAliveTimeout = config.keepAliveSeconds * 1000;
+  server.headersTimeout = server.keepAliveTimeout + 1000;
+  server.requestTimeout = Math.max(REQUEST_TIMEOUT_MS, server.headersTimeout + 1000);
+}
+
 /** The middleware the route table's entries may ask for, made once. */
 function routeMiddleware(config: Config): RouteMiddleware {
   return {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
-import { answerClientErrors, createApp, type App } from '../../server/http/app.ts';
+import { answerClientErrors, configureTimeouts, createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
 import { dropTestDatabase, testDatabaseEnv } from './database.ts';
 import { serviceOrigins } from './service-origins.ts';
@@ -63,6 +63,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
       done();
     },
   });
+  configureTimeouts(server, config);
   const service = await createApp(config, { logger: createLogger('info', sink), now: options.now });
   server.on('request', service.app);
   serviceOrigins.add(url);
