@@ -16,8 +16,15 @@ import { sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
 import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
 
-/** The cookie that binds a page's CSRF token to the browser that loaded the page. */
-const CSRF_COOKIE = 'service.oidc-csrf';
+/**
+ * The cookie that binds a page's CSRF token to the browser that loaded the page. Over https it
+ * is `__Host-` prefixed, as the account pages' is (`web/csrf.ts`), so that no other host of the
+ * domain can plant one; such a cookie must have path `/`, so over http only it is kept to `/oidc`.
+ */
+function csrfCookie(config: Config): { name: string; path: string; secure: boolean } {
+  const https = config.baseUrl.startsWith('https:');
+  return https ? { name: '__Host-service.oidc-csrf', path: '/', secure: true } : { name: 'service.oidc-csrf', path: '/oidc', secure: false };
+}
 
 /** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
 const FORM_BYTES = 64 * 1024;
@@ -124,10 +131,11 @@ export function oidcHandlers(services: Services, config: Config) {
     if ('redirect' in outcome) res.redirect(303, outcome.redirect);
     else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
   };
+  const csrf = csrfCookie(config);
   /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */
   const csrfFor = (res: Response, interactionId: string) => {
     const secret = randomBytes(24).toString('base64url');
-    res.cookie(CSRF_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure: config.baseUrl.startsWith('https:'), path: '/oidc' });
+    res.cookie(csrf.name, secret, { httpOnly: true, sameSite: 'strict', secure: csrf.secure, path: csrf.path });
     return oidc.csrfToken(secret, interactionId);
   };
   const field = (req: Request, name: string): string | undefined => {
@@ -182,7 +190,7 @@ export function oidcHandlers(services: Services, config: Config) {
   const login = safely(async (req, res) => {
     const id = field(req, 'interaction') ?? '';
     const { interaction, client } = await oidc.interaction(id);
-    oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
+    oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
     const context = createHttpContext(req, res, services, config);
     const cookies = httpCookies(res, config);
     const targets = [interaction.params.redirectUri];
@@ -249,7 +257,7 @@ export function oidcHandlers(services: Services, config: Config) {
   const loginPasskey = safely(async (req, res) => {
     const id = field(req, 'interaction') ?? '';
     const { interaction, client } = await oidc.interaction(id);
-    oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
+    oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
     try {
       const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
       const { session } = await services.passkeySignIn.signIn(input, createHttpContext(req, res, services, config).origin);
@@ -285,7 +293,7 @@ export function oidcHandlers(services: Services, config: Config) {
   const consent = safely(async (req, res) => {
     const id = field(req, 'interaction') ?? '';
     const { interaction } = await oidc.interaction(id);
-    oidc.checkCsrf(req.cookies?.[CSRF_COOKIE] as string | undefined, interaction.id, field(req, 'csrf'));
+    oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
     const outcome = await oidc.consent(interaction.id, await viewerOf(req, res), field(req, 'decision') === 'allow');
     res.redirect(303, outcome.redirect);
   }, true);
