@@ -1,4 +1,4 @@
-import { AppError, type Impersonator, type ImpersonateResult } from '../../shared/index.ts';
+import { AppError, type Impersonator, type ImpersonateResult, type ImpersonatorsResult, type SetImpersonatorsInput } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import type { IssuedSession, Viewer } from './viewer.ts';
 import { AccountsPart, SUPER_USERS_GROUP } from './part.ts';
@@ -119,6 +119,28 @@ export class ImpersonationService extends AccountsPart {
     await repo.sessions.revoke(viewer.sessionId, now);
     await repo.settings.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
     return this.core.sessions.resumeSession(await repo.sessions.find(viewer.parentSessionId), null);
+  }
+
+  /**
+   * `PUT /impersonators` and `npm run admin -- impersonators set`: who may impersonate a person,
+   * kept in the `impersonators` of the person's own `~` group (its profile id), the only list
+   * `#grants` reads. Super users only (`actor` null: the operator's command line); audited.
+   * The other lists of the group and its members stay as they are.
+   */
+  async setImpersonators(input: SetImpersonatorsInput, actor: Viewer | null): Promise<ImpersonatorsResult> {
+    if (actor && !actor.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can set who may impersonate a person');
+    const impersonators = [...new Set(input.impersonators.map((id) => (id.includes('@') ? id.trim().toLowerCase() : id.trim())))];
+    return this.d.repo.transaction(async (repo) => {
+      const direct = await repo.profiles.findByIdOrEmail(input.user);
+      const profile = direct?.mergedInto ? await repo.profiles.find(direct.mergedInto) : direct;
+      if (!profile) throw new AppError('NotFoundError', `No profile ${input.user}`, { path: 'user' });
+      if (impersonators.includes(profile.id)) throw new AppError('ValidationError', 'A person cannot be their own impersonator', { path: 'impersonators' });
+      const now = this.now();
+      const group = await repo.groups.find(profile.id);
+      await repo.groups.upsert(profile.id, { ...(group?.data ?? {}), impersonators }, [], now);
+      await repo.settings.audit({ actor: actor?.profileId ?? 'operator', action: 'impersonators.set', target: profile.id, details: { impersonators } }, now);
+      return { id: profile.id, impersonators };
+    });
   }
 
   /** The profile named by a tilde id, an email, or a group standing for one profile (`~Id`, an email). */

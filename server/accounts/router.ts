@@ -16,6 +16,8 @@ import {
   Empty,
   IdResult,
   ImpersonateInput,
+  ImpersonatorsResult,
+  SetImpersonatorsInput,
   ImpersonateResult,
   LoginInput,
   PasskeyLoginInput,
@@ -214,6 +216,13 @@ export const accountsRouter = router({
     .input(ModerateProfileInput)
     .output(Profile)
     .mutation(({ ctx, input }) => ctx.services.moderation.moderate(input, ctx.user)),
+
+  /** Super users: who may impersonate a person (`impersonation.ts`). */
+  setImpersonators: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(SetImpersonatorsInput)
+    .output(ImpersonatorsResult)
+    .mutation(({ ctx, input }) => ctx.services.impersonation.setImpersonators(input, ctx.user)),
 
   impersonate: authedProcedure
     .meta({ whileImpersonating: 'allowed' })

@@ -13,10 +13,11 @@
  *   oidc-client list
  *   oidc-keys rotate
  *   mfa off --user ID_OR_EMAIL --reason "how the person was identified"
+ *   impersonators set --user ID_OR_EMAIL [--by ID …]
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { AppError, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow } from '../../shared/index.ts';
+import { AppError, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, SetImpersonatorsInput } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
@@ -44,6 +45,9 @@ const USAGE = `Usage: npm run admin -- <command>
       Turns multi-factor sign-in off for a person who lost every factor and every recovery code:
       removes their factors, passkeys, recovery codes and remembered browsers. Written to the
       audit log with the reason, and mailed to the person.
+  impersonators set --user ID_OR_EMAIL [--by ID_OR_EMAIL_OR_GROUP …]
+      Sets who may impersonate the person (the impersonators of their own ~ group); each --by
+      names one, and none takes every grant back. Written to the audit log.
 `;
 
 const InstitutionArgs = z.strictObject({
@@ -145,6 +149,13 @@ const commands: Record<string, Command> = {
 
   async 'oidc-keys rotate'(services) {
     console.log(await services.oidc.keys.rotate());
+  },
+
+  async 'impersonators set'(services, args) {
+    const { values } = parseArgs({ args, options: { user: { type: 'string' }, by: { type: 'string', multiple: true } }, strict: true });
+    const input = parseOrThrow(SetImpersonatorsInput, { user: values.user, impersonators: values.by ?? [] });
+    const result = await services.impersonation.setImpersonators(input, null);
+    console.log(`${result.id}\t${result.impersonators.length > 0 ? result.impersonators.join(' ') : '(nobody)'}`);
   },
 
   async 'mfa off'(services, args) {

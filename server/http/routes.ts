@@ -312,6 +312,7 @@ export const routes: Route[] = [
   { kind: 'procedure', method: 'get', path: '/profiles/search', procedure: 'accounts.searchProfiles', input: 'query', summary: 'Profiles (not deleted, merged or blocked) by a term, a full name or name parts' },
   { kind: 'procedure', method: 'post', path: '/profiles/search', procedure: 'accounts.searchProfilesBy', input: 'body', summary: 'Profiles by ids, or by the emails they hold' },
   { kind: 'procedure', method: 'post', path: '/profile/moderate', procedure: 'accounts.moderate', input: 'body', summary: 'A moderation decision on a profile', errors: [404] },
+  { kind: 'procedure', method: 'put', path: '/impersonators', procedure: 'accounts.setImpersonators', input: 'body', summary: 'Super users: set who may impersonate a person (the impersonators of their own ~ group)', errors: [403, 404] },
   { kind: 'procedure', method: 'post', path: '/impersonate', procedure: 'accounts.impersonate', input: 'body', summary: 'Start a session as another person', errors: [404] },
   { kind: 'procedure', method: 'post', path: '/impersonate/exit', procedure: 'accounts.exitImpersonation', input: 'none', summary: "Return to the impersonator's own session (needs the impersonation session's refresh cookie)", errors: [403] },
   // venues, invitations, notes (not in the spec: see the README)

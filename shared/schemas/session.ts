@@ -115,6 +115,24 @@ export const ImpersonateResult = z.strictObject({
 });
 export type ImpersonateResult = z.infer<typeof ImpersonateResult>;
 
+/**
+ * `PUT /impersonators` (super users) and `npm run admin -- impersonators set`: who may
+ * impersonate a person, written to the `impersonators` of the person's own `~` group. Each entry
+ * is a tilde id, an email or a group id; an empty list takes the grant back.
+ */
+export const SetImpersonatorsInput = z.strictObject({
+  user: NonEmptyString.max(300),
+  impersonators: z.array(NonEmptyString.max(300)).max(50),
+});
+export type SetImpersonatorsInput = z.infer<typeof SetImpersonatorsInput>;
+
+export const ImpersonatorsResult = z.strictObject({
+  /** The person's profile id, whichever of their ids or emails was given. */
+  id: z.string(),
+  impersonators: z.array(z.string()),
+});
+export type ImpersonatorsResult = z.infer<typeof ImpersonatorsResult>;
+
 // ---- token-driven account operations (bodies of the spec's Users table) ----------------------
 
 /** `PUT /activate/{token}`. */
