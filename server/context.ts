@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { AppError } from '../shared/errors.ts';
-import type { IssuedSession, RequestOrigin, Viewer } from './accounts/viewer.ts';
+import type { BrowserCookies, IssuedSession, RequestOrigin, Viewer } from './accounts/viewer.ts';
 import type { Services } from './services.ts';
 
 /** How a procedure sets or clears the session cookies, whatever transport it runs under. */
@@ -11,15 +11,13 @@ export interface SessionCookies {
   trustDevice?(cookie: { token: string; seconds: number }): void;
 }
 
-export interface Credentials {
+export interface Credentials extends BrowserCookies {
   /** From the cookie `service.accessToken` or an `Authorization: Bearer` header. */
   accessToken?: string | undefined;
   /** From the cookie `service.refreshToken`. */
   refreshToken?: string | undefined;
   /** Whether the access token came from an `Authorization: Bearer` header rather than the cookie. */
   viaBearer?: boolean;
-  /** From the cookie `service.mfaTrustedDevice`: a browser remembered by multi-factor sign-in. */
-  trustedDevice?: string | undefined;
 }
 
 export interface Context {

@@ -8,8 +8,13 @@ import type { RateLimiterStore } from '../db/knex.ts';
  * every process on it shares them.
  */
 export const RATE_LIMITS = {
-  /** Password attempts on one account. */
+  /**
+   * Password attempts on one account from browsers without its device cookie (`accounts/device-cookies.ts`):
+   * past it, each attempt needs human verification (`POST /login`'s `token`) instead of being refused.
+   */
   loginAccount: { points: 10, seconds: 15 * 60 },
+  /** Password attempts on one account from one browser that signed in to it before (its device cookie), or from one signed-in session. */
+  loginDevice: { points: 10, seconds: 15 * 60 },
   /** Password attempts from one address, over all accounts. */
   loginAddress: { points: 100, seconds: 15 * 60 },
   /** Passwordless passkey ceremonies begun from one address (each stores a challenge). */
@@ -32,6 +37,8 @@ export const RATE_LIMITS = {
   wrongCodeAddress: { points: 20, seconds: 24 * 60 * 60 },
   /** Second-factor codes mailed for one person (each `/mfa/challenge` with `emailOtp`). */
   mfaEmailAccount: { points: 5, seconds: 15 * 60 },
+  /** Wrong second-step codes from one browser that signed in to the account before: its own lockout, apart from the person's (`mfa/service.ts`). */
+  mfaDevice: { points: 5, seconds: 15 * 60 },
   /** Second-step attempts (`/mfa/challenge`, `/mfa/verify`, re-authentication) from one address, over all accounts; the person's own lockout is in `mfa/service.ts`. */
   mfaAddress: { points: 100, seconds: 15 * 60 },
 } as const;

@@ -6,6 +6,7 @@ import { HumanVerifier } from './accounts/human-verification.ts';
 import { ImpersonationService } from './accounts/impersonation.ts';
 import { ModerationService } from './accounts/moderation.ts';
 import { OneTimeTokens } from './accounts/one-time-tokens.ts';
+import { DeviceCookies } from './accounts/device-cookies.ts';
 import { OWASP_SCRYPT, PasswordHasher, TEST_SCRYPT } from './accounts/passwords.ts';
 import { PasswordResetService } from './accounts/password-reset.ts';
 import { AccountsRepository } from './accounts/repository.ts';
@@ -81,6 +82,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     // Keys the hashes of 6-digit codes, so a copy of the table does not give them away.
     oneTime: new OneTimeTokens(`${secret}:codes`),
     verifier: new HumanVerifier(config.humanVerification, logger),
+    devices: new DeviceCookies(secret),
     limits: new RateLimits(limiterStore),
     mailer,
     config,

@@ -16,6 +16,8 @@ export const OIDC_CODE_SECONDS = 10 * 60;
 /** The session cookies (the spec names the first). */
 export const ACCESS_TOKEN_COOKIE = 'service.accessToken';
 export const REFRESH_TOKEN_COOKIE = 'service.refreshToken';
+/** A browser that signed in to an account keeps its own sign-in allowance for it (server/accounts/device-cookies.ts). */
+export const DEVICE_COOKIE = 'service.device';
 export * from './schemas/oidc.ts';
 export * from './schemas/security.ts';
 export * from './schemas/mfa.ts';

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Mailer } from '../mail.ts';
 import type { RateLimits } from '../rate-limits.ts';
+import type { DeviceCookies } from './device-cookies.ts';
 import type { HumanVerifier } from './human-verification.ts';
 import type { OneTimeTokens } from './one-time-tokens.ts';
 import type { PasswordHasher } from './passwords.ts';
@@ -18,6 +19,8 @@ export interface AccountsDeps {
   tokens: SessionTokens;
   oneTime: OneTimeTokens;
   verifier: HumanVerifier;
+  /** Signs and reads the browsers' device cookies (per-browser sign-in allowances). */
+  devices: DeviceCookies;
   limits: RateLimits;
   mailer: Mailer;
   config: Config;

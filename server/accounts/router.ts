@@ -80,7 +80,7 @@ export const accountsRouter = router({
     .input(LoginInput)
     .output(LoginResult)
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.services.mfa.login(input, ctx.origin, ctx.credentials.trustedDevice);
+      const outcome = await ctx.services.mfa.login(input, ctx.origin, ctx.credentials);
       if ('pending' in outcome) return outcome.pending;
       ctx.cookies.set(outcome.session);
       return outcome.session.result;

@@ -43,13 +43,14 @@ export class SecurityService extends AccountsPart {
     const repo = this.d.repo;
     const profile = await repo.profiles.find(viewer.profileId);
     if (!profile) throw new AppError('NotFoundError', 'Profile not found');
-    const accountKey = `profile:${profile.id}`;
-    await this.d.limits.consume('loginAccount', accountKey);
+    // The signed-in session's own allowance: strangers' wrong passwords for the account never keep its owner from changing it.
+    const own = `session:${viewer.sessionId}`;
+    await this.d.limits.consume('loginDevice', own);
     await this.d.limits.consume('loginAddress', addressKey(origin.address));
     if (!(await this.d.hasher.verify(input.currentPassword, profile.passwordHash, addressKey(origin.address)))) {
       throw new AppError('ValidationError', 'The current password is not correct', { path: 'currentPassword' });
     }
-    await this.d.limits.refund('loginAccount', accountKey);
+    await this.d.limits.refund('loginDevice', own);
     await this.d.limits.refund('loginAddress', addressKey(origin.address));
     const passwordHash = await this.d.hasher.hash(input.newPassword, addressKey(origin.address));
     const endOthers = input.logoutOtherSessions ?? true;

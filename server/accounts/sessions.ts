@@ -39,7 +39,7 @@ export class SessionService extends AccountsBase {
    * prove the person otherwise: a passkey that verified its holder (`mfa/passkey-sign-in.ts`,
    * which calls `startSession`), and activation from a mailed token (`activation.ts`).
    */
-  async checkPassword(input: LoginInput, origin: RequestOrigin): Promise<{ profile: ProfileRecord; loginEmail: string }> {
+  async checkPassword(input: LoginInput, origin: RequestOrigin, device?: string): Promise<{ profile: ProfileRecord; loginEmail: string }> {
     const repo = this.d.repo;
     const limits = this.d.limits;
     // The id is made canonical once (white space and invisible characters around it, letter
@@ -49,16 +49,19 @@ export class SessionService extends AccountsBase {
     const isTilde = id.startsWith('~');
     const found = await repo.profiles.findByIdOrEmail(id);
     const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
-    const accountKey = accountLimitKey(id, profile);
+    // A browser that signed in to this account before counts against its own allowance, so that
+    // strangers' wrong passwords never lock its owner out (`device-cookies.ts`).
+    const deviceNonce = profile ? this.d.devices.nonceFor(device, profile.id) : null;
+    const counter = deviceNonce ? ({ name: 'loginDevice', key: `device:${deviceNonce}` } as const) : ({ name: 'loginAccount', key: accountLimitKey(id, profile) } as const);
     // Every attempt is counted before the password is checked (so parallel guesses cannot all
     // slip under the limit), and given back when the password was right.
-    await limits.consume('loginAccount', accountKey);
+    await this.#countAttempt(counter, deviceNonce === null, input.token, origin);
     await limits.consume('loginAddress', addressKey(origin.address));
     const passwordOk = await this.d.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
     if (!profile || !passwordOk || profile.ddate !== null) {
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
-    await limits.refund('loginAccount', accountKey);
+    await limits.refund(counter.name, counter.key);
     await limits.refund('loginAddress', addressKey(origin.address));
     if (!ACTIVE_STATES.has(profile.state)) {
       throw new AppError('ForbiddenError', inactiveMessage(profile.state));
@@ -66,6 +69,29 @@ export class SessionService extends AccountsBase {
     const emails = await repo.emails.emailsOf(profile.id);
     const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
     return { profile, loginEmail };
+  }
+
+  /**
+   * Counts a password attempt. Past the account's limit, a browser without the account's device
+   * cookie is not refused outright (anyone could keep a person out that way): it is asked to
+   * prove it is a person, a 429 with `details.humanVerification: "required"`, and an attempt
+   * that carries a verified `token` goes on. A browser's own allowance (`loginDevice`) is a
+   * plain limit: only its holder's failures reach it.
+   */
+  async #countAttempt(counter: { name: 'loginAccount' | 'loginDevice'; key: string }, shared: boolean, token: string | null | undefined, origin: RequestOrigin): Promise<void> {
+    try {
+      await this.d.limits.consume(counter.name, counter.key);
+    } catch (error) {
+      if (!shared || !(error instanceof AppError) || error.name !== 'TooManyError') throw error;
+      const retryAfter = Number(error.details?.retryAfter ?? 1);
+      if (!token) {
+        throw new AppError('TooManyError', `Too many sign-in attempts for this account. Please complete the human verification and try again, or try again in ${retryAfter} seconds.`, {
+          humanVerification: 'required',
+          retryAfter,
+        });
+      }
+      await this.d.verifier.verify(token, origin.address);
+    }
   }
 
   /**
@@ -78,7 +104,8 @@ export class SessionService extends AccountsBase {
     const issued = await this.issueSession(profile, { loginEmail, accessSeconds, origin });
     // The person's "recent sign-ins" (the security page) read the audit log.
     await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details: deviceDetails(origin) }, this.now());
-    return issued;
+    // This browser has now signed in to the account: its own allowance from here on.
+    return { ...issued, deviceEntry: this.d.devices.issue(profile.id) };
   }
 
   /** Opens a new session for a profile: a session row, a refresh token, an access token. */

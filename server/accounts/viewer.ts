@@ -32,6 +32,14 @@ export interface RequestOrigin {
   userAgent?: string | undefined;
 }
 
+/** The cookies a browser shows a sign-in: a remembered browser (skips the second factor) and its device cookie (its own allowance). */
+export interface BrowserCookies {
+  /** `service.mfaTrustedDevice`: a browser remembered by multi-factor sign-in. */
+  trustedDevice?: string | undefined;
+  /** `service.device`: the browser's device-cookie entries (`device-cookies.ts`). */
+  device?: string | undefined;
+}
+
 /** What a token-issuing operation hands to the transport: the body, and the cookies to set. */
 export interface IssuedSession {
   result: SessionResult;
@@ -39,6 +47,8 @@ export interface IssuedSession {
   accessSeconds: number;
   refreshToken: string;
   refreshSeconds: number;
+  /** After a sign-in: this browser's new device-cookie entry for the account (`device-cookies.ts`), for the transport to keep. */
+  deviceEntry?: string;
 }
 
 /**

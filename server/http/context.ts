@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE, TRUSTED_DEVICE_COOKIE } from '../../shared/index.ts';
+import { ACCESS_TOKEN_COOKIE, DEVICE_COOKIE, REFRESH_TOKEN_COOKIE, TRUSTED_DEVICE_COOKIE } from '../../shared/index.ts';
+import { DEVICE_COOKIE_SECONDS, withDeviceEntry } from '../accounts/device-cookies.ts';
 import type { Config } from '../config.ts';
 import { createContextInner, type Context, type SessionCookies } from '../context.ts';
 import type { Services } from '../services.ts';
@@ -18,13 +19,27 @@ function accessTokenOf(req: Request, sessionFrom: 'any' | 'cookie'): { token?: s
   return { ...(typeof cookie === 'string' && cookie !== '' ? { token: cookie } : {}), viaBearer: false };
 }
 
-/** Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https. */
+/** A cookie of the request, when it is a non-empty string. */
+function cookieOf(req: Request, name: string): string | undefined {
+  const value: unknown = req.cookies?.[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/**
+ * Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https. A
+ * sign-in also adds its entry to the browser's device cookie (kept across logouts, as it
+ * remembers the browser, not a session).
+ */
 export function httpCookies(res: Response, config: Config): SessionCookies {
   const base = { httpOnly: true, sameSite: 'lax', secure: config.baseUrl.startsWith('https:'), path: '/' } as const;
   return {
     set(session) {
       res.cookie(ACCESS_TOKEN_COOKIE, session.accessToken, { ...base, maxAge: session.accessSeconds * 1000 });
       res.cookie(REFRESH_TOKEN_COOKIE, session.refreshToken, { ...base, maxAge: session.refreshSeconds * 1000 });
+      if (session.deviceEntry) {
+        const current = res.req ? cookieOf(res.req, DEVICE_COOKIE) : undefined;
+        res.cookie(DEVICE_COOKIE, withDeviceEntry(current, session.deviceEntry), { ...base, maxAge: DEVICE_COOKIE_SECONDS * 1000 });
+      }
     },
     clear() {
       res.clearCookie(ACCESS_TOKEN_COOKIE, base);
@@ -43,8 +58,6 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
  * person in to other applications, which an access token alone (perhaps a stolen one) must not.
  */
 export function createHttpContext(req: Request, res: Response, services: Services, config: Config, sessionFrom: 'any' | 'cookie' = 'any'): Context {
-  const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
-  const trusted: unknown = req.cookies?.[TRUSTED_DEVICE_COOKIE];
   const access = accessTokenOf(req, sessionFrom);
   return createContextInner({
     services,
@@ -53,8 +66,9 @@ export function createHttpContext(req: Request, res: Response, services: Service
     credentials: {
       accessToken: access.token,
       viaBearer: access.viaBearer,
-      refreshToken: typeof refresh === 'string' && refresh !== '' ? refresh : undefined,
-      trustedDevice: typeof trusted === 'string' && trusted !== '' ? trusted : undefined,
+      refreshToken: cookieOf(req, REFRESH_TOKEN_COOKIE),
+      trustedDevice: cookieOf(req, TRUSTED_DEVICE_COOKIE),
+      device: cookieOf(req, DEVICE_COOKIE),
     },
     cookies: httpCookies(res, config),
     origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') },

@@ -7,7 +7,7 @@ import type { IssuedSession, Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import { consentPage, errorPage, loginPage, secondStepPage, STYLESHEET } from '../oidc/pages.ts';
 import { InvalidRequest, OAuthError } from '../oidc/errors.ts';
-import { requestIdOf } from '../web/render.ts';
+import { humanVerificationAsked, requestIdOf, TURNSTILE_ORIGIN } from '../web/render.ts';
 import type { Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext, httpCookies } from './context.ts';
@@ -79,14 +79,18 @@ export function oauthForm(req: Request, res: Response, next: NextFunction): void
   });
 }
 
-/** A page: its own CSP, so a form may send the person on to the client's redirect URI. */
-function page(res: Response, status: number, html: string, formTargets: string[] = []): void {
+/**
+ * A page: its own CSP, so a form may send the person on to the client's redirect URI; `widget`:
+ * it shows the human-verification widget, whose script and frame come from Turnstile.
+ */
+function page(res: Response, status: number, html: string, formTargets: string[] = [], widget = false): void {
   const origins = formTargets.map((uri) => new URL(uri).origin);
+  const turnstile = widget ? `; script-src 'self' ${TURNSTILE_ORIGIN}; frame-src ${TURNSTILE_ORIGIN}` : '';
   res
     .status(status)
     .setHeader(
       'Content-Security-Policy',
-      `default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self' ${origins.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
+      `default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self' ${origins.join(' ')}; frame-ancestors 'none'; base-uri 'none'${turnstile}`,
     )
     .setHeader('Cache-Control', 'no-store')
     .type('html')
@@ -203,8 +207,11 @@ export function oidcHandlers(services: Services, config: Config) {
       else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
     };
     const loginAgain = (error: AppError, email = '') => {
-      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message, email });
-      page(res, error.status, html, targets);
+      // The account's attempts ran out for this browser: the form asks for human verification too.
+      const verify = humanVerificationAsked(error);
+      const verification = verify ? { verification: config.humanVerification ? ('remote' as const) : ('development' as const), siteKey: config.humanVerificationSiteKey } : {};
+      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message, email, ...verification });
+      page(res, error.status, html, targets, verify && config.humanVerification !== undefined && config.humanVerificationSiteKey !== undefined);
     };
     const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; notice?: string } = {}) => {
       const html = secondStepPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, mfaPendingToken: pending.token, methods: pending.methods, method: pending.method, requestId: requestIdOf(req), ...message });
@@ -219,14 +226,14 @@ export function oidcHandlers(services: Services, config: Config) {
       const pending = { token: mfaPendingToken, methods: await services.mfa.pendingMethods(mfaPendingToken), method };
       try {
         if (field(req, 'step') === 'send-email') {
-          await services.mfa.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin);
+          await services.mfa.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin, context.credentials.device);
           secondStep({ ...pending, method: 'emailOtp' }, 200, { notice: 'A code was sent to your email. It is valid for 10 minutes.' });
           return;
         }
         // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
         const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : (field(req, 'code') ?? '');
         const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' });
-        const outcome = await services.mfa.verify(input, context.origin);
+        const outcome = await services.mfa.verify(input, context.origin, context.credentials.device);
         if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);
         await signedIn(outcome.session);
       } catch (error) {
@@ -240,7 +247,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
     const email = field(req, 'email') ?? '';
     try {
-      const outcome = await services.mfa.login({ id: email, password: field(req, 'password') ?? '' }, context.origin, context.credentials.trustedDevice);
+      const outcome = await services.mfa.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined }, context.origin, context.credentials);
       if ('pending' in outcome) {
         const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome.pending;
         secondStep({ token, methods: mfaMethods, method: preferredMethod === 'passkey' ? (mfaMethods.find((m) => m !== 'passkey') ?? 'recovery') : preferredMethod });

@@ -35,7 +35,18 @@ ul{padding-left:20px}
 a{color:#1f4fbf}
 `;
 
-export function loginPage(opts: { interactionId: string; csrf: string; clientName: string; resetUrl: string; requestId: string; error?: string; email?: string }): string {
+/** `verification`: the account's attempts ran out for this browser, so the form asks for human verification too. */
+export function loginPage(opts: {
+  interactionId: string;
+  csrf: string;
+  clientName: string;
+  resetUrl: string;
+  requestId: string;
+  error?: string;
+  email?: string;
+  verification?: 'development' | 'remote';
+  siteKey?: string | undefined;
+}): string {
   return renderPage('oidc/login', { title: 'Sign in', ...opts, email: opts.email ?? '' });
 }
 

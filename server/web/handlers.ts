@@ -18,7 +18,6 @@ import {
   AppError,
   MfaFactorMethod,
   REFRESH_TOKEN_COOKIE,
-  TRUSTED_DEVICE_COOKIE,
   type ActivatableResult,
   type MfaStatus,
   type ProfileContent,
@@ -31,7 +30,7 @@ import { toAppError } from '../errors.ts';
 import { createCaller } from '../router.ts';
 import type { Services } from '../services.ts';
 import { checkCsrf, csrfTokenFor } from './csrf.ts';
-import { refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from './render.ts';
+import { humanVerificationAsked, refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from './render.ts';
 import { jsonFieldValue, passkeyFormInput } from './passkey-forms.ts';
 import { PAGES_STYLESHEET } from './style.ts';
 
@@ -679,8 +678,15 @@ export function webHandlers(services: Services, config: Config) {
   );
 
   // ---- sign in, sign out -------------------------------------------------------------------------
-  const loginPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, next: string, errors?: FieldError[]) =>
-    sendPage(res, status, 'login', { ...frame(req, page, 'Sign in', { errors }), values, next }, { passkeys: true });
+  /** `verify`: the account's attempts ran out for this browser, so the form asks for human verification (`sessions.ts`). */
+  const loginPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, next: string, errors?: FieldError[], verify = false) =>
+    sendPage(
+      res,
+      status,
+      'login',
+      { ...frame(req, page, 'Sign in', { errors }), values, next, ...(verify ? { verification, siteKey: config.humanVerificationSiteKey } : {}) },
+      { passkeys: true, widget: verify && showsWidget },
+    );
   const webLoginForm = handle(async (req, res, page) => {
     const next = query(req, 'next');
     if (page.viewer && !query(req, 'notice')) return redirect(res, safeNext(next));
@@ -755,8 +761,8 @@ export function webHandlers(services: Services, config: Config) {
       const next = field(req, 'next');
       let session: IssuedSession;
       try {
-        const trusted: unknown = req.cookies?.[TRUSTED_DEVICE_COOKIE];
-        const outcome = await services.mfa.login({ id: values.email, password: field(req, 'password') }, originOf(req), typeof trusted === 'string' && trusted !== '' ? trusted : undefined);
+        const { credentials } = createHttpContext(req, res, services, config, 'cookie');
+        const outcome = await services.mfa.login({ id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined }, originOf(req), credentials);
         if ('pending' in outcome) {
           const { mfaPendingToken, mfaMethods, preferredMethod } = outcome.pending;
           secondStepPage(req, res, page, 200, { token: mfaPendingToken, methods: mfaMethods, method: preferredMethod, next, rememberDevice: false });
@@ -765,7 +771,8 @@ export function webHandlers(services: Services, config: Config) {
         session = outcome.session;
       } catch (error) {
         const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
-        loginPage(req, res, page, refusal.status, values, next, refusal.errors);
+        const verify = humanVerificationAsked(error);
+        loginPage(req, res, page, refusal.status, values, next, refusal.errors, verify);
         return;
       }
       useSession(req, res, session);

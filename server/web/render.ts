@@ -10,6 +10,7 @@ import { Eta } from 'eta';
 import type { Request, Response } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
 import { toAppError } from '../errors.ts';
+import { AppError } from '../../shared/errors.ts';
 
 const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
 
@@ -48,7 +49,9 @@ export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
  */
 export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean; passkeys?: boolean } = {}): void {
   const html = eta.render(template, { ...data, prefix: PAGES_PREFIX });
-  const widget = opts.widget ? `; script-src ${TURNSTILE_ORIGIN}; frame-src ${TURNSTILE_ORIGIN}` : opts.passkeys ? "; script-src 'self'; connect-src 'self'" : '';
+  // Our own scripts (passkey buttons) and the Turnstile widget each widen the policy only as far as they need.
+  const scripts = [...(opts.passkeys ? ["'self'"] : []), ...(opts.widget ? [TURNSTILE_ORIGIN] : [])];
+  const widget = (scripts.length > 0 ? `; script-src ${scripts.join(' ')}` : '') + (opts.widget ? `; frame-src ${TURNSTILE_ORIGIN}` : '') + (opts.passkeys ? "; connect-src 'self'" : '');
   res
     .status(status)
     .setHeader('Content-Security-Policy', `default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'${widget}`)
@@ -86,6 +89,14 @@ export function refusalOf(req: Request, error: unknown, fieldOf: (path: string) 
     return { field: typeof at === 'string' ? fieldOf(at) : '', message: item.message };
   });
   return { status: app.status, errors };
+}
+
+/**
+ * Whether a refused sign-in asks for human verification: the account's attempts ran out for this
+ * browser (`details.humanVerification`), or the verification sent was not accepted.
+ */
+export function humanVerificationAsked(error: unknown): boolean {
+  return error instanceof AppError && (error.details?.humanVerification === 'required' || error.name === 'HumanVerificationRequiredError');
 }
 
 /** An API path (`content/names/0/first`) as an input id (`content-names-0-first`). */

@@ -65,6 +65,12 @@ export const LoginInput = z.strictObject({
    * Python client always sends the key, as `null` when its caller gave none.
    */
   expiresIn: z.int().min(1).max(MAX_SESSION_SECONDS).nullish(),
+  /**
+   * A human-verification token, needed only after the account's sign-in attempts ran out for
+   * browsers that have not signed in to it before (the answer was a 429 with
+   * `details.humanVerification: "required"`), as `POST /register` takes it.
+   */
+  token: HumanVerificationToken.nullish(),
 });
 export type LoginInput = z.infer<typeof LoginInput>;
 

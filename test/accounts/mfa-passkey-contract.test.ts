@@ -18,6 +18,7 @@ import { MfaService } from '../../server/accounts/mfa/service.ts';
 import { SecretBox } from '../../server/accounts/mfa/totp.ts';
 import { OneTimeTokens } from '../../server/accounts/one-time-tokens.ts';
 import type { AccountsDeps } from '../../server/accounts/part.ts';
+import { DeviceCookies } from '../../server/accounts/device-cookies.ts';
 import { PasswordHasher, TEST_SCRYPT } from '../../server/accounts/passwords.ts';
 import { ProfileService } from '../../server/accounts/profiles.ts';
 import { AccountsRepository } from '../../server/accounts/repository.ts';
@@ -114,6 +115,7 @@ beforeAll(async () => {
     tokens: new SessionTokens(secret, config.baseUrl, clock.now),
     oneTime: new OneTimeTokens(`${secret}:codes`),
     verifier: new HumanVerifier(undefined, logger),
+    devices: new DeviceCookies(secret),
     limits: new RateLimits(store),
     mailer,
     config,
@@ -140,20 +142,21 @@ beforeEach(() => {
 });
 
 let counter = 0;
-async function person(): Promise<{ email: string; viewer: Viewer }> {
+async function person(): Promise<{ email: string; viewer: Viewer; refresh: string }> {
   counter += 1;
   const email = `passkey${counter}@example.org`;
   await signUp.createUser({ email, password: PASSWORD, fullname: 'Ada Lovelace', state: 'Active' });
-  const outcome = await mfa.login({ id: email, password: PASSWORD }, origin, undefined);
+  const outcome = await mfa.login({ id: email, password: PASSWORD }, origin, {});
   if (!('session' in outcome)) throw new Error('expected a session');
-  return { email, viewer: await sessions.authenticate(outcome.session.accessToken) };
+  // The session's refresh token, as the browser that signed in holds it: adding a factor needs it.
+  return { email, viewer: await sessions.authenticate(outcome.session.accessToken), refresh: outcome.session.refreshToken };
 }
 
 describe('passkeys through PasskeyFactor', () => {
   it('adding the first passkey asks registrationOptions and register, turns MFA on and answers recovery codes', async () => {
-    const { viewer } = await person();
-    expect(await mfa.passkeyInit(viewer)).toMatchObject({ challenge: 'reg-challenge' });
-    const added = await mfa.passkeyVerify(viewer, ATTESTATION, '  ');
+    const { viewer, refresh } = await person();
+    expect(await mfa.passkeyInit(viewer, refresh)).toMatchObject({ challenge: 'reg-challenge' });
+    const added = await mfa.passkeyVerify(viewer, ATTESTATION, '  ', refresh);
     expect(added.passkey.name).toBe('Passkey');
     expect(added.recoveryCodes).toHaveLength(10);
     expect(passkeys.calls.map((c) => c.name)).toEqual(['registrationOptions', 'register']);
@@ -161,10 +164,10 @@ describe('passkeys through PasskeyFactor', () => {
   });
 
   it('sign-in: passkey is offered; the challenge and the verification name the pending sign-in; amr says hwk or swk', async () => {
-    const { email, viewer } = await person();
-    await mfa.passkeyVerify(viewer, ATTESTATION, 'Laptop');
+    const { email, viewer, refresh } = await person();
+    await mfa.passkeyVerify(viewer, ATTESTATION, 'Laptop', refresh);
     passkeys.calls.length = 0;
-    const login = await mfa.login({ id: email, password: PASSWORD }, origin, undefined);
+    const login = await mfa.login({ id: email, password: PASSWORD }, origin, {});
     if (!('pending' in login)) throw new Error('expected a pending sign-in');
     expect(login.pending).toMatchObject({ mfaMethods: ['passkey'], preferredMethod: 'passkey' });
     const options = await mfa.challenge({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey' }, origin);
@@ -181,9 +184,9 @@ describe('passkeys through PasskeyFactor', () => {
   });
 
   it('a refused assertion keeps its reason and counts toward the lockout', async () => {
-    const { email, viewer } = await person();
-    await mfa.passkeyVerify(viewer, ATTESTATION, 'Phone');
-    const login = await mfa.login({ id: email, password: PASSWORD }, origin, undefined);
+    const { email, viewer, refresh } = await person();
+    await mfa.passkeyVerify(viewer, ATTESTATION, 'Phone', refresh);
+    const login = await mfa.login({ id: email, password: PASSWORD }, origin, {});
     if (!('pending' in login)) throw new Error('expected a pending sign-in');
     passkeys.refuseWith = 'The passkey answer does not match the challenge';
     for (let i = 1; i <= 4; i += 1) {
@@ -196,12 +199,12 @@ describe('passkeys through PasskeyFactor', () => {
   });
 
   it('removing the last passkey turns MFA off; an unknown one is a 404; both need a recent proof', async () => {
-    const { viewer } = await person();
-    const { passkey } = await mfa.passkeyVerify(viewer, ATTESTATION, 'Key');
+    const { viewer, refresh } = await person();
+    const { passkey } = await mfa.passkeyVerify(viewer, ATTESTATION, 'Key', refresh);
     await expect(mfa.passkeyDelete(viewer, 'no-such-key')).rejects.toMatchObject({ name: 'NotFoundError' });
     clock.advance(11 * 60 * 1000);
     await expect(mfa.passkeyDelete(viewer, passkey.credentialId)).rejects.toMatchObject({ name: 'ForbiddenError' });
-    await expect(mfa.passkeyInit(viewer)).rejects.toMatchObject({ name: 'ForbiddenError' });
+    await expect(mfa.passkeyInit(viewer, refresh)).rejects.toMatchObject({ name: 'ForbiddenError' });
     await mfa.reauthenticate(viewer, { password: PASSWORD }, origin);
     expect(await mfa.passkeyDelete(viewer, passkey.credentialId)).toEqual({ status: 'ok', enabled: false });
     expect(await mfa.status(viewer)).toMatchObject({ enabled: false, methods: [], recoveryCodesRemaining: 0 });

@@ -33,13 +33,13 @@ export const mfaRouter = router({
   challenge: publicProcedure
     .input(MfaChallengeInput)
     .output(MfaChallengeResult)
-    .mutation(({ ctx, input }) => ctx.services.mfa.challenge(input, ctx.origin)),
+    .mutation(({ ctx, input }) => ctx.services.mfa.challenge(input, ctx.origin, ctx.credentials.device)),
 
   verify: publicProcedure
     .input(MfaVerifyInput)
     .output(MfaVerifyResult)
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.services.mfa.verify(input, ctx.origin);
+      const outcome = await ctx.services.mfa.verify(input, ctx.origin, ctx.credentials.device);
       ctx.cookies.set(outcome.session);
       if (outcome.trustedDevice) ctx.cookies.trustDevice?.(outcome.trustedDevice);
       return outcome.session.result;
@@ -53,29 +53,29 @@ export const mfaRouter = router({
     .output(MfaStatus)
     .mutation(({ ctx, input }) => ctx.services.mfa.setPreferred(ctx.user, input.method)),
 
-  totpInit: mine.output(TotpInitResult).mutation(({ ctx }) => ctx.services.mfa.totpInit(ctx.user)),
+  totpInit: mine.output(TotpInitResult).mutation(({ ctx }) => ctx.services.mfa.totpInit(ctx.user, ctx.credentials.refreshToken)),
 
   totpVerify: mine
     .input(TotpVerifyInput)
     .output(TotpVerifyResult)
-    .mutation(({ ctx, input }) => ctx.services.mfa.totpVerify(ctx.user, input.code)),
+    .mutation(({ ctx, input }) => ctx.services.mfa.totpVerify(ctx.user, input.code, ctx.credentials.refreshToken)),
 
   totpDelete: mine.output(MfaChangeResult).mutation(({ ctx }) => ctx.services.mfa.totpDelete(ctx.user)),
 
-  emailSetup: mine.output(EmailSetupResult).mutation(({ ctx }) => ctx.services.mfa.emailSetup(ctx.user)),
+  emailSetup: mine.output(EmailSetupResult).mutation(({ ctx }) => ctx.services.mfa.emailSetup(ctx.user, ctx.credentials.refreshToken)),
 
   emailDelete: mine.output(MfaChangeResult).mutation(({ ctx }) => ctx.services.mfa.emailDelete(ctx.user)),
 
-  regenerateRecoveryCodes: mine.output(RecoveryCodesResult).mutation(({ ctx }) => ctx.services.mfa.regenerateRecoveryCodes(ctx.user)),
+  regenerateRecoveryCodes: mine.output(RecoveryCodesResult).mutation(({ ctx }) => ctx.services.mfa.regenerateRecoveryCodes(ctx.user, ctx.credentials.refreshToken)),
 
   forgetTrustedDevices: mine.output(MfaStatus).mutation(({ ctx }) => ctx.services.mfa.forgetTrustedDevices(ctx.user)),
 
-  passkeyInit: mine.output(WebAuthnOptions).mutation(({ ctx }) => ctx.services.mfa.passkeyInit(ctx.user)),
+  passkeyInit: mine.output(WebAuthnOptions).mutation(({ ctx }) => ctx.services.mfa.passkeyInit(ctx.user, ctx.credentials.refreshToken)),
 
   passkeyVerify: mine
     .input(PasskeyVerifyInput)
     .output(PasskeyVerifyResult)
-    .mutation(({ ctx, input }) => ctx.services.mfa.passkeyVerify(ctx.user, input.response, input.name)),
+    .mutation(({ ctx, input }) => ctx.services.mfa.passkeyVerify(ctx.user, input.response, input.name, ctx.credentials.refreshToken)),
 
   passkeys: authedProcedure.output(PasskeyListResult).query(({ ctx }) => ctx.services.mfa.passkeyList(ctx.user)),
 

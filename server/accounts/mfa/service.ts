@@ -23,7 +23,7 @@ import { preferredEmail } from '../profiles.ts';
 import { type AccountsRepository, normaliseId, type ProfileRecord } from '../repository.ts';
 import { canHoldSession } from '../session-rule.ts';
 import type { SessionService } from '../sessions.ts';
-import type { IssuedSession, RequestOrigin, Viewer } from '../viewer.ts';
+import type { BrowserCookies, IssuedSession, RequestOrigin, Viewer } from '../viewer.ts';
 import { type CodeHasher, newEmailCode, newRecoveryCode, RECOVERY_CODE_COUNT, typedDigits, typedRecoveryCode } from './codes.ts';
 import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
 import type { MfaRepository } from './repository.ts';
@@ -114,10 +114,10 @@ export class MfaService extends AccountsBase {
    * `POST /login`: the password, then either a session (no factor on, or a remembered browser) or
    * a pending sign-in waiting for the second factor. No session or cookie exists until then.
    */
-  async login(input: LoginInput, origin: RequestOrigin, trustedDevice: string | undefined): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
-    const { profile, loginEmail } = await this.#m.sessions.checkPassword(input, origin);
+  async login(input: LoginInput, origin: RequestOrigin, browser: BrowserCookies): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
+    const { profile, loginEmail } = await this.#m.sessions.checkPassword(input, origin, browser.device);
     const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
-    const next = await this.afterPassword(profile, trustedDevice);
+    const next = await this.afterPassword(profile, browser.trustedDevice);
     if (next === null) return { session: await this.#open(profile, loginEmail, accessSeconds, null, origin) };
     return { pending: await this.#pending(profile, loginEmail, accessSeconds, next) };
   }
@@ -166,10 +166,11 @@ export class MfaService extends AccountsBase {
   }
 
   /** `POST /mfa/challenge`: mails a code (`emailOtp`), or answers WebAuthn request options (`passkey`). */
-  async challenge(input: MfaChallengeInput, origin: RequestOrigin): Promise<MfaChallengeResult> {
+  async challenge(input: MfaChallengeInput, origin: RequestOrigin, device?: string): Promise<MfaChallengeResult> {
     await this.d.limits.consume('mfaAddress', addressKey(origin.address));
     const { pending, profile } = await this.#livePending(input.mfaPendingToken);
-    await this.#refuseIfLocked(profile.id);
+    // The person's lockout (strangers' wrong codes may have set it) does not hold back a browser that signed in before.
+    if (this.#ownAllowance(profile, device) === null) await this.#refuseIfLocked(profile.id);
     const method = await this.#usable(profile.id, input.method);
     switch (method) {
       case 'emailOtp':
@@ -188,10 +189,10 @@ export class MfaService extends AccountsBase {
    * session exactly as `POST /login` does. `rememberDevice` also gives the browser a cookie
    * that skips the second factor for 30 days.
    */
-  async verify(input: MfaVerifyInput, origin: RequestOrigin): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
+  async verify(input: MfaVerifyInput, origin: RequestOrigin, device?: string): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
     await this.d.limits.consume('mfaAddress', addressKey(origin.address));
     const { pending, profile } = await this.#livePending(input.mfaPendingToken);
-    const proof = await this.checkSecondFactor(profile, input.method, input.code, pending.id);
+    const proof = await this.checkSecondFactor(profile, input.method, input.code, pending.id, this.#ownAllowance(profile, device));
     await this.d.limits.refund('mfaAddress', addressKey(origin.address));
     if (!(await this.#m.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
     const session = await this.#open(profile, pending.loginEmail, pending.accessSeconds, proof, origin);
@@ -219,12 +220,26 @@ export class MfaService extends AccountsBase {
   }
 
   /**
+   * The key of the caller's own allowance of second-step attempts, when it has one: a browser that
+   * signed in to the account before (its device cookie). Null for everyone else, who share the
+   * person's lockout.
+   */
+  #ownAllowance(profile: ProfileRecord, device: string | undefined): string | null {
+    const nonce = this.d.devices.nonceFor(device, profile.id);
+    return nonce === null ? null : `device:${nonce}`;
+  }
+
+  /**
    * Checks a second factor of the person, under the lockout: every attempt is counted before
    * the code is checked; `MAX_FAILED_ATTEMPTS` wrong ones in a row lock the person out for
    * `LOCK_SECONDS`; a right one clears the count. `challengeKey` names the passkey ceremony.
+   * With `ownAllowance` (a browser that signed in before, or a signed-in session), attempts count
+   * against that allowance alone (`mfaDevice`): strangers' wrong codes, which lock the person,
+   * never lock its owner out.
    */
-  async checkSecondFactor(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string): Promise<SecondFactorProof> {
+  async checkSecondFactor(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, ownAllowance: string | null = null): Promise<SecondFactorProof> {
     const usable = await this.#usable(profile.id, method);
+    if (ownAllowance !== null) return this.#checkWithOwnAllowance(profile, usable, code, challengeKey, ownAllowance);
     const now = this.now();
     await this.#refuseIfLocked(profile.id);
     const attempt = await this.#m.mfa.beginAttempt(profile.id, now);
@@ -249,6 +264,23 @@ export class MfaService extends AccountsBase {
       }
       throw refusal ?? new AppError('BadRequestError', INVALID_CODE);
     }
+    await this.#m.mfa.clearFailures(profile.id);
+    return proof;
+  }
+
+  async #checkWithOwnAllowance(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, key: string): Promise<SecondFactorProof> {
+    const now = this.now();
+    try {
+      await this.d.limits.consume('mfaDevice', key);
+    } catch (error) {
+      if (error instanceof AppError && error.name === 'TooManyError') throw locked(now + Number(error.details?.retryAfter ?? LOCK_SECONDS) * 1000, now);
+      throw error;
+    }
+    // Counted already: a passkey assertion that does not verify is refused with its reason.
+    const proof = await this.#check(profile, method, code, challengeKey);
+    if (proof === null) throw new AppError('BadRequestError', INVALID_CODE);
+    await this.d.limits.refund('mfaDevice', key);
+    // The person proved it: strangers' wrong codes so far no longer count towards their lockout.
     await this.#m.mfa.clearFailures(profile.id);
     return proof;
   }
@@ -324,12 +356,11 @@ export class MfaService extends AccountsBase {
   }
 
   /** `POST /mfa/setup/totp/init`: a new secret, kept (sealed) until a code from it is verified. */
-  async totpInit(viewer: Viewer): Promise<TotpInitResult> {
+  async totpInit(viewer: Viewer, refreshToken: string | undefined): Promise<TotpInitResult> {
     const profile = await this.#profile(viewer.profileId);
-    // Adding a factor needs a recent proof, as removing one does: otherwise whoever holds an old,
-    // stolen session could add their own authenticator app (and get the recovery codes) and keep
-    // the account. Replacing an app turns the old one off, which needs it anyway.
-    await this.#requireFresh(viewer);
+    // Adding a factor needs a recent proof of the person (`#requireFreshToAdd`). Replacing an
+    // app turns the old one off, which needs it anyway.
+    await this.#requireFreshToAdd(viewer, refreshToken);
     const secret = newTotpSecret();
     await this.#m.mfa.setTotpPending(profile.id, this.#m.box.seal(secret, profile.id), this.now());
     const label = (await this.#emailOf(profile).catch(() => null)) ?? profile.id;
@@ -337,7 +368,8 @@ export class MfaService extends AccountsBase {
   }
 
   /** `POST /mfa/setup/totp/verify`: a code from the secret being set up turns TOTP on. */
-  async totpVerify(viewer: Viewer, code: string): Promise<{ totpEnabled: true; recoveryCodes?: string[] }> {
+  async totpVerify(viewer: Viewer, code: string, refreshToken: string | undefined): Promise<{ totpEnabled: true; recoveryCodes?: string[] }> {
+    await this.#requireFreshToAdd(viewer, refreshToken);
     const id = viewer.profileId;
     const now = this.now();
     const factors = await this.#m.mfa.factors(id);
@@ -359,11 +391,11 @@ export class MfaService extends AccountsBase {
   }
 
   /** `POST /mfa/setup/email`: codes mailed to the person's preferred address (which is confirmed already). */
-  async emailSetup(viewer: Viewer): Promise<{ emailOtpEnabled: true; recoveryCodes?: string[] }> {
+  async emailSetup(viewer: Viewer, refreshToken: string | undefined): Promise<{ emailOtpEnabled: true; recoveryCodes?: string[] }> {
     const profile = await this.#profile(viewer.profileId);
     await this.#emailOf(profile);
     if ((await this.methodsOf(profile.id)).includes('emailOtp')) return { emailOtpEnabled: true };
-    await this.#requireFresh(viewer);
+    await this.#requireFreshToAdd(viewer, refreshToken);
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.email.enabled', 'Codes by email were turned on for signing in', (mfa) => mfa.setEmail(profile.id, this.now(), this.now()));
     return { emailOtpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
@@ -377,8 +409,8 @@ export class MfaService extends AccountsBase {
     });
   }
 
-  async regenerateRecoveryCodes(viewer: Viewer): Promise<{ recoveryCodes: string[] }> {
-    await this.#requireFresh(viewer);
+  async regenerateRecoveryCodes(viewer: Viewer, refreshToken: string | undefined): Promise<{ recoveryCodes: string[] }> {
+    await this.#requireFreshToAdd(viewer, refreshToken);
     if ((await this.methodsOf(viewer.profileId)).length === 0) throw new AppError('BadRequestError', 'Turn on a second factor first: recovery codes stand in for one');
     const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
     await this.#m.mfa.transaction(async (mfa, trx) => {
@@ -398,13 +430,13 @@ export class MfaService extends AccountsBase {
 
   // ---- passkeys (through PasskeyFactor) ---------------------------------------------------------
 
-  async passkeyInit(viewer: Viewer): Promise<Record<string, unknown> & { challenge: string }> {
-    await this.#requireFresh(viewer);
+  async passkeyInit(viewer: Viewer, refreshToken: string | undefined): Promise<Record<string, unknown> & { challenge: string }> {
+    await this.#requireFreshToAdd(viewer, refreshToken);
     return { ...(await this.#m.passkeys.registrationOptions(viewer.profileId)) };
   }
 
-  async passkeyVerify(viewer: Viewer, response: PasskeyAttestation, name: string | null | undefined) {
-    await this.#requireFresh(viewer);
+  async passkeyVerify(viewer: Viewer, response: PasskeyAttestation, name: string | null | undefined, refreshToken: string | undefined) {
+    await this.#requireFreshToAdd(viewer, refreshToken);
     const wasOn = (await this.methodsOf(viewer.profileId)).length > 0;
     const passkey = await this.#m.passkeys.register(viewer.profileId, response as RegistrationResponseJSON, name?.trim() || 'Passkey');
     const recoveryCodes = wasOn ? null : await this.#firstRecoveryCodes(viewer.profileId);
@@ -427,16 +459,18 @@ export class MfaService extends AccountsBase {
   /** `POST /mfa/reauthenticate`: the password, or a code of a factor, proves the person again for ten minutes. */
   async reauthenticate(viewer: Viewer, input: ReauthenticateInput, origin: RequestOrigin): Promise<{ reauthenticatedUntil: number }> {
     const profile = await this.#profile(viewer.profileId);
+    // A signed-in session has its own allowance: strangers' wrong passwords or codes for the
+    // account (which count against the account's) never keep its owner from proving it again.
+    const own = `session:${viewer.sessionId}`;
     if ('password' in input) {
-      const key = `profile:${profile.id}`;
-      await this.d.limits.consume('loginAccount', key);
+      await this.d.limits.consume('loginDevice', own);
       if (!(await this.d.hasher.verify(input.password, profile.passwordHash, addressKey(origin.address)))) {
         throw new AppError('BadRequestError', 'Invalid password', { path: 'password' });
       }
-      await this.d.limits.refund('loginAccount', key);
+      await this.d.limits.refund('loginDevice', own);
     } else {
       await this.d.limits.consume('mfaAddress', addressKey(origin.address));
-      await this.checkSecondFactor(profile, input.method, input.code, `reauth:${viewer.sessionId}`);
+      await this.checkSecondFactor(profile, input.method, input.code, `reauth:${viewer.sessionId}`, own);
       await this.d.limits.refund('mfaAddress', addressKey(origin.address));
     }
     const now = this.now();
@@ -461,6 +495,25 @@ export class MfaService extends AccountsBase {
     throw new AppError('ForbiddenError', 'Please confirm it is you: sign out and sign in again, or send your password (or a code) to POST /mfa/reauthenticate; then try again.', {
       reauthenticate: '/mfa/reauthenticate',
     });
+  }
+
+  /**
+   * Adding a factor, or new recovery codes, outlasts a password reset: whoever adds one keeps the
+   * account. So it needs the person, not only a token: a password or code typed within
+   * `REAUTH_SECONDS` (`/mfa/reauthenticate`), or a session opened within it and shown with its
+   * refresh cookie (the browser or client that signed in), as adding an email does. An access
+   * token alone is never enough, however fresh: a thief may have copied it from a new session.
+   */
+  async #requireFreshToAdd(viewer: Viewer, refreshToken: string | undefined): Promise<void> {
+    const now = this.now();
+    const reauthAt = await this.#m.mfa.reauthAt(viewer.sessionId);
+    if (reauthAt !== null && now - reauthAt <= REAUTH_SECONDS * 1000) return;
+    if (now - viewer.authTime <= REAUTH_SECONDS * 1000 && (await this.#m.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken))) return;
+    throw new AppError(
+      'ForbiddenError',
+      'Please confirm it is you: send your password (or a code) to POST /mfa/reauthenticate, then try again. A fresh sign-in in this browser counts too; an access token alone does not.',
+      { reauthenticate: '/mfa/reauthenticate' },
+    );
   }
 
   // ---- the operator ------------------------------------------------------------------------------------
