@@ -69,10 +69,11 @@ export class RateLimits {
     await this.#serial(() => this.#limiters[name].reward(key.toLowerCase(), 1));
   }
 
-  /** Counts one try; past the limit, a 429 `TooManyError` saying when to try again. */
-  async consume(name: RateLimitName, key: string): Promise<void> {
+  /** Counts one try, answering how many are left; past the limit, a 429 `TooManyError` saying when to try again. */
+  async consume(name: RateLimitName, key: string): Promise<{ remaining: number; msBeforeNext: number }> {
     try {
-      await this.#serial(() => this.#limiters[name].consume(key.toLowerCase()));
+      const res = await this.#serial(() => this.#limiters[name].consume(key.toLowerCase()));
+      return { remaining: res.remainingPoints, msBeforeNext: res.msBeforeNext };
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
       throw tooMany(error.msBeforeNext);

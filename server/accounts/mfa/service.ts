@@ -270,15 +270,22 @@ export class MfaService extends AccountsBase {
 
   async #checkWithOwnAllowance(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, key: string): Promise<SecondFactorProof> {
     const now = this.now();
+    let left: number;
     try {
-      await this.d.limits.consume('mfaDevice', key);
+      left = (await this.d.limits.consume('mfaDevice', key)).remaining;
     } catch (error) {
       if (error instanceof AppError && error.name === 'TooManyError') throw locked(now + Number(error.details?.retryAfter ?? LOCK_SECONDS) * 1000, now);
       throw error;
     }
     // Counted already: a passkey assertion that does not verify is refused with its reason.
-    const proof = await this.#check(profile, method, code, challengeKey);
-    if (proof === null) throw new AppError('BadRequestError', INVALID_CODE);
+    let proof: SecondFactorProof | null = null;
+    try {
+      proof = await this.#check(profile, method, code, challengeKey);
+    } catch (error) {
+      if (left > 0 || !(error instanceof AppError) || error.status !== 400) throw error;
+    }
+    // As for the person: the last wrong code of the allowance locks (this browser only).
+    if (proof === null) throw left > 0 ? new AppError('BadRequestError', INVALID_CODE) : locked(now + LOCK_SECONDS * 1000, now);
     await this.d.limits.refund('mfaDevice', key);
     // The person proved it: strangers' wrong codes so far no longer count towards their lockout.
     await this.#m.mfa.clearFailures(profile.id);
