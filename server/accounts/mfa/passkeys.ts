@@ -19,17 +19,19 @@
  *   client decoding them with `atob` reads the same bytes.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransport,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
+
+/**
+ * The WebAuthn library, loaded at the first ceremony: most processes (the operator's commands,
+ * a server nobody adds a passkey to) never need it, and it is a tenth of a second of every start.
+ */
+const webauthn = () => import('@simplewebauthn/server');
 import type { Logger } from 'pino';
 import { AppError } from '../../../shared/errors.ts';
 import type { WebAuthnSettings } from '../../config.ts';
@@ -148,7 +150,7 @@ export class PasskeyService implements PasskeyFactor {
     const handle = await passkeys.ensureUserHandle(profile.id, Buffer.from(plainRandom(32)).toString('base64url'));
     const existing = await passkeys.listOf(profile.id);
     const challenge = plainRandom(32);
-    const options = await generateRegistrationOptions({
+    const options = await (await webauthn()).generateRegistrationOptions({
       rpName: settings.rpName,
       rpID: settings.rpId,
       userName: preferredEmail(profile, emails) ?? profile.id,
@@ -176,7 +178,7 @@ export class PasskeyService implements PasskeyFactor {
     const stored = await this.#takeChallenge(`registration:${userId}`, 'registration', userId);
     let verified;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await (await webauthn()).verifyRegistrationResponse({
         response: normaliseAttestation(response),
         expectedChallenge: stored.challenge,
         expectedOrigin: settings.origins,
@@ -220,7 +222,7 @@ export class PasskeyService implements PasskeyFactor {
       if (mine.length === 0) throw refuse(PASSKEY_ERRORS.noPasskeys);
       allowCredentials = mine.map((p) => ({ id: p.credentialId, transports: p.transports as AuthenticatorTransport[] }));
     }
-    const options = await generateAuthenticationOptions({
+    const options = await (await webauthn()).generateAuthenticationOptions({
       rpID: settings.rpId,
       challenge: plainRandom(32),
       timeout: CEREMONY_MS,
@@ -253,6 +255,7 @@ export class PasskeyService implements PasskeyFactor {
       if (handle !== response.response.userHandle) throw refuse(PASSKEY_ERRORS.notYours);
     }
     const passwordless = opts.userId === null;
+    const { verifyAuthenticationResponse } = await webauthn();
     const check = (counter: number, requireUserVerification: boolean) =>
       verifyAuthenticationResponse({
         response,
