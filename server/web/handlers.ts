@@ -392,8 +392,23 @@ export function webHandlers(services: Services, config: Config) {
   );
 
   // ---- activation ----------------------------------------------------------------------------
-  /** An old activation or reset link: what it is, and a new one in one click. */
-  const expiredLink = (req: Request, res: Response, page: PageRequest, kind: 'activation' | 'reset', token: string) =>
+  /**
+   * An old activation or reset link: what it is, and a new one in one click. A person signed in
+   * (so active) who opens a used activation link is told so instead: a new link would be for an
+   * account that has nothing left to activate.
+   */
+  const expiredLink = (req: Request, res: Response, page: PageRequest, kind: 'activation' | 'reset', token: string) => {
+    if (kind === 'activation' && page.viewer) {
+      sendPage(res, 200, 'link-expired', {
+        ...frame(req, page, 'Your account is already active'),
+        heading: 'Your account is already active',
+        message: 'This activation link was used already, and you are signed in: there is nothing left to activate.',
+        resend: null,
+        other: { href: `${PAGES_PREFIX}/security`, label: 'Go to Password & security' },
+        done: true,
+      });
+      return;
+    }
     sendPage(res, 400, 'link-expired', {
       ...frame(req, page, 'This link no longer works'),
       heading: 'This link no longer works',
@@ -404,6 +419,7 @@ export function webHandlers(services: Services, config: Config) {
       resend: token ? { action: `${PAGES_PREFIX}/${kind === 'activation' ? 'profile/activate' : 'user/password'}/resend`, token, label: 'Send me a new link' } : null,
       other: kind === 'activation' ? { href: `${PAGES_PREFIX}/login`, label: 'Already activated? Sign in' } : { href: `${PAGES_PREFIX}/login`, label: 'Remembered it? Sign in' },
     });
+  };
 
   interface ActivateView {
     values: Record<string, string>;
