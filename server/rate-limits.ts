@@ -24,6 +24,8 @@ export const RATE_LIMITS = {
   registerAddress: { points: 20, seconds: 60 * 60 },
   /** Reset mails asked for one account, and from one address. */
   resetAccount: { points: 5, seconds: 60 * 60 },
+  /** Reset mails asked for one account from a browser that signed in to it before: its own allowance, which strangers' requests never use up. */
+  resetDevice: { points: 5, seconds: 60 * 60 },
   resetAddress: { points: 30, seconds: 60 * 60 },
   /** New passwords set through reset links from one address (made-up tokens count too). */
   setPasswordAddress: { points: 20, seconds: 60 * 60 },

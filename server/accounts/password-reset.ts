@@ -16,15 +16,19 @@ export class PasswordResetService extends AccountsPart {
    * the same answer and no mail, so the form does not tell who has an account. The id is made
    * canonical first, the account's counter is its profile's (whichever of its ids is typed),
    * and the token and the mail are made after the answer, so a known and an unknown id take
-   * the same time.
+   * the same time. A browser that signed in to the account before (its device cookie) counts
+   * against its own allowance: strangers asking for the person's reset mails cannot use up the
+   * person's own (`device-cookies.ts`).
    */
-  async request(input: { id: string; token?: string | null | undefined }, origin: RequestOrigin): Promise<{ id: string }> {
+  async request(input: { id: string; token?: string | null | undefined }, origin: RequestOrigin, device?: string): Promise<{ id: string }> {
     await this.d.verifier.verify(input.token, origin.address);
     const id = normaliseId(input.id);
     const repo = this.d.repo;
     const found = await repo.profiles.findByIdOrEmail(id);
     const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
-    await this.d.limits.consume('resetAccount', accountLimitKey(id, profile));
+    const deviceNonce = profile ? this.d.devices.nonceFor(device, profile.id) : null;
+    if (deviceNonce) await this.d.limits.consume('resetDevice', `device:${deviceNonce}`);
+    else await this.d.limits.consume('resetAccount', accountLimitKey(id, profile));
     await this.d.limits.consume('resetAddress', addressKey(origin.address));
     if (profile) this.d.mailer.later(() => this.#mailLink(profile.id, id));
     return { id: input.id };

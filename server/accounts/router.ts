@@ -144,7 +144,7 @@ export const accountsRouter = router({
   requestReset: publicProcedure
     .input(ResettableRequest)
     .output(IdResult)
-    .mutation(({ ctx, input }) => ctx.services.passwordReset.request(input, ctx.origin)),
+    .mutation(({ ctx, input }) => ctx.services.passwordReset.request(input, ctx.origin, ctx.credentials.device)),
 
   resettable: publicProcedure
     .input(ResettableQuery)

@@ -149,3 +149,14 @@ describe('the sign-in page of a browser past the account’s limit', () => {
     expect(answered.headers.getSetCookie().some((line) => line.startsWith('service.accessToken='))).toBe(true);
   });
 });
+
+describe('a guest asking for a person’s reset mails', () => {
+  it('cannot use up the reset mails of a browser that signed in to the account before', async () => {
+    const person = await createActiveUser(server);
+    const owner = await ownersBrowser(person.email);
+    const stranger = new Client(server.url);
+    for (let i = 0; i < 5; i += 1) expect((await stranger.post('/resettable', { id: person.email, token: 'dev-ok' })).status).toBe(200);
+    expect((await stranger.post('/resettable', { id: person.email, token: 'dev-ok' })).status).toBe(429);
+    expect((await owner.post('/resettable', { id: person.email, token: 'dev-ok' })).status).toBe(200);
+  });
+});
