@@ -39,9 +39,9 @@ export const RATE_LIMITS = {
   wrongCodeAddress: { points: 20, seconds: 24 * 60 * 60 },
   /** Second-factor codes mailed for one person (each `/mfa/challenge` with `emailOtp`). */
   mfaEmailAccount: { points: 5, seconds: 15 * 60 },
-  /** Wrong second-step codes from one browser that signed in to the account before: its own lockout, apart from the person's (`mfa/service.ts`). */
+  /** Wrong second-step codes from one browser that signed in to the account before: its own lockout, apart from the person's (`mfa/second-factor.ts`). */
   mfaDevice: { points: 5, seconds: 15 * 60 },
-  /** Second-step attempts (`/mfa/challenge`, `/mfa/verify`, re-authentication) from one address, over all accounts; the person's own lockout is in `mfa/service.ts`. */
+  /** Second-step attempts (`/mfa/challenge`, `/mfa/verify`, re-authentication) from one address, over all accounts; the person's own lockout is in `mfa/second-factor.ts`. */
   mfaAddress: { points: 100, seconds: 15 * 60 },
 } as const;
 

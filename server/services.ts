@@ -23,7 +23,9 @@ import { RateLimits } from './rate-limits.ts';
 import { Directory } from './accounts/directory.ts';
 import { CodeHasher } from './accounts/mfa/codes.ts';
 import { MfaRepository } from './accounts/mfa/repository.ts';
+import { SecondFactors } from './accounts/mfa/second-factor.ts';
 import { MfaService } from './accounts/mfa/service.ts';
+import { SignInService } from './accounts/sign-in.ts';
 import { SecretBox, TOTP_ISSUER } from './accounts/mfa/totp.ts';
 import { VenueRepository } from './venue/repository.ts';
 import { AuthorConsoleService } from './venue/author-console.ts';
@@ -35,9 +37,9 @@ import { AttachmentsService } from './attachments/service.ts';
 import { openFileStore } from './attachments/storage.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
-import { PasskeyService } from './accounts/mfa/passkeys.ts';
-import { PasskeysRepository } from './accounts/mfa/passkeys-repository.ts';
-import { PasskeySignIn } from './accounts/mfa/passkey-sign-in.ts';
+import { PasskeyService } from './accounts/passkeys/ceremonies.ts';
+import { PasskeysRepository } from './accounts/passkeys/repository.ts';
+import { PasskeySignIn } from './accounts/passkeys/passwordless.ts';
 
 /** Everything the procedures call, built once per process from the configuration. */
 export interface Services {
@@ -52,7 +54,9 @@ export interface Services {
   moderation: ModerationService;
   impersonation: ImpersonationService;
   security: SecurityService;
-  /** Multi-factor sign-in: the second step of a sign-in, and the factors a person manages. */
+  /** Signing in with a password and the second step; every sign-in's session opens there. */
+  signIn: SignInService;
+  /** The second factors a person manages, and re-authentication. */
   mfa: MfaService;
   venue: VenueService;
   notes: NoteService;
@@ -93,15 +97,16 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
   const passkeys = new PasskeyService({ passkeys: new PasskeysRepository(db), accounts: deps.repo, settings: config.webauthn, logger, now });
   const mfaRepository = new MfaRepository(db);
-  const mfa = new MfaService(deps, {
+  const factorDeps = {
     mfa: mfaRepository,
-    sessions: accounts.sessions,
     passkeys,
     // TOTP secrets at rest: MFA_ENCRYPTION_KEY, or a key derived from the session secret.
     box: new SecretBox({ configuredKey: config.mfaEncryptionKey, sessionSecret: secret }),
     codes: new CodeHasher(`${secret}:mfa-codes`),
-    issuer: TOTP_ISSUER,
-  });
+  };
+  const factors = new SecondFactors(deps, factorDeps);
+  const mfa = new MfaService(deps, { ...factorDeps, factors, sessions: accounts.sessions, issuer: TOTP_ISSUER });
+  const signIn = new SignInService(deps, { sessions: accounts.sessions, factors, mfa: mfaRepository, passkeys });
   // Areas own their tables and ask each other through the small views they declare: venues ask
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask
   // venues about invitations and who may read a note.
@@ -127,6 +132,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     security: new SecurityService(deps, accounts),
+    signIn,
     mfa,
     venue,
     notes,
@@ -134,7 +140,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     attachments: new AttachmentsService({ repo: uploads, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
     oidc,
     passkeys,
-    passkeySignIn: new PasskeySignIn(deps, passkeys, accounts.sessions, mfaRepository),
+    passkeySignIn: new PasskeySignIn(deps, passkeys, signIn),
     async close() {
       // Mail queued by requests already answered goes out before the transport closes.
       await mailer.settled(10_000);

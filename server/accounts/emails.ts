@@ -24,7 +24,7 @@ const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
  * that profile into the one that asked.
  */
 export class EmailService extends AccountsPart {
-  /** Whether a profile signs in with a second factor (`mfa/service.ts`): such a profile is never merged by a mailed code. */
+  /** Whether a profile signs in with a second factor (`mfa/second-factor.ts`): such a profile is never merged by a mailed code. */
   readonly #hasSecondFactor: (profileId: string) => Promise<boolean>;
 
   constructor(deps: AccountsDeps, core: AccountsCore, hasSecondFactor: (profileId: string) => Promise<boolean>) {

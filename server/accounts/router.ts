@@ -80,13 +80,13 @@ export const accountsRouter = router({
     .input(LoginInput)
     .output(LoginResult)
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.services.mfa.login(input, ctx.origin, ctx.credentials);
+      const outcome = await ctx.services.signIn.login(input, ctx.origin, ctx.credentials);
       if ('pending' in outcome) return outcome.pending;
       ctx.cookies.set(outcome.session);
       return outcome.session.result;
     }),
 
-  // Passkeys without a password (`mfa/passkey-sign-in.ts`): the same answer and cookies as `login`.
+  // Passkeys without a password (`passkeys/passwordless.ts`): the same answer and cookies as `login`.
   passkeyLoginOptions: publicProcedure
     .output(PasskeyLoginOptionsResult)
     .mutation(({ ctx }) => ctx.services.passkeySignIn.options(ctx.origin)),

@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type Impersonator, type LoginInput, type ProfileState, type SessionResult } from '../../shared/index.ts';
+import type { Impersonator, ProfileState, SessionResult } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
-import { addressKey } from './ids.ts';
 import { AccountsBase, type AccountsDeps, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
-import { preferredEmail, type ProfileService } from './profiles.ts';
-import { type AccountsRepository, normaliseId, type ProfileRecord, type SessionRecord } from './repository.ts';
-import { ACTIVE_STATES, canHoldSession, sessionEnded } from './session-rule.ts';
+import type { ProfileService } from './profiles.ts';
+import type { AccountsRepository, ProfileRecord, SessionRecord } from './repository.ts';
+import { canHoldSession, sessionEnded } from './session-rule.ts';
 import type { IssuedSession, RefreshOutcome, RequestOrigin, Viewer } from './viewer.ts';
-
-const WRONG_CREDENTIALS = 'Invalid username or password';
 
 /**
  * How long after a rotation the refresh token just rotated out is still taken as the same
@@ -18,7 +15,7 @@ const WRONG_CREDENTIALS = 'Invalid username or password';
 export const REFRESH_REUSE_GRACE_MS = 10_000;
 
 /**
- * Sessions: sign-in, the access token resolved to its caller, refresh (with reuse detection),
+ * Sessions: the session a sign-in opens (`sign-in.ts` checks the person first), the access token resolved to its caller, refresh (with reuse detection),
  * logout, and the sessions that activation and impersonation open. Every check of a live
  * session goes through `canHoldSession`.
  */
@@ -28,70 +25,6 @@ export class SessionService extends AccountsBase {
   constructor(deps: AccountsDeps, profiles: ProfileService) {
     super(deps);
     this.#profiles = profiles;
-  }
-
-  /**
-   * The first half of a sign-in (`POST /login` with an email or a tilde id): the id and password
-   * are right and the profile may sign in. An unknown id, a wrong password and a deleted profile
-   * all get the same 400, which is not a 401 so that clients do not try to refresh. There is no
-   * one-call password sign-in here on purpose: every one goes through `MfaService.login`, which
-   * asks for the second factor between this and `startSession`. The other ways a session opens
-   * prove the person otherwise: a passkey that verified its holder (`mfa/passkey-sign-in.ts`,
-   * which calls `startSession`), and activation from a mailed token (`activation.ts`).
-   */
-  async checkPassword(input: LoginInput, origin: RequestOrigin, device?: string): Promise<{ profile: ProfileRecord; loginEmail: string }> {
-    const repo = this.d.repo;
-    const limits = this.d.limits;
-    // The id is made canonical once (white space and invisible characters around it, letter
-    // case of an email), and the account's counter is the profile's own, whichever of its
-    // emails or usernames is typed: no spelling of an account gets a counter of its own.
-    const id = normaliseId(input.id);
-    const isTilde = id.startsWith('~');
-    const found = await repo.profiles.findByIdOrEmail(id);
-    const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
-    // A browser that signed in to this account before counts against its own allowance, so that
-    // strangers' wrong passwords never lock its owner out (`device-cookies.ts`).
-    const deviceNonce = profile ? this.d.devices.nonceFor(device, profile.id) : null;
-    const counter = deviceNonce ? ({ name: 'loginDevice', key: `device:${deviceNonce}` } as const) : ({ name: 'loginAccount', key: accountLimitKey(id, profile) } as const);
-    // Every attempt is counted before the password is checked (so parallel guesses cannot all
-    // slip under the limit), and given back when the password was right.
-    await this.#countAttempt(counter, deviceNonce === null, input.token, origin);
-    await limits.consume('loginAddress', addressKey(origin.address));
-    const passwordOk = await this.d.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
-    if (!profile || !passwordOk || profile.ddate !== null) {
-      throw new AppError('BadRequestError', WRONG_CREDENTIALS);
-    }
-    await limits.refund(counter.name, counter.key);
-    await limits.refund('loginAddress', addressKey(origin.address));
-    if (!ACTIVE_STATES.has(profile.state)) {
-      throw new AppError('ForbiddenError', inactiveMessage(profile.state));
-    }
-    const emails = await repo.emails.emailsOf(profile.id);
-    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
-    return { profile, loginEmail };
-  }
-
-  /**
-   * Counts a password attempt. Past the account's limit, a browser without the account's device
-   * cookie is not refused outright (anyone could keep a person out that way): it is asked to
-   * prove it is a person, a 429 with `details.humanVerification: "required"`, and an attempt
-   * that carries a verified `token` goes on. A browser's own allowance (`loginDevice`) is a
-   * plain limit: only its holder's failures reach it.
-   */
-  async #countAttempt(counter: { name: 'loginAccount' | 'loginDevice'; key: string }, shared: boolean, token: string | null | undefined, origin: RequestOrigin): Promise<void> {
-    try {
-      await this.d.limits.consume(counter.name, counter.key);
-    } catch (error) {
-      if (!shared || !(error instanceof AppError) || error.name !== 'TooManyError') throw error;
-      const retryAfter = Number(error.details?.retryAfter ?? 1);
-      if (!token) {
-        throw new AppError('TooManyError', `Too many sign-in attempts for this account. Please complete the human verification and try again, or try again in ${retryAfter} seconds.`, {
-          humanVerification: 'required',
-          retryAfter,
-        });
-      }
-      await this.d.verifier.verify(token, origin.address);
-    }
   }
 
   /**

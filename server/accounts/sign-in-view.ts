@@ -1,6 +1,6 @@
 import type { OidcScope } from '../../shared/index.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from '../oidc/accounts-for-sign-in.ts';
-import { acrOf } from './mfa/service.ts';
+import { acrOf } from './mfa/second-factor.ts';
 import type { MfaRepository } from './mfa/repository.ts';
 import type { AccountsRepository } from './repository.ts';
 import { preferredEmail } from './profiles.ts';

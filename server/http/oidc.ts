@@ -223,17 +223,17 @@ export function oidcHandlers(services: Services, config: Config) {
     if (mfaPendingToken !== undefined) {
       const method = field(req, 'method') ?? 'totp';
       // No methods: the sign-in expired or was completed.
-      const pending = { token: mfaPendingToken, methods: await services.mfa.pendingMethods(mfaPendingToken), method };
+      const pending = { token: mfaPendingToken, methods: await services.signIn.pendingMethods(mfaPendingToken), method };
       try {
         if (field(req, 'step') === 'send-email') {
-          await services.mfa.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin, context.credentials.device);
+          await services.signIn.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin, context.credentials.device);
           secondStep({ ...pending, method: 'emailOtp' }, 200, { notice: 'A code was sent to your email. It is valid for 10 minutes.' });
           return;
         }
         // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
         const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : (field(req, 'code') ?? '');
         const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' });
-        const outcome = await services.mfa.verify(input, context.origin, context.credentials.device);
+        const outcome = await services.signIn.verify(input, context.origin, context.credentials.device);
         if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);
         await signedIn(outcome.session);
       } catch (error) {
@@ -247,7 +247,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
     const email = field(req, 'email') ?? '';
     try {
-      const outcome = await services.mfa.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined }, context.origin, context.credentials);
+      const outcome = await services.signIn.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined }, context.origin, context.credentials);
       if ('pending' in outcome) {
         const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome.pending;
         secondStep({ token, methods: mfaMethods, method: preferredMethod === 'passkey' ? (mfaMethods.find((m) => m !== 'passkey') ?? 'recovery') : preferredMethod });

@@ -740,7 +740,7 @@ export function webHandlers(services: Services, config: Config) {
    */
   async function secondStep(req: Request, res: Response, page: PageRequest, token: string): Promise<void> {
     const next = field(req, 'next');
-    const methods = await services.mfa.pendingMethods(token);
+    const methods = await services.signIn.pendingMethods(token);
     if (methods.length === 0) {
       loginPage(req, res, page, 400, {}, next, [{ field: '', message: 'This sign-in expired (after 10 minutes) or was finished already. Please sign in again.' }]);
       return;
@@ -765,7 +765,7 @@ export function webHandlers(services: Services, config: Config) {
   }
 
   /**
-   * Sign-in: the password is checked (`mfa.login`, the same gate as `POST /login`, with its rate
+   * Sign-in: the password is checked (`signIn.login`, the same gate as `POST /login`, with its rate
    * limits and its audit line); then either the session starts (`useSession`), or, for a person
    * with a second factor on (and a browser not remembered), the second step's page follows.
    */
@@ -778,7 +778,7 @@ export function webHandlers(services: Services, config: Config) {
       let session: IssuedSession;
       try {
         const { credentials } = createHttpContext(req, res, services, config, 'cookie');
-        const outcome = await services.mfa.login({ id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined }, originOf(req), credentials);
+        const outcome = await services.signIn.login({ id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined }, originOf(req), credentials);
         if ('pending' in outcome) {
           const { mfaPendingToken, mfaMethods, preferredMethod } = outcome.pending;
           secondStepPage(req, res, page, 200, { token: mfaPendingToken, methods: mfaMethods, method: preferredMethod, next, rememberDevice: false });

@@ -14,6 +14,7 @@ import { HumanVerifier } from '../../server/accounts/human-verification.ts';
 import { CodeHasher } from '../../server/accounts/mfa/codes.ts';
 import type { PasskeyFactor, PasskeyProof, PasskeySummary } from '../../server/accounts/mfa/passkey-factor.ts';
 import { MfaRepository } from '../../server/accounts/mfa/repository.ts';
+import { SecondFactors } from '../../server/accounts/mfa/second-factor.ts';
 import { MfaService } from '../../server/accounts/mfa/service.ts';
 import { SecretBox } from '../../server/accounts/mfa/totp.ts';
 import { OneTimeTokens } from '../../server/accounts/one-time-tokens.ts';
@@ -24,6 +25,7 @@ import { ProfileService } from '../../server/accounts/profiles.ts';
 import { AccountsRepository } from '../../server/accounts/repository.ts';
 import { SessionTokens } from '../../server/accounts/session-tokens.ts';
 import { SessionService } from '../../server/accounts/sessions.ts';
+import { SignInService } from '../../server/accounts/sign-in.ts';
 import { SignUpService } from '../../server/accounts/sign-up.ts';
 import type { Viewer } from '../../server/accounts/viewer.ts';
 import { loadConfig } from '../../server/config.ts';
@@ -93,6 +95,7 @@ const ATTESTATION = { id: 'Y3JlZA', rawId: 'Y3JlZA', type: 'public-key' as const
 let dir: string;
 let db: Db;
 let mfa: MfaService;
+let signIn: SignInService;
 let sessions: SessionService;
 let signUp: SignUpService;
 let passkeys: RecordingPasskeys;
@@ -126,7 +129,10 @@ beforeAll(async () => {
   sessions = new SessionService(deps, profiles);
   signUp = new SignUpService(deps);
   passkeys = new RecordingPasskeys();
-  mfa = new MfaService(deps, { mfa: new MfaRepository(db), sessions, passkeys, box: new SecretBox({ configuredKey: undefined, sessionSecret: secret }), codes: new CodeHasher(secret), issuer: 'Peer Review' });
+  const factorDeps = { mfa: new MfaRepository(db), passkeys, box: new SecretBox({ configuredKey: undefined, sessionSecret: secret }), codes: new CodeHasher(secret) };
+  const factors = new SecondFactors(deps, factorDeps);
+  mfa = new MfaService(deps, { ...factorDeps, factors, sessions, issuer: 'Peer Review' });
+  signIn = new SignInService(deps, { sessions, factors, mfa: factorDeps.mfa, passkeys });
   closeAll = async () => {
     await mailer.settled(10_000);
     mailer.close();
@@ -146,7 +152,7 @@ async function person(): Promise<{ email: string; viewer: Viewer; refresh: strin
   counter += 1;
   const email = `passkey${counter}@example.org`;
   await signUp.createUser({ email, password: PASSWORD, fullname: 'Ada Lovelace', state: 'Active' });
-  const outcome = await mfa.login({ id: email, password: PASSWORD }, origin, {});
+  const outcome = await signIn.login({ id: email, password: PASSWORD }, origin, {});
   if (!('session' in outcome)) throw new Error('expected a session');
   // The session's refresh token, as the browser that signed in holds it: adding a factor needs it.
   return { email, viewer: await sessions.authenticate(outcome.session.accessToken), refresh: outcome.session.refreshToken };
@@ -167,16 +173,16 @@ describe('passkeys through PasskeyFactor', () => {
     const { email, viewer, refresh } = await person();
     await mfa.passkeyVerify(viewer, ATTESTATION, 'Laptop', refresh);
     passkeys.calls.length = 0;
-    const login = await mfa.login({ id: email, password: PASSWORD }, origin, {});
+    const login = await signIn.login({ id: email, password: PASSWORD }, origin, {});
     if (!('pending' in login)) throw new Error('expected a pending sign-in');
     expect(login.pending).toMatchObject({ mfaMethods: ['passkey'], preferredMethod: 'passkey' });
-    const options = await mfa.challenge({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey' }, origin);
+    const options = await signIn.challenge({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey' }, origin);
     expect(options).toMatchObject({ challenge: 'auth-challenge', rpId: '127.0.0.1' });
     // The ceremony is named by the pending sign-in's id (not its token, which is a secret).
     const challengeKey: string = (await db('mfa_pending').where({ profile_id: viewer.profileId }).first('id')).id;
     expect(passkeys.calls[0]).toEqual({ name: 'authenticationOptions', args: [{ userId: viewer.profileId, challengeKey }] });
     passkeys.backedUp = false;
-    const done = await mfa.verify({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey', code: ASSERTION }, origin);
+    const done = await signIn.verify({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey', code: ASSERTION }, origin);
     expect(passkeys.calls[1]).toEqual({ name: 'authenticate', args: [ASSERTION, { userId: viewer.profileId, challengeKey }] });
     expect(done.proof).toMatchObject({ method: 'passkey', passkey: { userId: viewer.profileId, backedUp: false } });
     const signedIn = await sessions.authenticate(done.session.accessToken);
@@ -186,13 +192,13 @@ describe('passkeys through PasskeyFactor', () => {
   it('a refused assertion keeps its reason and counts toward the lockout', async () => {
     const { email, viewer, refresh } = await person();
     await mfa.passkeyVerify(viewer, ATTESTATION, 'Phone', refresh);
-    const login = await mfa.login({ id: email, password: PASSWORD }, origin, {});
+    const login = await signIn.login({ id: email, password: PASSWORD }, origin, {});
     if (!('pending' in login)) throw new Error('expected a pending sign-in');
     passkeys.refuseWith = 'The passkey answer does not match the challenge';
     for (let i = 1; i <= 4; i += 1) {
-      await expect(mfa.verify({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey', code: ASSERTION }, origin)).rejects.toMatchObject({ message: 'The passkey answer does not match the challenge' });
+      await expect(signIn.verify({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey', code: ASSERTION }, origin)).rejects.toMatchObject({ message: 'The passkey answer does not match the challenge' });
     }
-    await expect(mfa.verify({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey', code: ASSERTION }, origin)).rejects.toMatchObject({
+    await expect(signIn.verify({ mfaPendingToken: login.pending.mfaPendingToken, method: 'passkey', code: ASSERTION }, origin)).rejects.toMatchObject({
       name: 'TooManyError',
       message: expect.stringContaining('Account temporarily locked due to too many failed MFA attempts'),
     });

@@ -5,7 +5,7 @@
  */
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CEREMONY_MS, PASSKEY_ERRORS } from '../../server/accounts/mfa/passkeys.ts';
+import { CEREMONY_MS, PASSKEY_ERRORS } from '../../server/accounts/passkeys/ceremonies.ts';
 import { startServices, type TestServices } from '../helpers/caller.ts';
 import { TestClock } from '../helpers/clock.ts';
 

@@ -12,7 +12,7 @@ import type { AuthenticationResponseJSON, PublicKeyCredentialCreationOptionsJSON
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PasskeySummary } from '../../server/accounts/mfa/passkey-factor.ts';
-import { PASSKEY_ERRORS } from '../../server/accounts/mfa/passkeys.ts';
+import { PASSKEY_ERRORS } from '../../server/accounts/passkeys/ceremonies.ts';
 import { createClient } from '../../client/index.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';

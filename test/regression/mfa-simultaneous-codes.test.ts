@@ -4,7 +4,7 @@
  */
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_FAILED_ATTEMPTS } from '../../server/accounts/mfa/service.ts';
+import { MAX_FAILED_ATTEMPTS } from '../../server/accounts/mfa/second-factor.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';

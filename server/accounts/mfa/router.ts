@@ -33,13 +33,13 @@ export const mfaRouter = router({
   challenge: publicProcedure
     .input(MfaChallengeInput)
     .output(MfaChallengeResult)
-    .mutation(({ ctx, input }) => ctx.services.mfa.challenge(input, ctx.origin, ctx.credentials.device)),
+    .mutation(({ ctx, input }) => ctx.services.signIn.challenge(input, ctx.origin, ctx.credentials.device)),
 
   verify: publicProcedure
     .input(MfaVerifyInput)
     .output(MfaVerifyResult)
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.services.mfa.verify(input, ctx.origin, ctx.credentials.device);
+      const outcome = await ctx.services.signIn.verify(input, ctx.origin, ctx.credentials.device);
       ctx.cookies.set(outcome.session);
       if (outcome.trustedDevice) ctx.cookies.trustDevice?.(outcome.trustedDevice);
       return outcome.session.result;

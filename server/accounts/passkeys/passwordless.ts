@@ -5,14 +5,10 @@ import { addressKey } from '../ids.ts';
 import { AccountsBase, type AccountsDeps } from '../part.ts';
 import { preferredEmail } from '../profiles.ts';
 import { ACTIVE_STATES } from '../session-rule.ts';
-import { inactiveMessage, type SessionService } from '../sessions.ts';
+import { inactiveMessage } from '../sessions.ts';
+import type { SignInService } from '../sign-in.ts';
 import type { IssuedSession, RequestOrigin } from '../viewer.ts';
-import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
-
-/** Where sign-ins are recorded with how they were proved (`MfaRepository`). */
-export interface SignInRecords {
-  recordSignIn(sessionId: string, profileId: string, authTime: number, amr: string[]): Promise<void>;
-}
+import type { PasskeyFactor, PasskeyProof } from '../mfa/passkey-factor.ts';
 
 /**
  * Signing in with a passkey alone (a discoverable credential that verified the person: PIN or
@@ -26,14 +22,12 @@ export interface SignInRecords {
  */
 export class PasskeySignIn extends AccountsBase {
   readonly #passkeys: PasskeyFactor;
-  readonly #sessions: SessionService;
-  readonly #signIns: SignInRecords;
+  readonly #signIn: Pick<SignInService, 'open'>;
 
-  constructor(deps: AccountsDeps, passkeys: PasskeyFactor, sessions: SessionService, signIns: SignInRecords) {
+  constructor(deps: AccountsDeps, passkeys: PasskeyFactor, signIn: Pick<SignInService, 'open'>) {
     super(deps);
     this.#passkeys = passkeys;
-    this.#sessions = sessions;
-    this.#signIns = signIns;
+    this.#signIn = signIn;
   }
 
   /** Request options for anyone's passkey, and the id of the ceremony to send back with the answer. */
@@ -59,10 +53,8 @@ export class PasskeySignIn extends AccountsBase {
     if (!profile || profile.ddate !== null) throw new AppError('BadRequestError', 'This passkey’s account no longer exists');
     if (!ACTIVE_STATES.has(profile.state)) throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     const emails = await repo.emails.emailsOf(profile.id);
-    const session = await this.#sessions.startSession(profile, preferredEmail(profile, emails) ?? profile.id, input.expiresIn ?? DEFAULT_SESSION_SECONDS, origin);
-    // How this sign-in was proved, for the sign-in provider's `amr` and `acr` (as `mfa/service.ts` records a second step's).
-    const viewer = await this.#sessions.authenticate(session.accessToken);
-    await this.#signIns.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, passkeyAmr(proof));
+    // Recorded with how it was proved, for the sign-in provider's `amr` and `acr`, as a password sign-in is.
+    const session = await this.#signIn.open(profile, preferredEmail(profile, emails) ?? profile.id, input.expiresIn ?? DEFAULT_SESSION_SECONDS, passkeyAmr(proof), origin);
     return { session, proof };
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Passkeys: WebAuthn credentials, their ceremonies and counters, with `@simplewebauthn/server`.
  * Implements `PasskeyFactor` (`passkey-factor.ts`), which multi-factor sign-in and the
- * passwordless sign-in (`passkey-sign-in.ts`) ask.
+ * passwordless sign-in (`passwordless.ts`) ask.
  *
  * Rules:
  * - Every ceremony's challenge is random, stored under a key, used once (taken by the check,
@@ -37,8 +37,8 @@ import { AppError } from '../../../shared/errors.ts';
 import type { WebAuthnSettings } from '../../config.ts';
 import { preferredEmail } from '../profiles.ts';
 import type { AccountsRepository } from '../repository.ts';
-import type { PasskeyFactor, PasskeyProof, PasskeySummary } from './passkey-factor.ts';
-import type { PasskeyRecord, PasskeysRepository } from './passkeys-repository.ts';
+import type { PasskeyFactor, PasskeyProof, PasskeySummary } from '../mfa/passkey-factor.ts';
+import type { PasskeyRecord, PasskeysRepository } from './repository.ts';
 
 /** How long a ceremony (its challenge) lasts: the browser's own timeout, and a little. */
 export const CEREMONY_MS = 5 * 60 * 1000;

@@ -1,0 +1,35 @@
+import { AccountsBase } from '../part.ts';
+import { preferredEmail } from '../profiles.ts';
+import type { AccountsRepository } from '../repository.ts';
+
+/**
+ * What the multi-factor services share: the audit line and the mail that tell the person of a
+ * change to how they sign in (a factor added or removed, a recovery code used).
+ */
+export abstract class MfaPart extends AccountsBase {
+  protected audit(target: string, actor: string, action: string, details?: Record<string, unknown>, repo: AccountsRepository = this.d.repo, reason?: string): Promise<void> {
+    return repo.settings.audit({ actor, action, target, reason, details }, this.now());
+  }
+
+  protected async notify(profileId: string, what: string, action: string, actor: string, details?: Record<string, unknown>): Promise<void> {
+    await this.audit(profileId, actor, action, details);
+    this.mailChange(profileId, what);
+  }
+
+  /** Tells the person of a change to how they sign in, after the answer. */
+  protected mailChange(profileId: string, what: string): void {
+    const when = new Date(this.now()).toISOString();
+    this.d.mailer.later(async () => {
+      const profile = await this.d.repo.profiles.find(profileId);
+      const to = profile ? preferredEmail(profile, await this.d.repo.emails.emailsOf(profileId)) : undefined;
+      if (!to) return;
+      await this.d.mailer.send({
+        to,
+        subject: 'Your sign-in settings changed',
+        text:
+          `${what} (account ${profileId}, ${when}).\n\n` +
+          'If this was not you, change your password now and contact the support team: someone may have access to your account.\n',
+      });
+    });
+  }
+}

@@ -1,0 +1,219 @@
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
+import { AppError, type MfaFactorMethod, type MfaMethod, type PasskeyAssertion } from '../../../shared/index.ts';
+import type { AccountsDeps } from '../part.ts';
+import { preferredEmail } from '../profiles.ts';
+import type { AccountsRepository, ProfileRecord } from '../repository.ts';
+import { type CodeHasher, newEmailCode, typedDigits, typedRecoveryCode } from './codes.ts';
+import { MfaPart } from './part.ts';
+import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
+import type { MfaRepository } from './repository.ts';
+import { type SecretBox, totpStep } from './totp.ts';
+
+/** How long an emailed code is valid. */
+export const EMAIL_CODE_SECONDS = 10 * 60;
+/** Wrong codes in a row before the person is locked out, and for how long. */
+export const MAX_FAILED_ATTEMPTS = 5;
+export const LOCK_SECONDS = 15 * 60;
+
+export const INVALID_CODE = 'Invalid verification code';
+
+/** What proved the person at a second step, for the OpenID Connect `amr` claim (RFC 8176). */
+export type SecondFactorProof = { method: 'totp' | 'emailOtp' | 'recovery' } | { method: 'passkey'; passkey: PasskeyProof };
+
+export interface SecondFactorDeps {
+  mfa: MfaRepository;
+  passkeys: PasskeyFactor;
+  box: SecretBox;
+  codes: CodeHasher;
+}
+
+/**
+ * A person's second factors as a sign-in or a re-authentication meets them: which are on, and
+ * checking a code (TOTP, emailed, recovery) or a passkey's assertion under the lockout. Both the
+ * sign-in (`accounts/sign-in.ts`) and re-authentication (`service.ts`) check codes here, so the
+ * lockout is the same for both.
+ */
+export class SecondFactors extends MfaPart {
+  readonly #f: SecondFactorDeps;
+
+  constructor(deps: AccountsDeps, factors: SecondFactorDeps) {
+    super(deps);
+    this.#f = factors;
+  }
+
+  /** The factors a person has on, in a fixed order. */
+  async methodsOf(profileId: string): Promise<MfaFactorMethod[]> {
+    const factors = await this.#f.mfa.factors(profileId);
+    const methods: MfaFactorMethod[] = [];
+    if (factors?.totpSecret) methods.push('totp');
+    if (factors?.emailEnabledAt !== null && factors?.emailEnabledAt !== undefined) methods.push('emailOtp');
+    if ((await this.#f.passkeys.count(profileId)) > 0) methods.push('passkey');
+    return methods;
+  }
+
+  /** The person's preferred method among `methods`, or the first; null when none is on. */
+  async preferred(profileId: string, methods: MfaFactorMethod[]): Promise<MfaFactorMethod | null> {
+    const stored = (await this.#f.mfa.factors(profileId))?.preferredMethod;
+    return methods.find((m) => m === stored) ?? methods[0] ?? null;
+  }
+
+  /** The method when the person has it on (recovery codes: when any factor is on); otherwise a 400. */
+  async usable(profileId: string, method: MfaMethod): Promise<MfaMethod> {
+    const methods = await this.methodsOf(profileId);
+    if (method === 'recovery' ? methods.length > 0 : methods.includes(method)) return method;
+    throw new AppError('BadRequestError', `The method ${method} is not set up for this account`, { path: 'method' });
+  }
+
+  /**
+   * The key of the caller's own allowance of second-step attempts, when it has one: a browser that
+   * signed in to the account before (its device cookie). Null for everyone else, who share the
+   * person's lockout.
+   */
+  ownAllowance(profile: ProfileRecord, device: string | undefined): string | null {
+    const nonce = this.d.devices.nonceFor(device, profile.id);
+    return nonce === null ? null : `device:${nonce}`;
+  }
+
+  /**
+   * Checks a second factor of the person, under the lockout: every attempt is counted before
+   * the code is checked; `MAX_FAILED_ATTEMPTS` wrong ones in a row lock the person out for
+   * `LOCK_SECONDS`; a right one clears the count. `challengeKey` names the passkey ceremony.
+   * With `ownAllowance` (a browser that signed in before, or a signed-in session), attempts count
+   * against that allowance alone (`mfaDevice`): strangers' wrong codes, which lock the person,
+   * never lock its owner out.
+   */
+  async check(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, ownAllowance: string | null = null): Promise<SecondFactorProof> {
+    const usable = await this.usable(profile.id, method);
+    if (ownAllowance !== null) return this.#checkWithOwnAllowance(profile, usable, code, challengeKey, ownAllowance);
+    const now = this.now();
+    await this.refuseIfLocked(profile.id);
+    const attempt = await this.#f.mfa.beginAttempt(profile.id, now);
+    // Another attempt may have locked the person since the check above (simultaneous guesses).
+    if (attempt.lockedUntil !== null && attempt.lockedUntil > now) throw locked(attempt.lockedUntil, now);
+    if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(now + LOCK_SECONDS * 1000, now);
+    let proof: SecondFactorProof | null = null;
+    let refusal: AppError | null = null;
+    try {
+      proof = await this.#check(profile, usable, code, challengeKey);
+    } catch (error) {
+      // A passkey assertion that does not verify counts as a wrong code, and keeps its reason.
+      if (!(error instanceof AppError) || error.status !== 400) throw error;
+      refusal = error;
+    }
+    if (proof === null) {
+      if (attempt.count >= MAX_FAILED_ATTEMPTS) {
+        const until = now + LOCK_SECONDS * 1000;
+        await this.#f.mfa.lock(profile.id, until);
+        await this.audit(profile.id, 'system', 'mfa.locked', { until });
+        throw locked(until, now);
+      }
+      throw refusal ?? new AppError('BadRequestError', INVALID_CODE);
+    }
+    await this.#f.mfa.clearFailures(profile.id);
+    return proof;
+  }
+
+  async #checkWithOwnAllowance(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, key: string): Promise<SecondFactorProof> {
+    const now = this.now();
+    let left: number;
+    try {
+      left = (await this.d.limits.consume('mfaDevice', key)).remaining;
+    } catch (error) {
+      if (error instanceof AppError && error.name === 'TooManyError') throw locked(now + Number(error.details?.retryAfter ?? LOCK_SECONDS) * 1000, now);
+      throw error;
+    }
+    // Counted already: a passkey assertion that does not verify is refused with its reason.
+    let proof: SecondFactorProof | null = null;
+    try {
+      proof = await this.#check(profile, method, code, challengeKey);
+    } catch (error) {
+      if (left > 0 || !(error instanceof AppError) || error.status !== 400) throw error;
+    }
+    // As for the person: the last wrong code of the allowance locks (this browser only).
+    if (proof === null) throw left > 0 ? new AppError('BadRequestError', INVALID_CODE) : locked(now + LOCK_SECONDS * 1000, now);
+    await this.d.limits.refund('mfaDevice', key);
+    // The person proved it: strangers' wrong codes so far no longer count towards their lockout.
+    await this.#f.mfa.clearFailures(profile.id);
+    return proof;
+  }
+
+  async #check(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string): Promise<SecondFactorProof | null> {
+    const now = this.now();
+    if (method === 'passkey') {
+      if (typeof code !== 'object') return null;
+      const passkey = await this.#f.passkeys.authenticate(code as AuthenticationResponseJSON, { userId: profile.id, challengeKey });
+      return passkey.userId === profile.id ? { method, passkey } : null;
+    }
+    if (typeof code !== 'string') return null;
+    if (method === 'totp') {
+      const factors = await this.#f.mfa.factors(profile.id);
+      const secret = factors?.totpSecret ? this.#f.box.open(factors.totpSecret, profile.id) : null;
+      if (secret === null) return null;
+      const step = totpStep(secret, typedDigits(code), now);
+      return step !== null && (await this.#f.mfa.acceptTotpStep(profile.id, step)) ? { method } : null;
+    }
+    if (method === 'emailOtp') {
+      const digits = typedDigits(code);
+      if (!/^\d{6}$/.test(digits)) return null;
+      return (await this.#f.mfa.useEmailCode(profile.id, this.#f.codes.hash('email', profile.id, digits), now)) ? { method } : null;
+    }
+    const recovery = typedRecoveryCode(code);
+    if (recovery === null || !(await this.#f.mfa.useRecoveryCode(profile.id, this.#f.codes.hash('recovery', profile.id, recovery), now))) return null;
+    await this.notify(profile.id, 'A recovery code was used to sign in', 'mfa.recovery.used', profile.id);
+    return { method };
+  }
+
+  /** A 429 while the person's second step is locked. */
+  async refuseIfLocked(profileId: string): Promise<void> {
+    const lockedUntil = (await this.#f.mfa.factors(profileId))?.lockedUntil ?? null;
+    if (lockedUntil !== null && lockedUntil > this.now()) throw locked(lockedUntil, this.now());
+  }
+
+  /** Mails the person a 6-digit code (at most five a quarter of an hour), valid `EMAIL_CODE_SECONDS`; a newer one voids it. */
+  async sendEmailCode(profile: ProfileRecord, purpose = `finish signing in to ${profile.id}`): Promise<void> {
+    await this.d.limits.consume('mfaEmailAccount', `profile:${profile.id}`);
+    const to = await this.emailOf(profile);
+    const code = newEmailCode();
+    const now = this.now();
+    await this.#f.mfa.putEmailCode(profile.id, this.#f.codes.hash('email', profile.id, code), now, now + EMAIL_CODE_SECONDS * 1000);
+    this.d.mailer.post({
+      to,
+      subject: 'Verification Code',
+      text:
+        `Your verification code is: **${code}**\n\n` +
+        `Enter it to ${purpose}. It is valid for ${EMAIL_CODE_SECONDS / 60} minutes, and a newer code replaces it.\n\n` +
+        'If you did not try to sign in, someone knows your password: please change it.\n',
+    });
+  }
+
+  /** Where codes and notices go: the preferred address, or a 400. */
+  async emailOf(profile: ProfileRecord, repo: AccountsRepository = this.d.repo): Promise<string> {
+    const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
+    if (!email) throw new AppError('BadRequestError', 'This account has no email address to send a code to');
+    return email;
+  }
+}
+
+/**
+ * RFC 8176 `amr` of a sign-in: `pwd`, and with a second factor `otp` (TOTP, an emailed code, a
+ * recovery code) or `hwk`/`swk` (a device-bound or a synced passkey), and then `mfa`. A browser
+ * remembered for the second factor signs in with `pwd` only.
+ */
+export function amrOf(proof: SecondFactorProof | null): string[] {
+  if (proof === null) return ['pwd'];
+  if (proof.method === 'passkey') return ['pwd', proof.passkey.backedUp ? 'swk' : 'hwk', 'mfa'];
+  return ['pwd', 'otp', 'mfa'];
+}
+
+/** The ID token's `acr`: `2` for two factors, `1` for one (documented in the README). */
+export function acrOf(amr: readonly string[]): string {
+  return amr.includes('mfa') ? '2' : '1';
+}
+
+export function locked(until: number, now: number): AppError {
+  const at = new Date(until).toISOString();
+  return new AppError('TooManyError', `Account temporarily locked due to too many failed MFA attempts. Try again after ${at}.`, {
+    lockedUntil: at,
+    retryAfter: Math.max(1, Math.ceil((until - now) / 1000)),
+  });
+}

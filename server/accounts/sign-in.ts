@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import {
+  AppError,
+  DEFAULT_SESSION_SECONDS,
+  type LoginInput,
+  type MfaChallengeInput,
+  type MfaChallengeResult,
+  type MfaFactorMethod,
+  type MfaPendingResult,
+  type MfaVerifyInput,
+} from '../../shared/index.ts';
+import { hashSecret, randomToken } from '../secrets.ts';
+import { addressKey } from './ids.ts';
+import { EMAIL_CODE_SECONDS, amrOf, type SecondFactorProof, type SecondFactors } from './mfa/second-factor.ts';
+import type { PasskeyFactor } from './mfa/passkey-factor.ts';
+import type { MfaRepository } from './mfa/repository.ts';
+import { AccountsBase, type AccountsDeps } from './part.ts';
+import { preferredEmail } from './profiles.ts';
+import { normaliseId, type ProfileRecord } from './repository.ts';
+import { ACTIVE_STATES, canHoldSession } from './session-rule.ts';
+import { accountLimitKey, inactiveMessage, type SessionService } from './sessions.ts';
+import type { BrowserCookies, IssuedSession, RequestOrigin } from './viewer.ts';
+
+/** How long a sign-in waits for its second factor. */
+export const PENDING_SECONDS = 10 * 60;
+/** How long a browser is remembered ("remember this device"). */
+export const TRUSTED_DEVICE_SECONDS = 30 * 24 * 60 * 60;
+
+const WRONG_CREDENTIALS = 'Invalid username or password';
+const INVALID_PENDING = 'The sign-in has expired or was already completed. Please log in again.';
+
+/** A remembered browser's cookie, for the transport to set. */
+export interface TrustedDeviceCookie {
+  token: string;
+  seconds: number;
+}
+
+export interface SignInDeps {
+  sessions: SessionService;
+  factors: SecondFactors;
+  mfa: MfaRepository;
+  passkeys: PasskeyFactor;
+}
+
+/**
+ * Signing in with a password: `POST /login` (and the sign-in pages, the provider's login page),
+ * its attempts counted against the account or the browser's own allowance (human verification
+ * past the account's), then either the session or a pending sign-in waiting for the second
+ * factor (`/mfa/challenge`, `/mfa/verify`), remembered browsers, and `open`, through which every
+ * sign-in's session starts (a passkey alone too: `passkeys/passwordless.ts`). Activation and
+ * impersonation open sessions of their own kind (`activation.ts`, `impersonation.ts`).
+ */
+export class SignInService extends AccountsBase {
+  readonly #s: SignInDeps;
+
+  constructor(deps: AccountsDeps, signIn: SignInDeps) {
+    super(deps);
+    this.#s = signIn;
+  }
+
+  /**
+   * The first half of a sign-in (`POST /login` with an email or a tilde id): the id and password
+   * are right and the profile may sign in. An unknown id, a wrong password and a deleted profile
+   * all get the same 400, which is not a 401 so that clients do not try to refresh.
+   */
+  async #checkPassword(input: LoginInput, origin: RequestOrigin, device?: string): Promise<{ profile: ProfileRecord; loginEmail: string }> {
+    const repo = this.d.repo;
+    const limits = this.d.limits;
+    // The id is made canonical once (white space and invisible characters around it, letter
+    // case of an email), and the account's counter is the profile's own, whichever of its
+    // emails or usernames is typed: no spelling of an account gets a counter of its own.
+    const id = normaliseId(input.id);
+    const isTilde = id.startsWith('~');
+    const found = await repo.profiles.findByIdOrEmail(id);
+    const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
+    // A browser that signed in to this account before counts against its own allowance, so that
+    // strangers' wrong passwords never lock its owner out (`device-cookies.ts`).
+    const deviceNonce = profile ? this.d.devices.nonceFor(device, profile.id) : null;
+    const counter = deviceNonce ? ({ name: 'loginDevice', key: `device:${deviceNonce}` } as const) : ({ name: 'loginAccount', key: accountLimitKey(id, profile) } as const);
+    // Every attempt is counted before the password is checked (so parallel guesses cannot all
+    // slip under the limit), and given back when the password was right.
+    await this.#countAttempt(counter, deviceNonce === null, input.token, origin);
+    await limits.consume('loginAddress', addressKey(origin.address));
+    const passwordOk = await this.d.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
+    if (!profile || !passwordOk || profile.ddate !== null) {
+      throw new AppError('BadRequestError', WRONG_CREDENTIALS);
+    }
+    await limits.refund(counter.name, counter.key);
+    await limits.refund('loginAddress', addressKey(origin.address));
+    if (!ACTIVE_STATES.has(profile.state)) {
+      throw new AppError('ForbiddenError', inactiveMessage(profile.state));
+    }
+    const emails = await repo.emails.emailsOf(profile.id);
+    const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
+    return { profile, loginEmail };
+  }
+
+  /**
+   * Counts a password attempt. Past the account's limit, a browser without the account's device
+   * cookie is not refused outright (anyone could keep a person out that way): it is asked to
+   * prove it is a person, a 429 with `details.humanVerification: "required"`, and an attempt
+   * that carries a verified `token` goes on. A browser's own allowance (`loginDevice`) is a
+   * plain limit: only its holder's failures reach it.
+   */
+  async #countAttempt(counter: { name: 'loginAccount' | 'loginDevice'; key: string }, shared: boolean, token: string | null | undefined, origin: RequestOrigin): Promise<void> {
+    try {
+      await this.d.limits.consume(counter.name, counter.key);
+    } catch (error) {
+      if (!shared || !(error instanceof AppError) || error.name !== 'TooManyError') throw error;
+      const retryAfter = Number(error.details?.retryAfter ?? 1);
+      if (!token) {
+        throw new AppError('TooManyError', `Too many sign-in attempts for this account. Please complete the human verification and try again, or try again in ${retryAfter} seconds.`, {
+          humanVerification: 'required',
+          retryAfter,
+        });
+      }
+      await this.d.verifier.verify(token, origin.address);
+    }
+  }
+
+  /**
+   * `POST /login`: the password, then either a session (no factor on, or a remembered browser) or
+   * a pending sign-in waiting for the second factor. No session or cookie exists until then.
+   */
+  async login(input: LoginInput, origin: RequestOrigin, browser: BrowserCookies): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
+    const { profile, loginEmail } = await this.#checkPassword(input, origin, browser.device);
+    const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
+    const next = await this.afterPassword(profile, browser.trustedDevice);
+    if (next === null) return { session: await this.open(profile, loginEmail, accessSeconds, amrOf(null), origin) };
+    return { pending: await this.#pending(profile, loginEmail, accessSeconds, next) };
+  }
+
+  /**
+   * What a sign-in whose password was right needs next: null when no second factor (none is on,
+   * or this browser is remembered), otherwise the person's methods and preferred one.
+   */
+  async afterPassword(profile: ProfileRecord, trustedDevice: string | undefined): Promise<{ methods: MfaFactorMethod[]; preferred: MfaFactorMethod } | null> {
+    const methods = await this.#s.factors.methodsOf(profile.id);
+    const preferred = await this.#s.factors.preferred(profile.id, methods);
+    if (preferred === null) return null;
+    if (trustedDevice && (await this.#s.mfa.useTrusted(profile.id, profile.tokenVersion, hashSecret(trustedDevice), this.now()))) return null;
+    return { methods, preferred };
+  }
+
+  async #pending(profile: ProfileRecord, loginEmail: string, accessSeconds: number, next: { methods: MfaFactorMethod[]; preferred: MfaFactorMethod }): Promise<MfaPendingResult> {
+    const token = randomToken();
+    const now = this.now();
+    await this.#s.mfa.insertPending({
+      id: randomUUID(),
+      tokenHash: hashSecret(token),
+      profileId: profile.id,
+      loginEmail,
+      tokenVersion: profile.tokenVersion,
+      accessSeconds,
+      expiresAt: now + PENDING_SECONDS * 1000,
+      now,
+    });
+    return { mfaPending: true, mfaPendingToken: token, mfaMethods: next.methods, preferredMethod: next.preferred };
+  }
+
+  /** The methods of the person a live pending sign-in is for; none when the token is not live. */
+  async pendingMethods(token: string): Promise<MfaFactorMethod[]> {
+    const pending = await this.#s.mfa.findPending(hashSecret(token), this.now());
+    return pending ? this.#s.factors.methodsOf(pending.profileId) : [];
+  }
+
+  /** The pending sign-in a token names, with its profile (still able to sign in), or a 400. */
+  async #livePending(token: string): Promise<{ pending: Awaited<ReturnType<MfaRepository['findPending']>> & object; profile: ProfileRecord }> {
+    const pending = await this.#s.mfa.findPending(hashSecret(token), this.now());
+    if (!pending) throw new AppError('BadRequestError', INVALID_PENDING);
+    const profile = await this.d.repo.profiles.find(pending.profileId);
+    if (!profile || !canHoldSession(profile, pending.tokenVersion)) throw new AppError('BadRequestError', INVALID_PENDING);
+    return { pending, profile };
+  }
+
+  /** `POST /mfa/challenge`: mails a code (`emailOtp`), or answers WebAuthn request options (`passkey`). */
+  async challenge(input: MfaChallengeInput, origin: RequestOrigin, device?: string): Promise<MfaChallengeResult> {
+    await this.d.limits.consume('mfaAddress', addressKey(origin.address));
+    const { pending, profile } = await this.#livePending(input.mfaPendingToken);
+    // The person's lockout (strangers' wrong codes may have set it) does not hold back a browser that signed in before.
+    if (this.#s.factors.ownAllowance(profile, device) === null) await this.#s.factors.refuseIfLocked(profile.id);
+    const method = await this.#s.factors.usable(profile.id, input.method);
+    switch (method) {
+      case 'emailOtp':
+        await this.#s.factors.sendEmailCode(profile);
+        return { method, sent: true, expiresIn: EMAIL_CODE_SECONDS };
+      case 'passkey':
+        return { ...(await this.#s.passkeys.authenticationOptions({ userId: profile.id, challengeKey: pending.id })) };
+      case 'totp':
+      case 'recovery':
+        return { method, sent: false };
+    }
+  }
+
+  /**
+   * `POST /mfa/verify`: the second factor; a right one uses the pending sign-in up and opens the
+   * session exactly as `POST /login` does. `rememberDevice` also gives the browser a cookie
+   * that skips the second factor for 30 days.
+   */
+  async verify(input: MfaVerifyInput, origin: RequestOrigin, device?: string): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
+    await this.d.limits.consume('mfaAddress', addressKey(origin.address));
+    const { pending, profile } = await this.#livePending(input.mfaPendingToken);
+    const proof = await this.#s.factors.check(profile, input.method, input.code, pending.id, this.#s.factors.ownAllowance(profile, device));
+    await this.d.limits.refund('mfaAddress', addressKey(origin.address));
+    if (!(await this.#s.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
+    const session = await this.open(profile, pending.loginEmail, pending.accessSeconds, amrOf(proof), origin);
+    const trustedDevice = input.rememberDevice ? await this.rememberDevice(profile) : undefined;
+    return { session, proof, ...(trustedDevice ? { trustedDevice } : {}) };
+  }
+
+  /**
+   * Opens the session of a person proved (a password with its second step when one is on, or a
+   * passkey alone, `passkeys/passwordless.ts`), records how (the sign-in provider's `amr`), and
+   * hands the browser its device-cookie entry (through `startSession`).
+   */
+  async open(profile: ProfileRecord, loginEmail: string, accessSeconds: number, amr: string[], origin: RequestOrigin): Promise<IssuedSession> {
+    const session = await this.#s.sessions.startSession(profile, loginEmail, accessSeconds, origin);
+    const viewer = await this.#s.sessions.authenticate(session.accessToken);
+    await this.#s.mfa.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, amr);
+    return session;
+  }
+
+  /**
+   * A new remembered browser of the person: the cookie's secret (only its hash is kept). It holds
+   * until the person's token version moves on (a password reset, a logout of every device).
+   */
+  async rememberDevice(profile: Pick<ProfileRecord, 'id' | 'tokenVersion'>): Promise<TrustedDeviceCookie> {
+    const token = randomToken();
+    const now = this.now();
+    await this.#s.mfa.insertTrusted(profile.id, profile.tokenVersion, hashSecret(token), now, now + TRUSTED_DEVICE_SECONDS * 1000);
+    return { token, seconds: TRUSTED_DEVICE_SECONDS };
+  }
+}
