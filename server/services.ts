@@ -18,7 +18,7 @@ import { SignUpService } from './accounts/sign-up.ts';
 import { SignInView } from './accounts/sign-in-view.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
-import { createMailer, type Mailer } from './mail.ts';
+import { createMailer, type Mailer } from './mail/mailer.ts';
 import { RateLimits } from './rate-limits.ts';
 import { Directory } from './accounts/directory.ts';
 import { CodeHasher } from './accounts/mfa/codes.ts';

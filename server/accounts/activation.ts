@@ -9,6 +9,7 @@ import {
 } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import { activationPendingMail } from '../mail/messages.ts';
 import { addressKey, maskEmail } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin } from './viewer.ts';
@@ -111,14 +112,7 @@ export class ActivationService extends AccountsPart {
       return { result: session.result, session, loginEmail };
     });
     if (!outcome.session) {
-      this.d.mailer.post({
-        to: outcome.loginEmail,
-        subject: 'Activation pending',
-        text:
-          'Thank you for completing your profile.\n\n' +
-          'Your profile will be reviewed by our moderators, which usually takes a few days. ' +
-          'You will receive an email when it is accepted, and can log in then.\n',
-      });
+      this.d.mailer.post({ to: outcome.loginEmail, ...activationPendingMail() });
     }
     return outcome.session ? { result: outcome.result, session: outcome.session } : { result: outcome.result };
   }

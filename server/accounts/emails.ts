@@ -11,6 +11,7 @@ import {
 } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord, TokenRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
+import { duplicateProfileMail, emailConfirmationMail } from '../mail/messages.ts';
 import { hashSecret } from '../secrets.ts';
 import type { Viewer } from './viewer.ts';
 import { AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
@@ -100,27 +101,13 @@ export class EmailService extends AccountsPart {
       now: this.now(),
       duplicateProfile: duplicate,
     });
-    const hours = Math.round(this.d.config.emailTokenSeconds / 3600);
-    this.d.mailer.post(
-      duplicate
-        ? {
-            to: alternate,
-            subject: 'Duplicate Profile Found',
-            text:
-              `The profile ${profileId} asked to add ${alternate}, which belongs to the profile ${duplicate}.\n\n` +
-              `If both profiles are yours, ${duplicate} can be merged into ${profileId} with this code: ${code}\n\n` +
-              `The code expires in ${hours} hours. If this was not you, ignore this message and nothing changes.\n`,
-          }
-        : {
-            to: alternate,
-            subject: 'Email confirmation',
-            text:
-              `The profile ${profileId} asked to add this address.\n\n` +
-              `To confirm it, enter this code: ${code}\n` +
-              `or open ${this.d.config.webUrl}/confirm?token=${encodeURIComponent(token)} and enter it there.\n\n` +
-              `The code expires in ${hours} hours. If this was not you, ignore this message.\n`,
-          },
-    );
+    const validForSeconds = this.d.config.emailTokenSeconds;
+    this.d.mailer.post({
+      to: alternate,
+      ...(duplicate
+        ? duplicateProfileMail({ profileId, email: alternate, duplicateId: duplicate, code, validForSeconds })
+        : emailConfirmationMail({ webUrl: this.d.config.webUrl, profileId, token, code, validForSeconds })),
+    });
     return { alternate };
   }
 

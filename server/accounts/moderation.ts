@@ -1,4 +1,5 @@
 import { AppError, type ModerateProfileInput, type ModerationDecision, type PastState, type Profile, type ProfileState } from '../../shared/index.ts';
+import { profileAcceptedMail, profileRejectedMail } from '../mail/messages.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import type { Viewer } from './viewer.ts';
 import { AccountsPart, SUPER_USERS_GROUP } from './part.ts';
@@ -84,15 +85,7 @@ export class ModerationService extends AccountsPart {
       return { profile: updated, mailTo: preferredEmail(updated, await repo.emails.emailsOf(updated.id)) };
     });
     if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
-      this.d.mailer.post({
-        to: mailTo,
-        subject: 'Profile activation status',
-        text:
-          input.decision === 'accept'
-            ? 'Your profile has been accepted. You can now log in.\n'
-            : `Your profile was not accepted.\n\nReason: ${input.reason ?? 'not given'}\n\n` +
-              'You can update your profile and submit it again for moderation.\n',
-      });
+      this.d.mailer.post({ to: mailTo, ...(input.decision === 'accept' ? profileAcceptedMail() : profileRejectedMail({ reason: input.reason })) });
     }
     return this.core.profiles.present(profile, true, false);
   }

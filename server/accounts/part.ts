@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import type { Mailer } from '../mail.ts';
+import type { Mailer } from '../mail/mailer.ts';
 import type { RateLimits } from '../rate-limits.ts';
 import type { DeviceCookies } from './device-cookies.ts';
 import type { HumanVerifier } from './human-verification.ts';

@@ -1,4 +1,5 @@
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
+import { passwordResetMail } from '../mail/messages.ts';
 import { addressKey, maskEmail } from './ids.ts';
 import { normaliseId } from './repository.ts';
 import type { RequestOrigin } from './viewer.ts';
@@ -63,15 +64,9 @@ export class PasswordResetService extends AccountsPart {
       seconds: this.d.config.resetTokenSeconds,
       now: this.now(),
     });
-    const minutes = Math.round(this.d.config.resetTokenSeconds / 60);
     await this.d.mailer.send({
       to: email,
-      subject: 'Password reset',
-      text:
-        `A password reset was requested for the account ${profile.id}.\n\n` +
-        `To choose a new password, open this link within ${minutes} minutes:\n` +
-        `${this.d.config.webUrl}/user/password?token=${encodeURIComponent(token)}\n\n` +
-        'If you did not ask for this, you can ignore this message: your password stays as it is.\n',
+      ...passwordResetMail({ webUrl: this.d.config.webUrl, profileId: profile.id, token, validForSeconds: this.d.config.resetTokenSeconds }),
     });
   }
 

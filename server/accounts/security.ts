@@ -1,5 +1,6 @@
 import Bowser from 'bowser';
 import { AppError, type ChangePasswordInput, type SecurityEvent, type SessionInfo } from '../../shared/index.ts';
+import { passwordChangedMail } from '../mail/messages.ts';
 import { addressKey } from './ids.ts';
 import { AccountsPart } from './part.ts';
 import { preferredEmail } from './profiles.ts';
@@ -63,13 +64,7 @@ export class SecurityService extends AccountsPart {
     });
     const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (email) {
-      this.d.mailer.post({
-        to: email,
-        subject: 'Your password was changed',
-        text:
-          `The password of your account ${profile.id} was changed${endOthers ? ', and every other session was signed out' : ''}.\n\n` +
-          `If this was not you, reset your password at once: ${this.d.config.webUrl}/reset\n`,
-      });
+      this.d.mailer.post({ to: email, ...passwordChangedMail({ webUrl: this.d.config.webUrl, profileId: profile.id, otherSessionsEnded: endOthers }) });
     }
     // Exactly what "log out of all other devices" does (the token version moves on, so the
     // sign-in provider's tokens end too); this session gets a fresh token.

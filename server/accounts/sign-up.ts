@@ -7,6 +7,7 @@ import {
   type RegisterInput,
   type RegisterResult,
 } from '../../shared/index.ts';
+import { activationMail, signUpAttemptMail } from '../mail/messages.ts';
 import { addressKey } from './ids.ts';
 import { AccountsBase, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
 import { type AccountsRepository, normaliseEmail } from './repository.ts';
@@ -94,14 +95,7 @@ export class SignUpService extends AccountsBase {
       return { id: await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash), taken: false };
     });
     if (outcome.taken) {
-      this.d.mailer.post({
-        to: email,
-        subject: 'Sign-up attempt with your email address',
-        text:
-          `Someone tried to create a new account with ${email}, which already belongs to an account.\n\n` +
-          `If it was you, sign in, or reset your password at ${this.d.config.webUrl}/reset.\n` +
-          'If it was not you, you can ignore this message.\n',
-      });
+      this.d.mailer.post({ to: email, ...signUpAttemptMail({ webUrl: this.d.config.webUrl, email }) });
     } else {
       this.d.mailer.later(() => this.sendActivation(outcome.id, email));
     }
@@ -117,15 +111,9 @@ export class SignUpService extends AccountsBase {
       seconds: this.d.config.activationTokenSeconds,
       now: this.now(),
     });
-    const link = `${this.d.config.webUrl}/profile/activate?token=${encodeURIComponent(token)}`;
     await this.d.mailer.send({
       to: email,
-      subject: 'Signup confirmation',
-      text:
-        `Thank you for signing up, ${profileId}.\n\n` +
-        `To activate your account, open this link:\n${link}\n\n` +
-        `or enter this code: ${code}\n\n` +
-        `The link and the code expire in ${Math.round(this.d.config.activationTokenSeconds / 86400)} days.\n`,
+      ...activationMail({ webUrl: this.d.config.webUrl, profileId, token, code, validForSeconds: this.d.config.activationTokenSeconds }),
     });
   }
 }

@@ -30,7 +30,7 @@ import { SignUpService } from '../../server/accounts/sign-up.ts';
 import type { Viewer } from '../../server/accounts/viewer.ts';
 import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
-import { createMailer } from '../../server/mail.ts';
+import { createMailer } from '../../server/mail/mailer.ts';
 import { RateLimits } from '../../server/rate-limits.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { dropTestDatabase, testDatabaseEnv } from '../helpers/database.ts';

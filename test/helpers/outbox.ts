@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleParser } from 'mailparser';
-import { mailSettled } from '../../server/mail.ts';
+import { mailSettled } from '../../server/mail/mailer.ts';
 
 export interface Mail {
   to: string;

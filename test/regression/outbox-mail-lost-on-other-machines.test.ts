@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
-import { createMailer } from '../../server/mail.ts';
+import { createMailer } from '../../server/mail/mailer.ts';
 import { dropTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, startServer, tempDir } from '../helpers/server.ts';
 

@@ -97,13 +97,6 @@ function withQueue(base: Pick<Mailer, 'send' | 'close'>, logger: Logger, dataDir
 }
 
 /**
- * Sends mail over SMTP when `SMTP_URL` is set. Otherwise every message is written as an
- * `.eml` file under `$DATA_DIR/outbox/`, named so that a directory listing is in send order;
- * each file appears whole (written aside, then renamed), so a reader never sees half a message.
- * `outboxOnly`: the outbox although the database is shared with processes that may be on other
- * machines (the operator set `MAIL_OUTBOX=on`), said in a warning at start.
- */
-/**
  * A nodemailer transport made on first use: nodemailer (and the fetch implementation it loads)
  * adds about 9 MB to a process's resident memory (measured with `process.memoryUsage`, loading it
  * and not), which a server that sends no mail need not hold. It connects only to send anyway.
@@ -116,6 +109,13 @@ function lazyTransport(options: Parameters<typeof import('nodemailer').createTra
   };
 }
 
+/**
+ * Sends mail over SMTP when `SMTP_URL` is set. Otherwise every message is written as an
+ * `.eml` file under `$DATA_DIR/outbox/`, named so that a directory listing is in send order;
+ * each file appears whole (written aside, then renamed), so a reader never sees half a message.
+ * `outboxOnly`: the outbox although the database is shared with processes that may be on other
+ * machines (the operator set `MAIL_OUTBOX=on`), said in a warning at start.
+ */
 export function createMailer(opts: { smtpUrl: string | undefined; outboxOnly?: boolean; from: string; dataDir: string; logger: Logger }): Mailer {
   if (opts.smtpUrl) {
     const transport = lazyTransport(opts.smtpUrl);

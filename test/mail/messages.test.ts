@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import {
+  activationMail,
+  activationPendingMail,
+  duplicateProfileMail,
+  emailConfirmationMail,
+  passwordChangedMail,
+  passwordResetMail,
+  profileAcceptedMail,
+  profileRejectedMail,
+  signUpAttemptMail,
+} from '../../server/mail/messages.ts';
+
+// Whole subjects and texts, as people receive them: a change to a word is a change to mail that
+// clients and people read, and is meant to show here.
+const WEB = 'https://web.example.org/account';
+
+describe('the accounts mails say', () => {
+  it('the activation link and code, and when they expire', () => {
+    expect(activationMail({ webUrl: WEB, profileId: '~Ada_Lovelace1', token: 'tok_EN-1', code: '012345', validForSeconds: 7 * 86400 })).toEqual({
+      subject: 'Signup confirmation',
+      text:
+        'Thank you for signing up, ~Ada_Lovelace1.\n\n' +
+        'To activate your account, open this link:\nhttps://web.example.org/account/profile/activate?token=tok_EN-1\n\n' +
+        'or enter this code: 012345\n\n' +
+        'The link and the code expire in 7 days.\n',
+    });
+  });
+
+  it('that someone tried to sign up with an address already taken', () => {
+    expect(signUpAttemptMail({ webUrl: WEB, email: 'ada@example.org' })).toEqual({
+      subject: 'Sign-up attempt with your email address',
+      text:
+        'Someone tried to create a new account with ada@example.org, which already belongs to an account.\n\n' +
+        'If it was you, sign in, or reset your password at https://web.example.org/account/reset.\n' +
+        'If it was not you, you can ignore this message.\n',
+    });
+  });
+
+  it('that an activated profile waits for the moderators', () => {
+    expect(activationPendingMail()).toEqual({
+      subject: 'Activation pending',
+      text:
+        'Thank you for completing your profile.\n\n' +
+        'Your profile will be reviewed by our moderators, which usually takes a few days. You will receive an email when it is accepted, and can log in then.\n',
+    });
+  });
+
+  it('the moderators’ decision, with their reason or "not given"', () => {
+    expect(profileAcceptedMail()).toEqual({ subject: 'Profile activation status', text: 'Your profile has been accepted. You can now log in.\n' });
+    const rejected = (reason: string) => `Your profile was not accepted.\n\nReason: ${reason}\n\nYou can update your profile and submit it again for moderation.\n`;
+    expect(profileRejectedMail({ reason: 'No affiliation' })).toEqual({ subject: 'Profile activation status', text: rejected('No affiliation') });
+    expect(profileRejectedMail({ reason: null }).text).toBe(rejected('not given'));
+    expect(profileRejectedMail({ reason: undefined }).text).toBe(rejected('not given'));
+    expect(profileRejectedMail({ reason: '' }).text).toBe(rejected(''));
+  });
+
+  it('the reset link and its minutes', () => {
+    expect(passwordResetMail({ webUrl: WEB, profileId: '~Grace_Hopper1', token: 'tok_EN-2', validForSeconds: 3600 })).toEqual({
+      subject: 'Password reset',
+      text:
+        'A password reset was requested for the account ~Grace_Hopper1.\n\n' +
+        'To choose a new password, open this link within 60 minutes:\n' +
+        'https://web.example.org/account/user/password?token=tok_EN-2\n\n' +
+        'If you did not ask for this, you can ignore this message: your password stays as it is.\n',
+    });
+  });
+
+  it('that the password was changed, and whether the other sessions ended', () => {
+    const changed = (ended: string) => ({
+      subject: 'Your password was changed',
+      text: `The password of your account ~Grace_Hopper1 was changed${ended}.\n\nIf this was not you, reset your password at once: https://web.example.org/account/reset\n`,
+    });
+    expect(passwordChangedMail({ webUrl: WEB, profileId: '~Grace_Hopper1', otherSessionsEnded: true })).toEqual(changed(', and every other session was signed out'));
+    expect(passwordChangedMail({ webUrl: WEB, profileId: '~Grace_Hopper1', otherSessionsEnded: false })).toEqual(changed(''));
+  });
+
+  it('the code that confirms an added address, and its page', () => {
+    expect(emailConfirmationMail({ webUrl: WEB, profileId: '~Grace_Hopper1', token: 'tok_EN-3', code: '654321', validForSeconds: 48 * 3600 })).toEqual({
+      subject: 'Email confirmation',
+      text:
+        'The profile ~Grace_Hopper1 asked to add this address.\n\n' +
+        'To confirm it, enter this code: 654321\n' +
+        'or open https://web.example.org/account/confirm?token=tok_EN-3 and enter it there.\n\n' +
+        'The code expires in 48 hours. If this was not you, ignore this message.\n',
+    });
+  });
+
+  it('the code that merges a duplicate profile', () => {
+    expect(duplicateProfileMail({ profileId: '~Grace_Hopper1', email: 'mo@example.org', duplicateId: '~Mo_Derator1', code: '654321', validForSeconds: 48 * 3600 })).toEqual({
+      subject: 'Duplicate Profile Found',
+      text:
+        'The profile ~Grace_Hopper1 asked to add mo@example.org, which belongs to the profile ~Mo_Derator1.\n\n' +
+        'If both profiles are yours, ~Mo_Derator1 can be merged into ~Grace_Hopper1 with this code: 654321\n\n' +
+        'The code expires in 48 hours. If this was not you, ignore this message and nothing changes.\n',
+    });
+  });
+
+  it('a token in a link escaped, so it reaches the page whole', () => {
+    expect(activationMail({ webUrl: WEB, profileId: '~A1', token: 'a+b/c=&', code: '000000', validForSeconds: 0 }).text).toContain('/profile/activate?token=a%2Bb%2Fc%3D%26\n');
+  });
+});
