@@ -1,6 +1,6 @@
 /**
  * Rows 1, 3 and 9's baseline: a bare Express app whose one handler calls the same service
- * function as `GET /tildeusername` (`AccountsService.nextUsername`) on the same database, and
+ * function as `GET /tildeusername` (`SignUpService.nextUsername`) on the same database, and
  * nothing else: no logging, no security headers, no cookies, no input or output schema.
  *
  * Usage: node test/bench/baselines/express.ts <data folder>
