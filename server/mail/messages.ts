@@ -3,7 +3,7 @@
  * given what the mail names (the pages' `webUrl`, a token or code, ids, how long something
  * lasts) and answering its subject and text. The sending service adds the address. Texts kept
  * together can be translated together, and a page's path is written once for every mail that
- * links to it. The two mails of multi-factor sign-in are still in `accounts/mfa/service.ts`.
+ * links to it.
  */
 import type { MailMessage } from './mailer.ts';
 
@@ -133,5 +133,28 @@ export function duplicateProfileMail(m: { profileId: string; email: string; dupl
       `The profile ${m.profileId} asked to add ${m.email}, which belongs to the profile ${m.duplicateId}.\n\n` +
       `If both profiles are yours, ${m.duplicateId} can be merged into ${m.profileId} with this code: ${m.code}\n\n` +
       `The code expires in ${Math.round(m.validForSeconds / 3600)} hours. If this was not you, ignore this message and nothing changes.\n`,
+  };
+}
+
+// ---- multi-factor sign-in -----------------------------------------------------------------------
+
+/** A 6-digit code for a second step or a re-authentication; the real platform's clients read it between `**`. */
+export function verificationCodeMail(m: { code: string; purpose: string; validForSeconds: number }): MailContent {
+  return {
+    subject: 'Verification Code',
+    text:
+      `Your verification code is: **${m.code}**\n\n` +
+      `Enter it to ${m.purpose}. It is valid for ${m.validForSeconds / 60} minutes, and a newer code replaces it.\n\n` +
+      'If you did not try to sign in, someone knows your password: please change it.\n',
+  };
+}
+
+/** A change to how the person signs in (a factor added or removed, a recovery code used), `when` as an ISO time. */
+export function signInSettingsChangedMail(m: { what: string; profileId: string; when: string }): MailContent {
+  return {
+    subject: 'Your sign-in settings changed',
+    text:
+      `${m.what} (account ${m.profileId}, ${m.when}).\n\n` +
+      'If this was not you, change your password now and contact the support team: someone may have access to your account.\n',
   };
 }

@@ -8,7 +8,9 @@ import {
   passwordResetMail,
   profileAcceptedMail,
   profileRejectedMail,
+  signInSettingsChangedMail,
   signUpAttemptMail,
+  verificationCodeMail,
 } from '../../server/mail/messages.ts';
 
 // Whole subjects and texts, as people receive them: a change to a word is a change to mail that
@@ -98,5 +100,26 @@ describe('the accounts mails say', () => {
 
   it('a token in a link escaped, so it reaches the page whole', () => {
     expect(activationMail({ webUrl: WEB, profileId: '~A1', token: 'a+b/c=&', code: '000000', validForSeconds: 0 }).text).toContain('/profile/activate?token=a%2Bb%2Fc%3D%26\n');
+  });
+});
+
+describe('the multi-factor mails say', () => {
+  it('the code between ** (as the real platform’s clients read it), what it is for and how long it holds', () => {
+    expect(verificationCodeMail({ code: '123456', purpose: 'finish signing in to ~Ada_Lovelace1', validForSeconds: 600 })).toEqual({
+      subject: 'Verification Code',
+      text:
+        'Your verification code is: **123456**\n\n' +
+        'Enter it to finish signing in to ~Ada_Lovelace1. It is valid for 10 minutes, and a newer code replaces it.\n\n' +
+        'If you did not try to sign in, someone knows your password: please change it.\n',
+    });
+  });
+
+  it('what changed in how the person signs in, and what to do if it was not them', () => {
+    expect(signInSettingsChangedMail({ what: 'A passkey ("Laptop") was added for signing in', profileId: '~Ada_Lovelace1', when: '2026-11-25T10:00:00.000Z' })).toEqual({
+      subject: 'Your sign-in settings changed',
+      text:
+        'A passkey ("Laptop") was added for signing in (account ~Ada_Lovelace1, 2026-11-25T10:00:00.000Z).\n\n' +
+        'If this was not you, change your password now and contact the support team: someone may have access to your account.\n',
+    });
   });
 });

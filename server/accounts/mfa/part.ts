@@ -1,3 +1,4 @@
+import { signInSettingsChangedMail } from '../../mail/messages.ts';
 import { AccountsBase } from '../part.ts';
 import { preferredEmail } from '../profiles.ts';
 import type { AccountsRepository } from '../repository.ts';
@@ -23,13 +24,7 @@ export abstract class MfaPart extends AccountsBase {
       const profile = await this.d.repo.profiles.find(profileId);
       const to = profile ? preferredEmail(profile, await this.d.repo.emails.emailsOf(profileId)) : undefined;
       if (!to) return;
-      await this.d.mailer.send({
-        to,
-        subject: 'Your sign-in settings changed',
-        text:
-          `${what} (account ${profileId}, ${when}).\n\n` +
-          'If this was not you, change your password now and contact the support team: someone may have access to your account.\n',
-      });
+      await this.d.mailer.send({ to, ...signInSettingsChangedMail({ what, profileId, when }) });
     });
   }
 }

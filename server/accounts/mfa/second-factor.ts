@@ -1,5 +1,6 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { AppError, type MfaFactorMethod, type MfaMethod, type PasskeyAssertion } from '../../../shared/index.ts';
+import { verificationCodeMail } from '../../mail/messages.ts';
 import type { AccountsDeps } from '../part.ts';
 import { preferredEmail } from '../profiles.ts';
 import type { AccountsRepository, ProfileRecord } from '../repository.ts';
@@ -176,14 +177,7 @@ export class SecondFactors extends MfaPart {
     const code = newEmailCode();
     const now = this.now();
     await this.#f.mfa.putEmailCode(profile.id, this.#f.codes.hash('email', profile.id, code), now, now + EMAIL_CODE_SECONDS * 1000);
-    this.d.mailer.post({
-      to,
-      subject: 'Verification Code',
-      text:
-        `Your verification code is: **${code}**\n\n` +
-        `Enter it to ${purpose}. It is valid for ${EMAIL_CODE_SECONDS / 60} minutes, and a newer code replaces it.\n\n` +
-        'If you did not try to sign in, someone knows your password: please change it.\n',
-    });
+    this.d.mailer.post({ to, ...verificationCodeMail({ code, purpose, validForSeconds: EMAIL_CODE_SECONDS }) });
   }
 
   /** Where codes and notices go: the preferred address, or a 400. */
