@@ -32,7 +32,7 @@ import { Readers } from './venue/readers.ts';
 import { VenueService } from './venue/venues.ts';
 import { AttachmentsRepository } from './attachments/repository.ts';
 import { AttachmentsService } from './attachments/service.ts';
-import { openFileStore } from './attachments/storage.ts';
+import { openFileStore } from './attachments/store/open.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
 import { PasskeyService } from './accounts/mfa/passkeys.ts';

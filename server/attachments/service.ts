@@ -23,7 +23,8 @@ import type { NoteService } from '../venue/notes.ts';
 import type { VenueService } from '../venue/venues.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
-import { removeQuietly, type Assembled, type ChunkSlot, type FileStore, type HashedPrefix, type Received } from './storage.ts';
+import { removeQuietly } from './store/disk.ts';
+import type { Assembled, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;

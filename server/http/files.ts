@@ -17,7 +17,7 @@ import {
   type NoteEdit,
 } from '../../shared/index.ts';
 import type { StoredFile } from '../attachments/service.ts';
-import type { ByteRange, FileStore } from '../attachments/storage.ts';
+import type { ByteRange, FileStore } from '../attachments/store/file-store.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
