@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import busboy from 'busboy';
 import type { Request } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import type { UploadRequest } from '../attachments/service.ts';
+import type { UploadRequest } from '../attachments/uploads.ts';
 import { removeQuietly } from '../attachments/store/disk.ts';
 import type { ChunkSlot, FileStore, Received } from '../attachments/store/file-store.ts';
 

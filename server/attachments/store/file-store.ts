@@ -15,7 +15,7 @@ export interface Received {
   head: Buffer;
   /**
    * When `receive` was given a SHA-1 to continue (`continueHash`): that hash, now also over this
-   * file's bytes, not digested. The upload's service keeps it as the hash of the chunks so far.
+   * file's bytes, not digested. The uploads service keeps it as the hash of the chunks so far.
    */
   continued?: Hash;
   /**
@@ -41,7 +41,7 @@ export interface ChunkSlot {
 }
 
 /**
- * What an upload's service has already hashed of the file being assembled: the first `chunks`
+ * What the uploads service has already hashed of the file being assembled: the first `chunks`
  * chunks (in the order given to `assemble`), as files this process stored and nothing since
  * replaced (a stored chunk never is). The assembly hashes only the rest.
  */

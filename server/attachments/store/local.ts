@@ -340,7 +340,7 @@ export class LocalFileStore implements FileStore {
    * temporary file (opened exclusively), a megabyte at a time through one buffer: a stream's
    * 64 KiB pieces made this copy take twice as long, and ten assemblies at once hold ten
    * megabytes. Each piece is hashed while it is being written (the write runs on libuv's
-   * threads), and the first `hashed.chunks` chunks not at all: the service hashed them as they
+   * threads), and the first `hashed.chunks` chunks not at all: the uploads service hashed them as they
    * arrived.
    */
   async assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {

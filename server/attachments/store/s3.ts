@@ -246,7 +246,7 @@ export class S3FileStore implements FileStore {
     sent.catch(() => undefined);
     try {
       for (const [position, index] of indexes.entries()) {
-        // The first `hashed.chunks` were hashed by the service as they arrived.
+        // The first `hashed.chunks` were hashed by the uploads service as they arrived.
         const hashThis = position >= (hashed?.chunks ?? 0);
         for await (const piece of await this.#get(this.#chunkKey(uploadId, index))) {
           const bytes = piece as Buffer;

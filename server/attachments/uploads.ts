@@ -1,3 +1,9 @@
+/**
+ * Uploads: whole files, and files sent in chunks with everything that lets several requests and
+ * several processes share one upload (chunk arrivals and their leases, running hashes, the
+ * assembly and its lease), the recovery at start of what a stop cut, and the sweep of abandoned
+ * uploads. Reading files back is `DownloadsService` (downloads.ts): it needs none of this.
+ */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
@@ -5,14 +11,12 @@ import {
   checkFileFor,
   ChunkFields,
   formatBytes,
-  fileUrlExtension,
   parseOrThrow,
   tooLargeMessage,
   UploadFields,
   type ChunkedUploadState,
   type FieldParam,
   type Invitation,
-  type NoteEdit,
   type UploadRules,
   type UploadRulesQuery,
 } from '../../shared/index.ts';
@@ -35,22 +39,11 @@ export interface UploadRequest {
   file: (Received & { filename: string }) | null;
 }
 
-/** A stored file to send: its URL (the store reads it by it), and how to describe it. */
-export interface StoredFile {
-  url: string;
-  sha1: string;
-  extension: string;
-  /** A safe download name, from the note's title. */
-  filename: string;
-  size: number;
-  modifiedAt: Date;
-}
+/** What uploads ask of venues: the invitation an upload is for. */
+export type UploadVenues = Pick<VenueService, 'invitationById'>;
 
-/** What attachments ask of venues: the invitation an upload is for, and who may read a group or an invitation. */
-export type VenueView = Pick<VenueService, 'invitationById' | 'groups' | 'readableInvitation'>;
-
-/** What attachments ask of notes: who is invited to post, and who may read the notes (and revisions) that hold a stored file. */
-export type NoteView = Pick<NoteService, 'requireInvitee' | 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits'>;
+/** What uploads ask of notes: whether the uploader is invited to post to the invitation. */
+export type UploadNotes = Pick<NoteService, 'requireInvitee'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /**
@@ -104,20 +97,13 @@ function statusMap(indexes: number[], chunks: Map<number, number>): Record<strin
   return Object.fromEntries(indexes.map((i) => [String(i), chunks.has(i) ? ('completed' as const) : ('missing' as const)]));
 }
 
-
-/** A file name safe in any header and any file system: the note's title, tamed. */
-function safeFilename(title: unknown, fallback: string, extension: string): string {
-  const base = typeof title === 'string' ? title.replace(/[^A-Za-z0-9 ._-]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 100) : '';
-  return `${base || fallback}.${extension}`;
-}
-
 /**
- * Uploads (whole or in chunks) and reading files back. Every upload goes through one pipeline:
- * the adapter streams the file part into a temporary file (hashing, counting, cut off past the
- * field's `maxSize`), then this service checks it and keeps it under its content address, or
- * removes it. Nothing is kept unless every check passed.
+ * Every upload, whole or in chunks, goes through one pipeline: the adapter streams the file part
+ * into a temporary file (hashing, counting, cut off past the field's `maxSize`), then this
+ * service checks it and keeps it under its content address, or removes it. Nothing is kept
+ * unless every check passed.
  */
-export class AttachmentsService {
+export class UploadsService {
   readonly #repo: AttachmentsRepository;
   readonly #store: FileStore;
   /** Who this service is when it holds an assembly's lease: one per service, so two in one process are two holders. */
@@ -135,14 +121,14 @@ export class AttachmentsService {
   readonly #running = new Map<string, RunningHash>();
   /** Where each hash handed out by `continueHash` starts: the chunk index its first bytes are of. */
   readonly #handedOut = new WeakMap<Hash, number>();
-  readonly #venues: VenueView;
-  readonly #notes: NoteView;
+  readonly #venues: UploadVenues;
+  readonly #notes: UploadNotes;
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
   readonly #logger: Logger;
   readonly #now: () => number;
 
-  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: VenueView; notes: NoteView; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
+  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: UploadVenues; notes: UploadNotes; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
     this.#repo = deps.repo;
     this.#store = deps.store;
     this.#venues = deps.venues;
@@ -153,6 +139,7 @@ export class AttachmentsService {
     this.#now = deps.now ?? Date.now;
   }
 
+  /** Where the multipart adapter receives a file part into. */
   get store(): FileStore {
     return this.#store;
   }
@@ -681,92 +668,5 @@ export class AttachmentsService {
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;
-  }
-
-  // ---- reading back -----------------------------------------------------------------------------
-
-  /** The file of a note's field: 404 for a missing note or field, 403 for a note the reader may not read. */
-  async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const note = await this.#notes.readableNote(noteId, reader);
-    const url = (note.content[field] as { value?: unknown } | undefined)?.value;
-    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
-      throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
-    }
-    return this.#stored(url, (note.content.title as { value?: unknown } | undefined)?.value, noteId);
-  }
-
-  /**
-   * `GET /notes/edits/attachment`: a file field as one revision of a note held it, for the
-   * note's readers (a revision of a note one may not read does not exist for them).
-   */
-  async fileOfEdit(editId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const [edit] = await this.#notes.edits({ id: editId }, reader);
-    const note = edit ? await this.#notes.readableNote(edit.note.id, reader) : null;
-    const url = (edit?.content[field] as { value?: unknown } | undefined)?.value;
-    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
-      throw new AppError('NotFoundError', `Attachment Not Found: ${field} of edit ${editId}`);
-    }
-    return this.#stored(url, (edit.content.title as { value?: unknown } | undefined)?.value, note.id);
-  }
-
-  /**
-   * `GET /groups/attachment` and `GET /invitations/attachment`. On the real platform a group's or
-   * an invitation's content may hold files; here neither has content fields (venue files belong
-   * to notes), so once the group or invitation is found readable, the answer is that it holds no
-   * such file: 404 either way, with a message that says which.
-   */
-  async fileOfEntity(kind: 'group' | 'invitation', id: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    if (kind === 'group') await this.#venues.groups({ id }, reader);
-    else await this.#venues.readableInvitation(id, reader);
-    throw new AppError('NotFoundError', `Attachment Not Found: the ${kind} ${id} holds no file ${field}`);
-  }
-
-  /**
-   * `GET /pdf/{id}`: a stored PDF by the value saved in a note (`/pdf/<sha1>.pdf`, `<sha1>.pdf` or
-   * `<sha1>`), for the readers of a note that references it (now or in an earlier revision) and
-   * for its uploader.
-   */
-  async pdfById(id: string, reader: Viewer | null): Promise<StoredFile> {
-    const sha1 = /^(?:\/?pdf\/)?([0-9a-f]{40})(?:\.pdf)?$/.exec(id)?.[1];
-    if (!sha1) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
-    const url = `/pdf/${sha1}.pdf`;
-    const notes = await this.#notes.notesWithFile(url);
-    const readable = await this.#notes.firstReadable(notes, reader);
-    // A PDF one may not read is not found, as a missing one is: its address is its SHA-1, and a
-    // 403 would tell anyone holding a file whether someone has stored it here.
-    if (!readable && !(reader && (await this.#repo.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
-    return this.#stored(url, (readable?.content.title as { value?: unknown } | undefined)?.value, sha1);
-  }
-
-  async #stored(url: string, title: unknown, fallback: string): Promise<StoredFile> {
-    const extension = fileUrlExtension(url);
-    const info = extension ? await this.#store.info(url) : null;
-    if (!extension || !info) throw new AppError('NotFoundError', `File Not Found: ${url}`);
-    const sha1 = url.slice(url.lastIndexOf('/') + 1, url.lastIndexOf('.'));
-    return { url, sha1, extension, filename: safeFilename(title, fallback, extension), ...info };
-  }
-
-  /**
-   * `GET /pdf/compare`: two revisions (edit ids) of a note's file field, and the address of a
-   * page that shows them side by side.
-   */
-  async compare(
-    query: { noteId: string; leftId: string; rightId: string; field: string },
-    reader: Viewer | null,
-  ): Promise<{ leftNote: NoteEdit; rightNote: NoteEdit; viewerUrl: string }> {
-    const edits = await this.#notes.edits({ 'note.id': query.noteId }, reader);
-    const pick = (id: string, path: string) => {
-      const edit = edits.find((e) => e.id === id);
-      if (!edit) throw new AppError('NotFoundError', `Edit Not Found: ${id}`, { path });
-      const value = (edit.content[query.field] as { value?: unknown } | undefined)?.value;
-      if (typeof value !== 'string' || fileUrlExtension(value) === null) {
-        throw new AppError('NotFoundError', `The edit ${id} has no file in ${query.field}`, { path: 'field' });
-      }
-      return edit;
-    };
-    const leftNote = pick(query.leftId, 'leftId');
-    const rightNote = pick(query.rightId, 'rightId');
-    const params = new URLSearchParams(query);
-    return { leftNote, rightNote, viewerUrl: `${this.#config.baseUrl}/pdf/compare/view?${params.toString()}` };
   }
 }
