@@ -4,7 +4,7 @@
  * assembly and its lease), the recovery at start of what a stop cut, and the sweep of abandoned
  * uploads. Reading files back is `DownloadsService` (downloads.ts): it needs none of this.
  */
-import { createHash, randomUUID, type Hash } from 'node:crypto';
+import { randomUUID, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   AppError,
@@ -25,10 +25,13 @@ import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
 import type { NoteService } from '../venue/notes.ts';
 import type { VenueService } from '../venue/venues.ts';
+import { ChunkArrivals } from './arrivals.ts';
+import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './leases.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
+import { RunningHashes } from './running-hashes.ts';
 import { removeQuietly } from './store/disk.ts';
-import type { Assembled, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
+import type { Assembled, ChunkSlot, FileStore, Received } from './store/file-store.ts';
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
@@ -47,45 +50,12 @@ export type UploadNotes = Pick<NoteService, 'requireInvitee'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /**
- * How long a chunk waits, in real time, for the other chunk requests of its upload or for
- * another process's assembly of it, checking on them in the database.
- */
-const WAIT_FOR_OTHER_PROCESS_MS = 60_000;
-const OTHER_PROCESS_POLL_MS = 50;
-/**
  * An assembly is a lease in the upload's row (`assembly_owner`, `updated_at`), renewed every
  * `LEASE_RENEW_MS` while it runs. One not renewed for `ASSEMBLY_LEASE_MS` was left by a process
  * that stopped, on whatever machine: the next chunk of it takes it over and assembles it. (One
  * whose holder is a stopped process of this machine is taken over at once: see owners.ts.)
  */
 const ASSEMBLY_LEASE_MS = 15_000;
-const LEASE_RENEW_MS = 3_000;
-/**
- * A chunk request under way is noted in the database with a lease of its process, renewed every
- * `LEASE_RENEW_MS` while the request runs: one not renewed for `ARRIVAL_LEASE_MS` was cut by a
- * stop of its process, on whatever machine, and is no longer waited for. (One whose holder is a
- * stopped process of this machine is not waited for at all: see owners.ts.)
- */
-const ARRIVAL_LEASE_MS = 15_000;
-
-/**
- * The SHA-1 of an upload's first chunks, from `start` up to `next` (excluded), over the bytes of
- * the chunk files this service stored: each went into it as it arrived, so that the assembly
- * hashes only what was not (nothing, for a client sending in order to one process). Another
- * process's chunks, or chunks out of order, stop it where it is: the assembly, wherever it
- * runs, hashes the rest from the files. A stored chunk is never replaced, so the hash stays true.
- */
-interface RunningHash {
-  uploadId: string;
-  start: number;
-  next: number;
-  hash: Hash;
-}
-/** At most this many running hashes are kept (a few hundred bytes each): the oldest goes first. */
-const RUNNING_HASHES = 1000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Every chunk index of an upload, as its client counts (from 1 until it is known). */
 function indexesOf(upload: ChunkedUpload): number[] {
   const base = upload.indexBase ?? 1;
@@ -114,13 +84,10 @@ export class UploadsService {
    * answers is decided by the upload's row, which every process reads alike.
    */
   readonly #assembling = new Map<string, Promise<string>>();
-  /** The chunk requests under way in this service, whose lease it renews (`#arrive`). */
-  readonly #arrivals = new Set<string>();
-  #arrivalRenewal: NodeJS.Timeout | undefined;
-  /** By `<profile id>\n<client upload id>`: see RunningHash. */
-  readonly #running = new Map<string, RunningHash>();
-  /** Where each hash handed out by `continueHash` starts: the chunk index its first bytes are of. */
-  readonly #handedOut = new WeakMap<Hash, number>();
+  /** The chunk requests under way, noted where every process sees them. */
+  readonly #arrivals: ChunkArrivals;
+  /** What this service hashed of each upload's first chunks as they arrived. */
+  readonly #hashes = new RunningHashes();
   readonly #venues: UploadVenues;
   readonly #notes: UploadNotes;
   readonly #verifier: HumanVerifier;
@@ -137,6 +104,8 @@ export class UploadsService {
     this.#config = deps.config;
     this.#logger = deps.logger;
     this.#now = deps.now ?? Date.now;
+    // Parts of this service rather than collaborators: the arrivals are held by its lease holder.
+    this.#arrivals = new ChunkArrivals({ repo: deps.repo, holder: this.#holder, logger: deps.logger, now: this.#now });
   }
 
   /** Where the multipart adapter receives a file part into. */
@@ -268,84 +237,21 @@ export class UploadsService {
     const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
     if (!named.success) return undefined;
     const arrival = randomUUID();
-    await this.#arrive(arrival, viewer.profileId, named.data);
+    await this.#arrivals.arrive(arrival, viewer.profileId, named.data);
     return arrival;
   }
 
-  /** Notes a chunk request as under way, held by this service's lease until `#leave`. */
-  async #arrive(id: string, profileId: string, clientUploadId: string): Promise<void> {
-    const now = this.#now();
-    await this.#repo.arrive({ id, profileId, clientUploadId, holder: this.#holder }, now, now + ARRIVAL_LEASE_MS);
-    this.#arrivals.add(id);
-    this.#arrivalRenewal ??= setInterval(() => {
-      this.#repo.renewArrivals([...this.#arrivals], this.#now() + ARRIVAL_LEASE_MS).catch((error: unknown) => this.#logger.warn({ err: error }, 'chunk arrivals not renewed'));
-    }, LEASE_RENEW_MS).unref();
-  }
-
-  async #leave(id: string): Promise<void> {
-    this.#arrivals.delete(id);
-    if (this.#arrivals.size === 0 && this.#arrivalRenewal) {
-      clearInterval(this.#arrivalRenewal);
-      this.#arrivalRenewal = undefined;
-    }
-    await this.#repo.leave(id);
-  }
-
   /**
-   * Once a chunk's fields are in, before its bytes are read: a copy of its upload's running hash
-   * when this chunk is the next one, or a new hash for a first chunk (index 0, or 1 while the
-   * client's count is not known), for its bytes to go into as they arrive. Kept only once the
-   * chunk is stored (`saveChunk`); a chunk refused, or stored by another request first, leaves
-   * the running hash as it was.
+   * Once a chunk's fields are in, before its bytes are read: a hash for its bytes to go into as
+   * they arrive, when it continues its upload's running hash or begins one (`RunningHashes.handOut`).
+   * Kept only once the chunk is stored (`saveChunk`); a chunk refused, or stored by another
+   * request first, leaves the running hash as it was.
    */
   continueHash(viewer: Viewer, fields: Record<string, string>): Hash | undefined {
     const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
     const index = /^\d{1,9}$/.test(fields.chunkIndex ?? '') ? Number(fields.chunkIndex) : null;
     if (!named.success || index === null) return undefined;
-    const running = this.#running.get(`${viewer.profileId}\n${named.data}`);
-    let hash: Hash;
-    let start: number;
-    if (running && running.next === index) {
-      hash = running.hash.copy();
-      start = running.start;
-    } else if (index <= 1 && (!running || index < running.start)) {
-      hash = createHash('sha1');
-      start = index;
-    } else {
-      return undefined;
-    }
-    this.#handedOut.set(hash, start);
-    return hash;
-  }
-
-  /** After a chunk this request received was stored and recorded: its hash becomes the upload's running hash, if it continues it. */
-  #advanceRunningHash(upload: ChunkedUpload, index: number, received: Received): void {
-    const hash = received.continued;
-    const start = hash ? this.#handedOut.get(hash) : undefined;
-    if (!hash || start === undefined) return;
-    const key = `${upload.profileId}\n${upload.clientUploadId}`;
-    const running = this.#running.get(key);
-    const fresh = start === index && (!running || running.uploadId !== upload.id || index < running.start);
-    const continues = running?.uploadId === upload.id && running.start === start && running.next === index;
-    if (!fresh && !continues) return;
-    this.#running.delete(key);
-    this.#running.set(key, { uploadId: upload.id, start, next: index + 1, hash });
-    if (this.#running.size > RUNNING_HASHES) {
-      const oldest = this.#running.keys().next();
-      if (!oldest.done) this.#running.delete(oldest.value);
-    }
-  }
-
-  /** What of an upload's file this service has hashed already, for its assembly (a copy: an assembly that fails may be redone). */
-  #hashedPrefix(upload: ChunkedUpload, indexes: number[]): HashedPrefix | undefined {
-    const running = this.#running.get(`${upload.profileId}\n${upload.clientUploadId}`);
-    if (!running || running.uploadId !== upload.id || running.start !== indexes[0]) return undefined;
-    return { chunks: Math.min(running.next - running.start, indexes.length), hash: running.hash.copy() };
-  }
-
-  #forgetRunningHash(upload: Pick<ChunkedUpload, 'id' | 'profileId' | 'clientUploadId'>): void {
-    const key = `${upload.profileId}\n${upload.clientUploadId}`;
-    if (this.#running.get(key)?.uploadId === upload.id) this.#running.delete(key);
+    return this.#hashes.handOut(viewer.profileId, named.data, index);
   }
 
   /**
@@ -372,7 +278,7 @@ export class UploadsService {
   }
 
   async withdrawChunk(arrival: string): Promise<void> {
-    await this.#leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
+    await this.#arrivals.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
   }
 
   /**
@@ -399,7 +305,7 @@ export class UploadsService {
       // the database: a chunk sent together with the last one is then waited for, whichever
       // process received it, even if its body is still arriving when the other completes the set.
       if (!arrived) {
-        await this.#arrive(arrival, viewer.profileId, fields.clientUploadId);
+        await this.#arrivals.arrive(arrival, viewer.profileId, fields.clientUploadId);
         arrived = true;
       }
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
@@ -464,18 +370,18 @@ export class UploadsService {
         await this.#discard(upload);
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
-      if (placed) this.#advanceRunningHash(upload, fields.chunkIndex, file);
+      if (placed) this.#hashes.advance(upload, fields.chunkIndex, file.continued);
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
       if ('url' in answer) return answer;
       // Other chunks of this upload may be being saved alongside this one, here or in another
       // process: answer as of after them, so the last chunks sent together all answer the URL
       // (one of them assembles the file). This request stops counting first, or two of them
       // would wait for each other.
-      await this.#leave(arrival);
+      await this.#arrivals.leave(arrival);
       arrived = false;
       return await this.#afterOthers(viewer, fields.clientUploadId, arrival, upload, maxBytes, answer);
     } finally {
-      if (arrived) await this.#leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
+      if (arrived) await this.#arrivals.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
       if (file) await removeQuietly(file.path);
     }
   }
@@ -492,21 +398,7 @@ export class UploadsService {
     maxBytes: number,
     answer: Record<string, 'missing' | 'completed'>,
   ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
-    // Only the requests under way now were sent together with this one: a chunk arriving later
-    // sees this one's chunk recorded, and waiting for it too would let a client that keeps
-    // sending hold this answer back until the deadline.
-    // A request whose process stopped (its holder gone, or its lease run out) is not waited for.
-    const others = await this.#repo.othersArriving(viewer.profileId, clientUploadId, arrival, this.#now());
-    const together = others.filter((other) => !ownerIsGone(other.holder)).map((other) => other.id);
-    const stillArriving = async () => (await this.#repo.holdersStillArriving(together, this.#now())).some((holder) => !ownerIsGone(holder));
-    const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;
-    let waited = false;
-    while (together.length > 0 && (await stillArriving())) {
-      if (performance.now() >= deadline) break;
-      waited = true;
-      await sleep(OTHER_PROCESS_POLL_MS);
-    }
-    if (!waited) return answer;
+    if (!(await this.#arrivals.awaitOthers(viewer.profileId, clientUploadId, arrival))) return answer;
     const current = await this.#repo.findUpload(upload.id);
     if (current?.status === 'done' && current.url) return { url: current.url };
     return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
@@ -547,7 +439,7 @@ export class UploadsService {
       repo.renewAssembly(upload.id, this.#holder, this.#now()).catch((error: unknown) => this.#logger.warn({ err: error, uploadId: upload.id }, 'assembly lease not renewed'));
     }, LEASE_RENEW_MS);
     try {
-      assembled = await this.#store.assemble(upload.id, indexes, maxBytes, this.#hashedPrefix(upload, indexes));
+      assembled = await this.#store.assemble(upload.id, indexes, maxBytes, this.#hashes.prefixFor(upload, indexes));
       const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
       if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
       this.#checkContent(assembled, upload.extension, maxBytes);
@@ -564,7 +456,7 @@ export class UploadsService {
         throw new Error('the assembly was taken over by another process');
       }
       await this.#store.removeChunks(upload.id);
-      this.#forgetRunningHash(upload);
+      this.#hashes.forget(upload);
       return url;
     } catch (error) {
       if (assembled) await this.#store.discard(assembled).catch(() => undefined);
@@ -632,19 +524,13 @@ export class UploadsService {
       released += 1;
     }
     const removed = await this.#store.removeTemporaryOfStopped(startedAt);
-    await this.#sweepArrivals();
+    await this.#arrivals.sweep();
     for (const id of await repo.finishedAmong(await this.#store.chunkUploads())) await this.#store.removeChunks(id);
     if (released > 0 || removed > 0) this.#logger.info({ assemblies: released, temporaryFiles: removed }, 'uploads cut by a stop recovered');
   }
 
-  /** Forgets chunk requests whose process stopped: their lease ran out, or their holder is a stopped process of this machine. */
-  async #sweepArrivals(): Promise<void> {
-    const gone = (await this.#repo.arrivalHolders()).filter((holder) => ownerIsGone(holder));
-    await this.#repo.sweepArrivals(this.#now(), gone);
-  }
-
   async #discard(upload: ChunkedUpload): Promise<void> {
-    this.#forgetRunningHash(upload);
+    this.#hashes.forget(upload);
     await this.#repo.deleteUpload(upload.id);
     await this.#store.removeChunks(upload.id);
   }
@@ -657,14 +543,14 @@ export class UploadsService {
     const before = this.#now() - this.#config.uploadAbandonSeconds * 1000;
     const stale = await this.#repo.staleUploads(before);
     const staleIds = new Set(stale);
-    for (const [key, running] of this.#running) if (staleIds.has(running.uploadId)) this.#running.delete(key);
+    this.#hashes.forgetUploads(staleIds);
     for (const id of stale) {
       await this.#repo.deleteUpload(id);
       await this.#store.removeChunks(id);
     }
     // Chunks whose upload row is gone (a refusal racing a late chunk).
     await this.#store.sweepOrphanChunks(await this.#repo.uploadIds(), before);
-    await this.#sweepArrivals();
+    await this.#arrivals.sweep();
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;
