@@ -33,8 +33,9 @@ import { NoteService } from './venue/notes.ts';
 import { Readers } from './venue/readers.ts';
 import { VenueService } from './venue/venues.ts';
 import { AttachmentsRepository } from './attachments/repository.ts';
-import { AttachmentsService } from './attachments/service.ts';
-import { openFileStore } from './attachments/storage.ts';
+import { DownloadsService } from './attachments/downloads.ts';
+import { openFileStore } from './attachments/store/open.ts';
+import { UploadsService } from './attachments/uploads.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
 import { PasskeyService } from './accounts/passkeys/ceremonies.ts';
@@ -61,7 +62,10 @@ export interface Services {
   venue: VenueService;
   notes: NoteService;
   authorConsole: AuthorConsoleService;
-  attachments: AttachmentsService;
+  /** Uploads, whole or in chunks: their checks, chunk arrivals, assembly, recovery at start and the sweep. */
+  uploads: UploadsService;
+  /** Reading stored files back (a note's, a revision's, a PDF by its address) and comparing two revisions. */
+  downloads: DownloadsService;
   oidc: OidcService;
   /** Passkeys (WebAuthn): credentials and ceremonies, the `passkey` factor multi-factor sign-in asks (`accounts/mfa/passkey-factor.ts`). */
   passkeys: PasskeyService;
@@ -110,11 +114,11 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // Areas own their tables and ask each other through the small views they declare: venues ask
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask
   // venues about invitations and who may read a note.
-  const uploads = new AttachmentsRepository(db);
+  const attachmentsRepository = new AttachmentsRepository(db);
   const people = new Directory(db);
   const venueDeps = { repo: new VenueRepository(db), people, readers: new Readers(people), now };
   const venue = new VenueService(venueDeps);
-  const notes = new NoteService({ ...venueDeps, uploads });
+  const notes = new NoteService({ ...venueDeps, uploads: attachmentsRepository });
   const store = await openFileStore(config.storage, config.dataDir);
   await store.init();
   // The provider's login and consent pages are at `signInPagesUrl`: its own under BASE_URL, or a
@@ -137,7 +141,8 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     venue,
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
-    attachments: new AttachmentsService({ repo: uploads, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
+    uploads: new UploadsService({ repo: attachmentsRepository, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
+    downloads: new DownloadsService({ repo: attachmentsRepository, store, venues: venue, notes, config }),
     oidc,
     passkeys,
     passkeySignIn: new PasskeySignIn(deps, passkeys, signIn),

@@ -203,7 +203,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   const services = await createServices(config, db, logger, opts.now);
   // Uploads cut by a stop of the server can be completed at once. The server's start only: an
   // admin command (maybe outside the server's container) cannot tell which processes run.
-  await services.attachments.recover();
+  await services.uploads.recover();
 
   const app = express();
   app.disable('x-powered-by');

@@ -16,8 +16,8 @@ import {
   UploadResult,
   type NoteEdit,
 } from '../../shared/index.ts';
-import type { StoredFile } from '../attachments/service.ts';
-import type { ByteRange, FileStore } from '../attachments/storage.ts';
+import type { StoredFile } from '../attachments/downloads.ts';
+import type { ByteRange, FileStore } from '../attachments/store/file-store.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
@@ -156,12 +156,12 @@ section{display:flex;flex-direction:column}h2{font-size:14px;margin:8px}iframe{f
 
 /**
  * The handlers of the `stream` routes: uploads (multipart, whole or in chunks) and file
- * downloads. They call the same attachments service the procedures use; only the transport
- * differs. The route table (`routes.ts`) names them.
+ * downloads. They call the same uploads and downloads services the procedures use; only the
+ * transport differs. The route table (`routes.ts`) names them.
  */
 export function fileHandlers(services: Services, config: Config) {
-  const attachments = services.attachments;
-  const store = attachments.store;
+  const { uploads, downloads } = services;
+  const store = downloads.store;
 
   const upload = (kind: 'whole' | 'chunk') => async (req: Request, res: Response) => {
     const ctx = createHttpContext(req, res, services, config);
@@ -171,7 +171,7 @@ export function fileHandlers(services: Services, config: Config) {
     // (401), the upload allowance (429, 503), the content type (400) and the announced length (413).
     try {
       viewer = await ctx.viewer();
-      await attachments.allowUpload(viewer, req.get('cf-turnstile-token'), ctx.origin.address);
+      await uploads.allowUpload(viewer, req.get('cf-turnstile-token'), ctx.origin.address);
       checkUploadHeaders(req, ceiling);
     } catch (error) {
       refuseUpload(res, error);
@@ -182,29 +182,29 @@ export function fileHandlers(services: Services, config: Config) {
     let announced: string | undefined;
     try {
       const parsed = await readUpload(req, {
-        store: attachments.store,
+        store: uploads.store,
         ceiling,
         hash: kind !== 'chunk',
         limitFor: async (fields) => {
-          if (kind === 'chunk' && announced === undefined) announced = await attachments.announceChunk(viewer, fields);
-          return attachments.limitFor(kind, fields);
+          if (kind === 'chunk' && announced === undefined) announced = await uploads.announceChunk(viewer, fields);
+          return uploads.limitFor(kind, fields);
         },
         ...(kind === 'chunk'
           ? {
-              continueHash: (fields: Record<string, string>) => attachments.continueHash(viewer, fields),
-              placeFor: (fields: Record<string, string>) => attachments.placeChunk(viewer, fields),
+              continueHash: (fields: Record<string, string>) => uploads.continueHash(viewer, fields),
+              placeFor: (fields: Record<string, string>) => uploads.placeChunk(viewer, fields),
             }
           : {}),
       });
       const handedOver = announced;
       announced = undefined;
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.
-      const answer = kind === 'chunk' ? await attachments.saveChunk(viewer, parsed, handedOver) : await attachments.saveUpload(viewer, parsed);
+      const answer = kind === 'chunk' ? await uploads.saveChunk(viewer, parsed, handedOver) : await uploads.saveUpload(viewer, parsed);
       res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
       refuseUpload(res, error);
     } finally {
-      if (announced !== undefined) await attachments.withdrawChunk(announced);
+      if (announced !== undefined) await uploads.withdrawChunk(announced);
     }
   };
 
@@ -220,31 +220,31 @@ export function fileHandlers(services: Services, config: Config) {
   const attachment = download(async (req, reader) => {
     const query = parseOrThrow(AttachmentQuery, req.query);
     const res = req.res as Response;
-    if (query.id) return sendStored(req, res, store, await attachments.fileOfNote(query.id, query.name, reader));
-    sendZip(res, store, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, query.name, reader))), `${query.name}.zip`);
+    if (query.id) return sendStored(req, res, store, await downloads.fileOfNote(query.id, query.name, reader));
+    sendZip(res, store, await downloads.filesOfNotes(query.ids ?? [], query.name, reader), `${query.name}.zip`);
   });
   const pdf = download(async (req, reader) => {
     const query = parseOrThrow(PdfQuery, req.query);
     const res = req.res as Response;
-    if (query.id) return sendStored(req, res, store, await attachments.fileOfNote(query.id, 'pdf', reader));
-    sendZip(res, store, await Promise.all((query.ids ?? []).map((id) => attachments.fileOfNote(id, 'pdf', reader))), 'pdfs.zip');
+    if (query.id) return sendStored(req, res, store, await downloads.fileOfNote(query.id, 'pdf', reader));
+    sendZip(res, store, await downloads.filesOfNotes(query.ids ?? [], 'pdf', reader), 'pdfs.zip');
   });
   const editAttachment = download(async (req, reader) => {
     const query = parseOrThrow(EditAttachmentQuery, req.query);
-    await sendStored(req, req.res as Response, store, await attachments.fileOfEdit(query.id, query.name, reader));
+    await sendStored(req, req.res as Response, store, await downloads.fileOfEdit(query.id, query.name, reader));
   });
   const entityAttachment = (kind: 'group' | 'invitation') =>
     download(async (req, reader) => {
       const query = parseOrThrow(EntityAttachmentQuery, req.query);
-      await sendStored(req, req.res as Response, store, await attachments.fileOfEntity(kind, query.id, query.name, reader));
+      await sendStored(req, req.res as Response, store, await downloads.fileOfEntity(kind, query.id, query.name, reader));
     });
   const compareView = download(async (req, reader) => {
     const query = parseOrThrow(PdfCompareQuery, req.query);
-    const { leftNote, rightNote } = await attachments.compare(query, reader);
+    const { leftNote, rightNote } = await downloads.compare(query, reader);
     (req.res as Response).type('html').send(comparePage(leftNote, rightNote, query.field));
   });
   const pdfById = download(async (req, reader) => {
-    await sendStored(req, req.res as Response, store, await attachments.pdfById(parseOrThrow(StoredPdfParams, { ...req.params }).id, reader));
+    await sendStored(req, req.res as Response, store, await downloads.pdfById(parseOrThrow(StoredPdfParams, { ...req.params }).id, reader));
   });
 
   return {

@@ -3,8 +3,9 @@ import { PassThrough } from 'node:stream';
 import busboy from 'busboy';
 import type { Request } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import type { UploadRequest } from '../attachments/service.ts';
-import { removeQuietly, type ChunkSlot, type FileStore, type Received } from '../attachments/storage.ts';
+import type { UploadRequest } from '../attachments/uploads.ts';
+import { removeQuietly } from '../attachments/store/disk.ts';
+import type { ChunkSlot, FileStore, Received } from '../attachments/store/file-store.ts';
 
 /** At most this many text fields, each at most `MAX_FIELD_BYTES`, besides the one file. */
 const MAX_FIELDS = 10;

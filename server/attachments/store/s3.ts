@@ -1,3 +1,8 @@
+/**
+ * `S3FileStore`, the back end in an S3-compatible bucket (`STORAGE_URL=s3://…`), which server
+ * processes on several machines can share. Only `openFileStore` (open.ts) loads it, with
+ * `import()`: the AWS SDK then costs nothing to a process that stores on its own disk.
+ */
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { once } from 'node:events';
@@ -14,24 +19,14 @@ import {
   type _Object,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { AppError } from '../../shared/errors.ts';
-import type { StorageTarget } from '../config.ts';
-import { PROCESS_OWNER } from './owners.ts';
-import {
-  checkUploadId,
-  Meter,
-  removeQuietly,
-  storedName,
-  TemporaryFolder,
-  urlOf,
-  type Assembled,
-  type ByteRange,
-  type FileStore,
-  type HashedPrefix,
-  type Received,
-  type ReceiveOptions,
-  type StoredInfo,
-} from './storage.ts';
+import { AppError } from '../../../shared/errors.ts';
+import type { StorageTarget } from '../../config.ts';
+import { PROCESS_OWNER } from '../owners.ts';
+import { removeQuietly } from './disk.ts';
+import type { Assembled, ByteRange, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
+import { Meter } from './meter.ts';
+import { checkUploadId, storedName, urlOf } from './names.ts';
+import { TemporaryFolder } from './temporary-folder.ts';
 
 /**
  * The parts an assembly is sent in (S3's smallest but for the last), and how many are in flight:
@@ -251,7 +246,7 @@ export class S3FileStore implements FileStore {
     sent.catch(() => undefined);
     try {
       for (const [position, index] of indexes.entries()) {
-        // The first `hashed.chunks` were hashed by the service as they arrived.
+        // The first `hashed.chunks` were hashed by the uploads service as they arrived.
         const hashThis = position >= (hashed?.chunks ?? 0);
         for await (const piece of await this.#get(this.#chunkKey(uploadId, index))) {
           const bytes = piece as Buffer;

@@ -1,18 +1,22 @@
-import { createHash, randomUUID, type Hash } from 'node:crypto';
+/**
+ * Uploads: whole files, and files sent in chunks with everything that lets several requests and
+ * several processes share one upload (chunk arrivals and their leases, running hashes, the
+ * assembly and its lease), the recovery at start of what a stop cut, and the sweep of abandoned
+ * uploads. Reading files back is `DownloadsService` (downloads.ts): it needs none of this.
+ */
+import { randomUUID, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   AppError,
   checkFileFor,
   ChunkFields,
   formatBytes,
-  fileUrlExtension,
   parseOrThrow,
   tooLargeMessage,
   UploadFields,
   type ChunkedUploadState,
   type FieldParam,
   type Invitation,
-  type NoteEdit,
   type UploadRules,
   type UploadRulesQuery,
 } from '../../shared/index.ts';
@@ -21,9 +25,13 @@ import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
 import type { NoteService } from '../venue/notes.ts';
 import type { VenueService } from '../venue/venues.ts';
+import { ChunkArrivals } from './arrivals.ts';
+import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './leases.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
-import { removeQuietly, type Assembled, type ChunkSlot, type FileStore, type HashedPrefix, type Received } from './storage.ts';
+import { RunningHashes } from './running-hashes.ts';
+import { removeQuietly } from './store/disk.ts';
+import type { Assembled, ChunkSlot, FileStore, Received } from './store/file-store.ts';
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
@@ -34,30 +42,13 @@ export interface UploadRequest {
   file: (Received & { filename: string }) | null;
 }
 
-/** A stored file to send: its URL (the store reads it by it), and how to describe it. */
-export interface StoredFile {
-  url: string;
-  sha1: string;
-  extension: string;
-  /** A safe download name, from the note's title. */
-  filename: string;
-  size: number;
-  modifiedAt: Date;
-}
+/** What uploads ask of venues: the invitation an upload is for. */
+export type UploadVenues = Pick<VenueService, 'invitationById'>;
 
-/** What attachments ask of venues: the invitation an upload is for, and who may read a group or an invitation. */
-export type VenueView = Pick<VenueService, 'invitationById' | 'groups' | 'readableInvitation'>;
-
-/** What attachments ask of notes: who is invited to post, and who may read the notes (and revisions) that hold a stored file. */
-export type NoteView = Pick<NoteService, 'requireInvitee' | 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits'>;
+/** What uploads ask of notes: whether the uploader is invited to post to the invitation. */
+export type UploadNotes = Pick<NoteService, 'requireInvitee'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
-/**
- * How long a chunk waits, in real time, for the other chunk requests of its upload or for
- * another process's assembly of it, checking on them in the database.
- */
-const WAIT_FOR_OTHER_PROCESS_MS = 60_000;
-const OTHER_PROCESS_POLL_MS = 50;
 /**
  * An assembly is a lease in the upload's row (`assembly_owner`, `updated_at`), renewed every
  * `LEASE_RENEW_MS` while it runs. One not renewed for `ASSEMBLY_LEASE_MS` was left by a process
@@ -65,33 +56,6 @@ const OTHER_PROCESS_POLL_MS = 50;
  * whose holder is a stopped process of this machine is taken over at once: see owners.ts.)
  */
 const ASSEMBLY_LEASE_MS = 15_000;
-const LEASE_RENEW_MS = 3_000;
-/**
- * A chunk request under way is noted in the database with a lease of its process, renewed every
- * `LEASE_RENEW_MS` while the request runs: one not renewed for `ARRIVAL_LEASE_MS` was cut by a
- * stop of its process, on whatever machine, and is no longer waited for. (One whose holder is a
- * stopped process of this machine is not waited for at all: see owners.ts.)
- */
-const ARRIVAL_LEASE_MS = 15_000;
-
-/**
- * The SHA-1 of an upload's first chunks, from `start` up to `next` (excluded), over the bytes of
- * the chunk files this service stored: each went into it as it arrived, so that the assembly
- * hashes only what was not (nothing, for a client sending in order to one process). Another
- * process's chunks, or chunks out of order, stop it where it is: the assembly, wherever it
- * runs, hashes the rest from the files. A stored chunk is never replaced, so the hash stays true.
- */
-interface RunningHash {
-  uploadId: string;
-  start: number;
-  next: number;
-  hash: Hash;
-}
-/** At most this many running hashes are kept (a few hundred bytes each): the oldest goes first. */
-const RUNNING_HASHES = 1000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Every chunk index of an upload, as its client counts (from 1 until it is known). */
 function indexesOf(upload: ChunkedUpload): number[] {
   const base = upload.indexBase ?? 1;
@@ -103,20 +67,13 @@ function statusMap(indexes: number[], chunks: Map<number, number>): Record<strin
   return Object.fromEntries(indexes.map((i) => [String(i), chunks.has(i) ? ('completed' as const) : ('missing' as const)]));
 }
 
-
-/** A file name safe in any header and any file system: the note's title, tamed. */
-function safeFilename(title: unknown, fallback: string, extension: string): string {
-  const base = typeof title === 'string' ? title.replace(/[^A-Za-z0-9 ._-]+/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 100) : '';
-  return `${base || fallback}.${extension}`;
-}
-
 /**
- * Uploads (whole or in chunks) and reading files back. Every upload goes through one pipeline:
- * the adapter streams the file part into a temporary file (hashing, counting, cut off past the
- * field's `maxSize`), then this service checks it and keeps it under its content address, or
- * removes it. Nothing is kept unless every check passed.
+ * Every upload, whole or in chunks, goes through one pipeline: the adapter streams the file part
+ * into a temporary file (hashing, counting, cut off past the field's `maxSize`), then this
+ * service checks it and keeps it under its content address, or removes it. Nothing is kept
+ * unless every check passed.
  */
-export class AttachmentsService {
+export class UploadsService {
   readonly #repo: AttachmentsRepository;
   readonly #store: FileStore;
   /** Who this service is when it holds an assembly's lease: one per service, so two in one process are two holders. */
@@ -127,21 +84,18 @@ export class AttachmentsService {
    * answers is decided by the upload's row, which every process reads alike.
    */
   readonly #assembling = new Map<string, Promise<string>>();
-  /** The chunk requests under way in this service, whose lease it renews (`#arrive`). */
-  readonly #arrivals = new Set<string>();
-  #arrivalRenewal: NodeJS.Timeout | undefined;
-  /** By `<profile id>\n<client upload id>`: see RunningHash. */
-  readonly #running = new Map<string, RunningHash>();
-  /** Where each hash handed out by `continueHash` starts: the chunk index its first bytes are of. */
-  readonly #handedOut = new WeakMap<Hash, number>();
-  readonly #venues: VenueView;
-  readonly #notes: NoteView;
+  /** The chunk requests under way, noted where every process sees them. */
+  readonly #arrivals: ChunkArrivals;
+  /** What this service hashed of each upload's first chunks as they arrived. */
+  readonly #hashes = new RunningHashes();
+  readonly #venues: UploadVenues;
+  readonly #notes: UploadNotes;
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
   readonly #logger: Logger;
   readonly #now: () => number;
 
-  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: VenueView; notes: NoteView; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
+  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: UploadVenues; notes: UploadNotes; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
     this.#repo = deps.repo;
     this.#store = deps.store;
     this.#venues = deps.venues;
@@ -150,8 +104,11 @@ export class AttachmentsService {
     this.#config = deps.config;
     this.#logger = deps.logger;
     this.#now = deps.now ?? Date.now;
+    // Parts of this service rather than collaborators: the arrivals are held by its lease holder.
+    this.#arrivals = new ChunkArrivals({ repo: deps.repo, holder: this.#holder, logger: deps.logger, now: this.#now });
   }
 
+  /** Where the multipart adapter receives a file part into. */
   get store(): FileStore {
     return this.#store;
   }
@@ -280,84 +237,21 @@ export class AttachmentsService {
     const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
     if (!named.success) return undefined;
     const arrival = randomUUID();
-    await this.#arrive(arrival, viewer.profileId, named.data);
+    await this.#arrivals.arrive(arrival, viewer.profileId, named.data);
     return arrival;
   }
 
-  /** Notes a chunk request as under way, held by this service's lease until `#leave`. */
-  async #arrive(id: string, profileId: string, clientUploadId: string): Promise<void> {
-    const now = this.#now();
-    await this.#repo.arrive({ id, profileId, clientUploadId, holder: this.#holder }, now, now + ARRIVAL_LEASE_MS);
-    this.#arrivals.add(id);
-    this.#arrivalRenewal ??= setInterval(() => {
-      this.#repo.renewArrivals([...this.#arrivals], this.#now() + ARRIVAL_LEASE_MS).catch((error: unknown) => this.#logger.warn({ err: error }, 'chunk arrivals not renewed'));
-    }, LEASE_RENEW_MS).unref();
-  }
-
-  async #leave(id: string): Promise<void> {
-    this.#arrivals.delete(id);
-    if (this.#arrivals.size === 0 && this.#arrivalRenewal) {
-      clearInterval(this.#arrivalRenewal);
-      this.#arrivalRenewal = undefined;
-    }
-    await this.#repo.leave(id);
-  }
-
   /**
-   * Once a chunk's fields are in, before its bytes are read: a copy of its upload's running hash
-   * when this chunk is the next one, or a new hash for a first chunk (index 0, or 1 while the
-   * client's count is not known), for its bytes to go into as they arrive. Kept only once the
-   * chunk is stored (`saveChunk`); a chunk refused, or stored by another request first, leaves
-   * the running hash as it was.
+   * Once a chunk's fields are in, before its bytes are read: a hash for its bytes to go into as
+   * they arrive, when it continues its upload's running hash or begins one (`RunningHashes.handOut`).
+   * Kept only once the chunk is stored (`saveChunk`); a chunk refused, or stored by another
+   * request first, leaves the running hash as it was.
    */
   continueHash(viewer: Viewer, fields: Record<string, string>): Hash | undefined {
     const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
     const index = /^\d{1,9}$/.test(fields.chunkIndex ?? '') ? Number(fields.chunkIndex) : null;
     if (!named.success || index === null) return undefined;
-    const running = this.#running.get(`${viewer.profileId}\n${named.data}`);
-    let hash: Hash;
-    let start: number;
-    if (running && running.next === index) {
-      hash = running.hash.copy();
-      start = running.start;
-    } else if (index <= 1 && (!running || index < running.start)) {
-      hash = createHash('sha1');
-      start = index;
-    } else {
-      return undefined;
-    }
-    this.#handedOut.set(hash, start);
-    return hash;
-  }
-
-  /** After a chunk this request received was stored and recorded: its hash becomes the upload's running hash, if it continues it. */
-  #advanceRunningHash(upload: ChunkedUpload, index: number, received: Received): void {
-    const hash = received.continued;
-    const start = hash ? this.#handedOut.get(hash) : undefined;
-    if (!hash || start === undefined) return;
-    const key = `${upload.profileId}\n${upload.clientUploadId}`;
-    const running = this.#running.get(key);
-    const fresh = start === index && (!running || running.uploadId !== upload.id || index < running.start);
-    const continues = running?.uploadId === upload.id && running.start === start && running.next === index;
-    if (!fresh && !continues) return;
-    this.#running.delete(key);
-    this.#running.set(key, { uploadId: upload.id, start, next: index + 1, hash });
-    if (this.#running.size > RUNNING_HASHES) {
-      const oldest = this.#running.keys().next();
-      if (!oldest.done) this.#running.delete(oldest.value);
-    }
-  }
-
-  /** What of an upload's file this service has hashed already, for its assembly (a copy: an assembly that fails may be redone). */
-  #hashedPrefix(upload: ChunkedUpload, indexes: number[]): HashedPrefix | undefined {
-    const running = this.#running.get(`${upload.profileId}\n${upload.clientUploadId}`);
-    if (!running || running.uploadId !== upload.id || running.start !== indexes[0]) return undefined;
-    return { chunks: Math.min(running.next - running.start, indexes.length), hash: running.hash.copy() };
-  }
-
-  #forgetRunningHash(upload: Pick<ChunkedUpload, 'id' | 'profileId' | 'clientUploadId'>): void {
-    const key = `${upload.profileId}\n${upload.clientUploadId}`;
-    if (this.#running.get(key)?.uploadId === upload.id) this.#running.delete(key);
+    return this.#hashes.handOut(viewer.profileId, named.data, index);
   }
 
   /**
@@ -384,7 +278,7 @@ export class AttachmentsService {
   }
 
   async withdrawChunk(arrival: string): Promise<void> {
-    await this.#leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
+    await this.#arrivals.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
   }
 
   /**
@@ -411,7 +305,7 @@ export class AttachmentsService {
       // the database: a chunk sent together with the last one is then waited for, whichever
       // process received it, even if its body is still arriving when the other completes the set.
       if (!arrived) {
-        await this.#arrive(arrival, viewer.profileId, fields.clientUploadId);
+        await this.#arrivals.arrive(arrival, viewer.profileId, fields.clientUploadId);
         arrived = true;
       }
       const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
@@ -476,18 +370,18 @@ export class AttachmentsService {
         await this.#discard(upload);
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
-      if (placed) this.#advanceRunningHash(upload, fields.chunkIndex, file);
+      if (placed) this.#hashes.advance(upload, fields.chunkIndex, file.continued);
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
       if ('url' in answer) return answer;
       // Other chunks of this upload may be being saved alongside this one, here or in another
       // process: answer as of after them, so the last chunks sent together all answer the URL
       // (one of them assembles the file). This request stops counting first, or two of them
       // would wait for each other.
-      await this.#leave(arrival);
+      await this.#arrivals.leave(arrival);
       arrived = false;
       return await this.#afterOthers(viewer, fields.clientUploadId, arrival, upload, maxBytes, answer);
     } finally {
-      if (arrived) await this.#leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
+      if (arrived) await this.#arrivals.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
       if (file) await removeQuietly(file.path);
     }
   }
@@ -504,21 +398,7 @@ export class AttachmentsService {
     maxBytes: number,
     answer: Record<string, 'missing' | 'completed'>,
   ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
-    // Only the requests under way now were sent together with this one: a chunk arriving later
-    // sees this one's chunk recorded, and waiting for it too would let a client that keeps
-    // sending hold this answer back until the deadline.
-    // A request whose process stopped (its holder gone, or its lease run out) is not waited for.
-    const others = await this.#repo.othersArriving(viewer.profileId, clientUploadId, arrival, this.#now());
-    const together = others.filter((other) => !ownerIsGone(other.holder)).map((other) => other.id);
-    const stillArriving = async () => (await this.#repo.holdersStillArriving(together, this.#now())).some((holder) => !ownerIsGone(holder));
-    const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;
-    let waited = false;
-    while (together.length > 0 && (await stillArriving())) {
-      if (performance.now() >= deadline) break;
-      waited = true;
-      await sleep(OTHER_PROCESS_POLL_MS);
-    }
-    if (!waited) return answer;
+    if (!(await this.#arrivals.awaitOthers(viewer.profileId, clientUploadId, arrival))) return answer;
     const current = await this.#repo.findUpload(upload.id);
     if (current?.status === 'done' && current.url) return { url: current.url };
     return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
@@ -559,7 +439,7 @@ export class AttachmentsService {
       repo.renewAssembly(upload.id, this.#holder, this.#now()).catch((error: unknown) => this.#logger.warn({ err: error, uploadId: upload.id }, 'assembly lease not renewed'));
     }, LEASE_RENEW_MS);
     try {
-      assembled = await this.#store.assemble(upload.id, indexes, maxBytes, this.#hashedPrefix(upload, indexes));
+      assembled = await this.#store.assemble(upload.id, indexes, maxBytes, this.#hashes.prefixFor(upload, indexes));
       const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
       if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
       this.#checkContent(assembled, upload.extension, maxBytes);
@@ -576,7 +456,7 @@ export class AttachmentsService {
         throw new Error('the assembly was taken over by another process');
       }
       await this.#store.removeChunks(upload.id);
-      this.#forgetRunningHash(upload);
+      this.#hashes.forget(upload);
       return url;
     } catch (error) {
       if (assembled) await this.#store.discard(assembled).catch(() => undefined);
@@ -644,19 +524,13 @@ export class AttachmentsService {
       released += 1;
     }
     const removed = await this.#store.removeTemporaryOfStopped(startedAt);
-    await this.#sweepArrivals();
+    await this.#arrivals.sweep();
     for (const id of await repo.finishedAmong(await this.#store.chunkUploads())) await this.#store.removeChunks(id);
     if (released > 0 || removed > 0) this.#logger.info({ assemblies: released, temporaryFiles: removed }, 'uploads cut by a stop recovered');
   }
 
-  /** Forgets chunk requests whose process stopped: their lease ran out, or their holder is a stopped process of this machine. */
-  async #sweepArrivals(): Promise<void> {
-    const gone = (await this.#repo.arrivalHolders()).filter((holder) => ownerIsGone(holder));
-    await this.#repo.sweepArrivals(this.#now(), gone);
-  }
-
   async #discard(upload: ChunkedUpload): Promise<void> {
-    this.#forgetRunningHash(upload);
+    this.#hashes.forget(upload);
     await this.#repo.deleteUpload(upload.id);
     await this.#store.removeChunks(upload.id);
   }
@@ -669,103 +543,16 @@ export class AttachmentsService {
     const before = this.#now() - this.#config.uploadAbandonSeconds * 1000;
     const stale = await this.#repo.staleUploads(before);
     const staleIds = new Set(stale);
-    for (const [key, running] of this.#running) if (staleIds.has(running.uploadId)) this.#running.delete(key);
+    this.#hashes.forgetUploads(staleIds);
     for (const id of stale) {
       await this.#repo.deleteUpload(id);
       await this.#store.removeChunks(id);
     }
     // Chunks whose upload row is gone (a refusal racing a late chunk).
     await this.#store.sweepOrphanChunks(await this.#repo.uploadIds(), before);
-    await this.#sweepArrivals();
+    await this.#arrivals.sweep();
     await this.#store.sweepTemporary(this.#now() - 24 * 60 * 60 * 1000);
     if (stale.length > 0) this.#logger.info({ count: stale.length }, 'abandoned uploads deleted');
     return stale.length;
-  }
-
-  // ---- reading back -----------------------------------------------------------------------------
-
-  /** The file of a note's field: 404 for a missing note or field, 403 for a note the reader may not read. */
-  async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const note = await this.#notes.readableNote(noteId, reader);
-    const url = (note.content[field] as { value?: unknown } | undefined)?.value;
-    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
-      throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
-    }
-    return this.#stored(url, (note.content.title as { value?: unknown } | undefined)?.value, noteId);
-  }
-
-  /**
-   * `GET /notes/edits/attachment`: a file field as one revision of a note held it, for the
-   * note's readers (a revision of a note one may not read does not exist for them).
-   */
-  async fileOfEdit(editId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    const [edit] = await this.#notes.edits({ id: editId }, reader);
-    const note = edit ? await this.#notes.readableNote(edit.note.id, reader) : null;
-    const url = (edit?.content[field] as { value?: unknown } | undefined)?.value;
-    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
-      throw new AppError('NotFoundError', `Attachment Not Found: ${field} of edit ${editId}`);
-    }
-    return this.#stored(url, (edit.content.title as { value?: unknown } | undefined)?.value, note.id);
-  }
-
-  /**
-   * `GET /groups/attachment` and `GET /invitations/attachment`. On the real platform a group's or
-   * an invitation's content may hold files; here neither has content fields (venue files belong
-   * to notes), so once the group or invitation is found readable, the answer is that it holds no
-   * such file: 404 either way, with a message that says which.
-   */
-  async fileOfEntity(kind: 'group' | 'invitation', id: string, field: string, reader: Viewer | null): Promise<StoredFile> {
-    if (kind === 'group') await this.#venues.groups({ id }, reader);
-    else await this.#venues.readableInvitation(id, reader);
-    throw new AppError('NotFoundError', `Attachment Not Found: the ${kind} ${id} holds no file ${field}`);
-  }
-
-  /**
-   * `GET /pdf/{id}`: a stored PDF by the value saved in a note (`/pdf/<sha1>.pdf`, `<sha1>.pdf` or
-   * `<sha1>`), for the readers of a note that references it (now or in an earlier revision) and
-   * for its uploader.
-   */
-  async pdfById(id: string, reader: Viewer | null): Promise<StoredFile> {
-    const sha1 = /^(?:\/?pdf\/)?([0-9a-f]{40})(?:\.pdf)?$/.exec(id)?.[1];
-    if (!sha1) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
-    const url = `/pdf/${sha1}.pdf`;
-    const notes = await this.#notes.notesWithFile(url);
-    const readable = await this.#notes.firstReadable(notes, reader);
-    // A PDF one may not read is not found, as a missing one is: its address is its SHA-1, and a
-    // 403 would tell anyone holding a file whether someone has stored it here.
-    if (!readable && !(reader && (await this.#repo.isUploader(reader.profileId, url)))) throw new AppError('NotFoundError', `PDF Not Found: ${id}`);
-    return this.#stored(url, (readable?.content.title as { value?: unknown } | undefined)?.value, sha1);
-  }
-
-  async #stored(url: string, title: unknown, fallback: string): Promise<StoredFile> {
-    const extension = fileUrlExtension(url);
-    const info = extension ? await this.#store.info(url) : null;
-    if (!extension || !info) throw new AppError('NotFoundError', `File Not Found: ${url}`);
-    const sha1 = url.slice(url.lastIndexOf('/') + 1, url.lastIndexOf('.'));
-    return { url, sha1, extension, filename: safeFilename(title, fallback, extension), ...info };
-  }
-
-  /**
-   * `GET /pdf/compare`: two revisions (edit ids) of a note's file field, and the address of a
-   * page that shows them side by side.
-   */
-  async compare(
-    query: { noteId: string; leftId: string; rightId: string; field: string },
-    reader: Viewer | null,
-  ): Promise<{ leftNote: NoteEdit; rightNote: NoteEdit; viewerUrl: string }> {
-    const edits = await this.#notes.edits({ 'note.id': query.noteId }, reader);
-    const pick = (id: string, path: string) => {
-      const edit = edits.find((e) => e.id === id);
-      if (!edit) throw new AppError('NotFoundError', `Edit Not Found: ${id}`, { path });
-      const value = (edit.content[query.field] as { value?: unknown } | undefined)?.value;
-      if (typeof value !== 'string' || fileUrlExtension(value) === null) {
-        throw new AppError('NotFoundError', `The edit ${id} has no file in ${query.field}`, { path: 'field' });
-      }
-      return edit;
-    };
-    const leftNote = pick(query.leftId, 'leftId');
-    const rightNote = pick(query.rightId, 'rightId');
-    const params = new URLSearchParams(query);
-    return { leftNote, rightNote, viewerUrl: `${this.#config.baseUrl}/pdf/compare/view?${params.toString()}` };
   }
 }
