@@ -40,7 +40,7 @@ export class ActivationService extends AccountsPart {
   /** The profile an activation token is for, with what the activation page offers. */
   async #pending(repo: AccountsRepository, token: string) {
     const now = this.now();
-    const record = await this.d.oneTime.live(repo, 'activation', token, now, INVALID_ACTIVATION);
+    const record = await this.deps.oneTime.live(repo, 'activation', token, now, INVALID_ACTIVATION);
     const profile = await repo.profiles.find(record.profileId);
     if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) {
       throw new AppError('ValidationError', INVALID_ACTIVATION, { path: 'token' });
@@ -50,7 +50,7 @@ export class ActivationService extends AccountsPart {
 
   /** `GET /activatable/{token}`. */
   async activatable(token: string): Promise<ActivatableResult> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const { record, profile } = await this.#pending(repo, token);
     return {
       profile: await this.core.profiles.present(profile, true, true),
@@ -82,9 +82,9 @@ export class ActivationService extends AccountsPart {
     }
     const moderation = await this.moderation();
     const now = this.now();
-    const outcome = await this.d.repo.transaction(async (repo) => {
+    const outcome = await this.deps.repo.transaction(async (repo) => {
       const { record, profile } = await this.#pending(repo, request.token);
-      await this.d.oneTime.consume(repo, record, now, INVALID_ACTIVATION);
+      await this.deps.oneTime.consume(repo, record, now, INVALID_ACTIVATION);
       if (record.email) await repo.emails.confirmEmail(profile.id, record.email);
       const emails = await repo.emails.emailsOf(profile.id);
       const confirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
@@ -112,7 +112,7 @@ export class ActivationService extends AccountsPart {
       return { result: session.result, session, loginEmail };
     });
     if (!outcome.session) {
-      this.d.mailer.post({ to: outcome.loginEmail, ...activationPendingMail() });
+      this.deps.mailer.post({ to: outcome.loginEmail, ...activationPendingMail() });
     }
     return outcome.session ? { result: outcome.result, session: outcome.session } : { result: outcome.result };
   }
@@ -158,13 +158,13 @@ export class ActivationService extends AccountsPart {
    * so every id takes the same time.
    */
   async resend(typed: string, origin: RequestOrigin): Promise<{ id: string }> {
-    const limits = this.d.limits;
+    const limits = this.deps.limits;
     const id = normaliseId(typed);
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const profile = await repo.profiles.findByIdOrEmail(id);
     await limits.consume('resendAccount', accountLimitKey(id, profile));
     await limits.consume('resendAddress', addressKey(origin.address));
-    if (profile) this.d.mailer.later(() => this.#mailAgain(profile.id, id));
+    if (profile) this.deps.mailer.later(() => this.#mailAgain(profile.id, id));
     return { id: typed };
   }
 
@@ -175,8 +175,8 @@ export class ActivationService extends AccountsPart {
    * (masked), or null for a link that was never ours or a profile that no longer waits.
    */
   async resendFromLink(token: string, origin: RequestOrigin): Promise<{ maskedEmail: string } | null> {
-    const record = await this.d.repo.tokens.findIssued('activation', hashSecret(token));
-    const profile = record ? await this.d.repo.profiles.find(record.profileId) : null;
+    const record = await this.deps.repo.tokens.findIssued('activation', hashSecret(token));
+    const profile = record ? await this.deps.repo.profiles.find(record.profileId) : null;
     if (!record?.email || !profile || profile.state !== 'Inactive' || profile.ddate !== null) return null;
     await this.resend(record.email, origin);
     return { maskedEmail: maskEmail(record.email) };
@@ -184,7 +184,7 @@ export class ActivationService extends AccountsPart {
 
   /** The activation mail again, if the profile still waits for it (after the answer; see `resend`). */
   async #mailAgain(profileId: string, typedId: string): Promise<void> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const profile = await repo.profiles.find(profileId);
     if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) return;
     const email = typedId.includes('@') ? typedId : (await repo.emails.emailsOf(profile.id))[0]?.email;
@@ -195,18 +195,18 @@ export class ActivationService extends AccountsPart {
 
   /** Whether new profiles without an institutional email wait for moderation (default: off). */
   async moderation(): Promise<boolean> {
-    return (await this.d.repo.settings.get(MODERATION_SETTING)) === 'on';
+    return (await this.deps.repo.settings.get(MODERATION_SETTING)) === 'on';
   }
 
   async setModeration(on: boolean): Promise<void> {
-    await this.d.repo.settings.set(MODERATION_SETTING, on ? 'on' : 'off');
+    await this.deps.repo.settings.set(MODERATION_SETTING, on ? 'on' : 'off');
   }
 
   async addInstitution(domain: string, name: string, country: string | null): Promise<void> {
-    await this.d.repo.settings.addInstitution(domain, name, country);
+    await this.deps.repo.settings.addInstitution(domain, name, country);
   }
 
   async institutionDomains(): Promise<string[]> {
-    return this.d.repo.settings.institutionDomains();
+    return this.deps.repo.settings.institutionDomains();
   }
 }

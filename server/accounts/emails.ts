@@ -52,7 +52,7 @@ export class EmailService extends AccountsPart {
    */
   async #asker(activationToken: string | undefined, viewer: Viewer | null, refreshToken: string | undefined): Promise<string> {
     if (activationToken) {
-      const record = await this.d.oneTime.live(this.d.repo, 'activation', activationToken, this.now(), 'Activation token is not valid');
+      const record = await this.deps.oneTime.live(this.deps.repo, 'activation', activationToken, this.now(), 'Activation token is not valid');
       return record.profileId;
     }
     if (!viewer) throw new AppError('BadRequestError', GUEST_NEEDS_TOKEN);
@@ -73,40 +73,40 @@ export class EmailService extends AccountsPart {
    */
   async addressOfLink(token: string): Promise<string> {
     if (!token) return '';
-    const record = await this.d.repo.tokens.findLive('email', hashSecret(token), this.now());
+    const record = await this.deps.repo.tokens.findLive('email', hashSecret(token), this.now());
     return record?.email ?? '';
   }
 
   /** `POST /user/confirm[/{activationToken}]`: mails a confirmation code to `alternate`. */
   async requestConfirmation(request: ConfirmEmailRequest, viewer: Viewer | null, refreshToken?: string): Promise<{ alternate: string }> {
     const profileId = await this.#asker(request.activationToken, viewer, refreshToken);
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     if (request.username && !(await repo.emails.usernamesOf(profileId)).includes(request.username)) {
       throw new AppError('ForbiddenError', `${request.username} is not one of your usernames`, { path: 'username' });
     }
     const alternate = normaliseEmail(parseOrThrow(Email, request.alternate));
-    await this.d.limits.consume('confirmEmailAccount', profileId);
-    await this.d.limits.consume('confirmEmailAddress', alternate);
+    await this.deps.limits.consume('confirmEmailAccount', profileId);
+    await this.deps.limits.consume('confirmEmailAddress', alternate);
     const owner = await repo.emails.findEmail(alternate);
     if (owner?.profileId === profileId && owner.confirmed) {
       throw new AppError('ValidationError', `${alternate} is already confirmed`, { path: 'alternate' });
     }
     const duplicate = owner && owner.profileId !== profileId ? owner.profileId : null;
     if (duplicate) await this.#refuseMergingProtected(duplicate, alternate);
-    const { code, token } = await this.d.oneTime.issue(repo, {
+    const { code, token } = await this.deps.oneTime.issue(repo, {
       kind: 'email',
       profileId,
       email: alternate,
-      seconds: this.d.config.emailTokenSeconds,
+      seconds: this.deps.config.emailTokenSeconds,
       now: this.now(),
       duplicateProfile: duplicate,
     });
-    const validForSeconds = this.d.config.emailTokenSeconds;
-    this.d.mailer.post({
+    const validForSeconds = this.deps.config.emailTokenSeconds;
+    this.deps.mailer.post({
       to: alternate,
       ...(duplicate
         ? duplicateProfileMail({ profileId, email: alternate, duplicateId: duplicate, code, validForSeconds })
-        : emailConfirmationMail({ webUrl: this.d.config.webUrl, profileId, token, code, validForSeconds })),
+        : emailConfirmationMail({ webUrl: this.deps.config.webUrl, profileId, token, code, validForSeconds })),
     });
     return { alternate };
   }
@@ -118,7 +118,7 @@ export class EmailService extends AccountsPart {
    * valid".
    */
   async confirm(request: ActivateLinkRequest, viewer: Viewer | null): Promise<ActivateLinkResult> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const now = this.now();
     const email = normaliseEmail(request.email);
     const invalid = new AppError('ValidationError', INVALID_CODE, { path: 'token' });
@@ -152,7 +152,7 @@ export class EmailService extends AccountsPart {
     if (duplicateProfile) await this.#refuseMergingProtected(duplicateProfile, email);
 
     return repo.transaction(async (trx) => {
-      await this.d.oneTime.consume(trx, confirmed, now, INVALID_CODE);
+      await this.deps.oneTime.consume(trx, confirmed, now, INVALID_CODE);
       if (duplicateProfile) return this.#merge(trx, profileId, duplicateProfile, email, now);
       const owner = await trx.emails.findEmail(email);
       if (owner && owner.profileId !== profileId) {
@@ -173,9 +173,9 @@ export class EmailService extends AccountsPart {
    * than the limit are compared, where "check, then count the wrong ones" let them all through.
    */
   async #checkCode(record: TokenRecord, code: string, email: string, now: number): Promise<void> {
-    await this.d.limits.consume('wrongCodeAddress', email);
-    await this.d.oneTime.checkCode(this.d.repo, record, code, now, INVALID_CODE);
-    await this.d.limits.refund('wrongCodeAddress', email);
+    await this.deps.limits.consume('wrongCodeAddress', email);
+    await this.deps.oneTime.checkCode(this.deps.repo, record, code, now, INVALID_CODE);
+    await this.deps.limits.refund('wrongCodeAddress', email);
   }
 
   /**

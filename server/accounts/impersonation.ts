@@ -42,7 +42,7 @@ export class ImpersonationService extends AccountsPart {
     if (viewer.impersonator?.impersonator) {
       throw new AppError('ForbiddenError', 'Impersonation can be nested only once');
     }
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const target = await this.#target(repo, groupId);
     if (target.id === viewer.profileId) throw new AppError('ValidationError', 'You cannot impersonate yourself', { path: 'groupId' });
     if (!canHoldSession(target)) {
@@ -114,7 +114,7 @@ export class ImpersonationService extends AccountsPart {
     if (!(await this.core.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken))) {
       throw new AppError('ForbiddenError', "Resuming your own session needs this session's refresh cookie; to end the impersonation, log out");
     }
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const now = this.now();
     await repo.sessions.revoke(viewer.sessionId, now);
     await repo.settings.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
@@ -130,7 +130,7 @@ export class ImpersonationService extends AccountsPart {
   async setImpersonators(input: SetImpersonatorsInput, actor: Viewer | null): Promise<ImpersonatorsResult> {
     if (actor && !actor.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can set who may impersonate a person');
     const impersonators = [...new Set(input.impersonators.map((id) => (id.includes('@') ? id.trim().toLowerCase() : id.trim())))];
-    return this.d.repo.transaction(async (repo) => {
+    return this.deps.repo.transaction(async (repo) => {
       const direct = await repo.profiles.findByIdOrEmail(input.user);
       const profile = direct?.mergedInto ? await repo.profiles.find(direct.mergedInto) : direct;
       if (!profile) throw new AppError('NotFoundError', `No profile ${input.user}`, { path: 'user' });

@@ -70,7 +70,7 @@ export class ModerationService extends AccountsPart {
       throw new AppError('ForbiddenError', 'Only moderators can moderate profiles');
     }
     const now = this.now();
-    const { profile, mailTo } = await this.d.repo.transaction(async (repo) => {
+    const { profile, mailTo } = await this.deps.repo.transaction(async (repo) => {
       const target = await findTarget(repo, input.id);
       if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
         if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can moderate a super user');
@@ -85,7 +85,7 @@ export class ModerationService extends AccountsPart {
       return { profile: updated, mailTo: preferredEmail(updated, await repo.emails.emailsOf(updated.id)) };
     });
     if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
-      this.d.mailer.post({ to: mailTo, ...(input.decision === 'accept' ? profileAcceptedMail() : profileRejectedMail({ reason: input.reason })) });
+      this.deps.mailer.post({ to: mailTo, ...(input.decision === 'accept' ? profileAcceptedMail() : profileRejectedMail({ reason: input.reason })) });
     }
     return this.core.profiles.present(profile, true, false);
   }

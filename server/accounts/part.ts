@@ -35,14 +35,14 @@ export const MODERATORS_GROUP = 'Service/Moderators';
 
 /** The shared dependencies and the clock, for every accounts service. */
 export abstract class AccountsBase {
-  protected readonly d: AccountsDeps;
+  protected readonly deps: AccountsDeps;
 
   constructor(deps: AccountsDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   protected now(): number {
-    return (this.d.now ?? Date.now)();
+    return (this.deps.now ?? Date.now)();
   }
 }
 

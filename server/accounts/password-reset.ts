@@ -22,16 +22,16 @@ export class PasswordResetService extends AccountsPart {
    * person's own (`device-cookies.ts`).
    */
   async request(input: { id: string; token?: string | null | undefined }, origin: RequestOrigin, device?: string): Promise<{ id: string }> {
-    await this.d.verifier.verify(input.token, origin.address);
+    await this.deps.verifier.verify(input.token, origin.address);
     const id = normaliseId(input.id);
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const found = await repo.profiles.findByIdOrEmail(id);
     const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
-    const deviceNonce = profile ? this.d.devices.nonceFor(device, profile.id) : null;
-    if (deviceNonce) await this.d.limits.consume('resetDevice', `device:${deviceNonce}`);
-    else await this.d.limits.consume('resetAccount', accountLimitKey(id, profile));
-    await this.d.limits.consume('resetAddress', addressKey(origin.address));
-    if (profile) this.d.mailer.later(() => this.#mailLink(profile.id, id));
+    const deviceNonce = profile ? this.deps.devices.nonceFor(device, profile.id) : null;
+    if (deviceNonce) await this.deps.limits.consume('resetDevice', `device:${deviceNonce}`);
+    else await this.deps.limits.consume('resetAccount', accountLimitKey(id, profile));
+    await this.deps.limits.consume('resetAddress', addressKey(origin.address));
+    if (profile) this.deps.mailer.later(() => this.#mailLink(profile.id, id));
     return { id: input.id };
   }
 
@@ -41,39 +41,39 @@ export class PasswordResetService extends AccountsPart {
    * read that mailbox. Answers where it goes (masked), or null for a link that was never ours.
    */
   async requestFromLink(token: string, origin: RequestOrigin): Promise<{ maskedEmail: string } | null> {
-    const record = await this.d.repo.tokens.findIssued('reset', hashSecret(token));
+    const record = await this.deps.repo.tokens.findIssued('reset', hashSecret(token));
     if (!record?.email) return null;
-    await this.d.limits.consume('resetAccount', `profile:${record.profileId}`);
-    await this.d.limits.consume('resetAddress', addressKey(origin.address));
+    await this.deps.limits.consume('resetAccount', `profile:${record.profileId}`);
+    await this.deps.limits.consume('resetAddress', addressKey(origin.address));
     const email = record.email;
-    this.d.mailer.later(() => this.#mailLink(record.profileId, email));
+    this.deps.mailer.later(() => this.#mailLink(record.profileId, email));
     return { maskedEmail: maskEmail(email) };
   }
 
   /** Issues a reset token for a profile and mails its link (after the answer; see `request`). */
   async #mailLink(profileId: string, typedId: string): Promise<void> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const profile = await repo.profiles.find(profileId);
     if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return;
     const email = typedId.includes('@') ? typedId : preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (!email) return;
-    const { token } = await this.d.oneTime.issue(repo, {
+    const { token } = await this.deps.oneTime.issue(repo, {
       kind: 'reset',
       profileId: profile.id,
       email,
-      seconds: this.d.config.resetTokenSeconds,
+      seconds: this.deps.config.resetTokenSeconds,
       now: this.now(),
     });
-    await this.d.mailer.send({
+    await this.deps.mailer.send({
       to: email,
-      ...passwordResetMail({ webUrl: this.d.config.webUrl, profileId: profile.id, token, validForSeconds: this.d.config.resetTokenSeconds }),
+      ...passwordResetMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, token, validForSeconds: this.deps.config.resetTokenSeconds }),
     });
   }
 
   /** `GET /resettable/{token}`: what the reset page shows. */
   async resettable(token: string): Promise<ResettableResult> {
-    const repo = this.d.repo;
-    const record = await this.d.oneTime.live(repo, 'reset', token, this.now(), INVALID_RESET);
+    const repo = this.deps.repo;
+    const record = await this.deps.oneTime.live(repo, 'reset', token, this.now(), INVALID_RESET);
     const group = record.email ? await repo.groups.find(record.email) : null;
     return {
       resettable: {
@@ -97,13 +97,13 @@ export class PasswordResetService extends AccountsPart {
   async reset(request: ResetPasswordRequest, origin: RequestOrigin, opts: { endSessions?: boolean } = {}): Promise<{ status: string }> {
     // Every try counts against the address, and a token that is not live is refused before
     // any hashing: made-up tokens cannot fill the hashing queue and starve sign-ins.
-    await this.d.limits.consume('setPasswordAddress', addressKey(origin.address));
-    await this.d.oneTime.live(this.d.repo, 'reset', request.token, this.now(), INVALID_RESET);
-    const passwordHash = await this.d.hasher.hash(request.password, addressKey(origin.address));
+    await this.deps.limits.consume('setPasswordAddress', addressKey(origin.address));
+    await this.deps.oneTime.live(this.deps.repo, 'reset', request.token, this.now(), INVALID_RESET);
+    const passwordHash = await this.deps.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
-    await this.d.repo.transaction(async (repo) => {
-      const record = await this.d.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
-      await this.d.oneTime.consume(repo, record, now, INVALID_RESET);
+    await this.deps.repo.transaction(async (repo) => {
+      const record = await this.deps.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
+      await this.deps.oneTime.consume(repo, record, now, INVALID_RESET);
       const profile = await repo.profiles.find(record.profileId);
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
       await repo.profiles.update(profile.id, { passwordHash }, now);

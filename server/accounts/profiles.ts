@@ -27,7 +27,7 @@ export class ProfileService extends AccountsBase {
    */
   async profiles(query: ProfilesQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
     if (query.first ?? query.middle ?? query.last) return this.searchProfiles({ ...query }, viewer);
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     let profile: ProfileRecord | null;
     if (query.id) profile = await repo.profiles.findByUsername(query.id);
     else if (query.email) profile = await this.#holderOf(query.email, viewer);
@@ -43,7 +43,7 @@ export class ProfileService extends AccountsBase {
 
   /** `GET /profiles/search`: profiles (not deleted, merged or blocked) by a term, a full name, or name parts. */
   async searchProfiles(query: ProfileSearchQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const limit = (query.offset ?? 0) + (query.limit ?? 100);
     let ids: string[];
     if (query.term !== undefined) {
@@ -69,7 +69,7 @@ export class ProfileService extends AccountsBase {
    * the emails they hold, each with the address it was found by in `email`.
    */
   async searchProfilesBy(input: ProfileSearchInput, viewer: Viewer): Promise<{ profiles: Profile[] }> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const profiles: Profile[] = [];
     if (input.ids) {
       // Sorted by id, as the real platform answers.
@@ -99,7 +99,7 @@ export class ProfileService extends AccountsBase {
    * one (or the caller's own) for everyone else, so a sign-up not yet activated stays unseen.
    */
   async #holderOf(email: string, viewer: Viewer): Promise<ProfileRecord | null> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const profile = await repo.profiles.findByEmail(email);
     if (!profile || viewer.isModerator || viewer.isSuperUser || profile.id === viewer.profileId) return profile;
     const [held] = await repo.emails.holdersOfEmails([email], true);
@@ -112,7 +112,7 @@ export class ProfileService extends AccountsBase {
   }
 
   /** A profile as the API shows it; emails only to its owner and to moderators. */
-  async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean, repo = this.d.repo): Promise<Profile> {
+  async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean, repo = this.deps.repo): Promise<Profile> {
     const emails = showEmails ? await repo.emails.emailsOf(profile.id) : [];
     const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
     const content: ProfileContent = { ...profile.content };
@@ -152,7 +152,7 @@ export class ProfileService extends AccountsBase {
     };
   }
 
-  async simplify(profile: ProfileRecord, repo = this.d.repo): Promise<SimplifiedProfile> {
+  async simplify(profile: ProfileRecord, repo = this.deps.repo): Promise<SimplifiedProfile> {
     const { emails, usernames } = await repo.emails.emailsAndUsernamesOf(profile.id);
     const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
     const preferred = preferredEmail(profile, emails);
@@ -175,14 +175,14 @@ export class ProfileService extends AccountsBase {
 
   /** A profile as its simplified view, by id. */
   async simplifiedById(profileId: string): Promise<SimplifiedProfile> {
-    const profile = await this.d.repo.profiles.find(profileId);
+    const profile = await this.deps.repo.profiles.find(profileId);
     if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
     return this.simplify(profile);
   }
 
   /** Every profile, for the operator CLI. */
   async listUsers(): Promise<Array<{ id: string; state: ProfileState; emails: string[] }>> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const profiles = await repo.profiles.list();
     return Promise.all(
       profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emails.emailsOf(p.id)).map((e) => e.email) })),

@@ -41,19 +41,19 @@ export class SecurityService extends AccountsPart {
    */
   async changePassword(viewer: Viewer, input: ChangePasswordInput, origin: RequestOrigin, refreshToken?: string): Promise<RefreshOutcome | null> {
     if (viewer.impersonator) throw new AppError('ForbiddenError', 'The password cannot be changed while impersonating');
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const profile = await repo.profiles.find(viewer.profileId);
     if (!profile) throw new AppError('NotFoundError', 'Profile not found');
     // The signed-in session's own allowance: strangers' wrong passwords for the account never keep its owner from changing it.
     const own = `session:${viewer.sessionId}`;
-    await this.d.limits.consume('loginDevice', own);
-    await this.d.limits.consume('loginAddress', addressKey(origin.address));
-    if (!(await this.d.hasher.verify(input.currentPassword, profile.passwordHash, addressKey(origin.address)))) {
+    await this.deps.limits.consume('loginDevice', own);
+    await this.deps.limits.consume('loginAddress', addressKey(origin.address));
+    if (!(await this.deps.hasher.verify(input.currentPassword, profile.passwordHash, addressKey(origin.address)))) {
       throw new AppError('ValidationError', 'The current password is not correct', { path: 'currentPassword' });
     }
-    await this.d.limits.refund('loginDevice', own);
-    await this.d.limits.refund('loginAddress', addressKey(origin.address));
-    const passwordHash = await this.d.hasher.hash(input.newPassword, addressKey(origin.address));
+    await this.deps.limits.refund('loginDevice', own);
+    await this.deps.limits.refund('loginAddress', addressKey(origin.address));
+    const passwordHash = await this.deps.hasher.hash(input.newPassword, addressKey(origin.address));
     const endOthers = input.logoutOtherSessions ?? true;
     const now = this.now();
     await repo.transaction(async (trx) => {
@@ -64,7 +64,7 @@ export class SecurityService extends AccountsPart {
     });
     const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (email) {
-      this.d.mailer.post({ to: email, ...passwordChangedMail({ webUrl: this.d.config.webUrl, profileId: profile.id, otherSessionsEnded: endOthers }) });
+      this.deps.mailer.post({ to: email, ...passwordChangedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, otherSessionsEnded: endOthers }) });
     }
     // Exactly what "log out of all other devices" does (the token version moves on, so the
     // sign-in provider's tokens end too); this session gets a fresh token.
@@ -73,7 +73,7 @@ export class SecurityService extends AccountsPart {
 
   /** The person's live sessions, this one first. */
   async sessions(viewer: Viewer): Promise<SessionInfo[]> {
-    const rows = await this.d.repo.sessions.liveOf(viewer.profileId, this.now());
+    const rows = await this.deps.repo.sessions.liveOf(viewer.profileId, this.now());
     const sessions = rows.map((row) => ({
       id: row.id,
       current: row.id === viewer.sessionId,
@@ -90,7 +90,7 @@ export class SecurityService extends AccountsPart {
     if (viewer.impersonator) throw new AppError('ForbiddenError', 'Sessions cannot be ended while impersonating');
     if (sessionId === viewer.sessionId) throw new AppError('BadRequestError', 'This is the session you are using: sign out instead', { path: 'id' });
     const now = this.now();
-    const ended = await this.d.repo.transaction(async (repo) => {
+    const ended = await this.deps.repo.transaction(async (repo) => {
       const done = await repo.sessions.revokeOwn(viewer.profileId, sessionId, now);
       if (done) await repo.settings.audit({ actor: viewer.profileId, action: 'session:end', target: viewer.profileId, details: { sessionId } }, now);
       return done;
@@ -100,7 +100,7 @@ export class SecurityService extends AccountsPart {
 
   /** The newest entries of the person's audit trail: sign-ins, password changes, resets, factors. */
   async events(viewer: Viewer): Promise<SecurityEvent[]> {
-    const entries = await this.d.repo.settings.auditOf(viewer.profileId, EVENTS_SHOWN);
+    const entries = await this.deps.repo.settings.auditOf(viewer.profileId, EVENTS_SHOWN);
     return entries.map((entry) => {
       const details = entry.details ?? {};
       const text = (key: string) => (typeof details[key] === 'string' ? (details[key] as string) : null);
@@ -111,6 +111,6 @@ export class SecurityService extends AccountsPart {
 
   /** Lets go of sign-ins older than `SIGN_INS_KEPT_MS` (the sweeper's). */
   async sweep(): Promise<void> {
-    await this.d.repo.settings.deleteAudit('sign-in', this.now() - SIGN_INS_KEPT_MS);
+    await this.deps.repo.settings.deleteAudit('sign-in', this.now() - SIGN_INS_KEPT_MS);
   }
 }

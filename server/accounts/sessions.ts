@@ -32,13 +32,13 @@ export class SessionService extends AccountsBase {
    * when one is on), with the browser it was opened from, and the sign-in goes to the audit log.
    */
   async startSession(profile: ProfileRecord, loginEmail: string, accessSeconds: number, origin: RequestOrigin): Promise<IssuedSession> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     await repo.profiles.touchLastLogin(profile.id, this.now());
     const issued = await this.issueSession(profile, { loginEmail, accessSeconds, origin });
     // The person's "recent sign-ins" (the security page) read the audit log.
     await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details: deviceDetails(origin) }, this.now());
     // This browser has now signed in to the account: its own allowance from here on.
-    return { ...issued, deviceEntry: this.d.devices.issue(profile.id) };
+    return { ...issued, deviceEntry: this.deps.devices.issue(profile.id) };
   }
 
   /** Opens a new session for a profile: a session row, a refresh token, an access token. */
@@ -55,11 +55,11 @@ export class SessionService extends AccountsBase {
       /** Where the browser signs in from, kept with the session for the security page. */
       origin?: RequestOrigin;
     },
-    repo = this.d.repo,
+    repo = this.deps.repo,
   ): Promise<IssuedSession> {
     const now = this.now();
     const refreshToken = randomToken();
-    const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, opts.accessSeconds);
+    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, opts.accessSeconds);
     const session = {
       id: randomUUID(),
       profileId: profile.id,
@@ -85,10 +85,10 @@ export class SessionService extends AccountsBase {
     session: Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'>,
     refreshToken: string,
     refreshSeconds: number,
-    repo = this.d.repo,
+    repo = this.deps.repo,
     accessNotAfter?: number,
   ): Promise<IssuedSession> {
-    const accessToken = await this.d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter);
+    const accessToken = await this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter);
     return {
       result: { token: accessToken, user: { id: session.loginEmail, profile: await this.#profiles.simplify(profile, repo) } },
       accessToken,
@@ -109,8 +109,8 @@ export class SessionService extends AccountsBase {
    * (not logged out), then the profile (still active, same `tokenVersion`).
    */
   async authenticate(accessToken: string): Promise<Viewer> {
-    const claims = await this.d.tokens.verify(accessToken);
-    const repo = this.d.repo;
+    const claims = await this.deps.tokens.verify(accessToken);
+    const repo = this.deps.repo;
     // Every signed-in request comes through here: the session, its profile and the roles take
     // two queries, not four.
     const found = await repo.sessions.findWithProfile({ id: claims.sid });
@@ -149,7 +149,7 @@ export class SessionService extends AccountsBase {
    * becomes a refresh token or a longer session, and no session row changes.
    */
   async refresh(credentials: { refreshToken?: string | undefined; viewer?: Viewer | undefined }): Promise<RefreshOutcome> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
       const found = await repo.sessions.findWithProfile({ refreshHash: oldHash });
@@ -172,7 +172,7 @@ export class SessionService extends AccountsBase {
 
   /** A refresh token that is not any session's current one: the grace case, or reuse. */
   async #replayed(oldHash: string): Promise<SessionResult> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const now = this.now();
     const rotated = await repo.sessions.findRotatedRefresh(oldHash);
     if (!rotated) throw sessionEnded();
@@ -185,7 +185,7 @@ export class SessionService extends AccountsBase {
     }
     if (session && session.revokedAt === null) {
       await repo.sessions.revoke(session.id, now);
-      this.d.logger.warn({ sessionId: session.id, profileId: session.profileId }, 'a rotated-out refresh token was used again: the session is ended');
+      this.deps.logger.warn({ sessionId: session.id, profileId: session.profileId }, 'a rotated-out refresh token was used again: the session is ended');
     }
     throw sessionEnded();
   }
@@ -194,7 +194,7 @@ export class SessionService extends AccountsBase {
   async #liveSession(session: SessionRecord | null, known: ProfileRecord | null | undefined): Promise<ProfileRecord> {
     const now = this.now();
     if (!session || session.revokedAt !== null || session.expiresAt <= now) throw sessionEnded();
-    const profile = known === undefined ? await this.d.repo.profiles.find(session.profileId) : known;
+    const profile = known === undefined ? await this.deps.repo.profiles.find(session.profileId) : known;
     if (!canHoldSession(profile, session.tokenVersion)) throw sessionEnded();
     if (!(await this.#parentLive(session))) throw sessionEnded();
     return profile;
@@ -202,7 +202,7 @@ export class SessionService extends AccountsBase {
 
   /** A new access token for a session, no new refresh token; never past `notAfter` (seconds since the epoch). */
   async #issueAccess(profile: ProfileRecord, session: SessionRecord, notAfter?: number): Promise<{ result: SessionResult }> {
-    const accessToken = await this.d.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, notAfter);
+    const accessToken = await this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, notAfter);
     return { result: { token: accessToken, user: { id: session.loginEmail, profile: await this.#profiles.simplify(profile) } } };
   }
 
@@ -213,12 +213,12 @@ export class SessionService extends AccountsBase {
    * `known` is the session's profile, when the caller has read it.
    */
   async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null): Promise<IssuedSession> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const now = this.now();
     const profile = await this.#liveSession(session, known);
     const live = session as SessionRecord;
     const refreshToken = randomToken();
-    const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, live.accessSeconds);
+    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, live.accessSeconds);
     const rotated = await repo.sessions.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
     if (!rotated) throw sessionEnded();
     return this.#issue(profile, live, refreshToken, refreshSeconds);
@@ -231,7 +231,7 @@ export class SessionService extends AccountsBase {
    */
   async holdsRefreshCookie(sessionId: string, refreshToken: string | undefined): Promise<boolean> {
     if (refreshToken === undefined) return false;
-    const found = await this.d.repo.sessions.findWithProfile({ id: sessionId });
+    const found = await this.deps.repo.sessions.findWithProfile({ id: sessionId });
     return found !== null && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
   }
 
@@ -240,7 +240,7 @@ export class SessionService extends AccountsBase {
    * parent's, when nested): the impersonator's logout, logout-all, reset or block ends it.
    */
   async #parentLive(session: SessionRecord): Promise<boolean> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     let current = session;
     while (current.parentSessionId) {
       const parent = await repo.sessions.find(current.parentSessionId);
@@ -256,7 +256,7 @@ export class SessionService extends AccountsBase {
    * refresh cookie names (so a logout with an expired access token still ends the session).
    */
   async logout(credentials: { viewer: Viewer | null; refreshToken?: string | undefined }): Promise<void> {
-    const repo = this.d.repo;
+    const repo = this.deps.repo;
     const now = this.now();
     if (credentials.viewer) await repo.sessions.revoke(credentials.viewer.sessionId, now);
     if (credentials.refreshToken) {
@@ -275,7 +275,7 @@ export class SessionService extends AccountsBase {
   async logoutOtherDevices(viewer: Viewer, refreshToken?: string): Promise<RefreshOutcome> {
     const now = this.now();
     const newRefresh = randomToken();
-    const { profile, session, rotated } = await this.d.repo.transaction(async (repo) => {
+    const { profile, session, rotated } = await this.deps.repo.transaction(async (repo) => {
       const version = await repo.profiles.incrementTokenVersion(viewer.profileId, now);
       await repo.sessions.revokeOthers(viewer.profileId, viewer.sessionId, now);
       await repo.sessions.revokeImpersonationsFrom(viewer.profileId, now);
@@ -286,13 +286,13 @@ export class SessionService extends AccountsBase {
       // but an access token (perhaps a stolen one) gets a new access token and no refresh token.
       const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
       if (holdsCookie) {
-        const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, found.session.accessSeconds);
+        const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, found.session.accessSeconds);
         await repo.sessions.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
       }
       return { profile: found.profile, session: found.session, rotated: holdsCookie };
     });
     if (!rotated) return { accessOnly: (await this.#issueAccess(profile, session, viewer.accessExpiresAt)).result };
-    const refreshSeconds = Math.max(this.d.config.refreshTokenSeconds, session.accessSeconds);
+    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, session.accessSeconds);
     return { rotated: await this.#issue(profile, session, newRefresh, refreshSeconds) };
   }
 }

@@ -51,11 +51,11 @@ export interface SignInDeps {
  * impersonation open sessions of their own kind (`activation.ts`, `impersonation.ts`).
  */
 export class SignInService extends AccountsBase {
-  readonly #s: SignInDeps;
+  readonly #signInDeps: SignInDeps;
 
   constructor(deps: AccountsDeps, signIn: SignInDeps) {
     super(deps);
-    this.#s = signIn;
+    this.#signInDeps = signIn;
   }
 
   /**
@@ -64,8 +64,8 @@ export class SignInService extends AccountsBase {
    * all get the same 400, which is not a 401 so that clients do not try to refresh.
    */
   async #checkPassword(input: LoginInput, origin: RequestOrigin, device?: string): Promise<{ profile: ProfileRecord; loginEmail: string }> {
-    const repo = this.d.repo;
-    const limits = this.d.limits;
+    const repo = this.deps.repo;
+    const limits = this.deps.limits;
     // The id is made canonical once (white space and invisible characters around it, letter
     // case of an email), and the account's counter is the profile's own, whichever of its
     // emails or usernames is typed: no spelling of an account gets a counter of its own.
@@ -75,13 +75,13 @@ export class SignInService extends AccountsBase {
     const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
     // A browser that signed in to this account before counts against its own allowance, so that
     // strangers' wrong passwords never lock its owner out (`device-cookies.ts`).
-    const deviceNonce = profile ? this.d.devices.nonceFor(device, profile.id) : null;
+    const deviceNonce = profile ? this.deps.devices.nonceFor(device, profile.id) : null;
     const counter = deviceNonce ? ({ name: 'loginDevice', key: `device:${deviceNonce}` } as const) : ({ name: 'loginAccount', key: accountLimitKey(id, profile) } as const);
     // Every attempt is counted before the password is checked (so parallel guesses cannot all
     // slip under the limit), and given back when the password was right.
     await this.#countAttempt(counter, deviceNonce === null, input.token, origin);
     await limits.consume('loginAddress', addressKey(origin.address));
-    const passwordOk = await this.d.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
+    const passwordOk = await this.deps.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
     if (!profile || !passwordOk || profile.ddate !== null) {
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
@@ -104,7 +104,7 @@ export class SignInService extends AccountsBase {
    */
   async #countAttempt(counter: { name: 'loginAccount' | 'loginDevice'; key: string }, shared: boolean, token: string | null | undefined, origin: RequestOrigin): Promise<void> {
     try {
-      await this.d.limits.consume(counter.name, counter.key);
+      await this.deps.limits.consume(counter.name, counter.key);
     } catch (error) {
       if (!shared || !(error instanceof AppError) || error.name !== 'TooManyError') throw error;
       const retryAfter = Number(error.details?.retryAfter ?? 1);
@@ -114,7 +114,7 @@ export class SignInService extends AccountsBase {
           retryAfter,
         });
       }
-      await this.d.verifier.verify(token, origin.address);
+      await this.deps.verifier.verify(token, origin.address);
     }
   }
 
@@ -135,17 +135,17 @@ export class SignInService extends AccountsBase {
    * or this browser is remembered), otherwise the person's methods and preferred one.
    */
   async afterPassword(profile: ProfileRecord, trustedDevice: string | undefined): Promise<{ methods: MfaFactorMethod[]; preferred: MfaFactorMethod } | null> {
-    const methods = await this.#s.factors.methodsOf(profile.id);
-    const preferred = await this.#s.factors.preferred(profile.id, methods);
+    const methods = await this.#signInDeps.factors.methodsOf(profile.id);
+    const preferred = await this.#signInDeps.factors.preferred(profile.id, methods);
     if (preferred === null) return null;
-    if (trustedDevice && (await this.#s.mfa.useTrusted(profile.id, profile.tokenVersion, hashSecret(trustedDevice), this.now()))) return null;
+    if (trustedDevice && (await this.#signInDeps.mfa.useTrusted(profile.id, profile.tokenVersion, hashSecret(trustedDevice), this.now()))) return null;
     return { methods, preferred };
   }
 
   async #pending(profile: ProfileRecord, loginEmail: string, accessSeconds: number, next: { methods: MfaFactorMethod[]; preferred: MfaFactorMethod }): Promise<MfaPendingResult> {
     const token = randomToken();
     const now = this.now();
-    await this.#s.mfa.insertPending({
+    await this.#signInDeps.mfa.insertPending({
       id: randomUUID(),
       tokenHash: hashSecret(token),
       profileId: profile.id,
@@ -160,32 +160,32 @@ export class SignInService extends AccountsBase {
 
   /** The methods of the person a live pending sign-in is for; none when the token is not live. */
   async pendingMethods(token: string): Promise<MfaFactorMethod[]> {
-    const pending = await this.#s.mfa.findPending(hashSecret(token), this.now());
-    return pending ? this.#s.factors.methodsOf(pending.profileId) : [];
+    const pending = await this.#signInDeps.mfa.findPending(hashSecret(token), this.now());
+    return pending ? this.#signInDeps.factors.methodsOf(pending.profileId) : [];
   }
 
   /** The pending sign-in a token names, with its profile (still able to sign in), or a 400. */
   async #livePending(token: string): Promise<{ pending: Awaited<ReturnType<MfaRepository['findPending']>> & object; profile: ProfileRecord }> {
-    const pending = await this.#s.mfa.findPending(hashSecret(token), this.now());
+    const pending = await this.#signInDeps.mfa.findPending(hashSecret(token), this.now());
     if (!pending) throw new AppError('BadRequestError', INVALID_PENDING);
-    const profile = await this.d.repo.profiles.find(pending.profileId);
+    const profile = await this.deps.repo.profiles.find(pending.profileId);
     if (!profile || !canHoldSession(profile, pending.tokenVersion)) throw new AppError('BadRequestError', INVALID_PENDING);
     return { pending, profile };
   }
 
   /** `POST /mfa/challenge`: mails a code (`emailOtp`), or answers WebAuthn request options (`passkey`). */
   async challenge(input: MfaChallengeInput, origin: RequestOrigin, device?: string): Promise<MfaChallengeResult> {
-    await this.d.limits.consume('mfaAddress', addressKey(origin.address));
+    await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
     const { pending, profile } = await this.#livePending(input.mfaPendingToken);
     // The person's lockout (strangers' wrong codes may have set it) does not hold back a browser that signed in before.
-    if (this.#s.factors.ownAllowance(profile, device) === null) await this.#s.factors.refuseIfLocked(profile.id);
-    const method = await this.#s.factors.usable(profile.id, input.method);
+    if (this.#signInDeps.factors.ownAllowance(profile, device) === null) await this.#signInDeps.factors.refuseIfLocked(profile.id);
+    const method = await this.#signInDeps.factors.usable(profile.id, input.method);
     switch (method) {
       case 'emailOtp':
-        await this.#s.factors.sendEmailCode(profile);
+        await this.#signInDeps.factors.sendEmailCode(profile);
         return { method, sent: true, expiresIn: EMAIL_CODE_SECONDS };
       case 'passkey':
-        return { ...(await this.#s.passkeys.authenticationOptions({ userId: profile.id, challengeKey: pending.id })) };
+        return { ...(await this.#signInDeps.passkeys.authenticationOptions({ userId: profile.id, challengeKey: pending.id })) };
       case 'totp':
       case 'recovery':
         return { method, sent: false };
@@ -198,11 +198,11 @@ export class SignInService extends AccountsBase {
    * that skips the second factor for 30 days.
    */
   async verify(input: MfaVerifyInput, origin: RequestOrigin, device?: string): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
-    await this.d.limits.consume('mfaAddress', addressKey(origin.address));
+    await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
     const { pending, profile } = await this.#livePending(input.mfaPendingToken);
-    const proof = await this.#s.factors.check(profile, input.method, input.code, pending.id, this.#s.factors.ownAllowance(profile, device));
-    await this.d.limits.refund('mfaAddress', addressKey(origin.address));
-    if (!(await this.#s.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
+    const proof = await this.#signInDeps.factors.check(profile, input.method, input.code, pending.id, this.#signInDeps.factors.ownAllowance(profile, device));
+    await this.deps.limits.refund('mfaAddress', addressKey(origin.address));
+    if (!(await this.#signInDeps.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
     const session = await this.open(profile, pending.loginEmail, pending.accessSeconds, amrOf(proof), origin);
     const trustedDevice = input.rememberDevice ? await this.rememberDevice(profile) : undefined;
     return { session, proof, ...(trustedDevice ? { trustedDevice } : {}) };
@@ -214,9 +214,9 @@ export class SignInService extends AccountsBase {
    * hands the browser its device-cookie entry (through `startSession`).
    */
   async open(profile: ProfileRecord, loginEmail: string, accessSeconds: number, amr: string[], origin: RequestOrigin): Promise<IssuedSession> {
-    const session = await this.#s.sessions.startSession(profile, loginEmail, accessSeconds, origin);
-    const viewer = await this.#s.sessions.authenticate(session.accessToken);
-    await this.#s.mfa.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, amr);
+    const session = await this.#signInDeps.sessions.startSession(profile, loginEmail, accessSeconds, origin);
+    const viewer = await this.#signInDeps.sessions.authenticate(session.accessToken);
+    await this.#signInDeps.mfa.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, amr);
     return session;
   }
 
@@ -227,7 +227,7 @@ export class SignInService extends AccountsBase {
   async rememberDevice(profile: Pick<ProfileRecord, 'id' | 'tokenVersion'>): Promise<TrustedDeviceCookie> {
     const token = randomToken();
     const now = this.now();
-    await this.#s.mfa.insertTrusted(profile.id, profile.tokenVersion, hashSecret(token), now, now + TRUSTED_DEVICE_SECONDS * 1000);
+    await this.#signInDeps.mfa.insertTrusted(profile.id, profile.tokenVersion, hashSecret(token), now, now + TRUSTED_DEVICE_SECONDS * 1000);
     return { token, seconds: TRUSTED_DEVICE_SECONDS };
   }
 }

@@ -26,7 +26,7 @@ export interface NewUser {
 /** Sign-up: tilde usernames, new profiles (from the form or the operator CLI), activation mail. */
 export class SignUpService extends AccountsBase {
   /** The next free `~First_Last<N>` for a name. */
-  async nextUsername(name: NameInput, repo = this.d.repo): Promise<string> {
+  async nextUsername(name: NameInput, repo = this.deps.repo): Promise<string> {
     const base = tildeBase(name);
     return `${base}${smallestFreeNumber(await repo.emails.usedNumbers(base))}`;
   }
@@ -36,8 +36,8 @@ export class SignUpService extends AccountsBase {
    * member, and the email with `~Id` as member) and, for the operator CLI, a role. One transaction.
    */
   async createUser(user: NewUser): Promise<string> {
-    const passwordHash = await this.d.hasher.hash(user.password);
-    return this.d.repo.transaction(async (repo) => {
+    const passwordHash = await this.deps.hasher.hash(user.password);
+    return this.deps.repo.transaction(async (repo) => {
       if (await repo.emails.emailExists(user.email)) {
         throw new AppError('ValidationError', `The email ${user.email} is already in use`, { path: 'email' });
       }
@@ -79,13 +79,13 @@ export class SignUpService extends AccountsBase {
    * the answer.
    */
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
-    if (input.token != null || !this.d.config.signupWithoutHumanVerification) await this.d.verifier.verify(input.token, origin.address);
+    if (input.token != null || !this.deps.config.signupWithoutHumanVerification) await this.deps.verifier.verify(input.token, origin.address);
     const email = normaliseEmail(input.email);
-    await this.d.limits.consume('registerAccount', email);
-    await this.d.limits.consume('registerAddress', addressKey(origin.address));
+    await this.deps.limits.consume('registerAccount', email);
+    await this.deps.limits.consume('registerAddress', addressKey(origin.address));
     const name = input.name ?? { fullname: input.fullname };
-    const passwordHash = await this.d.hasher.hash(input.password, addressKey(origin.address));
-    const outcome = await this.d.repo.transaction(async (repo) => {
+    const passwordHash = await this.deps.hasher.hash(input.password, addressKey(origin.address));
+    const outcome = await this.deps.repo.transaction(async (repo) => {
       if (await repo.emails.emailExists(email)) {
         const base = tildeBase(name, input.name ? 'name/' : '');
         const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
@@ -95,25 +95,25 @@ export class SignUpService extends AccountsBase {
       return { id: await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash), taken: false };
     });
     if (outcome.taken) {
-      this.d.mailer.post({ to: email, ...signUpAttemptMail({ webUrl: this.d.config.webUrl, email }) });
+      this.deps.mailer.post({ to: email, ...signUpAttemptMail({ webUrl: this.deps.config.webUrl, email }) });
     } else {
-      this.d.mailer.later(() => this.sendActivation(outcome.id, email));
+      this.deps.mailer.later(() => this.sendActivation(outcome.id, email));
     }
     return { id: outcome.id, status: 'ok' };
   }
 
   /** Mails a new activation link and code (voiding the previous ones). */
   async sendActivation(profileId: string, email: string): Promise<void> {
-    const { token, code } = await this.d.oneTime.issue(this.d.repo, {
+    const { token, code } = await this.deps.oneTime.issue(this.deps.repo, {
       kind: 'activation',
       profileId,
       email: normaliseEmail(email),
-      seconds: this.d.config.activationTokenSeconds,
+      seconds: this.deps.config.activationTokenSeconds,
       now: this.now(),
     });
-    await this.d.mailer.send({
+    await this.deps.mailer.send({
       to: email,
-      ...activationMail({ webUrl: this.d.config.webUrl, profileId, token, code, validForSeconds: this.d.config.activationTokenSeconds }),
+      ...activationMail({ webUrl: this.deps.config.webUrl, profileId, token, code, validForSeconds: this.deps.config.activationTokenSeconds }),
     });
   }
 }

@@ -251,7 +251,6 @@ const SERVICE_DOCS = {
   },
 } satisfies Record<string, OperationDoc>;
 
-/** Every route of the service. The API document lists the documented ones in this order. */
 /** A page of the account pages (`server/web/`): a GET with no body. */
 const accountPage = (path: string, handler: keyof Handlers): HandlerRoute => ({ kind: 'page', method: 'get', path, body: 'none', handler });
 /**
@@ -261,6 +260,7 @@ const accountPage = (path: string, handler: keyof Handlers): HandlerRoute => ({ 
  */
 const accountForm = (path: string, handler: keyof Handlers): HandlerRoute => ({ kind: 'page', method: 'post', path, body: 'form', sameOrigin: false, handler });
 
+/** Every route of the service. The API document lists the documented ones in this order. */
 export const routes: Route[] = [
   // ---- procedures: JSON in, JSON out --------------------------------------------------------------
   // sign-up and activation (503: the human-verification service did not answer)

@@ -2,9 +2,9 @@ import type { OidcScope } from '../../shared/index.ts';
 import { canHoldSession } from '../accounts/session-rule.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
-import type { ClientCache } from './client-cache.ts';
 import type { KeyStore } from './keys.ts';
 import type { OidcRepository } from './repository.ts';
+import type { KeptClients } from './kept-clients.ts';
 import type { KeptReadings } from './kept.ts';
 
 /** What every endpoint of the provider works with; `OidcService` builds it once. */
@@ -12,8 +12,8 @@ export interface Provider {
   repo: OidcRepository;
   accounts: AccountsForSignIn;
   keys: KeyStore;
-  /** The client records, each read at most once a second (`ClientCache`). */
-  clients: ClientCache;
+  /** The client records, each read at most once a second (`KeptClients`). */
+  clients: KeptClients;
   /** UserInfo's answers by token hash, each kept for up to a second (`KeptReadings`). */
   userinfoAnswers: KeptReadings<Record<string, unknown>>;
   /** A person's consent to a client (null: none), by `profileId clientId`, kept for up to a second. */

@@ -8,13 +8,13 @@ import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, needsLogin } from './flow.ts';
 import { afterLogin, checkCsrf, confirm, consent, csrfToken, findInteraction } from './interactions.ts';
-import { ClientCache } from './client-cache.ts';
 import { KeyStore } from './keys.ts';
 import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
 import { revoke } from './revoke.ts';
 import { token, type TokenAnswer } from './token.ts';
 import { userinfo, USERINFO_TABLES } from './userinfo.ts';
+import { KeptClients } from './kept-clients.ts';
 import { KeptReadings } from './kept.ts';
 
 export type { Outcome } from './provider.ts';
@@ -45,7 +45,7 @@ export class OidcService {
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new ClientCache(deps.repo, now),
+    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
       // A consent row also goes when its client or its person is deleted (ON DELETE CASCADE), by a
       // statement that names only their table: those are watched too.

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClock } from '../helpers/clock.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -18,7 +19,6 @@ afterAll(async () => {
 });
 
 const MB = 1024 * 1024;
-const cookieOf = (client: Client) => [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
 
 function chunk(client: Client, fields: { clientUploadId: string; chunkIndex: number; totalChunks: number; name?: string; invitationId?: string }, data: Uint8Array, filename = 'paper.pdf') {
   return sendMultipart(client, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, ...fields }, { filename, data });
@@ -56,7 +56,7 @@ describe('chunked upload', () => {
 
     const note = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, url) });
     expect(note.status).toBe(200);
-    const pdf = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieOf(author) } });
+    const pdf = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieHeader(author) } });
     expect(pdf.status).toBe(200);
     expect(pdf.headers.get('content-type')).toBe('application/pdf');
     expect(pdf.headers.get('content-length')).toBe(String(50 * MB));
@@ -147,13 +147,13 @@ describe('reading files back', () => {
   });
 
   it('serves ranges, and answers 304 to a matching ETag', async () => {
-    const part = await fetch(`${server.url}/attachment?id=${noteId}&name=pdf`, { headers: { cookie: cookieOf(author), range: 'bytes=0-9' } });
+    const part = await fetch(`${server.url}/attachment?id=${noteId}&name=pdf`, { headers: { cookie: cookieHeader(author), range: 'bytes=0-9' } });
     expect(part.status).toBe(206);
     expect(part.headers.get('content-range')).toBe(`bytes 0-9/${data.length}`);
     expect(Buffer.from(await part.arrayBuffer())).toEqual(data.subarray(0, 10));
     // fetch adds `Cache-Control: no-cache` to a conditional request unless told otherwise.
     const cached = await fetch(`${server.url}/pdf?id=${noteId}`, {
-      headers: { cookie: cookieOf(author), 'if-none-match': `"${sha1(data)}"`, 'cache-control': 'max-age=0' },
+      headers: { cookie: cookieHeader(author), 'if-none-match': `"${sha1(data)}"`, 'cache-control': 'max-age=0' },
     });
     expect(cached.status).toBe(304);
   });
@@ -168,7 +168,7 @@ describe('reading files back', () => {
   });
 
   it('ids= answers a zip, with the readers checked for each', async () => {
-    const zip = await fetch(`${server.url}/attachment?ids=${noteId}&ids=${noteId}&name=pdf`, { headers: { cookie: cookieOf(author) } });
+    const zip = await fetch(`${server.url}/attachment?ids=${noteId}&ids=${noteId}&name=pdf`, { headers: { cookie: cookieHeader(author) } });
     expect(zip.status).toBe(200);
     expect(zip.headers.get('content-type')).toBe('application/zip');
     const bytes = Buffer.from(await zip.arrayBuffer());
@@ -187,13 +187,13 @@ describe('reading files back', () => {
     expect(res.status).toBe(200);
     expect(res.body.leftNote.content.pdf.value).toBe(`/pdf/${sha1(data)}.pdf`);
     expect(res.body.rightNote.content.pdf.value).toBe(body.url);
-    const page = await fetch(res.body.viewerUrl, { headers: { cookie: cookieOf(author) } });
+    const page = await fetch(res.body.viewerUrl, { headers: { cookie: cookieHeader(author) } });
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain(`src="/pdf/${sha1(data)}.pdf"`);
     expect(html).toContain(`src="${body.url}"`);
     // The earlier PDF stays readable to the note's readers.
-    expect((await fetch(`${server.url}/pdf/${sha1(data)}.pdf`, { headers: { cookie: cookieOf(author) } })).status).toBe(200);
+    expect((await fetch(`${server.url}/pdf/${sha1(data)}.pdf`, { headers: { cookie: cookieHeader(author) } })).status).toBe(200);
     const stranger = (await loggedIn(server, (await createActiveUser(server)).email)).client;
     expect((await stranger.get(`/pdf/compare?noteId=${noteId}&leftId=${left.id}&rightId=${right.id}`)).status).toBe(404);
   });

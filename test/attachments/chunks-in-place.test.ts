@@ -11,13 +11,13 @@ import { lstat, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises'
 import { request } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { PROCESS_OWNER } from '../../server/attachments/owners.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { filesUnder, pdfBytes, sendHeldChunk, sha1, SUBMISSION, temporaryFiles, VENUE, venueWithAuthor } from './helpers.ts';
 
 const KB = 1024;
-const cookieOf = (client: Client) => [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
 
 type Fields = { clientUploadId: string; chunkIndex: number; totalChunks: number };
 const fieldsOf = (fields: Fields) => ({ name: 'pdf', invitationId: SUBMISSION, ...fields });
@@ -40,7 +40,7 @@ async function sendCutChunk(client: Client, fields: Fields, data: Uint8Array, se
   const encoded = new Response(form);
   const body = Buffer.from(await encoded.arrayBuffer());
   const fileStart = body.indexOf(Buffer.from(data.subarray(0, 32)));
-  const headers = { 'content-type': encoded.headers.get('content-type') ?? '', 'content-length': String(body.length), cookie: cookieOf(client) };
+  const headers = { 'content-type': encoded.headers.get('content-type') ?? '', 'content-length': String(body.length), cookie: cookieHeader(client) };
   await new Promise<void>((resolve) => {
     const req = request(`${client.url}/attachment/chunk`, { method: 'PUT', headers, agent: false });
     req.on('error', () => resolve());
@@ -83,7 +83,7 @@ describe('chunks written in place into their upload’s data file', () => {
     return found;
   }
   async function readBack(url: string): Promise<Buffer> {
-    const res = await fetch(`${server.url}${url}`, { headers: { cookie: cookieOf(author) } });
+    const res = await fetch(`${server.url}${url}`, { headers: { cookie: cookieHeader(author) } });
     expect(res.status).toBe(200);
     return Buffer.from(await res.arrayBuffer());
   }

@@ -6,13 +6,13 @@
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, VENUE, venueWithAuthor } from './helpers.ts';
 
 const KB = 1024;
-const cookieOf = (client: Client) => [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
 
 type Fields = { clientUploadId: string; chunkIndex: number; totalChunks: number; name?: string; invitationId?: string };
 const chunk = (client: Client, fields: Fields, data: Uint8Array) =>
@@ -26,7 +26,7 @@ function cut(data: Buffer, lengths: number[]): Buffer[] {
 
 /** The stored file behind a URL, as its uploader reads it back. */
 async function storedBytes(server: TestServer, client: Client, url: string): Promise<Buffer> {
-  const res = await fetch(`${server.url}${url}`, { headers: { cookie: cookieOf(client) } });
+  const res = await fetch(`${server.url}${url}`, { headers: { cookie: cookieHeader(client) } });
   expect(res.status).toBe(200);
   return Buffer.from(await res.arrayBuffer());
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart, type Reply } from '../helpers/http.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -79,7 +80,7 @@ export async function sendHeldChunk(client: Client, fields: Record<string, strin
   const encoded = new Response(form);
   const body = Buffer.from(await encoded.arrayBuffer());
   const headers: Record<string, string> = { 'content-type': encoded.headers.get('content-type') ?? '', 'content-length': String(body.length) };
-  if (client.jar.size > 0) headers.cookie = [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  if (client.jar.size > 0) headers.cookie = cookieHeader(client);
   if (client.bearer) headers.authorization = `Bearer ${client.bearer}`;
   return new Promise((resolve, reject) => {
     const req = request(`${client.url}/attachment/chunk`, { method: 'PUT', headers, agent: false }, (res) => {

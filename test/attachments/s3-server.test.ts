@@ -8,6 +8,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, venueWithAuthor } from './helpers.ts';
@@ -37,8 +38,6 @@ afterAll(async () => {
   vi.unstubAllEnvs();
 });
 
-const cookieOf = (client: Client) => [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-
 /** The bucket's keys under the service's prefix, without it. */
 async function keys(under = ''): Promise<string[]> {
   const listed = await bucket.client.send(new ListObjectsV2Command({ Bucket: bucket.bucket, Prefix: `${PREFIX}${under}` }));
@@ -65,7 +64,7 @@ describe('a server storing its files in an S3-compatible bucket', () => {
   });
 
   it('streams it back whole, with its type, ETag and length', async () => {
-    const res = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author) } });
+    const res = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieHeader(author) } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/pdf');
     expect(res.headers.get('etag')).toBe(`"${sha1(data)}"`);
@@ -75,20 +74,20 @@ describe('a server storing its files in an S3-compatible bucket', () => {
   });
 
   it('serves a range, answers 304 to a matching ETag, and 416 to a range outside the file', async () => {
-    const part = await fetch(`${server.url}/attachment?id=${noteId}&name=pdf`, { headers: { cookie: cookieOf(author), range: 'bytes=100-199' } });
+    const part = await fetch(`${server.url}/attachment?id=${noteId}&name=pdf`, { headers: { cookie: cookieHeader(author), range: 'bytes=100-199' } });
     expect(part.status).toBe(206);
     expect(part.headers.get('content-range')).toBe(`bytes 100-199/${data.length}`);
     expect(Buffer.from(await part.arrayBuffer()).equals(data.subarray(100, 200))).toBe(true);
-    const tail = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author), range: 'bytes=-10' } });
+    const tail = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieHeader(author), range: 'bytes=-10' } });
     expect(tail.status).toBe(206);
     expect(Buffer.from(await tail.arrayBuffer()).equals(data.subarray(-10))).toBe(true);
 
     // fetch adds `Cache-Control: no-cache` to a conditional request unless it carries its own.
-    const cached = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author), 'if-none-match': `"${sha1(data)}"`, 'cache-control': 'max-age=0' } });
+    const cached = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieHeader(author), 'if-none-match': `"${sha1(data)}"`, 'cache-control': 'max-age=0' } });
     expect(cached.status).toBe(304);
     expect(await cached.text()).toBe('');
 
-    const outside = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieOf(author), range: `bytes=${data.length}-` } });
+    const outside = await fetch(`${server.url}/pdf?id=${noteId}`, { headers: { cookie: cookieHeader(author), range: `bytes=${data.length}-` } });
     expect(outside.status).toBe(416);
     expect(await outside.json()).toMatchObject({ status: 416, name: 'RangeNotSatisfiableError' });
   });
@@ -111,14 +110,14 @@ describe('a server storing its files in an S3-compatible bucket', () => {
     expect(await keys('files/')).toContain(`files${url}`);
 
     const note = await author.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, url) });
-    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieOf(author) } });
+    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieHeader(author) } });
     expect(Buffer.from(await res.arrayBuffer()).equals(whole)).toBe(true);
     expect(await readdir(path.join(server.dataDir, 'tmp'))).toEqual([]);
   });
 
   it('streams several files from the bucket as one zip', async () => {
     const other = (await submitPaper(author, authorId, pdfBytes(3000))).note.body.id as string;
-    const res = await fetch(`${server.url}/pdf?ids=${noteId}&ids=${other}`, { headers: { cookie: cookieOf(author) } });
+    const res = await fetch(`${server.url}/pdf?ids=${noteId}&ids=${other}`, { headers: { cookie: cookieHeader(author) } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/zip');
     const zip = Buffer.from(await res.arrayBuffer());
@@ -132,7 +131,7 @@ describe('a server storing its files in an S3-compatible bucket', () => {
     const first = (await submitPaper(author, authorId, big)).note.body.id as string;
     const small = pdfBytes(2000);
     const second = (await submitPaper(author, authorId, small)).note.body.id as string;
-    const res = await fetch(`${server.url}/pdf?ids=${first}&ids=${second}`, { headers: { cookie: cookieOf(author) } });
+    const res = await fetch(`${server.url}/pdf?ids=${first}&ids=${second}`, { headers: { cookie: cookieHeader(author) } });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     await reader.read();
@@ -151,7 +150,7 @@ describe('a server storing its files in an S3-compatible bucket', () => {
     const { note } = await submitPaper(author, authorId, gone);
     const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
     await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.bucket, Key: `${PREFIX}files/pdf/${sha1(gone)}.pdf` }));
-    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieOf(author) } });
+    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieHeader(author) } });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ name: 'NotFoundError' });
   });

@@ -11,6 +11,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -83,7 +84,7 @@ describe.each([
       // Either server serves the file the other assembled.
       const note = await atSecond.post('/notes', { invitation: SUBMISSION, content: submissionContent(authorId, url) });
       expect(note.status).toBe(200);
-      const cookie = [...atFirst.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+      const cookie = cookieHeader(atFirst);
       const res = await fetch(`${first.url}/pdf?id=${note.body.id}`, { headers: { cookie } });
       expect(Buffer.from(await res.arrayBuffer()).equals(data)).toBe(true);
     }

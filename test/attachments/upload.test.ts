@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -77,7 +78,7 @@ describe('PUT /attachment', () => {
     form.append('invitationId', `${VENUE}/-/Small`);
     const res = await fetch(`${server.url}/attachment`, {
       method: 'PUT',
-      headers: { cookie: [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+      headers: { cookie: cookieHeader(author) },
       body: form,
     });
     expect(res.status).toBe(413);
@@ -132,7 +133,7 @@ describe('PUT /attachment', () => {
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.7\n`;
     const socket = connect(Number(url.port), url.hostname);
     await new Promise<void>((resolve) => socket.on('connect', resolve));
-    const cookie = [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = cookieHeader(author);
     socket.write(
       `PUT /attachment HTTP/1.1\r\nHost: ${url.host}\r\nCookie: ${cookie}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 10000000\r\n\r\n${head}`,
     );
@@ -169,7 +170,7 @@ describe('an uploaded file is the uploader\'s until a note holds it', () => {
     const data = pdfBytes(5000);
     const { body } = await upload(author, { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data });
     const id = `${sha1(data)}.pdf`;
-    const mine = await fetch(`${server.url}/pdf/${id}`, { headers: { cookie: [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    const mine = await fetch(`${server.url}/pdf/${id}`, { headers: { cookie: cookieHeader(author) } });
     expect(mine.status).toBe(200);
     expect(sha1(new Uint8Array(await mine.arrayBuffer()))).toBe(sha1(data));
     expect(body.url).toBe(`/pdf/${id}`);

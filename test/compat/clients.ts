@@ -5,6 +5,7 @@
  * theirs is copied. Each test cites the client file and line it follows.
  */
 import { randomBytes } from 'node:crypto';
+import { cookieHeader, keepCookies } from '../helpers/cookies.ts';
 
 export interface Answer {
   status: number;
@@ -19,18 +20,11 @@ class CookieJar {
   readonly #cookies = new Map<string, string>();
 
   header(): string | undefined {
-    return this.#cookies.size > 0 ? [...this.#cookies].map(([k, v]) => `${k}=${v}`).join('; ') : undefined;
+    return this.#cookies.size > 0 ? cookieHeader(this.#cookies) : undefined;
   }
 
   keep(headers: Headers): void {
-    for (const line of headers.getSetCookie()) {
-      const [pair = ''] = line.split(';');
-      const eq = pair.indexOf('=');
-      const name = pair.slice(0, eq).trim();
-      const value = pair.slice(eq + 1).trim();
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.#cookies.delete(name);
-      else this.#cookies.set(name, value);
-    }
+    keepCookies(this.#cookies, headers);
   }
 }
 

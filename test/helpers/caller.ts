@@ -6,7 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { loadConfig } from '../../server/config.ts';
-import { createContextInner, type Credentials } from '../../server/context.ts';
+import { createContextInner, type Credentials, type SessionCookies } from '../../server/context.ts';
 import { createLogger } from '../../server/logger.ts';
 import { createCaller } from '../../server/router.ts';
 import { createServices, type Services } from '../../server/services.ts';
@@ -15,8 +15,11 @@ import { OUTBOX_ON_ONE_MACHINE, TEST_HASH_COST, tempDir } from './server.ts';
 
 export interface TestServices {
   services: Services;
-  /** A caller of every procedure, as the request carrying `credentials` would call it. */
-  caller(credentials?: Credentials): ReturnType<typeof createCaller>;
+  /**
+   * A caller of every procedure, as the request carrying `credentials` would call it; the
+   * cookies its procedures set go to `cookies` (by default nowhere).
+   */
+  caller(credentials?: Credentials, cookies?: SessionCookies): ReturnType<typeof createCaller>;
   close(): Promise<void>;
 }
 
@@ -29,7 +32,7 @@ export async function startServices(env: Record<string, string> = {}, options: {
   const services = await createServices(config, db, log, options.now);
   return {
     services,
-    caller: (credentials = {}) => createCaller(createContextInner({ services, log, credentials })),
+    caller: (credentials = {}, cookies) => createCaller(createContextInner({ services, log, credentials, cookies })),
     async close() {
       await services.close();
       await db.destroy();

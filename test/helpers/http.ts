@@ -1,9 +1,11 @@
 /** A small HTTP client for tests: JSON in and out, and the cookies a browser would keep. */
+import { cookieHeader, keepCookies, type SetCookie } from './cookies.ts';
+
 export interface Reply<T = unknown> {
   status: number;
   body: T;
   headers: Headers;
-  cookies: Record<string, { value: string; attributes: string }>;
+  cookies: Record<string, SetCookie>;
 }
 
 export class Client {
@@ -19,23 +21,14 @@ export class Client {
     const send: Record<string, string> = { ...headers };
     if (body !== undefined && typeof body !== 'string') send['content-type'] = 'application/json';
     if (typeof body === 'string' && !send['content-type']) send['content-type'] = 'application/json';
-    if (this.jar.size > 0) send.cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    if (this.jar.size > 0) send.cookie = cookieHeader(this.jar);
     if (this.bearer) send.authorization = `Bearer ${this.bearer}`;
     const res = await fetch(this.url + path, {
       method,
       headers: send,
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
-    const cookies: Reply['cookies'] = {};
-    for (const line of res.headers.getSetCookie()) {
-      const [pair = '', ...attrs] = line.split(';');
-      const eq = pair.indexOf('=');
-      const name = pair.slice(0, eq).trim();
-      const value = decodeURIComponent(pair.slice(eq + 1).trim());
-      cookies[name] = { value, attributes: attrs.join(';').trim() };
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.jar.delete(name);
-      else this.jar.set(name, value);
-    }
+    const cookies = keepCookies(this.jar, res);
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -78,7 +71,7 @@ export async function sendMultipart<T = any>(
   for (const [name, value] of Object.entries(fields)) form.append(name, String(value));
   if (file) form.append('file', new Blob([file.data], { type: file.type ?? 'application/octet-stream' }), file.filename);
   const send: Record<string, string> = { ...headers };
-  if (client.jar.size > 0) send.cookie = [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  if (client.jar.size > 0) send.cookie = cookieHeader(client);
   if (client.bearer) send.authorization = `Bearer ${client.bearer}`;
   const res = await fetch(client.url + path, { method, headers: send, body: form });
   const text = await res.text();

@@ -7,6 +7,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directDispatch } from '../../server/http/mount.ts';
 import { routes } from '../../server/http/routes.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 
@@ -16,7 +17,7 @@ beforeAll(async () => {
   server = await startServer();
   const user = await createActiveUser(server);
   const { client } = await loggedIn(server, user.email);
-  cookie = [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  cookie = cookieHeader(client);
 });
 afterAll(async () => {
   await server.close();

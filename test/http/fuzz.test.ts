@@ -15,6 +15,7 @@ import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { appRouter } from '../../server/router.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -36,7 +37,7 @@ afterAll(() => server.close());
 
 async function signIn(): Promise<{ cookie: string; token: string }> {
   const { client, token } = await loggedIn(server, superuser.email);
-  return { cookie: [...client.jar].map(([k, v]) => `${k}=${v}`).join('; '), token };
+  return { cookie: cookieHeader(client), token };
 }
 
 /** Mulberry32: a small seeded generator, so every run sends the same requests. */

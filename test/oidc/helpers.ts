@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as client from 'openid-client';
+import { cookieHeader, keepCookies } from '../helpers/cookies.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { childEnv } from '../helpers/server.ts';
 
@@ -62,15 +63,9 @@ export class UserAgent {
 
   async #request(url: string, init: RequestInit = {}): Promise<Page> {
     const headers = new Headers(init.headers);
-    if (this.jar.size > 0) headers.set('cookie', [...this.jar].map(([k, v]) => `${k}=${v}`).join('; '));
+    if (this.jar.size > 0) headers.set('cookie', cookieHeader(this.jar));
     const res = await fetch(url, { ...init, headers, redirect: 'manual' });
-    for (const line of res.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';');
-      const eq = pair.indexOf('=');
-      const value = pair.slice(eq + 1);
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.jar.delete(pair.slice(0, eq));
-      else this.jar.set(pair.slice(0, eq), value);
-    }
+    keepCookies(this.jar, res);
     const location = res.headers.get('location');
     return { status: res.status, url, location: location ? new URL(location, url).toString() : null, html: await res.text() };
   }

@@ -3,6 +3,7 @@ import * as client from 'openid-client';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClock } from '../helpers/clock.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
@@ -390,7 +391,7 @@ describe('consents and the JSON interaction endpoints', () => {
     const other = await createActiveUser(server);
     const { client: api } = await loggedIn(server, other.email);
     const request = await authorizationRequest(rp);
-    const res = await fetch(request.url, { redirect: 'manual', headers: { cookie: [...api.jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    const res = await fetch(request.url, { redirect: 'manual', headers: { cookie: cookieHeader(api) } });
     const interactionId = new URL(res.headers.get('location') ?? '').searchParams.get('interaction') ?? '';
     expect((await api.post('/oidc/authorize/confirm', { interactionId })).body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'] });
     const consent = await api.post('/oidc/authorize/consent', { interactionId, approved: true });

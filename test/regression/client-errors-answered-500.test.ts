@@ -10,6 +10,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, submitPaper, venueWithAuthor } from '../attachments/helpers.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -112,7 +113,7 @@ describe('a download with a condition the file does not meet', () => {
   it('If-Match or If-Unmodified-Since that fails is a 400, not a 500', async () => {
     const { author, authorId } = await venueWithAuthor(server);
     const { url, note } = await submitPaper(author, authorId, pdfBytes(3000));
-    const cookie = [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = cookieHeader(author);
     const conditions: Array<Record<string, string>> = [{ 'if-match': '"not-this-file"' }, { 'if-unmodified-since': 'Mon, 01 Jan 1990 00:00:00 GMT' }];
     for (const condition of conditions) {
       for (const path of [url, `/pdf?id=${note.body.id}`, `/attachment?id=${note.body.id}&name=pdf`]) {

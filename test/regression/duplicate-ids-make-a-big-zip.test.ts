@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, submitPaper, venueWithAuthor, type Client } from '../attachments/helpers.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -31,7 +32,7 @@ async function note(): Promise<string> {
 describe('ids= with the same id many times', () => {
   it('makes a zip with each note once', async () => {
     const [a, b] = [await note(), await note()];
-    const cookie = [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = cookieHeader(author);
     const ids = [...Array.from({ length: 48 }, () => a), b, a].map((id) => `ids=${id}`).join('&');
     for (const path of [`/pdf?${ids}`, `/attachment?${ids}&name=pdf`]) {
       const res = await fetch(server.url + path, { headers: { cookie } });

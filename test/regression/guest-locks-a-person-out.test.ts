@@ -12,6 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEVICE_COOKIE } from '../../shared/index.ts';
+import { sentBack } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -135,7 +136,7 @@ describe('the sign-in page of a browser past the account’s limit', () => {
     const person = await createActiveUser(server);
     await exhaust(person.email);
     const form = await fetch(`${server.url}/account/login`);
-    const cookie = form.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
+    const cookie = sentBack(form);
     const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
     const post = (fields: Record<string, string>) =>
       fetch(`${server.url}/account/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams({ csrf, email: person.email, password: PASSWORD, ...fields }) });

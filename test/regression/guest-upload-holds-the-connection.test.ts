@@ -11,6 +11,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBMISSION, temporaryFiles, venueWithAuthor } from '../attachments/helpers.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -20,7 +21,7 @@ let cookie: string;
 beforeAll(async () => {
   server = await startServer();
   const { author } = await venueWithAuthor(server);
-  cookie = [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  cookie = cookieHeader(author);
 });
 afterAll(() => server.close());
 

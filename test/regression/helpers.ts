@@ -10,9 +10,6 @@ export function bearerClient(server: TestServer, token: string): Client {
   return client;
 }
 
-/** The cookies a client holds, as a `Cookie` header. */
-export const cookieOf = (client: Client): string => [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-
 /** A client signed in as a new super user of `server`. */
 export async function superUser(server: TestServer): Promise<Client> {
   const admin = await createActiveUser(server, { role: 'superuser' });

@@ -7,6 +7,7 @@
  * person (it would have issued that other person's code to a request this browser started).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import type { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
@@ -27,7 +28,7 @@ const GONE = {
 /** A stored interaction waiting for the signed-in `api` user's consent. */
 async function pendingInteraction(): Promise<string> {
   const request = await authorizationRequest(rp);
-  const res = await fetch(request.url, { redirect: 'manual', headers: { cookie: [...api.jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+  const res = await fetch(request.url, { redirect: 'manual', headers: { cookie: cookieHeader(api) } });
   const id = new URL(res.headers.get('location') ?? '').searchParams.get('interaction');
   expect(id).toBeTruthy();
   return id as string;

@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type * as client from 'openid-client';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -40,7 +41,7 @@ describe('an access token alone, at the sign-in provider', () => {
 
   it('cannot confirm or consent to a sign-in request, which stays unanswered', async () => {
     const request = await authorizationRequest(rp);
-    const cookie = [...victim.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = cookieHeader(victim);
     const res = await fetch(request.url, { redirect: 'manual', headers: { cookie } });
     const interactionId = new URL(res.headers.get('location') ?? '', server.url).searchParams.get('interaction');
     expect(interactionId).toBeTruthy();

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, submitPaper, venueWithAuthor } from '../attachments/helpers.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import type { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { cookieOf } from './helpers.ts';
 
 let server: TestServer;
 let author: Client;
@@ -23,7 +23,7 @@ describe('reading back', () => {
   it('an unsatisfiable range is a 416 Error body, not a 500', async () => {
     const data = pdfBytes(1000);
     const { note } = await submitPaper(author, authorId, data);
-    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieOf(author), range: 'bytes=999999-' } });
+    const res = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieHeader(author), range: 'bytes=999999-' } });
     expect(res.status).toBe(416);
     expect(await res.json()).toMatchObject({ status: 416, name: 'RangeNotSatisfiableError' });
   });

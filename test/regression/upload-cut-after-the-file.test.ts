@@ -6,6 +6,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, SUBMISSION, temporaryFiles, venueWithAuthor } from '../attachments/helpers.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -15,7 +16,7 @@ let cookie: string;
 beforeAll(async () => {
   server = await startServer();
   const { author } = await venueWithAuthor(server);
-  cookie = [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  cookie = cookieHeader(author);
 });
 afterAll(() => server.close());
 

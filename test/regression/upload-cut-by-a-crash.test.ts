@@ -15,6 +15,7 @@ import path from 'node:path';
 import sqlite3 from 'sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBMISSION, VENUE } from '../attachments/helpers.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, startServer, tempDir } from '../helpers/server.ts';
@@ -188,7 +189,7 @@ describe('the server killed with SIGKILL and restarted on the same data folder',
     const again = await sendChunk(author, id, data, CHUNKS - 1);
     expect(again.body).toEqual({ url: `/pdf/${sha1}.pdf` });
     expect(Date.now() - started).toBeLessThan(30_000);
-    const file = await fetch(`${url}/pdf/${sha1}.pdf`, { headers: { cookie: [...author.jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    const file = await fetch(`${url}/pdf/${sha1}.pdf`, { headers: { cookie: cookieHeader(author) } });
     expect(file.status).toBe(200);
     expect(Buffer.from(await file.arrayBuffer()).equals(data)).toBe(true);
     expect((await author.get(`/attachment/chunk/status?clientUploadId=${id}`)).body).toMatchObject({ state: 'done', url: `/pdf/${sha1}.pdf` });

@@ -8,6 +8,7 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, submissionContent, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { dropTestDatabase } from '../helpers/database.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { readOutbox } from '../helpers/outbox.ts';
@@ -344,7 +345,7 @@ describe('consents given at once', () => {
     const rp = await relyingParty(server, 'two-tabs');
     const person = await createActiveUser(server, { fullname: 'Two Tabs' });
     const { client } = await loggedIn(server, person.email);
-    const cookie = [...client.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = cookieHeader(client);
     // Two tabs, each asking for its own scopes, each at the consent page.
     const interactions = await Promise.all(
       ['openid profile', 'openid email'].map(async (scope) => {

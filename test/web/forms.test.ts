@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../server/http/routes.ts';
+import { sentBack } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -20,7 +21,7 @@ const FORM_PATHS = routes.filter((r) => r.path.startsWith('/account') && r.metho
 /** A browser's CSRF cookie and the token its forms carry. */
 async function csrf(): Promise<{ cookie: string; token: string }> {
   const res = await fetch(`${server.url}/account/login`);
-  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('service.csrf='))?.split(';')[0] ?? '';
+  const cookie = sentBack(res, 'service.csrf');
   const token = /name="csrf" value="([^"]+)"/.exec(await res.text())?.[1] ?? '';
   expect(cookie).not.toBe('');
   expect(cookie).toBe(`service.csrf=${token}`);
@@ -145,7 +146,7 @@ describe('human verification on the pages, with a verification service configure
 
   it('sends the widget’s answer to the verification service: a person signs up, a robot is told why not', async () => {
     const page = await fetch(`${verified.url}/account/signup`);
-    const cookie = page.headers.getSetCookie().find((c) => c.startsWith('service.csrf='))?.split(';')[0] ?? '';
+    const cookie = sentBack(page, 'service.csrf');
     const token = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
     const form = { csrf: token, fullname: 'Katherine Johnson', email: 'katherine@example.org', password: 'Correct-Horse-9' };
     const send = (answer: Record<string, string>) =>

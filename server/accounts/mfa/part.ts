@@ -8,7 +8,7 @@ import type { AccountsRepository } from '../repository.ts';
  * change to how they sign in (a factor added or removed, a recovery code used).
  */
 export abstract class MfaPart extends AccountsBase {
-  protected audit(target: string, actor: string, action: string, details?: Record<string, unknown>, repo: AccountsRepository = this.d.repo, reason?: string): Promise<void> {
+  protected audit(target: string, actor: string, action: string, details?: Record<string, unknown>, repo: AccountsRepository = this.deps.repo, reason?: string): Promise<void> {
     return repo.settings.audit({ actor, action, target, reason, details }, this.now());
   }
 
@@ -20,11 +20,11 @@ export abstract class MfaPart extends AccountsBase {
   /** Tells the person of a change to how they sign in, after the answer. */
   protected mailChange(profileId: string, what: string): void {
     const when = new Date(this.now()).toISOString();
-    this.d.mailer.later(async () => {
-      const profile = await this.d.repo.profiles.find(profileId);
-      const to = profile ? preferredEmail(profile, await this.d.repo.emails.emailsOf(profileId)) : undefined;
+    this.deps.mailer.later(async () => {
+      const profile = await this.deps.repo.profiles.find(profileId);
+      const to = profile ? preferredEmail(profile, await this.deps.repo.emails.emailsOf(profileId)) : undefined;
       if (!to) return;
-      await this.d.mailer.send({ to, ...signInSettingsChangedMail({ what, profileId, when }) });
+      await this.deps.mailer.send({ to, ...signInSettingsChangedMail({ what, profileId, when }) });
     });
   }
 }

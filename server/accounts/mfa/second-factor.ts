@@ -35,26 +35,26 @@ export interface SecondFactorDeps {
  * lockout is the same for both.
  */
 export class SecondFactors extends MfaPart {
-  readonly #f: SecondFactorDeps;
+  readonly #factorDeps: SecondFactorDeps;
 
   constructor(deps: AccountsDeps, factors: SecondFactorDeps) {
     super(deps);
-    this.#f = factors;
+    this.#factorDeps = factors;
   }
 
   /** The factors a person has on, in a fixed order. */
   async methodsOf(profileId: string): Promise<MfaFactorMethod[]> {
-    const factors = await this.#f.mfa.factors(profileId);
+    const factors = await this.#factorDeps.mfa.factors(profileId);
     const methods: MfaFactorMethod[] = [];
     if (factors?.totpSecret) methods.push('totp');
     if (factors?.emailEnabledAt !== null && factors?.emailEnabledAt !== undefined) methods.push('emailOtp');
-    if ((await this.#f.passkeys.count(profileId)) > 0) methods.push('passkey');
+    if ((await this.#factorDeps.passkeys.count(profileId)) > 0) methods.push('passkey');
     return methods;
   }
 
   /** The person's preferred method among `methods`, or the first; null when none is on. */
   async preferred(profileId: string, methods: MfaFactorMethod[]): Promise<MfaFactorMethod | null> {
-    const stored = (await this.#f.mfa.factors(profileId))?.preferredMethod;
+    const stored = (await this.#factorDeps.mfa.factors(profileId))?.preferredMethod;
     return methods.find((m) => m === stored) ?? methods[0] ?? null;
   }
 
@@ -71,7 +71,7 @@ export class SecondFactors extends MfaPart {
    * person's lockout.
    */
   ownAllowance(profile: ProfileRecord, device: string | undefined): string | null {
-    const nonce = this.d.devices.nonceFor(device, profile.id);
+    const nonce = this.deps.devices.nonceFor(device, profile.id);
     return nonce === null ? null : `device:${nonce}`;
   }
 
@@ -88,7 +88,7 @@ export class SecondFactors extends MfaPart {
     if (ownAllowance !== null) return this.#checkWithOwnAllowance(profile, usable, code, challengeKey, ownAllowance);
     const now = this.now();
     await this.refuseIfLocked(profile.id);
-    const attempt = await this.#f.mfa.beginAttempt(profile.id, now);
+    const attempt = await this.#factorDeps.mfa.beginAttempt(profile.id, now);
     // Another attempt may have locked the person since the check above (simultaneous guesses).
     if (attempt.lockedUntil !== null && attempt.lockedUntil > now) throw locked(attempt.lockedUntil, now);
     if (attempt.count > MAX_FAILED_ATTEMPTS) throw locked(now + LOCK_SECONDS * 1000, now);
@@ -104,13 +104,13 @@ export class SecondFactors extends MfaPart {
     if (proof === null) {
       if (attempt.count >= MAX_FAILED_ATTEMPTS) {
         const until = now + LOCK_SECONDS * 1000;
-        await this.#f.mfa.lock(profile.id, until);
+        await this.#factorDeps.mfa.lock(profile.id, until);
         await this.audit(profile.id, 'system', 'mfa.locked', { until });
         throw locked(until, now);
       }
       throw refusal ?? new AppError('BadRequestError', INVALID_CODE);
     }
-    await this.#f.mfa.clearFailures(profile.id);
+    await this.#factorDeps.mfa.clearFailures(profile.id);
     return proof;
   }
 
@@ -118,7 +118,7 @@ export class SecondFactors extends MfaPart {
     const now = this.now();
     let left: number;
     try {
-      left = (await this.d.limits.consume('mfaDevice', key)).remaining;
+      left = (await this.deps.limits.consume('mfaDevice', key)).remaining;
     } catch (error) {
       if (error instanceof AppError && error.name === 'TooManyError') throw locked(now + Number(error.details?.retryAfter ?? LOCK_SECONDS) * 1000, now);
       throw error;
@@ -132,9 +132,9 @@ export class SecondFactors extends MfaPart {
     }
     // As for the person: the last wrong code of the allowance locks (this browser only).
     if (proof === null) throw left > 0 ? new AppError('BadRequestError', INVALID_CODE) : locked(now + LOCK_SECONDS * 1000, now);
-    await this.d.limits.refund('mfaDevice', key);
+    await this.deps.limits.refund('mfaDevice', key);
     // The person proved it: strangers' wrong codes so far no longer count towards their lockout.
-    await this.#f.mfa.clearFailures(profile.id);
+    await this.#factorDeps.mfa.clearFailures(profile.id);
     return proof;
   }
 
@@ -142,46 +142,46 @@ export class SecondFactors extends MfaPart {
     const now = this.now();
     if (method === 'passkey') {
       if (typeof code !== 'object') return null;
-      const passkey = await this.#f.passkeys.authenticate(code as AuthenticationResponseJSON, { userId: profile.id, challengeKey });
+      const passkey = await this.#factorDeps.passkeys.authenticate(code as AuthenticationResponseJSON, { userId: profile.id, challengeKey });
       return passkey.userId === profile.id ? { method, passkey } : null;
     }
     if (typeof code !== 'string') return null;
     if (method === 'totp') {
-      const factors = await this.#f.mfa.factors(profile.id);
-      const secret = factors?.totpSecret ? this.#f.box.open(factors.totpSecret, profile.id) : null;
+      const factors = await this.#factorDeps.mfa.factors(profile.id);
+      const secret = factors?.totpSecret ? this.#factorDeps.box.open(factors.totpSecret, profile.id) : null;
       if (secret === null) return null;
       const step = totpStep(secret, typedDigits(code), now);
-      return step !== null && (await this.#f.mfa.acceptTotpStep(profile.id, step)) ? { method } : null;
+      return step !== null && (await this.#factorDeps.mfa.acceptTotpStep(profile.id, step)) ? { method } : null;
     }
     if (method === 'emailOtp') {
       const digits = typedDigits(code);
       if (!/^\d{6}$/.test(digits)) return null;
-      return (await this.#f.mfa.useEmailCode(profile.id, this.#f.codes.hash('email', profile.id, digits), now)) ? { method } : null;
+      return (await this.#factorDeps.mfa.useEmailCode(profile.id, this.#factorDeps.codes.hash('email', profile.id, digits), now)) ? { method } : null;
     }
     const recovery = typedRecoveryCode(code);
-    if (recovery === null || !(await this.#f.mfa.useRecoveryCode(profile.id, this.#f.codes.hash('recovery', profile.id, recovery), now))) return null;
+    if (recovery === null || !(await this.#factorDeps.mfa.useRecoveryCode(profile.id, this.#factorDeps.codes.hash('recovery', profile.id, recovery), now))) return null;
     await this.notify(profile.id, 'A recovery code was used to sign in', 'mfa.recovery.used', profile.id);
     return { method };
   }
 
   /** A 429 while the person's second step is locked. */
   async refuseIfLocked(profileId: string): Promise<void> {
-    const lockedUntil = (await this.#f.mfa.factors(profileId))?.lockedUntil ?? null;
+    const lockedUntil = (await this.#factorDeps.mfa.factors(profileId))?.lockedUntil ?? null;
     if (lockedUntil !== null && lockedUntil > this.now()) throw locked(lockedUntil, this.now());
   }
 
   /** Mails the person a 6-digit code (at most five a quarter of an hour), valid `EMAIL_CODE_SECONDS`; a newer one voids it. */
   async sendEmailCode(profile: ProfileRecord, purpose = `finish signing in to ${profile.id}`): Promise<void> {
-    await this.d.limits.consume('mfaEmailAccount', `profile:${profile.id}`);
+    await this.deps.limits.consume('mfaEmailAccount', `profile:${profile.id}`);
     const to = await this.emailOf(profile);
     const code = newEmailCode();
     const now = this.now();
-    await this.#f.mfa.putEmailCode(profile.id, this.#f.codes.hash('email', profile.id, code), now, now + EMAIL_CODE_SECONDS * 1000);
-    this.d.mailer.post({ to, ...verificationCodeMail({ code, purpose, validForSeconds: EMAIL_CODE_SECONDS }) });
+    await this.#factorDeps.mfa.putEmailCode(profile.id, this.#factorDeps.codes.hash('email', profile.id, code), now, now + EMAIL_CODE_SECONDS * 1000);
+    this.deps.mailer.post({ to, ...verificationCodeMail({ code, purpose, validForSeconds: EMAIL_CODE_SECONDS }) });
   }
 
   /** Where codes and notices go: the preferred address, or a 400. */
-  async emailOf(profile: ProfileRecord, repo: AccountsRepository = this.d.repo): Promise<string> {
+  async emailOf(profile: ProfileRecord, repo: AccountsRepository = this.deps.repo): Promise<string> {
     const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (!email) throw new AppError('BadRequestError', 'This account has no email address to send a code to');
     return email;

@@ -35,38 +35,38 @@ export interface MfaServiceDeps {
  * is mailed to the person and written to the audit log. Signing in with them is `sign-in.ts`'s.
  */
 export class MfaService extends MfaPart {
-  readonly #m: MfaServiceDeps;
+  readonly #mfaDeps: MfaServiceDeps;
 
   constructor(deps: AccountsDeps, mfa: MfaServiceDeps) {
     super(deps);
-    this.#m = mfa;
+    this.#mfaDeps = mfa;
   }
 
   // ---- what a person has ----------------------------------------------------------------------------
 
   /** The factors a person has on, in a fixed order. */
   methodsOf(profileId: string): Promise<MfaFactorMethod[]> {
-    return this.#m.factors.methodsOf(profileId);
+    return this.#mfaDeps.factors.methodsOf(profileId);
   }
 
   async status(viewer: Viewer): Promise<MfaStatus> {
     const id = viewer.profileId;
-    const methods = await this.#m.factors.methodsOf(id);
+    const methods = await this.#mfaDeps.factors.methodsOf(id);
     return {
       enabled: methods.length > 0,
       methods,
-      preferredMethod: await this.#m.factors.preferred(id, methods),
-      recoveryCodesRemaining: methods.length > 0 ? await this.#m.mfa.recoveryCodesRemaining(id) : 0,
-      trustedDevicesCount: methods.length > 0 ? await this.#m.mfa.trustedCount(id, viewer.tokenVersion, this.now()) : 0,
+      preferredMethod: await this.#mfaDeps.factors.preferred(id, methods),
+      recoveryCodesRemaining: methods.length > 0 ? await this.#mfaDeps.mfa.recoveryCodesRemaining(id) : 0,
+      trustedDevicesCount: methods.length > 0 ? await this.#mfaDeps.mfa.trustedCount(id, viewer.tokenVersion, this.now()) : 0,
     };
   }
 
   // ---- managing the factors ----------------------------------------------------------------------
 
   async setPreferred(viewer: Viewer, method: MfaFactorMethod): Promise<MfaStatus> {
-    const methods = await this.#m.factors.methodsOf(viewer.profileId);
+    const methods = await this.#mfaDeps.factors.methodsOf(viewer.profileId);
     if (!methods.includes(method)) throw new AppError('BadRequestError', `The method ${method} is not set up for this account`, { path: 'method' });
-    await this.#m.mfa.setPreferred(viewer.profileId, method, this.now());
+    await this.#mfaDeps.mfa.setPreferred(viewer.profileId, method, this.now());
     await this.audit(viewer.profileId, viewer.profileId, 'mfa.preferred', { method });
     return this.status(viewer);
   }
@@ -78,9 +78,9 @@ export class MfaService extends MfaPart {
     // app turns the old one off, which needs it anyway.
     await this.#requireFreshToAdd(viewer, refreshToken);
     const secret = newTotpSecret();
-    await this.#m.mfa.setTotpPending(profile.id, this.#m.box.seal(secret, profile.id), this.now());
-    const label = (await this.#m.factors.emailOf(profile).catch(() => null)) ?? profile.id;
-    return { secret, ...(await totpProvisioning(secret, label, this.#m.issuer)) };
+    await this.#mfaDeps.mfa.setTotpPending(profile.id, this.#mfaDeps.box.seal(secret, profile.id), this.now());
+    const label = (await this.#mfaDeps.factors.emailOf(profile).catch(() => null)) ?? profile.id;
+    return { secret, ...(await totpProvisioning(secret, label, this.#mfaDeps.issuer)) };
   }
 
   /** `POST /mfa/setup/totp/verify`: a code from the secret being set up turns TOTP on. */
@@ -88,10 +88,10 @@ export class MfaService extends MfaPart {
     await this.#requireFreshToAdd(viewer, refreshToken);
     const id = viewer.profileId;
     const now = this.now();
-    const factors = await this.#m.mfa.factors(id);
+    const factors = await this.#mfaDeps.mfa.factors(id);
     const sealed = factors?.totpPendingSecret ?? null;
     const fresh = sealed !== null && factors?.totpPendingAt != null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
-    const secret = fresh ? this.#m.box.open(sealed, id) : null;
+    const secret = fresh ? this.#mfaDeps.box.open(sealed, id) : null;
     if (secret === null || sealed === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
     if (totpStep(secret, typedDigits(code), now) === null) throw new AppError('BadRequestError', INVALID_CODE, { path: 'code' });
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.totp.enabled', 'An authenticator app was set up for signing in', (mfa) =>
@@ -102,15 +102,15 @@ export class MfaService extends MfaPart {
 
   async totpDelete(viewer: Viewer): Promise<{ status: 'ok'; enabled: boolean }> {
     await this.#requireFresh(viewer);
-    if (!(await this.#m.factors.methodsOf(viewer.profileId)).includes('totp')) throw new AppError('BadRequestError', 'TOTP is not set up for this account');
+    if (!(await this.#mfaDeps.factors.methodsOf(viewer.profileId)).includes('totp')) throw new AppError('BadRequestError', 'TOTP is not set up for this account');
     return this.#disableFactor(viewer, 'mfa.totp.disabled', 'The authenticator app was removed from signing in', (mfa) => mfa.disableTotp(viewer.profileId, this.now()));
   }
 
   /** `POST /mfa/setup/email`: codes mailed to the person's preferred address (which is confirmed already). */
   async emailSetup(viewer: Viewer, refreshToken: string | undefined): Promise<{ emailOtpEnabled: true; recoveryCodes?: string[] }> {
     const profile = await this.#profile(viewer.profileId);
-    await this.#m.factors.emailOf(profile);
-    if ((await this.#m.factors.methodsOf(profile.id)).includes('emailOtp')) return { emailOtpEnabled: true };
+    await this.#mfaDeps.factors.emailOf(profile);
+    if ((await this.#mfaDeps.factors.methodsOf(profile.id)).includes('emailOtp')) return { emailOtpEnabled: true };
     await this.#requireFreshToAdd(viewer, refreshToken);
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.email.enabled', 'Codes by email were turned on for signing in', (mfa) => mfa.setEmail(profile.id, this.now(), this.now()));
     return { emailOtpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
@@ -118,7 +118,7 @@ export class MfaService extends MfaPart {
 
   async emailDelete(viewer: Viewer): Promise<{ status: 'ok'; enabled: boolean }> {
     await this.#requireFresh(viewer);
-    if (!(await this.#m.factors.methodsOf(viewer.profileId)).includes('emailOtp')) throw new AppError('BadRequestError', 'Codes by email are not set up for this account');
+    if (!(await this.#mfaDeps.factors.methodsOf(viewer.profileId)).includes('emailOtp')) throw new AppError('BadRequestError', 'Codes by email are not set up for this account');
     return this.#disableFactor(viewer, 'mfa.email.disabled', 'Codes by email were turned off for signing in', async (mfa) => {
       await mfa.setEmail(viewer.profileId, null, this.now());
       await mfa.deleteEmailCode(viewer.profileId);
@@ -127,11 +127,11 @@ export class MfaService extends MfaPart {
 
   async regenerateRecoveryCodes(viewer: Viewer, refreshToken: string | undefined): Promise<{ recoveryCodes: string[] }> {
     await this.#requireFreshToAdd(viewer, refreshToken);
-    if ((await this.#m.factors.methodsOf(viewer.profileId)).length === 0) throw new AppError('BadRequestError', 'Turn on a second factor first: recovery codes stand in for one');
+    if ((await this.#mfaDeps.factors.methodsOf(viewer.profileId)).length === 0) throw new AppError('BadRequestError', 'Turn on a second factor first: recovery codes stand in for one');
     const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
-    await this.#m.mfa.transaction(async (mfa, trx) => {
-      await mfa.replaceRecoveryCodes(viewer.profileId, codes.map((c) => this.#m.codes.hash('recovery', viewer.profileId, c)), this.now());
-      await this.audit(viewer.profileId, viewer.profileId, 'mfa.recovery.regenerated', undefined, this.d.repo.with(trx));
+    await this.#mfaDeps.mfa.transaction(async (mfa, trx) => {
+      await mfa.replaceRecoveryCodes(viewer.profileId, codes.map((c) => this.#mfaDeps.codes.hash('recovery', viewer.profileId, c)), this.now());
+      await this.audit(viewer.profileId, viewer.profileId, 'mfa.recovery.regenerated', undefined, this.deps.repo.with(trx));
     });
     this.mailChange(viewer.profileId, 'New recovery codes were made; the old ones no longer work');
     return { recoveryCodes: codes };
@@ -139,7 +139,7 @@ export class MfaService extends MfaPart {
 
   /** `DELETE /mfa/trusted-devices`: every remembered browser asks for the second factor again. */
   async forgetTrustedDevices(viewer: Viewer): Promise<MfaStatus> {
-    const forgotten = await this.#m.mfa.forgetTrusted(viewer.profileId);
+    const forgotten = await this.#mfaDeps.mfa.forgetTrusted(viewer.profileId);
     await this.audit(viewer.profileId, viewer.profileId, 'mfa.trusted-devices.forgotten', { forgotten });
     return this.status(viewer);
   }
@@ -148,25 +148,25 @@ export class MfaService extends MfaPart {
 
   async passkeyInit(viewer: Viewer, refreshToken: string | undefined): Promise<Record<string, unknown> & { challenge: string }> {
     await this.#requireFreshToAdd(viewer, refreshToken);
-    return { ...(await this.#m.passkeys.registrationOptions(viewer.profileId)) };
+    return { ...(await this.#mfaDeps.passkeys.registrationOptions(viewer.profileId)) };
   }
 
   async passkeyVerify(viewer: Viewer, response: PasskeyAttestation, name: string | null | undefined, refreshToken: string | undefined) {
     await this.#requireFreshToAdd(viewer, refreshToken);
-    const wasOn = (await this.#m.factors.methodsOf(viewer.profileId)).length > 0;
-    const passkey = await this.#m.passkeys.register(viewer.profileId, response as RegistrationResponseJSON, name?.trim() || 'Passkey');
+    const wasOn = (await this.#mfaDeps.factors.methodsOf(viewer.profileId)).length > 0;
+    const passkey = await this.#mfaDeps.passkeys.register(viewer.profileId, response as RegistrationResponseJSON, name?.trim() || 'Passkey');
     const recoveryCodes = wasOn ? null : await this.#firstRecoveryCodes(viewer.profileId);
     await this.notify(viewer.profileId, `A passkey ("${passkey.name}") was added for signing in`, 'mfa.passkey.added', viewer.profileId, { credentialId: passkey.credentialId });
     return { passkey, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
 
   async passkeyList(viewer: Viewer) {
-    return { passkeys: await this.#m.passkeys.list(viewer.profileId) };
+    return { passkeys: await this.#mfaDeps.passkeys.list(viewer.profileId) };
   }
 
   async passkeyDelete(viewer: Viewer, credentialId: string): Promise<{ status: 'ok'; enabled: boolean }> {
     await this.#requireFresh(viewer);
-    if (!(await this.#m.passkeys.remove(viewer.profileId, credentialId))) throw new AppError('NotFoundError', 'No such passkey');
+    if (!(await this.#mfaDeps.passkeys.remove(viewer.profileId, credentialId))) throw new AppError('NotFoundError', 'No such passkey');
     return this.#disableFactor(viewer, 'mfa.passkey.removed', 'A passkey was removed from signing in', async () => undefined, { credentialId });
   }
 
@@ -179,34 +179,34 @@ export class MfaService extends MfaPart {
     // account (which count against the account's) never keep its owner from proving it again.
     const own = `session:${viewer.sessionId}`;
     if ('password' in input) {
-      await this.d.limits.consume('loginDevice', own);
-      if (!(await this.d.hasher.verify(input.password, profile.passwordHash, addressKey(origin.address)))) {
+      await this.deps.limits.consume('loginDevice', own);
+      if (!(await this.deps.hasher.verify(input.password, profile.passwordHash, addressKey(origin.address)))) {
         throw new AppError('BadRequestError', 'Invalid password', { path: 'password' });
       }
-      await this.d.limits.refund('loginDevice', own);
+      await this.deps.limits.refund('loginDevice', own);
     } else {
-      await this.d.limits.consume('mfaAddress', addressKey(origin.address));
-      await this.#m.factors.check(profile, input.method, input.code, `reauth:${viewer.sessionId}`, own);
-      await this.d.limits.refund('mfaAddress', addressKey(origin.address));
+      await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
+      await this.#mfaDeps.factors.check(profile, input.method, input.code, `reauth:${viewer.sessionId}`, own);
+      await this.deps.limits.refund('mfaAddress', addressKey(origin.address));
     }
     const now = this.now();
-    await this.#m.mfa.setReauth(viewer.sessionId, now);
+    await this.#mfaDeps.mfa.setReauth(viewer.sessionId, now);
     return { reauthenticatedUntil: now + REAUTH_SECONDS * 1000 };
   }
 
   /** `POST /mfa/reauthenticate/challenge`: mails a code to a signed-in person who has codes by email on. */
   async reauthChallenge(viewer: Viewer): Promise<{ method: 'emailOtp'; sent: true; expiresIn: number }> {
     const profile = await this.#profile(viewer.profileId);
-    await this.#m.factors.usable(profile.id, 'emailOtp');
-    await this.#m.factors.refuseIfLocked(profile.id);
-    await this.#m.factors.sendEmailCode(profile, 'confirm a change to how you sign in');
+    await this.#mfaDeps.factors.usable(profile.id, 'emailOtp');
+    await this.#mfaDeps.factors.refuseIfLocked(profile.id);
+    await this.#mfaDeps.factors.sendEmailCode(profile, 'confirm a change to how you sign in');
     return { method: 'emailOtp', sent: true, expiresIn: EMAIL_CODE_SECONDS };
   }
 
   /** A 403 unless the session was opened, or its holder proved again, within `REAUTH_SECONDS`. */
   async #requireFresh(viewer: Viewer): Promise<void> {
     const now = this.now();
-    const last = Math.max(viewer.authTime, (await this.#m.mfa.reauthAt(viewer.sessionId)) ?? 0);
+    const last = Math.max(viewer.authTime, (await this.#mfaDeps.mfa.reauthAt(viewer.sessionId)) ?? 0);
     if (now - last <= REAUTH_SECONDS * 1000) return;
     throw new AppError('ForbiddenError', 'Please confirm it is you: sign out and sign in again, or send your password (or a code) to POST /mfa/reauthenticate; then try again.', {
       reauthenticate: '/mfa/reauthenticate',
@@ -222,9 +222,9 @@ export class MfaService extends MfaPart {
    */
   async #requireFreshToAdd(viewer: Viewer, refreshToken: string | undefined): Promise<void> {
     const now = this.now();
-    const reauthAt = await this.#m.mfa.reauthAt(viewer.sessionId);
+    const reauthAt = await this.#mfaDeps.mfa.reauthAt(viewer.sessionId);
     if (reauthAt !== null && now - reauthAt <= REAUTH_SECONDS * 1000) return;
-    if (now - viewer.authTime <= REAUTH_SECONDS * 1000 && (await this.#m.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken))) return;
+    if (now - viewer.authTime <= REAUTH_SECONDS * 1000 && (await this.#mfaDeps.sessions.holdsRefreshCookie(viewer.sessionId, refreshToken))) return;
     throw new AppError(
       'ForbiddenError',
       'Please confirm it is you: send your password (or a code) to POST /mfa/reauthenticate, then try again. A fresh sign-in in this browser counts too; an access token alone does not.',
@@ -239,14 +239,14 @@ export class MfaService extends MfaPart {
    * code. Every factor and remembered browser is removed (passkeys too), audited and mailed.
    */
   async disableForOperator(idOrEmail: string, reason: string): Promise<{ profileId: string; removed: MfaFactorMethod[] }> {
-    const found = await this.d.repo.profiles.findByIdOrEmail(normaliseId(idOrEmail));
-    const profile = found?.mergedInto ? await this.d.repo.profiles.find(found.mergedInto) : found;
+    const found = await this.deps.repo.profiles.findByIdOrEmail(normaliseId(idOrEmail));
+    const profile = found?.mergedInto ? await this.deps.repo.profiles.find(found.mergedInto) : found;
     if (!profile) throw new AppError('NotFoundError', `No profile ${idOrEmail}`);
-    const removed = await this.#m.factors.methodsOf(profile.id);
-    for (const passkey of await this.#m.passkeys.list(profile.id)) await this.#m.passkeys.remove(profile.id, passkey.credentialId);
-    await this.#m.mfa.transaction(async (mfa, trx) => {
+    const removed = await this.#mfaDeps.factors.methodsOf(profile.id);
+    for (const passkey of await this.#mfaDeps.passkeys.list(profile.id)) await this.#mfaDeps.passkeys.remove(profile.id, passkey.credentialId);
+    await this.#mfaDeps.mfa.transaction(async (mfa, trx) => {
       await mfa.removeEverything(profile.id);
-      await this.audit(profile.id, 'operator', 'mfa.disabled-by-operator', { removed }, this.d.repo.with(trx), reason);
+      await this.audit(profile.id, 'operator', 'mfa.disabled-by-operator', { removed }, this.deps.repo.with(trx), reason);
     });
     this.mailChange(profile.id, 'An operator turned multi-factor sign-in off for your account, at your request');
     return { profileId: profile.id, removed };
@@ -257,31 +257,31 @@ export class MfaService extends MfaPart {
    * just before a logout still finds how its sign-in was proved).
    */
   async sweep(): Promise<void> {
-    await this.#m.mfa.deleteEnded(this.now() - 24 * 60 * 60 * 1000);
+    await this.#mfaDeps.mfa.deleteEnded(this.now() - 24 * 60 * 60 * 1000);
   }
 
   // ---- helpers -------------------------------------------------------------------------------------
 
   async #profile(profileId: string): Promise<ProfileRecord> {
-    const profile = await this.d.repo.profiles.find(profileId);
+    const profile = await this.deps.repo.profiles.find(profileId);
     if (!profile) throw new AppError('UnauthorizedError', 'You must be logged in to do this.');
     return profile;
   }
 
   /** Recovery codes for a person turning the first factor on (nothing kept from before). */
-  async #firstRecoveryCodes(profileId: string, mfa = this.#m.mfa): Promise<string[]> {
+  async #firstRecoveryCodes(profileId: string, mfa = this.#mfaDeps.mfa): Promise<string[]> {
     const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
-    await mfa.replaceRecoveryCodes(profileId, codes.map((c) => this.#m.codes.hash('recovery', profileId, c)), this.now());
+    await mfa.replaceRecoveryCodes(profileId, codes.map((c) => this.#mfaDeps.codes.hash('recovery', profileId, c)), this.now());
     return codes;
   }
 
   /** Turns a factor on in one transaction, with fresh recovery codes when it is the first one. */
   async #enableFactor(viewer: Viewer, action: string, what: string, write: (mfa: MfaRepository) => Promise<void>): Promise<string[] | null> {
-    const wasOn = (await this.#m.factors.methodsOf(viewer.profileId)).length > 0;
-    const codes = await this.#m.mfa.transaction(async (mfa, trx) => {
+    const wasOn = (await this.#mfaDeps.factors.methodsOf(viewer.profileId)).length > 0;
+    const codes = await this.#mfaDeps.mfa.transaction(async (mfa, trx) => {
       await write(mfa);
       const fresh = wasOn ? null : await this.#firstRecoveryCodes(viewer.profileId, mfa);
-      await this.audit(viewer.profileId, viewer.profileId, action, undefined, this.d.repo.with(trx));
+      await this.audit(viewer.profileId, viewer.profileId, action, undefined, this.deps.repo.with(trx));
       return fresh;
     });
     this.mailChange(viewer.profileId, what);
@@ -291,13 +291,13 @@ export class MfaService extends MfaPart {
   /** Turns a factor off in one transaction; when none is left, recovery codes and remembered browsers go too. */
   async #disableFactor(viewer: Viewer, action: string, what: string, write: (mfa: MfaRepository) => Promise<void>, details?: Record<string, unknown>): Promise<{ status: 'ok'; enabled: boolean }> {
     const id = viewer.profileId;
-    await this.#m.mfa.transaction(async (mfa, trx) => {
+    await this.#mfaDeps.mfa.transaction(async (mfa, trx) => {
       await write(mfa);
-      await this.audit(id, id, action, details, this.d.repo.with(trx));
+      await this.audit(id, id, action, details, this.deps.repo.with(trx));
     });
-    const enabled = (await this.#m.factors.methodsOf(id)).length > 0;
+    const enabled = (await this.#mfaDeps.factors.methodsOf(id)).length > 0;
     if (!enabled) {
-      await this.#m.mfa.transaction(async (mfa) => {
+      await this.#mfaDeps.mfa.transaction(async (mfa) => {
         await mfa.replaceRecoveryCodes(id, [], this.now());
         await mfa.forgetTrusted(id);
         await mfa.setPreferred(id, null, this.now());

@@ -127,22 +127,22 @@ export interface PasskeyDeps {
 }
 
 export class PasskeyService implements PasskeyFactor {
-  readonly #d: PasskeyDeps;
+  readonly #deps: PasskeyDeps;
 
   constructor(deps: PasskeyDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   count(userId: string): Promise<number> {
-    return this.#d.passkeys.countOf(userId);
+    return this.#deps.passkeys.countOf(userId);
   }
 
   async list(userId: string): Promise<PasskeySummary[]> {
-    return (await this.#d.passkeys.listOf(userId)).map(summary);
+    return (await this.#deps.passkeys.listOf(userId)).map(summary);
   }
 
   async registrationOptions(userId: string): Promise<PublicKeyCredentialCreationOptionsJSON> {
-    const { passkeys, accounts, settings } = this.#d;
+    const { passkeys, accounts, settings } = this.#deps;
     const profile = await accounts.profiles.find(userId);
     if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${userId}`);
     const emails = await accounts.emails.emailsOf(profile.id);
@@ -168,13 +168,13 @@ export class PasskeyService implements PasskeyFactor {
       kind: 'registration',
       challenge: options.challenge,
       profileId: profile.id,
-      expiresAt: this.#d.now() + CEREMONY_MS,
+      expiresAt: this.#deps.now() + CEREMONY_MS,
     });
     return options;
   }
 
   async register(userId: string, response: RegistrationResponseJSON, name: string): Promise<PasskeySummary> {
-    const { passkeys, settings } = this.#d;
+    const { passkeys, settings } = this.#deps;
     const stored = await this.#takeChallenge(`registration:${userId}`, 'registration', userId);
     let verified;
     try {
@@ -187,12 +187,12 @@ export class PasskeyService implements PasskeyFactor {
         requireUserVerification: false,
       });
     } catch (error) {
-      this.#d.logger.info({ reason: reasonOf(error) }, 'passkey registration refused');
+      this.#deps.logger.info({ reason: reasonOf(error) }, 'passkey registration refused');
       throw refuse(PASSKEY_ERRORS.invalid, { reason: reasonOf(error) });
     }
     if (!verified.verified) throw refuse(PASSKEY_ERRORS.invalid);
     const info = verified.registrationInfo;
-    const now = this.#d.now();
+    const now = this.#deps.now();
     const count = await passkeys.countOf(userId);
     const record: PasskeyRecord = {
       credentialId: info.credential.id,
@@ -211,11 +211,11 @@ export class PasskeyService implements PasskeyFactor {
   }
 
   remove(userId: string, credentialId: string): Promise<boolean> {
-    return this.#d.passkeys.remove(userId, toBase64Url(credentialId));
+    return this.#deps.passkeys.remove(userId, toBase64Url(credentialId));
   }
 
   async authenticationOptions(opts: { userId: string | null; challengeKey: string }): Promise<PublicKeyCredentialRequestOptionsJSON> {
-    const { passkeys, settings } = this.#d;
+    const { passkeys, settings } = this.#deps;
     let allowCredentials: Array<{ id: string; transports: AuthenticatorTransport[] }> | undefined;
     if (opts.userId !== null) {
       const mine = await passkeys.listOf(opts.userId);
@@ -236,14 +236,14 @@ export class PasskeyService implements PasskeyFactor {
       kind: 'authentication',
       challenge: options.challenge,
       profileId: opts.userId,
-      expiresAt: this.#d.now() + CEREMONY_MS,
+      expiresAt: this.#deps.now() + CEREMONY_MS,
     });
     // The real platform's clients read `allowCredentials` as a list, also when it is empty.
     return { ...options, allowCredentials: options.allowCredentials ?? [] };
   }
 
   async authenticate(raw: AuthenticationResponseJSON, opts: { userId: string | null; challengeKey: string }): Promise<PasskeyProof> {
-    const { passkeys, settings } = this.#d;
+    const { passkeys, settings } = this.#deps;
     const response = normaliseAssertion(raw);
     // Taken first, so a failed attempt uses the challenge up too: every try needs new options.
     const stored = await this.#takeChallenge(`authentication:${opts.challengeKey}`, 'authentication', opts.userId);
@@ -275,7 +275,7 @@ export class PasskeyService implements PasskeyFactor {
       verified = await check(passkey.counter, passwordless);
     } catch (error) {
       const reason = reasonOf(error);
-      this.#d.logger.info({ reason, credentialId: passkey.credentialId }, 'passkey assertion refused');
+      this.#deps.logger.info({ reason, credentialId: passkey.credentialId }, 'passkey assertion refused');
       // Which rule it broke, without reading the library's message: checked again without the
       // counter and user-verification rules, a signature that holds broke one of those two.
       const signed = await check(0, false).then((r) => r.verified, () => false);
@@ -288,19 +288,19 @@ export class PasskeyService implements PasskeyFactor {
     const info = verified.authenticationInfo;
     // The library refuses a counter that went backwards; this refuses a second use of the same
     // counter value that raced this one past that check.
-    const recorded = await passkeys.recordUse(passkey.credentialId, passkey.counter, { counter: info.newCounter, backedUp: info.credentialBackedUp, at: this.#d.now() });
+    const recorded = await passkeys.recordUse(passkey.credentialId, passkey.counter, { counter: info.newCounter, backedUp: info.credentialBackedUp, at: this.#deps.now() });
     if (!recorded && info.newCounter !== 0) throw refuse(PASSKEY_ERRORS.counter);
     return { userId: passkey.profileId, credentialId: passkey.credentialId, userVerified: info.userVerified, backedUp: info.credentialBackedUp };
   }
 
   /** Deletes expired challenges. */
   sweep(): Promise<void> {
-    return this.#d.passkeys.sweep(this.#d.now());
+    return this.#deps.passkeys.sweep(this.#deps.now());
   }
 
   async #takeChallenge(key: string, kind: 'registration' | 'authentication', profileId: string | null) {
-    const stored = await this.#d.passkeys.takeChallenge(key);
-    if (!stored || stored.kind !== kind || stored.expiresAt <= this.#d.now() || stored.profileId !== profileId) {
+    const stored = await this.#deps.passkeys.takeChallenge(key);
+    if (!stored || stored.kind !== kind || stored.expiresAt <= this.#deps.now() || stored.profileId !== profileId) {
       throw refuse(PASSKEY_ERRORS.noChallenge);
     }
     return stored;

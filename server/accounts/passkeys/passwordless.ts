@@ -32,7 +32,7 @@ export class PasskeySignIn extends AccountsBase {
 
   /** Request options for anyone's passkey, and the id of the ceremony to send back with the answer. */
   async options(origin: RequestOrigin): Promise<{ challengeId: string; options: PublicKeyCredentialRequestOptionsJSON }> {
-    await this.d.limits.consume('passkeyOptionsAddress', addressKey(origin.address));
+    await this.deps.limits.consume('passkeyOptionsAddress', addressKey(origin.address));
     const challengeId = randomToken();
     const options = await this.#passkeys.authenticationOptions({ userId: null, challengeKey: `sign-in:${challengeId}` });
     return { challengeId, options };
@@ -44,10 +44,10 @@ export class PasskeySignIn extends AccountsBase {
     origin: RequestOrigin,
   ): Promise<{ session: IssuedSession; proof: PasskeyProof }> {
     const address = addressKey(origin.address);
-    await this.d.limits.consume('loginAddress', address);
+    await this.deps.limits.consume('loginAddress', address);
     const proof = await this.#passkeys.authenticate(input.response, { userId: null, challengeKey: `sign-in:${input.challengeId}` });
-    await this.d.limits.refund('loginAddress', address);
-    const repo = this.d.repo;
+    await this.deps.limits.refund('loginAddress', address);
+    const repo = this.deps.repo;
     const found = await repo.profiles.find(proof.userId);
     const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
     if (!profile || profile.ddate !== null) throw new AppError('BadRequestError', 'This passkey’s account no longer exists');

@@ -8,6 +8,7 @@ import { decodeProtectedHeader } from 'jose';
 import { openDatabase } from '../../../db/knex.ts';
 import { loadConfig } from '../../../server/config.ts';
 import { ACCESS_TOKEN_COOKIE } from '../../../shared/index.ts';
+import { cookieHeader, keepCookies } from '../../helpers/cookies.ts';
 import { alternate, combine, expectOnly, load, type Load, type LoadOptions } from '../load.ts';
 import { runJson } from '../processes.ts';
 import type { Row } from '../report.ts';
@@ -83,12 +84,8 @@ async function peerSignIn(base: string): Promise<string> {
   const jar = new Map<string, string>();
   let url = `${base}${authorizePath(challenge)}`;
   for (let hop = 0; hop < 10; hop += 1) {
-    const res = await fetch(url, { headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') }, redirect: 'manual' });
-    for (const line of res.headers.getSetCookie()) {
-      const [, name, value] = /^([^=]+)=([^;]*)/.exec(line) ?? [];
-      if (name && value) jar.set(name, value);
-      else if (name) jar.delete(name);
-    }
+    const res = await fetch(url, { headers: { cookie: cookieHeader(jar) }, redirect: 'manual' });
+    keepCookies(jar, res);
     const location = res.headers.get('location');
     if (res.status < 300 || res.status >= 400 || !location) throw new Error(`peer sign-in at ${url}: ${res.status} ${await res.text()}`);
     const next = new URL(location, url);
@@ -98,7 +95,7 @@ async function peerSignIn(base: string): Promise<string> {
       const session = [...jar].filter(([name]) => name.startsWith('_session'));
       if (session.length === 0) throw new Error('peer sign-in: no session cookie');
       await exchangeCode(base, code, verifier);
-      return session.map(([k, v]) => `${k}=${v}`).join('; ');
+      return cookieHeader(session);
     }
     url = next.href;
   }

@@ -1,19 +1,20 @@
 import type { OidcClient } from '../../shared/index.ts';
 import type { OidcRepository } from './repository.ts';
 
-/** How long a reading of a client's record is trusted: another process's change is seen within it. */
+/** How long a reading of a client's record is kept: another process's change is seen within it. */
 const CLIENT_READ_MS = 1000;
 /** Past this many ids (most of them unknown ones a caller made up), the cache starts over. */
 const MAX_ENTRIES = 1000;
 
 /**
- * The client records as the endpoints read them (authorize, the pages, token): each is read from
- * the database at most once a second, rather than on every request. A change made by this
- * process (`forget`, called by add, approve, reject and remove) is seen at once; one made by
- * another process (the admin command, another server) within that second. An unknown id is
- * remembered as unknown for the same second.
+ * The client records as the endpoints read them (authorize, the pages, token), kept per process:
+ * each is read from the database at most once a second, rather than on every request. A change
+ * made by this process (`forget`, called by add, approve, reject and remove) is seen at once; one
+ * made by another process (the admin command, another server) within that second. An unknown id
+ * is remembered as unknown for the same second. The same idea as `KeptReadings` (kept.ts), told
+ * of this process's changes by `forget` rather than by a `WriteWatch`.
  */
-export class ClientCache {
+export class KeptClients {
   readonly #repo: OidcRepository;
   readonly #now: () => number;
   readonly #entries = new Map<string, { client: OidcClient | null; until: number }>();
