@@ -3,6 +3,8 @@
  * of what several processes of one install share. Each is stopped with SIGTERM by `stopAll`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { childEnv } from './server.ts';
 
 export interface ServerProcess {
   url: string;
@@ -39,4 +41,41 @@ export async function stopAll(): Promise<void> {
       return exited;
     }),
   );
+}
+
+/** A port free right now, to start a server on it and restart it on the same one. */
+export async function freePort(): Promise<number> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/**
+ * `node server/main.ts` on a data folder and a fixed port (so that it can be restarted where
+ * clients expect it, as after a crash), resolving once it listens.
+ */
+export async function startOnPort(dataDir: string, port: number): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ['server/main.ts'], {
+    env: await childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    proc.stdout!.on('data', (data: Buffer) => {
+      output += data.toString();
+      if (output.includes('Listening on')) resolve();
+    });
+    proc.stderr!.on('data', (data: Buffer) => (output += data.toString()));
+    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${output}`)));
+  });
+  return proc;
+}
+
+/** Kills a server process as a crash would (SIGKILL: nothing runs on the way out), and waits for it. */
+export async function killHard(proc: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  proc.kill('SIGKILL');
+  await exited;
 }

@@ -6,14 +6,14 @@
  * arrival is held by its process's lease: after a restart on the same folder the dead process's
  * notes are swept at start and ignored at once, so the re-sent chunks answer straight away.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pdfBytes, sendHeldChunk, sha1, SUBMISSION, VENUE } from '../attachments/helpers.ts';
 import { openTestDatabase } from '../helpers/database.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
-import { childEnv, startServer, tempDir } from '../helpers/server.ts';
+import { freePort, killHard, startOnPort } from '../helpers/processes.ts';
+import { startServer, tempDir } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -26,36 +26,13 @@ let port: number;
 let authorEmail: string;
 let child: ChildProcess | null = null;
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port: free } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return free;
-}
-
 async function startChild(): Promise<void> {
-  const proc = spawn(process.execPath, ['server/main.ts'], {
-    env: await childEnv({ DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    proc.stdout!.on('data', (data: Buffer) => {
-      output += data.toString();
-      if (output.includes('Listening on')) resolve();
-    });
-    proc.stderr!.on('data', (data: Buffer) => (output += data.toString()));
-    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${output}`)));
-  });
-  child = proc;
+  child = await startOnPort(dir, port);
 }
 
 async function killChild(): Promise<void> {
   if (!child) return;
-  const exited = new Promise((resolve) => child!.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
+  await killHard(child);
   child = null;
 }
 

@@ -7,10 +7,9 @@
  * is redone at once, and temporary files of stopped processes are removed at start. The same
  * restart after a kill during a burst of sign-ups leaves a sound database.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import sqlite3 from 'sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +17,8 @@ import { SUBMISSION, VENUE } from '../attachments/helpers.ts';
 import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
-import { childEnv, startServer, tempDir } from '../helpers/server.ts';
+import { freePort, killHard, startOnPort } from '../helpers/processes.ts';
+import { startServer, tempDir } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
 
@@ -32,38 +32,15 @@ let url: string;
 let authorEmail: string;
 let child: ChildProcess | null = null;
 
-/** A port free right now, to start the server on it and restart it on the same one. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
 /** `node server/main.ts` on the data folder, answering once it listens. */
 async function startChild(): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ['server/main.ts'], {
-    env: await childEnv({ DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    proc.stdout!.on('data', (data: Buffer) => {
-      output += data.toString();
-      if (output.includes('Listening on')) resolve();
-    });
-    proc.stderr!.on('data', (data: Buffer) => (output += data.toString()));
-    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${output}`)));
-  });
+  const proc = await startOnPort(dir, port);
   child = proc;
   return proc;
 }
 
 async function kill(proc: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  proc.kill('SIGKILL');
-  await exited;
+  await killHard(proc);
   child = null;
 }
 
