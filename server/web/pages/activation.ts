@@ -6,8 +6,8 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { ActivatableResult, ProfileContent } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
-import { refusalOf, sendPage, type FieldError } from '../render.ts';
-import { field, frame, isRefusal, originOf, query, redirect, when, type PageKit, type PageRequest } from './kit.ts';
+import { refusalOf, sendPage, when, type FieldError } from '../render.ts';
+import { field, frame, isRefusal, originOf, query, redirect, type PageKit, type PageRequest } from './kit.ts';
 
 const yearOf = (text: string): number | '' => (/^\d{4}$/.test(text.trim()) ? Number(text.trim()) : text.trim() === '' ? '' : Number.NaN);
 

@@ -66,11 +66,6 @@ export const NOTICES = {
 } as const satisfies Record<string, string>;
 export type Notice = keyof typeof NOTICES;
 
-/** A time as every page shows it: to the minute, in UTC, the same on every screen. */
-export function when(ms: number): string {
-  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-}
-
 /** A string field of the posted form ('' when absent). */
 export function field(req: Request, name: string): string {
   const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];

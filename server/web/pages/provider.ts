@@ -19,6 +19,7 @@ import { consentPage, errorPage, loginPage, secondStepPage } from '../../oidc/pa
 import type { Services } from '../../services.ts';
 import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
 import { humanVerificationAsked, requestIdOf, TURNSTILE_ORIGIN } from '../render.ts';
+import { secondStepErrors } from './second-step.ts';
 
 /**
  * The cookie that binds a page's CSRF token to the browser that loaded the page. Over https it
@@ -111,7 +112,7 @@ export function providerPages(services: Services, config: Config) {
       const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message, email, ...verification });
       page(res, error.status, html, targets, verify && config.humanVerification !== undefined && config.humanVerificationSiteKey !== undefined);
     };
-    const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; notice?: string } = {}) => {
+    const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; sent?: boolean } = {}) => {
       const html = secondStepPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, mfaPendingToken: pending.token, methods: pending.methods, method: pending.method, requestId: requestIdOf(req), ...message });
       page(res, status, html, targets);
     };
@@ -125,7 +126,7 @@ export function providerPages(services: Services, config: Config) {
       try {
         if (field(req, 'step') === 'send-email') {
           await services.signIn.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin, context.credentials.device);
-          secondStep({ ...pending, method: 'emailOtp' }, 200, { notice: 'A code was sent to your email. It is valid for 10 minutes.' });
+          secondStep({ ...pending, method: 'emailOtp' }, 200, { sent: true });
           return;
         }
         // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
@@ -138,7 +139,7 @@ export function providerPages(services: Services, config: Config) {
         if (!(error instanceof AppError)) throw error;
         // A sign-in that expired or was completed starts again from the password.
         if (pending.methods.length === 0) loginAgain(error);
-        else secondStep(pending, error.status, { error: error.message });
+        else secondStep(pending, error.status, { error: secondStepErrors(req, error, '').errors.map((e) => e.message).join(' ') });
       }
       return;
     }

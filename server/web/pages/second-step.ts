@@ -1,11 +1,69 @@
 /**
  * The second step of a sign-in, after the password, and "Confirm it is you": how each method is
- * named, and a refusal as a person reads it (the lockout in the pages' own words and time).
+ * named, a refusal as a person reads it (the lockout in the pages' own words and time), and the
+ * one second-step page (`templates/second-step.eta`) that both the account pages'
+ * (`/account/login`) and the sign-in provider's login (`/oidc/login`) show.
  */
 import type { Request } from 'express';
+import { PAGES_PREFIX } from '../../config.ts';
 import { toAppError } from '../../errors.ts';
-import { refusalOf, type FieldError } from '../render.ts';
-import { when } from './kit.ts';
+import { refusalOf, when, type FieldError } from '../render.ts';
+
+/** A pending sign-in's second step: its token, the person's methods, the one to check, and "remember this device". */
+export interface PendingStep {
+  token: string;
+  methods: string[];
+  method: string;
+  rememberDevice?: boolean;
+}
+
+/**
+ * Where the second step is shown, and the little that differs between the two places: the
+ * account pages show a refusal in the layout's error summary (the Code field tied to it by the
+ * field template) and name the mail button "Send me a code by email"; the provider's page shows
+ * its refusal on one line (`stepError`) and names it "Send a code by email", as each place's
+ * tests (test/web/two-step.test.ts, test/oidc/mfa.test.ts) and the clients' habits expect.
+ */
+export type StepPlace = { kind: 'account'; next: string } | { kind: 'provider'; interactionId: string; clientName: string; error?: string | undefined };
+
+/**
+ * The data of `templates/second-step.eta` (besides the page's frame): the code methods with the
+ * preferred one checked (or the first when the passkey is preferred, whose button comes first),
+ * the passkey button, the mail button.
+ */
+export function secondStepData(step: PendingStep, place: StepPlace, sent = false): Record<string, unknown> {
+  const choices = [...step.methods.filter((m) => m !== 'passkey'), 'recovery'].map((m) => ({ value: m, label: METHOD_WORDS[m] ?? m }));
+  const method = choices.some((c) => c.value === step.method) ? step.method : (choices[0]?.value ?? 'recovery');
+  const common = {
+    token: step.token,
+    choices,
+    method,
+    passkey: step.methods.includes('passkey'),
+    canMail: step.methods.includes('emailOtp'),
+    rememberDevice: step.rememberDevice === true,
+    sent,
+  };
+  if (place.kind === 'account') {
+    return {
+      ...common,
+      action: `${PAGES_PREFIX}/login`,
+      hidden: place.next ? [{ name: 'next', value: place.next }] : [],
+      intro: 'Your password was right. This account asks for a second step.',
+      sendLabel: 'Send me a code by email',
+      restart: `${PAGES_PREFIX}/login`,
+    };
+  }
+  return {
+    ...common,
+    action: '/oidc/login',
+    hidden: [{ name: 'interaction', value: place.interactionId }],
+    intro: `Signing in to ${place.clientName} needs a second step.`,
+    sendLabel: 'Send a code by email',
+    stepError: place.error ?? '',
+    // A refusal of a typed code is tied to the Code field (not a passkey's, which has none).
+    codeError: Boolean(place.error) && step.method !== 'passkey',
+  };
+}
 
 /** How the pages name each second-step method. */
 export const METHOD_WORDS: Record<string, string> = {

@@ -7,9 +7,9 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { MfaStatus } from '../../../shared/index.ts';
 import { TOTP_ISSUER, totpProvisioning } from '../../accounts/mfa/totp.ts';
 import { PAGES_PREFIX } from '../../config.ts';
-import { refusalOf, sendPage, type FieldError } from '../render.ts';
+import { refusalOf, sendPage, when, type FieldError } from '../render.ts';
 import { jsonFieldValue } from '../passkey-forms.ts';
-import { field, frame, needsConfirmation, query, redirect, when, type PageKit, type SignedInPage } from './kit.ts';
+import { field, frame, needsConfirmation, query, redirect, type PageKit, type SignedInPage } from './kit.ts';
 import { METHOD_WORDS, secondStepErrors } from './second-step.ts';
 
 /**

@@ -11,7 +11,7 @@ import { createHttpContext } from '../../http/context.ts';
 import { humanVerificationAsked, refusalOf, sendPage, type FieldError } from '../render.ts';
 import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
 import { field, frame, originOf, query, redirect, safeNext, type PageKit, type PageRequest } from './kit.ts';
-import { METHOD_WORDS, secondStepErrors } from './second-step.ts';
+import { secondStepData, secondStepErrors, type PendingStep } from './second-step.ts';
 
 export function signInPages(kit: PageKit) {
   const { services, config, handle, verification, showsWidget, useSession } = kit;
@@ -37,24 +37,8 @@ export function signInPages(kit: PageKit) {
    * field of a form that carries the page's CSRF token (as on the sign-in provider's page); the
    * token alone is worth nothing without the person's second factor, and dies in 10 minutes.
    */
-  const secondStepPage = (
-    req: Request,
-    res: Response,
-    page: PageRequest,
-    status: number,
-    step: { token: string; methods: string[]; method: string; next: string; rememberDevice: boolean },
-    extra: { errors?: FieldError[]; sent?: boolean } = {},
-  ) => {
-    const choices = [...step.methods.filter((m) => m !== 'passkey'), 'recovery'].map((m) => ({ value: m, label: METHOD_WORDS[m] ?? m }));
-    const method = choices.some((c) => c.value === step.method) ? step.method : (choices[0]?.value ?? 'recovery');
-    sendPage(
-      res,
-      status,
-      'login-mfa',
-      { ...frame(req, page, 'Confirm it is you', { errors: extra.errors }), ...step, method, choices, passkey: step.methods.includes('passkey'), sent: extra.sent === true },
-      { passkeys: true },
-    );
-  };
+  const secondStepPage = (req: Request, res: Response, page: PageRequest, status: number, step: PendingStep & { next: string }, extra: { errors?: FieldError[]; sent?: boolean } = {}) =>
+    sendPage(res, status, 'second-step', { ...frame(req, page, 'Confirm it is you', { errors: extra.errors }), ...secondStepData(step, { kind: 'account', next: step.next }, extra.sent === true) }, { passkeys: true });
 
   /**
    * The second step's forms: "Send me a code" (`POST /mfa/challenge`'s procedure, method
