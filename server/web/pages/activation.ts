@@ -7,12 +7,12 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { ActivatableResult, ProfileContent } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
 import { refusalOf, sendPage, when, type FieldError } from '../render.ts';
-import { field, frame, isRefusal, originOf, query, redirect, type PageKit, type PageRequest } from './kit.ts';
+import { field, frame, isRefusal, query, redirect, type PageKit, type PageRequest } from './kit.ts';
 
 const yearOf = (text: string): number | '' => (/^\d{4}$/.test(text.trim()) ? Number(text.trim()) : text.trim() === '' ? '' : Number.NaN);
 
 export function activationPages(kit: PageKit) {
-  const { services, handle, expiredLink } = kit;
+  const { handle, expiredLink } = kit;
 
   interface ActivateView {
     values: Record<string, string>;
@@ -155,8 +155,8 @@ export function activationPages(kit: PageKit) {
   );
   const webActivateResend = handle(
     async (req, res, page) => {
-      const sent = await services.activation.resendFromLink(field(req, 'token'), originOf(req));
-      if (!sent) {
+      const { maskedEmail } = await page.caller.accounts.resendActivationFromLink({ token: field(req, 'token') });
+      if (maskedEmail === null) {
         sendPage(res, 400, 'message', {
           ...frame(req, page, 'Nothing to send'),
           heading: 'There is nothing to activate',
@@ -166,7 +166,7 @@ export function activationPages(kit: PageKit) {
         });
         return;
       }
-      redirect(res, `${PAGES_PREFIX}/check-mail?kind=link&to=${encodeURIComponent(sent.maskedEmail)}`);
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=link&to=${encodeURIComponent(maskedEmail)}`);
     },
     { post: true },
   );

@@ -8,7 +8,7 @@ import { refusalOf, sendPage, type FieldError } from '../render.ts';
 import { field, frame, query, redirect, type PageKit, type PageRequest } from './kit.ts';
 
 export function confirmEmailPages(kit: PageKit) {
-  const { services, handle } = kit;
+  const { handle } = kit;
 
   // ---- confirm an email ------------------------------------------------------------------------
   const confirmPage = (req: Request, res: Response, page: PageRequest, status: number, token: string, values: Record<string, string>, errors?: FieldError[], resendTo?: string) =>
@@ -20,7 +20,7 @@ export function confirmEmailPages(kit: PageKit) {
    */
   const webConfirmForm = handle(async (req, res, page) => {
     const token = query(req, 'token');
-    confirmPage(req, res, page, 200, token, { email: query(req, 'email') || (await services.emails.addressOfLink(token)) });
+    confirmPage(req, res, page, 200, token, { email: query(req, 'email') || (await page.caller.accounts.confirmationLinkAddress({ token })).email });
   });
   const webConfirm = handle(
     async (req, res, page) => {

@@ -3,13 +3,13 @@
  * (`PUT /reset/{token}`), and a new link for an old one.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { AppError } from '../../../shared/index.ts';
+import { toAppError } from '../../errors.ts';
 import { PAGES_PREFIX } from '../../config.ts';
 import { refusalOf, sendPage, type FieldError } from '../render.ts';
-import { field, frame, isRefusal, originOf, query, redirect, verificationAnswer, type PageKit, type PageRequest } from './kit.ts';
+import { field, frame, isRefusal, query, redirect, verificationAnswer, type PageKit, type PageRequest } from './kit.ts';
 
 export function resetPages(kit: PageKit) {
-  const { services, config, handle, verification, showsWidget, expiredLink } = kit;
+  const { config, handle, verification, showsWidget, expiredLink } = kit;
 
   // ---- password reset ----------------------------------------------------------------------------
   const resetRequestPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, errors?: FieldError[]) =>
@@ -63,28 +63,27 @@ export function resetPages(kit: PageKit) {
         resetPage(req, res, page, 400, token, username, logoutOthers, [{ field: 'confirmation', message: 'Passwords must match' }]);
         return;
       }
-      const here = page.viewer && !page.viewer.impersonator && page.viewer.profileId === username ? page.viewer : null;
-      if (page.viewer?.impersonator) throw new AppError('ForbiddenError', 'A password cannot be reset while impersonating');
-      const origin = originOf(req);
+      let signedInHere: boolean;
       try {
-        await services.passwordReset.reset({ token, password }, origin, { endSessions: logoutOthers && !here });
+        ({ signedInHere } = await page.caller.accounts.resetPasswordInBrowser({ token, password, logoutOtherSessions: logoutOthers }));
       } catch (error) {
+        // An impersonation's refusal is no form error: the error page says it.
+        if (toAppError(error, undefined).name === 'ForbiddenError') throw error;
         const refusal = refusalOf(req, error);
         if (refusal.errors.some((e) => e.field === 'token')) return expiredLink(req, res, page, 'reset', token);
         resetPage(req, res, page, refusal.status, token, username, logoutOthers, refusal.errors);
         return;
       }
-      if (!here) return redirect(res, `${PAGES_PREFIX}/login`, 'password-reset');
-      if (logoutOthers) await page.caller.accounts.logoutOtherDevices();
+      if (!signedInHere) return redirect(res, `${PAGES_PREFIX}/login`, 'password-reset');
       redirect(res, `${PAGES_PREFIX}/security`, logoutOthers ? 'password-updated-others-out' : 'password-updated');
     },
     { post: true },
   );
   const webResetResend = handle(
-    async (req, res) => {
-      const sent = await services.passwordReset.requestFromLink(field(req, 'token'), originOf(req));
-      if (!sent) return redirect(res, `${PAGES_PREFIX}/reset`);
-      redirect(res, `${PAGES_PREFIX}/check-mail?kind=link&to=${encodeURIComponent(sent.maskedEmail)}`);
+    async (req, res, page) => {
+      const { maskedEmail } = await page.caller.accounts.requestResetFromLink({ token: field(req, 'token') });
+      if (maskedEmail === null) return redirect(res, `${PAGES_PREFIX}/reset`);
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=link&to=${encodeURIComponent(maskedEmail)}`);
     },
     { post: true },
   );

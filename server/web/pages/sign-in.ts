@@ -47,7 +47,7 @@ export function signInPages(kit: PageKit) {
    */
   async function secondStep(req: Request, res: Response, page: PageRequest, token: string): Promise<void> {
     const next = field(req, 'next');
-    const methods = await services.signIn.pendingMethods(token);
+    const { methods } = await page.caller.accounts.mfa.pendingMethods({ mfaPendingToken: token });
     if (methods.length === 0) {
       loginPage(req, res, page, 400, {}, next, [{ field: '', message: 'This sign-in expired (after 10 minutes) or was finished already. Please sign in again.' }]);
       return;
@@ -110,8 +110,8 @@ export function signInPages(kit: PageKit) {
       const next = field(req, 'next');
       try {
         const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
-        const { session } = await services.passkeySignIn.signIn(input, originOf(req));
-        useSession(req, res, session);
+        // The procedure sets the session's cookies, as `POST /login/passkey` does.
+        await page.caller.accounts.passkeyLogin(input);
       } catch (error) {
         const refusal = refusalOf(req, error, () => '');
         loginPage(req, res, page, refusal.status, {}, next, refusal.errors);
