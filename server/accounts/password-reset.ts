@@ -2,7 +2,7 @@ import { AppError, type ResetPasswordRequest, type ResettableResult } from '../.
 import { passwordResetMail } from '../mail/messages.ts';
 import { addressKey, maskEmail } from './ids.ts';
 import { normaliseId } from './repository.ts';
-import type { RequestOrigin } from './viewer.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
 import { AccountsPart } from './part.ts';
 import { preferredEmail } from './profiles.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
@@ -112,6 +112,28 @@ export class PasswordResetService extends AccountsPart {
       await repo.settings.audit({ actor: profile.id, action: 'password:reset', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: opts.endSessions ?? true } }, now);
     });
     return { status: 'ok' };
+  }
+
+  /**
+   * The reset page's form, as the real platform's web client behaves: "Log me out of all other
+   * sessions" (`logoutOtherSessions`) ends every session but this browser's when the browser is
+   * signed in to the same account (`viewer`), and every session otherwise; left unticked, the
+   * sessions stay. Refused in an impersonation: only the person may reset their password.
+   * `rotated`: this browser's session, rotated when the others were ended.
+   */
+  async resetInBrowser(
+    request: ResetPasswordRequest & { logoutOtherSessions: boolean },
+    origin: RequestOrigin,
+    browser: { viewer: Viewer | null; refreshToken?: string | undefined },
+  ): Promise<{ signedInHere: boolean; rotated?: IssuedSession }> {
+    const { viewer } = browser;
+    if (viewer?.impersonator) throw new AppError('ForbiddenError', 'A password cannot be reset while impersonating');
+    const { username } = (await this.resettable(request.token)).resettable;
+    const here = viewer !== null && viewer.profileId === username;
+    await this.reset({ token: request.token, password: request.password }, origin, { endSessions: request.logoutOtherSessions && !here });
+    if (!here || !request.logoutOtherSessions) return { signedInHere: here };
+    const outcome = await this.core.sessions.logoutOtherDevices(viewer, browser.refreshToken);
+    return { signedInHere: true, ...('rotated' in outcome ? { rotated: outcome.rotated } : {}) };
   }
 }
 

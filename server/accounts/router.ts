@@ -32,6 +32,11 @@ import {
   RegisterInput,
   RegisterResult,
   ResetPasswordRequest,
+  ResetPasswordInBrowserInput,
+  ResetPasswordInBrowserResult,
+  OldLinkInput,
+  NewLinkResult,
+  LinkAddressResult,
   ResettableQuery,
   ResettableRequest,
   ResettableResult,
@@ -68,6 +73,12 @@ export const accountsRouter = router({
     .input(ActivatableRequest)
     .output(IdResult)
     .mutation(({ ctx, input }) => ctx.services.activation.resend(input.id, ctx.origin)),
+
+  /** The activation page's "Send me a new link" for an old link (`activation.ts`). */
+  resendActivationFromLink: publicProcedure
+    .input(OldLinkInput)
+    .output(NewLinkResult)
+    .mutation(async ({ ctx, input }) => ({ maskedEmail: (await ctx.services.activation.resendFromLink(input.token, ctx.origin))?.maskedEmail ?? null })),
 
   tildeUsername: publicProcedure
     .input(TildeUsernameQuery)
@@ -156,6 +167,30 @@ export const accountsRouter = router({
     .input(ResetPasswordRequest)
     .output(StatusResult)
     .mutation(({ ctx, input }) => ctx.services.passwordReset.reset(input, ctx.origin)),
+
+  // The reset page's form (not in the spec): "Log me out of all other sessions" keeps this
+  // browser's session when it is the same account's. Its impersonation refusal is the service's.
+  resetPasswordInBrowser: publicProcedure
+    .meta({ whileImpersonating: 'allowed' })
+    .input(ResetPasswordInBrowserInput)
+    .output(ResetPasswordInBrowserResult)
+    .mutation(async ({ ctx, input }) => {
+      const outcome = await ctx.services.passwordReset.resetInBrowser(input, ctx.origin, { viewer: await ctx.optionalViewer(), refreshToken: ctx.credentials.refreshToken });
+      if (outcome.rotated) ctx.cookies.set(outcome.rotated);
+      return { status: 'ok' as const, signedInHere: outcome.signedInHere };
+    }),
+
+  /** The reset page's "Send me a new link" for an old link. */
+  requestResetFromLink: publicProcedure
+    .input(OldLinkInput)
+    .output(NewLinkResult)
+    .mutation(async ({ ctx, input }) => ({ maskedEmail: (await ctx.services.passwordReset.requestFromLink(input.token, ctx.origin))?.maskedEmail ?? null })),
+
+  /** The address a confirmation mail's link names, for the page it opens. */
+  confirmationLinkAddress: publicProcedure
+    .input(OldLinkInput)
+    .output(LinkAddressResult)
+    .query(async ({ ctx, input }) => ({ email: await ctx.services.emails.addressOfLink(input.token) })),
 
   confirmEmail: publicProcedure
     .meta({ whileImpersonating: 'refused' })

@@ -22,7 +22,8 @@ import { fileHandlers } from './files.ts';
 import { healthHandler } from './health.ts';
 import { allowedMethods, answerAllow, directDispatch, middlewareOf, mountRoutes, type RouteMiddleware, type RouteNeeds } from './mount.ts';
 import { oauthForm, oidcHandlers, pageForm } from './oidc.ts';
-import { webHandlers } from '../web/handlers.ts';
+import { webHandlers } from '../web/pages/index.ts';
+import { providerPages } from '../web/pages/provider.ts';
 import { passkeyHandlers } from './passkeys.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { procedureHandler } from './procedure.ts';
@@ -148,6 +149,7 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
   const handlers: Handlers = {
     ...fileHandlers(services, config),
     ...oidcHandlers(services, config),
+    ...providerPages(services, config),
     ...webHandlers(services, config),
     ...passkeyHandlers(),
     ...docsHandlers(JSON.stringify(buildOpenApiDocument(config))),

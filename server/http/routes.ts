@@ -34,7 +34,8 @@ import type { AppRouter } from '../router.ts';
 import type { DocsHandlers } from './docs.ts';
 import type { FileHandlers } from './files.ts';
 import type { OidcHandlers } from './oidc.ts';
-import type { WebHandlers } from '../web/handlers.ts';
+import type { WebHandlers } from '../web/pages/index.ts';
+import type { ProviderPageHandlers } from '../web/pages/provider.ts';
 import type { PasskeyHandlers } from './passkeys.ts';
 import type { Operation } from './openapi.ts';
 
@@ -46,7 +47,7 @@ type PathsOf<T, Prefix extends string = ''> = {
 export type ProcedurePath = PathsOf<AppRouter['_def']['record']>;
 
 /** Every named handler a `stream`, `oauth`, `page`, `health` or `docs` route may name. */
-export type Handlers = FileHandlers & OidcHandlers & DocsHandlers & WebHandlers & PasskeyHandlers & { health: RequestHandler };
+export type Handlers = FileHandlers & OidcHandlers & ProviderPageHandlers & DocsHandlers & WebHandlers & PasskeyHandlers & { health: RequestHandler };
 
 /**
  * How a route's body is read before its handler runs:
@@ -110,8 +111,9 @@ export type OperationDoc = Omit<Operation, 'method' | 'path'>;
  * A route answered by a named handler:
  * - `stream`: uploads and downloads (`files.ts`);
  * - `oauth`: the sign-in provider's protocol endpoints, which answer in OAuth's formats (`oidc.ts`);
- * - `page`: HTML pages (the authorization endpoint, login, consent, their stylesheet: `oidc.ts`;
- *   the account pages under `/account`: `server/web/handlers.ts`;
+ * - `page`: HTML pages (the authorization endpoint and the provider's stylesheet: `oidc.ts`; its
+ *   login, second step and consent: `server/web/pages/provider.ts`; the account pages under
+ *   `/account`: `server/web/pages/`, one file per flow;
  *   the passkey scripts and the Python client's passkey page: `passkeys.ts`);
  * - `health`: the health check (`health.ts`); `docs`: the API document and its reference page (`docs.ts`).
  * Those with a `doc` are in the API document.

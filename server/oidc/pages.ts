@@ -6,6 +6,7 @@
  * carries a CSRF token; the one script (`/webauthn/passkey.js`) only adds the passkey buttons.
  * Every error these pages show comes with the request's id, to quote to support.
  */
+import { secondStepData } from '../web/pages/second-step.ts';
 import { renderPage } from '../web/render.ts';
 
 /** What each scope means, in plain words. */
@@ -50,18 +51,9 @@ export function loginPage(opts: {
   return renderPage('oidc/login', { title: 'Sign in', ...opts, email: opts.email ?? '' });
 }
 
-/** How the second step names each method. */
-const METHOD_WORDS: Record<string, string> = {
-  totp: 'A code from your authenticator app',
-  emailOtp: 'A code sent to your email',
-  recovery: 'A recovery code',
-};
-
 /**
- * The second step after the password, for a person with multi-factor sign-in on: a code from an
- * authenticator app or from an email ("Send a code" mails one), or a recovery code, and
- * "remember this device". A passkey, when the person has one, is a form of its own that
- * `/webauthn/passkey.js` shows and fills.
+ * The second step after the password, for a person with multi-factor sign-in on: the account
+ * pages' own second-step page (`server/web/pages/second-step.ts`), posting to `/oidc/login`.
  */
 export function secondStepPage(opts: {
   interactionId: string;
@@ -71,28 +63,16 @@ export function secondStepPage(opts: {
   methods: string[];
   method: string;
   requestId: string;
-  error?: string;
-  notice?: string;
+  error?: string | undefined;
+  /** A code was just mailed. */
+  sent?: boolean;
 }): string {
-  const choices = [...opts.methods.filter((m) => m in METHOD_WORDS), 'recovery'].map((m) => ({ value: m, label: METHOD_WORDS[m] ?? m }));
-  // One code method is always checked: the preferred one, or the first when that is the passkey
-  // (whose button comes first, as on the account pages' second step).
-  const method = choices.some((c) => c.value === opts.method) ? opts.method : (choices[0]?.value ?? 'recovery');
-  return renderPage('oidc/second-step', {
+  const step = { token: opts.mfaPendingToken, methods: opts.methods, method: opts.method };
+  return renderPage('second-step', {
     title: 'Confirm it is you',
-    interactionId: opts.interactionId,
     csrf: opts.csrf,
-    clientName: opts.clientName,
-    mfaPendingToken: opts.mfaPendingToken,
-    method,
-    choices,
-    canMail: choices.some((c) => c.value === 'emailOtp'),
-    passkey: opts.methods.includes('passkey'),
-    error: opts.error,
-    // A refusal of a typed code is tied to the Code field (not a passkey's, which has none).
-    codeError: Boolean(opts.error) && opts.method !== 'passkey',
-    stepNotice: opts.notice,
     requestId: opts.requestId,
+    ...secondStepData(step, { kind: 'provider', interactionId: opts.interactionId, clientName: opts.clientName, error: opts.error }, opts.sent === true),
   });
 }
 

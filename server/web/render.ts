@@ -71,6 +71,11 @@ export function renderPage(template: string, data: { title: string } & Record<st
   return eta.render(template, { signedIn: null, requestId: '', ...data, csrf: data.csrf ?? '', prefix: PAGES_PREFIX });
 }
 
+/** A time as every page shows it: to the minute, in UTC, the same on every screen. */
+export function when(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
 /** The request id every page shows on an error (the same as the log line's and `X-Request-Id`). */
 export function requestIdOf(req: Request): string {
   return String(req.id);

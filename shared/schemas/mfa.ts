@@ -85,6 +85,12 @@ export type LoginResult = z.infer<typeof LoginResult>;
 
 const PendingToken = z.string({ error: 'mfaPendingToken cannot be empty or missing' }).min(1, 'mfaPendingToken cannot be empty or missing').max(200);
 
+/** A pending sign-in's methods (the pages' second step; not in the spec): none when it expired or was finished. */
+export const MfaPendingMethodsInput = z.strictObject({ mfaPendingToken: PendingToken });
+export type MfaPendingMethodsInput = z.infer<typeof MfaPendingMethodsInput>;
+export const MfaPendingMethodsResult = z.strictObject({ methods: z.array(MfaFactorMethod) });
+export type MfaPendingMethodsResult = z.infer<typeof MfaPendingMethodsResult>;
+
 /** `POST /mfa/challenge`: mail a code (`emailOtp`) or get WebAuthn request options (`passkey`). */
 export const MfaChallengeInput = z.strictObject({ mfaPendingToken: PendingToken, method: MfaMethod });
 export type MfaChallengeInput = z.infer<typeof MfaChallengeInput>;

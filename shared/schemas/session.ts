@@ -207,6 +207,26 @@ export type ResettableResult = z.infer<typeof ResettableResult>;
 export const ResetPasswordRequest = z.strictObject({ token: TokenParam, password: NewPassword });
 export type ResetPasswordRequest = z.infer<typeof ResetPasswordRequest>;
 
+/**
+ * The reset page's form (not in the spec): the token, the new password, and "Log me out of all
+ * other sessions" (`PasswordResetService.resetInBrowser`).
+ */
+export const ResetPasswordInBrowserInput = z.strictObject({ token: TokenParam, password: NewPassword, logoutOtherSessions: z.boolean() });
+export type ResetPasswordInBrowserInput = z.infer<typeof ResetPasswordInBrowserInput>;
+/** `signedInHere`: this browser is signed in to the account whose password was reset, and stays so. */
+export const ResetPasswordInBrowserResult = z.strictObject({ status: z.literal('ok'), signedInHere: z.boolean() });
+export type ResetPasswordInBrowserResult = z.infer<typeof ResetPasswordInBrowserResult>;
+
+/** An old mailed link (activation or reset), to send a new one from (the pages' "Send me a new link"). */
+export const OldLinkInput = z.strictObject({ token: z.string().max(200) });
+export type OldLinkInput = z.infer<typeof OldLinkInput>;
+/** Where the new link went, masked (`r•••@example.org`), or null for a link that was never ours. */
+export const NewLinkResult = z.strictObject({ maskedEmail: z.string().nullable() });
+export type NewLinkResult = z.infer<typeof NewLinkResult>;
+/** The address a live email-confirmation link names ('' for any other token). */
+export const LinkAddressResult = z.strictObject({ email: z.string() });
+export type LinkAddressResult = z.infer<typeof LinkAddressResult>;
+
 /** `POST /user/confirm` (signed in) or `POST /user/confirm/{activationToken}` (a guest activating). */
 export const ConfirmEmailRequest = ConfirmEmailInput.extend({ activationToken: TokenParam.optional() });
 export type ConfirmEmailRequest = z.infer<typeof ConfirmEmailRequest>;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { secondStepPage } from '../../server/oidc/pages.ts';
-import { eventFrom } from '../../server/web/handlers.ts';
+import { eventFrom } from '../../server/web/pages/security.ts';
 
 describe('the security events’ "From" column', () => {
   it('names the browser and system, an unknown browser, or nothing at all', () => {

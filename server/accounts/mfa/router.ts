@@ -5,6 +5,8 @@ import {
   MfaChangeResult,
   MfaPreferredInput,
   MfaStatus,
+  MfaPendingMethodsInput,
+  MfaPendingMethodsResult,
   MfaVerifyInput,
   MfaVerifyResult,
   PasskeyIdParam,
@@ -34,6 +36,12 @@ export const mfaRouter = router({
     .input(MfaChallengeInput)
     .output(MfaChallengeResult)
     .mutation(({ ctx, input }) => ctx.services.signIn.challenge(input, ctx.origin, ctx.credentials.device)),
+
+  /** The methods of a pending sign-in, for the pages' second step (none: it expired or was finished). */
+  pendingMethods: publicProcedure
+    .input(MfaPendingMethodsInput)
+    .output(MfaPendingMethodsResult)
+    .query(async ({ ctx, input }) => ({ methods: await ctx.services.signIn.pendingMethods(input.mfaPendingToken) })),
 
   verify: publicProcedure
     .input(MfaVerifyInput)

@@ -1,0 +1,51 @@
+/**
+ * Confirming an email with its 6-digit code (`PUT /activatelink[/{token}]`), from the mailed
+ * link or typed after "Add an email".
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { PAGES_PREFIX } from '../../config.ts';
+import { refusalOf, sendPage, type FieldError } from '../render.ts';
+import { field, frame, query, redirect, type PageKit, type PageRequest } from './kit.ts';
+
+export function confirmEmailPages(kit: PageKit) {
+  const { handle } = kit;
+
+  // ---- confirm an email ------------------------------------------------------------------------
+  const confirmPage = (req: Request, res: Response, page: PageRequest, status: number, token: string, values: Record<string, string>, errors?: FieldError[], resendTo?: string) =>
+    sendPage(res, status, 'confirm', { ...frame(req, page, 'Confirm an email', { errors }), token, values, resendTo });
+  /**
+   * The page a confirmation mail's link opens (`/confirm?token=`): the address is filled in from
+   * the link's token (a live email-confirmation token names it; the service checks it again on
+   * posting), so only the code is left to type.
+   */
+  const webConfirmForm = handle(async (req, res, page) => {
+    const token = query(req, 'token');
+    confirmPage(req, res, page, 200, token, { email: query(req, 'email') || (await page.caller.accounts.confirmationLinkAddress({ token })).email });
+  });
+  const webConfirm = handle(
+    async (req, res, page) => {
+      const token = field(req, 'token');
+      const values = { email: field(req, 'email').trim(), code: field(req, 'code').trim() };
+      if (!token && !page.viewer) {
+        redirect(res, `${PAGES_PREFIX}/login?next=${encodeURIComponent(`${PAGES_PREFIX}/confirm`)}`, 'sign-in-first');
+        return;
+      }
+      try {
+        await page.caller.accounts.activateLink({ email: values.email, token: values.code, ...(token ? { activationToken: token } : {}) });
+      } catch (error) {
+        const refusal = refusalOf(req, error, (at) => (at === 'token' ? 'code' : at));
+        // The service's "Token is not valid" (a wrong, used or expired code: the API's words, which
+        // its clients match) in the page's words; a code of the wrong shape keeps its own message.
+        refusal.errors = refusal.errors.map((e) => (e.field === 'code' && e.message === 'Token is not valid' ? { ...e, message: 'That code is wrong or has expired' } : e));
+        // A code that no longer works: a signed-in person gets a new one in one click.
+        const resendTo = page.viewer && refusal.errors.some((e) => e.field === 'code') && values.email ? values.email : undefined;
+        confirmPage(req, res, page, refusal.status, token, values, refusal.errors, resendTo);
+        return;
+      }
+      redirect(res, page.viewer ? `${PAGES_PREFIX}/security#emails` : `${PAGES_PREFIX}/login`, 'email-confirmed');
+    },
+    { post: true },
+  );
+
+  return { webConfirmForm, webConfirm } satisfies Record<string, RequestHandler>;
+}

@@ -1,0 +1,227 @@
+/**
+ * What every account page shares: opening a page request (the caller of procedures on the
+ * request's own context, who is signed in, the CSRF token), the frame every template reads,
+ * `handle` and `signedIn` (a page handler whose unhandled errors are an error page), reading
+ * the form and the query, the notices a redirect may ask for, and the page an old link shows.
+ *
+ * The pages only move forms on and off the wire: every rule is the procedure's (called through
+ * a tRPC caller on the request's own context, as `POST /login` and the rest are) or the
+ * service's that the procedure calls. Every form carries a CSRF token (`../csrf.ts`); every POST
+ * that succeeds answers with a redirect (post/redirect/get) to a page that says what happened.
+ * The session is the API's: the same cookies `POST /login` sets.
+ */
+import { TRPCError } from '@trpc/server';
+import type { Request, RequestHandler, Response } from 'express';
+import { ACCESS_TOKEN_COOKIE, AppError, REFRESH_TOKEN_COOKIE } from '../../../shared/index.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from '../../accounts/viewer.ts';
+import { PAGES_PREFIX, type Config } from '../../config.ts';
+import { createHttpContext, httpCookies } from '../../http/context.ts';
+import { toAppError } from '../../errors.ts';
+import { createCaller } from '../../router.ts';
+import type { Services } from '../../services.ts';
+import { checkCsrf, csrfTokenFor } from '../csrf.ts';
+import { refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from '../render.ts';
+
+export type Caller = ReturnType<typeof createCaller>;
+
+/** What a page handler knows about its request: the caller of procedures, and who is signed in. */
+export interface PageRequest {
+  caller: Caller;
+  viewer: Viewer | null;
+  /** The signed-in person's name, for the header. */
+  signedIn: PageFrame['signedIn'];
+  csrf: string;
+}
+export type SignedInPage = PageRequest & { viewer: Viewer };
+export type PageHandler<P extends PageRequest = PageRequest> = (req: Request, res: Response, page: P) => Promise<void>;
+
+/**
+ * The notices a redirect may ask a page to show (`?notice=`): a fixed list, so a link cannot
+ * make a page say anything else.
+ */
+export const NOTICES = {
+  'signed-out': 'You are signed out.',
+  'signed-in': 'You are signed in.',
+  activated: 'Your profile is active and you are signed in.',
+  'password-reset': 'Your password has been updated. Please sign in with your new password to continue.',
+  'password-updated': 'Your password has been updated.',
+  'password-updated-others-out': 'Your password has been updated and all other sessions have been logged out.',
+  'password-changed': 'Your password was changed.',
+  'password-changed-others-out': 'Your password was changed, and every other session was signed out.',
+  'email-confirmed': 'The email address is confirmed.',
+  'email-sent': 'We sent a 6-digit code and a link to that address. Enter the code here, or follow the link.',
+  'session-ended': 'The session was ended.',
+  'others-ended': 'Every other session was ended.',
+  revoked: 'The application can no longer sign you in or read your data.',
+  'sign-in-first': 'Please sign in to continue.',
+  'preferred-set': 'The method offered first when you sign in was changed.',
+  'totp-on': 'Your authenticator app is set up: signing in now asks for one of its codes.',
+  'totp-off': 'The authenticator app was removed from signing in.',
+  'email-on': 'Codes by email are on: signing in can ask for a code mailed to you.',
+  'email-off': 'Codes by email were turned off.',
+  'passkey-added': 'Your passkey was added.',
+  'passkey-removed': 'The passkey was removed.',
+  'devices-forgotten': 'Every remembered browser will ask for the second step again.',
+  confirmed: 'Thank you: you can change how you sign in for the next 10 minutes.',
+} as const satisfies Record<string, string>;
+export type Notice = keyof typeof NOTICES;
+
+/** A string field of the posted form ('' when absent). */
+export function field(req: Request, name: string): string {
+  const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/** The human-verification answer of a form: the widget's field (named `token` on our pages, its default name otherwise), or what was typed. */
+export function verificationAnswer(req: Request): string {
+  return field(req, 'token') || field(req, 'cf-turnstile-response');
+}
+
+export function query(req: Request, name: string): string {
+  const value: unknown = req.query[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/** Whether an error is the service refusing the request (a 4xx), not something going wrong (logged, an error page). */
+export function isRefusal(error: unknown): boolean {
+  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  return cause instanceof AppError && cause.status < 500;
+}
+
+/** Where to go after signing in: a page of ours only (never another site: no open redirect). */
+export function safeNext(next: string): string {
+  return next.startsWith(`${PAGES_PREFIX}/`) && !next.startsWith('//') && !next.includes('\\') ? next : `${PAGES_PREFIX}/security`;
+}
+
+export function redirect(res: Response, to: string, notice?: Notice): void {
+  const [path = '', fragment] = to.split('#');
+  const url = notice ? `${path}${path.includes('?') ? '&' : '?'}notice=${notice}` : path;
+  res.redirect(303, fragment ? `${url}#${fragment}` : url);
+}
+
+/** Where the request comes from, as the services keep it (rate limits, the session's device, the audit log). */
+export function originOf(req: Request): RequestOrigin {
+  return { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') };
+}
+
+export function frame(req: Request, page: PageRequest, title: string, extra: { errors?: FieldError[] | undefined; wide?: boolean } = {}): PageFrame {
+  const notice = (NOTICES as Record<string, string>)[query(req, 'notice')];
+  return { title, signedIn: page.signedIn, csrf: page.csrf, requestId: requestIdOf(req), prefix: PAGES_PREFIX, notice, ...extra };
+}
+
+/** The pages' tools bound to the install: opening a request, handlers, the session, the old-link page. */
+export function pageKit(services: Services, config: Config) {
+  const verification: 'remote' | 'development' = config.humanVerification ? 'remote' : 'development';
+  /** The Turnstile widget (a script and a frame of Cloudflare's) is on the sign-up and reset pages only when a site key is set. */
+  const showsWidget = verification === 'remote' && config.humanVerificationSiteKey !== undefined;
+
+  /**
+   * The one place a session starts on the pages: the cookies `POST /login` sets, and this
+   * request's own cookies so that what follows in it sees the new session.
+   */
+  function useSession(req: Request, res: Response, session: IssuedSession): void {
+    httpCookies(res, config).set(session);
+    req.cookies = { ...req.cookies, [ACCESS_TOKEN_COOKIE]: session.accessToken, [REFRESH_TOKEN_COOKIE]: session.refreshToken };
+  }
+
+  /**
+   * The request's context, as a procedure sees it, from the browser's cookies only. An access
+   * cookie that expired while the refresh cookie is still good is refreshed here (the same
+   * rotation as `POST /refreshToken`), so a person stays signed in on the pages as in the API.
+   */
+  async function open(req: Request, res: Response): Promise<PageRequest> {
+    let ctx = createHttpContext(req, res, services, config, 'cookie');
+    let viewer = await ctx.viewerIfValid();
+    const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
+    if (!viewer && typeof refresh === 'string' && refresh !== '') {
+      try {
+        const outcome = await services.sessions.refresh({ refreshToken: refresh });
+        if ('rotated' in outcome) {
+          useSession(req, res, outcome.rotated);
+          ctx = createHttpContext(req, res, services, config, 'cookie');
+          viewer = await ctx.viewerIfValid();
+        }
+      } catch {
+        // An ended session is a guest: the sign-in page is where it goes.
+      }
+    }
+    const profile = viewer ? await services.profiles.simplifiedById(viewer.profileId).catch(() => null) : null;
+    return {
+      caller: createCaller(ctx),
+      viewer,
+      signedIn: viewer && profile ? { name: profile.fullname, id: profile.id } : null,
+      csrf: csrfTokenFor(req, res, config),
+    };
+  }
+
+  /** An error page: what went wrong in plain words, and the request id to quote. */
+  function errorPage(req: Request, res: Response, page: PageRequest | null, error: unknown): void {
+    const refusal = refusalOf(req, error);
+    const first = refusal.errors[0]?.message ?? 'Something went wrong.';
+    const base: PageFrame = page ? frame(req, page, 'Something went wrong') : { title: 'Something went wrong', signedIn: null, csrf: '', requestId: requestIdOf(req), prefix: PAGES_PREFIX };
+    sendPage(res, refusal.status, 'error', { ...base, heading: refusal.status >= 500 ? 'Something went wrong on our side' : 'This did not work', message: first, action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' } });
+  }
+
+  /** A page handler: any error not handled by the page itself is an error page with the request id. */
+  const handle =
+    (handler: PageHandler, opts: { post?: boolean } = {}): RequestHandler =>
+    async (req, res) => {
+      let page: PageRequest | null = null;
+      try {
+        page = await open(req, res);
+        if (opts.post) checkCsrf(req, config);
+        await handler(req, res, page);
+      } catch (error) {
+        errorPage(req, res, page, error);
+      }
+    };
+
+  /** Pages for a signed-in person only: a guest is sent to sign in first, and back after. */
+  const signedIn = (handler: PageHandler<SignedInPage>, opts: { post?: boolean } = {}): RequestHandler =>
+    handle(async (req, res, page) => {
+      if (!page.viewer) {
+        redirect(res, `${PAGES_PREFIX}/login?next=${encodeURIComponent(opts.post ? `${PAGES_PREFIX}/security` : req.originalUrl)}`, 'sign-in-first');
+        return;
+      }
+      await handler(req, res, page as SignedInPage);
+    }, opts);
+
+  /**
+   * An old activation or reset link: what it is, and a new one in one click. A person signed in
+   * (so active) who opens a used activation link is told so instead: a new link would be for an
+   * account that has nothing left to activate.
+   */
+  const expiredLink = (req: Request, res: Response, page: PageRequest, kind: 'activation' | 'reset', token: string) => {
+    if (kind === 'activation' && page.viewer) {
+      sendPage(res, 200, 'link-expired', {
+        ...frame(req, page, 'Your account is already active'),
+        heading: 'Your account is already active',
+        message: 'This activation link was used already, and you are signed in: there is nothing left to activate.',
+        resend: null,
+        other: { href: `${PAGES_PREFIX}/security`, label: 'Go to Password & security' },
+        done: true,
+      });
+      return;
+    }
+    sendPage(res, 400, 'link-expired', {
+      ...frame(req, page, 'This link no longer works'),
+      heading: 'This link no longer works',
+      message:
+        kind === 'activation'
+          ? 'This activation link has expired, was already used, or a newer one was sent since. If your account still waits for activation, we can send a new link to the address this one went to.'
+          : 'This password-reset link has expired, was already used, or a newer one was sent since. We can send a new link to the address this one went to.',
+      resend: token ? { action: `${PAGES_PREFIX}/${kind === 'activation' ? 'profile/activate' : 'user/password'}/resend`, token, label: 'Send me a new link' } : null,
+      other: kind === 'activation' ? { href: `${PAGES_PREFIX}/login`, label: 'Already activated? Sign in' } : { href: `${PAGES_PREFIX}/login`, label: 'Remembered it? Sign in' },
+    });
+  };
+
+  return { services, config, verification, showsWidget, useSession, handle, signedIn, expiredLink };
+}
+
+export type PageKit = ReturnType<typeof pageKit>;
+
+/** Whether the service asks for a recent proof of the person first (`#requireFresh`'s 403). */
+export function needsConfirmation(error: unknown): boolean {
+  const app = toAppError(error, undefined);
+  return app.status === 403 && typeof app.details?.reauthenticate === 'string';
+}

@@ -1,0 +1,210 @@
+/**
+ * The pages a person sees while signing in to another application through our OpenID Connect
+ * provider: the login page (with "Sign in with a passkey"), its second step, and the consent
+ * page. The protocol's rules live in `OidcService`; these handlers only move forms on and off
+ * the wire. Their HTML is `server/oidc/pages.ts` (templates in `../templates/oidc/`); the
+ * protocol endpoints themselves (authorize, token, userinfo, revocation, discovery, keys) are
+ * `server/http/oidc.ts`, which shares `sendProviderPage` and `providerPage` with them.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { AppError } from '../../../shared/errors.ts';
+import { MfaVerifyInput, parseOrThrow } from '../../../shared/index.ts';
+import type { IssuedSession, Viewer } from '../../accounts/viewer.ts';
+import type { Config } from '../../config.ts';
+import { createHttpContext, httpCookies } from '../../http/context.ts';
+import { sendError } from '../../http/send-error.ts';
+import { OAuthError } from '../../oidc/errors.ts';
+import { consentPage, errorPage, loginPage, secondStepPage } from '../../oidc/pages.ts';
+import type { Services } from '../../services.ts';
+import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
+import { humanVerificationAsked, requestIdOf, TURNSTILE_ORIGIN } from '../render.ts';
+import { secondStepErrors } from './second-step.ts';
+
+/**
+ * The cookie that binds a page's CSRF token to the browser that loaded the page. Over https it
+ * is `__Host-` prefixed, as the account pages' is (`web/csrf.ts`), so that no other host of the
+ * domain can plant one; such a cookie must have path `/`, so over http only it is kept to `/oidc`.
+ */
+function csrfCookie(config: Config): { name: string; path: string; secure: boolean } {
+  const https = config.baseUrl.startsWith('https:');
+  return https ? { name: '__Host-service.oidc-csrf', path: '/', secure: true } : { name: 'service.oidc-csrf', path: '/oidc', secure: false };
+}
+
+
+/**
+ * A provider page: its own CSP, so a form may send the person on to the client's redirect URI; `widget`:
+ * it shows the human-verification widget, whose script and frame come from Turnstile.
+ */
+export function sendProviderPage(res: Response, status: number, html: string, formTargets: string[] = [], widget = false): void {
+  const origins = formTargets.map((uri) => new URL(uri).origin);
+  const turnstile = widget ? `; script-src 'self' ${TURNSTILE_ORIGIN}; frame-src ${TURNSTILE_ORIGIN}` : '';
+  res
+    .status(status)
+    .setHeader(
+      'Content-Security-Policy',
+      `default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self' ${origins.join(' ')}; frame-ancestors 'none'; base-uri 'none'${turnstile}`,
+    )
+    .setHeader('Cache-Control', 'no-store')
+    .type('html')
+    .send(html);
+}
+
+
+/** A provider page's handler: a protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
+export const providerPage = (handler: (req: Request, res: Response) => Promise<void>, onPage = false) => (req: Request, res: Response) => {
+  handler(req, res).catch((error: unknown) => {
+    if (error instanceof OAuthError) sendProviderPage(res, 400, errorPage(error.message, requestIdOf(req)));
+    else if (error instanceof AppError && onPage) sendProviderPage(res, error.status, errorPage(error.message, requestIdOf(req)));
+    else sendError(res, error);
+  });
+};
+
+export function providerPages(services: Services, config: Config) {
+  const oidc = services.oidc;
+  // The browser's session only: signing someone in to an application takes their browser, not
+  // an access token alone.
+  const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
+  const csrf = csrfCookie(config);
+  /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */
+  const csrfFor = (res: Response, interactionId: string) => {
+    const secret = randomBytes(24).toString('base64url');
+    res.cookie(csrf.name, secret, { httpOnly: true, sameSite: 'strict', secure: csrf.secure, path: csrf.path });
+    return oidc.csrfToken(secret, interactionId);
+  };
+  const field = (req: Request, name: string): string | undefined => {
+    const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  /** A protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
+  const safely = providerPage;
+  const page = sendProviderPage;
+
+  // ---- the login page ----------------------------------------------------------------------------
+  const loginForm = safely(async (req, res) => {
+    const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
+    const { interaction, client } = await oidc.interaction(id);
+    const csrf = csrfFor(res, interaction.id);
+    // Signing in may send the browser straight on to the client (consent given before).
+    page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req) }), [
+      interaction.params.redirectUri,
+    ]);
+  }, true);
+  const login = safely(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction, client } = await oidc.interaction(id);
+    oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
+    const context = createHttpContext(req, res, services, config);
+    const cookies = httpCookies(res, config);
+    const targets = [interaction.params.redirectUri];
+    /** Signed in (after the password, and the second step when one is on): on to consent or the client. */
+    const signedIn = async (session: IssuedSession) => {
+      cookies.set(session);
+      const viewer = await services.sessions.authenticate(session.accessToken);
+      const outcome = await oidc.afterLogin(interaction.id, viewer);
+      if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+      else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
+    };
+    const loginAgain = (error: AppError, email = '') => {
+      // The account's attempts ran out for this browser: the form asks for human verification too.
+      const verify = humanVerificationAsked(error);
+      const verification = verify ? { verification: config.humanVerification ? ('remote' as const) : ('development' as const), siteKey: config.humanVerificationSiteKey } : {};
+      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message, email, ...verification });
+      page(res, error.status, html, targets, verify && config.humanVerification !== undefined && config.humanVerificationSiteKey !== undefined);
+    };
+    const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; sent?: boolean } = {}) => {
+      const html = secondStepPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, mfaPendingToken: pending.token, methods: pending.methods, method: pending.method, requestId: requestIdOf(req), ...message });
+      page(res, status, html, targets);
+    };
+
+    // The second step: a code (or "send a code by email") for the sign-in whose password was right.
+    const mfaPendingToken = field(req, 'mfaPendingToken');
+    if (mfaPendingToken !== undefined) {
+      const method = field(req, 'method') ?? 'totp';
+      // No methods: the sign-in expired or was completed.
+      const pending = { token: mfaPendingToken, methods: await services.signIn.pendingMethods(mfaPendingToken), method };
+      try {
+        if (field(req, 'step') === 'send-email') {
+          await services.signIn.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin, context.credentials.device);
+          secondStep({ ...pending, method: 'emailOtp' }, 200, { sent: true });
+          return;
+        }
+        // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
+        const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : (field(req, 'code') ?? '');
+        const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' });
+        const outcome = await services.signIn.verify(input, context.origin, context.credentials.device);
+        if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);
+        await signedIn(outcome.session);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        // A sign-in that expired or was completed starts again from the password.
+        if (pending.methods.length === 0) loginAgain(error);
+        else secondStep(pending, error.status, { error: secondStepErrors(req, error, '').errors.map((e) => e.message).join(' ') });
+      }
+      return;
+    }
+
+    const email = field(req, 'email') ?? '';
+    try {
+      const outcome = await services.signIn.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined }, context.origin, context.credentials);
+      if ('pending' in outcome) {
+        const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome.pending;
+        secondStep({ token, methods: mfaMethods, method: preferredMethod === 'passkey' ? (mfaMethods.find((m) => m !== 'passkey') ?? 'recovery') : preferredMethod });
+        return;
+      }
+      await signedIn(outcome.session);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      loginAgain(error, email);
+    }
+  }, true);
+
+  // ---- the login page's passkey sign-in (no password; `/webauthn/passkey.js` posts this form) ------
+  const loginPasskey = safely(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction, client } = await oidc.interaction(id);
+    oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
+    try {
+      const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
+      const { session } = await services.passkeySignIn.signIn(input, createHttpContext(req, res, services, config).origin);
+      httpCookies(res, config).set(session);
+      const viewer = await services.sessions.authenticate(session.accessToken);
+      const outcome = await oidc.afterLogin(interaction.id, viewer);
+      if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+      else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      const csrf = csrfFor(res, interaction.id);
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message });
+      page(res, error.status, html, [interaction.params.redirectUri]);
+    }
+  }, true);
+
+  // ---- the consent page --------------------------------------------------------------------------
+  const consentForm = safely(async (req, res) => {
+    const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
+    const { interaction, client } = await oidc.interaction(id);
+    const viewer = await viewerOf(req, res);
+    // No session, or one that does not satisfy prompt=login or max_age: sign in first.
+    if (!viewer || viewer.impersonator || oidc.needsLogin(interaction, viewer)) {
+      res.redirect(303, oidc.loginPageUrl(interaction.id));
+      return;
+    }
+    const profile = await services.profiles.simplifiedById(viewer.profileId);
+    const csrf = csrfFor(res, interaction.id);
+    page(res, 200, consentPage({ interactionId: interaction.id, csrf, clientName: client.name, scopes: interaction.params.scopes, userName: profile.fullname }), [
+      interaction.params.redirectUri,
+    ]);
+  }, true);
+  const consent = safely(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction } = await oidc.interaction(id);
+    oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
+    const outcome = await oidc.consent(interaction.id, await viewerOf(req, res), field(req, 'decision') === 'allow');
+    res.redirect(303, outcome.redirect);
+  }, true);
+
+  return { loginForm, login, loginPasskey, consentForm, consent } satisfies Record<string, RequestHandler>;
+}
+
+export type ProviderPageHandlers = ReturnType<typeof providerPages>;

@@ -1,0 +1,92 @@
+/**
+ * Resetting a forgotten password: asking for the link (`POST /resettable`), the new password
+ * (`PUT /reset/{token}`), and a new link for an old one.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { toAppError } from '../../errors.ts';
+import { PAGES_PREFIX } from '../../config.ts';
+import { refusalOf, sendPage, type FieldError } from '../render.ts';
+import { field, frame, isRefusal, query, redirect, verificationAnswer, type PageKit, type PageRequest } from './kit.ts';
+
+export function resetPages(kit: PageKit) {
+  const { config, handle, verification, showsWidget, expiredLink } = kit;
+
+  // ---- password reset ----------------------------------------------------------------------------
+  const resetRequestPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, errors?: FieldError[]) =>
+    sendPage(res, status, 'reset-request', { ...frame(req, page, 'Reset your password', { errors }), values, verification, siteKey: config.humanVerificationSiteKey }, { widget: showsWidget });
+  const webResetRequestForm = handle(async (req, res, page) => resetRequestPage(req, res, page, 200, { email: query(req, 'email') }));
+  const webResetRequest = handle(
+    async (req, res, page) => {
+      const values = { email: field(req, 'email').trim() };
+      try {
+        await page.caller.accounts.requestReset({ id: values.email, token: verificationAnswer(req) || null });
+      } catch (error) {
+        const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
+        resetRequestPage(req, res, page, refusal.status, values, refusal.errors);
+        return;
+      }
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=reset&email=${encodeURIComponent(values.email)}`);
+    },
+    { post: true },
+  );
+
+  const resetPage = (req: Request, res: Response, page: PageRequest, status: number, token: string, username: string, logoutOtherSessions: boolean, errors?: FieldError[]) =>
+    sendPage(res, status, 'reset', { ...frame(req, page, 'Reset Password', { errors }), token, username, logoutOtherSessions });
+  const webResetForm = handle(async (req, res, page) => {
+    const token = query(req, 'token');
+    try {
+      const { resettable } = await page.caller.accounts.resettable({ token });
+      resetPage(req, res, page, 200, token, resettable.username ?? '', true);
+    } catch (error) {
+      if (isRefusal(error)) return expiredLink(req, res, page, 'reset', token);
+      throw error;
+    }
+  });
+  /**
+   * The reset form, as the real platform's web client behaves: "Log me out of all other
+   * sessions" (ticked by default) ends every session but this browser's when it is signed in to
+   * the same account, and every session otherwise; left unticked, the sessions stay.
+   */
+  const webReset = handle(
+    async (req, res, page) => {
+      const token = field(req, 'token');
+      const logoutOthers = field(req, 'logoutOtherSessions') === 'on';
+      let username: string;
+      try {
+        username = (await page.caller.accounts.resettable({ token })).resettable.username ?? '';
+      } catch (error) {
+        if (isRefusal(error)) return expiredLink(req, res, page, 'reset', token);
+        throw error;
+      }
+      const password = field(req, 'password');
+      if (password !== field(req, 'confirmation')) {
+        resetPage(req, res, page, 400, token, username, logoutOthers, [{ field: 'confirmation', message: 'Passwords must match' }]);
+        return;
+      }
+      let signedInHere: boolean;
+      try {
+        ({ signedInHere } = await page.caller.accounts.resetPasswordInBrowser({ token, password, logoutOtherSessions: logoutOthers }));
+      } catch (error) {
+        // An impersonation's refusal is no form error: the error page says it.
+        if (toAppError(error, undefined).name === 'ForbiddenError') throw error;
+        const refusal = refusalOf(req, error);
+        if (refusal.errors.some((e) => e.field === 'token')) return expiredLink(req, res, page, 'reset', token);
+        resetPage(req, res, page, refusal.status, token, username, logoutOthers, refusal.errors);
+        return;
+      }
+      if (!signedInHere) return redirect(res, `${PAGES_PREFIX}/login`, 'password-reset');
+      redirect(res, `${PAGES_PREFIX}/security`, logoutOthers ? 'password-updated-others-out' : 'password-updated');
+    },
+    { post: true },
+  );
+  const webResetResend = handle(
+    async (req, res, page) => {
+      const { maskedEmail } = await page.caller.accounts.requestResetFromLink({ token: field(req, 'token') });
+      if (maskedEmail === null) return redirect(res, `${PAGES_PREFIX}/reset`);
+      redirect(res, `${PAGES_PREFIX}/check-mail?kind=link&to=${encodeURIComponent(maskedEmail)}`);
+    },
+    { post: true },
+  );
+
+  return { webResetRequestForm, webResetRequest, webResetForm, webReset, webResetResend } satisfies Record<string, RequestHandler>;
+}

@@ -1,0 +1,93 @@
+/**
+ * The second step of a sign-in, after the password, and "Confirm it is you": how each method is
+ * named, a refusal as a person reads it (the lockout in the pages' own words and time), and the
+ * one second-step page (`templates/second-step.eta`) that both the account pages'
+ * (`/account/login`) and the sign-in provider's login (`/oidc/login`) show.
+ */
+import type { Request } from 'express';
+import { PAGES_PREFIX } from '../../config.ts';
+import { toAppError } from '../../errors.ts';
+import { refusalOf, when, type FieldError } from '../render.ts';
+
+/** A pending sign-in's second step: its token, the person's methods, the one to check, and "remember this device". */
+export interface PendingStep {
+  token: string;
+  methods: string[];
+  method: string;
+  rememberDevice?: boolean;
+}
+
+/**
+ * Where the second step is shown, and the little that differs between the two places: the
+ * account pages show a refusal in the layout's error summary (the Code field tied to it by the
+ * field template) and name the mail button "Send me a code by email"; the provider's page shows
+ * its refusal on one line (`stepError`) and names it "Send a code by email", as each place's
+ * tests (test/web/two-step.test.ts, test/oidc/mfa.test.ts) and the clients' habits expect.
+ */
+export type StepPlace = { kind: 'account'; next: string } | { kind: 'provider'; interactionId: string; clientName: string; error?: string | undefined };
+
+/**
+ * The data of `templates/second-step.eta` (besides the page's frame): the code methods with the
+ * preferred one checked (or the first when the passkey is preferred, whose button comes first),
+ * the passkey button, the mail button.
+ */
+export function secondStepData(step: PendingStep, place: StepPlace, sent = false): Record<string, unknown> {
+  const choices = [...step.methods.filter((m) => m !== 'passkey'), 'recovery'].map((m) => ({ value: m, label: METHOD_WORDS[m] ?? m }));
+  const method = choices.some((c) => c.value === step.method) ? step.method : (choices[0]?.value ?? 'recovery');
+  const common = {
+    token: step.token,
+    choices,
+    method,
+    passkey: step.methods.includes('passkey'),
+    canMail: step.methods.includes('emailOtp'),
+    rememberDevice: step.rememberDevice === true,
+    sent,
+  };
+  if (place.kind === 'account') {
+    return {
+      ...common,
+      action: `${PAGES_PREFIX}/login`,
+      hidden: place.next ? [{ name: 'next', value: place.next }] : [],
+      intro: 'Your password was right. This account asks for a second step.',
+      sendLabel: 'Send me a code by email',
+      restart: `${PAGES_PREFIX}/login`,
+    };
+  }
+  return {
+    ...common,
+    action: '/oidc/login',
+    hidden: [{ name: 'interaction', value: place.interactionId }],
+    intro: `Signing in to ${place.clientName} needs a second step.`,
+    sendLabel: 'Send a code by email',
+    stepError: place.error ?? '',
+    // A refusal of a typed code is tied to the Code field (not a passkey's, which has none).
+    codeError: Boolean(place.error) && step.method !== 'passkey',
+  };
+}
+
+/** How the pages name each second-step method. */
+export const METHOD_WORDS: Record<string, string> = {
+  totp: 'A code from your authenticator app',
+  emailOtp: 'A code sent to your email',
+  passkey: 'Your passkey',
+  recovery: 'A recovery code',
+};
+
+/**
+ * A second-step (or "Confirm it is you") refusal as a person reads it: a wrong code (or
+ * password) is tied to the field it was typed in, `field` (aria-invalid, and a link in the error
+ * summary), whether or not the service's error names a path: "Invalid verification code" names
+ * none. A refusal of the method itself, a passkey's (no field to type in), and the lockout (which
+ * says until when, in the pages' own time format) stay on the summary alone.
+ */
+export function secondStepErrors(req: Request, error: unknown, field: string): { status: number; errors: FieldError[] } {
+  const app = toAppError(error, undefined);
+  const refusal = refusalOf(req, error, (at) => (at === 'method' ? '' : field));
+  const until = typeof app.details?.lockedUntil === 'string' ? Date.parse(app.details.lockedUntil) : Number.NaN;
+  if (!Number.isNaN(until)) {
+    return { status: refusal.status, errors: [{ field: '', message: `Account temporarily locked due to too many failed MFA attempts. You can try again after ${when(until)}.` }] };
+  }
+  // Only a refusal of what was typed (400): not a 5xx, not "confirm again", not a rate limit.
+  if (field === '' || app.status !== 400) return { status: refusal.status, errors: refusal.errors.map((e) => ({ ...e, field: '' })) };
+  return { status: refusal.status, errors: refusal.errors.map((e) => (e.field === '' && typeof app.details?.path !== 'string' ? { ...e, field } : e)) };
+}

@@ -1,0 +1,133 @@
+/**
+ * Signing in (the password, then the second step when a factor is on; or a passkey alone) and
+ * out: the same sessions and cookies as `POST /login` and `POST /logout`.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { z } from 'zod';
+import { MfaFactorMethod } from '../../../shared/index.ts';
+import type { IssuedSession } from '../../accounts/viewer.ts';
+import { PAGES_PREFIX } from '../../config.ts';
+import { createHttpContext } from '../../http/context.ts';
+import { humanVerificationAsked, refusalOf, sendPage, type FieldError } from '../render.ts';
+import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
+import { field, frame, originOf, query, redirect, safeNext, type PageKit, type PageRequest } from './kit.ts';
+import { secondStepData, secondStepErrors, type PendingStep } from './second-step.ts';
+
+export function signInPages(kit: PageKit) {
+  const { services, config, handle, verification, showsWidget, useSession } = kit;
+
+  // ---- sign in, sign out -------------------------------------------------------------------------
+  /** `verify`: the account's attempts ran out for this browser, so the form asks for human verification (`sessions.ts`). */
+  const loginPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, next: string, errors?: FieldError[], verify = false) =>
+    sendPage(
+      res,
+      status,
+      'login',
+      { ...frame(req, page, 'Sign in', { errors }), values, next, ...(verify ? { verification, siteKey: config.humanVerificationSiteKey } : {}) },
+      { passkeys: true, widget: verify && showsWidget },
+    );
+  const webLoginForm = handle(async (req, res, page) => {
+    const next = query(req, 'next');
+    if (page.viewer && !query(req, 'notice')) return redirect(res, safeNext(next));
+    loginPage(req, res, page, 200, {}, next);
+  });
+
+  /**
+   * The second step, for a sign-in whose password was right: its pending token rides in a hidden
+   * field of a form that carries the page's CSRF token (as on the sign-in provider's page); the
+   * token alone is worth nothing without the person's second factor, and dies in 10 minutes.
+   */
+  const secondStepPage = (req: Request, res: Response, page: PageRequest, status: number, step: PendingStep & { next: string }, extra: { errors?: FieldError[]; sent?: boolean } = {}) =>
+    sendPage(res, status, 'second-step', { ...frame(req, page, 'Confirm it is you', { errors: extra.errors }), ...secondStepData(step, { kind: 'account', next: step.next }, extra.sent === true) }, { passkeys: true });
+
+  /**
+   * The second step's forms: "Send me a code" (`POST /mfa/challenge`'s procedure, method
+   * `emailOtp`), and a code, a recovery code or a passkey's answer (`POST /mfa/verify`'s
+   * procedure, which sets the session's cookies, and the remembered-device cookie when asked).
+   */
+  async function secondStep(req: Request, res: Response, page: PageRequest, token: string): Promise<void> {
+    const next = field(req, 'next');
+    const { methods } = await page.caller.accounts.mfa.pendingMethods({ mfaPendingToken: token });
+    if (methods.length === 0) {
+      loginPage(req, res, page, 400, {}, next, [{ field: '', message: 'This sign-in expired (after 10 minutes) or was finished already. Please sign in again.' }]);
+      return;
+    }
+    const method = MfaFactorMethod.or(z.literal('recovery')).safeParse(field(req, 'method')).data ?? 'totp';
+    const rememberDevice = field(req, 'rememberDevice') === 'on';
+    const step = { token, methods, method, next, rememberDevice };
+    try {
+      if (field(req, 'step') === 'send-email') {
+        await page.caller.accounts.mfa.challenge({ mfaPendingToken: token, method: 'emailOtp' });
+        secondStepPage(req, res, page, 200, { ...step, method: 'emailOtp' }, { sent: true });
+        return;
+      }
+      const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : field(req, 'code');
+      await page.caller.accounts.mfa.verify({ mfaPendingToken: token, method, code: code as string, rememberDevice });
+    } catch (error) {
+      const refusal = secondStepErrors(req, error, method === 'passkey' || field(req, 'step') === 'send-email' ? '' : 'code');
+      secondStepPage(req, res, page, refusal.status, step, { errors: refusal.errors });
+      return;
+    }
+    redirect(res, safeNext(next));
+  }
+
+  /**
+   * Sign-in: the password is checked (`signIn.login`, the same gate as `POST /login`, with its rate
+   * limits and its audit line); then either the session starts (`useSession`), or, for a person
+   * with a second factor on (and a browser not remembered), the second step's page follows.
+   */
+  const webLogin = handle(
+    async (req, res, page) => {
+      const pendingToken = field(req, 'mfaPendingToken');
+      if (pendingToken !== '') return secondStep(req, res, page, pendingToken);
+      const values = { email: field(req, 'email').trim() };
+      const next = field(req, 'next');
+      let session: IssuedSession;
+      try {
+        const { credentials } = createHttpContext(req, res, services, config, 'cookie');
+        const outcome = await services.signIn.login({ id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined }, originOf(req), credentials);
+        if ('pending' in outcome) {
+          const { mfaPendingToken, mfaMethods, preferredMethod } = outcome.pending;
+          secondStepPage(req, res, page, 200, { token: mfaPendingToken, methods: mfaMethods, method: preferredMethod, next, rememberDevice: false });
+          return;
+        }
+        session = outcome.session;
+      } catch (error) {
+        const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
+        const verify = humanVerificationAsked(error);
+        loginPage(req, res, page, refusal.status, values, next, refusal.errors, verify);
+        return;
+      }
+      useSession(req, res, session);
+      redirect(res, safeNext(next));
+    },
+    { post: true },
+  );
+
+  /** "Sign in with a passkey" (no password): `/webauthn/passkey.js` fills the ceremony's id and the passkey's answer and posts the form. */
+  const webLoginPasskey = handle(
+    async (req, res, page) => {
+      const next = field(req, 'next');
+      try {
+        const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
+        // The procedure sets the session's cookies, as `POST /login/passkey` does.
+        await page.caller.accounts.passkeyLogin(input);
+      } catch (error) {
+        const refusal = refusalOf(req, error, () => '');
+        loginPage(req, res, page, refusal.status, {}, next, refusal.errors);
+        return;
+      }
+      redirect(res, safeNext(next));
+    },
+    { post: true },
+  );
+  const webLogout = handle(
+    async (_req, res, page) => {
+      await page.caller.accounts.logout();
+      redirect(res, `${PAGES_PREFIX}/login`, 'signed-out');
+    },
+    { post: true },
+  );
+
+  return { webLoginForm, webLogin, webLoginPasskey, webLogout } satisfies Record<string, RequestHandler>;
+}
