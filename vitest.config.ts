@@ -24,5 +24,9 @@ export default defineConfig({
     // generous `timeout` and the reason beside it (`const LONG` in their files).
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // `expect.poll` waits for what a page or a process does next (a status shown after a passkey
+    // ceremony and a post): Vitest's 1 s default was reached on a loaded machine (the end-to-end
+    // walk failed once so); a wait that never succeeds still fails, after 15 s.
+    expect: { poll: { timeout: 15_000 } },
   },
 });

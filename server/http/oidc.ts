@@ -9,7 +9,8 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
-import { errorPage, STYLESHEET } from '../oidc/pages.ts';
+import { errorPage } from '../oidc/pages.ts';
+import { ASSETS, serveUnhashed } from '../web/assets.ts';
 import { InvalidRequest, OAuthError } from '../oidc/errors.ts';
 import { requestIdOf } from '../web/render.ts';
 import { providerPage, sendProviderPage } from '../web/pages/provider.ts';
@@ -118,9 +119,7 @@ export function oidcHandlers(services: Services, config: Config) {
   };
   /** A protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
 
-  const stylesheet: RequestHandler = (_req, res) => {
-    res.type('css').setHeader('Cache-Control', 'public, max-age=3600').send(STYLESHEET);
-  };
+  const stylesheet = serveUnhashed(ASSETS.providerCss);
 
   // Discovery never changes while the process runs, and the key set at most once per rotation:
   // both are sent as text serialised once, with their own ETag, by `sendJsonText` (neither

@@ -395,6 +395,8 @@ export const routes: Route[] = [
   accountPage('/', 'webRoot'),
   accountPage('/account', 'webHome'),
   accountPage('/account/pages.css', 'webStylesheet'),
+  // The pages' stylesheet and script by their content's hash, cached for a year (`server/web/assets.ts`).
+  accountPage('/assets/:file', 'webAsset'),
   accountPage('/account/signup', 'webSignupForm'),
   accountForm('/account/signup', 'webSignup'),
   accountPage('/account/check-mail', 'webCheckMail'),

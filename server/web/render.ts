@@ -11,8 +11,12 @@ import type { Request, Response } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
 import { toAppError } from '../errors.ts';
 import { AppError } from '../../shared/errors.ts';
+import { ASSETS } from './assets.ts';
 
 const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
+
+/** Where every page links the stylesheet and the passkey script: their hashed names (`assets.ts`). */
+const ASSET_URLS = { pagesCss: ASSETS.pagesCss.url, passkeyJs: ASSETS.passkeyJs.url };
 
 /** One engine per process; templates are compiled once and cached. */
 const eta = new Eta({ views, autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
@@ -38,7 +42,6 @@ export interface FieldError {
   message: string;
 }
 
-/** Sends a rendered page with the pages' own headers. */
 /** Where the Turnstile widget comes from: the only script and frame a page may load, and only a page that shows it. */
 export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
@@ -48,7 +51,7 @@ export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
  * scripts (`/webauthn/browser.js`, `/webauthn/passkey.js`) and they may call our API.
  */
 export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean; passkeys?: boolean } = {}): void {
-  const html = eta.render(template, { ...data, prefix: PAGES_PREFIX });
+  const html = eta.render(template, { ...data, prefix: PAGES_PREFIX, assets: ASSET_URLS });
   // Our own scripts (passkey buttons) and the Turnstile widget each widen the policy only as far as they need.
   const scripts = [...(opts.passkeys ? ["'self'"] : []), ...(opts.widget ? [TURNSTILE_ORIGIN] : [])];
   const widget = (scripts.length > 0 ? `; script-src ${scripts.join(' ')}` : '') + (opts.widget ? `; frame-src ${TURNSTILE_ORIGIN}` : '') + (opts.passkeys ? "; connect-src 'self'" : '');
@@ -68,7 +71,7 @@ export function sendPage(res: Response, status: number, template: string, data: 
  * `requestId` their caller passes, from `requestIdOf`).
  */
 export function renderPage(template: string, data: { title: string } & Record<string, unknown>): string {
-  return eta.render(template, { signedIn: null, requestId: '', ...data, csrf: data.csrf ?? '', prefix: PAGES_PREFIX });
+  return eta.render(template, { signedIn: null, requestId: '', ...data, csrf: data.csrf ?? '', prefix: PAGES_PREFIX, assets: ASSET_URLS });
 }
 
 /** A time as every page shows it: to the minute, in UTC, the same on every screen. */

@@ -9,7 +9,7 @@
 import type { RequestHandler } from 'express';
 import { PAGES_PREFIX, type Config } from '../../config.ts';
 import type { Services } from '../../services.ts';
-import { PAGES_STYLESHEET } from '../style.ts';
+import { ASSETS, serveAsset, serveUnhashed } from '../assets.ts';
 import { activationPages } from './activation.ts';
 import { confirmEmailPages } from './confirm-email.ts';
 import { pageKit, redirect } from './kit.ts';
@@ -21,10 +21,8 @@ import { signUpPages } from './sign-up.ts';
 export function webHandlers(services: Services, config: Config) {
   const kit = pageKit(services, config);
 
-  // ---- the stylesheet and the front door -----------------------------------------------------------
-  const webStylesheet: RequestHandler = (_req, res) => {
-    res.type('css').setHeader('Cache-Control', 'public, max-age=3600').send(PAGES_STYLESHEET);
-  };
+  // ---- the assets and the front door -------------------------------------------------------------
+  const webStylesheet = serveUnhashed(ASSETS.pagesCss);
   /** The service's address itself leads a person to the web application: these pages, or the frontend WEB_URL names. */
   const webRoot: RequestHandler = (_req, res) => {
     res.redirect(303, config.webUrl);
@@ -34,6 +32,7 @@ export function webHandlers(services: Services, config: Config) {
   });
 
   return {
+    webAsset: serveAsset,
     webStylesheet,
     webRoot,
     webHome,

@@ -1,0 +1,59 @@
+/**
+ * The pages' stylesheets and their one script, as files beside this module (`assets/`), read once
+ * at start. Each is served under a name that carries its content's hash
+ * (`/assets/pages.<hash>.css`) and cached for a year: a changed file is a new name, so a browser
+ * never runs an old script against a new page. The pages' CSP allows only our own origin for
+ * both (`style-src 'self'`, `script-src 'self'` on pages with passkey buttons). The names
+ * without a hash (`/account/pages.css`, `/oidc/pages.css`, `/webauthn/passkey.js`) still answer,
+ * with a short cache, for anything that linked them before.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { RequestHandler } from 'express';
+
+const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
+
+export interface Asset {
+  /** Where a page links it: the name with the content's hash. */
+  url: string;
+  type: 'css' | 'js';
+  body: string;
+}
+
+function asset(name: string, type: Asset['type'], body: string): Asset {
+  const hash = createHash('sha256').update(body).digest('hex').slice(0, 16);
+  return { url: `/assets/${name}.${hash}.${type}`, type, body };
+}
+
+const read = (file: string) => readFileSync(path.join(DIR, file), 'utf8');
+const providerCss = read('provider.css');
+
+export const ASSETS = {
+  /** The sign-in provider's look, which the account pages share. */
+  providerCss: asset('provider', 'css', providerCss),
+  /** The account pages' stylesheet: the provider's, and what these pages add (a header, wider pages, fieldsets, cards, tables). */
+  pagesCss: asset('pages', 'css', `${providerCss}${read('account.css')}`),
+  /** The passkey buttons of the sign-in and security pages, and the Python client's passkey page. */
+  passkeyJs: asset('passkey', 'js', read('passkey.js')),
+} as const;
+
+const BY_URL = new Map<string, Asset>(Object.values(ASSETS).map((a) => [a.url, a]));
+
+/** `GET /assets/:file`: an asset by its hashed name, cached for a year; any other name is the service's 404. */
+export const serveAsset: RequestHandler = (req, res, next) => {
+  const found = BY_URL.get(`/assets/${String(req.params.file ?? '')}`);
+  if (!found) {
+    next();
+    return;
+  }
+  res.type(found.type).setHeader('Cache-Control', 'public, max-age=31536000, immutable').send(found.body);
+};
+
+/** An asset under its old name, without a hash: an hour's cache. */
+export function serveUnhashed(found: Asset): RequestHandler {
+  return (_req, res) => {
+    res.type(found.type).setHeader('Cache-Control', 'public, max-age=3600').send(found.body);
+  };
+}
