@@ -192,6 +192,12 @@ export interface Config {
   keepAliveSeconds: number;
   /** The scrypt cost of new password hashes: OWASP's, or the test suite's (`PASSWORD_HASH_COST`). */
   passwordHashCost: 'owasp' | 'test';
+  /**
+   * Running under the test suite (`NODE_ENV=test`): development mode's token `dev-ok` is then
+   * taken past an account's sign-in limit too, so the suite can walk that path; anywhere else it
+   * is not (it proves nothing), and the limit stays a hard one (`accounts/sign-in.ts`).
+   */
+  testSuite: boolean;
 }
 
 /**
@@ -274,5 +280,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webauthn: webAuthnSettings(baseUrl, e.WEB_URL ?? baseUrl, e.WEBAUTHN_RP_ID),
     keepAliveSeconds: e.KEEP_ALIVE_SECONDS,
     passwordHashCost: e.PASSWORD_HASH_COST,
+    testSuite: e.NODE_ENV === 'test',
   };
 }

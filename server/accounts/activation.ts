@@ -12,7 +12,7 @@ import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import { activationPendingMail } from '../mail/messages.ts';
 import { addressKey, maskEmail } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
-import type { IssuedSession, RequestOrigin } from './viewer.ts';
+import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
 import { AccountsPart } from './part.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
 import { hashSecret } from '../secrets.ts';
@@ -180,6 +180,16 @@ export class ActivationService extends AccountsPart {
     if (!record?.email || !profile || profile.state !== 'Inactive' || profile.ddate !== null) return null;
     await this.resend(record.email, origin);
     return { maskedEmail: maskEmail(record.email) };
+  }
+
+  /**
+   * Whether an activation link (any state: live, used or expired) was made for the signed-in
+   * person, whose account is active: the page then says there is nothing left to activate,
+   * instead of offering a new link. Anyone else's link answers false.
+   */
+  async isOwnUsedLink(token: string, viewer: Viewer): Promise<boolean> {
+    const record = await this.deps.repo.tokens.findIssued('activation', hashSecret(token));
+    return record !== null && record !== undefined && record.profileId === viewer.profileId;
   }
 
   /** The activation mail again, if the profile still waits for it (after the answer; see `resend`). */

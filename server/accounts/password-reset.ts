@@ -40,10 +40,12 @@ export class PasswordResetService extends AccountsPart {
    * one went to, with the same limits as `request`; no human verification, since its holder has
    * read that mailbox. Answers where it goes (masked), or null for a link that was never ours.
    */
-  async requestFromLink(token: string, origin: RequestOrigin): Promise<{ maskedEmail: string } | null> {
+  async requestFromLink(token: string, origin: RequestOrigin, device?: string): Promise<{ maskedEmail: string } | null> {
     const record = await this.deps.repo.tokens.findIssued('reset', hashSecret(token));
     if (!record?.email) return null;
-    await this.deps.limits.consume('resetAccount', `profile:${record.profileId}`);
+    const deviceNonce = this.deps.devices.nonceFor(device, record.profileId);
+    if (deviceNonce) await this.deps.limits.consume('resetDevice', `device:${deviceNonce}`);
+    else await this.deps.limits.consume('resetAccount', `profile:${record.profileId}`);
     await this.deps.limits.consume('resetAddress', addressKey(origin.address));
     const email = record.email;
     this.deps.mailer.later(() => this.#mailLink(record.profileId, email));

@@ -35,6 +35,7 @@ import {
   ResetPasswordInBrowserInput,
   ResetPasswordInBrowserResult,
   OldLinkInput,
+  OwnLinkResult,
   NewLinkResult,
   LinkAddressResult,
   ResettableQuery,
@@ -79,6 +80,12 @@ export const accountsRouter = router({
     .input(OldLinkInput)
     .output(NewLinkResult)
     .mutation(async ({ ctx, input }) => ({ maskedEmail: (await ctx.services.activation.resendFromLink(input.token, ctx.origin))?.maskedEmail ?? null })),
+
+  /** The activation page, for a signed-in person: whether an old activation link is their own (`activation.ts`). */
+  ownActivationLink: authedProcedure
+    .input(OldLinkInput)
+    .output(OwnLinkResult)
+    .query(async ({ ctx, input }) => ({ own: await ctx.services.activation.isOwnUsedLink(input.token, ctx.user) })),
 
   tildeUsername: publicProcedure
     .input(TildeUsernameQuery)
@@ -184,7 +191,7 @@ export const accountsRouter = router({
   requestResetFromLink: publicProcedure
     .input(OldLinkInput)
     .output(NewLinkResult)
-    .mutation(async ({ ctx, input }) => ({ maskedEmail: (await ctx.services.passwordReset.requestFromLink(input.token, ctx.origin))?.maskedEmail ?? null })),
+    .mutation(async ({ ctx, input }) => ({ maskedEmail: (await ctx.services.passwordReset.requestFromLink(input.token, ctx.origin, ctx.credentials.device))?.maskedEmail ?? null })),
 
   /** The address a confirmation mail's link names, for the page it opens. */
   confirmationLinkAddress: publicProcedure

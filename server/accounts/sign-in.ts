@@ -35,6 +35,9 @@ export interface TrustedDeviceCookie {
   seconds: number;
 }
 
+/** The allowance a password attempt is counted against: the account's, or one browser's (its device cookie). */
+type AttemptCounter = { name: 'loginAccount' | 'loginDevice'; key: string };
+
 export interface SignInDeps {
   sessions: SessionService;
   factors: SecondFactors;
@@ -76,16 +79,17 @@ export class SignInService extends AccountsBase {
     // A browser that signed in to this account before counts against its own allowance, so that
     // strangers' wrong passwords never lock its owner out (`device-cookies.ts`).
     const deviceNonce = profile ? this.deps.devices.nonceFor(device, profile.id) : null;
-    const counter = deviceNonce ? ({ name: 'loginDevice', key: `device:${deviceNonce}` } as const) : ({ name: 'loginAccount', key: accountLimitKey(id, profile) } as const);
+    const account = accountLimitKey(id, profile);
+    const counter = deviceNonce ? ({ name: 'loginDevice', key: `device:${deviceNonce}` } as const) : ({ name: 'loginAccount', key: account } as const);
     // Every attempt is counted before the password is checked (so parallel guesses cannot all
     // slip under the limit), and given back when the password was right.
-    await this.#countAttempt(counter, deviceNonce === null, input.token, origin);
+    const counted = await this.#countAttempt(counter, account, input.token, origin);
     await limits.consume('loginAddress', addressKey(origin.address));
     const passwordOk = await this.deps.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
     if (!profile || !passwordOk || profile.ddate !== null) {
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
-    await limits.refund(counter.name, counter.key);
+    await limits.refund(counted.name, counted.key);
     await limits.refund('loginAddress', addressKey(origin.address));
     if (!ACTIVE_STATES.has(profile.state)) {
       throw new AppError('ForbiddenError', inactiveMessage(profile.state));
@@ -99,15 +103,20 @@ export class SignInService extends AccountsBase {
    * Counts a password attempt. Past the account's limit, a browser without the account's device
    * cookie is not refused outright (anyone could keep a person out that way): it is asked to
    * prove it is a person, a 429 with `details.humanVerification: "required"`, and an attempt
-   * that carries a verified `token` goes on. A browser's own allowance (`loginDevice`) is a
-   * plain limit: only its holder's failures reach it.
+   * that carries a verified `token` goes on. A browser whose own allowance (`loginDevice`) ran
+   * out falls back to the account's, as any other browser. In development mode (no verification
+   * service) the public token `dev-ok` proves nothing, so the account's limit stays a hard one
+   * there, outside the test suite.
    */
-  async #countAttempt(counter: { name: 'loginAccount' | 'loginDevice'; key: string }, shared: boolean, token: string | null | undefined, origin: RequestOrigin): Promise<void> {
+  async #countAttempt(counter: AttemptCounter, account: string, token: string | null | undefined, origin: RequestOrigin): Promise<AttemptCounter> {
     try {
       await this.deps.limits.consume(counter.name, counter.key);
+      return counter;
     } catch (error) {
-      if (!shared || !(error instanceof AppError) || error.name !== 'TooManyError') throw error;
+      if (!(error instanceof AppError) || error.name !== 'TooManyError') throw error;
+      if (counter.name === 'loginDevice') return this.#countAttempt({ name: 'loginAccount', key: account }, account, token, origin);
       const retryAfter = Number(error.details?.retryAfter ?? 1);
+      if (this.deps.verifier.mode === 'development' && !this.deps.config.testSuite) throw error;
       if (!token) {
         throw new AppError('TooManyError', `Too many sign-in attempts for this account. Please complete the human verification and try again, or try again in ${retryAfter} seconds.`, {
           humanVerification: 'required',
@@ -115,6 +124,7 @@ export class SignInService extends AccountsBase {
         });
       }
       await this.deps.verifier.verify(token, origin.address);
+      return counter;
     }
   }
 
@@ -177,12 +187,14 @@ export class SignInService extends AccountsBase {
   async challenge(input: MfaChallengeInput, origin: RequestOrigin, device?: string): Promise<MfaChallengeResult> {
     await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
     const { pending, profile } = await this.#livePending(input.mfaPendingToken);
-    // The person's lockout (strangers' wrong codes may have set it) does not hold back a browser that signed in before.
-    if (this.#signInDeps.factors.ownAllowance(profile, device) === null) await this.#signInDeps.factors.refuseIfLocked(profile.id);
+    // The person's lockout (strangers' wrong codes may have set it) does not hold back a browser
+    // that signed in before, nor do strangers' requests for mailed codes use up its own.
+    const own = this.#signInDeps.factors.ownAllowance(profile, device);
+    if (own === null) await this.#signInDeps.factors.refuseIfLocked(profile.id);
     const method = await this.#signInDeps.factors.usable(profile.id, input.method);
     switch (method) {
       case 'emailOtp':
-        await this.#signInDeps.factors.sendEmailCode(profile);
+        await this.#signInDeps.factors.sendEmailCode(profile, undefined, own ?? undefined);
         return { method, sent: true, expiresIn: EMAIL_CODE_SECONDS };
       case 'passkey':
         return { ...(await this.#signInDeps.passkeys.authenticationOptions({ userId: profile.id, challengeKey: pending.id })) };

@@ -123,11 +123,12 @@ const REQUEST_TIMEOUT_MS = 60 * 60 * 1000;
  * Google's, Azure's 4 min is set higher by its operators), so the balancer, not the service,
  * closes an idle connection: with Node's 5 s default, a request the balancer sends on a
  * connection the service has just closed fails with a 502. Headers may take a second longer
- * than that, as Node's documentation asks (`headersTimeout` above `keepAliveTimeout`).
+ * than that (at least Node's 60 s), as Node's documentation asks (`headersTimeout` above `keepAliveTimeout`).
  */
 export function configureTimeouts(server: Server, config: Pick<Config, 'keepAliveSeconds'>): void {
   server.keepAliveTimeout = config.keepAliveSeconds * 1000;
-  server.headersTimeout = server.keepAliveTimeout + 1000;
+  // Never below Node's own 60 s, so a short keep-alive does not cut off slow clients' headers.
+  server.headersTimeout = Math.max(60_000, server.keepAliveTimeout + 1000);
   server.requestTimeout = Math.max(REQUEST_TIMEOUT_MS, server.headersTimeout + 1000);
 }
 

@@ -19,6 +19,14 @@ function accessTokenOf(req: Request, sessionFrom: 'any' | 'cookie'): { token?: s
   return { ...(typeof cookie === 'string' && cookie !== '' ? { token: cookie } : {}), viaBearer: false };
 }
 
+/**
+ * The device cookie's name: `__Host-` prefixed over https, so that no other host of the domain
+ * can plant one that hides the browser's own (as the pages' CSRF cookies are).
+ */
+export function deviceCookieName(config: Pick<Config, 'baseUrl'>): string {
+  return config.baseUrl.startsWith('https:') ? `__Host-${DEVICE_COOKIE}` : DEVICE_COOKIE;
+}
+
 /** A cookie of the request, when it is a non-empty string. */
 function cookieOf(req: Request, name: string): string | undefined {
   const value: unknown = req.cookies?.[name];
@@ -37,8 +45,9 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
       res.cookie(ACCESS_TOKEN_COOKIE, session.accessToken, { ...base, maxAge: session.accessSeconds * 1000 });
       res.cookie(REFRESH_TOKEN_COOKIE, session.refreshToken, { ...base, maxAge: session.refreshSeconds * 1000 });
       if (session.deviceEntry) {
-        const current = res.req ? cookieOf(res.req, DEVICE_COOKIE) : undefined;
-        res.cookie(DEVICE_COOKIE, withDeviceEntry(current, session.deviceEntry), { ...base, maxAge: DEVICE_COOKIE_SECONDS * 1000 });
+        const name = deviceCookieName(config);
+        const current = res.req ? cookieOf(res.req, name) : undefined;
+        res.cookie(name, withDeviceEntry(current, session.deviceEntry), { ...base, maxAge: DEVICE_COOKIE_SECONDS * 1000 });
       }
     },
     clear() {
@@ -68,7 +77,7 @@ export function createHttpContext(req: Request, res: Response, services: Service
       viaBearer: access.viaBearer,
       refreshToken: cookieOf(req, REFRESH_TOKEN_COOKIE),
       trustedDevice: cookieOf(req, TRUSTED_DEVICE_COOKIE),
-      device: cookieOf(req, DEVICE_COOKIE),
+      device: cookieOf(req, deviceCookieName(config)),
     },
     cookies: httpCookies(res, config),
     origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') },

@@ -223,6 +223,9 @@ export type OldLinkInput = z.infer<typeof OldLinkInput>;
 /** Where the new link went, masked (`r•••@example.org`), or null for a link that was never ours. */
 export const NewLinkResult = z.strictObject({ maskedEmail: z.string().nullable() });
 export type NewLinkResult = z.infer<typeof NewLinkResult>;
+/** Whether an old activation link was made for the signed-in person. */
+export const OwnLinkResult = z.strictObject({ own: z.boolean() });
+export type OwnLinkResult = z.infer<typeof OwnLinkResult>;
 /** The address a live email-confirmation link names ('' for any other token). */
 export const LinkAddressResult = z.strictObject({ email: z.string() });
 export type LinkAddressResult = z.infer<typeof LinkAddressResult>;

@@ -30,4 +30,17 @@ describe('a used activation link', () => {
     expect(guest.status).toBe(400);
     expect(guest.body).toContain('Send me a new link');
   });
+
+  it('of someone else, opened by a signed-in person, is not called theirs: the new link is offered', async () => {
+    const mine = await registerAndGetToken(server, { email: 'mine@example.org' });
+    const person = new Client(server.url);
+    expect((await person.request('PUT', `/activate/${mine.token}`, { content: { history: HISTORY } })).status).toBe(200);
+    // Another sign-up's link, made stale by a newer one, opened by the signed-in person above.
+    const theirs = await registerAndGetToken(server, { email: 'theirs@example.org' });
+    await new Client(server.url).post('/activatable', { id: 'theirs@example.org' });
+    const page = await person.get(`/account/profile/activate?token=${theirs.token}`);
+    expect(page.status).toBe(400);
+    expect(page.body).toContain('This link no longer works');
+    expect(page.body).not.toContain('Your account is already active');
+  });
 });

@@ -171,8 +171,9 @@ export class SecondFactors extends MfaPart {
   }
 
   /** Mails the person a 6-digit code (at most five a quarter of an hour), valid `EMAIL_CODE_SECONDS`; a newer one voids it. */
-  async sendEmailCode(profile: ProfileRecord, purpose = `finish signing in to ${profile.id}`): Promise<void> {
-    await this.deps.limits.consume('mfaEmailAccount', `profile:${profile.id}`);
+  async sendEmailCode(profile: ProfileRecord, purpose = `finish signing in to ${profile.id}`, ownAllowance?: string): Promise<void> {
+    // A browser that signed in before (or a signed-in session) asks on its own allowance: strangers' requests never use it up.
+    await this.deps.limits.consume('mfaEmailAccount', ownAllowance ?? `profile:${profile.id}`);
     const to = await this.emailOf(profile);
     const code = newEmailCode();
     const now = this.now();

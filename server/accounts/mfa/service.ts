@@ -180,10 +180,12 @@ export class MfaService extends MfaPart {
     const own = `session:${viewer.sessionId}`;
     if ('password' in input) {
       await this.deps.limits.consume('loginDevice', own);
+      await this.deps.limits.consume('loginAddress', addressKey(origin.address));
       if (!(await this.deps.hasher.verify(input.password, profile.passwordHash, addressKey(origin.address)))) {
         throw new AppError('BadRequestError', 'Invalid password', { path: 'password' });
       }
       await this.deps.limits.refund('loginDevice', own);
+      await this.deps.limits.refund('loginAddress', addressKey(origin.address));
     } else {
       await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
       await this.#mfaDeps.factors.check(profile, input.method, input.code, `reauth:${viewer.sessionId}`, own);
@@ -198,8 +200,8 @@ export class MfaService extends MfaPart {
   async reauthChallenge(viewer: Viewer): Promise<{ method: 'emailOtp'; sent: true; expiresIn: number }> {
     const profile = await this.#profile(viewer.profileId);
     await this.#mfaDeps.factors.usable(profile.id, 'emailOtp');
-    await this.#mfaDeps.factors.refuseIfLocked(profile.id);
-    await this.#mfaDeps.factors.sendEmailCode(profile, 'confirm a change to how you sign in');
+    // The signed-in session has its own allowance (as `reauthenticate` counts its codes): a stranger's lock or requests do not hold it back.
+    await this.#mfaDeps.factors.sendEmailCode(profile, 'confirm a change to how you sign in', `session:${viewer.sessionId}`);
     return { method: 'emailOtp', sent: true, expiresIn: EMAIL_CODE_SECONDS };
   }
 

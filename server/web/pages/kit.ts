@@ -191,8 +191,8 @@ export function pageKit(services: Services, config: Config) {
    * (so active) who opens a used activation link is told so instead: a new link would be for an
    * account that has nothing left to activate.
    */
-  const expiredLink = (req: Request, res: Response, page: PageRequest, kind: 'activation' | 'reset', token: string) => {
-    if (kind === 'activation' && page.viewer) {
+  const expiredLink = async (req: Request, res: Response, page: PageRequest, kind: 'activation' | 'reset', token: string) => {
+    if (kind === 'activation' && page.viewer && token && (await page.caller.accounts.ownActivationLink({ token })).own) {
       sendPage(res, 200, 'link-expired', {
         ...frame(req, page, 'Your account is already active'),
         heading: 'Your account is already active',
