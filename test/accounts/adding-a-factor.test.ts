@@ -11,7 +11,7 @@ import { REAUTH_SECONDS } from '../../server/accounts/mfa/service.ts';
 import type { Credentials, SessionCookies } from '../../server/context.ts';
 import { startServices, type TestServices } from '../helpers/caller.ts';
 import { TestClock } from '../helpers/clock.ts';
-import { PASSWORD } from '../helpers/users.ts';
+import { activePerson, PASSWORD } from '../helpers/users.ts';
 
 const clock = new TestClock();
 let t: TestServices;
@@ -20,13 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-let counter = 0;
-async function person(): Promise<string> {
-  counter += 1;
-  const email = `person${counter}@example.org`;
-  await t.services.signUp.createUser({ email, password: PASSWORD, fullname: 'Pat Person', state: 'Active' });
-  return email;
-}
+const person = () => activePerson(t.services);
 
 /** A password sign-in (of a new person, or of `email`): its access token and the refresh cookie it set. */
 async function signedIn(email?: string): Promise<{ email: string; accessToken: string; refreshToken: string }> {

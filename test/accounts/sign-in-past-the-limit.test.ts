@@ -9,7 +9,7 @@ import { withDeviceEntry } from '../../server/accounts/device-cookies.ts';
 import type { SessionCookies } from '../../server/context.ts';
 import type { SessionResult } from '../../shared/index.ts';
 import { startServices, type TestServices } from '../helpers/caller.ts';
-import { PASSWORD } from '../helpers/users.ts';
+import { activePerson, PASSWORD } from '../helpers/users.ts';
 
 let t: TestServices;
 beforeAll(async () => {
@@ -17,13 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-let counter = 0;
-async function person(): Promise<string> {
-  counter += 1;
-  const email = `person${counter}@example.org`;
-  await t.services.signUp.createUser({ email, password: PASSWORD, fullname: 'Pat Person', state: 'Active' });
-  return email;
-}
+const person = () => activePerson(t.services);
 
 /** Signs in once and answers the device cookie the sign-in leaves, as the transport would set it. */
 async function deviceCookieOf(email: string): Promise<string> {

@@ -22,6 +22,14 @@ export async function createActiveUser(
   return { id, email };
 }
 
+/** An active person made straight through the services (caller tests, no HTTP): their email. */
+export async function activePerson(services: { signUp: { createUser: TestServer['service']['services']['signUp']['createUser'] } }): Promise<string> {
+  counter += 1;
+  const email = `person${counter}-${process.pid}@example.org`;
+  await services.signUp.createUser({ email, password: PASSWORD, fullname: 'Pat Person', state: 'Active' });
+  return email;
+}
+
 /** A client that has logged in as the user (cookies kept in its jar). */
 export async function loggedIn(server: TestServer, id: string, password = PASSWORD): Promise<{ client: Client; token: string }> {
   const client = new Client(server.url);
