@@ -39,13 +39,13 @@ export class OidcService {
    * this process drops them at once; another process's, within the second.
    */
   readonly sessions: KeptReadings<Viewer | null>;
-  readonly #p: Provider;
+  readonly #provider: Provider;
   readonly #csrfKey: string;
 
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#p = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
+    this.#provider = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
       // A consent row also goes when its client or its person is deleted (ON DELETE CASCADE), by a
       // statement that names only their table: those are watched too.
@@ -58,82 +58,82 @@ export class OidcService {
   }
 
   get issuer(): string {
-    return this.#p.issuer;
+    return this.#provider.issuer;
   }
 
   // ---- clients and consents ----------------------------------------------------------------------
 
   addClient(input: OidcClientInput): Promise<OidcClient> {
-    return addClient(this.#p, input);
+    return addClient(this.#provider, input);
   }
 
   setClientStatus(id: string, status: OidcClient['status']): Promise<OidcClient> {
-    return setClientStatus(this.#p, id, status);
+    return setClientStatus(this.#provider, id, status);
   }
 
   listClients(): Promise<OidcClient[]> {
-    return listClients(this.#p);
+    return listClients(this.#provider);
   }
 
   removeClient(id: string): Promise<void> {
-    return removeClient(this.#p, id);
+    return removeClient(this.#provider, id);
   }
 
   consents(viewer: Viewer) {
-    return consents(this.#p, viewer.profileId);
+    return consents(this.#provider, viewer.profileId);
   }
 
   withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
-    return withdrawConsent(this.#p, viewer.profileId, clientId);
+    return withdrawConsent(this.#provider, viewer.profileId, clientId);
   }
 
   // ---- endpoints -----------------------------------------------------------------------------------
 
   discovery(): Record<string, unknown> {
-    return discovery(this.#p.issuer);
+    return discovery(this.#provider.issuer);
   }
 
   authorize(query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
-    return authorize(this.#p, query, viewer);
+    return authorize(this.#provider, query, viewer);
   }
 
   token(form: Record<string, unknown>): Promise<TokenAnswer> {
-    return token(this.#p, form);
+    return token(this.#provider, form);
   }
 
   userinfo(accessToken: string): Promise<Record<string, unknown>> {
-    return userinfo(this.#p, accessToken);
+    return userinfo(this.#provider, accessToken);
   }
 
   revoke(form: Record<string, unknown>): Promise<void> {
-    return revoke(this.#p, form);
+    return revoke(this.#provider, form);
   }
 
   // ---- interactions (the login and consent pages, and their JSON twins) ----------------------------
 
   /** A live interaction, or an `invalid_request` page. */
   interaction(id: string | undefined): Promise<{ interaction: Interaction; client: OidcClient }> {
-    return findInteraction(this.#p, id);
+    return findInteraction(this.#provider, id);
   }
 
   needsLogin(interaction: Interaction, viewer: Viewer | null): viewer is null {
-    return needsLogin(this.#p, interaction, viewer);
+    return needsLogin(this.#provider, interaction, viewer);
   }
 
   loginPageUrl(interactionId: string): string {
-    return loginPageUrl(this.#p, interactionId);
+    return loginPageUrl(this.#provider, interactionId);
   }
 
   afterLogin(interactionId: string, viewer: Viewer): Promise<Outcome> {
-    return afterLogin(this.#p, interactionId, viewer);
+    return afterLogin(this.#provider, interactionId, viewer);
   }
 
   confirm(interactionId: string, viewer: Viewer) {
-    return confirm(this.#p, interactionId, viewer);
+    return confirm(this.#provider, interactionId, viewer);
   }
 
   consent(interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
-    return consent(this.#p, interactionId, viewer, approved);
+    return consent(this.#provider, interactionId, viewer, approved);
   }
 
   csrfToken(browserSecret: string, interactionId: string): string {
@@ -146,6 +146,6 @@ export class OidcService {
 
   /** Deletes what has expired (interactions, codes, access tokens). */
   sweep(): Promise<void> {
-    return this.#p.repo.sweep(this.#p.now());
+    return this.#provider.repo.sweep(this.#provider.now());
   }
 }
