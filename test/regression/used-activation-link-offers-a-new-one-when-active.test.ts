@@ -43,4 +43,13 @@ describe('a used activation link', () => {
     expect(page.body).toContain('This link no longer works');
     expect(page.body).not.toContain('Your account is already active');
   });
+
+  it('longer than any of ours, opened by a signed-in person, is the ordinary old-link page, not an error', async () => {
+    const mine = await registerAndGetToken(server, { email: 'long@example.org' });
+    const person = new Client(server.url);
+    expect((await person.request('PUT', `/activate/${mine.token}`, { content: { history: HISTORY } })).status).toBe(200);
+    const page = await person.get(`/account/profile/activate?token=${'x'.repeat(300)}`);
+    expect(page.status).toBe(400);
+    expect(page.body).toContain('This link no longer works');
+  });
 });

@@ -60,15 +60,21 @@ export function activationPages(kit: PageKit) {
     return at.replace(/^content\//, '');
   };
 
+  /** What the activation page shows for a token, or null once the old-link page was sent instead. */
+  const activatableOrExpired = async (req: Request, res: Response, page: PageRequest, token: string): Promise<ActivatableResult | null> => {
+    try {
+      return await page.caller.accounts.activatable({ token });
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      await expiredLink(req, res, page, 'activation', token);
+      return null;
+    }
+  };
+
   const webActivateForm = handle(async (req, res, page) => {
     const token = query(req, 'token');
-    let data: ActivatableResult;
-    try {
-      data = await page.caller.accounts.activatable({ token });
-    } catch (error) {
-      if (isRefusal(error)) return expiredLink(req, res, page, 'activation', token);
-      throw error;
-    }
+    const data = await activatableOrExpired(req, res, page, token);
+    if (!data) return;
     const name = data.profile.content?.names?.[0];
     await activatePage(req, res, page, 200, token, data, { values: { first: name?.first ?? '', middle: name?.middle ?? '', last: name?.last ?? '' } });
   });
@@ -76,13 +82,8 @@ export function activationPages(kit: PageKit) {
   const webActivate = handle(
     async (req, res, page) => {
       const token = field(req, 'token');
-      let data: ActivatableResult;
-      try {
-        data = await page.caller.accounts.activatable({ token });
-      } catch (error) {
-        if (isRefusal(error)) return expiredLink(req, res, page, 'activation', token);
-        throw error;
-      }
+      const data = await activatableOrExpired(req, res, page, token);
+      if (!data) return;
       const values = activateValues(req);
       const intent = field(req, 'intent') || 'activate';
       const pendingEmail = field(req, 'pendingEmail') || undefined;
@@ -108,8 +109,8 @@ export function activationPages(kit: PageKit) {
           }
           case 'confirm-email': {
             await page.caller.accounts.activateLink({ email: pendingEmail ?? '', token: field(req, 'code').trim(), activationToken: token });
-            data = await page.caller.accounts.activatable({ token });
-            return await activatePage(req, res, page, 200, token, data, { values, notice: `${pendingEmail} is confirmed.` });
+            const confirmed = await page.caller.accounts.activatable({ token });
+            return await activatePage(req, res, page, 200, token, confirmed, { values, notice: `${pendingEmail} is confirmed.` });
           }
           default:
             break;

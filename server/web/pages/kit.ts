@@ -188,11 +188,13 @@ export function pageKit(services: Services, config: Config) {
 
   /**
    * An old activation or reset link: what it is, and a new one in one click. A person signed in
-   * (so active) who opens a used activation link is told so instead: a new link would be for an
-   * account that has nothing left to activate.
+   * (so active) who opens their own old activation link (`accounts.ownActivationLink`) is told so
+   * instead: a new link would be for an account that has nothing left to activate.
    */
   const expiredLink = async (req: Request, res: Response, page: PageRequest, kind: 'activation' | 'reset', token: string) => {
-    if (kind === 'activation' && page.viewer && token && (await page.caller.accounts.ownActivationLink({ token })).own) {
+    // A token the lookup refuses (too long to be one of ours) is nobody's: the ordinary page.
+    const own = kind === 'activation' && page.viewer !== null && token !== '' && (await page.caller.accounts.ownActivationLink({ token }).catch(() => ({ own: false }))).own;
+    if (own) {
       sendPage(res, 200, 'link-expired', {
         ...frame(req, page, 'Your account is already active'),
         heading: 'Your account is already active',
