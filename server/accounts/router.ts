@@ -42,6 +42,7 @@ import {
   ResettableRequest,
   ResettableResult,
   SessionResult,
+  SimplifiedProfile,
   StatusResult,
   TildeUsernameQuery,
   TildeUsernameResult,
@@ -239,6 +240,9 @@ export const accountsRouter = router({
   securityEvents: authedProcedure.output(SecurityEventsResult).query(async ({ ctx }) => ({ events: await ctx.services.security.events(ctx.user) })),
 
   // ---- profiles, moderation, impersonation -----------------------------------------------------
+  /** The signed-in person's own profile in short (id, name, preferred email): the pages' header, an app's "signed in as". */
+  me: authedProcedure.output(SimplifiedProfile).query(({ ctx }) => ctx.services.profiles.simplifiedById(ctx.user.profileId)),
+
   profiles: authedProcedure
     .input(ProfilesQuery.optional())
     .output(ProfilesResult)

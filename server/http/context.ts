@@ -36,7 +36,9 @@ function cookieOf(req: Request, name: string): string | undefined {
 /**
  * Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https. A
  * sign-in also adds its entry to the browser's device cookie (kept across logouts, as it
- * remembers the browser, not a session).
+ * remembers the browser, not a session). A session set is also the request's own from then on
+ * (`req.cookies`), so a context made after it in the same request (a page that signs in, then
+ * goes on) sees the new session, and never offers the rotated refresh token again.
  */
 export function httpCookies(res: Response, config: Config): SessionCookies {
   const base = { httpOnly: true, sameSite: 'lax', secure: config.baseUrl.startsWith('https:'), path: '/' } as const;
@@ -44,6 +46,7 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
     set(session) {
       res.cookie(ACCESS_TOKEN_COOKIE, session.accessToken, { ...base, maxAge: session.accessSeconds * 1000 });
       res.cookie(REFRESH_TOKEN_COOKIE, session.refreshToken, { ...base, maxAge: session.refreshSeconds * 1000 });
+      if (res.req) res.req.cookies = { ...res.req.cookies, [ACCESS_TOKEN_COOKIE]: session.accessToken, [REFRESH_TOKEN_COOKIE]: session.refreshToken };
       if (session.deviceEntry) {
         const name = deviceCookieName(config);
         const current = res.req ? cookieOf(res.req, name) : undefined;

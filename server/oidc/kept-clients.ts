@@ -11,7 +11,7 @@ const MAX_ENTRIES = 1000;
  * each is read from the database at most once a second, rather than on every request. A change
  * made by this process (`forget`, called by add, approve, reject and remove) is seen at once; one
  * made by another process (the admin command, another server) within that second. An unknown id
- * is remembered as unknown for the same second. The same idea as `KeptReadings` (kept.ts), told
+ * is remembered as unknown for the same second. The same idea as `KeptReadings` (kept-readings.ts), told
  * of this process's changes by `forget` rather than by a `WriteWatch`.
  */
 export class KeptClients {

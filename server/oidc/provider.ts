@@ -5,7 +5,7 @@ import { InvalidRequest, OAuthError } from './errors.ts';
 import type { KeyStore } from './keys.ts';
 import type { OidcRepository } from './repository.ts';
 import type { KeptClients } from './kept-clients.ts';
-import type { KeptReadings } from './kept.ts';
+import type { KeptReadings } from './kept-readings.ts';
 
 /** What every endpoint of the provider works with; `OidcService` builds it once. */
 export interface Provider {

@@ -6,7 +6,7 @@ import { authorize } from './authorize.ts';
 import { addClient, listClients, removeClient, setClientStatus } from './clients.ts';
 import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
-import { loginPageUrl, needsLogin } from './flow.ts';
+import { loginPageUrl, needsLogin, usable } from './flow.ts';
 import { afterLogin, checkCsrf, confirm, consent, csrfToken, findInteraction } from './interactions.ts';
 import { KeyStore } from './keys.ts';
 import type { Outcome, Provider } from './provider.ts';
@@ -15,7 +15,7 @@ import { revoke } from './revoke.ts';
 import { token, type TokenAnswer } from './token.ts';
 import { userinfo, USERINFO_TABLES } from './userinfo.ts';
 import { KeptClients } from './kept-clients.ts';
-import { KeptReadings } from './kept.ts';
+import { KeptReadings } from './kept-readings.ts';
 
 export type { Outcome } from './provider.ts';
 
@@ -116,8 +116,9 @@ export class OidcService {
     return findInteraction(this.#provider, id);
   }
 
-  needsLogin(interaction: Interaction, viewer: Viewer | null): viewer is null {
-    return needsLogin(this.#provider, interaction, viewer);
+  /** Whether the person must sign in (again) first; an impersonation session never signs anyone in to another application. */
+  needsLogin(interaction: Interaction, viewer: Viewer | null): boolean {
+    return needsLogin(this.#provider, interaction, usable(viewer));
   }
 
   loginPageUrl(interactionId: string): string {

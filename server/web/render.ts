@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TRPCError } from '@trpc/server';
 import { Eta } from 'eta';
 import type { Request, Response } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
@@ -104,7 +105,8 @@ export function refusalOf(req: Request, error: unknown, fieldOf: (path: string) 
  * browser (`details.humanVerification`), or the verification sent was not accepted.
  */
 export function humanVerificationAsked(error: unknown): boolean {
-  return error instanceof AppError && (error.details?.humanVerification === 'required' || error.name === 'HumanVerificationRequiredError');
+  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  return cause instanceof AppError && (cause.details?.humanVerification === 'required' || cause.name === 'HumanVerificationRequiredError');
 }
 
 /** An API path (`content/names/0/first`) as an input id (`content-names-0-first`). */

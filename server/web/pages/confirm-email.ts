@@ -5,7 +5,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { PAGES_PREFIX } from '../../config.ts';
 import { refusalOf, sendPage, type FieldError } from '../render.ts';
-import { field, frame, query, redirect, type PageKit, type PageRequest } from './kit.ts';
+import { field, frame, query, redirect, refusal as refusalOfService, type PageKit, type PageRequest } from './kit.ts';
 
 export function confirmEmailPages(kit: PageKit) {
   const { handle } = kit;
@@ -34,9 +34,13 @@ export function confirmEmailPages(kit: PageKit) {
         await page.caller.accounts.activateLink({ email: values.email, token: values.code, ...(token ? { activationToken: token } : {}) });
       } catch (error) {
         const refusal = refusalOf(req, error, (at) => (at === 'token' ? 'code' : at));
-        // The service's "Token is not valid" (a wrong, used or expired code: the API's words, which
-        // its clients match) in the page's words; a code of the wrong shape keeps its own message.
-        refusal.errors = refusal.errors.map((e) => (e.field === 'code' && e.message === 'Token is not valid' ? { ...e, message: 'That code is wrong or has expired' } : e));
+        // The service refusing the code itself (one error at `token`; a schema failure is a list
+        // of fields, and a code of the wrong shape keeps its own message): a wrong, used or expired
+        // code, in the page's words rather than the API's "Token is not valid", which its clients match.
+        const refused = refusalOfService(error);
+        if (refused?.errors === undefined && refused?.details?.path === 'token') {
+          refusal.errors = refusal.errors.map((e) => (e.field === 'code' ? { ...e, message: 'That code is wrong or has expired' } : e));
+        }
         // A code that no longer works: a signed-in person gets a new one in one click.
         const resendTo = page.viewer && refusal.errors.some((e) => e.field === 'code') && values.email ? values.email : undefined;
         confirmPage(req, res, page, refusal.status, token, values, refusal.errors, resendTo);

@@ -12,10 +12,10 @@
  */
 import { TRPCError } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
-import { ACCESS_TOKEN_COOKIE, AppError, REFRESH_TOKEN_COOKIE } from '../../../shared/index.ts';
-import type { IssuedSession, RequestOrigin, Viewer } from '../../accounts/viewer.ts';
+import { AppError } from '../../../shared/index.ts';
+import type { Viewer } from '../../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../../config.ts';
-import { createHttpContext, httpCookies } from '../../http/context.ts';
+import { createHttpContext } from '../../http/context.ts';
 import { toAppError } from '../../errors.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
@@ -82,10 +82,18 @@ export function query(req: Request, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** Whether an error is the service refusing the request (a 4xx), not something going wrong (logged, an error page). */
-export function isRefusal(error: unknown): boolean {
+/**
+ * The service's refusal (a 4xx) an error carries, as a procedure called through a caller throws
+ * it; null for something going wrong (logged, an error page).
+ */
+export function refusal(error: unknown): AppError | null {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
-  return cause instanceof AppError && cause.status < 500;
+  return cause instanceof AppError && cause.status < 500 ? cause : null;
+}
+
+/** Whether an error is the service refusing the request (a 4xx), not something going wrong. */
+export function isRefusal(error: unknown): boolean {
+  return refusal(error) !== null;
 }
 
 /** Where to go after signing in: a page of ours only (never another site: no open redirect). */
@@ -97,11 +105,6 @@ export function redirect(res: Response, to: string, notice?: Notice): void {
   const [path = '', fragment] = to.split('#');
   const url = notice ? `${path}${path.includes('?') ? '&' : '?'}notice=${notice}` : path;
   res.redirect(303, fragment ? `${url}#${fragment}` : url);
-}
-
-/** Where the request comes from, as the services keep it (rate limits, the session's device, the audit log). */
-export function originOf(req: Request): RequestOrigin {
-  return { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') };
 }
 
 export function frame(req: Request, page: PageRequest, title: string, extra: { errors?: FieldError[] | undefined; wide?: boolean } = {}): PageFrame {
@@ -116,38 +119,27 @@ export function pageKit(services: Services, config: Config) {
   const showsWidget = verification === 'remote' && config.humanVerificationSiteKey !== undefined;
 
   /**
-   * The one place a session starts on the pages: the cookies `POST /login` sets, and this
-   * request's own cookies so that what follows in it sees the new session.
-   */
-  function useSession(req: Request, res: Response, session: IssuedSession): void {
-    httpCookies(res, config).set(session);
-    req.cookies = { ...req.cookies, [ACCESS_TOKEN_COOKIE]: session.accessToken, [REFRESH_TOKEN_COOKIE]: session.refreshToken };
-  }
-
-  /**
    * The request's context, as a procedure sees it, from the browser's cookies only. An access
    * cookie that expired while the refresh cookie is still good is refreshed here (the same
-   * rotation as `POST /refreshToken`), so a person stays signed in on the pages as in the API.
+   * procedure as `POST /refreshToken`, whose new cookies are this request's own from then on),
+   * so a person stays signed in on the pages as in the API.
    */
   async function open(req: Request, res: Response): Promise<PageRequest> {
     let ctx = createHttpContext(req, res, services, config, 'cookie');
     let viewer = await ctx.viewerIfValid();
-    const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
-    if (!viewer && typeof refresh === 'string' && refresh !== '') {
+    if (!viewer && ctx.credentials.refreshToken !== undefined) {
       try {
-        const outcome = await services.sessions.refresh({ refreshToken: refresh });
-        if ('rotated' in outcome) {
-          useSession(req, res, outcome.rotated);
-          ctx = createHttpContext(req, res, services, config, 'cookie');
-          viewer = await ctx.viewerIfValid();
-        }
+        await createCaller(ctx).accounts.refreshToken();
+        ctx = createHttpContext(req, res, services, config, 'cookie');
+        viewer = await ctx.viewerIfValid();
       } catch {
         // An ended session is a guest: the sign-in page is where it goes.
       }
     }
-    const profile = viewer ? await services.profiles.simplifiedById(viewer.profileId).catch(() => null) : null;
+    const caller = createCaller(ctx);
+    const profile = viewer ? await caller.accounts.me().catch(() => null) : null;
     return {
-      caller: createCaller(ctx),
+      caller,
       viewer,
       signedIn: viewer && profile ? { name: profile.fullname, id: profile.id } : null,
       csrf: csrfTokenFor(req, res, config),
@@ -217,7 +209,7 @@ export function pageKit(services: Services, config: Config) {
     });
   };
 
-  return { services, config, verification, showsWidget, useSession, handle, signedIn, expiredLink };
+  return { config, verification, showsWidget, handle, signedIn, expiredLink };
 }
 
 export type PageKit = ReturnType<typeof pageKit>;

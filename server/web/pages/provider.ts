@@ -1,24 +1,28 @@
 /**
  * The pages a person sees while signing in to another application through our OpenID Connect
  * provider: the login page (with "Sign in with a passkey"), its second step, and the consent
- * page. The protocol's rules live in `OidcService`; these handlers only move forms on and off
- * the wire. Their HTML is `server/oidc/pages.ts` (templates in `../templates/oidc/`); the
- * protocol endpoints themselves (authorize, token, userinfo, revocation, discovery, keys) are
- * `server/http/oidc.ts`, which shares `sendProviderPage` and `providerPage` with them.
+ * page. Signing in goes through the same procedures as `POST /login`, `POST /mfa/verify` and
+ * `POST /login/passkey` (a tRPC caller on the request's own context, which sets the session's
+ * cookies); the interaction itself (which request, its client, where it goes after the sign-in
+ * or the consent) is the protocol's, and so `OidcService`'s, as the protocol endpoints in
+ * `server/http/oidc.ts` are: these handlers only move forms on and off the wire. Their HTML is
+ * `server/oidc/pages.ts` (templates in `../templates/oidc/`).
  */
 import { randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors.ts';
-import { MfaVerifyInput, parseOrThrow } from '../../../shared/index.ts';
-import type { IssuedSession, Viewer } from '../../accounts/viewer.ts';
+import type { MfaVerifyInput } from '../../../shared/index.ts';
+import type { Viewer } from '../../accounts/viewer.ts';
 import type { Config } from '../../config.ts';
-import { createHttpContext, httpCookies } from '../../http/context.ts';
+import { createHttpContext } from '../../http/context.ts';
 import { sendError } from '../../http/send-error.ts';
 import { OAuthError } from '../../oidc/errors.ts';
 import { consentPage, errorPage, loginPage, secondStepPage } from '../../oidc/pages.ts';
+import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
 import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
 import { humanVerificationAsked, requestIdOf, TURNSTILE_ORIGIN } from '../render.ts';
+import { refusal } from './kit.ts';
 import { secondStepErrors } from './second-step.ts';
 
 /**
@@ -80,6 +84,17 @@ export function providerPages(services: Services, config: Config) {
   const safely = providerPage;
   const page = sendProviderPage;
 
+  /**
+   * Signed in on this request (the procedure set the session's cookies, and so the request's
+   * own): on to consent, or back to the client.
+   */
+  const signedIn = async (req: Request, res: Response, interactionId: string): Promise<void> => {
+    const viewer = await createHttpContext(req, res, services, config, 'cookie').viewer();
+    const outcome = await oidc.afterLogin(interactionId, viewer);
+    if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+    else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
+  };
+
   // ---- the login page ----------------------------------------------------------------------------
   const loginForm = safely(async (req, res) => {
     const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
@@ -94,17 +109,9 @@ export function providerPages(services: Services, config: Config) {
     const id = field(req, 'interaction') ?? '';
     const { interaction, client } = await oidc.interaction(id);
     oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
-    const context = createHttpContext(req, res, services, config);
-    const cookies = httpCookies(res, config);
+    // The sign-in's procedures, as `POST /login` and `POST /mfa/verify` call them: they set the session's cookies.
+    const caller = createCaller(createHttpContext(req, res, services, config));
     const targets = [interaction.params.redirectUri];
-    /** Signed in (after the password, and the second step when one is on): on to consent or the client. */
-    const signedIn = async (session: IssuedSession) => {
-      cookies.set(session);
-      const viewer = await services.sessions.authenticate(session.accessToken);
-      const outcome = await oidc.afterLogin(interaction.id, viewer);
-      if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-      else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
-    };
     const loginAgain = (error: AppError, email = '') => {
       // The account's attempts ran out for this browser: the form asks for human verification too.
       const verify = humanVerificationAsked(error);
@@ -121,42 +128,48 @@ export function providerPages(services: Services, config: Config) {
     const mfaPendingToken = field(req, 'mfaPendingToken');
     if (mfaPendingToken !== undefined) {
       const method = field(req, 'method') ?? 'totp';
-      // No methods: the sign-in expired or was completed.
-      const pending = { token: mfaPendingToken, methods: await services.signIn.pendingMethods(mfaPendingToken), method };
+      // No methods: the sign-in expired or was completed (or the token is not one of ours).
+      const { methods } = await caller.accounts.mfa.pendingMethods({ mfaPendingToken }).catch((error: unknown) => {
+        if (refusal(error)) return { methods: [] };
+        throw error;
+      });
+      const pending = { token: mfaPendingToken, methods, method };
       try {
         if (field(req, 'step') === 'send-email') {
-          await services.signIn.challenge({ mfaPendingToken, method: 'emailOtp' }, context.origin, context.credentials.device);
+          await caller.accounts.mfa.challenge({ mfaPendingToken, method: 'emailOtp' });
           secondStep({ ...pending, method: 'emailOtp' }, 200, { sent: true });
           return;
         }
         // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
         const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : (field(req, 'code') ?? '');
-        const input = parseOrThrow(MfaVerifyInput, { mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' });
-        const outcome = await services.signIn.verify(input, context.origin, context.credentials.device);
-        if (outcome.trustedDevice) cookies.trustDevice?.(outcome.trustedDevice);
-        await signedIn(outcome.session);
+        await caller.accounts.mfa.verify({ mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' } as MfaVerifyInput);
       } catch (error) {
-        if (!(error instanceof AppError)) throw error;
+        const refused = refusal(error);
+        if (!refused) throw error;
         // A sign-in that expired or was completed starts again from the password.
-        if (pending.methods.length === 0) loginAgain(error);
-        else secondStep(pending, error.status, { error: secondStepErrors(req, error, '').errors.map((e) => e.message).join(' ') });
+        if (pending.methods.length === 0) loginAgain(refused);
+        else secondStep(pending, refused.status, { error: secondStepErrors(req, refused, '').errors.map((e) => e.message).join(' ') });
+        return;
       }
+      await signedIn(req, res, interaction.id);
       return;
     }
 
     const email = field(req, 'email') ?? '';
     try {
-      const outcome = await services.signIn.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined }, context.origin, context.credentials);
-      if ('pending' in outcome) {
-        const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome.pending;
-        secondStep({ token, methods: mfaMethods, method: preferredMethod === 'passkey' ? (mfaMethods.find((m) => m !== 'passkey') ?? 'recovery') : preferredMethod });
+      const outcome = await caller.accounts.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined });
+      if ('mfaPending' in outcome) {
+        const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome;
+        secondStep({ token, methods: mfaMethods, method: preferredMethod === 'passkey' ? (mfaMethods.find((m: string) => m !== 'passkey') ?? 'recovery') : preferredMethod });
         return;
       }
-      await signedIn(outcome.session);
     } catch (error) {
-      if (!(error instanceof AppError)) throw error;
-      loginAgain(error, email);
+      const refused = refusal(error);
+      if (!refused) throw error;
+      loginAgain(refused, email);
+      return;
     }
+    await signedIn(req, res, interaction.id);
   }, true);
 
   // ---- the login page's passkey sign-in (no password; `/webauthn/passkey.js` posts this form) ------
@@ -166,31 +179,31 @@ export function providerPages(services: Services, config: Config) {
     oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
     try {
       const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
-      const { session } = await services.passkeySignIn.signIn(input, createHttpContext(req, res, services, config).origin);
-      httpCookies(res, config).set(session);
-      const viewer = await services.sessions.authenticate(session.accessToken);
-      const outcome = await oidc.afterLogin(interaction.id, viewer);
-      if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-      else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
+      // The procedure sets the session's cookies, as `POST /login/passkey` does.
+      await createCaller(createHttpContext(req, res, services, config)).accounts.passkeyLogin(input);
     } catch (error) {
-      if (!(error instanceof AppError)) throw error;
+      const refused = refusal(error);
+      if (!refused) throw error;
       const csrf = csrfFor(res, interaction.id);
-      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message });
-      page(res, error.status, html, [interaction.params.redirectUri]);
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: refused.message });
+      page(res, refused.status, html, [interaction.params.redirectUri]);
+      return;
     }
+    await signedIn(req, res, interaction.id);
   }, true);
 
   // ---- the consent page --------------------------------------------------------------------------
   const consentForm = safely(async (req, res) => {
     const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
     const { interaction, client } = await oidc.interaction(id);
-    const viewer = await viewerOf(req, res);
-    // No session, or one that does not satisfy prompt=login or max_age: sign in first.
-    if (!viewer || viewer.impersonator || oidc.needsLogin(interaction, viewer)) {
+    const context = createHttpContext(req, res, services, config, 'cookie');
+    // No session (an impersonation's does not count), or one that does not satisfy prompt=login
+    // or max_age: sign in first.
+    if (oidc.needsLogin(interaction, await context.viewerIfValid())) {
       res.redirect(303, oidc.loginPageUrl(interaction.id));
       return;
     }
-    const profile = await services.profiles.simplifiedById(viewer.profileId);
+    const profile = await createCaller(context).accounts.me();
     const csrf = csrfFor(res, interaction.id);
     page(res, 200, consentPage({ interactionId: interaction.id, csrf, clientName: client.name, scopes: interaction.params.scopes, userName: profile.fullname }), [
       interaction.params.redirectUri,

@@ -90,7 +90,7 @@ function eventWords(event: { action: string; actor: string }): string {
 }
 
 export function securityPages(kit: PageKit) {
-  const { services, signedIn } = kit;
+  const { signedIn } = kit;
 
   // ---- password & security -------------------------------------------------------------------------
   const securityPage = async (req: Request, res: Response, page: SignedInPage, status: number, errors?: FieldError[]) => {
@@ -98,7 +98,7 @@ export function securityPages(kit: PageKit) {
       page.caller.accounts.sessions(),
       page.caller.accounts.securityEvents(),
       page.caller.oidc.consents(),
-      services.profiles.simplifiedById(page.viewer.profileId),
+      page.caller.accounts.me(),
       page.caller.accounts.mfa.status(),
       page.caller.accounts.mfa.passkeys(),
     ]);
@@ -271,7 +271,7 @@ export function securityPages(kit: PageKit) {
         // The secret being set up is kept server-side; the page's hidden copy only shows it again.
         const secret = field(req, 'secret');
         if (!/^[A-Z2-7]{16,64}$/.test(secret)) return securityPage(req, res, page, refusal.status, refusal.errors);
-        const profile = await services.profiles.simplifiedById(page.viewer.profileId);
+        const profile = await page.caller.accounts.me();
         const { qrCodeDataUrl } = await totpProvisioning(secret, profile.preferredEmail ?? profile.id, TOTP_ISSUER);
         return totpSetupPage(req, res, page, refusal.status, secret, qrCodeDataUrl, refusal.errors);
       }

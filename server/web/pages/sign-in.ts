@@ -5,16 +5,14 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { MfaFactorMethod } from '../../../shared/index.ts';
-import type { IssuedSession } from '../../accounts/viewer.ts';
 import { PAGES_PREFIX } from '../../config.ts';
-import { createHttpContext } from '../../http/context.ts';
 import { humanVerificationAsked, refusalOf, sendPage, type FieldError } from '../render.ts';
 import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
-import { field, frame, originOf, query, redirect, safeNext, type PageKit, type PageRequest } from './kit.ts';
+import { field, frame, query, redirect, safeNext, type PageKit, type PageRequest } from './kit.ts';
 import { secondStepData, secondStepErrors, type PendingStep } from './second-step.ts';
 
 export function signInPages(kit: PageKit) {
-  const { services, config, handle, verification, showsWidget, useSession } = kit;
+  const { config, handle, verification, showsWidget } = kit;
 
   // ---- sign in, sign out -------------------------------------------------------------------------
   /** `verify`: the account's attempts ran out for this browser, so the form asks for human verification (`sessions.ts`). */
@@ -72,9 +70,9 @@ export function signInPages(kit: PageKit) {
   }
 
   /**
-   * Sign-in: the password is checked (`signIn.login`, the same gate as `POST /login`, with its rate
-   * limits and its audit line); then either the session starts (`useSession`), or, for a person
-   * with a second factor on (and a browser not remembered), the second step's page follows.
+   * Sign-in: the password is checked (`POST /login`'s procedure, with its rate limits and its
+   * audit line, which sets the session's cookies); then either the person is signed in, or, for
+   * a person with a second factor on (and a browser not remembered), the second step's page follows.
    */
   const webLogin = handle(
     async (req, res, page) => {
@@ -82,23 +80,19 @@ export function signInPages(kit: PageKit) {
       if (pendingToken !== '') return secondStep(req, res, page, pendingToken);
       const values = { email: field(req, 'email').trim() };
       const next = field(req, 'next');
-      let session: IssuedSession;
       try {
-        const { credentials } = createHttpContext(req, res, services, config, 'cookie');
-        const outcome = await services.signIn.login({ id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined }, originOf(req), credentials);
-        if ('pending' in outcome) {
-          const { mfaPendingToken, mfaMethods, preferredMethod } = outcome.pending;
+        const outcome = await page.caller.accounts.login({ id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined });
+        if ('mfaPending' in outcome) {
+          const { mfaPendingToken, mfaMethods, preferredMethod } = outcome;
           secondStepPage(req, res, page, 200, { token: mfaPendingToken, methods: mfaMethods, method: preferredMethod, next, rememberDevice: false });
           return;
         }
-        session = outcome.session;
       } catch (error) {
         const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
         const verify = humanVerificationAsked(error);
         loginPage(req, res, page, refusal.status, values, next, refusal.errors, verify);
         return;
       }
-      useSession(req, res, session);
       redirect(res, safeNext(next));
     },
     { post: true },
