@@ -70,6 +70,8 @@ const Env = z.object({
   EMAIL_TOKEN_SECONDS: Seconds.default(2 * 24 * 60 * 60),
   RESET_TOKEN_SECONDS: Seconds.default(60 * 60),
   OIDC_KEY_ACTIVATION_SECONDS: z.coerce.number().pipe(z.int().min(0)).default(300),
+  OIDC_REFRESH_ABSOLUTE_SECONDS: Seconds.default(30 * 24 * 60 * 60),
+  OIDC_REFRESH_IDLE_SECONDS: Seconds.default(14 * 24 * 60 * 60),
   MAX_UPLOAD_MB: z.coerce.number().positive().default(100),
   CHUNK_MAX_MB: z.coerce.number().positive().default(10),
   UPLOAD_ABANDON_SECONDS: Seconds.default(24 * 60 * 60),
@@ -156,6 +158,9 @@ export interface Config {
   resetTokenSeconds: number;
   /** How long a rotated-in signing key is published before it signs (the JWKS cache lifetime). */
   oidcKeyActivationSeconds: number;
+  /** A provider refresh-token family's lifetimes where its client sets none: at most, and unused. */
+  oidcRefreshAbsoluteSeconds: number;
+  oidcRefreshIdleSeconds: number;
   /** Largest file accepted where a form sets no `maxSize`, in bytes. */
   maxUploadBytes: number;
   /** Largest chunk of a chunked upload, in bytes. */
@@ -265,6 +270,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     emailTokenSeconds: e.EMAIL_TOKEN_SECONDS,
     resetTokenSeconds: e.RESET_TOKEN_SECONDS,
     oidcKeyActivationSeconds: e.OIDC_KEY_ACTIVATION_SECONDS,
+    oidcRefreshAbsoluteSeconds: e.OIDC_REFRESH_ABSOLUTE_SECONDS,
+    oidcRefreshIdleSeconds: e.OIDC_REFRESH_IDLE_SECONDS,
     maxUploadBytes: Math.round(e.MAX_UPLOAD_MB * MB),
     maxChunkBytes: Math.round(e.CHUNK_MAX_MB * MB),
     uploadAbandonSeconds: e.UPLOAD_ABANDON_SECONDS,

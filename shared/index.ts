@@ -22,3 +22,4 @@ export * from './schemas/oidc.ts';
 export * from './schemas/security.ts';
 export * from './schemas/mfa.ts';
 export * from './schemas/passkeys.ts';
+export * from './schemas/oidc-registration.ts';

@@ -21,6 +21,7 @@ import * as createPasskeys from './20261124030000_create_passkeys.ts';
 import * as sessionDevices from './20261124040000_session_devices.ts';
 import * as profileLinks from './20261124060000_profile_links_are_web_addresses.ts';
 import * as arrivalsHeldByAProcess from './20261125100000_arrivals_held_by_a_process.ts';
+import * as oidcConfidentialClients from './20261125200000_oidc_confidential_clients.ts';
 
 export interface Migration {
   name: string;
@@ -52,4 +53,5 @@ export const migrations: Migration[] = [
   { name: '20261124040000_session_devices', ...sessionDevices },
   { name: '20261124060000_profile_links_are_web_addresses', ...profileLinks },
   { name: '20261125100000_arrivals_held_by_a_process', ...arrivalsHeldByAProcess },
+  { name: '20261125200000_oidc_confidential_clients', ...oidcConfidentialClients },
 ];

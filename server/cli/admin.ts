@@ -11,6 +11,8 @@
  *   oidc-client add --id ID --name "App" --redirect-uri URI [--redirect-uri URI2] --scopes "openid profile email"
  *   oidc-client approve|reject|remove ID
  *   oidc-client list
+ *   oidc-client registration-token [--approved] [--expires-in SECONDS]
+ *   oidc-client rotate-secret ID [--overlap SECONDS]
  *   oidc-keys rotate
  *   mfa off --user ID_OR_EMAIL --reason "how the person was identified"
  *   impersonators set --user ID_OR_EMAIL [--by ID …]
@@ -39,6 +41,13 @@ const USAGE = `Usage: npm run admin -- <command>
       Registers a sign-in client (status pending).
   oidc-client approve ID | oidc-client reject ID | oidc-client remove ID
   oidc-client list
+  oidc-client registration-token [--approved] [--expires-in SECONDS]
+      Prints a one-use initial access token for the registration endpoint (RFC 7591), good for a
+      day by default. With --approved, the client it registers is approved at once; without, it
+      waits for approval like any other.
+  oidc-client rotate-secret ID [--overlap SECONDS]
+      Prints a new secret for a confidential client (shown once); the old one stays good for the
+      overlap (a day by default; 0 ends it at once).
   oidc-keys rotate
       Adds a new ID-token signing key; the old public key stays published until its tokens expire.
   mfa off --user ID_OR_EMAIL --reason "how you made sure it is them"
@@ -147,6 +156,20 @@ const commands: Record<string, Command> = {
     }
   },
 
+  async 'oidc-client registration-token'(services, args) {
+    const { values } = parseArgs({ args, options: { approved: { type: 'boolean' }, 'expires-in': { type: 'string' } }, strict: true });
+    const { expiresIn } = parseOrThrow(RegistrationTokenArgs, { expiresIn: values['expires-in'] });
+    const { token } = await services.oidc.issueRegistrationToken({ approved: values.approved === true, expiresInSeconds: expiresIn });
+    // The token alone on its line, so a script can read it: it is shown once, and stored only as a hash.
+    console.log(token);
+  },
+
+  async 'oidc-client rotate-secret'(services, args) {
+    const { values, positionals } = parseArgs({ args, options: { overlap: { type: 'string' } }, allowPositionals: true, strict: true });
+    const { overlap } = parseOrThrow(RotateSecretArgs, { overlap: values.overlap });
+    console.log(await services.oidc.rotateSecret(clientIdArg(positionals), overlap));
+  },
+
   async 'oidc-keys rotate'(services) {
     console.log(await services.oidc.keys.rotate());
   },
@@ -167,6 +190,11 @@ const commands: Record<string, Command> = {
 };
 
 const MfaOffArgs = z.strictObject({ user: NonEmptyString, reason: NonEmptyString });
+const Seconds = (fallback: number, max: number) => z.coerce.number().pipe(z.int().min(0).max(max)).default(fallback);
+/** An initial access token lives a day unless told otherwise (at most a year). */
+const RegistrationTokenArgs = z.strictObject({ expiresIn: Seconds(24 * 3600, 366 * 24 * 3600).refine((s) => s > 0, 'must be at least 1 second') });
+/** The old secret stays good a day after a rotation unless told otherwise (0: at once). */
+const RotateSecretArgs = z.strictObject({ overlap: Seconds(24 * 3600, 366 * 24 * 3600) });
 
 function clientIdArg(args: string[]): string {
   if (args.length !== 1 || !args[0]) throw new AppError('ValidationError', 'Give exactly one client id');

@@ -21,7 +21,7 @@ import { docsHandlers } from './docs.ts';
 import { fileHandlers } from './files.ts';
 import { healthHandler } from './health.ts';
 import { allowedMethods, answerAllow, directDispatch, middlewareOf, mountRoutes, type RouteMiddleware, type RouteNeeds } from './mount.ts';
-import { oauthForm, oidcHandlers, pageForm } from './oidc.ts';
+import { oauthForm, oauthJson, oidcHandlers, pageForm } from './oidc.ts';
 import { webHandlers } from '../web/pages/index.ts';
 import { providerPages } from '../web/pages/provider.ts';
 import { passkeyHandlers } from './passkeys.ts';
@@ -138,6 +138,7 @@ function routeMiddleware(config: Config): RouteMiddleware {
     sameOrigin: refuseCrossSiteWrites([config.baseUrl, config.webUrl]),
     bodyDeadline: bodyDeadline(BODY_DEADLINE_MS),
     json: jsonBody(),
+    oauthJson: oauthJson(jsonBody()),
     oauthForm,
     pageForm,
     protocolCors,

@@ -11,6 +11,8 @@ export interface RouteMiddleware {
   sameOrigin: RequestHandler;
   bodyDeadline: RequestHandler;
   json: RequestHandler;
+  /** The JSON parser of an `oauth` route (the registration endpoints): a body it cannot read is OAuth's `invalid_client_metadata`. */
+  oauthJson: RequestHandler;
   /** The form parser of an `oauth` route (OAuth's error body) and of a `page` route (an error page). */
   oauthForm: RequestHandler;
   pageForm: RequestHandler;
@@ -28,7 +30,7 @@ export function middlewareOf(route: RouteNeeds, use: RouteMiddleware): RequestHa
   const stack: RequestHandler[] = [];
   if (route.sameOrigin ?? true) stack.push(use.sameOrigin);
   if (route.bodyDeadline ?? true) stack.push(use.bodyDeadline);
-  if (body === 'json') stack.push(use.json);
+  if (body === 'json') stack.push(route.kind === 'oauth' ? use.oauthJson : use.json);
   if (route.cors === 'protocol') stack.push(use.protocolCors);
   if (route.cors === 'read-only') stack.push(use.readOnlyCors);
   if (body === 'form') stack.push(route.kind === 'oauth' ? use.oauthForm : use.pageForm);

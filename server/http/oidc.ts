@@ -11,12 +11,13 @@ import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import { errorPage } from '../oidc/pages.ts';
 import { ASSETS, serveUnhashed } from '../web/assets.ts';
-import { InvalidRequest, OAuthError } from '../oidc/errors.ts';
+import { InvalidClient, InvalidClientMetadata, InvalidRequest, InvalidToken, OAuthError } from '../oidc/errors.ts';
+import type { RegistrationAnswer } from '../oidc/registration.ts';
 import { requestIdOf } from '../web/render.ts';
 import { providerPage, sendProviderPage } from '../web/pages/provider.ts';
 import type { Outcome } from '../oidc/service.ts';
 import type { Services } from '../services.ts';
-import { createHttpContext } from './context.ts';
+import { bearerOf, createHttpContext } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
@@ -61,10 +62,21 @@ function sendJsonText(req: Request, res: Response, text: JsonText): void {
 
 function sendOAuthError(res: Response, error: unknown): void {
   if (error instanceof OAuthError) {
+    // RFC 6749 §5.2: a client that tried the Authorization header is answered with its scheme's challenge.
+    if (error instanceof InvalidClient && error.basic) res.setHeader('WWW-Authenticate', 'Basic realm="oidc"');
+    if (error instanceof InvalidToken) res.setHeader('WWW-Authenticate', `Bearer error="invalid_token", error_description="${error.description}"`);
     res.status(error.status).json({ error: error.error, error_description: error.description });
     return;
   }
   sendError(res, error);
+}
+
+/** An answer of the registration endpoints (RFC 7591, 7592): JSON never cached, or 204. */
+function sendRegistration(res: Response, answer: RegistrationAnswer): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+  if (answer.body === undefined) res.status(answer.status).end();
+  else res.status(answer.status).json(answer.body);
 }
 
 /** The form of a protocol endpoint (token, userinfo, revocation): one it cannot read is OAuth's `invalid_request`. */
@@ -73,6 +85,16 @@ export function oauthForm(req: Request, res: Response, next: NextFunction): void
     if (error) sendOAuthError(res, new InvalidRequest(formError(error).message));
     else next();
   });
+}
+
+/** The JSON body of a registration endpoint (RFC 7591): one it cannot read is `invalid_client_metadata`. */
+export function oauthJson(parse: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    parse(req, res, (error?: unknown) => {
+      if (error) sendOAuthError(res, new InvalidClientMetadata(`The body must be a JSON object of client metadata: ${formError(error).message}`));
+      else next();
+    });
+  };
 }
 
 /** The form of a page (authorize by POST, login, consent): one it cannot read is an error page. */
@@ -117,8 +139,6 @@ export function oidcHandlers(services: Services, config: Config) {
     const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
     return typeof value === 'string' ? value : undefined;
   };
-  /** A protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
-
   const stylesheet = serveUnhashed(ASSETS.providerCss);
 
   // Discovery never changes while the process runs, and the key set at most once per rotation:
@@ -149,7 +169,7 @@ export function oidcHandlers(services: Services, config: Config) {
     res.setHeader('Pragma', 'no-cache');
     try {
       if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
-      res.json(await oidc.token(req.body as Record<string, unknown>));
+      res.json(await oidc.token(req.body as Record<string, unknown>, req.get('authorization')));
     } catch (error) {
       sendOAuthError(res, error);
     }
@@ -178,9 +198,19 @@ export function oidcHandlers(services: Services, config: Config) {
       sendOAuthError(res, error);
     }
   };
+  /** RFC 7662: for a client that authenticates; anything not active, or not its own, is `{active: false}`. */
+  const introspect: RequestHandler = async (req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    try {
+      if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
+      res.json(await oidc.introspect(req.body as Record<string, unknown>, req.get('authorization')));
+    } catch (error) {
+      sendOAuthError(res, error);
+    }
+  };
   const revoke: RequestHandler = async (req, res) => {
     try {
-      await oidc.revoke((req.body as Record<string, unknown> | undefined) ?? {});
+      await oidc.revoke((req.body as Record<string, unknown> | undefined) ?? {}, req.get('authorization'));
     } catch (error) {
       req.log.error({ err: error }, 'revocation failed');
     }
@@ -188,7 +218,21 @@ export function oidcHandlers(services: Services, config: Config) {
     res.status(200).end();
   };
 
-  return { stylesheet, discovery, jwks, authorize, token, userinfo, revoke } satisfies Record<string, RequestHandler>;
+  // ---- registration (RFC 7591) and its management (RFC 7592) --------------------------------------
+  const registering = (work: (req: Request, bearer: string | undefined) => Promise<RegistrationAnswer>): RequestHandler => async (req, res) => {
+    try {
+      sendRegistration(res, await work(req, bearerOf(req)));
+    } catch (error) {
+      sendOAuthError(res, error);
+    }
+  };
+  const register = registering((req, bearer) => oidc.register(bearer, req.body));
+  const clientIdOf = (req: Request) => String(req.params.clientId);
+  const readRegistration = registering((req, bearer) => oidc.readRegistration(clientIdOf(req), bearer));
+  const updateRegistration = registering((req, bearer) => oidc.updateRegistration(clientIdOf(req), bearer, req.body));
+  const deleteRegistration = registering((req, bearer) => oidc.deleteRegistration(clientIdOf(req), bearer));
+
+  return { stylesheet, discovery, jwks, authorize, token, userinfo, introspect, revoke, register, readRegistration, updateRegistration, deleteRegistration } satisfies Record<string, RequestHandler>;
 }
 
 export type OidcHandlers = ReturnType<typeof oidcHandlers>;

@@ -32,8 +32,10 @@ export interface Operation {
   query?: z.ZodType;
   headers?: z.ZodObject;
   body?: { json: z.ZodType } | { multipart: z.ZodObject; file: string };
-  /** The answer on success: JSON of a schema, an HTML page, or a file (with ranges and ETags). */
-  answer: { json: z.ZodType } | { html: true } | { file: string[] };
+  /** The answer on success: JSON of a schema (200, or `status`), nothing (204), an HTML page, or a file (with ranges and ETags). */
+  answer: { json: z.ZodType; status?: 201 } | { empty: 204 } | { html: true } | { file: string[] };
+  /** `oauth`: errors are OAuth's JSON (`error`, `error_description`; RFC 6749 §5.2), not the Error body. */
+  errorBody?: 'oauth';
   /** Error statuses besides the ones `errorStatuses` adds for every operation of its kind. */
   errors?: number[];
 }
@@ -43,6 +45,8 @@ export const API_VERSION = '1.0.0';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
+  201: 'Created',
+  204: 'No content',
   206: 'Partial content: the requested range',
   304: 'Not modified: the ETag still matches',
   400: 'Bad request: the Error body names the field (`details.path`)',
@@ -199,6 +203,11 @@ function parameters(schema: z.ZodType, where: 'path' | 'query' | 'header', compo
 }
 
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
+/**
+ * The errors of an OAuth endpoint: OAuth's answer (RFC 6749 §5.2, RFC 7591 §3.2.2) for its own
+ * refusals, the Error body for what the service answers before any route does.
+ */
+const OAUTH_ERROR = { anyOf: [{ type: 'object', required: ['error'], properties: { error: { type: 'string' }, error_description: { type: 'string' } } }, ERROR_REF] };
 
 /** What a file download honours: a byte range (206), and the ETag it was given before (304). */
 const FILE_REQUEST_HEADERS = [
@@ -209,7 +218,10 @@ const FILE_REQUEST_HEADERS = [
 function operationObject(op: Operation, components: Components): JsonSchema {
   const responses: Record<string, JsonSchema> = {};
   if ('json' in op.answer) {
-    responses['200'] = { description: STATUS_TEXT[200], content: { 'application/json': { schema: components.of(op.answer.json, 'output') } } };
+    const status = op.answer.status ?? 200;
+    responses[String(status)] = { description: STATUS_TEXT[status], content: { 'application/json': { schema: components.of(op.answer.json, 'output') } } };
+  } else if ('empty' in op.answer) {
+    responses['204'] = { description: STATUS_TEXT[204] };
   } else if ('html' in op.answer) {
     responses['200'] = { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } };
   } else {
@@ -220,13 +232,14 @@ function operationObject(op: Operation, components: Components): JsonSchema {
     responses['304'] = { description: STATUS_TEXT[304] };
   }
   for (const status of errorStatuses(op)) {
-    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ERROR_REF } } };
+    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: op.errorBody === 'oauth' ? OAUTH_ERROR : ERROR_REF } } };
   }
   const object: JsonSchema = {
     operationId: `${op.method}${openApiPath(op.path).replace(/[{}]/g, '').replace(/(?:^|[/.-])(\w)/g, (_m, c: string) => c.toUpperCase())}`,
     tags: [op.tag],
     summary: op.summary,
     responses,
+    ...(op.errorBody === 'oauth' ? { 'x-error-format': 'oauth' } : {}),
   };
   const params = [
     ...(op.pathParams ? parameters(op.pathParams, 'path', components) : []),

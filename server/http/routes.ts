@@ -17,6 +17,8 @@ import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import {
   AttachmentQuery,
+  ClientMetadata,
+  ClientRegistration,
   ChunkFields,
   ChunkStatus,
   EditAttachmentQuery,
@@ -253,6 +255,22 @@ const SERVICE_DOCS = {
   },
 } satisfies Record<string, OperationDoc>;
 
+/**
+ * The sign-in provider's client registration (RFC 7591) and its management (RFC 7592). Its own
+ * refusals are OAuth's JSON (`error`, `error_description`): 401 `invalid_token` without a valid
+ * initial or registration access token, 400 `invalid_redirect_uri` or `invalid_client_metadata`
+ * for metadata it cannot register. What the service answers before any route (a malformed URL, a
+ * body too large or too slow) stays the Error body: the document says either.
+ */
+const BEARER = z.object({ authorization: z.string().describe('`Bearer <token>`: the initial access token, or the registration access token') });
+const CLIENT_ID_PARAM = z.object({ clientId: z.string() });
+const REGISTRATION_DOCS = {
+  register: { tag: 'oidc', summary: 'Register a client (RFC 7591)', session: 'none', headers: BEARER, body: { json: ClientMetadata }, answer: { json: ClientRegistration, status: 201 }, errors: [401], errorBody: 'oauth' },
+  read: { tag: 'oidc', summary: 'Read a client’s registration (RFC 7592)', session: 'none', headers: BEARER, pathParams: CLIENT_ID_PARAM, answer: { json: ClientRegistration }, errors: [401], errorBody: 'oauth' },
+  update: { tag: 'oidc', summary: 'Replace a client’s registration (RFC 7592); answers a new registration access token', session: 'none', headers: BEARER, pathParams: CLIENT_ID_PARAM, body: { json: ClientMetadata }, answer: { json: ClientRegistration }, errors: [401], errorBody: 'oauth' },
+  remove: { tag: 'oidc', summary: 'Delete a client (RFC 7592)', session: 'none', headers: BEARER, pathParams: CLIENT_ID_PARAM, answer: { empty: 204 }, errors: [401], errorBody: 'oauth' },
+} satisfies Record<string, OperationDoc>;
+
 /** A page of the account pages (`server/web/`): a GET with no body. */
 const accountPage = (path: string, handler: keyof Handlers): HandlerRoute => ({ kind: 'page', method: 'get', path, body: 'none', handler });
 /**
@@ -376,6 +394,13 @@ export const routes: Route[] = [
   { kind: 'preflight', method: 'options', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false },
   { kind: 'oauth', method: 'post', path: '/oidc/revoke', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'revoke' },
   { kind: 'preflight', method: 'options', path: '/oidc/revoke', body: 'none', cors: 'protocol', sameOrigin: false },
+  { kind: 'oauth', method: 'post', path: '/oidc/introspect', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'introspect' },
+  { kind: 'preflight', method: 'options', path: '/oidc/introspect', body: 'none', cors: 'protocol', sameOrigin: false },
+  // Registration is a server's act (an operator's token, then the app's back end): no CORS.
+  { kind: 'oauth', method: 'post', path: '/oidc/register', sameOrigin: false, handler: 'register', doc: REGISTRATION_DOCS.register },
+  { kind: 'oauth', method: 'get', path: '/oidc/register/:clientId', body: 'none', sameOrigin: false, handler: 'readRegistration', doc: REGISTRATION_DOCS.read },
+  { kind: 'oauth', method: 'put', path: '/oidc/register/:clientId', sameOrigin: false, handler: 'updateRegistration', doc: REGISTRATION_DOCS.update },
+  { kind: 'oauth', method: 'delete', path: '/oidc/register/:clientId', body: 'none', sameOrigin: false, handler: 'deleteRegistration', doc: REGISTRATION_DOCS.remove },
   // ---- the sign-in provider: pages (the authorization endpoint answers with a redirect or a page) -
   { kind: 'page', method: 'get', path: '/oidc/authorize', body: 'none', sameOrigin: false, handler: 'authorize' },
   { kind: 'page', method: 'post', path: '/oidc/authorize', body: 'form', sameOrigin: false, handler: 'authorize' },

@@ -4,7 +4,7 @@ import { randomToken } from '../secrets.ts';
 import { InvalidClient, InvalidRequest, InvalidScope, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
 import { checkOnce, errorOutcome, type Outcome, type Provider } from './provider.ts';
-import type { AuthorizationParams, Interaction } from './repository.ts';
+import type { AuthorizationParams, ClientRecord, Interaction } from './repository.ts';
 
 /** How long a pending authorization request (the login and consent pages) stays valid. */
 const INTERACTION_SECONDS = 10 * 60;
@@ -34,8 +34,8 @@ export async function authorize(p: Provider, query: Record<string, unknown>, vie
     checkOnce(query, AUTHORIZATION_PARAMETERS);
     checkResponseType(param('response_type'));
     const prompt = checkPrompt(param('prompt'));
-    const scopes = checkScope(client, param('scope'));
-    const codeChallenge = checkPkce(param('code_challenge'), param('code_challenge_method'));
+    const scopes = checkScope(client, param('scope'), prompt);
+    const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
     const maxAge = checkMaxAge(param('max_age'));
     checkLengths({ state, nonce: param('nonce') });
     const params: AuthorizationParams = { clientId: client.id, redirectUri, scopes, state, nonce: param('nonce'), codeChallenge, prompt, maxAge };
@@ -60,7 +60,7 @@ export async function authorize(p: Provider, query: Record<string, unknown>, vie
 // ---- the named checks, in the order they run ------------------------------------------------------
 
 /** checkClient: `client_id` names a registered client. */
-async function checkClient(p: Provider, clientId: string | undefined): Promise<OidcClient> {
+async function checkClient(p: Provider, clientId: string | undefined): Promise<ClientRecord> {
   const client = clientId ? await p.clients.find(clientId) : null;
   if (!client) throw new InvalidClient('Invalid client_id');
   return client;
@@ -89,9 +89,15 @@ function checkPrompt(prompt: string | undefined): string[] {
   return values;
 }
 
-/** checkScope: `openid` is required; every scope must have been granted to the client. */
-function checkScope(client: OidcClient, scope: string | undefined): OidcScope[] {
-  const scopes = [...new Set((scope ?? '').split(' ').filter(Boolean))];
+/**
+ * checkScope: `openid` is required; every scope must have been granted to the client.
+ * `offline_access` is dropped, not refused, unless the client is registered for the
+ * `refresh_token` grant and the request asks for the consent page (`prompt=consent`), where the
+ * person sees it (OpenID Connect Core §11).
+ */
+function checkScope(client: ClientRecord, scope: string | undefined, prompt: string[]): OidcScope[] {
+  const offline = client.grantTypes.includes('refresh_token') && prompt.includes('consent');
+  const scopes = [...new Set((scope ?? '').split(' ').filter(Boolean))].filter((s) => s !== 'offline_access' || offline);
   if (!scopes.includes('openid')) throw new InvalidScope('Scope must include openid');
   for (const s of scopes) {
     const known = OidcScope.safeParse(s);
@@ -104,7 +110,9 @@ function checkScope(client: OidcClient, scope: string | undefined): OidcScope[] 
  * checkPkce: a `code_challenge` with method `S256` (`plain` is refused). An S256 challenge is
  * BASE64URL(SHA-256(verifier)) without padding: exactly 43 characters of the base64url alphabet.
  */
-function checkPkce(challenge: string | undefined, method: string | undefined): string {
+function checkPkce(client: ClientRecord, challenge: string | undefined, method: string | undefined): string | null {
+  // A confidential client proves itself at the token endpoint: PKCE is accepted from it, not required.
+  if (!challenge && client.authMethod !== 'none' && method === undefined) return null;
   if (!challenge) throw new InvalidRequest('code_challenge is required for public clients');
   if (method !== 'S256') throw new InvalidRequest('code_challenge_method must be S256');
   if (!/^[A-Za-z0-9_-]{43}$/.test(challenge)) {

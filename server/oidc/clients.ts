@@ -1,23 +1,48 @@
 import { AppError, type OidcClient, type OidcClientInput } from '../../shared/index.ts';
+import { hashSecret, randomToken } from '../secrets.ts';
 import type { Provider } from './provider.ts';
+import { listedClient, type ClientRecord } from './repository.ts';
 
-// The client registry, kept by operators (`npm run admin -- oidc-client`) and super users. A new
-// client is `pending`: it signs nobody in until approved.
+// The client registry, kept by operators (`npm run admin -- oidc-client`) and super users, and by
+// applications that register themselves (`registration.ts`). A new client is `pending`: it signs
+// nobody in until approved (an initial access token made with `--approved` approves at once).
+
+/** What a client registered by an operator has, beyond its id, name, redirect URIs and scopes: a public client. */
+export function publicClientRecord(input: OidcClientInput, now: number): ClientRecord {
+  return {
+    ...input,
+    status: 'pending',
+    authMethod: 'none',
+    grantTypes: ['authorization_code'],
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: null,
+    backchannelLogoutSessionRequired: false,
+    subjectType: 'public',
+    createdAt: now,
+    updatedAt: now,
+    jwks: null,
+    jwksUri: null,
+    sectorIdentifierUri: null,
+    refreshAbsoluteSeconds: null,
+    refreshIdleSeconds: null,
+    registrationTokenHash: null,
+    metadata: null,
+  };
+}
 
 export async function addClient(p: Provider, input: OidcClientInput): Promise<OidcClient> {
-  const now = p.now();
   if (await p.repo.findClient(input.id)) throw new AppError('ValidationError', `The client ${input.id} already exists`, { path: 'id' });
-  const client: OidcClient = { ...input, status: 'pending', createdAt: now, updatedAt: now };
+  const client = publicClientRecord(input, p.now());
   await p.repo.insertClient(client);
   p.clients.forget(client.id);
-  return client;
+  return listedClient(client);
 }
 
 export async function setClientStatus(p: Provider, id: string, status: OidcClient['status']): Promise<OidcClient> {
   const changed = await p.repo.setClientStatus(id, status, p.now());
   p.clients.forget(id);
   if (!changed) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
-  return (await p.repo.findClient(id)) as OidcClient;
+  return listedClient((await p.repo.findClient(id)) as ClientRecord);
 }
 
 export function listClients(p: Provider): Promise<OidcClient[]> {
@@ -28,4 +53,30 @@ export async function removeClient(p: Provider, id: string): Promise<void> {
   const removed = await p.repo.deleteClient(id);
   p.clients.forget(id);
   if (!removed) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
+}
+
+/**
+ * A new secret for a confidential client, answered once and stored as a hash. Its other secrets
+ * stay good for `overlapSeconds` more, so the application can move to the new one without a
+ * moment where neither works.
+ */
+export async function rotateSecret(p: Provider, id: string, overlapSeconds: number): Promise<string> {
+  const client = await p.repo.findClient(id);
+  if (!client) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
+  if (client.authMethod !== 'client_secret_basic' && client.authMethod !== 'client_secret_post') {
+    throw new AppError('ValidationError', `The client ${id} authenticates with ${client.authMethod}, not a secret`, { path: 'id' });
+  }
+  const secret = randomToken();
+  const now = p.now();
+  await p.registry.rotateSecret(id, hashSecret(secret), now, now + overlapSeconds * 1000);
+  return secret;
+}
+
+/** An initial access token for the registration endpoint (RFC 7591 §3): one use, answered once, stored as a hash. */
+export async function issueRegistrationToken(p: Provider, opts: { approved: boolean; expiresInSeconds: number }): Promise<{ token: string; expiresAt: number }> {
+  const token = randomToken();
+  const now = p.now();
+  const expiresAt = now + opts.expiresInSeconds * 1000;
+  await p.registry.addRegistrationToken(hashSecret(token), opts.approved, now, expiresAt);
+  return { token, expiresAt };
 }

@@ -1,4 +1,8 @@
 import { OIDC_SCOPES } from '../../shared/index.ts';
+import { ASSERTION_ALGORITHMS } from './client-auth.ts';
+
+/** How clients may authenticate at the token, introspection and revocation endpoints. */
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 
 /** `/.well-known/openid-configuration`: what this provider supports, and where its endpoints are. */
 export function discovery(issuer: string): Record<string, unknown> {
@@ -8,17 +12,23 @@ export function discovery(issuer: string): Record<string, unknown> {
     token_endpoint: `${issuer}/oidc/token`,
     userinfo_endpoint: `${issuer}/oidc/userinfo`,
     jwks_uri: `${issuer}/oidc/jwks`,
+    registration_endpoint: `${issuer}/oidc/register`,
     revocation_endpoint: `${issuer}/oidc/revoke`,
+    introspection_endpoint: `${issuer}/oidc/introspect`,
     scopes_supported: Object.keys(OIDC_SCOPES),
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'name', 'email', 'email_verified'],
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'amr', 'acr', 'sid', 'name', 'email', 'email_verified'],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code'],
-    subject_types_supported: ['public'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    subject_types_supported: ['public', 'pairwise'],
     id_token_signing_alg_values_supported: ['RS256'],
     code_challenge_methods_supported: ['S256'],
-    token_endpoint_auth_methods_supported: ['none'],
-    revocation_endpoint_auth_methods_supported: ['none'],
+    token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS.filter((m) => m !== 'none'),
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     claims_parameter_supported: false,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,

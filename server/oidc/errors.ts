@@ -36,10 +36,26 @@ export class InvalidRequest extends OAuthError {
   }
 }
 
-/** An unknown client, or (at the token endpoint) one not approved: 401 there, never a redirect. */
+/**
+ * An unknown client, one not approved, or one that failed to prove itself: 401, never a
+ * redirect. `basic`: the client tried the Authorization header, so the answer carries a
+ * `WWW-Authenticate: Basic` challenge (RFC 6749 §5.2).
+ */
 export class InvalidClient extends OAuthError {
   readonly error = 'invalid_client';
   override readonly status = 401;
+  override readonly allowRedirect = false;
+  readonly basic: boolean;
+
+  constructor(description: string, opts: { basic?: boolean } = {}) {
+    super(description);
+    this.basic = opts.basic ?? false;
+  }
+}
+
+/** A client asks for a grant it was not registered for (RFC 6749 §5.2). */
+export class UnauthorizedGrant extends OAuthError {
+  readonly error = 'unauthorized_client';
   override readonly allowRedirect = false;
 }
 
@@ -87,5 +103,17 @@ export class UnsupportedGrantType extends OAuthError {
 export class InvalidToken extends OAuthError {
   readonly error = 'invalid_token';
   override readonly status = 401;
+  override readonly allowRedirect = false;
+}
+
+/** Registration (RFC 7591 §3.2.2): a redirect or sign-out address that cannot be registered. */
+export class InvalidRedirectUri extends OAuthError {
+  readonly error = 'invalid_redirect_uri';
+  override readonly allowRedirect = false;
+}
+
+/** Registration (RFC 7591 §3.2.2): any other metadata that cannot be registered. */
+export class InvalidClientMetadata extends OAuthError {
+  readonly error = 'invalid_client_metadata';
   override readonly allowRedirect = false;
 }

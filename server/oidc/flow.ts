@@ -91,6 +91,7 @@ export async function issueCode(
       nonce: params.nonce ?? null,
       authTime,
       tokenVersion: person.tokenVersion,
+      sid: null,
       expiresAt: now + OIDC_CODE_SECONDS * 1000,
     },
     now,

@@ -1,5 +1,4 @@
-import type { OidcClient } from '../../shared/index.ts';
-import type { OidcRepository } from './repository.ts';
+import type { ClientRecord, OidcRepository } from './repository.ts';
 
 /** How long a reading of a client's record is kept: another process's change is seen within it. */
 const CLIENT_READ_MS = 1000;
@@ -17,7 +16,7 @@ const MAX_ENTRIES = 1000;
 export class KeptClients {
   readonly #repo: OidcRepository;
   readonly #now: () => number;
-  readonly #entries = new Map<string, { client: OidcClient | null; until: number }>();
+  readonly #entries = new Map<string, { client: ClientRecord | null; until: number }>();
   /** Moved on by `forget`, so a reading begun before a change here is not kept. */
   #generation = 0;
 
@@ -26,7 +25,7 @@ export class KeptClients {
     this.#now = now;
   }
 
-  async find(id: string): Promise<OidcClient | null> {
+  async find(id: string): Promise<ClientRecord | null> {
     const now = this.#now();
     const entry = this.#entries.get(id);
     if (entry && now < entry.until) return entry.client;

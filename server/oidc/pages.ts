@@ -14,6 +14,7 @@ const SCOPE_WORDS: Record<string, string> = {
   openid: 'Know who you are (your profile id)',
   profile: 'See your name',
   email: 'See your email address and whether it is confirmed',
+  offline_access: 'Keep this access while you are away, until you sign out of it or revoke it under Applications',
 };
 
 /** `verification`: the account's attempts ran out for this browser, so the form asks for human verification too. */

@@ -1,15 +1,21 @@
+import { createHmac } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
 import { canHoldSession } from '../accounts/session-rule.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
 import type { KeyStore } from './keys.ts';
-import type { OidcRepository } from './repository.ts';
+import type { RefreshRepository } from './refresh-repository.ts';
+import type { RegistryRepository } from './registry-repository.ts';
+import type { ClientRecord, OidcRepository } from './repository.ts';
 import type { KeptClients } from './kept-clients.ts';
 import type { KeptReadings } from './kept-readings.ts';
 
 /** What every endpoint of the provider works with; `OidcService` builds it once. */
 export interface Provider {
   repo: OidcRepository;
+  /** Client secrets, initial access tokens, assertions' `jti`s. */
+  registry: RegistryRepository;
+  refreshTokens: RefreshRepository;
   accounts: AccountsForSignIn;
   keys: KeyStore;
   /** The client records, each read at most once a second (`KeptClients`). */
@@ -22,6 +28,11 @@ export interface Provider {
   people: KeptReadings<{ profile: SignInProfile; claims: PersonClaims } | null>;
   /** How a sign-in was proved (`AccountsForSignIn.signInProof`, for `amr`/`acr`), by `profileId authTime`, kept for up to a second. */
   proofs: KeptReadings<{ amr: string[]; acr: string } | null>;
+  /** A refresh-token family's lifetimes when its client sets none: at most, and unused. */
+  refreshAbsoluteSeconds: number;
+  refreshIdleSeconds: number;
+  /** The key a pairwise `sub` is derived with (`subjectOf`): the install's, never shown. */
+  pairwiseKey: string;
   /** The provider's issuer: the service's base URL. */
   issuer: string;
   /** Where the login and consent pages are (the web frontend's base URL). */
@@ -91,4 +102,16 @@ export function consentCovers(consented: readonly OidcScope[] | null, scopes: re
  */
 export function stillHolds(profile: SignInProfile | null, tokenVersion: number | null): profile is SignInProfile {
   return tokenVersion !== null && canHoldSession(profile, tokenVersion);
+}
+
+/**
+ * The `sub` a client knows a person by: the profile id (public, the default), or for a pairwise
+ * client one derived from the profile id and the client's sector (the host of its
+ * `sector_identifier_uri`, or of its redirect URIs), so that apps of different sectors cannot
+ * match people across them (OpenID Connect Core §8.1). Stable for a person and sector.
+ */
+export function subjectOf(p: Pick<Provider, 'pairwiseKey'>, client: Pick<ClientRecord, 'subjectType' | 'sectorIdentifierUri' | 'redirectUris'>, profileId: string): string {
+  if (client.subjectType !== 'pairwise') return profileId;
+  const sector = new URL(client.sectorIdentifierUri ?? client.redirectUris[0] ?? 'https://invalid').host;
+  return createHmac('sha256', p.pairwiseKey).update(`${sector}\n${profileId}`).digest('base64url');
 }

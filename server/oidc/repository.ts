@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
 import { exclusively, watchWrites, type WriteWatch } from '../../db/knex.ts';
 import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
+import { RefreshRepository } from './refresh-repository.ts';
+import { RegistryRepository } from './registry-repository.ts';
 
 /** The authorization request as it arrived, kept while the person signs in and consents. */
 export interface AuthorizationParams {
@@ -10,7 +12,8 @@ export interface AuthorizationParams {
   scopes: OidcScope[];
   state?: string | undefined;
   nonce?: string | undefined;
-  codeChallenge: string;
+  /** Null: a confidential client that sent no PKCE challenge. */
+  codeChallenge: string | null;
   prompt: string[];
   maxAge?: number | undefined;
 }
@@ -29,12 +32,15 @@ export interface CodeRecord {
   clientId: string;
   profileId: string;
   redirectUri: string;
-  codeChallenge: string;
+  /** Null: a confidential client that sent no PKCE challenge (stored as ''). */
+  codeChallenge: string | null;
   scopes: OidcScope[];
   nonce: string | null;
   authTime: number;
   /** The profile's `tokenVersion` when the code was issued (null: issued before it was kept). */
   tokenVersion: number | null;
+  /** The browser session it was issued in (the ID token's `sid`; null: none known). */
+  sid: string | null;
   expiresAt: number;
   usedAt: number | null;
 }
@@ -49,6 +55,8 @@ export interface TokenRecord {
   tokenVersion: number | null;
   expiresAt: number;
   revokedAt: number | null;
+  /** The refresh-token family it was issued with (null: none was). */
+  familyId: string | null;
 }
 
 export interface KeyRecord {
@@ -72,14 +80,76 @@ const keyRow = (key: KeyRecord) => ({
   retired_at: key.retiredAt,
 });
 
-const toClient = (row: Record<string, unknown>): OidcClient => ({
+/**
+ * A client as the provider uses it: the registry's view (`OidcClient`) and what only the server
+ * reads (its public keys or where they are, its sector, its refresh-token lifetimes, the hash of
+ * its registration access token, the metadata it registered with). Its secrets are apart
+ * (`RegistryRepository`), read only when it authenticates.
+ */
+export interface ClientRecord extends OidcClient {
+  jwks: { keys: Array<Record<string, unknown>> } | null;
+  jwksUri: string | null;
+  sectorIdentifierUri: string | null;
+  /** How long a refresh-token family lives at most, and unused (null: the provider's defaults). */
+  refreshAbsoluteSeconds: number | null;
+  refreshIdleSeconds: number | null;
+  registrationTokenHash: string | null;
+  /** The RFC 7591 metadata as registered (null: registered by an operator). */
+  metadata: Record<string, unknown> | null;
+}
+
+const nullableNumber = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
+
+const toClient = (row: Record<string, unknown>): ClientRecord => ({
   id: String(row.id),
   name: String(row.name),
   redirectUris: json<string[]>(row.redirect_uris),
   scopes: json<OidcScope[]>(row.scopes),
   status: row.status as OidcClient['status'],
+  authMethod: row.auth_method as OidcClient['authMethod'],
+  grantTypes: json<OidcClient['grantTypes']>(row.grant_types),
+  postLogoutRedirectUris: json<string[]>(row.post_logout_redirect_uris),
+  backchannelLogoutUri: (row.backchannel_logout_uri ?? null) as string | null,
+  backchannelLogoutSessionRequired: Boolean(row.backchannel_logout_session_required),
+  subjectType: row.subject_type as OidcClient['subjectType'],
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
+  jwks: row.jwks === null || row.jwks === undefined ? null : json<ClientRecord['jwks']>(row.jwks),
+  jwksUri: (row.jwks_uri ?? null) as string | null,
+  sectorIdentifierUri: (row.sector_identifier_uri ?? null) as string | null,
+  refreshAbsoluteSeconds: nullableNumber(row.refresh_absolute_seconds),
+  refreshIdleSeconds: nullableNumber(row.refresh_idle_seconds),
+  registrationTokenHash: (row.registration_token_hash ?? null) as string | null,
+  metadata: row.metadata === null || row.metadata === undefined ? null : json<Record<string, unknown>>(row.metadata),
+});
+
+/** The registry's view of a client: nothing of its keys or tokens. */
+export function listedClient(record: ClientRecord): OidcClient {
+  const { jwks: _jwks, jwksUri: _jwksUri, sectorIdentifierUri: _sector, refreshAbsoluteSeconds: _absolute, refreshIdleSeconds: _idle, registrationTokenHash: _token, metadata: _metadata, ...client } = record;
+  return client;
+}
+
+const clientRow = (client: ClientRecord) => ({
+  id: client.id,
+  name: client.name,
+  redirect_uris: JSON.stringify(client.redirectUris),
+  scopes: JSON.stringify(client.scopes),
+  status: client.status,
+  auth_method: client.authMethod,
+  grant_types: JSON.stringify(client.grantTypes),
+  jwks: client.jwks === null ? null : JSON.stringify(client.jwks),
+  jwks_uri: client.jwksUri,
+  post_logout_redirect_uris: JSON.stringify(client.postLogoutRedirectUris),
+  backchannel_logout_uri: client.backchannelLogoutUri,
+  backchannel_logout_session_required: client.backchannelLogoutSessionRequired,
+  subject_type: client.subjectType,
+  sector_identifier_uri: client.sectorIdentifierUri,
+  refresh_absolute_seconds: client.refreshAbsoluteSeconds,
+  refresh_idle_seconds: client.refreshIdleSeconds,
+  registration_token_hash: client.registrationTokenHash,
+  metadata: client.metadata === null ? null : JSON.stringify(client.metadata),
+  created_at: client.createdAt,
+  updated_at: client.updatedAt,
 });
 
 function toCode(row: Record<string, unknown>): CodeRecord {
@@ -88,11 +158,12 @@ function toCode(row: Record<string, unknown>): CodeRecord {
     clientId: row.client_id as string,
     profileId: row.profile_id as string,
     redirectUri: row.redirect_uri as string,
-    codeChallenge: row.code_challenge as string,
+    codeChallenge: row.code_challenge === '' ? null : (row.code_challenge as string),
     scopes: json<OidcScope[]>(row.scopes),
     nonce: (row.nonce ?? null) as string | null,
     authTime: Number(row.auth_time),
     tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
+    sid: (row.sid ?? null) as string | null,
     expiresAt: Number(row.expires_at),
     usedAt: row.used_at === null ? null : Number(row.used_at),
   };
@@ -109,6 +180,7 @@ function toToken(row: Record<string, unknown>): TokenRecord {
     tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
     expiresAt: Number(row.expires_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    familyId: (row.family_id ?? null) as string | null,
   };
 }
 
@@ -117,6 +189,16 @@ export class OidcRepository {
 
   constructor(db: Knex) {
     this.#db = db;
+  }
+
+  /** Client secrets, initial access tokens and assertions (`registry-repository.ts`). */
+  get registry(): RegistryRepository {
+    return new RegistryRepository(this.#db);
+  }
+
+  /** Refresh tokens (`refresh-repository.ts`). */
+  get refreshTokens(): RefreshRepository {
+    return new RefreshRepository(this.#db);
   }
 
   /** This process's writes to `tables` (`watchWrites`), for a cache of what is read from them. */
@@ -134,29 +216,29 @@ export class OidcRepository {
     await this.#db('oidc_interactions').where('expires_at', '<', now).delete();
     await this.#db('oidc_codes').where('expires_at', '<', now - OIDC_TOKEN_SECONDS * 1000).delete();
     await this.#db('oidc_tokens').where('expires_at', '<', now).delete();
+    await this.registry.sweep(now);
+    await this.refreshTokens.sweep(now);
   }
 
   // ---- clients -----------------------------------------------------------------------------------
 
-  async insertClient(client: OidcClient): Promise<void> {
-    await this.#db('oidc_clients').insert({
-      id: client.id,
-      name: client.name,
-      redirect_uris: JSON.stringify(client.redirectUris),
-      scopes: JSON.stringify(client.scopes),
-      status: client.status,
-      created_at: client.createdAt,
-      updated_at: client.updatedAt,
-    });
+  async insertClient(client: ClientRecord): Promise<void> {
+    await this.#db('oidc_clients').insert(clientRow(client));
   }
 
-  async findClient(id: string): Promise<OidcClient | null> {
+  /** Replaces a client's record (RFC 7592 update): false when it is gone. */
+  async replaceClient(client: ClientRecord): Promise<boolean> {
+    const { id: _id, created_at: _created, status: _status, ...row } = clientRow(client);
+    return (await this.#db('oidc_clients').where({ id: client.id }).update(row)) === 1;
+  }
+
+  async findClient(id: string): Promise<ClientRecord | null> {
     const row = await this.#db('oidc_clients').where({ id }).first();
     return row ? toClient(row) : null;
   }
 
   async listClients(): Promise<OidcClient[]> {
-    return (await this.#db('oidc_clients').orderBy('id')).map(toClient);
+    return (await this.#db('oidc_clients').orderBy('id')).map((row: Record<string, unknown>) => listedClient(toClient(row)));
   }
 
   async setClientStatus(id: string, status: OidcClient['status'], now: number): Promise<boolean> {
@@ -280,11 +362,12 @@ export class OidcRepository {
       client_id: code.clientId,
       profile_id: code.profileId,
       redirect_uri: code.redirectUri,
-      code_challenge: code.codeChallenge,
+      code_challenge: code.codeChallenge ?? '',
       scopes: JSON.stringify(code.scopes),
       nonce: code.nonce,
       auth_time: code.authTime,
       token_version: code.tokenVersion,
+      sid: code.sid,
       created_at: now,
       expires_at: code.expiresAt,
     });
@@ -316,18 +399,37 @@ export class OidcRepository {
    * withdrawn consent uses its codes up) and has no token yet (one per code: a unique index).
    * False when nothing was issued: the code was redeemed before, or used up.
    */
-  async issueTokenOfCode(codeHash: string, tokenHash: string, now: number, expiresAt: number): Promise<boolean> {
+  async issueTokenOfCode(codeHash: string, tokenHash: string, now: number, expiresAt: number, familyId: string | null = null): Promise<boolean> {
     const result: unknown = await this.#db.raw(
-      `insert into oidc_tokens (token_hash, code_hash, client_id, profile_id, scopes, token_version, created_at, expires_at)
-       select cast(? as text), code_hash, client_id, profile_id, scopes, token_version, cast(? as bigint), cast(? as bigint)
+      `insert into oidc_tokens (token_hash, code_hash, client_id, profile_id, scopes, token_version, created_at, expires_at, family_id, sid)
+       select cast(? as text), code_hash, client_id, profile_id, scopes, token_version, cast(? as bigint), cast(? as bigint), cast(? as text), sid
        from oidc_codes where code_hash = ? and used_at is null
        on conflict (code_hash) do nothing
        returning token_hash`,
-      [tokenHash, now, expiresAt, codeHash],
+      [tokenHash, now, expiresAt, familyId, codeHash],
     );
     // SQLite's driver answers the rows; PostgreSQL's a result holding them.
     const rows = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
     return rows.length === 1;
+  }
+
+  /**
+   * Stores an access token issued with a refresh token. Its `code_hash` (the grant it came from,
+   * one token each) is that new refresh token's hash.
+   */
+  async insertRefreshedToken(token: Omit<TokenRecord, 'revokedAt' | 'codeHash' | 'familyId'> & { grantHash: string; familyId: string; sid: string | null }, now: number): Promise<void> {
+    await this.#db('oidc_tokens').insert({
+      token_hash: token.tokenHash,
+      code_hash: token.grantHash,
+      client_id: token.clientId,
+      profile_id: token.profileId,
+      scopes: JSON.stringify(token.scopes),
+      token_version: token.tokenVersion,
+      created_at: now,
+      expires_at: token.expiresAt,
+      family_id: token.familyId,
+      sid: token.sid,
+    });
   }
 
   async findToken(tokenHash: string): Promise<TokenRecord | null> {
@@ -364,6 +466,7 @@ export class OidcRepository {
   async revokeGrants(profileId: string, clientId: string, now: number): Promise<void> {
     await this.#db('oidc_tokens').where({ profile_id: profileId, client_id: clientId }).whereNull('revoked_at').update({ revoked_at: now });
     await this.#db('oidc_codes').where({ profile_id: profileId, client_id: clientId }).whereNull('used_at').update({ used_at: now });
+    await this.#db('oidc_refresh_tokens').where({ profile_id: profileId, client_id: clientId }).whereNull('revoked_at').update({ revoked_at: now });
   }
 
   async revokeToken(tokenHash: string, now: number): Promise<void> {

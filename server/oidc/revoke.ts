@@ -1,15 +1,32 @@
 import { hashSecret } from '../secrets.ts';
+import { authenticateClient, type ClientProof } from './client-auth.ts';
+import { OAuthError } from './errors.ts';
 import type { Provider } from './provider.ts';
 
 /**
- * `/oidc/revoke` (RFC 7009): always succeeds. A `client_id` that is not the token's own
- * revokes nothing.
+ * `/oidc/revoke` (RFC 7009): always succeeds, and revokes only what the client proves is its
+ * own. A request naming no client, or one whose client fails to prove itself, changes nothing
+ * (the answer is still 200, as the spec asks). An access token is revoked alone; a refresh
+ * token takes its whole family with it, and the access tokens issued with it.
  */
-export async function revoke(p: Provider, form: Record<string, unknown>): Promise<void> {
+export async function revoke(p: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<void> {
   const token = typeof form.token === 'string' ? form.token : '';
   if (!token) return;
-  const record = await p.repo.findToken(hashSecret(token));
-  if (!record) return;
-  if (typeof form.client_id === 'string' && form.client_id !== record.clientId) return;
-  await p.repo.revokeToken(record.tokenHash, p.now());
+  let client;
+  try {
+    client = (await authenticateClient(p, { form, ...proof }))?.client;
+  } catch (error) {
+    if (error instanceof OAuthError) return;
+    throw error;
+  }
+  if (!client) return;
+  const hash = hashSecret(token);
+  const now = p.now();
+  const access = await p.repo.findToken(hash);
+  if (access) {
+    if (access.clientId === client.id) await p.repo.revokeToken(access.tokenHash, now);
+    return;
+  }
+  const refresh = await p.refreshTokens.find(hash);
+  if (refresh && refresh.clientId === client.id) await p.refreshTokens.revokeFamily(refresh.familyId, now);
 }

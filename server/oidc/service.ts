@@ -1,9 +1,12 @@
+import { createHmac } from 'node:crypto';
 import type { OidcClient, OidcClientInput } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { AccountsForSignIn } from './accounts-for-sign-in.ts';
 import { authorize } from './authorize.ts';
-import { addClient, listClients, removeClient, setClientStatus } from './clients.ts';
+import { addClient, issueRegistrationToken, listClients, removeClient, rotateSecret, setClientStatus } from './clients.ts';
+import { introspect } from './introspect.ts';
+import { deleteRegistration, readRegistration, register, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, needsLogin, usable } from './flow.ts';
@@ -45,7 +48,9 @@ export class OidcService {
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#provider = { repo: deps.repo, accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
+    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
+      pairwiseKey: createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url'),
+      refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
       // A consent row also goes when its client or its person is deleted (ON DELETE CASCADE), by a
       // statement that names only their table: those are watched too.
@@ -97,16 +102,48 @@ export class OidcService {
     return authorize(this.#provider, query, viewer);
   }
 
-  token(form: Record<string, unknown>): Promise<TokenAnswer> {
-    return token(this.#provider, form);
+  token(form: Record<string, unknown>, authorization?: string): Promise<TokenAnswer> {
+    return token(this.#provider, form, { authorization, endpoint: `${this.issuer}/oidc/token` });
+  }
+
+  introspect(form: Record<string, unknown>, authorization?: string): Promise<Record<string, unknown>> {
+    return introspect(this.#provider, form, { authorization, endpoint: `${this.issuer}/oidc/introspect` });
   }
 
   userinfo(accessToken: string): Promise<Record<string, unknown>> {
     return userinfo(this.#provider, accessToken);
   }
 
-  revoke(form: Record<string, unknown>): Promise<void> {
-    return revoke(this.#provider, form);
+  revoke(form: Record<string, unknown>, authorization?: string): Promise<void> {
+    return revoke(this.#provider, form, { authorization, endpoint: `${this.issuer}/oidc/revoke` });
+  }
+
+  // ---- registration (RFC 7591, 7592) and client credentials -----------------------------------------
+
+  register(bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
+    return register(this.#provider, bearer, body);
+  }
+
+  readRegistration(clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
+    return readRegistration(this.#provider, clientId, bearer);
+  }
+
+  updateRegistration(clientId: string, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
+    return updateRegistration(this.#provider, clientId, bearer, body);
+  }
+
+  deleteRegistration(clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
+    return deleteRegistration(this.#provider, clientId, bearer);
+  }
+
+  /** An initial access token for the registration endpoint (`npm run admin -- oidc-client registration-token`). */
+  issueRegistrationToken(opts: { approved: boolean; expiresInSeconds: number }): Promise<{ token: string; expiresAt: number }> {
+    return issueRegistrationToken(this.#provider, opts);
+  }
+
+  /** A new secret for a confidential client; the old ones stay good for `overlapSeconds`. */
+  rotateSecret(clientId: string, overlapSeconds: number): Promise<string> {
+    return rotateSecret(this.#provider, clientId, overlapSeconds);
   }
 
   // ---- interactions (the login and consent pages, and their JSON twins) ----------------------------

@@ -1,67 +1,79 @@
 import { createHash } from 'node:crypto';
-import { SignJWT } from 'jose';
-import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
+import { OIDC_TOKEN_SECONDS, OidcGrantType, type OidcScope } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
-import { InvalidClient, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './errors.ts';
-import { checkOnce, consentCovers, personWithClaims, signInProof, stillHolds, type Provider } from './provider.ts';
-import type { CodeRecord } from './repository.ts';
+import { authenticateClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
+import { InvalidClient, InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType } from './errors.ts';
+import { idToken, type TokenAnswer } from './id-token.ts';
+import { refreshGrant, startFamily } from './refresh.ts';
+import { checkOnce, consentCovers, personWithClaims, stillHolds, subjectOf, type Provider } from './provider.ts';
+import type { ClientRecord, CodeRecord } from './repository.ts';
 
-export interface TokenAnswer {
-  access_token: string;
-  id_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-}
+export type { TokenAnswer } from './id-token.ts';
 
 /** The token request's parameters; each may be sent once. */
-const TOKEN_PARAMETERS = ['grant_type', 'code', 'redirect_uri', 'client_id', 'code_verifier'];
+const TOKEN_PARAMETERS = ['grant_type', 'code', 'redirect_uri', 'code_verifier', 'refresh_token', 'scope', ...CLIENT_PARAMETERS];
 
 /** Every refusal of a code says the same, so a client learns nothing about why. */
 const invalidCode = () => new InvalidGrant('Invalid or expired authorization code');
 
 /**
- * `POST /oidc/token`: the named checks below, in this order, then the code is consumed and an
- * access token and an ID token are issued. The first failing check answers.
+ * `POST /oidc/token`: the client proves itself, then the grant's named checks run in the order
+ * below (`authorization_code` here, `refresh_token` in `refresh.ts`). The first failing check answers.
  */
-export async function token(p: Provider, form: Record<string, unknown>): Promise<TokenAnswer> {
+export async function token(p: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<TokenAnswer> {
   const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
   checkOnce(form, TOKEN_PARAMETERS);
-  const client = await checkClient(p, field('client_id'));
-  checkGrantType(field('grant_type'));
+  const client = await checkClient(p, { form, ...proof });
+  const grantType = checkGrantType(client, field('grant_type'));
+  if (grantType === 'refresh_token') return refreshGrant(p, client, field('refresh_token'), field('scope'));
   const now = p.now();
   const { code, consentedScopes } = await checkCode(p, client, field('code'), now);
   checkVerifier(field('code_verifier'), code.codeChallenge);
   checkRedirectUri(field('redirect_uri'), code);
   const { profile, claims } = await checkStillHonoured(p, code, consentedScopes);
-  const accessToken = await consumeCode(p, code, now);
+  const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
+  const familyId = offline ? randomToken() : null;
+  const accessToken = await consumeCode(p, code, now, familyId);
+  const refreshToken = familyId ? await startFamily(p, client, code, familyId, now) : undefined;
   return {
     access_token: accessToken,
-    id_token: await idToken(p, client, code, { sub: profile.id, ...claims }, accessToken, now),
+    id_token: await idToken(p, client, code, { sub: subjectOf(p, client, profile.id), ...claims }, accessToken, now),
     token_type: 'Bearer',
     expires_in: OIDC_TOKEN_SECONDS,
+    ...(refreshToken ? { refresh_token: refreshToken } : {}),
+    scope: code.scopes.join(' '),
   };
 }
 
-/** checkClient: `client_id` names a registered client whose registration is approved (`invalid_client`, 401). */
-async function checkClient(p: Provider, clientId: string | undefined): Promise<OidcClient> {
-  const client = clientId ? await p.clients.find(clientId) : null;
-  if (!client) throw new InvalidClient('Invalid client_id');
-  if (client.status !== 'approved') throw new InvalidClient('Client is not approved');
-  return client;
+/**
+ * checkClient: the client proves itself (`authenticateClient`: a public one by `client_id`
+ * alone), and its registration is approved (`invalid_client`, 401).
+ */
+async function checkClient(p: Provider, proof: ClientProof): Promise<ClientRecord> {
+  const authenticated = await authenticateClient(p, proof);
+  if (!authenticated) throw new InvalidClient('Invalid client_id');
+  if (authenticated.client.status !== 'approved') throw new InvalidClient('Client is not approved');
+  return authenticated.client;
 }
 
-/** checkGrantType: `grant_type` is given (`invalid_request`), and is `authorization_code` (`unsupported_grant_type`). */
-function checkGrantType(grantType: string | undefined): void {
+/**
+ * checkGrantType: `grant_type` is given (`invalid_request`), is one the provider knows
+ * (`unsupported_grant_type`), and is one the client registered (`unauthorized_client`).
+ */
+function checkGrantType(client: ClientRecord, grantType: string | undefined): 'authorization_code' | 'refresh_token' {
   if (!grantType) throw new InvalidRequest('grant_type is required');
-  if (grantType !== 'authorization_code') throw new UnsupportedGrantType('Only the authorization_code grant is supported');
+  const known = OidcGrantType.safeParse(grantType);
+  if (!known.success) throw new UnsupportedGrantType('Only the authorization_code and refresh_token grants are supported');
+  if (!client.grantTypes.includes(known.data)) throw new UnauthorizedGrant(`This client is not registered for the ${known.data} grant`);
+  return known.data;
 }
 
 /**
  * checkCode: the code is known (by its hash), was issued to this client, and has not expired.
  * Read with the scopes its person consents to now, for `checkStillHonoured`.
  */
-async function checkCode(p: Provider, client: OidcClient, code: string | undefined, now: number): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null }> {
+async function checkCode(p: Provider, client: ClientRecord, code: string | undefined, now: number): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null }> {
   const found = code ? await p.repo.findCodeWithConsent(hashSecret(code)) : null;
   if (!found || found.code.clientId !== client.id || found.code.expiresAt <= now) throw invalidCode();
   return found;
@@ -75,7 +87,12 @@ const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
  * `invalid_request`), and BASE64URL(SHA-256(code_verifier)) equals the challenge, compared in
  * constant time (otherwise `invalid_grant`, §4.6).
  */
-function checkVerifier(verifier: string | undefined, challenge: string): void {
+function checkVerifier(verifier: string | undefined, challenge: string | null): void {
+  // A confidential client may leave PKCE out; then no verifier can match anything.
+  if (challenge === null) {
+    if (verifier !== undefined) throw new InvalidGrant('Invalid code_verifier: the authorization request had no code_challenge');
+    return;
+  }
   if (!verifier) throw new InvalidRequest('code_verifier is required');
   if (!CODE_VERIFIER.test(verifier)) {
     throw new InvalidRequest('code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, -, ., _ and ~');
@@ -109,9 +126,9 @@ async function checkStillHonoured(p: Provider, code: CodeRecord, consentedScopes
  * (its consent withdrawn) does not pass. A code presented twice gets `invalid_grant`, is marked
  * used, and every token issued from it is revoked. Returns the new access token.
  */
-async function consumeCode(p: Provider, code: CodeRecord, now: number): Promise<string> {
+async function consumeCode(p: Provider, code: CodeRecord, now: number, familyId: string | null): Promise<string> {
   const accessToken = randomToken();
-  if (!(await p.repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000))) {
+  if (!(await p.repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, familyId))) {
     await p.repo.consumeCode(code.codeHash, now);
     await p.repo.revokeTokensOfCode(code.codeHash, now);
     throw invalidCode();
@@ -119,27 +136,3 @@ async function consumeCode(p: Provider, code: CodeRecord, now: number): Promise<
   return accessToken;
 }
 
-/** The RS256 ID token: the claims the code's scopes release, `auth_time`, `nonce` when one was sent, `at_hash`. */
-async function idToken(p: Provider, client: OidcClient, code: CodeRecord, claims: { sub: string } & PersonClaims, accessToken: string, now: number): Promise<string> {
-  const { kid, key } = await p.keys.signer();
-  // How the sign-in was proved (RFC 8176 `amr`, and `acr`), when accounts know it.
-  const proof = await signInProof(p, code.profileId, code.authTime);
-  return new SignJWT({
-    ...claims,
-    auth_time: Math.floor(code.authTime / 1000),
-    ...(proof ?? {}),
-    ...(code.nonce !== null ? { nonce: code.nonce } : {}),
-    at_hash: atHash(accessToken),
-  })
-    .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
-    .setIssuer(p.issuer)
-    .setAudience(client.id)
-    .setIssuedAt(Math.floor(now / 1000))
-    .setExpirationTime(Math.floor(now / 1000) + OIDC_TOKEN_SECONDS)
-    .sign(key);
-}
-
-/** `at_hash` (OpenID Connect Core §3.1.3.6): the left half of the access token's SHA-256, base64url. */
-function atHash(accessToken: string): string {
-  return createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
-}

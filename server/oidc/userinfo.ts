@@ -1,6 +1,6 @@
 import { hashSecret } from '../secrets.ts';
 import { InvalidToken } from './errors.ts';
-import { consentCovers, stillHolds, type Provider } from './provider.ts';
+import { consentCovers, stillHolds, subjectOf, type Provider } from './provider.ts';
 
 /**
  * The tables a UserInfo answer is read from: the token, its client, the consent, the profile
@@ -26,11 +26,12 @@ export async function userinfo(p: Provider, accessToken: string): Promise<Record
     const invalid = () => new InvalidToken('The access token is invalid, expired or revoked');
     const record = found?.token;
     if (!record || record.revokedAt !== null || record.expiresAt <= p.now()) throw invalid();
-    if (found.clientStatus !== 'approved') throw invalid();
+    const client = found.clientStatus === 'approved' ? await p.clients.find(record.clientId) : null;
+    if (!client) throw invalid();
     if (!consentCovers(found.consentedScopes, record.scopes)) throw invalid();
     // The person's standing and their claims from one reading of the profile.
     const person = await p.accounts.profileWithClaims(record.profileId, record.scopes);
     if (!person || !stillHolds(person.profile, record.tokenVersion)) throw invalid();
-    return { value: { sub: person.profile.id, ...person.claims }, until: record.expiresAt };
+    return { value: { sub: subjectOf(p, client, person.profile.id), ...person.claims }, until: record.expiresAt };
   });
 }

@@ -6,9 +6,23 @@ export const OIDC_SCOPES = {
   openid: ['sub'],
   profile: ['name'],
   email: ['email', 'email_verified'],
+  /**
+   * No claims: a refresh token (OpenID Connect Core §11), for a client whose grants include
+   * `refresh_token`, granted on a consent page only (`prompt=consent`); otherwise dropped.
+   */
+  offline_access: [],
 } as const;
-export const OidcScope = z.enum(['openid', 'profile', 'email']);
+export const OidcScope = z.enum(['openid', 'profile', 'email', 'offline_access']);
 export type OidcScope = z.infer<typeof OidcScope>;
+
+/** How a client proves itself at the token, introspection and revocation endpoints (`none`: a public client, with PKCE). */
+export const OidcAuthMethod = z.enum(['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt']);
+export type OidcAuthMethod = z.infer<typeof OidcAuthMethod>;
+export const OidcGrantType = z.enum(['authorization_code', 'refresh_token']);
+export type OidcGrantType = z.infer<typeof OidcGrantType>;
+/** `pairwise`: the person is a different `sub` at each sector (an app cannot match people across venues). */
+export const OidcSubjectType = z.enum(['public', 'pairwise']);
+export type OidcSubjectType = z.infer<typeof OidcSubjectType>;
 
 export const OidcClientStatus = z.enum(['pending', 'approved', 'rejected']);
 
@@ -34,7 +48,18 @@ export const OidcClientInput = z.strictObject({
 });
 export type OidcClientInput = z.infer<typeof OidcClientInput>;
 
-export const OidcClient = OidcClientInput.extend({ status: OidcClientStatus, createdAt: Timestamp, updatedAt: Timestamp });
+/** A registered client as the registry lists it; its secrets and keys are never part of it. */
+export const OidcClient = OidcClientInput.extend({
+  status: OidcClientStatus,
+  authMethod: OidcAuthMethod,
+  grantTypes: z.array(OidcGrantType),
+  postLogoutRedirectUris: z.array(z.string()),
+  backchannelLogoutUri: z.string().nullable(),
+  backchannelLogoutSessionRequired: z.boolean(),
+  subjectType: OidcSubjectType,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
 export type OidcClient = z.infer<typeof OidcClient>;
 
 export const OidcClientsResult = z.strictObject({ clients: z.array(OidcClient) });

@@ -222,6 +222,16 @@ function errorBody(status: number, type: string, text: string): string | null {
 }
 
 /** An OAuth error: `{error, error_description?}`, or an empty 401 with WWW-Authenticate (userinfo). */
+/**
+ * The error check of an operation: the Error body; where the document says `x-error-format:
+ * oauth`, OAuth's error, or the Error body the service answers before any route (an unknown
+ * method, a malformed URL).
+ */
+function checkOf(operation: Operation): typeof errorBody {
+  if (operation.op['x-error-format'] !== 'oauth') return errorBody;
+  return (status, type, text) => (oauthError(status, type, text) === null ? null : errorBody(status, type, text));
+}
+
 function oauthError(status: number, type: string, text: string): string | null {
   if (status < 400 || text === '') return null;
   if (!/^application\/json/.test(type)) return `not JSON (${type})`;
@@ -408,12 +418,12 @@ describe('a schema-driven fuzz of every operation', () => {
           const j = rng.int(i + 1);
           [requests[i], requests[j]] = [requests[j] as Sent, requests[i] as Sent];
         }
-        for (const request of requests.slice(0, HASHING.test(operation.template) ? 10 : PER_OPERATION)) await send(request);
+        for (const request of requests.slice(0, HASHING.test(operation.template) ? 10 : PER_OPERATION)) await send(request, checkOf(operation));
       }
       for (const as of ['bearer', 'garbage-cookie', 'garbage-bearer', 'expired-bearer'] as const) {
         const [first] = requestsFor(operation, as);
-        if (first) await send(first);
-        await send({ method: operation.method, path: pathOf(operation), as });
+        if (first) await send(first, checkOf(operation));
+        await send({ method: operation.method, path: pathOf(operation), as }, checkOf(operation));
       }
       timing.push([Date.now() - opStart, `${operation.method} ${operation.template}`]);
     }
@@ -447,8 +457,8 @@ describe('a fuzz of the sign-in provider’s protocol endpoints', () => {
     'grant_type=' + 'g'.repeat(70_000),
   ];
 
-  it('POST /oidc/token, /oidc/revoke and /oidc/userinfo answer OAuth errors, never a 5xx', async () => {
-    for (const path of ['/oidc/token', '/oidc/revoke', '/oidc/userinfo']) {
+  it('POST /oidc/token, /oidc/revoke, /oidc/introspect and /oidc/userinfo answer OAuth errors, never a 5xx', async () => {
+    for (const path of ['/oidc/token', '/oidc/revoke', '/oidc/introspect', '/oidc/userinfo']) {
       for (const body of tokenForms) {
         for (const as of ['guest', 'garbage-bearer', 'expired-bearer'] as const) await send({ method: 'POST', path, headers: form, body, as }, oauthError);
       }

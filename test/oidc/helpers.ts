@@ -22,6 +22,22 @@ export async function registerClient(server: TestServer, id: string, opts: { sco
   if (opts.approve !== false) await admin(server, 'oidc-client', 'approve', id);
 }
 
+/** A one-use initial access token from `npm run admin -- oidc-client registration-token`, as an operator makes one. */
+export async function registrationToken(server: TestServer, ...flags: string[]): Promise<string> {
+  const lines = (await admin(server, 'oidc-client', 'registration-token', ...flags)).trim().split('\n');
+  return lines.at(-1) ?? '';
+}
+
+/** `POST /oidc/register` (RFC 7591) with `token` as the bearer: the status and the JSON answer. */
+export async function registerByHttp(server: TestServer, token: string | undefined, metadata: Record<string, unknown>) {
+  const res = await fetch(`${server.url}/oidc/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(metadata),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json().catch(() => null)) as Record<string, unknown> & { client_id: string; client_secret?: string; registration_access_token: string; registration_client_uri: string } };
+}
+
 /** The relying party: openid-client with discovery, signature checks on, plain http allowed for the test. */
 export async function relyingParty(server: TestServer, clientId: string): Promise<client.Configuration> {
   const config = await client.discovery(new URL(server.url), clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });

@@ -71,8 +71,11 @@ describe('/oidc/token', () => {
     const empty = await token('');
     expect(empty.status).toBe(401);
     expect(await empty.json()).toEqual({ error: 'invalid_client', error_description: 'Invalid client_id' });
+    // The header is a client's attempt to authenticate (confidential clients use it): a garbled one
+    // is invalid_client, with the Basic challenge RFC 6749 §5.2 asks for.
     const basic = await token('grant_type=authorization_code&client_id=app&code=x', { authorization: 'Basic %%%not-base64' });
-    expect(basic.status).toBe(400);
-    expect(await basic.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid or expired authorization code' });
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+    expect(await basic.json()).toEqual({ error: 'invalid_client', error_description: 'Invalid client authentication' });
   });
 });

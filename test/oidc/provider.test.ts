@@ -56,16 +56,19 @@ describe('discovery', () => {
       userinfo_endpoint: `${server.url}/oidc/userinfo`,
       jwks_uri: `${server.url}/oidc/jwks`,
       revocation_endpoint: `${server.url}/oidc/revoke`,
-      scopes_supported: ['openid', 'profile', 'email'],
+      introspection_endpoint: `${server.url}/oidc/introspect`,
+      registration_endpoint: `${server.url}/oidc/register`,
+      scopes_supported: ['openid', 'profile', 'email', 'offline_access'],
       response_types_supported: ['code'],
-      grant_types_supported: ['authorization_code'],
-      subject_types_supported: ['public'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      subject_types_supported: ['public', 'pairwise'],
       id_token_signing_alg_values_supported: ['RS256'],
       code_challenge_methods_supported: ['S256'],
-      token_endpoint_auth_methods_supported: ['none'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
       authorization_response_iss_parameter_supported: true,
     });
-    expect(doc.claims_supported).toEqual(expect.arrayContaining(['sub', 'name', 'email', 'email_verified']));
+    expect(doc.claims_supported).toEqual(expect.arrayContaining(['sub', 'name', 'email', 'email_verified', 'amr', 'acr', 'auth_time', 'sid']));
   });
 });
 

@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
+import type { PersonClaims } from './accounts-for-sign-in.ts';
+import { signInProof, type Provider } from './provider.ts';
+import type { ClientRecord } from './repository.ts';
+
+/** The token endpoint's answer (RFC 6749 §5.1, OpenID Connect Core §3.1.3.3). */
+export interface TokenAnswer {
+  access_token: string;
+  id_token?: string;
+  refresh_token?: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope?: string;
+}
+
+/** What an ID token tells of its sign-in: the code's (or the refresh family's) person, time, nonce and browser session. */
+export interface SignInOfToken {
+  profileId: string;
+  authTime: number;
+  nonce: string | null;
+  sid: string | null;
+}
+
+/**
+ * The RS256 ID token: the claims the scopes release, `auth_time`, how the sign-in was proved
+ * (`amr`, `acr`), `nonce` when one was sent (never on a refresh: OpenID Connect Core §12.2),
+ * `sid` of the browser session, and `at_hash`.
+ */
+export async function idToken(p: Provider, client: ClientRecord, signIn: SignInOfToken, claims: { sub: string } & PersonClaims, accessToken: string, now: number): Promise<string> {
+  const { kid, key } = await p.keys.signer();
+  // How the sign-in was proved (RFC 8176 `amr`, and `acr`), when accounts know it.
+  const proof = await signInProof(p, signIn.profileId, signIn.authTime);
+  return new SignJWT({
+    ...claims,
+    auth_time: Math.floor(signIn.authTime / 1000),
+    ...(proof ?? {}),
+    ...(signIn.nonce !== null ? { nonce: signIn.nonce } : {}),
+    ...(signIn.sid !== null ? { sid: signIn.sid } : {}),
+    at_hash: atHash(accessToken),
+  })
+    .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
+    .setIssuer(p.issuer)
+    .setAudience(client.id)
+    .setIssuedAt(Math.floor(now / 1000))
+    .setExpirationTime(Math.floor(now / 1000) + OIDC_TOKEN_SECONDS)
+    .sign(key);
+}
+
+/** `at_hash` (OpenID Connect Core §3.1.3.6): the left half of the access token's SHA-256, base64url. */
+function atHash(accessToken: string): string {
+  return createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
+}

@@ -1,0 +1,111 @@
+import type { Knex } from 'knex';
+import { fromJson as json } from '../../db/json.ts';
+import type { OidcScope } from '../../shared/index.ts';
+
+/** A refresh token, stored by its hash. Every token rotated from the same code is one family. */
+export interface RefreshRecord {
+  tokenHash: string;
+  familyId: string;
+  clientId: string;
+  profileId: string;
+  scopes: OidcScope[];
+  /** The person's `tokenVersion` when the family began: a reset, logout-all, block or merge ends it. */
+  tokenVersion: number;
+  authTime: number;
+  sid: string | null;
+  createdAt: number;
+  /** The family's end (its absolute lifetime), which no rotation moves. */
+  familyExpiresAt: number;
+  /** This token's own end (the idle lifetime), which each rotation moves on. */
+  expiresAt: number;
+  /** When it was rotated: used again after that, it revokes its family. */
+  usedAt: number | null;
+  revokedAt: number | null;
+}
+
+const toRecord = (row: Record<string, unknown>): RefreshRecord => ({
+  tokenHash: String(row.token_hash),
+  familyId: String(row.family_id),
+  clientId: String(row.client_id),
+  profileId: String(row.profile_id),
+  scopes: json<OidcScope[]>(row.scopes),
+  tokenVersion: Number(row.token_version),
+  authTime: Number(row.auth_time),
+  sid: (row.sid ?? null) as string | null,
+  createdAt: Number(row.created_at),
+  familyExpiresAt: Number(row.family_expires_at),
+  expiresAt: Number(row.expires_at),
+  usedAt: row.used_at === null || row.used_at === undefined ? null : Number(row.used_at),
+  revokedAt: row.revoked_at === null || row.revoked_at === undefined ? null : Number(row.revoked_at),
+});
+
+const toRow = (record: RefreshRecord) => ({
+  token_hash: record.tokenHash,
+  family_id: record.familyId,
+  client_id: record.clientId,
+  profile_id: record.profileId,
+  scopes: JSON.stringify(record.scopes),
+  token_version: record.tokenVersion,
+  auth_time: record.authTime,
+  sid: record.sid,
+  created_at: record.createdAt,
+  family_expires_at: record.familyExpiresAt,
+  expires_at: record.expiresAt,
+  used_at: record.usedAt,
+  revoked_at: record.revokedAt,
+});
+
+/** SQL for refresh tokens (RFC 9700 §4.14.2: rotated on every use, a reuse revokes the family). */
+export class RefreshRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  async insert(record: RefreshRecord): Promise<void> {
+    await this.#db('oidc_refresh_tokens').insert(toRow(record));
+  }
+
+  async find(tokenHash: string): Promise<RefreshRecord | null> {
+    const row = await this.#db('oidc_refresh_tokens').where({ token_hash: tokenHash }).first();
+    return row ? toRecord(row) : null;
+  }
+
+  /**
+   * Rotates `used` into `next` in one transaction: `used` is marked used only if it was live (a
+   * conditional UPDATE that must change one row), and only then is `next` stored. False when
+   * `used` was rotated or revoked meanwhile (two uses at once: one wins, the other is a reuse).
+   */
+  async rotate(usedHash: string, next: RefreshRecord, now: number): Promise<boolean> {
+    return this.#db.transaction(async (trx) => {
+      const marked = await trx('oidc_refresh_tokens').where({ token_hash: usedHash }).whereNull('used_at').whereNull('revoked_at').update({ used_at: now });
+      if (marked !== 1) return false;
+      await trx('oidc_refresh_tokens').insert(toRow(next));
+      return true;
+    });
+  }
+
+  /** Revokes a family: its refresh tokens, and the access tokens issued with them. */
+  async revokeFamily(familyId: string, now: number): Promise<void> {
+    await this.#db('oidc_refresh_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: now });
+    await this.#db('oidc_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: now });
+  }
+
+  /** The families a person holds at a client (the Applications section shows what an app may do offline). */
+  async liveFamilies(profileId: string, now: number): Promise<Array<{ clientId: string; lastUsedAt: number }>> {
+    const rows = await this.#db('oidc_refresh_tokens')
+      .where({ profile_id: profileId })
+      .whereNull('revoked_at')
+      .whereNull('used_at')
+      .where('expires_at', '>', now)
+      .where('family_expires_at', '>', now)
+      .select('client_id', 'created_at');
+    return rows.map((row: Record<string, unknown>) => ({ clientId: String(row.client_id), lastUsedAt: Number(row.created_at) }));
+  }
+
+  /** Deletes tokens whose family or own lifetime ended (a reuse of one is refused the same way: unknown). */
+  async sweep(now: number): Promise<void> {
+    await this.#db('oidc_refresh_tokens').where('family_expires_at', '<', now).orWhere('expires_at', '<', now).delete();
+  }
+}

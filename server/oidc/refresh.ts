@@ -1,0 +1,113 @@
+import { OIDC_TOKEN_SECONDS, type OidcScope } from '../../shared/index.ts';
+import { hashSecret, randomToken } from '../secrets.ts';
+import { InvalidGrant, InvalidRequest, InvalidScope } from './errors.ts';
+import { consentCovers, personWithClaims, stillHolds, subjectOf, type Provider } from './provider.ts';
+import type { RefreshRecord } from './refresh-repository.ts';
+import type { ClientRecord, CodeRecord } from './repository.ts';
+import { idToken, type TokenAnswer } from './id-token.ts';
+
+// Refresh tokens (RFC 6749 §6, OpenID Connect Core §12), for a client registered for the
+// `refresh_token` grant whose person granted `offline_access` on a consent page. Every use
+// rotates the token; a rotated one used again revokes its whole family (RFC 9700 §4.14.2). A
+// family is bound to its consent and to its person's `tokenVersion`: withdrawing the consent,
+// a reset, logout everywhere, a block or a merge end it.
+
+/** Every refusal of a refresh token says the same, so a client learns nothing about why. */
+const invalidRefresh = () => new InvalidGrant('Invalid or expired refresh token');
+
+/** A family's lifetimes: the client's own, or the provider's defaults. */
+function lifetimesOf(p: Provider, client: ClientRecord): { absolute: number; idle: number } {
+  return { absolute: (client.refreshAbsoluteSeconds ?? p.refreshAbsoluteSeconds) * 1000, idle: (client.refreshIdleSeconds ?? p.refreshIdleSeconds) * 1000 };
+}
+
+/** The first refresh token of a family, issued with a code's access token. */
+export async function startFamily(p: Provider, client: ClientRecord, code: CodeRecord, familyId: string, now: number): Promise<string> {
+  const token = randomToken();
+  const { absolute, idle } = lifetimesOf(p, client);
+  const familyExpiresAt = now + absolute;
+  await p.refreshTokens.insert({
+    tokenHash: hashSecret(token),
+    familyId,
+    clientId: client.id,
+    profileId: code.profileId,
+    scopes: code.scopes,
+    tokenVersion: code.tokenVersion ?? 0,
+    authTime: code.authTime,
+    sid: code.sid,
+    createdAt: now,
+    familyExpiresAt,
+    expiresAt: Math.min(familyExpiresAt, now + idle),
+    usedAt: null,
+    revokedAt: null,
+  });
+  return token;
+}
+
+/**
+ * The `refresh_token` grant: the named checks below, in this order, then the token is rotated
+ * and a new access token (and ID token) issued.
+ */
+export async function refreshGrant(p: Provider, client: ClientRecord, presented: string | undefined, scope: string | undefined): Promise<TokenAnswer> {
+  if (!presented) throw new InvalidRequest('refresh_token is required');
+  const now = p.now();
+  const record = await checkRefreshToken(p, client, presented, now);
+  const scopes = checkNarrowing(record, scope);
+  const { profile, claims } = await checkStillHonoured(p, record);
+  const next = randomToken();
+  const { idle } = lifetimesOf(p, client);
+  const rotated: RefreshRecord = { ...record, tokenHash: hashSecret(next), createdAt: now, expiresAt: Math.min(record.familyExpiresAt, now + idle), usedAt: null, revokedAt: null };
+  // Two uses at once: one rotates, the other is a reuse.
+  if (!(await p.refreshTokens.rotate(record.tokenHash, rotated, now))) {
+    await p.refreshTokens.revokeFamily(record.familyId, now);
+    throw invalidRefresh();
+  }
+  const accessToken = randomToken();
+  await p.repo.insertRefreshedToken(
+    { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
+    now,
+  );
+  const answer: TokenAnswer = { access_token: accessToken, token_type: 'Bearer', expires_in: OIDC_TOKEN_SECONDS, refresh_token: next, scope: scopes.join(' ') };
+  if (scopes.includes('openid')) {
+    answer.id_token = await idToken(p, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(p, client, profile.id), ...claims }, accessToken, now);
+  }
+  return answer;
+}
+
+/**
+ * checkRefreshToken: known (by its hash) and this client's (another client's token is refused
+ * and nothing of its owner's is revoked), not revoked, not expired (its family's end or its own
+ * idle end), and not rotated already: a rotated token used again revokes its family.
+ */
+async function checkRefreshToken(p: Provider, client: ClientRecord, presented: string, now: number): Promise<RefreshRecord> {
+  const record = await p.refreshTokens.find(hashSecret(presented));
+  if (!record || record.clientId !== client.id || record.revokedAt !== null) throw invalidRefresh();
+  if (record.usedAt !== null) {
+    await p.refreshTokens.revokeFamily(record.familyId, now);
+    throw invalidRefresh();
+  }
+  if (record.expiresAt <= now || record.familyExpiresAt <= now) throw invalidRefresh();
+  return record;
+}
+
+/** checkNarrowing: a `scope` sent asks for some of the family's scopes, never more (`invalid_scope`). */
+function checkNarrowing(record: RefreshRecord, scope: string | undefined): OidcScope[] {
+  if (scope === undefined) return record.scopes;
+  const asked = [...new Set(scope.split(' ').filter(Boolean))];
+  const outside = asked.find((s) => !(record.scopes as string[]).includes(s));
+  if (outside !== undefined) throw new InvalidScope(`The refresh token was not granted the scope ${outside}`);
+  return asked as OidcScope[];
+}
+
+/**
+ * checkStillHonoured: the person still holds sessions under the family's `tokenVersion`, and
+ * still consents to its scopes, `offline_access` included. A family that fails is revoked.
+ */
+async function checkStillHonoured(p: Provider, record: RefreshRecord) {
+  const person = await personWithClaims(p, record.profileId, record.scopes);
+  const consented = await p.repo.findConsent(record.profileId, record.clientId);
+  if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented, record.scopes)) {
+    await p.refreshTokens.revokeFamily(record.familyId, p.now());
+    throw invalidRefresh();
+  }
+  return person;
+}

@@ -1,0 +1,168 @@
+import { ClientMetadata, OIDC_SCOPES, type OidcScope } from '../../shared/index.ts';
+import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
+import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken } from './errors.ts';
+import type { Provider } from './provider.ts';
+import type { ClientRecord } from './repository.ts';
+
+// Dynamic client registration (RFC 7591) at `/oidc/register`, guarded by an operator's one-use
+// initial access token (`npm run admin -- oidc-client registration-token`), and its management
+// (RFC 7592) at `/oidc/register/{client_id}`, guarded by the registration access token each
+// registration answers. A client registered with a token made without `--approved` waits in the
+// approval queue, as one an operator adds does.
+
+/** What the registration endpoints answer: a status and a JSON body (none for 204). */
+export interface RegistrationAnswer {
+  status: 200 | 201 | 204;
+  body?: Record<string, unknown>;
+}
+
+/** Fields a client never sends back in an update (RFC 7592 §2.2): they are the server's. */
+const SERVER_FIELDS = ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at'];
+
+const METHODS_WITH_SECRETS = new Set(['client_secret_basic', 'client_secret_post']);
+
+/** `POST /oidc/register`: `bearer` is the initial access token. */
+export async function register(p: Provider, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
+  // The metadata is checked before the token is used up, so a typing mistake does not cost one.
+  const metadata = await checkMetadata(body);
+  const grant = bearer ? await p.registry.useRegistrationToken(hashSecret(bearer), p.now()) : null;
+  if (!grant) throw new InvalidToken('The initial access token is missing, unknown, used or expired');
+  const now = p.now();
+  const id = randomToken().slice(0, 24);
+  const registrationToken = randomToken();
+  const client = recordOf(id, metadata, { status: grant.approved ? 'approved' : 'pending', createdAt: now, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
+  const secret = METHODS_WITH_SECRETS.has(client.authMethod) ? randomToken() : undefined;
+  await p.repo.insertClient(client);
+  if (secret) await p.registry.addSecret(id, hashSecret(secret), now);
+  p.clients.forget(id);
+  return { status: 201, body: answerOf(p, client, { secret, registrationToken }) };
+}
+
+/** `GET /oidc/register/{client_id}` (RFC 7592 §2.1): the metadata as stored; the secret is never shown again. */
+export async function readRegistration(p: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
+  const client = await registered(p, clientId, bearer);
+  return { status: 200, body: answerOf(p, client, {}) };
+}
+
+/**
+ * `PUT /oidc/register/{client_id}` (RFC 7592 §2.2): the body replaces the whole record and
+ * carries `client_id`; a `client_secret` sent must be the client's. The registration access token
+ * is rotated (the answer carries the new one); a client that moves to a secret gets one, shown once.
+ */
+export async function updateRegistration(p: Provider, clientId: string, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
+  const current = await registered(p, clientId, bearer);
+  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  if (fields.client_id !== clientId) throw new InvalidRequest('The body must carry the client_id of the client it updates');
+  const sent = SERVER_FIELDS.find((name) => name in fields);
+  if (sent) throw new InvalidRequest(`The request must not include ${sent}`);
+  const now = p.now();
+  if (typeof fields.client_secret === 'string') {
+    const live = await p.registry.liveSecretHashes(clientId, now);
+    if (!live.some((hash) => safeEqual(hash, hashSecret(fields.client_secret as string)))) throw new InvalidRequest('client_secret is not the client’s');
+  }
+  const { client_id: _id, client_secret: _secret, ...rest } = fields;
+  const metadata = await checkMetadata(rest);
+  const registrationToken = randomToken();
+  const client = recordOf(clientId, metadata, { status: current.status, createdAt: current.createdAt, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
+  const secret = METHODS_WITH_SECRETS.has(client.authMethod) && !METHODS_WITH_SECRETS.has(current.authMethod) ? randomToken() : undefined;
+  await p.repo.transaction(async (repo) => {
+    await repo.replaceClient(client);
+    if (!METHODS_WITH_SECRETS.has(client.authMethod)) await repo.registry.removeSecrets(clientId);
+    if (secret) await repo.registry.addSecret(clientId, hashSecret(secret), now);
+  });
+  p.clients.forget(clientId);
+  return { status: 200, body: answerOf(p, client, { secret, registrationToken }) };
+}
+
+/** `DELETE /oidc/register/{client_id}` (RFC 7592 §2.3): the client, its consents, codes and tokens go; its credentials stop working. */
+export async function deleteRegistration(p: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
+  await registered(p, clientId, bearer);
+  await p.repo.deleteClient(clientId);
+  p.clients.forget(clientId);
+  return { status: 204 };
+}
+
+/** The client a registration access token manages: any failure is the same 401 (RFC 7592 §2). */
+async function registered(p: Provider, clientId: string, bearer: string | undefined): Promise<ClientRecord> {
+  const client = await p.repo.findClient(clientId);
+  if (!client?.registrationTokenHash || !bearer || !safeEqual(client.registrationTokenHash, hashSecret(bearer))) {
+    throw new InvalidToken('The registration access token is missing or not this client’s');
+  }
+  return client;
+}
+
+/**
+ * checkMetadata: the schema's checks (`ClientMetadata`), a redirect or sign-out address's
+ * refusal being `invalid_redirect_uri` and any other `invalid_client_metadata`; then a pairwise
+ * client's sector identifier document must list every redirect URI (OpenID Connect Dynamic
+ * Client Registration §5).
+ */
+async function checkMetadata(body: unknown): Promise<ClientMetadata> {
+  const parsed = ClientMetadata.safeParse(body);
+  if (!parsed.success) {
+    const [issue] = parsed.error.issues;
+    const field = String(issue?.path[0] ?? '');
+    const message = issue?.code === 'custom' ? issue.message : `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`;
+    if (field === 'redirect_uris' || field === 'post_logout_redirect_uris') throw new InvalidRedirectUri(message);
+    throw new InvalidClientMetadata(message);
+  }
+  const metadata = parsed.data;
+  if (metadata.subject_type === 'pairwise' && metadata.sector_identifier_uri) await checkSectorDocument(metadata.sector_identifier_uri, metadata.redirect_uris);
+  return metadata;
+}
+
+async function checkSectorDocument(uri: string, redirectUris: string[]): Promise<void> {
+  let listed: unknown;
+  try {
+    const res = await fetch(uri, { redirect: 'error', signal: AbortSignal.timeout(5000) });
+    if (!res.ok) throw new Error(String(res.status));
+    listed = await res.json();
+  } catch {
+    throw new InvalidClientMetadata('The sector_identifier_uri could not be read as a JSON array of redirect URIs');
+  }
+  if (!Array.isArray(listed) || !redirectUris.every((r) => listed.includes(r))) {
+    throw new InvalidClientMetadata('The sector_identifier_uri document must list every one of the redirect_uris');
+  }
+}
+
+/** The scopes a registration asks for: its `scope`, or every scope its grants can use; `openid` always. */
+function scopesOf(metadata: ClientMetadata): OidcScope[] {
+  const asked = (metadata.scope ?? '').split(' ').filter(Boolean) as OidcScope[];
+  const wanted = asked.length > 0 ? asked : (Object.keys(OIDC_SCOPES) as OidcScope[]).filter((s) => s !== 'offline_access' || metadata.grant_types.includes('refresh_token'));
+  return [...new Set<OidcScope>(['openid', ...wanted])];
+}
+
+function recordOf(id: string, metadata: ClientMetadata, kept: Pick<ClientRecord, 'status' | 'createdAt' | 'updatedAt' | 'registrationTokenHash'>): ClientRecord {
+  const scopes = scopesOf(metadata);
+  return {
+    id,
+    name: metadata.client_name ?? id,
+    redirectUris: metadata.redirect_uris,
+    scopes,
+    authMethod: metadata.token_endpoint_auth_method,
+    grantTypes: metadata.grant_types,
+    postLogoutRedirectUris: metadata.post_logout_redirect_uris,
+    backchannelLogoutUri: metadata.backchannel_logout_uri ?? null,
+    backchannelLogoutSessionRequired: metadata.backchannel_logout_session_required,
+    subjectType: metadata.subject_type,
+    jwks: metadata.jwks ?? null,
+    jwksUri: metadata.jwks_uri ?? null,
+    sectorIdentifierUri: metadata.sector_identifier_uri ?? null,
+    refreshAbsoluteSeconds: metadata.refresh_token_absolute_seconds ?? null,
+    refreshIdleSeconds: metadata.refresh_token_idle_seconds ?? null,
+    metadata: { ...metadata, scope: scopes.join(' ') },
+    ...kept,
+  };
+}
+
+function answerOf(p: Provider, client: ClientRecord, issued: { secret?: string | undefined; registrationToken?: string }): Record<string, unknown> {
+  return {
+    client_id: client.id,
+    client_id_issued_at: Math.floor(client.createdAt / 1000),
+    ...(client.metadata ?? {}),
+    ...(issued.secret ? { client_secret: issued.secret } : {}),
+    ...(METHODS_WITH_SECRETS.has(client.authMethod) ? { client_secret_expires_at: 0 } : {}),
+    ...(issued.registrationToken ? { registration_access_token: issued.registrationToken } : {}),
+    registration_client_uri: `${p.issuer}/oidc/register/${encodeURIComponent(client.id)}`,
+  };
+}

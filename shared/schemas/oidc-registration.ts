@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import { OidcAuthMethod, OidcGrantType, OidcScope, OidcSubjectType } from './oidc.ts';
+
+/** Hosts a native application's loopback redirect may name (RFC 8252 §7.3), besides https anywhere. */
+const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/**
+ * Why a redirect or sign-out address cannot be registered, or null when it can: an absolute URL
+ * compared as an exact string later, so no fragment (RFC 6749 §3.1.2) and no wildcard; https, or
+ * http on the loopback interface (RFC 8252 §7.3); a native application may also use a private
+ * scheme named after a domain it owns (`com.example.app:/callback`, RFC 8252 §7.1).
+ */
+export function redirectUriProblem(uri: string, applicationType: 'web' | 'native'): string | null {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  if (uri.includes('#')) return 'must not have a fragment';
+  if (uri.includes('*')) return 'must not have a wildcard: each address is registered exactly';
+  if (url.username !== '' || url.password !== '') return 'must not carry a user name or password';
+  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'http:') return LOOPBACK.has(url.hostname) ? null : 'must use https (plain http only on the loopback interface, 127.0.0.1 or [::1])';
+  if (applicationType === 'native' && /^[a-z][a-z0-9+-]*\.[a-z0-9+.-]+:$/.test(url.protocol) && !/^(javascript|data|vbscript|file):$/.test(url.protocol)) return null;
+  return 'must use https, or http on the loopback interface';
+}
+
+const Uri = z.string().min(1).max(2000);
+const Text = z.string().max(500);
+
+/**
+ * A client's metadata as an application registers it (RFC 7591 §2, OpenID Connect Dynamic
+ * Client Registration §2, Back-Channel Logout §2.2, RP-Initiated Logout §3.1), with their
+ * defaults. Unknown fields are ignored, as RFC 7591 §2 asks. `refresh_token_absolute_seconds`
+ * and `refresh_token_idle_seconds` are this provider's own: how long the client's refresh-token
+ * families live at most and unused (the install's defaults otherwise).
+ */
+const ClientMetadataFields = z.object({
+    redirect_uris: z.array(Uri).min(1, 'redirect_uris must name at least one address').max(20),
+    application_type: z.enum(['web', 'native']).default('web'),
+    client_name: z.string().min(1).max(200).optional(),
+    token_endpoint_auth_method: OidcAuthMethod.default('client_secret_basic'),
+    token_endpoint_auth_signing_alg: z.string().max(20).optional(),
+    grant_types: z.array(OidcGrantType).min(1).default(['authorization_code']),
+    response_types: z.array(z.literal('code')).min(1).default(['code']),
+    scope: z.string().max(1000).optional(),
+    jwks: z.strictObject({ keys: z.array(z.record(z.string(), z.unknown())).min(1).max(20) }).optional(),
+    jwks_uri: Uri.optional(),
+    subject_type: OidcSubjectType.default('public'),
+    sector_identifier_uri: Uri.optional(),
+    id_token_signed_response_alg: z.literal('RS256').default('RS256'),
+    post_logout_redirect_uris: z.array(Uri).max(20).default([]),
+    backchannel_logout_uri: Uri.optional(),
+    backchannel_logout_session_required: z.boolean().default(false),
+    client_uri: Uri.optional(),
+    logo_uri: Uri.optional(),
+    policy_uri: Uri.optional(),
+    tos_uri: Uri.optional(),
+    contacts: z.array(Text).max(20).optional(),
+    refresh_token_absolute_seconds: z.int().min(60).max(366 * 24 * 3600).optional(),
+    refresh_token_idle_seconds: z.int().min(60).max(366 * 24 * 3600).optional(),
+});
+
+export const ClientMetadata = ClientMetadataFields.superRefine((m, ctx) => {
+    for (const [field, uris] of [['redirect_uris', m.redirect_uris], ['post_logout_redirect_uris', m.post_logout_redirect_uris]] as const) {
+      uris.forEach((uri, i) => {
+        const problem = redirectUriProblem(uri, m.application_type);
+        if (problem) ctx.addIssue({ code: 'custom', path: [field, i], message: `${field}[${i}] ${problem}` });
+      });
+    }
+    if (!m.grant_types.includes('authorization_code')) ctx.addIssue({ code: 'custom', path: ['grant_types'], message: 'grant_types must include authorization_code' });
+    for (const s of (m.scope ?? '').split(' ').filter(Boolean)) {
+      if (!OidcScope.safeParse(s).success) ctx.addIssue({ code: 'custom', path: ['scope'], message: `Unsupported scope: ${s}` });
+    }
+    if (m.jwks && m.jwks_uri) ctx.addIssue({ code: 'custom', path: ['jwks'], message: 'Send jwks or jwks_uri, not both' });
+    if (m.token_endpoint_auth_method === 'private_key_jwt' && !m.jwks && !m.jwks_uri) {
+      ctx.addIssue({ code: 'custom', path: ['jwks'], message: 'private_key_jwt needs the client’s public keys: jwks or jwks_uri' });
+    }
+    for (const [field, uri] of [['jwks_uri', m.jwks_uri], ['backchannel_logout_uri', m.backchannel_logout_uri], ['sector_identifier_uri', m.sector_identifier_uri]] as const) {
+      const problem = uri === undefined ? null : redirectUriProblem(uri, 'web');
+      if (problem) ctx.addIssue({ code: 'custom', path: [field], message: `${field} ${problem}` });
+    }
+    if (m.subject_type === 'pairwise' && !m.sector_identifier_uri && new Set(m.redirect_uris.map(hostOf)).size > 1) {
+      ctx.addIssue({ code: 'custom', path: ['sector_identifier_uri'], message: 'A pairwise client whose redirect_uris have more than one host needs a sector_identifier_uri' });
+    }
+  });
+export type ClientMetadata = z.infer<typeof ClientMetadata>;
+
+function hostOf(uri: string): string {
+  try {
+    return new URL(uri).host;
+  } catch {
+    return uri;
+  }
+}
+
+/** The registration endpoint's answer (RFC 7591 §3.2.1, RFC 7592 §3): the metadata as stored, and the client's credentials. */
+export const ClientRegistration = ClientMetadataFields.extend({
+  client_id: z.string(),
+  client_id_issued_at: z.int(),
+  /** The scopes the client may ask for, as stored (`openid` always). */
+  scope: z.string(),
+  /** Shown once, at registration (and when the method changes to a secret): only its hash is kept. */
+  client_secret: z.string().optional(),
+  client_secret_expires_at: z.literal(0).optional(),
+  /** Answered at registration and at each update (which rotates it). */
+  registration_access_token: z.string().optional(),
+  registration_client_uri: z.string(),
+});

@@ -1,0 +1,187 @@
+/**
+ * Applications that are not a browser's public client (issue 26): they register through the
+ * registration endpoint with an operator's initial access token, prove themselves at the token
+ * endpoint with a secret (basic or post) or a signed assertion, keep a person signed in with
+ * refresh tokens, and check tokens by introspection. `openid-client` v6, unmodified, is the
+ * relying party of every flow.
+ */
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import * as client from 'openid-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { REDIRECT, registerByHttp, registrationToken, UserAgent } from './helpers.ts';
+
+/** Each test's admin commands start a process: a few seconds each on a loaded machine. */
+const LONG = 60_000;
+
+let server: TestServer;
+let person: { id: string; email: string; password: string };
+
+beforeAll(async () => {
+  server = await startServer();
+  person = { ...(await createActiveUser(server, { fullname: 'Conference Tool User' })), password: PASSWORD };
+}, LONG);
+afterAll(() => server.close());
+
+async function registered(metadata: Record<string, unknown>) {
+  const answer = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: [REDIRECT], ...metadata });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  return answer.body;
+}
+
+const insecure = { execute: [client.allowInsecureRequests] };
+
+/** The code flow through the pages (sign in, consent), redeemed by `config`. */
+async function codeFlow(config: client.Configuration, scope = 'openid profile email', extra: Record<string, string> = {}) {
+  const verifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope, state, code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra });
+  const page = await new UserAgent().authorize(url, person);
+  expect(page.location, page.html.slice(0, 300)).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?/);
+  return client.authorizationCodeGrant(config, new URL(page.location ?? ''), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+}
+
+describe('a confidential client with a secret', () => {
+  it('registers (basic by default), signs a person in with client_secret_basic, and reads UserInfo', async () => {
+    const app = await registered({ client_name: 'Reviews Dashboard' });
+    expect(app).toMatchObject({ token_endpoint_auth_method: 'client_secret_basic', client_secret_expires_at: 0, client_secret: expect.any(String), registration_access_token: expect.any(String) });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const tokens = await codeFlow(config);
+    expect(tokens.claims()).toMatchObject({ sub: person.id, aud: app.client_id, iss: server.url, amr: expect.arrayContaining(['pwd']) });
+    const info = await client.fetchUserInfo(config, tokens.access_token, person.id);
+    expect(info).toMatchObject({ sub: person.id, email: person.email });
+  }, LONG);
+
+  it('signs in with client_secret_post; a wrong secret, another method or none at all is invalid_client', async () => {
+    const app = await registered({ token_endpoint_auth_method: 'client_secret_post' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretPost(app.client_secret ?? ''), insecure);
+    await codeFlow(config);
+    const token = (body: Record<string, string>, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}/oidc/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, ...body }) });
+    const wrong = await token({ client_id: app.client_id, client_secret: 'not-the-secret' });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toMatchObject({ error: 'invalid_client' });
+    const basic = await token({}, { authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}` });
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toMatch(/^Basic /);
+    expect((await token({ client_id: app.client_id })).status).toBe(401);
+  }, LONG);
+});
+
+describe('private_key_jwt', () => {
+  it('signs in with an assertion signed by a registered key, and refuses the same assertion twice', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+    const app = await registered({ token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [jwk] } });
+    expect(app.client_secret).toBeUndefined();
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.PrivateKeyJwt({ key: privateKey, kid: 'k1' }), insecure);
+    await codeFlow(config);
+
+    const assertion = await new SignJWT({ jti: 'one-use' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(app.client_id)
+      .setSubject(app.client_id)
+      .setAudience(server.url)
+      .setIssuedAt()
+      .setExpirationTime('1m')
+      .sign(privateKey);
+    const introspect = () =>
+      fetch(`${server.url}/oidc/introspect`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: 'anything', client_id: app.client_id, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }),
+      });
+    const first = await introspect();
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual({ active: false });
+    const replay = await introspect();
+    expect(replay.status).toBe(401);
+    expect(await replay.json()).toMatchObject({ error: 'invalid_client' });
+  }, LONG);
+
+  it('refuses an assertion for another audience, or one living more than ten minutes', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+    const app = await registered({ token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] } });
+    const sign = (aud: string, exp: string, jti: string) => new SignJWT({ jti }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(app.client_id).setSubject(app.client_id).setAudience(aud).setIssuedAt().setExpirationTime(exp).sign(privateKey);
+    const introspect = async (assertion: string) =>
+      (
+        await fetch(`${server.url}/oidc/introspect`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ token: 'x', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }),
+        })
+      ).status;
+    expect(await introspect(await sign('https://elsewhere.example', '1m', 'a'))).toBe(401);
+    expect(await introspect(await sign(server.url, '1h', 'b'))).toBe(401);
+    expect(await introspect(await sign(`${server.url}/oidc/introspect`, '1m', 'c'))).toBe(200);
+  }, LONG);
+});
+
+describe('refresh tokens', () => {
+  it('are issued for offline_access on a consent, rotate on every use, and a reused one revokes the family', async () => {
+    const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid email offline_access' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    // Without prompt=consent, offline_access is dropped: no refresh token.
+    const plain = await codeFlow(config, 'openid offline_access');
+    expect(plain.refresh_token).toBeUndefined();
+    expect(plain.scope).toBe('openid');
+
+    const first = await codeFlow(config, 'openid email offline_access', { prompt: 'consent' });
+    expect(first.refresh_token).toEqual(expect.any(String));
+    let current = first.refresh_token ?? '';
+    const used: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const next = await client.refreshTokenGrant(config, current);
+      expect(next.refresh_token).not.toBe(current);
+      expect(next.claims()).toMatchObject({ sub: person.id });
+      expect(await client.fetchUserInfo(config, next.access_token, person.id)).toMatchObject({ email: person.email });
+      used.push(current);
+      current = next.refresh_token ?? '';
+    }
+    const live = await client.refreshTokenGrant(config, current);
+    // The first token again: refused, and the family (the live token too) is revoked.
+    await expect(client.refreshTokenGrant(config, used[0] ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(client.refreshTokenGrant(config, live.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect((await client.tokenIntrospection(config, live.access_token)).active).toBe(false);
+  }, LONG);
+
+  it('are refused to another client without revoking anything, and end when the person resets their password', async () => {
+    const offline = { grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' };
+    const owner = await registered(offline);
+    const other = await registered(offline);
+    const ownerConfig = await client.discovery(new URL(server.url), owner.client_id, undefined, client.ClientSecretBasic(owner.client_secret ?? ''), insecure);
+    const otherConfig = await client.discovery(new URL(server.url), other.client_id, undefined, client.ClientSecretBasic(other.client_secret ?? ''), insecure);
+    const tokens = await codeFlow(ownerConfig, 'openid offline_access', { prompt: 'consent' });
+    await expect(client.refreshTokenGrant(otherConfig, tokens.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+    await client.tokenRevocation(otherConfig, tokens.refresh_token ?? '');
+    const still = await client.refreshTokenGrant(ownerConfig, tokens.refresh_token ?? '');
+
+    // A reset (or logout everywhere, a block, a merge) moves the person's tokenVersion on.
+    await server.service.db('profiles').where({ id: person.id }).increment('token_version', 1);
+    await expect(client.refreshTokenGrant(ownerConfig, still.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+  }, LONG);
+
+  it('are revoked with their family by the client that holds them', async () => {
+    const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const tokens = await codeFlow(config, 'openid offline_access', { prompt: 'consent' });
+    await client.tokenRevocation(config, tokens.refresh_token ?? '');
+    await expect(client.refreshTokenGrant(config, tokens.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect((await client.tokenIntrospection(config, tokens.access_token)).active).toBe(false);
+  }, LONG);
+});
+
+describe('introspection', () => {
+  it('tells a client about its own tokens only, and refuses a public client', async () => {
+    const app = await registered({});
+    const other = await registered({ token_endpoint_auth_method: 'client_secret_post' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const otherConfig = await client.discovery(new URL(server.url), other.client_id, undefined, client.ClientSecretPost(other.client_secret ?? ''), insecure);
+    const tokens = await codeFlow(config);
+    expect(await client.tokenIntrospection(config, tokens.access_token)).toMatchObject({ active: true, client_id: app.client_id, sub: person.id, scope: 'openid profile email', token_type: 'Bearer' });
+    expect(await client.tokenIntrospection(otherConfig, tokens.access_token)).toEqual({ active: false });
+    const unauthenticated = await fetch(`${server.url}/oidc/introspect`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.access_token, client_id: app.client_id }) });
+    expect(unauthenticated.status).toBe(401);
+  }, LONG);
+});

@@ -1,0 +1,129 @@
+/**
+ * Dynamic client registration (RFC 7591) and its management (RFC 7592), guarded by the
+ * operators' one-use initial access tokens (`npm run admin -- oidc-client registration-token`).
+ */
+import * as client from 'openid-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { admin, REDIRECT, registerByHttp, registrationToken } from './helpers.ts';
+
+/** Admin commands start a process each. */
+const LONG = 60_000;
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer();
+}, LONG);
+afterAll(() => server.close());
+
+const manage = (uri: string, token: string, method: 'GET' | 'PUT' | 'DELETE', body?: unknown) =>
+  fetch(uri, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+
+describe('POST /oidc/register', () => {
+  it('refuses a missing, unknown or used initial access token with 401 invalid_token and a Bearer challenge', async () => {
+    const missing = await registerByHttp(server, undefined, { redirect_uris: [REDIRECT] });
+    expect(missing.status).toBe(401);
+    expect(missing.body).toMatchObject({ error: 'invalid_token' });
+    expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    expect((await registerByHttp(server, 'made-up', { redirect_uris: [REDIRECT] })).status).toBe(401);
+    const token = await registrationToken(server);
+    expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT] })).status).toBe(201);
+    expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT] })).status).toBe(401);
+  }, LONG);
+
+  it('refuses javascript:, fragments, wildcards and plain http off the loopback interface, without using the token up', async () => {
+    const token = await registrationToken(server);
+    for (const uri of ['javascript:alert(1)', 'https://app.example/cb#x', 'https://*.example/cb', 'http://app.example/cb', 'not a url']) {
+      const answer = await registerByHttp(server, token, { redirect_uris: [uri] });
+      expect(answer.status, uri).toBe(400);
+      expect(answer.body, uri).toMatchObject({ error: 'invalid_redirect_uri', error_description: expect.any(String) });
+    }
+    expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'private_key_jwt' })).body).toMatchObject({ error: 'invalid_client_metadata' });
+    expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT], grant_types: ['implicit'] })).body).toMatchObject({ error: 'invalid_client_metadata' });
+    // A native app's private-use scheme, and https anywhere: both fine; the token is still good.
+    const native = await registerByHttp(server, token, { redirect_uris: ['com.example.reviews:/callback', 'https://app.example/cb'], application_type: 'native', token_endpoint_auth_method: 'none' });
+    expect(native.status, JSON.stringify(native.body)).toBe(201);
+    expect(native.body.client_secret).toBeUndefined();
+  }, LONG);
+
+  it('registers a client pending approval without --approved, and approved at once with it', async () => {
+    const pending = await registerByHttp(server, await registrationToken(server), { redirect_uris: [REDIRECT], client_name: 'Waiting App' });
+    const approved = await registerByHttp(server, await registrationToken(server, '--approved', '--expires-in', '600'), { redirect_uris: [REDIRECT], client_name: 'Approved App' });
+    const list = await admin(server, 'oidc-client', 'list');
+    expect(list).toContain(`${pending.body.client_id}\tpending\tWaiting App`);
+    expect(list).toContain(`${approved.body.client_id}\tapproved\tApproved App`);
+    const config = await client.discovery(new URL(server.url), pending.body.client_id, undefined, client.ClientSecretBasic(pending.body.client_secret ?? ''), { execute: [client.allowInsecureRequests] });
+    const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' });
+    const page = await fetch(url, { redirect: 'manual' });
+    expect(page.status).toBe(400);
+    expect(await page.text()).toContain('Client is not approved');
+  }, LONG);
+});
+
+describe('/oidc/register/{client_id} (RFC 7592)', () => {
+  it('reads, replaces (rotating the registration access token) and deletes a registration', async () => {
+    const { body: app } = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: [REDIRECT], client_name: 'First Name', contacts: ['chairs@venue.example'] });
+    const read = await manage(app.registration_client_uri, app.registration_access_token, 'GET');
+    expect(read.status).toBe(200);
+    const current = (await read.json()) as Record<string, unknown>;
+    expect(current).toMatchObject({ client_id: app.client_id, client_name: 'First Name', contacts: ['chairs@venue.example'], redirect_uris: [REDIRECT] });
+    expect(current.client_secret).toBeUndefined();
+
+    const { registration_access_token: _t, registration_client_uri: _u, client_id_issued_at: _i, client_secret_expires_at: _e, ...rest } = current;
+    const sentServerField = await manage(app.registration_client_uri, app.registration_access_token, 'PUT', { ...current, client_name: 'x' });
+    expect(sentServerField.status).toBe(400);
+    const updated = await manage(app.registration_client_uri, app.registration_access_token, 'PUT', { ...rest, client_name: 'Second Name', redirect_uris: ['https://tool.example/cb'] });
+    expect(updated.status).toBe(200);
+    const answer = (await updated.json()) as Record<string, string>;
+    expect(answer).toMatchObject({ client_name: 'Second Name', redirect_uris: ['https://tool.example/cb'], registration_access_token: expect.any(String) });
+    expect(answer.registration_access_token).not.toBe(app.registration_access_token);
+    // The old registration access token no longer works; the new one does.
+    expect((await manage(app.registration_client_uri, app.registration_access_token, 'GET')).status).toBe(401);
+    const newToken = answer.registration_access_token ?? '';
+
+    const deleted = await manage(app.registration_client_uri, newToken, 'DELETE');
+    expect(deleted.status).toBe(204);
+    expect((await manage(app.registration_client_uri, newToken, 'GET')).status).toBe(401);
+    const tokenAnswer = await fetch(`${server.url}/oidc/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}` },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT }),
+    });
+    expect(tokenAnswer.status).toBe(401);
+    expect(await tokenAnswer.json()).toMatchObject({ error: 'invalid_client' });
+  }, LONG);
+
+  it('refuses another client’s registration access token', async () => {
+    const token = await registrationToken(server, '--approved');
+    const { body: one } = await registerByHttp(server, token, { redirect_uris: [REDIRECT] });
+    const { body: two } = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: [REDIRECT] });
+    expect((await manage(one.registration_client_uri, two.registration_access_token, 'GET')).status).toBe(401);
+    expect((await manage(one.registration_client_uri, two.registration_access_token, 'DELETE')).status).toBe(401);
+    expect((await manage(one.registration_client_uri, one.registration_access_token, 'GET')).status).toBe(200);
+  }, LONG);
+});
+
+describe('client secrets', () => {
+  it('rotate with an overlap: the old secret works until it ends, the new one from the start', async () => {
+    const { body: app } = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'client_secret_post' });
+    /** The status of an introspection with `secret`: 200 when it is a live secret of the client, 401 otherwise. */
+    const status = async (secret: string) =>
+      (
+        await fetch(`${server.url}/oidc/introspect`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ token: 'x', client_id: app.client_id, client_secret: secret }),
+        })
+      ).status;
+    const overlapping = (await admin(server, 'oidc-client', 'rotate-secret', app.client_id)).trim().split('\n').at(-1) ?? '';
+    expect(await status(overlapping)).toBe(200);
+    expect(await status(app.client_secret ?? '')).toBe(200);
+    const immediate = (await admin(server, 'oidc-client', 'rotate-secret', app.client_id, '--overlap', '0')).trim().split('\n').at(-1) ?? '';
+    expect(await status(immediate)).toBe(200);
+    expect(await status(overlapping)).toBe(401);
+    expect(await status(app.client_secret ?? '')).toBe(401);
+    // The database holds hashes only.
+    const stored = await server.service.db('oidc_client_secrets').where({ client_id: app.client_id });
+    expect(JSON.stringify(stored)).not.toContain(immediate);
+  }, LONG);
+});
