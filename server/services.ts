@@ -124,7 +124,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // The provider's login and consent pages are at `signInPagesUrl`: its own under BASE_URL, or a
   // frontend's when WEB_URL names one (`config.ts`).
   const oidcConfig = { ...config, webUrl: config.signInPagesUrl };
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, now });
   await oidc.keys.ensureKey();
   return {
     db,

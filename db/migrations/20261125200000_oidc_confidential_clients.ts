@@ -11,6 +11,11 @@ import type { Knex } from 'knex';
  * - `oidc_assertions`: the `jti` of every `private_key_jwt` assertion until it expires, so none is used twice;
  * - `oidc_refresh_tokens`: refresh tokens, hashed, in families (one per code): using a rotated one
  *   again revokes its family.
+ * - `oidc_session_clients`: which clients signed a person in through which browser session, so
+ *   that when the session ends (a logout, logout everywhere, a reset, a block, a merge) each is
+ *   told by back-channel logout;
+ * - `oidc_logout_deliveries`: those logout tokens, a durable queue delivered after the answer and
+ *   retried with backoff, each leased by one process at a time.
  * An access token now names the refresh family it belongs to, so a family's revocation reaches it.
  */
 export async function up(db: Knex): Promise<void> {
@@ -67,6 +72,30 @@ export async function up(db: Knex): Promise<void> {
     t.index(['family_id']);
     t.index(['profile_id', 'client_id']);
   });
+  await db.schema.createTable('oidc_session_clients', (t) => {
+    t.string('session_id', 64).notNullable();
+    t.string('client_id', 200).notNullable().references('id').inTable('oidc_clients').onDelete('CASCADE');
+    // No foreign key: a deleted profile's clients are still told.
+    t.string('profile_id', 300).notNullable();
+    t.string('sid', 64).notNullable();
+    t.bigInteger('created_at').notNullable();
+    t.primary(['session_id', 'client_id']);
+    t.index(['profile_id']);
+  });
+  await db.schema.createTable('oidc_logout_deliveries', (t) => {
+    t.increments('id').primary();
+    t.string('client_id', 200).notNullable();
+    t.text('uri').notNullable();
+    t.text('logout_token').notNullable();
+    t.integer('attempts').notNullable().defaultTo(0);
+    t.bigInteger('next_attempt_at').notNullable();
+    t.bigInteger('leased_until').nullable();
+    t.bigInteger('created_at').notNullable();
+    t.bigInteger('delivered_at').nullable();
+    t.bigInteger('given_up_at').nullable();
+    t.text('last_error').nullable();
+    t.index(['next_attempt_at']);
+  });
   await db.schema.alterTable('oidc_tokens', (t) => {
     t.string('family_id', 64).nullable();
     t.string('sid', 64).nullable();
@@ -86,7 +115,7 @@ export async function down(db: Knex): Promise<void> {
     t.dropColumn('family_id');
     t.dropColumn('sid');
   });
-  for (const table of ['oidc_refresh_tokens', 'oidc_assertions', 'oidc_registration_tokens', 'oidc_client_secrets']) await db.schema.dropTable(table);
+  for (const table of ['oidc_logout_deliveries', 'oidc_session_clients', 'oidc_refresh_tokens', 'oidc_assertions', 'oidc_registration_tokens', 'oidc_client_secrets']) await db.schema.dropTable(table);
   await db.schema.alterTable('oidc_clients', (t) => {
     for (const column of ['auth_method', 'grant_types', 'jwks', 'jwks_uri', 'post_logout_redirect_uris', 'backchannel_logout_uri', 'backchannel_logout_session_required', 'subject_type', 'sector_identifier_uri', 'refresh_absolute_seconds', 'refresh_idle_seconds', 'registration_token_hash', 'metadata']) t.dropColumn(column);
   });

@@ -248,6 +248,8 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // One process of the install sweeps at a time (`sweeper.ts`).
   const sweeper = new Sweeper(db, services, logger, opts.now ?? Date.now);
   sweeper.start();
+  // Every process tells applications of sessions that ended (`oidc/back-channel.ts`).
+  services.oidc.logouts.start();
 
   return {
     app,
@@ -257,6 +259,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     sweep: () => sweeper.sweep(),
     async close() {
       await sweeper.stop();
+      await services.oidc.logouts.stop();
       await services.close();
       await db.destroy();
     },

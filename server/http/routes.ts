@@ -413,6 +413,10 @@ export const routes: Route[] = [
   { kind: 'page', method: 'get', path: '/oidc/consent', body: 'none', sameOrigin: false, handler: 'consentForm' },
   { kind: 'page', method: 'post', path: '/oidc/consent', body: 'form', sameOrigin: false, handler: 'consent' },
   { kind: 'allow', method: 'options', path: '/oidc/consent', body: 'none', sameOrigin: false },
+  { kind: 'page', method: 'get', path: '/oidc/logout', body: 'none', sameOrigin: false, handler: 'endSession' },
+  { kind: 'page', method: 'post', path: '/oidc/logout', body: 'form', sameOrigin: false, handler: 'endSession' },
+  { kind: 'page', method: 'post', path: '/oidc/logout/confirm', body: 'form', sameOrigin: false, handler: 'confirmEndSession' },
+  { kind: 'allow', method: 'options', path: '/oidc/logout', body: 'none', sameOrigin: false },
   { kind: 'page', method: 'get', path: '/oidc/pages.css', handler: 'stylesheet' },
   { kind: 'allow', method: 'options', path: '/oidc/pages.css' },
   // ---- the account pages (`server/web/`): WEB_URL's default. Forms carry CSRF tokens bound to the

@@ -2,7 +2,7 @@ import { OIDC_CODE_SECONDS } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { ConsentRequired, InvalidRequest, LoginRequired } from './errors.ts';
-import { consentCovers, findConsent, redirectTo, type Outcome, type Provider } from './provider.ts';
+import { consentCovers, findConsent, redirectTo, sidOf, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
 // Where an authorization request goes once its parameters are checked (authorize.ts) and after
@@ -70,7 +70,7 @@ export async function next(p: Provider, interaction: Interaction, viewer: Viewer
 export async function issueCode(
   p: Provider,
   interaction: Interaction,
-  person: Pick<Viewer, 'profileId' | 'tokenVersion'>,
+  person: Pick<Viewer, 'profileId' | 'tokenVersion' | 'sessionId'>,
   authTime: number,
   stored = true,
 ): Promise<string> {
@@ -80,6 +80,9 @@ export async function issueCode(
   }
   const code = randomToken();
   const { params } = interaction;
+  const sid = sidOf(p, person.sessionId);
+  // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
+  await p.logouts.recordSessionClient({ sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid }, now);
   await p.repo.insertCode(
     {
       codeHash: hashSecret(code),
@@ -91,7 +94,7 @@ export async function issueCode(
       nonce: params.nonce ?? null,
       authTime,
       tokenVersion: person.tokenVersion,
-      sid: null,
+      sid,
       expiresAt: now + OIDC_CODE_SECONDS * 1000,
     },
     now,

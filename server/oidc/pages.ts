@@ -61,6 +61,16 @@ export function consentPage(opts: { interactionId: string; csrf: string; clientN
   return renderPage('oidc/consent', { title: `${opts.clientName} wants to sign you in`, ...opts, scopes: opts.scopes.map((s) => SCOPE_WORDS[s] ?? s) });
 }
 
+/** RP-initiated logout's question, when the application's request does not show whose session it ends (no `id_token_hint`). */
+export function signOutPage(opts: { csrf: string; userName: string; clientName: string; clientId: string; postLogoutRedirectUri: string; state: string }): string {
+  return renderPage('oidc/sign-out', { title: 'Sign out?', ...opts });
+}
+
+/** After signing out, when the application registered no address to come back to. */
+export function signedOutPage(opts: { clientName: string }): string {
+  return renderPage('oidc/signed-out', { title: 'You are signed out', ...opts });
+}
+
 /** The error page, with the request id to quote (the same as the log line's and `X-Request-Id`). */
 export function errorPage(message: string, requestId: string): string {
   return renderPage('oidc/error', { title: 'Sign-in error', message, requestId });

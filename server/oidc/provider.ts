@@ -4,6 +4,7 @@ import { canHoldSession } from '../accounts/session-rule.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
 import type { KeyStore } from './keys.ts';
+import type { LogoutRepository } from './logout-repository.ts';
 import type { RefreshRepository } from './refresh-repository.ts';
 import type { RegistryRepository } from './registry-repository.ts';
 import type { ClientRecord, OidcRepository } from './repository.ts';
@@ -16,6 +17,7 @@ export interface Provider {
   /** Client secrets, initial access tokens, assertions' `jti`s. */
   registry: RegistryRepository;
   refreshTokens: RefreshRepository;
+  logouts: LogoutRepository;
   accounts: AccountsForSignIn;
   keys: KeyStore;
   /** The client records, each read at most once a second (`KeptClients`). */
@@ -114,4 +116,13 @@ export function subjectOf(p: Pick<Provider, 'pairwiseKey'>, client: Pick<ClientR
   if (client.subjectType !== 'pairwise') return profileId;
   const sector = new URL(client.sectorIdentifierUri ?? client.redirectUris[0] ?? 'https://invalid').host;
   return createHmac('sha256', p.pairwiseKey).update(`${sector}\n${profileId}`).digest('base64url');
+}
+
+/**
+ * The `sid` of a browser session (OpenID Connect Front- and Back-Channel Logout): derived from
+ * the session's id, so the same session is the same `sid` in every ID token and logout token,
+ * without showing its id.
+ */
+export function sidOf(p: Pick<Provider, 'pairwiseKey'>, sessionId: string): string {
+  return createHmac('sha256', p.pairwiseKey).update(`sid\n${sessionId}`).digest('base64url').slice(0, 32);
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { fromJson as json } from '../../db/json.ts';
 import { exclusively, watchWrites, type WriteWatch } from '../../db/knex.ts';
 import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
+import { LogoutRepository } from './logout-repository.ts';
 import { RefreshRepository } from './refresh-repository.ts';
 import { RegistryRepository } from './registry-repository.ts';
 
@@ -196,6 +197,11 @@ export class OidcRepository {
     return new RegistryRepository(this.#db);
   }
 
+  /** Back-channel logout: sessions' clients and the delivery queue (`logout-repository.ts`). */
+  get logouts(): LogoutRepository {
+    return new LogoutRepository(this.#db);
+  }
+
   /** Refresh tokens (`refresh-repository.ts`). */
   get refreshTokens(): RefreshRepository {
     return new RefreshRepository(this.#db);
@@ -218,6 +224,7 @@ export class OidcRepository {
     await this.#db('oidc_tokens').where('expires_at', '<', now).delete();
     await this.registry.sweep(now);
     await this.refreshTokens.sweep(now);
+    await this.logouts.sweep(now);
   }
 
   // ---- clients -----------------------------------------------------------------------------------

@@ -2,9 +2,12 @@ import { createHmac } from 'node:crypto';
 import type { OidcClient, OidcClientInput } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
+import type { Logger } from 'pino';
 import type { AccountsForSignIn } from './accounts-for-sign-in.ts';
+import { LogoutNotifier } from './back-channel.ts';
 import { authorize } from './authorize.ts';
 import { addClient, issueRegistrationToken, listClients, removeClient, rotateSecret, setClientStatus } from './clients.ts';
+import { endSession, type EndSession } from './end-session.ts';
 import { introspect } from './introspect.ts';
 import { deleteRegistration, readRegistration, register, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
@@ -45,10 +48,13 @@ export class OidcService {
   readonly #provider: Provider;
   readonly #csrfKey: string;
 
-  constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; now?: () => number }) {
+  /** Back-channel logout (`back-channel.ts`); the app starts it, a command-line process does not. */
+  readonly logouts: LogoutNotifier;
+
+  constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
+    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       pairwiseKey: createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url'),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
@@ -59,6 +65,7 @@ export class OidcService {
       proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now),
       issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
+    this.logouts = new LogoutNotifier(this.#provider, deps.log);
     this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);
   }
 
@@ -88,8 +95,10 @@ export class OidcService {
     return consents(this.#provider, viewer.profileId);
   }
 
-  withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
-    return withdrawConsent(this.#provider, viewer.profileId, clientId);
+  /** The app's tokens end, and it is told by back-channel logout for each session it signed the person in through. */
+  async withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
+    await withdrawConsent(this.#provider, viewer.profileId, clientId);
+    await this.logouts.clientRevoked(viewer.profileId, clientId);
   }
 
   // ---- endpoints -----------------------------------------------------------------------------------
@@ -144,6 +153,11 @@ export class OidcService {
   /** A new secret for a confidential client; the old ones stay good for `overlapSeconds`. */
   rotateSecret(clientId: string, overlapSeconds: number): Promise<string> {
     return rotateSecret(this.#provider, clientId, overlapSeconds);
+  }
+
+  /** `/oidc/logout` (RP-initiated logout): whether to ask first, and where the browser goes after. */
+  endSession(params: Record<string, unknown>, viewer: Viewer | null): Promise<EndSession> {
+    return endSession(this.#provider, params, viewer);
   }
 
   // ---- interactions (the login and consent pages, and their JSON twins) ----------------------------

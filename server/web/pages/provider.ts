@@ -17,7 +17,8 @@ import type { Config } from '../../config.ts';
 import { createHttpContext } from '../../http/context.ts';
 import { sendError } from '../../http/send-error.ts';
 import { OAuthError } from '../../oidc/errors.ts';
-import { consentPage, errorPage, loginPage, secondStepPage } from '../../oidc/pages.ts';
+import type { EndSession } from '../../oidc/end-session.ts';
+import { consentPage, errorPage, loginPage, secondStepPage, signedOutPage, signOutPage } from '../../oidc/pages.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
 import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
@@ -63,6 +64,9 @@ export const providerPage = (handler: (req: Request, res: Response) => Promise<v
     else sendError(res, error);
   });
 };
+
+/** What the sign-out question's CSRF token is bound to, besides the browser (there is no interaction). */
+const END_SESSION = 'end-session';
 
 export function providerPages(services: Services, config: Config) {
   const oidc = services.oidc;
@@ -217,7 +221,46 @@ export function providerPages(services: Services, config: Config) {
     res.redirect(303, outcome.redirect);
   }, true);
 
-  return { loginForm, login, loginPasskey, consentForm, consent } satisfies Record<string, RequestHandler>;
+  // ---- signing out (RP-initiated logout) ---------------------------------------------------------
+  /** Ends the browser's session through `POST /logout`'s procedure; the applications it signed in to are told (`back-channel.ts`). */
+  const signOut = async (req: Request, res: Response) => {
+    await createCaller(createHttpContext(req, res, services, config, 'cookie')).accounts.logout();
+    oidc.logouts.kick();
+  };
+  const after = (res: Response, outcome: EndSession) => {
+    if (outcome.redirect) res.redirect(303, outcome.redirect);
+    else page(res, 200, signedOutPage({ clientName: outcome.client?.name ?? '' }));
+  };
+  const endSession = safely(async (req, res) => {
+    const params = (req.method === 'POST' ? req.body : req.query) as Record<string, unknown>;
+    const viewer = await viewerOf(req, res);
+    const outcome = await oidc.endSession(params ?? {}, viewer);
+    if (!outcome.confirm) {
+      if (viewer) await signOut(req, res);
+      after(res, outcome);
+      return;
+    }
+    const me = await createCaller(createHttpContext(req, res, services, config, 'cookie')).accounts.me();
+    const html = signOutPage({
+      csrf: csrfFor(res, END_SESSION),
+      userName: me.fullname,
+      clientName: outcome.client?.name ?? '',
+      clientId: outcome.client?.id ?? '',
+      postLogoutRedirectUri: typeof params.post_logout_redirect_uri === 'string' && outcome.redirect ? params.post_logout_redirect_uri : '',
+      state: typeof params.state === 'string' ? params.state : '',
+    });
+    page(res, 200, html, outcome.redirect ? [outcome.redirect] : []);
+  }, true);
+  const confirmEndSession = safely(async (req, res) => {
+    oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, END_SESSION, field(req, 'csrf'));
+    // The question's answers, checked again: a registered address only.
+    const params = { client_id: field(req, 'client_id'), post_logout_redirect_uri: field(req, 'post_logout_redirect_uri'), state: field(req, 'state') };
+    const outcome = await oidc.endSession(params, null);
+    if (await viewerOf(req, res)) await signOut(req, res);
+    after(res, outcome);
+  }, true);
+
+  return { loginForm, login, loginPasskey, consentForm, consent, endSession, confirmEndSession } satisfies Record<string, RequestHandler>;
 }
 
 export type ProviderPageHandlers = ReturnType<typeof providerPages>;

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { Logger } from 'pino';
+import type { SessionClient } from './logout-repository.ts';
+import { subjectOf, type Provider } from './provider.ts';
+
+/** How often each process looks for ended sessions and due deliveries. */
+const TICK_MS = 1000;
+/** How long one POST to a client may take before it counts as failed. */
+const DELIVERY_TIMEOUT_MS = 5000;
+/** How long a process holds a delivery it is sending: past it, another process may try. */
+const LEASE_MS = 30_000;
+/** Attempts before a delivery is given up: with the backoff below, about a day of trying. */
+const MAX_ATTEMPTS = 12;
+/** The wait before the next attempt: 2, 4, 8 … seconds, at most an hour. */
+const backoffMs = (attempts: number) => Math.min(3600, 2 ** attempts) * 1000;
+const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+
+/**
+ * Back-channel logout (OpenID Connect Back-Channel Logout 1.0). When a browser session ends by a
+ * person's or an operator's act (signing out here or from an application, logging out
+ * everywhere, a password reset, a block, a merge), or a person revokes an application, each
+ * client that signed them in through that session and registered a `backchannel_logout_uri` is
+ * sent a logout token: an RS256 JWT (`typ: logout+jwt`) with `iss`, `aud`, `iat`, `exp`, `jti`,
+ * `events`, `sub` (as that client knows the person) and `sid` (as in its ID tokens).
+ *
+ * Nothing waits for it: the end of a session is found in the database (`endedSessionClients`),
+ * whichever process or command ended it, by every process once a second; the token goes into a
+ * durable queue in the same transaction that forgets the session's client; and the queue is
+ * delivered after the answer, each delivery leased by one process, POSTed to exactly the
+ * registered URI without following redirects, with a timeout, and retried with backoff.
+ */
+export class LogoutNotifier {
+  readonly #p: Provider;
+  readonly #log: Logger;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | null = null;
+  #again = false;
+
+  constructor(p: Provider, log: Logger) {
+    this.#p = p;
+    this.#log = log;
+  }
+
+  start(): void {
+    this.#timer ??= setInterval(() => this.kick(), TICK_MS);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  /** Looks now (after a sign-out here), without waiting for the next tick; never throws. */
+  kick(): void {
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.tick()
+      .catch((error: unknown) => this.#log.warn({ err: error }, 'back-channel logout: a round failed'))
+      .finally(() => {
+        this.#running = null;
+        if (this.#again) {
+          this.#again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** One round: queue the logout tokens of sessions that ended, then deliver what is due. */
+  async tick(): Promise<void> {
+    for (const ended of await this.#p.logouts.endedSessionClients(100)) await this.#end(ended);
+    await this.#deliverDue();
+  }
+
+  /** A person revoked an application: it is told for each session it signed them in through. */
+  async clientRevoked(profileId: string, clientId: string): Promise<void> {
+    for (const entry of await this.#p.logouts.sessionClientsOf(profileId, clientId)) await this.#end(entry);
+    this.kick();
+  }
+
+  async #end(entry: SessionClient): Promise<void> {
+    const client = await this.#p.clients.find(entry.clientId);
+    const uri = client?.backchannelLogoutUri ?? null;
+    const delivery = client && uri ? { uri, logoutToken: await this.#logoutToken(entry, client) } : null;
+    await this.#p.logouts.endSessionClient(entry, delivery, this.#p.now());
+  }
+
+  async #logoutToken(entry: SessionClient, client: NonNullable<Awaited<ReturnType<Provider['clients']['find']>>>): Promise<string> {
+    const { kid, key } = await this.#p.keys.signer();
+    const now = Math.floor(this.#p.now() / 1000);
+    return new SignJWT({ events: { [EVENT]: {} }, sid: entry.sid })
+      .setProtectedHeader({ alg: 'RS256', kid, typ: 'logout+jwt' })
+      .setIssuer(this.#p.issuer)
+      .setAudience(client.id)
+      .setSubject(subjectOf(this.#p, client, entry.profileId))
+      .setIssuedAt(now)
+      // Long enough for the retries of a day: a client checks `iat` and `jti`, not a short `exp`.
+      .setExpirationTime(now + 2 * 24 * 3600)
+      .setJti(randomUUID())
+      .sign(key);
+  }
+
+  async #deliverDue(): Promise<void> {
+    const now = this.#p.now();
+    const due = await this.#p.logouts.leaseDue(now, now + LEASE_MS, 20);
+    await Promise.all(due.map(async (delivery) => {
+      const problem = await post(delivery.uri, delivery.logoutToken);
+      const at = this.#p.now();
+      if (problem === null) {
+        await this.#p.logouts.delivered(delivery.id, at);
+        return;
+      }
+      const attempts = delivery.attempts + 1;
+      this.#log.info({ client: delivery.clientId, attempts, problem }, 'back-channel logout: not delivered yet');
+      await this.#p.logouts.failed(delivery.id, problem, attempts >= MAX_ATTEMPTS ? null : at + backoffMs(attempts), at);
+    }));
+  }
+}
+
+/** POSTs a logout token (a form, as §2.5 asks); null when the client answered 200 or 204, else why not. */
+async function post(uri: string, logoutToken: string): Promise<string | null> {
+  try {
+    const res = await fetch(uri, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-cache' },
+      body: new URLSearchParams({ logout_token: logoutToken }),
+      // Exactly the registered URI: a redirect is a failure, never followed.
+      redirect: 'manual',
+      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+    });
+    await res.body?.cancel();
+    return res.status === 200 || res.status === 204 ? null : `answered ${res.status}`;
+  } catch (error) {
+    return error instanceof Error ? error.name : 'failed';
+  }
+}

@@ -1,0 +1,76 @@
+import { compactVerify, createLocalJWKSet } from 'jose';
+import type { Viewer } from '../accounts/viewer.ts';
+import { InvalidRequest } from './errors.ts';
+import { usable } from './flow.ts';
+import { checkOnce, subjectOf, type Provider } from './provider.ts';
+import type { ClientRecord } from './repository.ts';
+
+/** RP-initiated logout's parameters (OpenID Connect RP-Initiated Logout 1.0 §2); each may be sent once. */
+const END_SESSION_PARAMETERS = ['id_token_hint', 'post_logout_redirect_uri', 'state', 'client_id', 'logout_hint', 'ui_locales'];
+
+/** What the end-session endpoint does with a request. */
+export interface EndSession {
+  /** Ask the person first: the request does not show that the session it would end is theirs. */
+  confirm: boolean;
+  client: ClientRecord | null;
+  /** Where to send the browser afterwards: a registered `post_logout_redirect_uri`, with `state`; null: the "signed out" page. */
+  redirect: string | null;
+}
+
+/**
+ * `/oidc/logout` (RP-Initiated Logout 1.0): the named checks below, in order; their errors are
+ * pages, never a redirect (an unregistered `post_logout_redirect_uri` is never redirected to).
+ * With an `id_token_hint` naming the person signed in, the session ends at once; without one
+ * (or with one naming someone else), the person is asked first.
+ */
+export async function endSession(p: Provider, params: Record<string, unknown>, viewer: Viewer | null): Promise<EndSession> {
+  const param = (name: string) => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
+  checkOnce(params, END_SESSION_PARAMETERS, { allowRedirect: false });
+  const hint = await checkHint(p, param('id_token_hint'));
+  const client = await checkClient(p, hint?.aud, param('client_id'));
+  const redirect = checkPostLogoutRedirect(client, param('post_logout_redirect_uri'), param('state'));
+  const person = usable(viewer);
+  const confirm = person !== null && (hint === null || client === null || hint.sub !== subjectOf(p, client, person.profileId));
+  return { confirm, client, redirect };
+}
+
+/**
+ * checkHint: an `id_token_hint` is an ID token this provider signed (expired ones too: the
+ * session it names may have outlived it); its `aud` names the client.
+ */
+async function checkHint(p: Provider, hint: string | undefined): Promise<{ sub: string; aud: string } | null> {
+  if (hint === undefined) return null;
+  const invalid = () => new InvalidRequest('id_token_hint is not an ID token of this provider', { allowRedirect: false });
+  try {
+    const { payload } = await compactVerify(hint, createLocalJWKSet((await p.keys.jwks()) as Parameters<typeof createLocalJWKSet>[0]), { algorithms: ['RS256'] });
+    const claims = JSON.parse(new TextDecoder().decode(payload)) as { iss?: unknown; sub?: unknown; aud?: unknown };
+    const aud = Array.isArray(claims.aud) ? claims.aud[0] : claims.aud;
+    if (claims.iss !== p.issuer || typeof claims.sub !== 'string' || typeof aud !== 'string') throw invalid();
+    return { sub: claims.sub, aud };
+  } catch {
+    throw invalid();
+  }
+}
+
+/** checkClient: the client the hint was issued to, or `client_id`; both given, they must agree. */
+async function checkClient(p: Provider, fromHint: string | undefined, clientId: string | undefined): Promise<ClientRecord | null> {
+  if (fromHint !== undefined && clientId !== undefined && fromHint !== clientId) {
+    throw new InvalidRequest('client_id is not the client the id_token_hint was issued to', { allowRedirect: false });
+  }
+  const id = fromHint ?? clientId;
+  if (id === undefined) return null;
+  const client = await p.clients.find(id);
+  if (!client) throw new InvalidRequest('Invalid client_id', { allowRedirect: false });
+  return client;
+}
+
+/** checkPostLogoutRedirect: exactly one of the client's registered `post_logout_redirect_uris`. */
+function checkPostLogoutRedirect(client: ClientRecord | null, uri: string | undefined, state: string | undefined): string | null {
+  if (uri === undefined) return null;
+  if (!client) throw new InvalidRequest('post_logout_redirect_uri needs client_id or id_token_hint', { allowRedirect: false });
+  if (!client.postLogoutRedirectUris.includes(uri)) throw new InvalidRequest('post_logout_redirect_uri is not registered for this client', { allowRedirect: false });
+  if (state !== undefined && state.length > 500) throw new InvalidRequest('state must be at most 500 characters', { allowRedirect: false });
+  const url = new URL(uri);
+  if (state !== undefined) url.searchParams.set('state', state);
+  return url.toString();
+}
