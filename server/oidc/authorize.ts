@@ -10,7 +10,7 @@ import type { AuthorizationParams, ClientRecord, Interaction } from './repositor
 const INTERACTION_SECONDS = 10 * 60;
 
 /** The authorization request's parameters (others are ignored, as RFC 6749 §3.1 asks). */
-const AUTHORIZATION_PARAMETERS = ['response_type', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age'];
+const AUTHORIZATION_PARAMETERS = ['response_type', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age', 'acr_values'];
 
 /**
  * `/oidc/authorize`: the checks run in the order below. The first four verify the client and
@@ -37,8 +37,9 @@ export async function authorize(p: Provider, query: Record<string, unknown>, vie
     const scopes = checkScope(client, param('scope'), prompt);
     const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
     const maxAge = checkMaxAge(param('max_age'));
-    checkLengths({ state, nonce: param('nonce') });
-    const params: AuthorizationParams = { clientId: client.id, redirectUri, scopes, state, nonce: param('nonce'), codeChallenge, prompt, maxAge };
+    checkLengths({ state, nonce: param('nonce'), acr_values: param('acr_values') });
+    const acrValues = param('acr_values')?.split(' ').filter(Boolean);
+    const params: AuthorizationParams = { clientId: client.id, redirectUri, scopes, state, nonce: param('nonce'), codeChallenge, prompt, maxAge, ...(acrValues?.length ? { acrValues } : {}) };
     const now = p.now();
     const interaction: Interaction = {
       id: randomToken(),

@@ -2,7 +2,7 @@ import { OIDC_CODE_SECONDS } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { ConsentRequired, InvalidRequest, LoginRequired } from './errors.ts';
-import { consentCovers, findConsent, redirectTo, sidOf, type Outcome, type Provider } from './provider.ts';
+import { consentCovers, findConsent, redirectTo, sidOf, signInProof, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
 // Where an authorization request goes once its parameters are checked (authorize.ts) and after
@@ -31,6 +31,31 @@ export function needsLogin(p: Pick<Provider, 'now'>, interaction: Interaction, v
   return params.maxAge !== undefined && p.now() - viewer.authTime > params.maxAge * 1000;
 }
 
+/** Whether the request asks for a sign-in proved with a second factor (`acr_values=2`). */
+export function asksSecondFactor(interaction: Interaction): boolean {
+  return interaction.params.acrValues?.includes('2') ?? false;
+}
+
+/**
+ * Whether signing in on this request's login page asks for the second step even in a browser
+ * remembered for it: `acr_values=2`, or a re-authentication bounded in time (`prompt=login`
+ * with `max_age`). `prompt=login` alone keeps the remembered browser's shortcut.
+ */
+export function wantsFreshSecondStep(interaction: Interaction): boolean {
+  const { params } = interaction;
+  return asksSecondFactor(interaction) || (params.prompt.includes('login') && params.maxAge !== undefined);
+}
+
+/**
+ * Whether the session's sign-in falls short of `acr_values=2`: the person must sign in again
+ * (their second step is then asked even in a remembered browser), unless they did during this
+ * request; whether that sign-in used a second factor is `afterLogin`'s to check.
+ */
+async function needsSecondFactor(p: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
+  if (!asksSecondFactor(interaction) || signedInHere(interaction, viewer)) return false;
+  return (await signInProof(p, viewer.profileId, viewer.authTime))?.acr !== '2';
+}
+
 /** The sign-in time the ID token reports: this request's sign-in, or the session's. */
 export function authTime(interaction: Interaction, viewer: Viewer): number {
   return signedInHere(interaction, viewer) ? (interaction.authenticatedAt as number) : viewer.authTime;
@@ -48,7 +73,7 @@ export function loginPageUrl(p: Pick<Provider, 'webUrl'>, interactionId: string)
  */
 export async function next(p: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
   const { params } = interaction;
-  if (needsLogin(p, interaction, viewer)) {
+  if (needsLogin(p, interaction, viewer) || (await needsSecondFactor(p, interaction, viewer))) {
     if (params.prompt.includes('none')) throw new LoginRequired('The user is not signed in');
     await store?.();
     return { redirect: loginPageUrl(p, interaction.id) };

@@ -3,8 +3,8 @@ import { AppError, type OidcClient, type OidcScope } from '../../shared/index.ts
 import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
 import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
-import { authTime, issueCode, loginPageUrl, needsLogin, next, usable } from './flow.ts';
-import { errorOutcome, type Outcome, type Provider } from './provider.ts';
+import { asksSecondFactor, authTime, issueCode, loginPageUrl, needsLogin, next, usable } from './flow.ts';
+import { errorOutcome, signInProof, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
 // The pages of a stored authorization request (an "interaction"): the login page, the consent
@@ -36,6 +36,14 @@ export async function afterLogin(p: Provider, interactionId: string, viewer: Vie
   // The sign-in time is the session's own (it was opened by this page a moment ago), so the ID
   // token's `auth_time` and how that sign-in was proved (`amr`) name the same sign-in.
   const signedInAt = viewer.authTime;
+  // `acr_values=2`: a sign-in without a second factor (the person has none) does not do.
+  if (asksSecondFactor(interaction) && (await signInProof(p, viewer.profileId, signedInAt))?.acr !== '2') {
+    await p.repo.completeInteraction(interaction.id, p.now());
+    return {
+      page: 'This application asks you to confirm it is you with a second factor (an authenticator app, a code by email or a passkey). Turn one on under Password & security, then sign in to the application again.',
+      status: 403,
+    };
+  }
   await p.repo.markAuthenticated(interaction.id, viewer.profileId, signedInAt);
   return resume(p, { ...interaction, profileId: viewer.profileId, authenticatedAt: signedInAt }, viewer);
 }

@@ -17,6 +17,8 @@ export interface AuthorizationParams {
   codeChallenge: string | null;
   prompt: string[];
   maxAge?: number | undefined;
+  /** `acr_values`: `2` asks for a sign-in proved with a second factor. */
+  acrValues?: string[] | undefined;
 }
 
 export interface Interaction {

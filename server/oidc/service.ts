@@ -12,7 +12,7 @@ import { introspect } from './introspect.ts';
 import { deleteRegistration, readRegistration, register, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
-import { loginPageUrl, needsLogin, usable } from './flow.ts';
+import { loginPageUrl, needsLogin, usable, wantsFreshSecondStep } from './flow.ts';
 import { afterLogin, checkCsrf, confirm, consent, csrfToken, findInteraction } from './interactions.ts';
 import { KeyStore } from './keys.ts';
 import type { Outcome, Provider } from './provider.ts';
@@ -170,6 +170,11 @@ export class OidcService {
   /** Whether the person must sign in (again) first; an impersonation session never signs anyone in to another application. */
   needsLogin(interaction: Interaction, viewer: Viewer | null): boolean {
     return needsLogin(this.#provider, interaction, usable(viewer));
+  }
+
+  /** Whether the login page asks for the second step even in a remembered browser (`acr_values=2`, `prompt=login` with `max_age`). */
+  wantsFreshSecondStep(interaction: Interaction): boolean {
+    return wantsFreshSecondStep(interaction);
   }
 
   loginPageUrl(interactionId: string): string {

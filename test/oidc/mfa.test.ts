@@ -117,6 +117,44 @@ describe('the second step on the login page', () => {
   });
 });
 
+describe('acr_values=2: a sign-in proved with a second factor', () => {
+  it('tells a person without a second factor that the application needs one', async () => {
+    const person = await createActiveUser(server);
+    const request = await authorizationRequest(rp, { acr_values: '2' });
+    const page = await new UserAgent().authorize(request.url, { email: person.email, password: PASSWORD });
+    expect(page.status).toBe(403);
+    expect(page.location).toBeNull();
+    expect(page.html).toContain('This application asks you to confirm it is you with a second factor');
+  });
+
+  it('asks the second step of a person with one, even in a remembered browser, and then signs them in with acr "2"', async () => {
+    const person = await personWithTotp();
+    const agent = new UserAgent();
+    // A sign-in with "remember this device": the next one in this browser would skip the second step.
+    const first = await authorizationRequest(rp);
+    const second = await agent.submit(await agent.go(first.url.toString()), { email: person.email, password: PASSWORD });
+    nextStep();
+    const consent = await agent.submit(second, { method: 'totp', code: codeAt(person.secret), step: 'verify', rememberDevice: 'on' });
+    await agent.submit(consent, { decision: 'allow' });
+    expect(agent.jar.has('service.mfaTrustedDevice')).toBe(true);
+
+    // The session's sign-in used the factor: acr_values=2 is satisfied without a page.
+    const satisfied = await authorizationRequest(rp, { acr_values: '2' });
+    const straight = await agent.go(satisfied.url.toString());
+    expect(straight.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+    expect((await exchange(straight.location!, satisfied)).claims()).toMatchObject({ acr: '2' });
+
+    // prompt=login with max_age and acr_values=2: the password, then the second step despite the remembered browser.
+    const fresh = await authorizationRequest(rp, { acr_values: '2', prompt: 'login', max_age: '0' });
+    const again = await agent.submit(await agent.go(fresh.url.toString()), { email: person.email, password: PASSWORD });
+    expect(again.html).toContain('<h1>Confirm it is you</h1>');
+    nextStep();
+    const done = await agent.submit(again, { method: 'totp', code: codeAt(person.secret), step: 'verify' });
+    expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+    expect((await exchange(done.location!, fresh)).claims()).toMatchObject({ sub: person.id, amr: ['pwd', 'otp', 'mfa'], acr: '2', auth_time: expect.any(Number) });
+  });
+});
+
 describe('in a real browser', () => {
   let browser: Browser;
   let app: Server;

@@ -113,8 +113,11 @@ export function providerPages(services: Services, config: Config) {
     const id = field(req, 'interaction') ?? '';
     const { interaction, client } = await oidc.interaction(id);
     oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, interaction.id, field(req, 'csrf'));
-    // The sign-in's procedures, as `POST /login` and `POST /mfa/verify` call them: they set the session's cookies.
-    const caller = createCaller(createHttpContext(req, res, services, config));
+    // The sign-in's procedures, as `POST /login` and `POST /mfa/verify` call them: they set the
+    // session's cookies. A request that wants the second step now ignores the remembered browser.
+    const context = createHttpContext(req, res, services, config);
+    if (oidc.wantsFreshSecondStep(interaction)) context.credentials.trustedDevice = undefined;
+    const caller = createCaller(context);
     const targets = [interaction.params.redirectUri];
     const loginAgain = (error: AppError, email = '') => {
       // The account's attempts ran out for this browser: the form asks for human verification too.
