@@ -39,8 +39,13 @@ function hasIssues(value: unknown): value is { issues: z.core.$ZodIssue[] } {
  * Anything thrown → the AppError a client is shown. Schema failures list every field;
  * unexpected errors become a generic 500 and are logged with their stack, never sent.
  */
+/** What a procedure threw, as its caller receives it: a TRPCError's cause, or the error itself. */
+export function causeOf(error: unknown): unknown {
+  return error instanceof TRPCError && error.cause ? error.cause : error;
+}
+
 export function toAppError(error: unknown, input: unknown, log?: Logger): AppError {
-  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  const cause = causeOf(error);
   if (cause instanceof AppError) return cause;
   // Schema issues are the client's fault only on the way in; a failing output check is our bug.
   const isOutputCheck = error instanceof TRPCError && error.code === 'INTERNAL_SERVER_ERROR';

@@ -31,14 +31,14 @@ const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
  * registered URI without following redirects, with a timeout, and retried with backoff.
  */
 export class LogoutNotifier {
-  readonly #p: Provider;
+  readonly #provider: Provider;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | null = null;
   #again = false;
 
   constructor(p: Provider, log: Logger) {
-    this.#p = p;
+    this.#provider = p;
     this.#log = log;
   }
 
@@ -72,31 +72,31 @@ export class LogoutNotifier {
 
   /** One round: queue the logout tokens of sessions that ended, then deliver what is due. */
   async tick(): Promise<void> {
-    for (const ended of await this.#p.logouts.endedSessionClients(100)) await this.#end(ended);
+    for (const ended of await this.#provider.logouts.endedSessionClients(100)) await this.#end(ended);
     await this.#deliverDue();
   }
 
   /** A person revoked an application: it is told for each session it signed them in through. */
   async clientRevoked(profileId: string, clientId: string): Promise<void> {
-    for (const entry of await this.#p.logouts.sessionClientsOf(profileId, clientId)) await this.#end(entry);
+    for (const entry of await this.#provider.logouts.sessionClientsOf(profileId, clientId)) await this.#end(entry);
     this.kick();
   }
 
   async #end(entry: SessionClient): Promise<void> {
-    const client = await this.#p.clients.find(entry.clientId);
+    const client = await this.#provider.clients.find(entry.clientId);
     const uri = client?.backchannelLogoutUri ?? null;
     const delivery = client && uri ? { uri, logoutToken: await this.#logoutToken(entry, client) } : null;
-    await this.#p.logouts.endSessionClient(entry, delivery, this.#p.now());
+    await this.#provider.logouts.endSessionClient(entry, delivery, this.#provider.now());
   }
 
   async #logoutToken(entry: SessionClient, client: NonNullable<Awaited<ReturnType<Provider['clients']['find']>>>): Promise<string> {
-    const { kid, key } = await this.#p.keys.signer();
-    const now = Math.floor(this.#p.now() / 1000);
+    const { kid, key } = await this.#provider.keys.signer();
+    const now = Math.floor(this.#provider.now() / 1000);
     return new SignJWT({ events: { [EVENT]: {} }, sid: entry.sid })
       .setProtectedHeader({ alg: 'RS256', kid, typ: 'logout+jwt' })
-      .setIssuer(this.#p.issuer)
+      .setIssuer(this.#provider.issuer)
       .setAudience(client.id)
-      .setSubject(subjectOf(this.#p, client, entry.profileId))
+      .setSubject(subjectOf(this.#provider, client, entry.profileId))
       .setIssuedAt(now)
       // Long enough for the retries of a day: a client checks `iat` and `jti`, not a short `exp`.
       .setExpirationTime(now + 2 * 24 * 3600)
@@ -105,18 +105,18 @@ export class LogoutNotifier {
   }
 
   async #deliverDue(): Promise<void> {
-    const now = this.#p.now();
-    const due = await this.#p.logouts.leaseDue(now, now + LEASE_MS, 20);
+    const now = this.#provider.now();
+    const due = await this.#provider.logouts.leaseDue(now, now + LEASE_MS, 20);
     await Promise.all(due.map(async (delivery) => {
       const problem = await post(delivery.uri, delivery.logoutToken);
-      const at = this.#p.now();
+      const at = this.#provider.now();
       if (problem === null) {
-        await this.#p.logouts.delivered(delivery.id, at);
+        await this.#provider.logouts.delivered(delivery.id, at);
         return;
       }
       const attempts = delivery.attempts + 1;
       this.#log.info({ client: delivery.clientId, attempts, problem }, 'back-channel logout: not delivered yet');
-      await this.#p.logouts.failed(delivery.id, problem, attempts >= MAX_ATTEMPTS ? null : at + backoffMs(attempts), at);
+      await this.#provider.logouts.failed(delivery.id, problem, attempts >= MAX_ATTEMPTS ? null : at + backoffMs(attempts), at);
     }));
   }
 }

@@ -12,19 +12,38 @@ import { AppError } from '../../shared/errors.ts';
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { safeEqual } from '../secrets.ts';
 
+/**
+ * Where a CSRF cookie lives: `__Host-` prefixed at path `/` over https (so no other host of the
+ * domain can plant one); over http, limited to `httpPath`. The account pages' and the sign-in
+ * provider's pages each have one.
+ */
+export function csrfCookie(config: Pick<Config, 'baseUrl'>, name: string, httpPath: string): { name: string; path: string; secure: boolean } {
+  return config.baseUrl.startsWith('https:') ? { name: `__Host-${name}`, path: '/', secure: true } : { name, path: httpPath, secure: false };
+}
+
+/** A new per-browser CSRF secret. */
+export function newCsrfSecret(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** Sets `secret` as the browser's CSRF cookie `cookie` (HttpOnly, SameSite=Strict). */
+export function setCsrfCookie(res: Response, cookie: ReturnType<typeof csrfCookie>, secret: string): void {
+  res.cookie(cookie.name, secret, { httpOnly: true, sameSite: 'strict', secure: cookie.secure, path: cookie.path });
+}
+
+const pagesCookie = (config: Config) => csrfCookie(config, 'service.csrf', PAGES_PREFIX);
+
 export function csrfCookieName(config: Config): string {
-  return config.baseUrl.startsWith('https:') ? '__Host-service.csrf' : 'service.csrf';
+  return pagesCookie(config).name;
 }
 
 /** The browser's CSRF secret: the one its cookie holds, or a new one set now. */
 export function csrfTokenFor(req: Request, res: Response, config: Config): string {
-  const name = csrfCookieName(config);
-  const existing: unknown = req.cookies?.[name];
+  const cookie = pagesCookie(config);
+  const existing: unknown = req.cookies?.[cookie.name];
   if (typeof existing === 'string' && /^[\w-]{32}$/.test(existing)) return existing;
-  const secret = randomBytes(24).toString('base64url');
-  const https = config.baseUrl.startsWith('https:');
-  // `__Host-` cookies must have path `/`; over http the cookie is limited to the pages.
-  res.cookie(name, secret, { httpOnly: true, sameSite: 'strict', secure: https, path: https ? '/' : PAGES_PREFIX });
+  const secret = newCsrfSecret();
+  setCsrfCookie(res, cookie, secret);
   return secret;
 }
 

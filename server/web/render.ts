@@ -6,11 +6,10 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TRPCError } from '@trpc/server';
 import { Eta } from 'eta';
 import type { Request, Response } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
-import { toAppError } from '../errors.ts';
+import { causeOf, toAppError } from '../errors.ts';
 import { AppError } from '../../shared/errors.ts';
 import { ASSETS } from './assets.ts';
 
@@ -105,7 +104,7 @@ export function refusalOf(req: Request, error: unknown, fieldOf: (path: string) 
  * browser (`details.humanVerification`), or the verification sent was not accepted.
  */
 export function humanVerificationAsked(error: unknown): boolean {
-  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  const cause = causeOf(error);
   return cause instanceof AppError && (cause.details?.humanVerification === 'required' || cause.name === 'HumanVerificationRequiredError');
 }
 

@@ -5,7 +5,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { PAGES_PREFIX } from '../../config.ts';
 import { refusalOf, sendPage, type FieldError } from '../render.ts';
-import { field, frame, query, redirect, refusal as refusalOfService, type PageKit, type PageRequest } from './kit.ts';
+import { field, frame, query, redirect, serviceRefusal, type PageKit, type PageRequest } from './kit.ts';
 
 export function confirmEmailPages(kit: PageKit) {
   const { handle } = kit;
@@ -37,7 +37,7 @@ export function confirmEmailPages(kit: PageKit) {
         // The service refusing the code itself (one error at `token`; a schema failure is a list
         // of fields, and a code of the wrong shape keeps its own message): a wrong, used or expired
         // code, in the page's words rather than the API's "Token is not valid", which its clients match.
-        const refused = refusalOfService(error);
+        const refused = serviceRefusal(error);
         if (refused?.errors === undefined && refused?.details?.path === 'token') {
           refusal.errors = refusal.errors.map((e) => (e.field === 'code' ? { ...e, message: 'That code is wrong or has expired' } : e));
         }

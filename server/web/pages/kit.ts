@@ -10,13 +10,12 @@
  * that succeeds answers with a redirect (post/redirect/get) to a page that says what happened.
  * The session is the API's: the same cookies `POST /login` sets.
  */
-import { TRPCError } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/index.ts';
 import type { Viewer } from '../../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../../config.ts';
 import { createHttpContext } from '../../http/context.ts';
-import { toAppError } from '../../errors.ts';
+import { causeOf, toAppError } from '../../errors.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
 import { checkCsrf, csrfTokenFor } from '../csrf.ts';
@@ -86,14 +85,14 @@ export function query(req: Request, name: string): string {
  * The service's refusal (a 4xx) an error carries, as a procedure called through a caller throws
  * it; null for something going wrong (logged, an error page).
  */
-export function refusal(error: unknown): AppError | null {
-  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+export function serviceRefusal(error: unknown): AppError | null {
+  const cause = causeOf(error);
   return cause instanceof AppError && cause.status < 500 ? cause : null;
 }
 
 /** Whether an error is the service refusing the request (a 4xx), not something going wrong. */
 export function isRefusal(error: unknown): boolean {
-  return refusal(error) !== null;
+  return serviceRefusal(error) !== null;
 }
 
 /** Where to go after signing in: a page of ours only (never another site: no open redirect). */

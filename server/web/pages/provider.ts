@@ -8,7 +8,6 @@
  * `server/http/oidc.ts` are: these handlers only move forms on and off the wire. Their HTML is
  * `server/oidc/pages.ts` (templates in `../templates/oidc/`).
  */
-import { randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors.ts';
 import type { MfaVerifyInput } from '../../../shared/index.ts';
@@ -21,21 +20,12 @@ import type { EndSession } from '../../oidc/end-session.ts';
 import { consentPage, errorPage, loginPage, secondStepPage, signedOutPage, signOutPage } from '../../oidc/pages.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
+import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../csrf.ts';
 import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
+import { resetRequestLink } from '../../mail/messages.ts';
 import { humanVerificationAsked, requestIdOf, TURNSTILE_ORIGIN } from '../render.ts';
-import { refusal } from './kit.ts';
+import { serviceRefusal } from './kit.ts';
 import { secondStepErrors } from './second-step.ts';
-
-/**
- * The cookie that binds a page's CSRF token to the browser that loaded the page. Over https it
- * is `__Host-` prefixed, as the account pages' is (`web/csrf.ts`), so that no other host of the
- * domain can plant one; such a cookie must have path `/`, so over http only it is kept to `/oidc`.
- */
-function csrfCookie(config: Config): { name: string; path: string; secure: boolean } {
-  const https = config.baseUrl.startsWith('https:');
-  return https ? { name: '__Host-service.oidc-csrf', path: '/', secure: true } : { name: 'service.oidc-csrf', path: '/oidc', secure: false };
-}
-
 
 /**
  * A provider page: its own CSP, so a form may send the person on to the client's redirect URI; `widget`:
@@ -55,7 +45,6 @@ export function sendProviderPage(res: Response, status: number, html: string, fo
     .send(html);
 }
 
-
 /** A provider page's handler: a protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
 export const providerPage = (handler: (req: Request, res: Response) => Promise<void>, onPage = false) => (req: Request, res: Response) => {
   handler(req, res).catch((error: unknown) => {
@@ -73,20 +62,21 @@ export function providerPages(services: Services, config: Config) {
   // The browser's session only: signing someone in to an application takes their browser, not
   // an access token alone.
   const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
-  const csrf = csrfCookie(config);
+  // The cookie that binds a page's CSRF token to the browser that loaded the page (`web/csrf.ts`).
+  const csrf = csrfCookie(config, 'service.oidc-csrf', '/oidc');
   /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */
   const csrfFor = (res: Response, interactionId: string) => {
-    const secret = randomBytes(24).toString('base64url');
-    res.cookie(csrf.name, secret, { httpOnly: true, sameSite: 'strict', secure: csrf.secure, path: csrf.path });
+    const secret = newCsrfSecret();
+    setCsrfCookie(res, csrf, secret);
     return oidc.csrfToken(secret, interactionId);
   };
   const field = (req: Request, name: string): string | undefined => {
     const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
     return typeof value === 'string' ? value : undefined;
   };
-  /** A protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
   const safely = providerPage;
   const page = sendProviderPage;
+  const resetUrl = resetRequestLink(config.webUrl);
 
   /**
    * Signed in on this request (the procedure set the session's cookies, and so the request's
@@ -105,7 +95,7 @@ export function providerPages(services: Services, config: Config) {
     const { interaction, client } = await oidc.interaction(id);
     const csrf = csrfFor(res, interaction.id);
     // Signing in may send the browser straight on to the client (consent given before).
-    page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req) }), [
+    page(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl, requestId: requestIdOf(req) }), [
       interaction.params.redirectUri,
     ]);
   }, true);
@@ -123,7 +113,7 @@ export function providerPages(services: Services, config: Config) {
       // The account's attempts ran out for this browser: the form asks for human verification too.
       const verify = humanVerificationAsked(error);
       const verification = verify ? { verification: config.humanVerification ? ('remote' as const) : ('development' as const), siteKey: config.humanVerificationSiteKey } : {};
-      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: error.message, email, ...verification });
+      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl, requestId: requestIdOf(req), error: error.message, email, ...verification });
       page(res, error.status, html, targets, verify && config.humanVerification !== undefined && config.humanVerificationSiteKey !== undefined);
     };
     const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; sent?: boolean } = {}) => {
@@ -137,7 +127,7 @@ export function providerPages(services: Services, config: Config) {
       const method = field(req, 'method') ?? 'totp';
       // No methods: the sign-in expired or was completed (or the token is not one of ours).
       const { methods } = await caller.accounts.mfa.pendingMethods({ mfaPendingToken }).catch((error: unknown) => {
-        if (refusal(error)) return { methods: [] };
+        if (serviceRefusal(error)) return { methods: [] };
         throw error;
       });
       const pending = { token: mfaPendingToken, methods, method };
@@ -151,7 +141,7 @@ export function providerPages(services: Services, config: Config) {
         const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : (field(req, 'code') ?? '');
         await caller.accounts.mfa.verify({ mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' } as MfaVerifyInput);
       } catch (error) {
-        const refused = refusal(error);
+        const refused = serviceRefusal(error);
         if (!refused) throw error;
         // A sign-in that expired or was completed starts again from the password.
         if (pending.methods.length === 0) loginAgain(refused);
@@ -171,7 +161,7 @@ export function providerPages(services: Services, config: Config) {
         return;
       }
     } catch (error) {
-      const refused = refusal(error);
+      const refused = serviceRefusal(error);
       if (!refused) throw error;
       loginAgain(refused, email);
       return;
@@ -189,10 +179,10 @@ export function providerPages(services: Services, config: Config) {
       // The procedure sets the session's cookies, as `POST /login/passkey` does.
       await createCaller(createHttpContext(req, res, services, config)).accounts.passkeyLogin(input);
     } catch (error) {
-      const refused = refusal(error);
+      const refused = serviceRefusal(error);
       if (!refused) throw error;
       const csrf = csrfFor(res, interaction.id);
-      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl: `${config.webUrl}/reset`, requestId: requestIdOf(req), error: refused.message });
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl, requestId: requestIdOf(req), error: refused.message });
       page(res, refused.status, html, [interaction.params.redirectUri]);
       return;
     }
@@ -225,12 +215,14 @@ export function providerPages(services: Services, config: Config) {
   }, true);
 
   // ---- signing out (RP-initiated logout) ---------------------------------------------------------
-  /** Ends the browser's session through `POST /logout`'s procedure; the applications it signed in to are told (`back-channel.ts`). */
+  /**
+   * Ends the browser's session through `POST /logout`'s procedure; each process finds the ended
+   * session within a second and tells the applications it signed in to (`back-channel.ts`).
+   */
   const signOut = async (req: Request, res: Response) => {
     await createCaller(createHttpContext(req, res, services, config, 'cookie')).accounts.logout();
-    oidc.logouts.kick();
   };
-  const after = (res: Response, outcome: EndSession) => {
+  const afterSignOut = (res: Response, outcome: EndSession) => {
     if (outcome.redirect) res.redirect(303, outcome.redirect);
     else page(res, 200, signedOutPage({ clientName: outcome.client?.name ?? '' }));
   };
@@ -240,7 +232,7 @@ export function providerPages(services: Services, config: Config) {
     const outcome = await oidc.endSession(params ?? {}, viewer);
     if (!outcome.confirm) {
       if (viewer) await signOut(req, res);
-      after(res, outcome);
+      afterSignOut(res, outcome);
       return;
     }
     const me = await createCaller(createHttpContext(req, res, services, config, 'cookie')).accounts.me();
@@ -260,7 +252,7 @@ export function providerPages(services: Services, config: Config) {
     const params = { client_id: field(req, 'client_id'), post_logout_redirect_uri: field(req, 'post_logout_redirect_uri'), state: field(req, 'state') };
     const outcome = await oidc.endSession(params, null);
     if (await viewerOf(req, res)) await signOut(req, res);
-    after(res, outcome);
+    afterSignOut(res, outcome);
   }, true);
 
   return { loginForm, login, loginPasskey, consentForm, consent, endSession, confirmEndSession } satisfies Record<string, RequestHandler>;
