@@ -82,6 +82,13 @@ export async function up(db: Knex): Promise<void> {
     t.primary(['session_id', 'client_id']);
     t.index(['profile_id']);
   });
+  // When each person's tokens at each client were last issued (the Applications section's "last used").
+  await db.schema.createTable('oidc_client_uses', (t) => {
+    t.string('profile_id', 300).notNullable().references('id').inTable('profiles').onDelete('CASCADE');
+    t.string('client_id', 200).notNullable().references('id').inTable('oidc_clients').onDelete('CASCADE');
+    t.bigInteger('last_used_at').notNullable();
+    t.primary(['profile_id', 'client_id']);
+  });
   await db.schema.createTable('oidc_logout_deliveries', (t) => {
     t.increments('id').primary();
     t.string('client_id', 200).notNullable();
@@ -115,7 +122,7 @@ export async function down(db: Knex): Promise<void> {
     t.dropColumn('family_id');
     t.dropColumn('sid');
   });
-  for (const table of ['oidc_logout_deliveries', 'oidc_session_clients', 'oidc_refresh_tokens', 'oidc_assertions', 'oidc_registration_tokens', 'oidc_client_secrets']) await db.schema.dropTable(table);
+  for (const table of ['oidc_client_uses', 'oidc_logout_deliveries', 'oidc_session_clients', 'oidc_refresh_tokens', 'oidc_assertions', 'oidc_registration_tokens', 'oidc_client_secrets']) await db.schema.dropTable(table);
   await db.schema.alterTable('oidc_clients', (t) => {
     for (const column of ['auth_method', 'grant_types', 'jwks', 'jwks_uri', 'post_logout_redirect_uris', 'backchannel_logout_uri', 'backchannel_logout_session_required', 'subject_type', 'sector_identifier_uri', 'refresh_absolute_seconds', 'refresh_idle_seconds', 'registration_token_hash', 'metadata']) t.dropColumn(column);
   });

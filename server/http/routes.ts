@@ -450,6 +450,7 @@ export const routes: Route[] = [
   accountForm('/account/security/sessions/end', 'webEndSession'),
   accountForm('/account/security/sessions/end-others', 'webEndOtherSessions'),
   accountForm('/account/security/applications/revoke', 'webRevokeApplication'),
+  accountForm('/account/security/applications/register', 'webRegisterApplication'),
   accountPage('/account/security/confirm', 'webConfirmIdentityForm'),
   accountForm('/account/security/mfa/preferred', 'webMfaPreferred'),
   accountForm('/account/security/mfa/totp/setup', 'webTotpSetup'),

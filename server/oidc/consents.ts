@@ -1,9 +1,15 @@
-import { AppError } from '../../shared/index.ts';
+import { AppError, type OidcConsent } from '../../shared/index.ts';
 import type { Provider } from './provider.ts';
 
-/** The applications a person has let sign them in, and with which scopes. */
-export function consents(p: Provider, profileId: string) {
-  return p.repo.consentsOf(profileId);
+/**
+ * The applications a person has let sign them in: with which scopes, what kind of application
+ * each is (a server-side one holding a secret or keys, or a browser or native app), whether it
+ * holds a refresh token now (it may act while the person is away), and when it last got tokens.
+ */
+export async function consents(p: Provider, profileId: string): Promise<OidcConsent[]> {
+  const [given, offline] = await Promise.all([p.repo.consentsOf(profileId), p.refreshTokens.liveFamilies(profileId, p.now())]);
+  const holding = new Set(offline.map((family) => family.clientId));
+  return given.map(({ authMethod, ...consent }) => ({ ...consent, kind: authMethod === 'none' ? 'public' : 'confidential', offline: holding.has(consent.clientId) }));
 }
 
 /** Withdrawing a consent ends what it allowed: the person's tokens and unused codes at that client. */

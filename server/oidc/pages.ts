@@ -10,7 +10,7 @@ import { secondStepData } from '../web/pages/second-step.ts';
 import { renderPage } from '../web/render.ts';
 
 /** What each scope means, in plain words. */
-const SCOPE_WORDS: Record<string, string> = {
+export const SCOPE_WORDS: Record<string, string> = {
   openid: 'Know who you are (your profile id)',
   profile: 'See your name',
   email: 'See your email address and whether it is confirmed',

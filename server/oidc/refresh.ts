@@ -66,6 +66,7 @@ export async function refreshGrant(p: Provider, client: ClientRecord, presented:
     { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
     now,
   );
+  await p.repo.noteUse(record.profileId, client.id, now);
   const answer: TokenAnswer = { access_token: accessToken, token_type: 'Bearer', expires_in: OIDC_TOKEN_SECONDS, refresh_token: next, scope: scopes.join(' ') };
   if (scopes.includes('openid')) {
     answer.id_token = await idToken(p, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(p, client, profile.id), ...claims }, accessToken, now);

@@ -1,6 +1,6 @@
-import { ClientMetadata, OIDC_SCOPES, type OidcScope } from '../../shared/index.ts';
+import { AppError, ClientMetadata, OIDC_SCOPES, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
-import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken } from './errors.ts';
+import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken, OAuthError } from './errors.ts';
 import type { Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
@@ -36,6 +36,36 @@ export async function register(p: Provider, bearer: string | undefined, body: un
   if (secret) await p.registry.addSecret(id, hashSecret(secret), now);
   p.clients.forget(id);
   return { status: 201, body: answerOf(p, client, { secret, registrationToken }) };
+}
+
+/**
+ * A signed-in person registers an application from the account pages: the same metadata rules
+ * as `register`, into the approval queue, without a registration access token (an operator or
+ * super user manages it from then on). The secret is answered once.
+ */
+export async function registerForPerson(p: Provider, input: RegisterApplicationInput): Promise<RegisteredApplication> {
+  let metadata: ClientMetadata;
+  try {
+    metadata = await checkMetadata({
+      client_name: input.name,
+      redirect_uris: input.redirectUris,
+      token_endpoint_auth_method: input.kind === 'public' ? 'none' : 'client_secret_basic',
+      grant_types: input.offline ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
+    });
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    throw new AppError('ValidationError', error.message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
+  }
+  const now = p.now();
+  const id = randomToken().slice(0, 24);
+  const client = recordOf(id, metadata, { status: 'pending', createdAt: now, updatedAt: now, registrationTokenHash: null });
+  const secret = METHODS_WITH_SECRETS.has(client.authMethod) ? randomToken() : undefined;
+  await p.repo.transaction(async (repo) => {
+    await repo.insertClient(client);
+    if (secret) await repo.registry.addSecret(id, hashSecret(secret), now);
+  });
+  p.clients.forget(id);
+  return { clientId: id, ...(secret ? { clientSecret: secret } : {}), status: client.status };
 }
 
 /** `GET /oidc/register/{client_id}` (RFC 7592 §2.1): the metadata as stored; the secret is never shown again. */

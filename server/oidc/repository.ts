@@ -345,18 +345,32 @@ export class OidcRepository {
       .merge({ scopes: JSON.stringify(scopes), created_at: now });
   }
 
-  async consentsOf(profileId: string): Promise<Array<{ clientId: string; clientName: string; scopes: string[]; createdAt: number }>> {
+  /** A person's consents, with each client's way of authenticating and when its tokens were last issued. */
+  async consentsOf(profileId: string): Promise<Array<{ clientId: string; clientName: string; authMethod: OidcClient['authMethod']; scopes: string[]; createdAt: number; lastUsedAt: number | null }>> {
     const rows = await this.#db('oidc_consents')
       .join('oidc_clients', 'oidc_clients.id', 'oidc_consents.client_id')
+      .leftJoin('oidc_client_uses', (join) => {
+        join.on('oidc_client_uses.profile_id', '=', 'oidc_consents.profile_id').andOn('oidc_client_uses.client_id', '=', 'oidc_consents.client_id');
+      })
       .where('oidc_consents.profile_id', profileId)
-      .select('oidc_consents.client_id', 'oidc_clients.name', 'oidc_consents.scopes', 'oidc_consents.created_at')
+      .select('oidc_consents.client_id', 'oidc_clients.name', 'oidc_clients.auth_method', 'oidc_consents.scopes', 'oidc_consents.created_at', 'oidc_client_uses.last_used_at')
       .orderBy('oidc_consents.client_id');
     return rows.map((row: Record<string, unknown>) => ({
       clientId: String(row.client_id),
       clientName: String(row.name),
+      authMethod: row.auth_method as OidcClient['authMethod'],
       scopes: json<string[]>(row.scopes),
       createdAt: Number(row.created_at),
+      lastUsedAt: nullableNumber(row.last_used_at),
     }));
+  }
+
+  /** Notes that a client was issued a person's tokens now (a code redeemed, a refresh). */
+  async noteUse(profileId: string, clientId: string, now: number): Promise<void> {
+    await this.#db('oidc_client_uses')
+      .insert({ profile_id: profileId, client_id: clientId, last_used_at: now })
+      .onConflict(['profile_id', 'client_id'])
+      .merge({ last_used_at: now });
   }
 
   async deleteConsent(profileId: string, clientId: string): Promise<boolean> {

@@ -11,6 +11,8 @@ import {
   OidcConsentClientInput,
   OidcConsentsResult,
   RedirectResult,
+  RegisterApplicationInput,
+  RegisteredApplication,
   AppError,
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
@@ -70,6 +72,13 @@ export const oidcRouter = router({
       await ctx.services.oidc.removeClient(input.id);
       return {};
     }),
+
+  /** A signed-in person registers an application (the account pages' form); it waits for approval. */
+  registerApplication: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(RegisterApplicationInput)
+    .output(RegisteredApplication)
+    .mutation(({ ctx, input }) => ctx.services.oidc.registerForPerson(input)),
 
   consents: authedProcedure.output(OidcConsentsResult).query(async ({ ctx }) => ({ consents: await ctx.services.oidc.consents(ctx.user) })),
 

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { OidcClient, OidcClientInput } from '../../shared/index.ts';
+import type { OidcClient, OidcClientInput, RegisterApplicationInput, RegisteredApplication } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from 'pino';
@@ -9,7 +9,7 @@ import { authorize } from './authorize.ts';
 import { addClient, issueRegistrationToken, listClients, removeClient, rotateSecret, setClientStatus } from './clients.ts';
 import { endSession, type EndSession } from './end-session.ts';
 import { introspect } from './introspect.ts';
-import { deleteRegistration, readRegistration, register, updateRegistration, type RegistrationAnswer } from './registration.ts';
+import { deleteRegistration, readRegistration, register, registerForPerson, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, needsLogin, usable, wantsFreshSecondStep } from './flow.ts';
@@ -143,6 +143,11 @@ export class OidcService {
 
   deleteRegistration(clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
     return deleteRegistration(this.#provider, clientId, bearer);
+  }
+
+  /** A person registers an application from the account pages, into the approval queue. */
+  registerForPerson(input: RegisterApplicationInput): Promise<RegisteredApplication> {
+    return registerForPerson(this.#provider, input);
   }
 
   /** An initial access token for the registration endpoint (`npm run admin -- oidc-client registration-token`). */

@@ -35,6 +35,7 @@ export async function token(p: Provider, form: Record<string, unknown>, proof: O
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
   const familyId = offline ? randomToken() : null;
   const accessToken = await consumeCode(p, code, now, familyId);
+  await p.repo.noteUse(code.profileId, client.id, now);
   const refreshToken = familyId ? await startFamily(p, client, code, familyId, now) : undefined;
   return {
     access_token: accessToken,

@@ -67,7 +67,19 @@ export const OidcClientIdInput = z.strictObject({ id: OidcClientId });
 export const OidcClientStatusInput = z.strictObject({ id: OidcClientId, status: OidcClientStatus });
 
 /** A consent a person gave a client. */
-export const OidcConsent = z.strictObject({ clientId: z.string(), clientName: z.string(), scopes: z.array(z.string()), createdAt: Timestamp });
+export const OidcConsent = z.strictObject({
+  clientId: z.string(),
+  clientName: z.string(),
+  scopes: z.array(z.string()),
+  createdAt: Timestamp,
+  /** `confidential`: a server-side application (a secret or keys); `public`: a browser or native app. */
+  kind: z.enum(['public', 'confidential']),
+  /** Whether it holds a refresh token now: it may act while the person is away. */
+  offline: z.boolean(),
+  /** When it was last issued the person's tokens (null: not yet). */
+  lastUsedAt: Timestamp.nullable(),
+});
+export type OidcConsent = z.infer<typeof OidcConsent>;
 export const OidcConsentsResult = z.strictObject({ consents: z.array(OidcConsent) });
 export const OidcConsentClientInput = z.strictObject({ clientId: OidcClientId });
 
@@ -79,3 +91,25 @@ export const InteractionResult = z.union([
   z.strictObject({ client: z.strictObject({ clientName: z.string() }), scopes: z.array(z.string()) }),
 ]);
 export const RedirectResult = z.strictObject({ redirectUri: z.string() });
+
+/**
+ * A person registers an application from the account pages (`oidc.registerApplication`): it
+ * waits for an operator's approval, as one registered with an initial access token made
+ * without `--approved` does.
+ */
+export const RegisterApplicationInput = z.strictObject({
+  name: z.string().trim().min(1, 'Give the application a name').max(200),
+  redirectUris: z.array(z.string().trim().min(1).max(2000)).min(1, 'Give at least one address to come back to').max(20),
+  /** `confidential`: a server-side web app, given a secret; `public`: a browser or native app, with PKCE. */
+  kind: z.enum(['confidential', 'public']),
+  /** Whether it may ask for refresh tokens (`offline_access`). */
+  offline: z.boolean(),
+});
+export type RegisterApplicationInput = z.infer<typeof RegisterApplicationInput>;
+export const RegisteredApplication = z.strictObject({
+  clientId: z.string(),
+  /** Shown once: only its hash is kept. */
+  clientSecret: z.string().optional(),
+  status: OidcClientStatus,
+});
+export type RegisteredApplication = z.infer<typeof RegisteredApplication>;

@@ -13,7 +13,8 @@ import { TestClock } from '../helpers/clock.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
+import * as client from 'openid-client';
+import { admin, authorizationRequest, registerByHttp, registerClient, registrationToken, relyingParty } from '../oidc/helpers.ts';
 import { checkPage, IPHONE, linkInMail, newContext, signIn } from './helpers.ts';
 
 /** Each test drives Chromium through several pages and browsers: slow on a loaded 2-core machine. */
@@ -299,5 +300,45 @@ describe('password & security', () => {
     // The next sign-in to it asks for consent again.
     await page.goto(url.toString());
     await page.getByRole('button', { name: 'Allow' }).waitFor();
+  });
+
+  it('registers an application from the page: its id and secret shown once, waiting for approval', LONG, async () => {
+    await page.goto(`${server.url}/account/security#applications`);
+    await page.getByLabel('Name, as people will see it').fill('Reviewer Matcher');
+    await page.getByLabel('Address to come back to after signing in').fill('javascript:alert(1)');
+    await page.getByRole('button', { name: 'Register the application' }).click();
+    expect(await page.locator('#appRedirectUri-error').textContent()).toContain('must use https');
+    await page.getByLabel('Address to come back to after signing in').fill('https://matcher.example/callback');
+    await page.getByLabel('It may keep people signed in while they are away').check();
+    await page.getByRole('button', { name: 'Register the application' }).click();
+    await page.getByRole('heading', { name: 'Your application is registered' }).waitFor();
+    const text = (await page.locator('main').textContent()) ?? '';
+    const clientId = /Its client id: (\S+)/.exec(text)?.[1] ?? '';
+    expect(text).toMatch(/Its client secret: \S{43}/);
+    expect(text).toContain('waits for an operator’s approval');
+    expect(await admin(server, 'oidc-client', 'list')).toContain(`${clientId}\tpending\tReviewer Matcher`);
+  });
+
+  it('signs out from an application (RP-initiated logout): back to the app, and signed out here', LONG, async () => {
+    const callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
+    const registered = await registerByHttp(server, await registrationToken(server, '--approved'), {
+      client_name: 'Session Board',
+      redirect_uris: [callback],
+      post_logout_redirect_uris: [`${callback}/signed-out`],
+      token_endpoint_auth_method: 'none',
+    });
+    const rp = await relyingParty(server, registered.body.client_id);
+    const request = await authorizationRequest(rp, { redirect_uri: callback });
+    await page.goto(request.url.toString());
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((u) => u.toString().startsWith(callback));
+    const tokens = await client.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: request.verifier, expectedState: request.state, expectedNonce: request.nonce, idTokenExpected: true });
+    await page.goto(`${server.url}/account/security#applications`);
+    expect(await page.locator('#applications').textContent()).toMatch(/Session Board.*An application in your browser or on your device\. Last used/s);
+
+    await page.goto(client.buildEndSessionUrl(rp, { id_token_hint: tokens.id_token ?? '', post_logout_redirect_uri: `${callback}/signed-out`, state: 'see-you' }).toString());
+    await page.waitForURL((u) => u.toString().startsWith(`${callback}/signed-out`));
+    expect(new URL(page.url()).searchParams.get('state')).toBe('see-you');
+    expect(await stillSignedIn(page)).toBe(false);
   });
 });

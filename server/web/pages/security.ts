@@ -6,6 +6,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { MfaStatus } from '../../../shared/index.ts';
 import { TOTP_ISSUER, totpProvisioning } from '../../accounts/mfa/totp.ts';
+import { SCOPE_WORDS } from '../../oidc/pages.ts';
 import { PAGES_PREFIX } from '../../config.ts';
 import { refusalOf, sendPage, when, type FieldError } from '../render.ts';
 import { jsonFieldValue } from '../passkey-forms.ts';
@@ -21,12 +22,6 @@ const AFTER_CONFIRM = ['totp-setup', 'totp-off', 'email-on', 'email-off', 'passk
 type AfterConfirm = (typeof AFTER_CONFIRM)[number];
 
 /** What each OpenID Connect scope lets an application see, in plain words. */
-const SCOPE_WORDS: Record<string, string> = {
-  openid: 'Know who you are (your profile id)',
-  profile: 'See your name',
-  email: 'See your email address and whether it is confirmed',
-};
-
 /** The sections of "Password & security", in order; each is `templates/security/<id>.eta`. */
 export const SECURITY_SECTIONS = [
   { id: 'password', title: 'Password' },
@@ -93,7 +88,8 @@ export function securityPages(kit: PageKit) {
   const { signedIn } = kit;
 
   // ---- password & security -------------------------------------------------------------------------
-  const securityPage = async (req: Request, res: Response, page: SignedInPage, status: number, errors?: FieldError[]) => {
+  /** `values`: what a refused form was sent with, shown again (the application's registration). */
+  const securityPage = async (req: Request, res: Response, page: SignedInPage, status: number, errors?: FieldError[], values: Record<string, string> = {}) => {
     const [{ sessions }, { events }, { consents }, profile, mfa, { passkeys }] = await Promise.all([
       page.caller.accounts.sessions(),
       page.caller.accounts.securityEvents(),
@@ -112,6 +108,7 @@ export function securityPages(kit: PageKit) {
         sessions,
         events,
         consents,
+        values,
         emails: profile.emails.map((email) => ({ email, preferred: email === profile.preferredEmail })),
         mfa,
         passkeys,
@@ -165,6 +162,35 @@ export function securityPages(kit: PageKit) {
     async (_req, res, page) => {
       await page.caller.accounts.logoutOtherDevices();
       redirect(res, `${PAGES_PREFIX}/security#sessions`, 'others-ended');
+    },
+    { post: true },
+  );
+  /** "Register an application": into the approval queue; its id (and secret, shown once) on the page that follows. */
+  const webRegisterApplication = signedIn(
+    async (req, res, page) => {
+      let registered;
+      try {
+        registered = await page.caller.oidc.registerApplication({
+          name: field(req, 'name'),
+          redirectUris: [field(req, 'redirectUri')],
+          kind: field(req, 'kind') === 'public' ? 'public' : 'confidential',
+          offline: field(req, 'offline') === 'on',
+        });
+      } catch (error) {
+        const refusal = refusalOf(req, error, (at) => (at.startsWith('redirectUris') ? 'appRedirectUri' : 'appName'));
+        if (refusal.status >= 500) throw error;
+        return securityPage(req, res, page, refusal.status, refusal.errors, { name: field(req, 'name'), redirectUri: field(req, 'redirectUri'), kind: field(req, 'kind'), offline: field(req, 'offline') });
+      }
+      sendPage(res, 200, 'message', {
+        ...frame(req, page, 'Your application is registered'),
+        heading: 'Your application is registered',
+        paragraphs: [
+          'It waits for an operator’s approval before it signs anyone in.',
+          `Its client id: ${registered.clientId}`,
+          ...(registered.clientSecret ? [`Its client secret: ${registered.clientSecret}`, 'Copy the secret now: it is shown only this once, and only its fingerprint is kept.'] : ['It has no secret: it signs people in with PKCE.']),
+        ],
+        action: { href: `${PAGES_PREFIX}/security#applications`, label: 'Back to Password & security' },
+      });
     },
     { post: true },
   );
@@ -332,5 +358,5 @@ export function securityPages(kit: PageKit) {
     { post: true },
   );
 
-  return { webSecurity, webChangePassword, webAddEmail, webEndSession, webEndOtherSessions, webRevokeApplication, webMfaPreferred, webTotpSetup, webTotpVerify, webTotpOff, webEmailOn, webEmailOff, webPasskeyAdd, webPasskeyRemove, webRecoveryCodes, webForgetDevices, webConfirmIdentityForm, webConfirmIdentity } satisfies Record<string, RequestHandler>;
+  return { webSecurity, webChangePassword, webAddEmail, webEndSession, webEndOtherSessions, webRevokeApplication, webRegisterApplication, webMfaPreferred, webTotpSetup, webTotpVerify, webTotpOff, webEmailOn, webEmailOff, webPasskeyAdd, webPasskeyRemove, webRecoveryCodes, webForgetDevices, webConfirmIdentityForm, webConfirmIdentity } satisfies Record<string, RequestHandler>;
 }
