@@ -107,7 +107,13 @@ export async function issueCode(
   const { params } = interaction;
   const sid = sidOf(p, person.sessionId);
   // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
-  await p.logouts.recordSessionClient({ sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid }, now);
+  const recorded = `${person.sessionId} ${params.clientId}`;
+  if (p.sessionClients.due(recorded, now)) {
+    await p.logouts.recordSessionClient({ sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid }, now).catch((error: unknown) => {
+      p.sessionClients.forget(recorded);
+      throw error;
+    });
+  }
   await p.repo.insertCode(
     {
       codeHash: hashSecret(code),

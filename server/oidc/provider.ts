@@ -5,6 +5,7 @@ import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-
 import { InvalidRequest, OAuthError } from './errors.ts';
 import type { KeyStore } from './keys.ts';
 import type { LogoutRepository } from './logout-repository.ts';
+import type { OnceInAWhile } from './once-in-a-while.ts';
 import type { RefreshRepository } from './refresh-repository.ts';
 import type { RegistryRepository } from './registry-repository.ts';
 import type { ClientRecord, OidcRepository } from './repository.ts';
@@ -18,6 +19,9 @@ export interface Provider {
   registry: RegistryRepository;
   refreshTokens: RefreshRepository;
   logouts: LogoutRepository;
+  /** Last-use times (to the minute) and sessions' clients (once), written only when due (`OnceInAWhile`). */
+  lastUses: OnceInAWhile;
+  sessionClients: OnceInAWhile;
   accounts: AccountsForSignIn;
   keys: KeyStore;
   /** The client records, each read at most once a second (`KeptClients`). */
@@ -125,4 +129,16 @@ export function subjectOf(p: Pick<Provider, 'pairwiseKey'>, client: Pick<ClientR
  */
 export function sidOf(p: Pick<Provider, 'pairwiseKey'>, sessionId: string): string {
   return createHmac('sha256', p.pairwiseKey).update(`sid\n${sessionId}`).digest('base64url').slice(0, 32);
+}
+
+/** Notes that `clientId` was issued `profileId`'s tokens now, at most once a minute per pair and process. */
+export async function noteUse(p: Pick<Provider, 'repo' | 'lastUses'>, profileId: string, clientId: string, now: number): Promise<void> {
+  const key = `${profileId} ${clientId}`;
+  if (!p.lastUses.due(key, now)) return;
+  try {
+    await p.repo.noteUse(profileId, clientId, now);
+  } catch (error) {
+    p.lastUses.forget(key);
+    throw error;
+  }
 }

@@ -73,17 +73,16 @@ export class RefreshRepository {
   }
 
   /**
-   * Rotates `used` into `next` in one transaction: `used` is marked used only if it was live (a
-   * conditional UPDATE that must change one row), and only then is `next` stored. False when
-   * `used` was rotated or revoked meanwhile (two uses at once: one wins, the other is a reuse).
+   * Rotates `used` into `next`: `used` is marked used only if it was live (a conditional UPDATE
+   * that must change one row), and only then is `next` stored. False when `used` was rotated or
+   * revoked meanwhile (two uses at once: one wins, the other is a reuse). Run it inside the
+   * transaction that also stores the new access token (`OidcRepository.transaction`).
    */
   async rotate(usedHash: string, next: RefreshRecord, now: number): Promise<boolean> {
-    return this.#db.transaction(async (trx) => {
-      const marked = await trx('oidc_refresh_tokens').where({ token_hash: usedHash }).whereNull('used_at').whereNull('revoked_at').update({ used_at: now });
-      if (marked !== 1) return false;
-      await trx('oidc_refresh_tokens').insert(toRow(next));
-      return true;
-    });
+    const marked = await this.#db('oidc_refresh_tokens').where({ token_hash: usedHash }).whereNull('used_at').whereNull('revoked_at').update({ used_at: now });
+    if (marked !== 1) return false;
+    await this.#db('oidc_refresh_tokens').insert(toRow(next));
+    return true;
   }
 
   /** Revokes a family: its refresh tokens, and the access tokens issued with them. */

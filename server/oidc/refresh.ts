@@ -1,7 +1,7 @@
 import { OIDC_TOKEN_SECONDS, type OidcScope } from '../../shared/index.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope } from './errors.ts';
-import { consentCovers, personWithClaims, stillHolds, subjectOf, type Provider } from './provider.ts';
+import { consentCovers, findConsent, personWithClaims, stillHolds, noteUse, subjectOf, type Provider } from './provider.ts';
 import type { RefreshRecord } from './refresh-repository.ts';
 import type { ClientRecord, CodeRecord } from './repository.ts';
 import { idToken, type TokenAnswer } from './id-token.ts';
@@ -56,17 +56,22 @@ export async function refreshGrant(p: Provider, client: ClientRecord, presented:
   const next = randomToken();
   const { idle } = lifetimesOf(p, client);
   const rotated: RefreshRecord = { ...record, tokenHash: hashSecret(next), createdAt: now, expiresAt: Math.min(record.familyExpiresAt, now + idle), usedAt: null, revokedAt: null };
-  // Two uses at once: one rotates, the other is a reuse.
-  if (!(await p.refreshTokens.rotate(record.tokenHash, rotated, now))) {
+  const accessToken = randomToken();
+  // The rotation and the new access token in one transaction. Two uses at once: one rotates,
+  // the other is a reuse.
+  const issued = await p.repo.transaction(async (repo) => {
+    if (!(await repo.refreshTokens.rotate(record.tokenHash, rotated, now))) return false;
+    await repo.insertRefreshedToken(
+      { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
+      now,
+    );
+    return true;
+  });
+  if (!issued) {
     await p.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }
-  const accessToken = randomToken();
-  await p.repo.insertRefreshedToken(
-    { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
-    now,
-  );
-  await p.repo.noteUse(record.profileId, client.id, now);
+  await noteUse(p, record.profileId, client.id, now);
   const answer: TokenAnswer = { access_token: accessToken, token_type: 'Bearer', expires_in: OIDC_TOKEN_SECONDS, refresh_token: next, scope: scopes.join(' ') };
   if (scopes.includes('openid')) {
     answer.id_token = await idToken(p, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(p, client, profile.id), ...claims }, accessToken, now);
@@ -105,7 +110,7 @@ function checkNarrowing(record: RefreshRecord, scope: string | undefined): OidcS
  */
 async function checkStillHonoured(p: Provider, record: RefreshRecord) {
   const person = await personWithClaims(p, record.profileId, record.scopes);
-  const consented = await p.repo.findConsent(record.profileId, record.clientId);
+  const consented = await findConsent(p, record.profileId, record.clientId);
   if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented, record.scopes)) {
     await p.refreshTokens.revokeFamily(record.familyId, p.now());
     throw invalidRefresh();

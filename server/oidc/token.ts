@@ -6,7 +6,7 @@ import { authenticateClient, CLIENT_PARAMETERS, type ClientProof } from './clien
 import { InvalidClient, InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType } from './errors.ts';
 import { idToken, type TokenAnswer } from './id-token.ts';
 import { refreshGrant, startFamily } from './refresh.ts';
-import { checkOnce, consentCovers, personWithClaims, stillHolds, subjectOf, type Provider } from './provider.ts';
+import { checkOnce, consentCovers, personWithClaims, stillHolds, noteUse, subjectOf, type Provider } from './provider.ts';
 import type { ClientRecord, CodeRecord } from './repository.ts';
 
 export type { TokenAnswer } from './id-token.ts';
@@ -35,7 +35,7 @@ export async function token(p: Provider, form: Record<string, unknown>, proof: O
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
   const familyId = offline ? randomToken() : null;
   const accessToken = await consumeCode(p, code, now, familyId);
-  await p.repo.noteUse(code.profileId, client.id, now);
+  await noteUse(p, code.profileId, client.id, now);
   const refreshToken = familyId ? await startFamily(p, client, code, familyId, now) : undefined;
   return {
     access_token: accessToken,

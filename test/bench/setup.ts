@@ -9,12 +9,16 @@ import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { AccountsRepository } from '../../server/accounts/repository.ts';
 import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
+import { publicClientRecord } from '../../server/oidc/clients.ts';
 import { OidcRepository } from '../../server/oidc/repository.ts';
+import { hashSecret, randomToken } from '../../server/secrets.ts';
 import { createServices } from '../../server/services.ts';
 import type { OidcScope } from '../../shared/index.ts';
 
 export const PASSWORD = 'Bench-Password-9';
 export const CLIENT_ID = 'bench-app';
+/** The bench's client for refresh tokens: public, registered for the `refresh_token` grant. */
+export const OFFLINE_CLIENT_ID = 'bench-offline';
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 const SCOPES: OidcScope[] = ['openid', 'profile', 'email'];
 
@@ -35,6 +39,8 @@ export interface Seeded {
   signer: { id: string; accessToken: string };
   loginIds: string[];
   refreshTokens: string[];
+  /** A refresh token of the signer's at `OFFLINE_CLIENT_ID`, as a code with `offline_access` gives one. */
+  oidcRefreshToken: string;
 }
 
 /**
@@ -77,7 +83,9 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
 
       await services.oidc.addClient({ id: CLIENT_ID, name: 'Bench App', redirectUris: [REDIRECT_URI], scopes: SCOPES });
       await services.oidc.setClientStatus(CLIENT_ID, 'approved');
-      await new OidcRepository(db).saveConsent(signer, CLIENT_ID, SCOPES, Date.now());
+      const oidcRepo = new OidcRepository(db);
+      await oidcRepo.saveConsent(signer, CLIENT_ID, SCOPES, Date.now());
+      const oidcRefreshToken = await seedRefreshToken(oidcRepo, signer);
 
       await insertProfiles(db, [
         ...[1, 2, 3].map((number) => ({ first: TILDE_QUERY.first, last: TILDE_QUERY.last, number })),
@@ -90,6 +98,7 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
         signer: { id: signer, accessToken: signerSession.accessToken },
         loginIds: logins,
         refreshTokens,
+        oidcRefreshToken,
       };
     } finally {
       await services.close();
@@ -97,6 +106,36 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
   } finally {
     await db.destroy();
   }
+}
+
+/**
+ * The offline client, the signer's consent to it with `offline_access`, and a refresh token as
+ * the token endpoint starts a family (`oidc/refresh.ts`): what a sign-in with `prompt=consent`
+ * would leave, without the pages.
+ */
+async function seedRefreshToken(repo: OidcRepository, signer: string): Promise<string> {
+  const now = Date.now();
+  const scopes: OidcScope[] = [...SCOPES, 'offline_access'];
+  await repo.insertClient({ ...publicClientRecord({ id: OFFLINE_CLIENT_ID, name: 'Bench Offline App', redirectUris: [REDIRECT_URI], scopes }, now), status: 'approved', grantTypes: ['authorization_code', 'refresh_token'] });
+  await repo.saveConsent(signer, OFFLINE_CLIENT_ID, scopes, now);
+  const token = randomToken();
+  const day = 24 * 3600 * 1000;
+  await repo.refreshTokens.insert({
+    tokenHash: hashSecret(token),
+    familyId: randomToken(),
+    clientId: OFFLINE_CLIENT_ID,
+    profileId: signer,
+    scopes,
+    tokenVersion: 0,
+    authTime: now,
+    sid: null,
+    createdAt: now,
+    familyExpiresAt: now + 30 * day,
+    expiresAt: now + 14 * day,
+    usedAt: null,
+    revokedAt: null,
+  });
+  return token;
 }
 
 /** Adds `count` made-up profiles to the database of a data folder (the server may be running). */

@@ -6,6 +6,9 @@
  * key, the endpoints at our paths (`/oidc/authorize`, `/oidc/token`, `/oidc/userinfo`,
  * `/oidc/jwks`, `/.well-known/openid-configuration`) and its default in-memory adapter.
  *
+ * A second client, `OFFLINE_CLIENT_ID`, is registered for refresh tokens (rotated at each use,
+ * node-oidc-provider's default for public clients), as ours is for row 10e.
+ *
  * Login and consent are scripted: `GET /interaction/<uid>` signs the fixed account in, or grants
  * the scopes asked for, at once, and sends the browser back to the provider. The bench walks
  * them once (so a session cookie and a grant exist) and then times what our row times: an
@@ -16,7 +19,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Provider from 'oidc-provider';
-import { CLIENT_ID, REDIRECT_URI } from '../setup.ts';
+import { CLIENT_ID, OFFLINE_CLIENT_ID, REDIRECT_URI } from '../setup.ts';
 import { listen } from './listen.ts';
 
 const ACCOUNT = '~Bench_Signer1';
@@ -33,7 +36,8 @@ async function interaction(p: Provider, req: IncomingMessage, res: ServerRespons
     return;
   }
   const accountId = details.session?.accountId ?? ACCOUNT;
-  const grant = (details.grantId ? await p.Grant.find(details.grantId) : undefined) ?? new p.Grant({ accountId, clientId: CLIENT_ID });
+  const clientId = String(details.params.client_id ?? CLIENT_ID);
+  const grant = (details.grantId ? await p.Grant.find(details.grantId) : undefined) ?? new p.Grant({ accountId, clientId });
   grant.addOIDCScope(String(details.params.scope ?? 'openid'));
   const grantId = await grant.save();
   await p.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
@@ -68,11 +72,20 @@ listen(server, (issuer) => {
         response_types: ['code'],
         scope: 'openid profile email',
       },
+      {
+        client_id: OFFLINE_CLIENT_ID,
+        client_name: 'Bench Offline App',
+        token_endpoint_auth_method: 'none',
+        redirect_uris: [REDIRECT_URI],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        scope: 'openid profile email offline_access',
+      },
     ],
     jwks: { keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'bench', alg: 'RS256', use: 'sig' }] },
     cookies: { keys: [randomBytes(32).toString('base64url')] },
     pkce: { required: () => true },
-    scopes: ['openid'],
+    scopes: ['openid', 'offline_access'],
     claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'] },
     // Ours puts the consented claims in the ID token as well as behind userinfo.
     conformIdTokenClaims: false,

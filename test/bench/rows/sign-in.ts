@@ -12,7 +12,7 @@ import { cookieHeader, keepCookies } from '../../helpers/cookies.ts';
 import { alternate, combine, expectOnly, load, type Load, type LoadOptions } from '../load.ts';
 import { runJson } from '../processes.ts';
 import type { Row } from '../report.ts';
-import { CLIENT_ID, PASSWORD, pkcePair, REDIRECT_URI, benchDatabaseEnv } from '../setup.ts';
+import { CLIENT_ID, OFFLINE_CLIENT_ID, PASSWORD, pkcePair, REDIRECT_URI, benchDatabaseEnv } from '../setup.ts';
 import { getJson, ms, p99, ratioRow, withBaseline, type BenchContext } from './common.ts';
 
 /** The authorization request of the bench's client, with a PKCE challenge. */
@@ -82,24 +82,72 @@ async function exchangeCode(base: string, code: string, verifier: string): Promi
 async function peerSignIn(base: string): Promise<string> {
   const { verifier, challenge } = pkcePair();
   const jar = new Map<string, string>();
-  let url = `${base}${authorizePath(challenge)}`;
+  const code = await walkToCode(`${base}${authorizePath(challenge)}`, jar);
+  const session = [...jar].filter(([name]) => name.startsWith('_session'));
+  if (session.length === 0) throw new Error('peer sign-in: no session cookie');
+  await exchangeCode(base, code, verifier);
+  return cookieHeader(session);
+}
+
+/** Follows the peer's redirects (its scripted login and consent) from `url` to the client's redirect URI; the code. */
+async function walkToCode(url: string, jar: Map<string, string>): Promise<string> {
+  let at = url;
   for (let hop = 0; hop < 10; hop += 1) {
-    const res = await fetch(url, { headers: { cookie: cookieHeader(jar) }, redirect: 'manual' });
+    const res = await fetch(at, { headers: { cookie: cookieHeader(jar) }, redirect: 'manual' });
     keepCookies(jar, res);
     const location = res.headers.get('location');
-    if (res.status < 300 || res.status >= 400 || !location) throw new Error(`peer sign-in at ${url}: ${res.status} ${await res.text()}`);
-    const next = new URL(location, url);
+    if (res.status < 300 || res.status >= 400 || !location) throw new Error(`peer sign-in at ${at}: ${res.status} ${await res.text()}`);
+    const next = new URL(location, at);
     if (next.href.startsWith(REDIRECT_URI)) {
       const code = next.searchParams.get('code');
       if (!code) throw new Error(`peer sign-in: ${next.href}`);
-      const session = [...jar].filter(([name]) => name.startsWith('_session'));
-      if (session.length === 0) throw new Error('peer sign-in: no session cookie');
-      await exchangeCode(base, code, verifier);
-      return cookieHeader(session);
+      return code;
     }
-    url = next.href;
+    at = next.href;
   }
   throw new Error('peer sign-in: too many redirects');
+}
+
+/**
+ * A refresh token at the peer: a sign-in of the offline client asking `offline_access` with
+ * `prompt=consent` (the peer's scripted consent grants it), its code exchanged.
+ */
+async function peerRefreshToken(base: string): Promise<string> {
+  const { verifier, challenge } = pkcePair();
+  const query = new URLSearchParams({ client_id: OFFLINE_CLIENT_ID, redirect_uri: REDIRECT_URI, response_type: 'code', scope: 'openid offline_access', prompt: 'consent', code_challenge: challenge, code_challenge_method: 'S256' });
+  const code = await walkToCode(`${base}/oidc/authorize?${query.toString()}`, new Map());
+  const res = await fetch(`${base}/oidc/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: REDIRECT_URI, client_id: OFFLINE_CLIENT_ID }),
+  });
+  const answer = (await res.json()) as { refresh_token?: string };
+  if (!answer.refresh_token) throw new Error(`peer refresh token: ${res.status} ${JSON.stringify(answer)}`);
+  return answer.refresh_token;
+}
+
+/**
+ * Refresh-token rotations one after the other at `base` for `seconds`: each answer's refresh
+ * token is the next request's (each answer checked: a new access token and refresh token).
+ */
+async function rotations(base: string, first: string, seconds: number): Promise<{ perSecond: number; last: string }> {
+  let token = first;
+  let count = 0;
+  const start = performance.now();
+  while (performance.now() - start < seconds * 1000) {
+    const res = await fetch(`${base}/oidc/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token, client_id: OFFLINE_CLIENT_ID }).toString(),
+    });
+    const answer = (await res.json()) as { access_token?: string; refresh_token?: string };
+    if (res.status !== 200 || !answer.access_token || !answer.refresh_token || answer.refresh_token === token) {
+      throw new Error(`refresh at ${base}: ${res.status} ${JSON.stringify(answer)}`);
+    }
+    token = answer.refresh_token;
+    count += 1;
+  }
+  return { perSecond: count / ((performance.now() - start) / 1000), last: token };
 }
 
 const tokens = new WeakMap<BenchContext, Promise<string>>();
@@ -219,6 +267,35 @@ export class SignInRows {
       await compare('10b', '`GET /oidc/userinfo` (bearer), 16 connections', '/oidc/userinfo', named, [ourToken, peerToken]);
       await compare('10c', '`GET /oidc/jwks`, 16 connections', '/oidc/jwks', (body) => ((body as { keys?: unknown[] }).keys?.length ?? 0) > 0);
       await compare('10d', 'discovery (`/.well-known/openid-configuration`), 16 connections', '/.well-known/openid-configuration', (body, base) => (body as { issuer?: string }).issuer === base);
+      // Refresh-token rotations one after the other, in turns (each side's chain carried on); last,
+      // as their tokens push the peer's session out of its in-memory store.
+      let ourRefresh = this.#ctx.seeded.oidcRefreshToken;
+      let peerRefresh = await peerRefreshToken(peer);
+      const ourRates: number[] = [];
+      const peerRates: number[] = [];
+      for (let round = 0; round < 3; round += 1) {
+        const a = await rotations(ours, ourRefresh, 2);
+        const b = await rotations(peer, peerRefresh, 2);
+        ourRefresh = a.last;
+        peerRefresh = b.last;
+        // The first round warms both up.
+        if (round > 0) {
+          ourRates.push(a.perSecond);
+          peerRates.push(b.perSecond);
+        }
+      }
+      rows.push(
+        ratioRow({
+          id: '10e',
+          what: 'refresh-token rotations one after the other (`grant_type=refresh_token`, public client)',
+          figure: mean(ourRates),
+          baseline: mean(peerRates),
+          baselineDetail: 'node-oidc-provider, in-memory store, rotating as ours does',
+          unit: '/s',
+          least: 1.0,
+        }),
+      );
+
       return rows;
     });
   }
