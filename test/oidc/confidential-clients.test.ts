@@ -5,6 +5,8 @@
  * refresh tokens, and check tokens by introspection. `openid-client` v6, unmodified, is the
  * relying party of every flow.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,5 +185,39 @@ describe('introspection', () => {
     expect(await client.tokenIntrospection(otherConfig, tokens.access_token)).toEqual({ active: false });
     const unauthenticated = await fetch(`${server.url}/oidc/introspect`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.access_token, client_id: app.client_id }) });
     expect(unauthenticated.status).toBe(401);
+  }, LONG);
+});
+
+describe('pairwise subjects', () => {
+  it('give the same person a different sub at each sector, the same within one, everywhere the client sees it', async () => {
+    // A sector identifier document (OpenID Connect Registration §5) listing the client's redirect URI.
+    const sector = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([REDIRECT])));
+    await new Promise<void>((resolve) => sector.listen(0, '127.0.0.1', resolve));
+    const sectorUri = `http://127.0.0.1:${(sector.address() as AddressInfo).port}/sector.json`;
+    try {
+      const configOf = async (metadata: Record<string, unknown>) => {
+        const app = await registered({ subject_type: 'pairwise', ...metadata });
+        return client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+      };
+      const byHost = await configOf({});
+      const sameHost = await configOf({});
+      const bySector = await configOf({ sector_identifier_uri: sectorUri });
+      const subs = [];
+      for (const config of [byHost, sameHost, bySector]) {
+        const tokens = await codeFlow(config);
+        const sub = tokens.claims()?.sub ?? '';
+        expect(sub).not.toBe(person.id);
+        expect(await client.fetchUserInfo(config, tokens.access_token, sub)).toMatchObject({ sub });
+        expect(await client.tokenIntrospection(config, tokens.access_token)).toMatchObject({ active: true, sub });
+        subs.push(sub);
+      }
+      expect(subs[1]).toBe(subs[0]);
+      expect(subs[2]).not.toBe(subs[0]);
+      // A sector document that does not list the redirect URI is refused.
+      const refused = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: ['https://other.example/cb'], subject_type: 'pairwise', sector_identifier_uri: sectorUri });
+      expect(refused.body).toMatchObject({ error: 'invalid_client_metadata' });
+    } finally {
+      await new Promise((resolve) => sector.close(resolve));
+    }
   }, LONG);
 });
