@@ -26,9 +26,14 @@ beforeAll(async () => {
 }, LONG);
 afterAll(() => server.close());
 
+/** Every secret the tests saw: none may be in the log or stored in clear (the last test). */
+const seen: string[] = [];
+
 async function registered(metadata: Record<string, unknown>) {
-  const answer = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: [REDIRECT], ...metadata });
+  const token = await registrationToken(server, '--approved');
+  const answer = await registerByHttp(server, token, { redirect_uris: [REDIRECT], ...metadata });
   expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  seen.push(token, answer.body.registration_access_token, ...(answer.body.client_secret ? [answer.body.client_secret] : []));
   return answer.body;
 }
 
@@ -41,7 +46,9 @@ async function codeFlow(config: client.Configuration, scope = 'openid profile em
   const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope, state, code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra });
   const page = await new UserAgent().authorize(url, person);
   expect(page.location, page.html.slice(0, 300)).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?/);
-  return client.authorizationCodeGrant(config, new URL(page.location ?? ''), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+  const tokens = await client.authorizationCodeGrant(config, new URL(page.location ?? ''), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+  seen.push(verifier, tokens.access_token, ...(tokens.refresh_token ? [tokens.refresh_token] : []));
+  return tokens;
 }
 
 describe('a confidential client with a secret', () => {
@@ -88,6 +95,7 @@ describe('private_key_jwt', () => {
       .setIssuedAt()
       .setExpirationTime('1m')
       .sign(privateKey);
+    seen.push(assertion);
     const introspect = () =>
       fetch(`${server.url}/oidc/introspect`, {
         method: 'POST',
@@ -135,6 +143,7 @@ describe('refresh tokens', () => {
     const used: string[] = [];
     for (let i = 0; i < 3; i += 1) {
       const next = await client.refreshTokenGrant(config, current);
+      seen.push(next.access_token, next.refresh_token ?? '');
       expect(next.refresh_token).not.toBe(current);
       expect(next.claims()).toMatchObject({ sub: person.id });
       expect(await client.fetchUserInfo(config, next.access_token, person.id)).toMatchObject({ email: person.email });
@@ -220,4 +229,17 @@ describe('pairwise subjects', () => {
       await new Promise((resolve) => sector.close(resolve));
     }
   }, LONG);
+});
+
+describe('the secrets of these flows', () => {
+  it('are never logged, and stored only as hashes', async () => {
+    expect(seen.length).toBeGreaterThan(20);
+    const log = server.logs.join('\n');
+    const tables = ['oidc_clients', 'oidc_client_secrets', 'oidc_registration_tokens', 'oidc_refresh_tokens', 'oidc_tokens', 'oidc_codes', 'oidc_assertions'];
+    const stored = JSON.stringify(await Promise.all(tables.map((table) => server.service.db(table).select())));
+    for (const value of seen) {
+      expect(log).not.toContain(value);
+      expect(stored).not.toContain(value);
+    }
+  });
 });
