@@ -23,3 +23,4 @@ export * from './schemas/security.ts';
 export * from './schemas/mfa.ts';
 export * from './schemas/passkeys.ts';
 export * from './schemas/oidc-registration.ts';
+export * from './schemas/oidc-protocol.ts';

@@ -31,9 +31,9 @@ export interface Operation {
   pathParams?: z.ZodObject;
   query?: z.ZodType;
   headers?: z.ZodObject;
-  body?: { json: z.ZodType } | { multipart: z.ZodObject; file: string };
+  body?: { json: z.ZodType } | { multipart: z.ZodObject; file: string } | { form: z.ZodObject };
   /** The answer on success: JSON of a schema (200, or `status`), nothing (204), an HTML page, or a file (with ranges and ETags). */
-  answer: { json: z.ZodType; status?: 201 } | { empty: 204 } | { html: true } | { file: string[] };
+  answer: { json: z.ZodType; status?: 201 } | { empty: 200 | 204 } | { html: true } | { file: string[] };
   /** `oauth`: errors are OAuth's JSON (`error`, `error_description`; RFC 6749 §5.2), not the Error body. */
   errorBody?: 'oauth';
   /** Error statuses besides the ones `errorStatuses` adds for every operation of its kind. */
@@ -221,7 +221,7 @@ function operationObject(op: Operation, components: Components): JsonSchema {
     const status = op.answer.status ?? 200;
     responses[String(status)] = { description: STATUS_TEXT[status], content: { 'application/json': { schema: components.of(op.answer.json, 'output') } } };
   } else if ('empty' in op.answer) {
-    responses['204'] = { description: STATUS_TEXT[204] };
+    responses[String(op.answer.empty)] = { description: op.answer.empty === 204 ? STATUS_TEXT[204] : 'OK, with no body' };
   } else if ('html' in op.answer) {
     responses['200'] = { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } };
   } else {
@@ -250,6 +250,8 @@ function operationObject(op: Operation, components: Components): JsonSchema {
   if (params.length > 0) object.parameters = params;
   if (op.body && 'json' in op.body) {
     object.requestBody = { required: true, content: { 'application/json': { schema: components.of(op.body.json, 'input') } } };
+  } else if (op.body && 'form' in op.body) {
+    object.requestBody = { required: true, content: { 'application/x-www-form-urlencoded': { schema: components.of(op.body.form, 'input') } } };
   } else if (op.body) {
     // Multipart fields arrive as text; the document shows what they must parse as (integers for indices).
     const fields = components.of(op.body.multipart, 'output');

@@ -19,6 +19,12 @@ import {
   AttachmentQuery,
   ClientMetadata,
   ClientRegistration,
+  IntrospectionAnswer,
+  IntrospectionForm,
+  RevocationForm,
+  TokenAnswerBody,
+  TokenRequestForm,
+  UserInfoAnswer,
   ChunkFields,
   ChunkStatus,
   EditAttachmentQuery,
@@ -264,6 +270,19 @@ const SERVICE_DOCS = {
  */
 const BEARER = z.object({ authorization: z.string().describe('`Bearer <token>`: the initial access token, or the registration access token') });
 const CLIENT_ID_PARAM = z.object({ clientId: z.string() });
+/**
+ * The sign-in provider's protocol endpoints, as their standards define them (their answers are
+ * checked by openid-client in the tests, not against this document): forms in, OAuth's JSON out,
+ * OAuth's errors.
+ */
+const BASIC = z.object({ authorization: z.string().optional().describe('`Basic <base64(client_id:client_secret)>`, for `client_secret_basic`; or the client proves itself in the form') });
+const PROTOCOL_DOCS = {
+  token: { tag: 'oidc', summary: 'Token endpoint (RFC 6749): a code with its PKCE verifier, or a refresh token, for tokens', session: 'none', headers: BASIC, body: { form: TokenRequestForm }, answer: { json: TokenAnswerBody }, errors: [401], errorBody: 'oauth' },
+  introspect: { tag: 'oidc', summary: 'Token introspection (RFC 7662), for a client that authenticates', session: 'none', headers: BASIC, body: { form: IntrospectionForm }, answer: { json: IntrospectionAnswer }, errors: [401], errorBody: 'oauth' },
+  revoke: { tag: 'oidc', summary: 'Token revocation (RFC 7009): always 200; revokes only what the client proves is its own', session: 'none', headers: BASIC, body: { form: RevocationForm }, answer: { empty: 200 }, errorBody: 'oauth' },
+  userinfo: { tag: 'oidc', summary: 'UserInfo (OpenID Connect Core §5.3): the claims of an access token (`Authorization: Bearer`)', session: 'none', answer: { json: UserInfoAnswer }, errors: [401], errorBody: 'oauth' },
+} satisfies Record<string, OperationDoc>;
+
 const REGISTRATION_DOCS = {
   register: { tag: 'oidc', summary: 'Register a client (RFC 7591)', session: 'none', headers: BEARER, body: { json: ClientMetadata }, answer: { json: ClientRegistration, status: 201 }, errors: [401], errorBody: 'oauth' },
   read: { tag: 'oidc', summary: 'Read a client’s registration (RFC 7592)', session: 'none', headers: BEARER, pathParams: CLIENT_ID_PARAM, answer: { json: ClientRegistration }, errors: [401], errorBody: 'oauth' },
@@ -387,14 +406,14 @@ export const routes: Route[] = [
   { kind: 'allow', method: 'options', path: '/.well-known/openid-configuration' },
   { kind: 'oauth', method: 'get', path: '/oidc/jwks', cors: 'protocol', handler: 'jwks' },
   { kind: 'allow', method: 'options', path: '/oidc/jwks' },
-  { kind: 'oauth', method: 'post', path: '/oidc/token', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'token' },
+  { kind: 'oauth', method: 'post', path: '/oidc/token', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'token', doc: PROTOCOL_DOCS.token },
   { kind: 'preflight', method: 'options', path: '/oidc/token', body: 'none', cors: 'protocol', sameOrigin: false },
-  { kind: 'oauth', method: 'get', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false, handler: 'userinfo' },
+  { kind: 'oauth', method: 'get', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false, handler: 'userinfo', doc: PROTOCOL_DOCS.userinfo },
   { kind: 'oauth', method: 'post', path: '/oidc/userinfo', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'userinfo' },
   { kind: 'preflight', method: 'options', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false },
-  { kind: 'oauth', method: 'post', path: '/oidc/revoke', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'revoke' },
+  { kind: 'oauth', method: 'post', path: '/oidc/revoke', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'revoke', doc: PROTOCOL_DOCS.revoke },
   { kind: 'preflight', method: 'options', path: '/oidc/revoke', body: 'none', cors: 'protocol', sameOrigin: false },
-  { kind: 'oauth', method: 'post', path: '/oidc/introspect', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'introspect' },
+  { kind: 'oauth', method: 'post', path: '/oidc/introspect', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'introspect', doc: PROTOCOL_DOCS.introspect },
   { kind: 'preflight', method: 'options', path: '/oidc/introspect', body: 'none', cors: 'protocol', sameOrigin: false },
   // Registration is a server's act (an operator's token, then the app's back end): no CORS.
   { kind: 'oauth', method: 'post', path: '/oidc/register', sameOrigin: false, handler: 'register', doc: REGISTRATION_DOCS.register },

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+// What the sign-in provider's protocol endpoints take and answer, for the API document (and any
+// client that wants the types). The endpoints check their forms themselves, in the order their
+// standards give each refusal its OAuth error (`server/oidc/token.ts` and the rest): these
+// schemas describe them, and so every field is a string the endpoint reads, optional here.
+
+const Text = z.string();
+
+/** How a client proves itself in a form (RFC 6749 §2.3.1 `client_secret_post`, RFC 7523 `private_key_jwt`); or the `Authorization: Basic` header. */
+const ClientProofFields = {
+  client_id: Text.optional(),
+  client_secret: Text.optional(),
+  client_assertion_type: z.literal('urn:ietf:params:oauth:client-assertion-type:jwt-bearer').optional(),
+  client_assertion: Text.optional(),
+};
+
+/** `POST /oidc/token` (RFC 6749 §4.1.3, §6): a code with its PKCE verifier, or a refresh token. */
+export const TokenRequestForm = z.object({
+  grant_type: z.enum(['authorization_code', 'refresh_token']),
+  code: Text.optional(),
+  redirect_uri: Text.optional(),
+  code_verifier: Text.optional(),
+  refresh_token: Text.optional(),
+  scope: Text.optional(),
+  ...ClientProofFields,
+});
+
+/** The token endpoint's answer (RFC 6749 §5.1, OpenID Connect Core §3.1.3.3). */
+export const TokenAnswerBody = z.object({
+  access_token: Text,
+  token_type: z.literal('Bearer'),
+  expires_in: z.int(),
+  id_token: Text.optional(),
+  refresh_token: Text.optional(),
+  scope: Text.optional(),
+});
+
+/** `POST /oidc/introspect` (RFC 7662 §2.1). */
+export const IntrospectionForm = z.object({ token: Text, token_type_hint: z.enum(['access_token', 'refresh_token']).optional(), ...ClientProofFields });
+
+/** RFC 7662 §2.2: `{active: false}` alone for anything not active or not the caller's. */
+export const IntrospectionAnswer = z.object({
+  active: z.boolean(),
+  token_type: Text.optional(),
+  scope: Text.optional(),
+  client_id: Text.optional(),
+  sub: Text.optional(),
+  aud: Text.optional(),
+  iss: Text.optional(),
+  exp: z.int().optional(),
+  iat: z.int().optional(),
+});
+
+/** `POST /oidc/revoke` (RFC 7009 §2.1): always answered 200. */
+export const RevocationForm = z.object({ token: Text, token_type_hint: z.enum(['access_token', 'refresh_token']).optional(), ...ClientProofFields });
+
+/** `GET|POST /oidc/userinfo`: `sub`, and by scope `name`, `email`, `email_verified`. */
+export const UserInfoAnswer = z.object({ sub: Text, name: Text.optional(), email: Text.optional(), email_verified: z.boolean().optional() });
