@@ -10,7 +10,6 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors.ts';
-import type { MfaVerifyInput } from '../../../shared/index.ts';
 import type { Viewer } from '../../accounts/viewer.ts';
 import type { Config } from '../../config.ts';
 import { createHttpContext } from '../../http/context.ts';
@@ -21,11 +20,11 @@ import { consentPage, errorPage, loginPage, secondStepPage, signedOutPage, signO
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
 import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../csrf.ts';
-import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
+import { passkeyFormInput } from '../passkey-forms.ts';
 import { resetRequestLink } from '../../mail/messages.ts';
 import { humanVerificationAsked, requestIdOf, TURNSTILE_ORIGIN } from '../render.ts';
 import { serviceRefusal } from './kit.ts';
-import { secondStepErrors } from './second-step.ts';
+import { pendingMethods, secondStepErrors, submitSecondStep } from './second-step.ts';
 
 /**
  * A provider page: its own CSP, so a form may send the person on to the client's redirect URI; `widget`:
@@ -126,20 +125,13 @@ export function providerPages(services: Services, config: Config) {
     if (mfaPendingToken !== undefined) {
       const method = field(req, 'method') ?? 'totp';
       // No methods: the sign-in expired or was completed (or the token is not one of ours).
-      const { methods } = await caller.accounts.mfa.pendingMethods({ mfaPendingToken }).catch((error: unknown) => {
-        if (serviceRefusal(error)) return { methods: [] };
-        throw error;
-      });
-      const pending = { token: mfaPendingToken, methods, method };
+      const pending = { token: mfaPendingToken, methods: await pendingMethods(caller, mfaPendingToken), method };
       try {
-        if (field(req, 'step') === 'send-email') {
-          await caller.accounts.mfa.challenge({ mfaPendingToken, method: 'emailOtp' });
+        const form = { token: mfaPendingToken, method, code: field(req, 'code') ?? '', step: field(req, 'step') ?? '', rememberDevice: field(req, 'rememberDevice') === 'on' };
+        if ((await submitSecondStep(caller, form)) === 'sent') {
           secondStep({ ...pending, method: 'emailOtp' }, 200, { sent: true });
           return;
         }
-        // A passkey's assertion comes as JSON text in `code` (`/webauthn/passkey.js`).
-        const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : (field(req, 'code') ?? '');
-        await caller.accounts.mfa.verify({ mfaPendingToken, method, code, rememberDevice: field(req, 'rememberDevice') === 'on' } as MfaVerifyInput);
       } catch (error) {
         const refused = serviceRefusal(error);
         if (!refused) throw error;
@@ -157,7 +149,8 @@ export function providerPages(services: Services, config: Config) {
       const outcome = await caller.accounts.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined });
       if ('mfaPending' in outcome) {
         const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome;
-        secondStep({ token, methods: mfaMethods, method: preferredMethod === 'passkey' ? (mfaMethods.find((m: string) => m !== 'passkey') ?? 'recovery') : preferredMethod });
+        // The preferred method checked (or, for a passkey, whose button comes first, the first code method: `secondStepData`).
+        secondStep({ token, methods: mfaMethods, method: preferredMethod });
         return;
       }
     } catch (error) {

@@ -5,9 +5,52 @@
  * (`/account/login`) and the sign-in provider's login (`/oidc/login`) show.
  */
 import type { Request } from 'express';
+import type { MfaVerifyInput } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
 import { toAppError } from '../../errors.ts';
+import { jsonFieldValue } from '../passkey-forms.ts';
 import { refusalOf, when, type FieldError } from '../render.ts';
+import { serviceRefusal, type Caller } from './kit.ts';
+
+/** The second step's form as both sign-in pages post it. */
+export interface SecondStepForm {
+  token: string;
+  method: string;
+  /** A typed code, or a passkey's answer as JSON text (`/webauthn/passkey.js`). */
+  code: string;
+  /** `send-email`: "Send me a code by email"; anything else checks the code. */
+  step: string;
+  rememberDevice: boolean;
+}
+
+/**
+ * The methods of a pending sign-in, as `POST /mfa/verify`'s procedures see it: none when it
+ * expired, was finished, or the token is not one of ours (a refusal of its shape included).
+ */
+export async function pendingMethods(caller: Caller, token: string): Promise<string[]> {
+  try {
+    return (await caller.accounts.mfa.pendingMethods({ mfaPendingToken: token })).methods;
+  } catch (error) {
+    if (serviceRefusal(error)) return [];
+    throw error;
+  }
+}
+
+/**
+ * Submits the second step through the procedures `POST /mfa/challenge` and `POST /mfa/verify`
+ * call (the latter sets the session's cookies, and the remembered-device cookie when asked):
+ * `sent` when a code was mailed, `verified` when the person is signed in. A refusal is thrown.
+ */
+export async function submitSecondStep(caller: Caller, form: SecondStepForm): Promise<'sent' | 'verified'> {
+  if (form.step === 'send-email') {
+    await caller.accounts.mfa.challenge({ mfaPendingToken: form.token, method: 'emailOtp' });
+    return 'sent';
+  }
+  const code = form.method === 'passkey' ? jsonFieldValue(form.code) : form.code;
+  // The procedure checks the method and the code's shape.
+  await caller.accounts.mfa.verify({ mfaPendingToken: form.token, method: form.method, code, rememberDevice: form.rememberDevice } as MfaVerifyInput);
+  return 'verified';
+}
 
 /** A pending sign-in's second step: its token, the person's methods, the one to check, and "remember this device". */
 export interface PendingStep {

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import { MfaFactorMethod } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
 import { humanVerificationAsked, refusalOf, sendPage, type FieldError } from '../render.ts';
-import { jsonFieldValue, passkeyFormInput } from '../passkey-forms.ts';
+import { passkeyFormInput } from '../passkey-forms.ts';
 import { field, frame, query, redirect, safeNext, type PageKit, type PageRequest } from './kit.ts';
-import { secondStepData, secondStepErrors, type PendingStep } from './second-step.ts';
+import { pendingMethods, secondStepData, secondStepErrors, submitSecondStep, type PendingStep } from './second-step.ts';
 
 export function signInPages(kit: PageKit) {
   const { config, handle, verification, showsWidget } = kit;
@@ -45,7 +45,7 @@ export function signInPages(kit: PageKit) {
    */
   async function secondStep(req: Request, res: Response, page: PageRequest, token: string): Promise<void> {
     const next = field(req, 'next');
-    const { methods } = await page.caller.accounts.mfa.pendingMethods({ mfaPendingToken: token });
+    const methods = await pendingMethods(page.caller, token);
     if (methods.length === 0) {
       loginPage(req, res, page, 400, {}, next, [{ field: '', message: 'This sign-in expired (after 10 minutes) or was finished already. Please sign in again.' }]);
       return;
@@ -54,13 +54,10 @@ export function signInPages(kit: PageKit) {
     const rememberDevice = field(req, 'rememberDevice') === 'on';
     const step = { token, methods, method, next, rememberDevice };
     try {
-      if (field(req, 'step') === 'send-email') {
-        await page.caller.accounts.mfa.challenge({ mfaPendingToken: token, method: 'emailOtp' });
+      if ((await submitSecondStep(page.caller, { token, method, code: field(req, 'code'), step: field(req, 'step'), rememberDevice })) === 'sent') {
         secondStepPage(req, res, page, 200, { ...step, method: 'emailOtp' }, { sent: true });
         return;
       }
-      const code = method === 'passkey' ? jsonFieldValue(field(req, 'code')) : field(req, 'code');
-      await page.caller.accounts.mfa.verify({ mfaPendingToken: token, method, code: code as string, rememberDevice });
     } catch (error) {
       const refusal = secondStepErrors(req, error, method === 'passkey' || field(req, 'step') === 'send-email' ? '' : 'code');
       secondStepPage(req, res, page, refusal.status, step, { errors: refusal.errors });
