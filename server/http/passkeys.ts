@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { RequestHandler } from 'express';
 import { AppError, WebAuthnAuthQuery } from '../../shared/index.ts';
 import { ASSETS, serveUnhashed } from '../web/assets.ts';
-import { renderPage } from '../web/render.ts';
+import { pagePolicy, renderPage, sendHtml } from '../web/render.ts';
 import { sendError } from './send-error.ts';
 
 // The package exports only its entry (`script/index.js`), so its bundle is found beside it.
@@ -25,16 +25,7 @@ const BROWSER_BUNDLE = path.join(path.dirname(createRequire(import.meta.url).res
 
 /** A page of ours with scripts: only our own, and forms only to `formAction`. */
 function sendPage(res: Parameters<RequestHandler>[1], status: number, html: string, formAction: string): void {
-  res
-    .status(status)
-    .setHeader(
-      'Content-Security-Policy',
-      `default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
-    )
-    .setHeader('Cache-Control', 'no-store')
-    .setHeader('Referrer-Policy', 'no-referrer')
-    .type('html')
-    .send(html);
+  sendHtml(res, status, html, pagePolicy({ formAction: [formAction], scripts: true }));
 }
 
 export function passkeyHandlers() {

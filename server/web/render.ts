@@ -46,22 +46,36 @@ export interface FieldError {
 export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
 /**
- * Sends a rendered page with the pages' own headers; `widget`: the page shows the
- * human-verification widget; `passkeys`: the page has passkey buttons, so it may run our own
- * scripts (`/webauthn/browser.js`, `/webauthn/passkey.js`) and they may call our API.
+ * The pages' Content-Security-Policy: nothing but our stylesheet and images, and forms sent only
+ * to `formAction` (this origin by default); `scripts`: the page has passkey buttons, so it may
+ * run our own scripts (`/webauthn/browser.js`, `/webauthn/passkey.js`) and they may call our API;
+ * `widget`: the page shows the human-verification widget, whose script and frame are Turnstile's.
+ * Each widens the policy only as far as it needs.
  */
+export function pagePolicy(opts: { formAction?: string[]; scripts?: boolean; widget?: boolean } = {}): string {
+  const scripts = [...(opts.scripts ? ["'self'"] : []), ...(opts.widget ? [TURNSTILE_ORIGIN] : [])];
+  return [
+    "default-src 'none'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    `form-action ${(opts.formAction ?? ["'self'"]).join(' ')}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    ...(scripts.length > 0 ? [`script-src ${scripts.join(' ')}`] : []),
+    ...(opts.widget ? [`frame-src ${TURNSTILE_ORIGIN}`] : []),
+    ...(opts.scripts ? ["connect-src 'self'"] : []),
+  ].join('; ');
+}
+
+/** Sends a page's HTML with the pages' headers: its policy (`pagePolicy`), never cached, no referrer. */
+export function sendHtml(res: Response, status: number, html: string, policy: string): void {
+  res.status(status).setHeader('Content-Security-Policy', policy).setHeader('Cache-Control', 'no-store').setHeader('Referrer-Policy', 'no-referrer').type('html').send(html);
+}
+
+/** Sends a rendered account page; `widget`, `passkeys`: see `pagePolicy`. */
 export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean; passkeys?: boolean } = {}): void {
   const html = eta.render(template, { ...data, prefix: PAGES_PREFIX, assets: ASSET_URLS });
-  // Our own scripts (passkey buttons) and the Turnstile widget each widen the policy only as far as they need.
-  const scripts = [...(opts.passkeys ? ["'self'"] : []), ...(opts.widget ? [TURNSTILE_ORIGIN] : [])];
-  const widget = (scripts.length > 0 ? `; script-src ${scripts.join(' ')}` : '') + (opts.widget ? `; frame-src ${TURNSTILE_ORIGIN}` : '') + (opts.passkeys ? "; connect-src 'self'" : '');
-  res
-    .status(status)
-    .setHeader('Content-Security-Policy', `default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'${widget}`)
-    .setHeader('Cache-Control', 'no-store')
-    .setHeader('Referrer-Policy', 'no-referrer')
-    .type('html')
-    .send(html);
+  sendHtml(res, status, html, pagePolicy({ scripts: opts.passkeys === true, widget: opts.widget === true }));
 }
 
 /**

@@ -22,26 +22,18 @@ import type { Services } from '../../services.ts';
 import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../csrf.ts';
 import { passkeyFormInput } from '../passkey-forms.ts';
 import { resetRequestLink } from '../../mail/messages.ts';
-import { humanVerificationAsked, requestIdOf, TURNSTILE_ORIGIN } from '../render.ts';
+import { humanVerificationAsked, pagePolicy, requestIdOf, sendHtml } from '../render.ts';
 import { serviceRefusal } from './kit.ts';
 import { pendingMethods, secondStepErrors, submitSecondStep } from './second-step.ts';
 
 /**
- * A provider page: its own CSP, so a form may send the person on to the client's redirect URI; `widget`:
- * it shows the human-verification widget, whose script and frame come from Turnstile.
+ * A provider page, with the pages' policy (`pagePolicy`): its passkey script may run, and a form
+ * may send the person on to the client's redirect URI (`formTargets`); `widget`: it shows the
+ * human-verification widget.
  */
 export function sendProviderPage(res: Response, status: number, html: string, formTargets: string[] = [], widget = false): void {
   const origins = formTargets.map((uri) => new URL(uri).origin);
-  const turnstile = widget ? `; script-src 'self' ${TURNSTILE_ORIGIN}; frame-src ${TURNSTILE_ORIGIN}` : '';
-  res
-    .status(status)
-    .setHeader(
-      'Content-Security-Policy',
-      `default-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self' ${origins.join(' ')}; frame-ancestors 'none'; base-uri 'none'${turnstile}`,
-    )
-    .setHeader('Cache-Control', 'no-store')
-    .type('html')
-    .send(html);
+  sendHtml(res, status, html, pagePolicy({ formAction: ["'self'", ...origins], scripts: true, widget }));
 }
 
 /** A provider page's handler: a protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
