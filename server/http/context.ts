@@ -3,6 +3,7 @@ import { ACCESS_TOKEN_COOKIE, DEVICE_COOKIE, REFRESH_TOKEN_COOKIE, TRUSTED_DEVIC
 import { DEVICE_COOKIE_SECONDS, withDeviceEntry } from '../accounts/device-cookies.ts';
 import type { Config } from '../config.ts';
 import { createContextInner, type Context, type SessionCookies } from '../context.ts';
+import type { Viewer } from '../accounts/viewer.ts';
 import type { Services } from '../services.ts';
 import { bearerToken } from '../secrets.ts';
 
@@ -85,4 +86,18 @@ export function createHttpContext(req: Request, res: Response, services: Service
     cookies: httpCookies(res, config),
     origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') },
   });
+}
+
+/**
+ * Who is signed in by the browser's session only, or null: signing someone in to an application
+ * (and signing them out of it) takes their browser, not an access token alone, perhaps a stolen one.
+ */
+export function browserViewer(req: Request, res: Response, services: Services, config: Config): Promise<Viewer | null> {
+  return createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
+}
+
+/** A string field of a form body (undefined when absent or not a string). */
+export function formValue(req: Request, name: string): string | undefined {
+  const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : undefined;
 }

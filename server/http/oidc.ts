@@ -14,10 +14,9 @@ import { ASSETS, serveUnhashed } from '../web/assets.ts';
 import { InvalidClient, InvalidClientMetadata, InvalidRequest, InvalidToken, OAuthError } from '../oidc/errors.ts';
 import type { RegistrationAnswer } from '../oidc/registration.ts';
 import { requestIdOf } from '../web/render.ts';
-import { providerPage, sendProviderPage } from '../web/pages/provider.ts';
-import type { Outcome } from '../oidc/service.ts';
+import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider.ts';
 import type { Services } from '../services.ts';
-import { bearerOf, createHttpContext } from './context.ts';
+import { bearerOf, browserViewer, formValue } from './context.ts';
 import { requestError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
@@ -113,9 +112,7 @@ export function pageForm(req: Request, res: Response, next: NextFunction): void 
  */
 export function oidcHandlers(services: Services, config: Config) {
   const oidc = services.oidc;
-  // The browser's session only: signing someone in to an application takes their browser, not
-  // an access token alone.
-  const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
+  const viewerOf = (req: Request, res: Response) => browserViewer(req, res, services, config);
   /**
    * The same, for the authorization endpoint, where a person with a session and a consent is
    * sent straight back with a code: the check of that session is kept for up to a second
@@ -131,14 +128,6 @@ export function oidcHandlers(services: Services, config: Config) {
     });
   };
 
-  const answer = (req: Request, res: Response, outcome: Outcome) => {
-    if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-    else sendProviderPage(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
-  };
-  const field = (req: Request, name: string): string | undefined => {
-    const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
-    return typeof value === 'string' ? value : undefined;
-  };
   const stylesheet = serveUnhashed(ASSETS.providerCss);
 
   // Discovery never changes while the process runs, and the key set at most once per rotation:
@@ -160,7 +149,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
   const authorize = providerPage(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
-    answer(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req, res)));
+    sendOutcome(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req, res)));
   });
 
   // ---- token, userinfo, revocation ---------------------------------------------------------------
@@ -177,7 +166,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
   const userinfo = async (req: Request, res: Response) => {
     const header = bearerToken(req.get('authorization'));
-    const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? field(req, 'access_token') : undefined;
+    const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? formValue(req, 'access_token') : undefined;
     const realm = `Bearer realm="${oidc.issuer}"`;
     if (header && fromBody) {
       sendOAuthError(res, new InvalidRequest('Send the access token in one place only'));

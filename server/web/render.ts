@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import type { Request, Response } from 'express';
-import { PAGES_PREFIX } from '../config.ts';
+import { PAGES_PREFIX, type Config } from '../config.ts';
 import { causeOf, toAppError } from '../errors.ts';
 import { AppError } from '../../shared/errors.ts';
 import { ASSETS } from './assets.ts';
@@ -40,6 +40,11 @@ export interface FieldError {
   /** The input's id, for the summary's link; empty when no one field is at fault. */
   field: string;
   message: string;
+}
+
+/** How a page asks for human verification: Turnstile's widget when configured, else the development stand-in. */
+export function verificationMode(config: Pick<Config, 'humanVerification'>): 'remote' | 'development' {
+  return config.humanVerification ? 'remote' : 'development';
 }
 
 /** Where the Turnstile widget comes from: the only script and frame a page may load, and only a page that shows it. */

@@ -14,12 +14,12 @@ import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/index.ts';
 import type { Viewer } from '../../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../../config.ts';
-import { createHttpContext } from '../../http/context.ts';
+import { createHttpContext, formValue } from '../../http/context.ts';
 import { causeOf, toAppError } from '../../errors.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
 import { checkCsrf, csrfTokenFor } from '../csrf.ts';
-import { refusalOf, requestIdOf, sendPage, type FieldError, type PageFrame } from '../render.ts';
+import { refusalOf, requestIdOf, sendPage, verificationMode, type FieldError, type PageFrame } from '../render.ts';
 
 export type Caller = ReturnType<typeof createCaller>;
 
@@ -67,8 +67,7 @@ export type Notice = keyof typeof NOTICES;
 
 /** A string field of the posted form ('' when absent). */
 export function field(req: Request, name: string): string {
-  const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
-  return typeof value === 'string' ? value : '';
+  return formValue(req, name) ?? '';
 }
 
 /** The human-verification answer of a form: the widget's field (named `token` on our pages, its default name otherwise), or what was typed. */
@@ -113,7 +112,7 @@ export function frame(req: Request, page: PageRequest, title: string, extra: { e
 
 /** The pages' tools bound to the install: opening a request, handlers, the session, the old-link page. */
 export function pageKit(services: Services, config: Config) {
-  const verification: 'remote' | 'development' = config.humanVerification ? 'remote' : 'development';
+  const verification = verificationMode(config);
   /** The Turnstile widget (a script and a frame of Cloudflare's) is on the sign-up and reset pages only when a site key is set. */
   const showsWidget = verification === 'remote' && config.humanVerificationSiteKey !== undefined;
 

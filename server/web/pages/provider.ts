@@ -10,19 +10,19 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors.ts';
-import type { Viewer } from '../../accounts/viewer.ts';
 import type { Config } from '../../config.ts';
-import { createHttpContext } from '../../http/context.ts';
+import { browserViewer, createHttpContext, formValue } from '../../http/context.ts';
 import { sendError } from '../../http/send-error.ts';
 import { OAuthError } from '../../oidc/errors.ts';
 import type { EndSession } from '../../oidc/end-session.ts';
+import type { Outcome } from '../../oidc/service.ts';
 import { consentPage, errorPage, loginPage, secondStepPage, signedOutPage, signOutPage } from '../../oidc/pages.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
 import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../csrf.ts';
 import { passkeyFormInput } from '../passkey-forms.ts';
 import { resetRequestLink } from '../../mail/messages.ts';
-import { humanVerificationAsked, pagePolicy, requestIdOf, sendHtml } from '../render.ts';
+import { humanVerificationAsked, pagePolicy, requestIdOf, sendHtml, verificationMode } from '../render.ts';
 import { serviceRefusal } from './kit.ts';
 import { pendingMethods, secondStepErrors, submitSecondStep } from './second-step.ts';
 
@@ -34,6 +34,12 @@ import { pendingMethods, secondStepErrors, submitSecondStep } from './second-ste
 export function sendProviderPage(res: Response, status: number, html: string, formTargets: string[] = [], widget = false): void {
   const origins = formTargets.map((uri) => new URL(uri).origin);
   sendHtml(res, status, html, pagePolicy({ formAction: ["'self'", ...origins], scripts: true, widget }));
+}
+
+/** Where an authorization request goes next: a redirect, or a page with its message. */
+export function sendOutcome(req: Request, res: Response, outcome: Outcome): void {
+  if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+  else sendProviderPage(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
 }
 
 /** A provider page's handler: a protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
@@ -50,9 +56,7 @@ const END_SESSION = 'end-session';
 
 export function providerPages(services: Services, config: Config) {
   const oidc = services.oidc;
-  // The browser's session only: signing someone in to an application takes their browser, not
-  // an access token alone.
-  const viewerOf = (req: Request, res: Response): Promise<Viewer | null> => createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
+  const viewerOf = (req: Request, res: Response) => browserViewer(req, res, services, config);
   // The cookie that binds a page's CSRF token to the browser that loaded the page (`web/csrf.ts`).
   const csrf = csrfCookie(config, 'service.oidc-csrf', '/oidc');
   /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */
@@ -61,10 +65,7 @@ export function providerPages(services: Services, config: Config) {
     setCsrfCookie(res, csrf, secret);
     return oidc.csrfToken(secret, interactionId);
   };
-  const field = (req: Request, name: string): string | undefined => {
-    const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
-    return typeof value === 'string' ? value : undefined;
-  };
+  const field = formValue;
   const safely = providerPage;
   const page = sendProviderPage;
   const resetUrl = resetRequestLink(config.webUrl);
@@ -75,9 +76,7 @@ export function providerPages(services: Services, config: Config) {
    */
   const signedIn = async (req: Request, res: Response, interactionId: string): Promise<void> => {
     const viewer = await createHttpContext(req, res, services, config, 'cookie').viewer();
-    const outcome = await oidc.afterLogin(interactionId, viewer);
-    if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-    else page(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
+    sendOutcome(req, res, await oidc.afterLogin(interactionId, viewer));
   };
 
   // ---- the login page ----------------------------------------------------------------------------
@@ -103,7 +102,7 @@ export function providerPages(services: Services, config: Config) {
     const loginAgain = (error: AppError, email = '') => {
       // The account's attempts ran out for this browser: the form asks for human verification too.
       const verify = humanVerificationAsked(error);
-      const verification = verify ? { verification: config.humanVerification ? ('remote' as const) : ('development' as const), siteKey: config.humanVerificationSiteKey } : {};
+      const verification = verify ? { verification: verificationMode(config), siteKey: config.humanVerificationSiteKey } : {};
       const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl, requestId: requestIdOf(req), error: error.message, email, ...verification });
       page(res, error.status, html, targets, verify && config.humanVerification !== undefined && config.humanVerificationSiteKey !== undefined);
     };
