@@ -23,6 +23,7 @@ import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import { checkUploadHeaders, readUpload } from './multipart.ts';
 import { sendError } from './send-error.ts';
+import { pagePolicy, renderPage, sendHtml } from '../web/render.ts';
 
 /**
  * Answers a refused upload at once: the client gets the answer without sending the rest of a
@@ -136,22 +137,15 @@ function sendZip(res: Response, store: FileStore, files: StoredFile[], name: str
   zip.outputStream.pipe(res);
 }
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
-
-/** The page that shows two revisions of a note's PDF side by side. */
-function comparePage(left: NoteEdit, right: NoteEdit, field: string): string {
-  const column = (edit: NoteEdit, side: string) => {
-    const url = String((edit.content[field] as { value?: unknown }).value);
-    const date = new Date(edit.tcdate).toISOString().replace('T', ' ').slice(0, 16);
-    return `<section aria-label="${side} revision"><h2>${side}: revision of ${escapeHtml(date)} UTC</h2>
-<iframe title="${side} revision" src="${escapeHtml(url)}"></iframe></section>`;
-  };
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Compare revisions</title>
-<style>body{margin:0;font-family:system-ui,sans-serif}main{display:grid;grid-template-columns:1fr 1fr;gap:8px;height:100vh}
-section{display:flex;flex-direction:column}h2{font-size:14px;margin:8px}iframe{flex:1;border:1px solid #ccc;width:100%}</style>
-</head><body><main>${column(left, 'Left')}${column(right, 'Right')}</main></body></html>`;
+/** The page that shows two revisions of a note's PDF side by side (`templates/compare.eta`), framing our own files only. */
+function sendComparePage(res: Response, left: NoteEdit, right: NoteEdit, field: string): void {
+  const column = (edit: NoteEdit, side: string) => ({
+    side,
+    url: String((edit.content[field] as { value?: unknown }).value),
+    date: new Date(edit.tcdate).toISOString().replace('T', ' ').slice(0, 16),
+  });
+  const html = renderPage('compare', { title: 'Compare revisions', columns: [column(left, 'Left'), column(right, 'Right')] });
+  sendHtml(res, 200, html, pagePolicy({ frames: true }));
 }
 
 /**
@@ -241,7 +235,7 @@ export function fileHandlers(services: Services, config: Config) {
   const compareView = download(async (req, reader) => {
     const query = parseOrThrow(PdfCompareQuery, req.query);
     const { leftNote, rightNote } = await downloads.compare(query, reader);
-    (req.res as Response).type('html').send(comparePage(leftNote, rightNote, query.field));
+    sendComparePage(req.res as Response, leftNote, rightNote, query.field);
   });
   const pdfById = download(async (req, reader) => {
     await sendStored(req, req.res as Response, store, await downloads.pdfById(parseOrThrow(StoredPdfParams, { ...req.params }).id, reader));

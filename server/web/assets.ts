@@ -35,6 +35,8 @@ export const ASSETS = {
   providerCss: asset('provider', 'css', providerCss),
   /** The account pages' stylesheet: the provider's, and what these pages add (a header, wider pages, fieldsets, cards, tables). */
   pagesCss: asset('pages', 'css', `${providerCss}${read('account.css')}`),
+  /** The page comparing two revisions of a note's PDF (`GET /pdf/compare/view`). */
+  compareCss: asset('compare', 'css', read('compare.css')),
   /** The passkey buttons of the sign-in and security pages, and the Python client's passkey page. */
   passkeyJs: asset('passkey', 'js', read('passkey.js')),
 } as const;

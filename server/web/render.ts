@@ -16,7 +16,7 @@ import { ASSETS } from './assets.ts';
 const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
 
 /** Where every page links the stylesheet and the passkey script: their hashed names (`assets.ts`). */
-const ASSET_URLS = { pagesCss: ASSETS.pagesCss.url, passkeyJs: ASSETS.passkeyJs.url };
+const ASSET_URLS = { pagesCss: ASSETS.pagesCss.url, passkeyJs: ASSETS.passkeyJs.url, compareCss: ASSETS.compareCss.url };
 
 /** One engine per process; templates are compiled once and cached. */
 const eta = new Eta({ views, autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
@@ -54,10 +54,11 @@ export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
  * The pages' Content-Security-Policy: nothing but our stylesheet and images, and forms sent only
  * to `formAction` (this origin by default); `scripts`: the page has passkey buttons, so it may
  * run our own scripts (`/webauthn/browser.js`, `/webauthn/passkey.js`) and they may call our API;
- * `widget`: the page shows the human-verification widget, whose script and frame are Turnstile's.
+ * `widget`: the page shows the human-verification widget, whose script and frame are Turnstile's;
+ * `frames`: the page frames our own files (the comparison of two revisions).
  * Each widens the policy only as far as it needs.
  */
-export function pagePolicy(opts: { formAction?: string[]; scripts?: boolean; widget?: boolean } = {}): string {
+export function pagePolicy(opts: { formAction?: string[]; scripts?: boolean; widget?: boolean; frames?: boolean } = {}): string {
   const scripts = [...(opts.scripts ? ["'self'"] : []), ...(opts.widget ? [TURNSTILE_ORIGIN] : [])];
   return [
     "default-src 'none'",
@@ -67,7 +68,7 @@ export function pagePolicy(opts: { formAction?: string[]; scripts?: boolean; wid
     "frame-ancestors 'none'",
     "base-uri 'none'",
     ...(scripts.length > 0 ? [`script-src ${scripts.join(' ')}`] : []),
-    ...(opts.widget ? [`frame-src ${TURNSTILE_ORIGIN}`] : []),
+    ...(opts.widget ? [`frame-src ${TURNSTILE_ORIGIN}`] : opts.frames ? ["frame-src 'self'"] : []),
     ...(opts.scripts ? ["connect-src 'self'"] : []),
   ].join('; ');
 }

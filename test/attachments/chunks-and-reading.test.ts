@@ -192,6 +192,10 @@ describe('reading files back', () => {
     const html = await page.text();
     expect(html).toContain(`src="/pdf/${sha1(data)}.pdf"`);
     expect(html).toContain(`src="${body.url}"`);
+    // Our own files framed, our own stylesheet, nothing inline.
+    expect(page.headers.get('content-security-policy')).toMatch(/default-src 'none'.*frame-src 'self'/);
+    expect(html).toMatch(/<link rel="stylesheet" href="\/assets\/compare\.[0-9a-f]{16}\.css">/);
+    expect(html).not.toContain('<style');
     // The earlier PDF stays readable to the note's readers.
     expect((await fetch(`${server.url}/pdf/${sha1(data)}.pdf`, { headers: { cookie: cookieHeader(author) } })).status).toBe(200);
     const stranger = (await loggedIn(server, (await createActiveUser(server)).email)).client;
