@@ -78,6 +78,8 @@ export async function up(db: Knex): Promise<void> {
     // No foreign key: a deleted profile's clients are still told.
     t.string('profile_id', 300).notNullable();
     t.string('sid', 64).notNullable();
+    // The person's tokenVersion when the client signed them in: moved on, the client's grant ended.
+    t.integer('token_version').notNullable();
     t.bigInteger('created_at').notNullable();
     t.primary(['session_id', 'client_id']);
     t.index(['profile_id']);

@@ -107,9 +107,10 @@ export async function issueCode(
   const { params } = interaction;
   const sid = sidOf(p, person.sessionId);
   // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
-  const recorded = `${person.sessionId} ${params.clientId}`;
+  const recorded = `${person.sessionId} ${params.clientId} ${person.tokenVersion}`;
   if (p.sessionClients.due(recorded, now)) {
-    await p.logouts.recordSessionClient({ sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid }, now).catch((error: unknown) => {
+    const entry = { sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid, tokenVersion: person.tokenVersion };
+    await p.logouts.recordSessionClient(entry, now).catch((error: unknown) => {
       p.sessionClients.forget(recorded);
       throw error;
     });

@@ -7,6 +7,8 @@ export interface SessionClient {
   clientId: string;
   profileId: string;
   sid: string;
+  /** The person's `tokenVersion` when the client signed them in. */
+  tokenVersion: number;
 }
 
 /** A logout token waiting to be POSTed to a client's `backchannel_logout_uri`. */
@@ -23,6 +25,7 @@ const toSessionClient = (row: Record<string, unknown>): SessionClient => ({
   clientId: String(row.client_id),
   profileId: String(row.profile_id),
   sid: String(row.sid),
+  tokenVersion: Number(row.token_version),
 });
 
 /**
@@ -36,18 +39,19 @@ export class LogoutRepository {
     this.#db = db;
   }
 
-  /** Remembers that `clientId` signed its person in through the session (once per session and client). */
+  /** Remembers that `clientId` signed its person in through the session, under their `tokenVersion` of now. */
   async recordSessionClient(entry: SessionClient, now: number): Promise<void> {
     await this.#db('oidc_session_clients')
-      .insert({ session_id: entry.sessionId, client_id: entry.clientId, profile_id: entry.profileId, sid: entry.sid, created_at: now })
+      .insert({ session_id: entry.sessionId, client_id: entry.clientId, profile_id: entry.profileId, sid: entry.sid, token_version: entry.tokenVersion, created_at: now })
       .onConflict(['session_id', 'client_id'])
-      .ignore();
+      .merge({ token_version: entry.tokenVersion });
   }
 
   /**
-   * Clients whose session has ended by a person's or operator's act: the session was signed out
-   * or is gone, the person's `tokenVersion` moved past it (a reset, logout everywhere, a block, a
-   * merge), or the person may no longer hold sessions at all. A session that merely expired is
+   * Clients whose session, or whose grant, has ended by a person's or operator's act: the session
+   * was signed out or is gone, the person's `tokenVersion` moved past the one the client signed
+   * them in under (a reset, logout everywhere, even for the session that asked for it, a block, a
+   * merge: every token the client holds then fails), or the person may no longer hold sessions. A session that merely expired is
    * not a sign-out (its rows are forgotten by `sweep`).
    */
   async endedSessionClients(limit: number): Promise<SessionClient[]> {
@@ -61,9 +65,9 @@ export class LogoutRepository {
           .orWhereNull('p.id')
           .orWhereNotNull('p.ddate')
           .orWhereNotIn('p.state', [...ACTIVE_STATES])
-          .orWhereRaw('s.token_version <> p.token_version'),
+          .orWhereRaw('c.token_version <> p.token_version'),
       )
-      .select('c.session_id', 'c.client_id', 'c.profile_id', 'c.sid')
+      .select('c.session_id', 'c.client_id', 'c.profile_id', 'c.sid', 'c.token_version')
       .limit(limit);
     return rows.map(toSessionClient);
   }

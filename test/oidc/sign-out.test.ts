@@ -151,6 +151,28 @@ describe('back-channel logout', () => {
     expect(rows).toMatchObject([{ attempts: 2, delivered_at: expect.anything() }]);
   }, LONG);
 
+  it('tells an app when the person logs out everywhere, or is blocked, whichever process did it', async () => {
+    const everywhere = new UserAgent();
+    const first = await app('/everywhere');
+    await signIn(first.config, everywhere);
+    const all = await fetch(`${server.url}/logout-all-devices`, { method: 'POST', headers: { cookie: cookieHeader(everywhere.jar), 'content-type': 'application/json' }, body: '{}' });
+    expect(all.status).toBe(200);
+    // Logging out everywhere keeps the caller's own session but moves the tokenVersion on, which
+    // ends every app's tokens, this browser's apps' too: they are told.
+    expect(await logoutTokenAt('/everywhere', first.id)).toMatchObject({ sub: person.id });
+
+    const other = await createActiveUser(server, { fullname: 'Blocked Person' });
+    const blocked = new UserAgent();
+    const second = await app('/blocked');
+    const verifier = client.randomPKCECodeVerifier();
+    const url = client.buildAuthorizationUrl(second.config, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const page = await blocked.authorize(url, { email: other.email, password: PASSWORD });
+    await client.authorizationCodeGrant(second.config, new URL(page.location ?? ''), { pkceCodeVerifier: verifier, idTokenExpected: true });
+    // A block made by another process (an operator's tool) straight in the database.
+    await server.service.db('profiles').where({ id: other.id }).update({ state: 'Blocked' });
+    expect(await logoutTokenAt('/blocked', second.id)).toMatchObject({ sub: other.id });
+  }, LONG);
+
   it('tells an app the person revokes', async () => {
     const agent = new UserAgent();
     const { id, config } = await app('/revoked');
