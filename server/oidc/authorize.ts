@@ -18,14 +18,14 @@ const AUTHORIZATION_PARAMETERS = ['response_type', 'scope', 'state', 'nonce', 'c
  * redirected to); the errors of the others go back to the client. Then the person signs in and
  * consents, unless a session and a consent exist already.
  */
-export async function authorize(p: Provider, query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
+export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
   const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
   let back: { redirectUri: string; state: string | undefined } | undefined;
   try {
     // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
     // then unknown, so those two get a page; the others go back to the client.
     checkOnce(query, ['client_id', 'redirect_uri'], { allowRedirect: false });
-    const client = await checkClient(p, param('client_id'));
+    const client = await checkClient(provider, param('client_id'));
     checkApproved(client);
     const redirectUri = checkRedirectUri(client, param('redirect_uri'));
     const state = param('state');
@@ -40,7 +40,7 @@ export async function authorize(p: Provider, query: Record<string, unknown>, vie
     checkLengths({ state, nonce: param('nonce'), acr_values: param('acr_values') });
     const acrValues = param('acr_values')?.split(' ').filter(Boolean);
     const params: AuthorizationParams = { clientId: client.id, redirectUri, scopes, state, nonce: param('nonce'), codeChallenge, prompt, maxAge, ...(acrValues?.length ? { acrValues } : {}) };
-    const now = p.now();
+    const now = provider.now();
     const interaction: Interaction = {
       id: randomToken(),
       params,
@@ -51,18 +51,18 @@ export async function authorize(p: Provider, query: Record<string, unknown>, vie
     };
     // Stored only when a page has to continue it: a person with a session and a consent goes
     // straight back with a code, and their request needs no row.
-    const store = () => p.repo.insertInteraction(interaction.id, params, now, interaction.expiresAt);
-    return await next(p, interaction, usable(viewer), store);
+    const store = () => provider.repo.insertInteraction(interaction.id, params, now, interaction.expiresAt);
+    return await next(provider, interaction, usable(viewer), store);
   } catch (error) {
-    return errorOutcome(p, error, back);
+    return errorOutcome(provider, error, back);
   }
 }
 
 // ---- the named checks, in the order they run ------------------------------------------------------
 
 /** checkClient: `client_id` names a registered client. */
-async function checkClient(p: Provider, clientId: string | undefined): Promise<ClientRecord> {
-  const client = clientId ? await p.clients.find(clientId) : null;
+async function checkClient(provider: Provider, clientId: string | undefined): Promise<ClientRecord> {
+  const client = clientId ? await provider.clients.find(clientId) : null;
   if (!client) throw new InvalidClient('Invalid client_id');
   return client;
 }

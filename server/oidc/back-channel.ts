@@ -37,8 +37,8 @@ export class LogoutNotifier {
   #running: Promise<void> | null = null;
   #again = false;
 
-  constructor(p: Provider, log: Logger) {
-    this.#provider = p;
+  constructor(provider: Provider, log: Logger) {
+    this.#provider = provider;
     this.#log = log;
   }
 

@@ -78,41 +78,41 @@ function formDecoded(part: string): string | undefined {
  * Any failure is `invalid_client` (401), with a `Basic` challenge when the header was used.
  * Returns null when the request names no client at all.
  */
-export async function authenticateClient(p: Provider, proof: ClientProof): Promise<{ client: ClientRecord; method: OidcAuthMethod } | null> {
+export async function authenticateClient(provider: Provider, proof: ClientProof): Promise<{ client: ClientRecord; method: OidcAuthMethod } | null> {
   const used = presented(proof);
   const basic = used.method === 'client_secret_basic';
   if (used.clientId === undefined || used.clientId === '') {
     if (used.method === 'none') return null;
     throw new InvalidClient('Invalid client authentication', { basic });
   }
-  const client = await p.clients.find(used.clientId);
+  const client = await provider.clients.find(used.clientId);
   if (!client) throw new InvalidClient('Invalid client_id', { basic });
   if (client.authMethod !== used.method) {
     throw new InvalidClient(client.authMethod === 'none' ? 'This client is public: send client_id only' : `This client authenticates with ${client.authMethod}`, { basic });
   }
-  if (used.secret !== undefined) await checkSecret(p, client, used.secret, basic);
-  if (used.assertion !== undefined) await checkAssertion(p, client, used.assertion, proof.endpoint);
+  if (used.secret !== undefined) await checkSecret(provider, client, used.secret, basic);
+  if (used.assertion !== undefined) await checkAssertion(provider, client, used.assertion, proof.endpoint);
   return { client, method: used.method };
 }
 
 /** checkSecret: the secret's hash is one of the client's live ones (each compared in constant time). */
-async function checkSecret(p: Provider, client: ClientRecord, secret: string, basic: boolean): Promise<void> {
+async function checkSecret(provider: Provider, client: ClientRecord, secret: string, basic: boolean): Promise<void> {
   const hash = hashSecret(secret);
-  const live = await p.registry.liveSecretHashes(client.id, p.now());
+  const live = await provider.registry.liveSecretHashes(client.id, provider.now());
   if (!live.some((known) => safeEqual(known, hash))) throw new InvalidClient('Invalid client authentication', { basic });
 }
 
 /** checkAssertion: RFC 7523 §3, with a short `exp` and a single-use `jti`. */
-async function checkAssertion(p: Provider, client: ClientRecord, assertion: string, endpoint: string): Promise<void> {
+async function checkAssertion(provider: Provider, client: ClientRecord, assertion: string, endpoint: string): Promise<void> {
   const keys = keySetOf(client);
   if (!keys) throw new InvalidClient('The client has no keys registered');
-  const nowSeconds = Math.floor(p.now() / 1000);
+  const nowSeconds = Math.floor(provider.now() / 1000);
   let payload;
   try {
     ({ payload } = await jwtVerify(assertion, keys, {
       issuer: client.id,
       subject: client.id,
-      audience: [...new Set([p.issuer, `${p.issuer}/oidc/token`, endpoint])],
+      audience: [...new Set([provider.issuer, `${provider.issuer}/oidc/token`, endpoint])],
       algorithms: ASSERTION_ALGORITHMS,
       requiredClaims: ['exp', 'jti'],
       currentDate: new Date(nowSeconds * 1000),
@@ -125,7 +125,7 @@ async function checkAssertion(p: Provider, client: ClientRecord, assertion: stri
   if (exp - nowSeconds > ASSERTION_MAX_SECONDS) throw new InvalidClient('The client assertion lives too long (at most 10 minutes)');
   const jti = payload.jti as string;
   if (jti.length === 0 || jti.length > 200) throw new InvalidClient('Invalid client assertion');
-  if (!(await p.registry.recordAssertion(client.id, jti, exp * 1000))) throw new InvalidClient('The client assertion was used before');
+  if (!(await provider.registry.recordAssertion(client.id, jti, exp * 1000))) throw new InvalidClient('The client assertion was used before');
 }
 
 function keySetOf(client: ClientRecord): JWTVerifyGetKey | null {

@@ -30,28 +30,28 @@ export function publicClientRecord(input: OidcClientInput, now: number): ClientR
   };
 }
 
-export async function addClient(p: Provider, input: OidcClientInput): Promise<OidcClient> {
-  if (await p.repo.findClient(input.id)) throw new AppError('ValidationError', `The client ${input.id} already exists`, { path: 'id' });
-  const client = publicClientRecord(input, p.now());
-  await p.repo.insertClient(client);
-  p.clients.forget(client.id);
+export async function addClient(provider: Provider, input: OidcClientInput): Promise<OidcClient> {
+  if (await provider.repo.findClient(input.id)) throw new AppError('ValidationError', `The client ${input.id} already exists`, { path: 'id' });
+  const client = publicClientRecord(input, provider.now());
+  await provider.repo.insertClient(client);
+  provider.clients.forget(client.id);
   return listedClient(client);
 }
 
-export async function setClientStatus(p: Provider, id: string, status: OidcClient['status']): Promise<OidcClient> {
-  const changed = await p.repo.setClientStatus(id, status, p.now());
-  p.clients.forget(id);
+export async function setClientStatus(provider: Provider, id: string, status: OidcClient['status']): Promise<OidcClient> {
+  const changed = await provider.repo.setClientStatus(id, status, provider.now());
+  provider.clients.forget(id);
   if (!changed) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
-  return listedClient((await p.repo.findClient(id)) as ClientRecord);
+  return listedClient((await provider.repo.findClient(id)) as ClientRecord);
 }
 
-export function listClients(p: Provider): Promise<OidcClient[]> {
-  return p.repo.listClients();
+export function listClients(provider: Provider): Promise<OidcClient[]> {
+  return provider.repo.listClients();
 }
 
-export async function removeClient(p: Provider, id: string): Promise<void> {
-  const removed = await p.repo.deleteClient(id);
-  p.clients.forget(id);
+export async function removeClient(provider: Provider, id: string): Promise<void> {
+  const removed = await provider.repo.deleteClient(id);
+  provider.clients.forget(id);
   if (!removed) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
 }
 
@@ -60,23 +60,23 @@ export async function removeClient(p: Provider, id: string): Promise<void> {
  * stay good for `overlapSeconds` more, so the application can move to the new one without a
  * moment where neither works.
  */
-export async function rotateSecret(p: Provider, id: string, overlapSeconds: number): Promise<string> {
-  const client = await p.repo.findClient(id);
+export async function rotateSecret(provider: Provider, id: string, overlapSeconds: number): Promise<string> {
+  const client = await provider.repo.findClient(id);
   if (!client) throw new AppError('NotFoundError', `Client Not Found: ${id}`);
   if (client.authMethod !== 'client_secret_basic' && client.authMethod !== 'client_secret_post') {
     throw new AppError('ValidationError', `The client ${id} authenticates with ${client.authMethod}, not a secret`, { path: 'id' });
   }
   const secret = randomToken();
-  const now = p.now();
-  await p.registry.rotateSecret(id, hashSecret(secret), now, now + overlapSeconds * 1000);
+  const now = provider.now();
+  await provider.registry.rotateSecret(id, hashSecret(secret), now, now + overlapSeconds * 1000);
   return secret;
 }
 
 /** An initial access token for the registration endpoint (RFC 7591 §3): one use, answered once, stored as a hash. */
-export async function issueRegistrationToken(p: Provider, opts: { approved: boolean; expiresInSeconds: number }): Promise<{ token: string; expiresAt: number }> {
+export async function issueRegistrationToken(provider: Provider, opts: { approved: boolean; expiresInSeconds: number }): Promise<{ token: string; expiresAt: number }> {
   const token = randomToken();
-  const now = p.now();
+  const now = provider.now();
   const expiresAt = now + opts.expiresInSeconds * 1000;
-  await p.registry.addRegistrationToken(hashSecret(token), opts.approved, now, expiresAt);
+  await provider.registry.addRegistrationToken(hashSecret(token), opts.approved, now, expiresAt);
   return { token, expiresAt };
 }

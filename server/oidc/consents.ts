@@ -6,16 +6,16 @@ import type { Provider } from './provider.ts';
  * each is (a server-side one holding a secret or keys, or a browser or native app), whether it
  * holds a refresh token now (it may act while the person is away), and when it last got tokens.
  */
-export async function consents(p: Provider, profileId: string): Promise<OidcConsent[]> {
-  const [given, offline] = await Promise.all([p.repo.consentsOf(profileId), p.refreshTokens.liveFamilies(profileId, p.now())]);
+export async function consents(provider: Provider, profileId: string): Promise<OidcConsent[]> {
+  const [given, offline] = await Promise.all([provider.repo.consentsOf(profileId), provider.refreshTokens.liveFamilies(profileId, provider.now())]);
   const holding = new Set(offline.map((family) => family.clientId));
   return given.map(({ authMethod, ...consent }) => ({ ...consent, kind: authMethod === 'none' ? 'public' : 'confidential', offline: holding.has(consent.clientId) }));
 }
 
 /** Withdrawing a consent ends what it allowed: the person's tokens and unused codes at that client. */
-export async function withdrawConsent(p: Provider, profileId: string, clientId: string): Promise<void> {
-  const now = p.now();
-  await p.repo.transaction(async (repo) => {
+export async function withdrawConsent(provider: Provider, profileId: string, clientId: string): Promise<void> {
+  const now = provider.now();
+  await provider.repo.transaction(async (repo) => {
     if (!(await repo.deleteConsent(profileId, clientId))) throw new AppError('NotFoundError', `Consent Not Found: ${clientId}`);
     await repo.revokeGrants(profileId, clientId, now);
   });

@@ -23,14 +23,14 @@ export interface EndSession {
  * With an `id_token_hint` naming the person signed in, the session ends at once; without one
  * (or with one naming someone else), the person is asked first.
  */
-export async function endSession(p: Provider, params: Record<string, unknown>, viewer: Viewer | null): Promise<EndSession> {
+export async function endSession(provider: Provider, params: Record<string, unknown>, viewer: Viewer | null): Promise<EndSession> {
   const param = (name: string) => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
   checkOnce(params, END_SESSION_PARAMETERS, { allowRedirect: false });
-  const hint = await checkHint(p, param('id_token_hint'));
-  const client = await checkClient(p, hint?.aud, param('client_id'));
+  const hint = await checkHint(provider, param('id_token_hint'));
+  const client = await checkClient(provider, hint?.aud, param('client_id'));
   const redirect = checkPostLogoutRedirect(client, param('post_logout_redirect_uri'), param('state'));
   const person = usable(viewer);
-  const confirm = person !== null && (hint === null || client === null || hint.sub !== subjectOf(p, client, person.profileId));
+  const confirm = person !== null && (hint === null || client === null || hint.sub !== subjectOf(provider, client, person.profileId));
   return { confirm, client, redirect };
 }
 
@@ -38,14 +38,14 @@ export async function endSession(p: Provider, params: Record<string, unknown>, v
  * checkHint: an `id_token_hint` is an ID token this provider signed (expired ones too: the
  * session it names may have outlived it); its `aud` names the client.
  */
-async function checkHint(p: Provider, hint: string | undefined): Promise<{ sub: string; aud: string } | null> {
+async function checkHint(provider: Provider, hint: string | undefined): Promise<{ sub: string; aud: string } | null> {
   if (hint === undefined) return null;
   const invalid = () => new InvalidRequest('id_token_hint is not an ID token of this provider', { allowRedirect: false });
   try {
-    const { payload } = await compactVerify(hint, createLocalJWKSet((await p.keys.jwks()) as Parameters<typeof createLocalJWKSet>[0]), { algorithms: ['RS256'] });
+    const { payload } = await compactVerify(hint, createLocalJWKSet((await provider.keys.jwks()) as Parameters<typeof createLocalJWKSet>[0]), { algorithms: ['RS256'] });
     const claims = JSON.parse(new TextDecoder().decode(payload)) as { iss?: unknown; sub?: unknown; aud?: unknown };
     const aud = Array.isArray(claims.aud) ? claims.aud[0] : claims.aud;
-    if (claims.iss !== p.issuer || typeof claims.sub !== 'string' || typeof aud !== 'string') throw invalid();
+    if (claims.iss !== provider.issuer || typeof claims.sub !== 'string' || typeof aud !== 'string') throw invalid();
     return { sub: claims.sub, aud };
   } catch {
     throw invalid();
@@ -53,13 +53,13 @@ async function checkHint(p: Provider, hint: string | undefined): Promise<{ sub: 
 }
 
 /** checkClient: the client the hint was issued to, or `client_id`; both given, they must agree. */
-async function checkClient(p: Provider, fromHint: string | undefined, clientId: string | undefined): Promise<ClientRecord | null> {
+async function checkClient(provider: Provider, fromHint: string | undefined, clientId: string | undefined): Promise<ClientRecord | null> {
   if (fromHint !== undefined && clientId !== undefined && fromHint !== clientId) {
     throw new InvalidRequest('client_id is not the client the id_token_hint was issued to', { allowRedirect: false });
   }
   const id = fromHint ?? clientId;
   if (id === undefined) return null;
-  const client = await p.clients.find(id);
+  const client = await provider.clients.find(id);
   if (!client) throw new InvalidRequest('Invalid client_id', { allowRedirect: false });
   return client;
 }

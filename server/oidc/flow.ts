@@ -23,12 +23,12 @@ function signedInHere(interaction: Interaction, viewer: Viewer): boolean {
  * `prompt=login` without a sign-in during this request; or a session older than `max_age`
  * (a sign-in during this request always satisfies `max_age`, even 0).
  */
-export function needsLogin(p: Pick<Provider, 'now'>, interaction: Interaction, viewer: Viewer | null): viewer is null {
+export function needsLogin(provider: Pick<Provider, 'now'>, interaction: Interaction, viewer: Viewer | null): viewer is null {
   if (!viewer) return true;
   if (signedInHere(interaction, viewer)) return false;
   const { params } = interaction;
   if (params.prompt.includes('login')) return true;
-  return params.maxAge !== undefined && p.now() - viewer.authTime > params.maxAge * 1000;
+  return params.maxAge !== undefined && provider.now() - viewer.authTime > params.maxAge * 1000;
 }
 
 /** Whether the request asks for a sign-in proved with a second factor (`acr_values=2`). */
@@ -51,9 +51,9 @@ export function wantsFreshSecondStep(interaction: Interaction): boolean {
  * (their second step is then asked even in a remembered browser), unless they did during this
  * request; whether that sign-in used a second factor is `afterLogin`'s to check.
  */
-async function needsSecondFactor(p: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
+async function needsSecondFactor(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
   if (!asksSecondFactor(interaction) || signedInHere(interaction, viewer)) return false;
-  return (await signInProof(p, viewer.profileId, viewer.authTime))?.acr !== '2';
+  return (await signInProof(provider, viewer.profileId, viewer.authTime))?.acr !== '2';
 }
 
 /** The sign-in time the ID token reports: this request's sign-in, or the session's. */
@@ -62,8 +62,8 @@ export function authTime(interaction: Interaction, viewer: Viewer): number {
 }
 
 /** The login page of an interaction. */
-export function loginPageUrl(p: Pick<Provider, 'webUrl'>, interactionId: string): string {
-  return `${p.webUrl}/oidc/login?interaction=${interactionId}`;
+export function loginPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: string): string {
+  return `${provider.webUrl}/oidc/login?interaction=${interactionId}`;
 }
 
 /**
@@ -71,20 +71,20 @@ export function loginPageUrl(p: Pick<Provider, 'webUrl'>, interactionId: string)
  * `store` is given for a request not stored yet: it is stored before a page is shown, and a
  * code issued at once has no interaction to complete.
  */
-export async function next(p: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
+export async function next(provider: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
   const { params } = interaction;
-  if (needsLogin(p, interaction, viewer) || (await needsSecondFactor(p, interaction, viewer))) {
+  if (needsLogin(provider, interaction, viewer) || (await needsSecondFactor(provider, interaction, viewer))) {
     if (params.prompt.includes('none')) throw new LoginRequired('The user is not signed in');
     await store?.();
-    return { redirect: loginPageUrl(p, interaction.id) };
+    return { redirect: loginPageUrl(provider, interaction.id) };
   }
-  const covered = consentCovers(await findConsent(p, viewer.profileId, params.clientId), params.scopes);
+  const covered = consentCovers(await findConsent(provider, viewer.profileId, params.clientId), params.scopes);
   if (!covered || params.prompt.includes('consent')) {
     if (params.prompt.includes('none')) throw new ConsentRequired('The user has not consented');
     await store?.();
-    return { redirect: `${p.webUrl}/oidc/consent?interaction=${interaction.id}` };
+    return { redirect: `${provider.webUrl}/oidc/consent?interaction=${interaction.id}` };
   }
-  return { redirect: await issueCode(p, interaction, viewer, authTime(interaction, viewer), store === undefined) };
+  return { redirect: await issueCode(provider, interaction, viewer, authTime(interaction, viewer), store === undefined) };
 }
 
 /**
@@ -93,29 +93,29 @@ export async function next(p: Provider, interaction: Interaction, viewer: Viewer
  * A stored interaction is completed first, so a second answer to it (a double submit) fails.
  */
 export async function issueCode(
-  p: Provider,
+  provider: Provider,
   interaction: Interaction,
   person: Pick<Viewer, 'profileId' | 'tokenVersion' | 'sessionId'>,
   authTime: number,
   stored = true,
 ): Promise<string> {
-  const now = p.now();
-  if (stored && !(await p.repo.completeInteraction(interaction.id, now))) {
+  const now = provider.now();
+  if (stored && !(await provider.repo.completeInteraction(interaction.id, now))) {
     throw new InvalidRequest('This sign-in request was already answered');
   }
   const code = randomToken();
   const { params } = interaction;
-  const sid = sidOf(p, person.sessionId);
+  const sid = sidOf(provider, person.sessionId);
   // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
   const recorded = `${person.sessionId} ${params.clientId} ${person.tokenVersion}`;
-  if (p.sessionClients.due(recorded, now)) {
+  if (provider.sessionClients.due(recorded, now)) {
     const entry = { sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid, tokenVersion: person.tokenVersion };
-    await p.logouts.recordSessionClient(entry, now).catch((error: unknown) => {
-      p.sessionClients.forget(recorded);
+    await provider.logouts.recordSessionClient(entry, now).catch((error: unknown) => {
+      provider.sessionClients.forget(recorded);
       throw error;
     });
   }
-  await p.repo.insertCode(
+  await provider.repo.insertCode(
     {
       codeHash: hashSecret(code),
       clientId: params.clientId,
@@ -131,5 +131,5 @@ export async function issueCode(
     },
     now,
   );
-  return redirectTo(p, params.redirectUri, { code, state: params.state });
+  return redirectTo(provider, params.redirectUri, { code, state: params.state });
 }

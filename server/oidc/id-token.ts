@@ -28,10 +28,10 @@ export interface SignInOfToken {
  * (`amr`, `acr`), `nonce` when one was sent (never on a refresh: OpenID Connect Core §12.2),
  * `sid` of the browser session, and `at_hash`.
  */
-export async function idToken(p: Provider, client: ClientRecord, signIn: SignInOfToken, claims: { sub: string } & PersonClaims, accessToken: string, now: number): Promise<string> {
-  const { kid, key } = await p.keys.signer();
+export async function idToken(provider: Provider, client: ClientRecord, signIn: SignInOfToken, claims: { sub: string } & PersonClaims, accessToken: string, now: number): Promise<string> {
+  const { kid, key } = await provider.keys.signer();
   // How the sign-in was proved (RFC 8176 `amr`, and `acr`), when accounts know it.
-  const proof = await signInProof(p, signIn.profileId, signIn.authTime);
+  const proof = await signInProof(provider, signIn.profileId, signIn.authTime);
   return new SignJWT({
     ...claims,
     auth_time: Math.floor(signIn.authTime / 1000),
@@ -41,7 +41,7 @@ export async function idToken(p: Provider, client: ClientRecord, signIn: SignInO
     at_hash: atHash(accessToken),
   })
     .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
-    .setIssuer(p.issuer)
+    .setIssuer(provider.issuer)
     .setAudience(client.id)
     .setIssuedAt(Math.floor(now / 1000))
     .setExpirationTime(Math.floor(now / 1000) + OIDC_TOKEN_SECONDS)

@@ -11,9 +11,9 @@ import type { Interaction } from './repository.ts';
 // page, and the JSON endpoints a separate frontend uses instead of them.
 
 /** A live interaction and its client; an `invalid_request` page when it expired, was answered, or never was. */
-export async function findInteraction(p: Provider, id: string | undefined): Promise<{ interaction: Interaction; client: OidcClient }> {
-  const interaction = id ? await p.repo.findInteraction(id, p.now()) : null;
-  const client = interaction ? await p.clients.find(interaction.params.clientId) : null;
+export async function findInteraction(provider: Provider, id: string | undefined): Promise<{ interaction: Interaction; client: OidcClient }> {
+  const interaction = id ? await provider.repo.findInteraction(id, provider.now()) : null;
+  const client = interaction ? await provider.clients.find(interaction.params.clientId) : null;
   if (!interaction || !client) {
     throw new InvalidRequest('This sign-in request has expired or was already answered. Please start again from the application.', { allowRedirect: false });
   }
@@ -31,70 +31,70 @@ function checkOwner(interaction: Interaction, viewer: Viewer | null): void {
 }
 
 /** After the login page signed the person in: on to consent, or back to the client. */
-export async function afterLogin(p: Provider, interactionId: string, viewer: Viewer): Promise<Outcome> {
-  const { interaction } = await findInteraction(p, interactionId);
+export async function afterLogin(provider: Provider, interactionId: string, viewer: Viewer): Promise<Outcome> {
+  const { interaction } = await findInteraction(provider, interactionId);
   // The sign-in time is the session's own (it was opened by this page a moment ago), so the ID
   // token's `auth_time` and how that sign-in was proved (`amr`) name the same sign-in.
   const signedInAt = viewer.authTime;
   // `acr_values=2`: a sign-in without a second factor (the person has none) does not do.
-  if (asksSecondFactor(interaction) && (await signInProof(p, viewer.profileId, signedInAt))?.acr !== '2') {
-    await p.repo.completeInteraction(interaction.id, p.now());
+  if (asksSecondFactor(interaction) && (await signInProof(provider, viewer.profileId, signedInAt))?.acr !== '2') {
+    await provider.repo.completeInteraction(interaction.id, provider.now());
     return {
       page: 'This application asks you to confirm it is you with a second factor (an authenticator app, a code by email or a passkey). Turn one on under Password & security, then sign in to the application again.',
       status: 403,
     };
   }
-  await p.repo.markAuthenticated(interaction.id, viewer.profileId, signedInAt);
-  return resume(p, { ...interaction, profileId: viewer.profileId, authenticatedAt: signedInAt }, viewer);
+  await provider.repo.markAuthenticated(interaction.id, viewer.profileId, signedInAt);
+  return resume(provider, { ...interaction, profileId: viewer.profileId, authenticatedAt: signedInAt }, viewer);
 }
 
 /** Goes on with a stored interaction; a protocol error ends it, and goes back to the client. */
-async function resume(p: Provider, interaction: Interaction, viewer: Viewer | null): Promise<Outcome> {
+async function resume(provider: Provider, interaction: Interaction, viewer: Viewer | null): Promise<Outcome> {
   try {
-    return await next(p, interaction, usable(viewer));
+    return await next(provider, interaction, usable(viewer));
   } catch (error) {
     if (!(error instanceof OAuthError)) throw error;
-    await p.repo.completeInteraction(interaction.id, p.now());
-    return errorOutcome(p, error, interaction.params);
+    await provider.repo.completeInteraction(interaction.id, provider.now());
+    return errorOutcome(provider, error, interaction.params);
   }
 }
 
 /** `POST /oidc/authorize/confirm`: already consented → the redirect; otherwise what to ask. */
 export async function confirm(
-  p: Provider,
+  provider: Provider,
   interactionId: string,
   viewer: Viewer,
 ): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: string[] }> {
-  const { interaction, client } = await findInteraction(p, interactionId);
+  const { interaction, client } = await findInteraction(provider, interactionId);
   checkOwner(interaction, usable(viewer));
   // A fresh sign-in is needed first (prompt=login, max_age): the frontend goes to the login page.
-  if (needsLogin(p, interaction, usable(viewer))) return { redirectUri: loginPageUrl(p, interaction.id) };
-  const outcome = await resume(p, interaction, viewer);
-  if ('redirect' in outcome && !outcome.redirect.startsWith(`${p.webUrl}/oidc/`)) return { redirectUri: outcome.redirect };
+  if (needsLogin(provider, interaction, usable(viewer))) return { redirectUri: loginPageUrl(provider, interaction.id) };
+  const outcome = await resume(provider, interaction, viewer);
+  if ('redirect' in outcome && !outcome.redirect.startsWith(`${provider.webUrl}/oidc/`)) return { redirectUri: outcome.redirect };
   return { client: { clientName: client.name }, scopes: interaction.params.scopes };
 }
 
 /** The consent page's answer: "Allow" saves the consent and returns to the client with a code. */
-export async function consent(p: Provider, interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
-  const { interaction } = await findInteraction(p, interactionId);
+export async function consent(provider: Provider, interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
+  const { interaction } = await findInteraction(provider, interactionId);
   checkOwner(interaction, usable(viewer));
   const { params } = interaction;
   if (!approved) {
-    await p.repo.completeInteraction(interaction.id, p.now());
-    return redirected(errorOutcome(p, new AccessDenied('The user denied the request'), params));
+    await provider.repo.completeInteraction(interaction.id, provider.now());
+    return redirected(errorOutcome(provider, new AccessDenied('The user denied the request'), params));
   }
   const person = usable(viewer);
-  if (needsLogin(p, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
+  if (needsLogin(provider, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
   // The scopes given before are read and widened in one transaction: two consents given at once
   // (two tabs, two scopes) both stay, as when given one after the other.
-  await p.repo.transaction(async (repo) => {
+  await provider.repo.transaction(async (repo) => {
     const merged = [...new Set([...((await repo.findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
-    await repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], p.now());
+    await repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], provider.now());
   });
   try {
-    return { redirect: await issueCode(p, interaction, person, authTime(interaction, person)) };
+    return { redirect: await issueCode(provider, interaction, person, authTime(interaction, person)) };
   } catch (error) {
-    return redirected(errorOutcome(p, error, params));
+    return redirected(errorOutcome(provider, error, params));
   }
 }
 

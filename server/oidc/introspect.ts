@@ -15,9 +15,9 @@ const INACTIVE = { active: false } as const;
  * what it grants. Active means what the UserInfo endpoint and the refresh grant check: not
  * expired, revoked or rotated, its client approved, its person's consent and standing unchanged.
  */
-export async function introspect(p: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<Record<string, unknown>> {
+export async function introspect(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<Record<string, unknown>> {
   checkOnce(form, INTROSPECTION_PARAMETERS);
-  const authenticated = await authenticateClient(p, { form, ...proof });
+  const authenticated = await authenticateClient(provider, { form, ...proof });
   if (!authenticated || authenticated.method === 'none') throw new InvalidClient('Introspection needs client authentication (a secret or a signed assertion)');
   const { client } = authenticated;
   if (client.status !== 'approved') throw new InvalidClient('Client is not approved');
@@ -26,30 +26,30 @@ export async function introspect(p: Provider, form: Record<string, unknown>, pro
   const hash = hashSecret(token);
   const lookups = form.token_type_hint === 'refresh_token' ? [refreshToken, accessToken] : [accessToken, refreshToken];
   for (const lookup of lookups) {
-    const answer = await lookup(p, client, hash);
+    const answer = await lookup(provider, client, hash);
     if (answer) return answer;
   }
   return INACTIVE;
 }
 
-async function accessToken(p: Provider, client: ClientRecord, hash: string): Promise<Record<string, unknown> | null> {
-  const found = await p.repo.findTokenWithClientStatus(hash);
+async function accessToken(provider: Provider, client: ClientRecord, hash: string): Promise<Record<string, unknown> | null> {
+  const found = await provider.repo.findTokenWithClientStatus(hash);
   if (!found) return null;
   const { token } = found;
-  if (token.clientId !== client.id || token.revokedAt !== null || token.expiresAt <= p.now()) return INACTIVE;
+  if (token.clientId !== client.id || token.revokedAt !== null || token.expiresAt <= provider.now()) return INACTIVE;
   if (!consentCovers(found.consentedScopes, token.scopes)) return INACTIVE;
-  const person = await personWithClaims(p, token.profileId, token.scopes);
+  const person = await personWithClaims(provider, token.profileId, token.scopes);
   if (!person || !stillHolds(person.profile, token.tokenVersion)) return INACTIVE;
-  return { active: true, token_type: 'Bearer', scope: token.scopes.join(' '), client_id: client.id, sub: subjectOf(p, client, token.profileId), aud: client.id, iss: p.issuer, exp: Math.floor(token.expiresAt / 1000) };
+  return { active: true, token_type: 'Bearer', scope: token.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, token.profileId), aud: client.id, iss: provider.issuer, exp: Math.floor(token.expiresAt / 1000) };
 }
 
-async function refreshToken(p: Provider, client: ClientRecord, hash: string): Promise<Record<string, unknown> | null> {
-  const record = await p.refreshTokens.find(hash);
+async function refreshToken(provider: Provider, client: ClientRecord, hash: string): Promise<Record<string, unknown> | null> {
+  const record = await provider.refreshTokens.find(hash);
   if (!record) return null;
-  const now = p.now();
+  const now = provider.now();
   if (record.clientId !== client.id || record.revokedAt !== null || record.usedAt !== null || record.expiresAt <= now || record.familyExpiresAt <= now) return INACTIVE;
-  const person = await personWithClaims(p, record.profileId, record.scopes);
-  const consented = await p.repo.findConsent(record.profileId, record.clientId);
+  const person = await personWithClaims(provider, record.profileId, record.scopes);
+  const consented = await provider.repo.findConsent(record.profileId, record.clientId);
   if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented, record.scopes)) return INACTIVE;
-  return { active: true, token_type: 'refresh_token', scope: record.scopes.join(' '), client_id: client.id, sub: subjectOf(p, client, record.profileId), iss: p.issuer, exp: Math.floor(record.expiresAt / 1000), iat: Math.floor(record.createdAt / 1000) };
+  return { active: true, token_type: 'refresh_token', scope: record.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, record.profileId), iss: provider.issuer, exp: Math.floor(record.expiresAt / 1000), iat: Math.floor(record.createdAt / 1000) };
 }

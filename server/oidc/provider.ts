@@ -50,9 +50,9 @@ export interface Provider {
 export type Outcome = { page: string; status: number } | { redirect: string };
 
 /** A URL back to the client: its redirect URI with `values`, and always `iss` (RFC 9207). */
-export function redirectTo(p: Pick<Provider, 'issuer'>, redirectUri: string, values: Record<string, string | undefined>): string {
+export function redirectTo(provider: Pick<Provider, 'issuer'>, redirectUri: string, values: Record<string, string | undefined>): string {
   const url = new URL(redirectUri);
-  for (const [key, value] of Object.entries({ ...values, iss: p.issuer })) if (value !== undefined) url.searchParams.set(key, value);
+  for (const [key, value] of Object.entries({ ...values, iss: provider.issuer })) if (value !== undefined) url.searchParams.set(key, value);
   return url.toString();
 }
 
@@ -62,10 +62,10 @@ export function redirectTo(p: Pick<Provider, 'issuer'>, redirectUri: string, val
  * `error`, `error_description`, `state` and `iss`; otherwise a 400 page with the message.
  * Any other error is not the provider's to answer, and is thrown on.
  */
-export function errorOutcome(p: Pick<Provider, 'issuer'>, error: unknown, back?: { redirectUri: string; state?: string | undefined }): Outcome {
+export function errorOutcome(provider: Pick<Provider, 'issuer'>, error: unknown, back?: { redirectUri: string; state?: string | undefined }): Outcome {
   if (!(error instanceof OAuthError)) throw error;
   if (!error.allowRedirect || !back) return { page: error.message, status: 400 };
-  return { redirect: redirectTo(p, back.redirectUri, { error: error.error, error_description: error.description, state: back.state }) };
+  return { redirect: redirectTo(provider, back.redirectUri, { error: error.error, error_description: error.description, state: back.state }) };
 }
 
 // ---- checks more than one endpoint makes -------------------------------------------------------------
@@ -79,8 +79,8 @@ export function checkOnce(values: Record<string, unknown>, names: readonly strin
 }
 
 /** A person's consent to a client (null: none), read at most once a second (`Provider.consents`). */
-export function findConsent(p: Pick<Provider, 'repo' | 'consents'>, profileId: string, clientId: string): Promise<OidcScope[] | null> {
-  return p.consents.get(`${profileId} ${clientId}`, async () => ({ value: await p.repo.findConsent(profileId, clientId) }));
+export function findConsent(provider: Pick<Provider, 'repo' | 'consents'>, profileId: string, clientId: string): Promise<OidcScope[] | null> {
+  return provider.consents.get(`${profileId} ${clientId}`, async () => ({ value: await provider.repo.findConsent(profileId, clientId) }));
 }
 
 /**
@@ -88,13 +88,13 @@ export function findConsent(p: Pick<Provider, 'repo' | 'consents'>, profileId: s
  * at most once a second (`Provider.people`): another process's logout of every device, reset
  * or block is seen within that second, this process's at once.
  */
-export function personWithClaims(p: Pick<Provider, 'accounts' | 'people'>, profileId: string, scopes: readonly OidcScope[]) {
-  return p.people.get(`${profileId} ${scopes.join(' ')}`, async () => ({ value: await p.accounts.profileWithClaims(profileId, scopes) }));
+export function personWithClaims(provider: Pick<Provider, 'accounts' | 'people'>, profileId: string, scopes: readonly OidcScope[]) {
+  return provider.people.get(`${profileId} ${scopes.join(' ')}`, async () => ({ value: await provider.accounts.profileWithClaims(profileId, scopes) }));
 }
 
 /** How the sign-in of `authTime` was proved, as read at most a second ago (written once, when the session opened). */
-export function signInProof(p: Pick<Provider, 'accounts' | 'proofs'>, profileId: string, authTime: number) {
-  return p.proofs.get(`${profileId} ${authTime}`, async () => ({ value: await p.accounts.signInProof(profileId, authTime) }));
+export function signInProof(provider: Pick<Provider, 'accounts' | 'proofs'>, profileId: string, authTime: number) {
+  return provider.proofs.get(`${profileId} ${authTime}`, async () => ({ value: await provider.accounts.signInProof(profileId, authTime) }));
 }
 
 /** Whether a person's consent to a client (null: none) covers every one of `scopes`. */
@@ -116,10 +116,10 @@ export function stillHolds(profile: SignInProfile | null, tokenVersion: number |
  * `sector_identifier_uri`, or of its redirect URIs), so that apps of different sectors cannot
  * match people across them (OpenID Connect Core §8.1). Stable for a person and sector.
  */
-export function subjectOf(p: Pick<Provider, 'pairwiseKey'>, client: Pick<ClientRecord, 'subjectType' | 'sectorIdentifierUri' | 'redirectUris'>, profileId: string): string {
+export function subjectOf(provider: Pick<Provider, 'pairwiseKey'>, client: Pick<ClientRecord, 'subjectType' | 'sectorIdentifierUri' | 'redirectUris'>, profileId: string): string {
   if (client.subjectType !== 'pairwise') return profileId;
   const sector = new URL(client.sectorIdentifierUri ?? client.redirectUris[0] ?? 'https://invalid').host;
-  return createHmac('sha256', p.pairwiseKey).update(`${sector}\n${profileId}`).digest('base64url');
+  return createHmac('sha256', provider.pairwiseKey).update(`${sector}\n${profileId}`).digest('base64url');
 }
 
 /**
@@ -127,18 +127,18 @@ export function subjectOf(p: Pick<Provider, 'pairwiseKey'>, client: Pick<ClientR
  * the session's id, so the same session is the same `sid` in every ID token and logout token,
  * without showing its id.
  */
-export function sidOf(p: Pick<Provider, 'pairwiseKey'>, sessionId: string): string {
-  return createHmac('sha256', p.pairwiseKey).update(`sid\n${sessionId}`).digest('base64url').slice(0, 32);
+export function sidOf(provider: Pick<Provider, 'pairwiseKey'>, sessionId: string): string {
+  return createHmac('sha256', provider.pairwiseKey).update(`sid\n${sessionId}`).digest('base64url').slice(0, 32);
 }
 
 /** Notes that `clientId` was issued `profileId`'s tokens now, at most once a minute per pair and process. */
-export async function noteUse(p: Pick<Provider, 'repo' | 'lastUses'>, profileId: string, clientId: string, now: number): Promise<void> {
+export async function noteUse(provider: Pick<Provider, 'repo' | 'lastUses'>, profileId: string, clientId: string, now: number): Promise<void> {
   const key = `${profileId} ${clientId}`;
-  if (!p.lastUses.due(key, now)) return;
+  if (!provider.lastUses.due(key, now)) return;
   try {
-    await p.repo.noteUse(profileId, clientId, now);
+    await provider.repo.noteUse(profileId, clientId, now);
   } catch (error) {
-    p.lastUses.forget(key);
+    provider.lastUses.forget(key);
     throw error;
   }
 }

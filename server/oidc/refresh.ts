@@ -16,16 +16,16 @@ import { idToken, type TokenAnswer } from './id-token.ts';
 const invalidRefresh = () => new InvalidGrant('Invalid or expired refresh token');
 
 /** A family's lifetimes: the client's own, or the provider's defaults. */
-function lifetimesOf(p: Provider, client: ClientRecord): { absolute: number; idle: number } {
-  return { absolute: (client.refreshAbsoluteSeconds ?? p.refreshAbsoluteSeconds) * 1000, idle: (client.refreshIdleSeconds ?? p.refreshIdleSeconds) * 1000 };
+function lifetimesOf(provider: Provider, client: ClientRecord): { absolute: number; idle: number } {
+  return { absolute: (client.refreshAbsoluteSeconds ?? provider.refreshAbsoluteSeconds) * 1000, idle: (client.refreshIdleSeconds ?? provider.refreshIdleSeconds) * 1000 };
 }
 
 /** The first refresh token of a family, issued with a code's access token. */
-export async function startFamily(p: Provider, client: ClientRecord, code: CodeRecord, familyId: string, now: number): Promise<string> {
+export async function startFamily(provider: Provider, client: ClientRecord, code: CodeRecord, familyId: string, now: number): Promise<string> {
   const token = randomToken();
-  const { absolute, idle } = lifetimesOf(p, client);
+  const { absolute, idle } = lifetimesOf(provider, client);
   const familyExpiresAt = now + absolute;
-  await p.refreshTokens.insert({
+  await provider.refreshTokens.insert({
     tokenHash: hashSecret(token),
     familyId,
     clientId: client.id,
@@ -47,19 +47,19 @@ export async function startFamily(p: Provider, client: ClientRecord, code: CodeR
  * The `refresh_token` grant: the named checks below, in this order, then the token is rotated
  * and a new access token (and ID token) issued.
  */
-export async function refreshGrant(p: Provider, client: ClientRecord, presented: string | undefined, scope: string | undefined): Promise<TokenAnswer> {
+export async function refreshGrant(provider: Provider, client: ClientRecord, presented: string | undefined, scope: string | undefined): Promise<TokenAnswer> {
   if (!presented) throw new InvalidRequest('refresh_token is required');
-  const now = p.now();
-  const record = await checkRefreshToken(p, client, presented, now);
+  const now = provider.now();
+  const record = await checkRefreshToken(provider, client, presented, now);
   const scopes = checkNarrowing(record, scope);
-  const { profile, claims } = await checkStillHonoured(p, record);
+  const { profile, claims } = await checkStillHonoured(provider, record);
   const next = randomToken();
-  const { idle } = lifetimesOf(p, client);
+  const { idle } = lifetimesOf(provider, client);
   const rotated: RefreshRecord = { ...record, tokenHash: hashSecret(next), createdAt: now, expiresAt: Math.min(record.familyExpiresAt, now + idle), usedAt: null, revokedAt: null };
   const accessToken = randomToken();
   // The rotation and the new access token in one transaction. Two uses at once: one rotates,
   // the other is a reuse.
-  const issued = await p.repo.transaction(async (repo) => {
+  const issued = await provider.repo.transaction(async (repo) => {
     if (!(await repo.refreshTokens.rotate(record.tokenHash, rotated, now))) return false;
     await repo.insertRefreshedToken(
       { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
@@ -68,13 +68,13 @@ export async function refreshGrant(p: Provider, client: ClientRecord, presented:
     return true;
   });
   if (!issued) {
-    await p.refreshTokens.revokeFamily(record.familyId, now);
+    await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }
-  await noteUse(p, record.profileId, client.id, now);
+  await noteUse(provider, record.profileId, client.id, now);
   const answer: TokenAnswer = { access_token: accessToken, token_type: 'Bearer', expires_in: OIDC_TOKEN_SECONDS, refresh_token: next, scope: scopes.join(' ') };
   if (scopes.includes('openid')) {
-    answer.id_token = await idToken(p, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(p, client, profile.id), ...claims }, accessToken, now);
+    answer.id_token = await idToken(provider, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);
   }
   return answer;
 }
@@ -84,11 +84,11 @@ export async function refreshGrant(p: Provider, client: ClientRecord, presented:
  * and nothing of its owner's is revoked), not revoked, not expired (its family's end or its own
  * idle end), and not rotated already: a rotated token used again revokes its family.
  */
-async function checkRefreshToken(p: Provider, client: ClientRecord, presented: string, now: number): Promise<RefreshRecord> {
-  const record = await p.refreshTokens.find(hashSecret(presented));
+async function checkRefreshToken(provider: Provider, client: ClientRecord, presented: string, now: number): Promise<RefreshRecord> {
+  const record = await provider.refreshTokens.find(hashSecret(presented));
   if (!record || record.clientId !== client.id || record.revokedAt !== null) throw invalidRefresh();
   if (record.usedAt !== null) {
-    await p.refreshTokens.revokeFamily(record.familyId, now);
+    await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }
   if (record.expiresAt <= now || record.familyExpiresAt <= now) throw invalidRefresh();
@@ -108,11 +108,11 @@ function checkNarrowing(record: RefreshRecord, scope: string | undefined): OidcS
  * checkStillHonoured: the person still holds sessions under the family's `tokenVersion`, and
  * still consents to its scopes, `offline_access` included. A family that fails is revoked.
  */
-async function checkStillHonoured(p: Provider, record: RefreshRecord) {
-  const person = await personWithClaims(p, record.profileId, record.scopes);
-  const consented = await findConsent(p, record.profileId, record.clientId);
+async function checkStillHonoured(provider: Provider, record: RefreshRecord) {
+  const person = await personWithClaims(provider, record.profileId, record.scopes);
+  const consented = await findConsent(provider, record.profileId, record.clientId);
   if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented, record.scopes)) {
-    await p.refreshTokens.revokeFamily(record.familyId, p.now());
+    await provider.refreshTokens.revokeFamily(record.familyId, provider.now());
     throw invalidRefresh();
   }
   return person;

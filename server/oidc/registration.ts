@@ -22,20 +22,20 @@ const SERVER_FIELDS = ['registration_access_token', 'registration_client_uri', '
 const METHODS_WITH_SECRETS = new Set(['client_secret_basic', 'client_secret_post']);
 
 /** `POST /oidc/register`: `bearer` is the initial access token. */
-export async function register(p: Provider, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
+export async function register(provider: Provider, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
   // The metadata is checked before the token is used up, so a typing mistake does not cost one.
   const metadata = await checkMetadata(body);
-  const grant = bearer ? await p.registry.useRegistrationToken(hashSecret(bearer), p.now()) : null;
+  const grant = bearer ? await provider.registry.useRegistrationToken(hashSecret(bearer), provider.now()) : null;
   if (!grant) throw new InvalidToken('The initial access token is missing, unknown, used or expired');
-  const now = p.now();
+  const now = provider.now();
   const id = randomToken().slice(0, 24);
   const registrationToken = randomToken();
   const client = recordOf(id, metadata, { status: grant.approved ? 'approved' : 'pending', createdAt: now, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
   const secret = METHODS_WITH_SECRETS.has(client.authMethod) ? randomToken() : undefined;
-  await p.repo.insertClient(client);
-  if (secret) await p.registry.addSecret(id, hashSecret(secret), now);
-  p.clients.forget(id);
-  return { status: 201, body: answerOf(p, client, { secret, registrationToken }) };
+  await provider.repo.insertClient(client);
+  if (secret) await provider.registry.addSecret(id, hashSecret(secret), now);
+  provider.clients.forget(id);
+  return { status: 201, body: answerOf(provider, client, { secret, registrationToken }) };
 }
 
 /**
@@ -43,7 +43,7 @@ export async function register(p: Provider, bearer: string | undefined, body: un
  * as `register`, into the approval queue, without a registration access token (an operator or
  * super user manages it from then on). The secret is answered once.
  */
-export async function registerForPerson(p: Provider, input: RegisterApplicationInput): Promise<RegisteredApplication> {
+export async function registerForPerson(provider: Provider, input: RegisterApplicationInput): Promise<RegisteredApplication> {
   let metadata: ClientMetadata;
   try {
     metadata = await checkMetadata({
@@ -56,22 +56,22 @@ export async function registerForPerson(p: Provider, input: RegisterApplicationI
     if (!(error instanceof OAuthError)) throw error;
     throw new AppError('ValidationError', error.message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
   }
-  const now = p.now();
+  const now = provider.now();
   const id = randomToken().slice(0, 24);
   const client = recordOf(id, metadata, { status: 'pending', createdAt: now, updatedAt: now, registrationTokenHash: null });
   const secret = METHODS_WITH_SECRETS.has(client.authMethod) ? randomToken() : undefined;
-  await p.repo.transaction(async (repo) => {
+  await provider.repo.transaction(async (repo) => {
     await repo.insertClient(client);
     if (secret) await repo.registry.addSecret(id, hashSecret(secret), now);
   });
-  p.clients.forget(id);
+  provider.clients.forget(id);
   return { clientId: id, ...(secret ? { clientSecret: secret } : {}), status: client.status };
 }
 
 /** `GET /oidc/register/{client_id}` (RFC 7592 §2.1): the metadata as stored; the secret is never shown again. */
-export async function readRegistration(p: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
-  const client = await registered(p, clientId, bearer);
-  return { status: 200, body: answerOf(p, client, {}) };
+export async function readRegistration(provider: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
+  const client = await registered(provider, clientId, bearer);
+  return { status: 200, body: answerOf(provider, client, {}) };
 }
 
 /**
@@ -79,15 +79,15 @@ export async function readRegistration(p: Provider, clientId: string, bearer: st
  * carries `client_id`; a `client_secret` sent must be the client's. The registration access token
  * is rotated (the answer carries the new one); a client that moves to a secret gets one, shown once.
  */
-export async function updateRegistration(p: Provider, clientId: string, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
-  const current = await registered(p, clientId, bearer);
+export async function updateRegistration(provider: Provider, clientId: string, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
+  const current = await registered(provider, clientId, bearer);
   const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   if (fields.client_id !== clientId) throw new InvalidRequest('The body must carry the client_id of the client it updates');
   const sent = SERVER_FIELDS.find((name) => name in fields);
   if (sent) throw new InvalidRequest(`The request must not include ${sent}`);
-  const now = p.now();
+  const now = provider.now();
   if (typeof fields.client_secret === 'string') {
-    const live = await p.registry.liveSecretHashes(clientId, now);
+    const live = await provider.registry.liveSecretHashes(clientId, now);
     if (!live.some((hash) => safeEqual(hash, hashSecret(fields.client_secret as string)))) throw new InvalidRequest('client_secret is not the client’s');
   }
   const { client_id: _id, client_secret: _secret, ...rest } = fields;
@@ -95,26 +95,26 @@ export async function updateRegistration(p: Provider, clientId: string, bearer: 
   const registrationToken = randomToken();
   const client = recordOf(clientId, metadata, { status: current.status, createdAt: current.createdAt, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
   const secret = METHODS_WITH_SECRETS.has(client.authMethod) && !METHODS_WITH_SECRETS.has(current.authMethod) ? randomToken() : undefined;
-  await p.repo.transaction(async (repo) => {
+  await provider.repo.transaction(async (repo) => {
     await repo.replaceClient(client);
     if (!METHODS_WITH_SECRETS.has(client.authMethod)) await repo.registry.removeSecrets(clientId);
     if (secret) await repo.registry.addSecret(clientId, hashSecret(secret), now);
   });
-  p.clients.forget(clientId);
-  return { status: 200, body: answerOf(p, client, { secret, registrationToken }) };
+  provider.clients.forget(clientId);
+  return { status: 200, body: answerOf(provider, client, { secret, registrationToken }) };
 }
 
 /** `DELETE /oidc/register/{client_id}` (RFC 7592 §2.3): the client, its consents, codes and tokens go; its credentials stop working. */
-export async function deleteRegistration(p: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
-  await registered(p, clientId, bearer);
-  await p.repo.deleteClient(clientId);
-  p.clients.forget(clientId);
+export async function deleteRegistration(provider: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
+  await registered(provider, clientId, bearer);
+  await provider.repo.deleteClient(clientId);
+  provider.clients.forget(clientId);
   return { status: 204 };
 }
 
 /** The client a registration access token manages: any failure is the same 401 (RFC 7592 §2). */
-async function registered(p: Provider, clientId: string, bearer: string | undefined): Promise<ClientRecord> {
-  const client = await p.repo.findClient(clientId);
+async function registered(provider: Provider, clientId: string, bearer: string | undefined): Promise<ClientRecord> {
+  const client = await provider.repo.findClient(clientId);
   if (!client?.registrationTokenHash || !bearer || !safeEqual(client.registrationTokenHash, hashSecret(bearer))) {
     throw new InvalidToken('The registration access token is missing or not this client’s');
   }
@@ -185,7 +185,7 @@ function recordOf(id: string, metadata: ClientMetadata, kept: Pick<ClientRecord,
   };
 }
 
-function answerOf(p: Provider, client: ClientRecord, issued: { secret?: string | undefined; registrationToken?: string }): Record<string, unknown> {
+function answerOf(provider: Provider, client: ClientRecord, issued: { secret?: string | undefined; registrationToken?: string }): Record<string, unknown> {
   return {
     client_id: client.id,
     client_id_issued_at: Math.floor(client.createdAt / 1000),
@@ -193,6 +193,6 @@ function answerOf(p: Provider, client: ClientRecord, issued: { secret?: string |
     ...(issued.secret ? { client_secret: issued.secret } : {}),
     ...(METHODS_WITH_SECRETS.has(client.authMethod) ? { client_secret_expires_at: 0 } : {}),
     ...(issued.registrationToken ? { registration_access_token: issued.registrationToken } : {}),
-    registration_client_uri: `${p.issuer}/oidc/register/${encodeURIComponent(client.id)}`,
+    registration_client_uri: `${provider.issuer}/oidc/register/${encodeURIComponent(client.id)}`,
   };
 }

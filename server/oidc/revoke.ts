@@ -9,24 +9,24 @@ import type { Provider } from './provider.ts';
  * (the answer is still 200, as the spec asks). An access token is revoked alone; a refresh
  * token takes its whole family with it, and the access tokens issued with it.
  */
-export async function revoke(p: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<void> {
+export async function revoke(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<void> {
   const token = typeof form.token === 'string' ? form.token : '';
   if (!token) return;
   let client;
   try {
-    client = (await authenticateClient(p, { form, ...proof }))?.client;
+    client = (await authenticateClient(provider, { form, ...proof }))?.client;
   } catch (error) {
     if (error instanceof OAuthError) return;
     throw error;
   }
   if (!client) return;
   const hash = hashSecret(token);
-  const now = p.now();
-  const access = await p.repo.findToken(hash);
+  const now = provider.now();
+  const access = await provider.repo.findToken(hash);
   if (access) {
-    if (access.clientId === client.id) await p.repo.revokeToken(access.tokenHash, now);
+    if (access.clientId === client.id) await provider.repo.revokeToken(access.tokenHash, now);
     return;
   }
-  const refresh = await p.refreshTokens.find(hash);
-  if (refresh && refresh.clientId === client.id) await p.refreshTokens.revokeFamily(refresh.familyId, now);
+  const refresh = await provider.refreshTokens.find(hash);
+  if (refresh && refresh.clientId === client.id) await provider.refreshTokens.revokeFamily(refresh.familyId, now);
 }

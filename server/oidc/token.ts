@@ -21,25 +21,25 @@ const invalidCode = () => new InvalidGrant('Invalid or expired authorization cod
  * `POST /oidc/token`: the client proves itself, then the grant's named checks run in the order
  * below (`authorization_code` here, `refresh_token` in `refresh.ts`). The first failing check answers.
  */
-export async function token(p: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<TokenAnswer> {
+export async function token(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<TokenAnswer> {
   const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
   checkOnce(form, TOKEN_PARAMETERS);
-  const client = await checkClient(p, { form, ...proof });
+  const client = await checkClient(provider, { form, ...proof });
   const grantType = checkGrantType(client, field('grant_type'));
-  if (grantType === 'refresh_token') return refreshGrant(p, client, field('refresh_token'), field('scope'));
-  const now = p.now();
-  const { code, consentedScopes } = await checkCode(p, client, field('code'), now);
+  if (grantType === 'refresh_token') return refreshGrant(provider, client, field('refresh_token'), field('scope'));
+  const now = provider.now();
+  const { code, consentedScopes } = await checkCode(provider, client, field('code'), now);
   checkVerifier(field('code_verifier'), code.codeChallenge);
   checkRedirectUri(field('redirect_uri'), code);
-  const { profile, claims } = await checkStillHonoured(p, code, consentedScopes);
+  const { profile, claims } = await checkStillHonoured(provider, code, consentedScopes);
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
   const familyId = offline ? randomToken() : null;
-  const accessToken = await consumeCode(p, code, now, familyId);
-  await noteUse(p, code.profileId, client.id, now);
-  const refreshToken = familyId ? await startFamily(p, client, code, familyId, now) : undefined;
+  const accessToken = await consumeCode(provider, code, now, familyId);
+  await noteUse(provider, code.profileId, client.id, now);
+  const refreshToken = familyId ? await startFamily(provider, client, code, familyId, now) : undefined;
   return {
     access_token: accessToken,
-    id_token: await idToken(p, client, code, { sub: subjectOf(p, client, profile.id), ...claims }, accessToken, now),
+    id_token: await idToken(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now),
     token_type: 'Bearer',
     expires_in: OIDC_TOKEN_SECONDS,
     ...(refreshToken ? { refresh_token: refreshToken } : {}),
@@ -51,8 +51,8 @@ export async function token(p: Provider, form: Record<string, unknown>, proof: O
  * checkClient: the client proves itself (`authenticateClient`: a public one by `client_id`
  * alone), and its registration is approved (`invalid_client`, 401).
  */
-async function checkClient(p: Provider, proof: ClientProof): Promise<ClientRecord> {
-  const authenticated = await authenticateClient(p, proof);
+async function checkClient(provider: Provider, proof: ClientProof): Promise<ClientRecord> {
+  const authenticated = await authenticateClient(provider, proof);
   if (!authenticated) throw new InvalidClient('Invalid client_id');
   if (authenticated.client.status !== 'approved') throw new InvalidClient('Client is not approved');
   return authenticated.client;
@@ -74,8 +74,8 @@ function checkGrantType(client: ClientRecord, grantType: string | undefined): 'a
  * checkCode: the code is known (by its hash), was issued to this client, and has not expired.
  * Read with the scopes its person consents to now, for `checkStillHonoured`.
  */
-async function checkCode(p: Provider, client: ClientRecord, code: string | undefined, now: number): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null }> {
-  const found = code ? await p.repo.findCodeWithConsent(hashSecret(code)) : null;
+async function checkCode(provider: Provider, client: ClientRecord, code: string | undefined, now: number): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null }> {
+  const found = code ? await provider.repo.findCodeWithConsent(hashSecret(code)) : null;
   if (!found || found.code.clientId !== client.id || found.code.expiresAt <= now) throw invalidCode();
   return found;
 }
@@ -113,9 +113,9 @@ function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): vo
  * code's `tokenVersion`; the person as read at most a second ago, `personWithClaims`), or
  * withdrawn their consent to some of its scopes.
  */
-async function checkStillHonoured(p: Provider, code: CodeRecord, consentedScopes: OidcScope[] | null): Promise<{ profile: SignInProfile; claims: PersonClaims }> {
+async function checkStillHonoured(provider: Provider, code: CodeRecord, consentedScopes: OidcScope[] | null): Promise<{ profile: SignInProfile; claims: PersonClaims }> {
   // The person's standing and the claims the ID token releases, from one reading of the profile.
-  const person = await personWithClaims(p, code.profileId, code.scopes);
+  const person = await personWithClaims(provider, code.profileId, code.scopes);
   if (!person || !stillHolds(person.profile, code.tokenVersion)) throw invalidCode();
   if (!consentCovers(consentedScopes, code.scopes)) throw invalidCode();
   return person;
@@ -127,11 +127,11 @@ async function checkStillHonoured(p: Provider, code: CodeRecord, consentedScopes
  * (its consent withdrawn) does not pass. A code presented twice gets `invalid_grant`, is marked
  * used, and every token issued from it is revoked. Returns the new access token.
  */
-async function consumeCode(p: Provider, code: CodeRecord, now: number, familyId: string | null): Promise<string> {
+async function consumeCode(provider: Provider, code: CodeRecord, now: number, familyId: string | null): Promise<string> {
   const accessToken = randomToken();
-  if (!(await p.repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, familyId))) {
-    await p.repo.consumeCode(code.codeHash, now);
-    await p.repo.revokeTokensOfCode(code.codeHash, now);
+  if (!(await provider.repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, familyId))) {
+    await provider.repo.consumeCode(code.codeHash, now);
+    await provider.repo.revokeTokensOfCode(code.codeHash, now);
     throw invalidCode();
   }
   return accessToken;

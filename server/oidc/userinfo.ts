@@ -19,19 +19,19 @@ export const USERINFO_TABLES = ['oidc_tokens', 'oidc_clients', 'oidc_consents', 
  * block, a deletion or a merge moves it on, and so ends every application's tokens). The answer
  * is kept for up to a second, never past the token's expiry (`KeptReadings`); refusals are not.
  */
-export async function userinfo(p: Provider, accessToken: string): Promise<Record<string, unknown>> {
+export async function userinfo(provider: Provider, accessToken: string): Promise<Record<string, unknown>> {
   const tokenHash = hashSecret(accessToken);
-  return p.userinfoAnswers.get(tokenHash, async () => {
-    const found = await p.repo.findTokenWithClientStatus(tokenHash);
+  return provider.userinfoAnswers.get(tokenHash, async () => {
+    const found = await provider.repo.findTokenWithClientStatus(tokenHash);
     const invalid = () => new InvalidToken('The access token is invalid, expired or revoked');
     const record = found?.token;
-    if (!record || record.revokedAt !== null || record.expiresAt <= p.now()) throw invalid();
-    const client = found.clientStatus === 'approved' ? await p.clients.find(record.clientId) : null;
+    if (!record || record.revokedAt !== null || record.expiresAt <= provider.now()) throw invalid();
+    const client = found.clientStatus === 'approved' ? await provider.clients.find(record.clientId) : null;
     if (!client) throw invalid();
     if (!consentCovers(found.consentedScopes, record.scopes)) throw invalid();
     // The person's standing and their claims from one reading of the profile.
-    const person = await p.accounts.profileWithClaims(record.profileId, record.scopes);
+    const person = await provider.accounts.profileWithClaims(record.profileId, record.scopes);
     if (!person || !stillHolds(person.profile, record.tokenVersion)) throw invalid();
-    return { value: { sub: subjectOf(p, client, person.profile.id), ...person.claims }, until: record.expiresAt };
+    return { value: { sub: subjectOf(provider, client, person.profile.id), ...person.claims }, until: record.expiresAt };
   });
 }
