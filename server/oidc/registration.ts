@@ -25,15 +25,21 @@ const METHODS_WITH_SECRETS = new Set(['client_secret_basic', 'client_secret_post
 export async function register(provider: Provider, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
   // The metadata is checked before the token is used up, so a typing mistake does not cost one.
   const metadata = await checkMetadata(body);
-  const grant = bearer ? await provider.registry.useRegistrationToken(hashSecret(bearer), provider.now()) : null;
-  if (!grant) throw new InvalidToken('The initial access token is missing, unknown, used or expired');
+  if (!bearer) throw new InvalidToken('The initial access token is missing, unknown, used or expired');
   const now = provider.now();
   const id = randomToken().slice(0, 24);
   const registrationToken = randomToken();
-  const client = recordOf(id, metadata, { status: grant.approved ? 'approved' : 'pending', createdAt: now, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
-  const secret = METHODS_WITH_SECRETS.has(client.authMethod) ? randomToken() : undefined;
-  await provider.repo.insertClient(client);
-  if (secret) await provider.registry.addSecret(id, hashSecret(secret), now);
+  const secret = METHODS_WITH_SECRETS.has(metadata.token_endpoint_auth_method) ? randomToken() : undefined;
+  // The token is used up, the client stored and its secret kept in one transaction: a crash
+  // between leaves neither a used token without its client nor a client without its secret.
+  const client = await provider.repo.transaction(async (repo) => {
+    const grant = await repo.registry.useRegistrationToken(hashSecret(bearer), now);
+    if (!grant) throw new InvalidToken('The initial access token is missing, unknown, used or expired');
+    const record = recordOf(id, metadata, { status: grant.approved ? 'approved' : 'pending', createdAt: now, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
+    await repo.insertClient(record);
+    if (secret) await repo.registry.addSecret(id, hashSecret(secret), now);
+    return record;
+  });
   provider.clients.forget(id);
   return { status: 201, body: answerOf(provider, client, { secret, registrationToken }) };
 }
