@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { Logger } from 'pino';
 import type { SessionClient } from './logout-repository.ts';
+import { sessionClientKey } from './flow.ts';
 import { subjectOf, type Provider } from './provider.ts';
 
 /** How often each process looks for ended sessions and due deliveries. */
@@ -19,7 +20,8 @@ const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 /**
  * Back-channel logout (OpenID Connect Back-Channel Logout 1.0). When a browser session ends by a
  * person's or an operator's act (signing out here or from an application, logging out
- * everywhere, a password reset, a block, a merge), or a person revokes an application, each
+ * everywhere, a password reset, a block, a merge), or a person revokes an application (its
+ * consent is gone), each
  * client that signed them in through that session and registered a `backchannel_logout_uri` is
  * sent a logout token: an RS256 JWT (`typ: logout+jwt`) with `iss`, `aud`, `iat`, `exp`, `jti`,
  * `events`, `sub` (as that client knows the person) and `sid` (as in its ID tokens).
@@ -76,17 +78,13 @@ export class LogoutNotifier {
     await this.#deliverDue();
   }
 
-  /** A person revoked an application: it is told for each session it signed them in through. */
-  async clientRevoked(profileId: string, clientId: string): Promise<void> {
-    for (const entry of await this.#provider.logouts.sessionClientsOf(profileId, clientId)) await this.#end(entry);
-    this.kick();
-  }
-
   async #end(entry: SessionClient): Promise<void> {
     const client = await this.#provider.clients.find(entry.clientId);
     const uri = client?.backchannelLogoutUri ?? null;
     const delivery = client && uri ? { uri, logoutToken: await this.#logoutToken(entry, client) } : null;
     await this.#provider.logouts.endSessionClient(entry, delivery, this.#provider.now());
+    // A new sign-in of the same session to the same client (after a revoked consent) is recorded again.
+    this.#provider.sessionClients.forget(sessionClientKey(entry.sessionId, entry.clientId, entry.tokenVersion));
   }
 
   async #logoutToken(entry: SessionClient, client: NonNullable<Awaited<ReturnType<Provider['clients']['find']>>>): Promise<string> {

@@ -31,6 +31,11 @@ export function needsLogin(provider: Pick<Provider, 'now'>, interaction: Interac
   return params.maxAge !== undefined && provider.now() - viewer.authTime > params.maxAge * 1000;
 }
 
+/** The key under which a process remembers having recorded a session's client (`Provider.sessionClients`). */
+export function sessionClientKey(sessionId: string, clientId: string, tokenVersion: number): string {
+  return `${sessionId} ${clientId} ${tokenVersion}`;
+}
+
 /** Whether the request asks for a sign-in proved with a second factor (`acr_values=2`). */
 export function asksSecondFactor(interaction: Interaction): boolean {
   return interaction.params.acrValues?.includes('2') ?? false;
@@ -107,7 +112,7 @@ export async function issueCode(
   const { params } = interaction;
   const sid = sidOf(provider, person.sessionId);
   // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
-  const recorded = `${person.sessionId} ${params.clientId} ${person.tokenVersion}`;
+  const recorded = sessionClientKey(person.sessionId, params.clientId, person.tokenVersion);
   if (provider.sessionClients.due(recorded, now)) {
     const entry = { sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid, tokenVersion: person.tokenVersion };
     await provider.logouts.recordSessionClient(entry, now).catch((error: unknown) => {

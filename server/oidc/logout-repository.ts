@@ -51,16 +51,21 @@ export class LogoutRepository {
    * Clients whose session, or whose grant, has ended by a person's or operator's act: the session
    * was signed out or is gone, the person's `tokenVersion` moved past the one the client signed
    * them in under (a reset, logout everywhere, even for the session that asked for it, a block, a
-   * merge: every token the client holds then fails), or the person may no longer hold sessions. A session that merely expired is
+   * merge: every token the client holds then fails), the person revoked the client (no consent
+   * left), or the person may no longer hold sessions. A session that merely expired is
    * not a sign-out (its rows are forgotten by `sweep`).
    */
   async endedSessionClients(limit: number): Promise<SessionClient[]> {
     const rows = await this.#db('oidc_session_clients as c')
       .leftJoin('sessions as s', 's.id', 'c.session_id')
       .leftJoin('profiles as p', 'p.id', 'c.profile_id')
+      .leftJoin('oidc_consents as k', (join) => {
+        join.on('k.profile_id', '=', 'c.profile_id').andOn('k.client_id', '=', 'c.client_id');
+      })
       .where((q) =>
         q
           .whereNull('s.id')
+          .orWhereNull('k.profile_id')
           .orWhereNotNull('s.revoked_at')
           .orWhereNull('p.id')
           .orWhereNotNull('p.ddate')
@@ -69,12 +74,6 @@ export class LogoutRepository {
       )
       .select('c.session_id', 'c.client_id', 'c.profile_id', 'c.sid', 'c.token_version')
       .limit(limit);
-    return rows.map(toSessionClient);
-  }
-
-  /** The sessions through which a person signed in to a client (for a revoked app). */
-  async sessionClientsOf(profileId: string, clientId: string): Promise<SessionClient[]> {
-    const rows = await this.#db('oidc_session_clients').where({ profile_id: profileId, client_id: clientId });
     return rows.map(toSessionClient);
   }
 

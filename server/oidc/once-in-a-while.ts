@@ -1,7 +1,9 @@
 /**
  * Writes that need doing only once in a while for the same key, remembered per process: when a
  * client last got a person's tokens (the Applications section shows it to the minute), and which
- * clients a browser session signed in to (recorded once; the row stays until the session ends).
+ * clients a browser session signed in to (recorded once in ten minutes; the row stays until the
+ * session or the client's grant ends, and the process that finds it ended forgets the key, so a
+ * new sign-in records it again; another process's memory of it lasts its ten minutes at most).
  * Skipping the repeats keeps a statement off every sign-in and every refresh. Another process
  * writes its own first time; the writes are idempotent.
  */

@@ -55,7 +55,7 @@ export class OidcService {
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(3600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
+    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       pairwiseKey: createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url'),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
@@ -96,10 +96,10 @@ export class OidcService {
     return consents(this.#provider, viewer.profileId);
   }
 
-  /** The app's tokens end, and it is told by back-channel logout for each session it signed the person in through. */
+  /** The app's tokens end; it is told by back-channel logout for each session it signed the person in through (found by `logouts`, looked for now). */
   async withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
     await withdrawConsent(this.#provider, viewer.profileId, clientId);
-    await this.logouts.clientRevoked(viewer.profileId, clientId);
+    this.logouts.kick();
   }
 
   // ---- endpoints -----------------------------------------------------------------------------------

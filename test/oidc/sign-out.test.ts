@@ -180,5 +180,10 @@ describe('back-channel logout', () => {
     const revoked = await fetch(`${server.url}/oidc/consents/${id}`, { method: 'DELETE', headers: { cookie: cookieHeader(agent.jar) } });
     expect(revoked.status).toBe(200);
     expect(decodeJwt(await logoutTokenAt('/revoked', id).then(() => received.get('/revoked')?.[0] ?? '')).aud).toBe(id);
+    // Signed in to it again in the same browser session: a sign-out later is told again.
+    await signIn(config, agent);
+    const out = await fetch(`${server.url}/logout`, { method: 'POST', headers: { cookie: cookieHeader(agent.jar), 'content-type': 'application/json' }, body: '{}' });
+    expect(out.status).toBe(200);
+    await expect.poll(() => received.get('/revoked')?.length ?? 0, { timeout: 10_000 }).toBe(2);
   }, LONG);
 });
