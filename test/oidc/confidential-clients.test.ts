@@ -12,7 +12,7 @@ import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { REDIRECT, registerByHttp, registrationToken, UserAgent } from './helpers.ts';
+import { approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from './helpers.ts';
 
 /** Each test's admin commands start a process: a few seconds each on a loaded machine. */
 const LONG = 60_000;
@@ -30,7 +30,7 @@ afterAll(() => server.close());
 const seen: string[] = [];
 
 async function registered(metadata: Record<string, unknown>) {
-  const token = await registrationToken(server, '--approved');
+  const token = await approvedRegistrationToken(server);
   const answer = await registerByHttp(server, token, { redirect_uris: [REDIRECT], ...metadata });
   expect(answer.status, JSON.stringify(answer.body)).toBe(201);
   seen.push(token, answer.body.registration_access_token, ...(answer.body.client_secret ? [answer.body.client_secret] : []));
@@ -223,7 +223,7 @@ describe('pairwise subjects', () => {
       expect(subs[1]).toBe(subs[0]);
       expect(subs[2]).not.toBe(subs[0]);
       // A sector document that does not list the redirect URI is refused.
-      const refused = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: ['https://other.example/cb'], subject_type: 'pairwise', sector_identifier_uri: sectorUri });
+      const refused = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: ['https://other.example/cb'], subject_type: 'pairwise', sector_identifier_uri: sectorUri });
       expect(refused.body).toMatchObject({ error: 'invalid_client_metadata' });
     } finally {
       await new Promise((resolve) => sector.close(resolve));

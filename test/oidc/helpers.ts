@@ -28,6 +28,15 @@ export async function registrationToken(server: TestServer, ...flags: string[]):
   return lines.at(-1) ?? '';
 }
 
+/**
+ * The same token made by the service the command calls (`OidcService.issueRegistrationToken`),
+ * without starting a process: for tests about what a client does once registered. The command
+ * itself is tested in `registration.test.ts`.
+ */
+export async function approvedRegistrationToken(server: TestServer): Promise<string> {
+  return (await server.service.services.oidc.issueRegistrationToken({ approved: true, expiresInSeconds: 3600 })).token;
+}
+
 /** `POST /oidc/register` (RFC 7591) with `token` as the bearer: the status and the JSON answer. */
 export async function registerByHttp(server: TestServer, token: string | undefined, metadata: Record<string, unknown>) {
   const res = await fetch(`${server.url}/oidc/register`, {

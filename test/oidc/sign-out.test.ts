@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cookieHeader } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { REDIRECT, registerByHttp, registrationToken, UserAgent } from './helpers.ts';
+import { approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from './helpers.ts';
 
 const LONG = 60_000;
 const AFTER = `${REDIRECT}/signed-out`;
@@ -52,7 +52,7 @@ const insecure = { execute: [client.allowInsecureRequests] };
 
 /** A client that wants to hear of sign-outs at `path` on the receiver. */
 async function app(path: string) {
-  const answer = await registerByHttp(server, await registrationToken(server, '--approved'), {
+  const answer = await registerByHttp(server, await approvedRegistrationToken(server), {
     redirect_uris: [REDIRECT],
     post_logout_redirect_uris: [AFTER],
     backchannel_logout_uri: `${receiverUrl}${path}`,

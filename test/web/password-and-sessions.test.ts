@@ -14,7 +14,7 @@ import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import * as client from 'openid-client';
-import { admin, authorizationRequest, registerByHttp, registerClient, registrationToken, relyingParty } from '../oidc/helpers.ts';
+import { admin, approvedRegistrationToken, authorizationRequest, registerByHttp, registerClient, relyingParty } from '../oidc/helpers.ts';
 import { checkPage, IPHONE, linkInMail, newContext, signIn } from './helpers.ts';
 
 /** Each test drives Chromium through several pages and browsers: slow on a loaded 2-core machine. */
@@ -321,7 +321,7 @@ describe('password & security', () => {
 
   it('signs out from an application (RP-initiated logout): back to the app, and signed out here', LONG, async () => {
     const callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
-    const registered = await registerByHttp(server, await registrationToken(server, '--approved'), {
+    const registered = await registerByHttp(server, await approvedRegistrationToken(server), {
       client_name: 'Session Board',
       redirect_uris: [callback],
       post_logout_redirect_uris: [`${callback}/signed-out`],
