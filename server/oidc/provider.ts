@@ -131,14 +131,12 @@ export function sidOf(provider: Pick<Provider, 'pairwiseKey'>, sessionId: string
   return createHmac('sha256', provider.pairwiseKey).update(`sid\n${sessionId}`).digest('base64url').slice(0, 32);
 }
 
-/** Notes that `clientId` was issued `profileId`'s tokens now, at most once a minute per pair and process. */
-export async function noteUse(provider: Pick<Provider, 'repo' | 'lastUses'>, profileId: string, clientId: string, now: number): Promise<void> {
+/**
+ * Whether the client's last use of a person's tokens is due to be written now (at most once a
+ * minute per pair and process, `Provider.lastUses`); `undo` when the write did not happen.
+ */
+export function lastUseDue(provider: Pick<Provider, 'lastUses'>, profileId: string, clientId: string, now: number): { due: boolean; undo: () => void } {
   const key = `${profileId} ${clientId}`;
-  if (!provider.lastUses.due(key, now)) return;
-  try {
-    await provider.repo.noteUse(profileId, clientId, now);
-  } catch (error) {
-    provider.lastUses.forget(key);
-    throw error;
-  }
+  const due = provider.lastUses.due(key, now);
+  return { due, undo: () => (due ? provider.lastUses.forget(key) : undefined) };
 }

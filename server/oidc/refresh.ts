@@ -1,7 +1,7 @@
 import { OIDC_TOKEN_SECONDS, type OidcScope } from '../../shared/index.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope } from './errors.ts';
-import { consentCovers, findConsent, personWithClaims, stillHolds, noteUse, subjectOf, type Provider } from './provider.ts';
+import { consentCovers, findConsent, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
 import type { RefreshRecord } from './refresh-repository.ts';
 import type { ClientRecord, CodeRecord } from './repository.ts';
 import { idToken, type TokenAnswer } from './id-token.ts';
@@ -20,13 +20,12 @@ function lifetimesOf(provider: Provider, client: ClientRecord): { absolute: numb
   return { absolute: (client.refreshAbsoluteSeconds ?? provider.refreshAbsoluteSeconds) * 1000, idle: (client.refreshIdleSeconds ?? provider.refreshIdleSeconds) * 1000 };
 }
 
-/** The first refresh token of a family, issued with a code's access token. */
-export async function startFamily(provider: Provider, client: ClientRecord, code: CodeRecord, familyId: string, now: number): Promise<string> {
-  const token = randomToken();
+/** The first refresh token of a family (stored as `tokenHash`), issued with a code's access token. */
+export function familyRecord(provider: Provider, client: ClientRecord, code: CodeRecord, familyId: string, tokenHash: string, now: number): RefreshRecord {
   const { absolute, idle } = lifetimesOf(provider, client);
   const familyExpiresAt = now + absolute;
-  await provider.refreshTokens.insert({
-    tokenHash: hashSecret(token),
+  return {
+    tokenHash,
     familyId,
     clientId: client.id,
     profileId: code.profileId,
@@ -39,8 +38,7 @@ export async function startFamily(provider: Provider, client: ClientRecord, code
     expiresAt: Math.min(familyExpiresAt, now + idle),
     usedAt: null,
     revokedAt: null,
-  });
-  return token;
+  };
 }
 
 /**
@@ -57,21 +55,26 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
   const { idle } = lifetimesOf(provider, client);
   const rotated: RefreshRecord = { ...record, tokenHash: hashSecret(next), createdAt: now, expiresAt: Math.min(record.familyExpiresAt, now + idle), usedAt: null, revokedAt: null };
   const accessToken = randomToken();
-  // The rotation and the new access token in one transaction. Two uses at once: one rotates,
-  // the other is a reuse.
+  const use = lastUseDue(provider, record.profileId, client.id, now);
+  // The rotation, the new access token and the last use (when due) in one transaction. Two uses
+  // at once: one rotates, the other is a reuse.
   const issued = await provider.repo.transaction(async (repo) => {
     if (!(await repo.refreshTokens.rotate(record.tokenHash, rotated, now))) return false;
+    if (use.due) await repo.noteUse(record.profileId, client.id, now);
     await repo.insertRefreshedToken(
       { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
       now,
     );
     return true;
+  }).catch((error: unknown) => {
+    use.undo();
+    throw error;
   });
   if (!issued) {
+    use.undo();
     await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }
-  await noteUse(provider, record.profileId, client.id, now);
   const answer: TokenAnswer = { access_token: accessToken, token_type: 'Bearer', expires_in: OIDC_TOKEN_SECONDS, refresh_token: next, scope: scopes.join(' ') };
   if (scopes.includes('openid')) {
     answer.id_token = await idToken(provider, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);

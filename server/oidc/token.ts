@@ -5,9 +5,9 @@ import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { authenticateClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType } from './errors.ts';
 import { idToken, type TokenAnswer } from './id-token.ts';
-import { refreshGrant, startFamily } from './refresh.ts';
-import { checkOnce, consentCovers, personWithClaims, stillHolds, noteUse, subjectOf, type Provider } from './provider.ts';
-import type { ClientRecord, CodeRecord } from './repository.ts';
+import { familyRecord, refreshGrant } from './refresh.ts';
+import { checkOnce, consentCovers, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
+import type { ClientRecord, CodeRecord, OidcRepository } from './repository.ts';
 
 export type { TokenAnswer } from './id-token.ts';
 
@@ -33,10 +33,7 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
   checkRedirectUri(field('redirect_uri'), code);
   const { profile, claims } = await checkStillHonoured(provider, code, consentedScopes);
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
-  const familyId = offline ? randomToken() : null;
-  const accessToken = await consumeCode(provider, code, now, familyId);
-  await noteUse(provider, code.profileId, client.id, now);
-  const refreshToken = familyId ? await startFamily(provider, client, code, familyId, now) : undefined;
+  const { accessToken, refreshToken } = await consumeCode(provider, client, code, now, offline);
   return {
     access_token: accessToken,
     id_token: await idToken(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now),
@@ -124,16 +121,35 @@ async function checkStillHonoured(provider: Provider, code: CodeRecord, consente
 /**
  * consumeCode: issues the access token of the code in one statement, which a second
  * redemption of the same code conflicts with (one token per code), and which a code used up
- * (its consent withdrawn) does not pass. A code presented twice gets `invalid_grant`, is marked
- * used, and every token issued from it is revoked. Returns the new access token.
+ * (its consent withdrawn) does not pass. With `offline`, the refresh-token family starts in the
+ * same transaction, and so does the client's last use when it is due: a crash leaves the code
+ * either redeemed with all of them, or not at all. A code presented twice gets `invalid_grant`,
+ * is marked used, and every token issued from it is revoked.
  */
-async function consumeCode(provider: Provider, code: CodeRecord, now: number, familyId: string | null): Promise<string> {
+async function consumeCode(provider: Provider, client: ClientRecord, code: CodeRecord, now: number, offline: boolean): Promise<{ accessToken: string; refreshToken?: string }> {
   const accessToken = randomToken();
-  if (!(await provider.repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, familyId))) {
+  const refresh = offline ? { token: randomToken(), familyId: randomToken() } : null;
+  const use = lastUseDue(provider, code.profileId, client.id, now);
+  const issue = async (repo: OidcRepository): Promise<boolean> => {
+    if (!(await repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, refresh?.familyId ?? null))) return false;
+    if (refresh) await repo.refreshTokens.insert(familyRecord(provider, client, code, refresh.familyId, hashSecret(refresh.token), now));
+    if (use.due) await repo.noteUse(code.profileId, client.id, now);
+    return true;
+  };
+  let issued: boolean;
+  try {
+    // One statement alone needs no transaction (the common sign-in: no refresh token, last use noted lately).
+    issued = refresh || use.due ? await provider.repo.transaction(issue) : await issue(provider.repo);
+  } catch (error) {
+    use.undo();
+    throw error;
+  }
+  if (!issued) {
+    use.undo();
     await provider.repo.consumeCode(code.codeHash, now);
     await provider.repo.revokeTokensOfCode(code.codeHash, now);
     throw invalidCode();
   }
-  return accessToken;
+  return { accessToken, ...(refresh ? { refreshToken: refresh.token } : {}) };
 }
 
