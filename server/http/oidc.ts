@@ -1,8 +1,8 @@
 /**
  * The sign-in provider's adapter: its protocol endpoints (discovery, keys, authorization, token,
- * userinfo, revocation), the form readers the route table puts before them, and the stylesheet
- * of its pages. The pages a person fills in (login, second step, consent) are
- * `server/web/pages/provider.ts`.
+ * userinfo, introspection, revocation, registration), the form and JSON readers the route table
+ * puts before them, and the stylesheet of its pages. The pages a person fills in (login, second
+ * step, consent, sign-out) are `server/web/pages/provider.ts`.
  */
 import { createHash } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';

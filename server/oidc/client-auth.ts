@@ -104,11 +104,13 @@ async function checkSecret(provider: Provider, client: ClientRecord, secret: str
 
 /** checkAssertion: RFC 7523 §3, with a short `exp` and a single-use `jti`. */
 async function checkAssertion(provider: Provider, client: ClientRecord, assertion: string, endpoint: string): Promise<void> {
-  const keys = keySetOf(client);
-  if (!keys) throw new InvalidClient('The client has no keys registered');
   const nowSeconds = Math.floor(provider.now() / 1000);
   let payload;
   try {
+    // A key set that cannot be read (a registered set jose refuses, an address that does not
+    // answer) fails the assertion like a wrong signature: `invalid_client`, never a 500.
+    const keys = keySetOf(client);
+    if (!keys) throw new Error('no keys');
     ({ payload } = await jwtVerify(assertion, keys, {
       issuer: client.id,
       subject: client.id,

@@ -134,7 +134,9 @@ async function registered(provider: Provider, clientId: string, bearer: string |
  * Client Registration §5).
  */
 async function checkMetadata(body: unknown): Promise<ClientMetadata> {
-  const parsed = ClientMetadata.safeParse(body);
+  // A field sent as null is a field not sent: some registration libraries serialise what they leave out so.
+  const fields = typeof body === 'object' && body !== null && !Array.isArray(body) ? Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null)) : body;
+  const parsed = ClientMetadata.safeParse(fields);
   if (!parsed.success) {
     const [issue] = parsed.error.issues;
     const field = String(issue?.path[0] ?? '');

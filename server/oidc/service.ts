@@ -31,10 +31,12 @@ const SESSION_TABLES = ['sessions', 'profiles', 'group_members'] as const;
 export type { TokenAnswer } from './token.ts';
 
 /**
- * The sign-in provider: Authorization Code with PKCE (S256), public clients, RS256 ID tokens.
- * One method per thing its callers (the HTTP routes, the procedures, the admin command) ask;
- * each endpoint's rules are in its own file (authorize, interactions, token, userinfo, revoke,
- * clients, consents, discovery, keys).
+ * The sign-in provider: Authorization Code with PKCE (S256; required of public clients),
+ * confidential clients (secrets, `private_key_jwt`), refresh tokens, introspection, revocation,
+ * registration (RFC 7591, 7592), RP-initiated and back-channel logout, RS256 ID tokens. One
+ * method per thing its callers (the HTTP routes, the pages, the procedures, the admin command)
+ * ask; each endpoint's rules are in its own file (authorize, interactions, token, refresh,
+ * introspect, revoke, registration, end-session, userinfo, clients, consents, discovery, keys).
  */
 export class OidcService {
   readonly keys: KeyStore;

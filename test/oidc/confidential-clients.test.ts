@@ -128,6 +128,22 @@ describe('private_key_jwt', () => {
   }, LONG);
 });
 
+describe('private_key_jwt with keys that cannot be read', () => {
+  it('is invalid_client (401), never a 500, when the jwks_uri does not answer', async () => {
+    const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+    // Nothing listens on port 9 of the loopback interface.
+    const app = await registered({ token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://127.0.0.1:9/jwks.json' });
+    const assertion = await new SignJWT({ jti: 'unreadable-keys' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(app.client_id).setSubject(app.client_id).setAudience(server.url).setIssuedAt().setExpirationTime('1m').sign(privateKey);
+    const res = await fetch(`${server.url}/oidc/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }),
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: 'invalid_client' });
+  }, LONG);
+});
+
 describe('refresh tokens', () => {
   it('are issued for offline_access on a consent, rotate on every use, and a reused one revokes the family', async () => {
     const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid email offline_access' });

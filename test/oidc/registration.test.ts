@@ -60,6 +60,15 @@ describe('POST /oidc/register', () => {
   }, LONG);
 });
 
+describe('metadata sent as null', () => {
+  it('is taken as not sent (some libraries serialise what they leave out so)', async () => {
+    const answer = await registerByHttp(server, await registrationToken(server), { redirect_uris: [REDIRECT], client_name: null, jwks_uri: null, scope: null, contacts: null });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+    expect(answer.body).toMatchObject({ client_id: expect.any(String), token_endpoint_auth_method: 'client_secret_basic', scope: expect.stringContaining('openid') });
+    expect(answer.body.client_name).toBeUndefined();
+  }, LONG);
+});
+
 describe('/oidc/register/{client_id} (RFC 7592)', () => {
   it('reads, replaces (rotating the registration access token) and deletes a registration', async () => {
     const { body: app } = await registerByHttp(server, await registrationToken(server, '--approved'), { redirect_uris: [REDIRECT], client_name: 'First Name', contacts: ['chairs@venue.example'] });

@@ -1,8 +1,8 @@
 /**
  * The pages a person sees while signing in to another application through our OpenID Connect
- * provider: the login page (with "Sign in with a passkey"), its second step, and the consent
- * page. Signing in goes through the same procedures as `POST /login`, `POST /mfa/verify` and
- * `POST /login/passkey` (a tRPC caller on the request's own context, which sets the session's
+ * provider: the login page (with "Sign in with a passkey"), its second step, the consent page,
+ * and the sign-out question an application's logout request may ask. Signing in goes through
+ * the same procedures as `POST /login`, `POST /mfa/verify` and `POST /login/passkey` (a tRPC caller on the request's own context, which sets the session's
  * cookies); the interaction itself (which request, its client, where it goes after the sign-in
  * or the consent) is the protocol's, and so `OidcService`'s, as the protocol endpoints in
  * `server/http/oidc.ts` are: these handlers only move forms on and off the wire. Their HTML is
