@@ -23,9 +23,13 @@ const METHODS_WITH_SECRETS = new Set(['client_secret_basic', 'client_secret_post
 
 /** `POST /oidc/register`: `bearer` is the initial access token. */
 export async function register(provider: Provider, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
-  // The metadata is checked before the token is used up, so a typing mistake does not cost one.
-  const metadata = await checkMetadata(body);
-  if (!bearer) throw new InvalidToken('The initial access token is missing, unknown, used or expired');
+  // The metadata is checked before the token is used up, so a typing mistake does not cost one;
+  // the token must be live before the sector document (an address the caller names) is fetched.
+  const refused = () => new InvalidToken('The initial access token is missing, unknown, used or expired');
+  const metadata = await checkMetadata(body, async () => {
+    if (!bearer || !(await provider.registry.registrationTokenLive(hashSecret(bearer), provider.now()))) throw refused();
+  });
+  if (!bearer) throw refused();
   const now = provider.now();
   const id = randomToken().slice(0, 24);
   const registrationToken = randomToken();
@@ -34,7 +38,7 @@ export async function register(provider: Provider, bearer: string | undefined, b
   // between leaves neither a used token without its client nor a client without its secret.
   const client = await provider.repo.transaction(async (repo) => {
     const grant = await repo.registry.useRegistrationToken(hashSecret(bearer), now);
-    if (!grant) throw new InvalidToken('The initial access token is missing, unknown, used or expired');
+    if (!grant) throw refused();
     const record = recordOf(id, metadata, { status: grant.approved ? 'approved' : 'pending', createdAt: now, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
     await repo.insertClient(record);
     if (secret) await repo.registry.addSecret(id, hashSecret(secret), now);
@@ -131,9 +135,9 @@ async function registered(provider: Provider, clientId: string, bearer: string |
  * checkMetadata: the schema's checks (`ClientMetadata`), a redirect or sign-out address's
  * refusal being `invalid_redirect_uri` and any other `invalid_client_metadata`; then a pairwise
  * client's sector identifier document must list every redirect URI (OpenID Connect Dynamic
- * Client Registration §5).
+ * Client Registration §5), fetched only after `before` (the caller's credentials) passed.
  */
-async function checkMetadata(body: unknown): Promise<ClientMetadata> {
+async function checkMetadata(body: unknown, before: () => Promise<void> = async () => {}): Promise<ClientMetadata> {
   // A field sent as null is a field not sent: some registration libraries serialise what they leave out so.
   const fields = typeof body === 'object' && body !== null && !Array.isArray(body) ? Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null)) : body;
   const parsed = ClientMetadata.safeParse(fields);
@@ -145,6 +149,9 @@ async function checkMetadata(body: unknown): Promise<ClientMetadata> {
     throw new InvalidClientMetadata(message);
   }
   const metadata = parsed.data;
+  // `before` runs between the checks that need no network and the one that does: a caller
+  // without a live token never makes the service fetch an address of its choosing.
+  await before();
   if (metadata.subject_type === 'pairwise' && metadata.sector_identifier_uri) await checkSectorDocument(metadata.sector_identifier_uri, metadata.redirect_uris);
   return metadata;
 }

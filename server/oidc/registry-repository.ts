@@ -45,6 +45,11 @@ export class RegistryRepository {
     await this.#db('oidc_registration_tokens').insert({ token_hash: tokenHash, approved, created_at: now, expires_at: expiresAt, used_at: null });
   }
 
+  /** Whether an initial access token is live (known, unused, unexpired), without using it up. */
+  async registrationTokenLive(tokenHash: string, now: number): Promise<boolean> {
+    return (await this.#db('oidc_registration_tokens').where({ token_hash: tokenHash }).whereNull('used_at').where('expires_at', '>', now).first('token_hash')) !== undefined;
+  }
+
   /**
    * Uses an initial access token up, in one conditional statement (two registrations with the
    * same token: one wins). Answers whether the clients it registers are approved at once, or

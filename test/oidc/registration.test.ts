@@ -2,6 +2,8 @@
  * Dynamic client registration (RFC 7591) and its management (RFC 7592), guarded by the
  * operators' one-use initial access tokens (`npm run admin -- oidc-client registration-token`).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -57,6 +59,27 @@ describe('POST /oidc/register', () => {
     const page = await fetch(url, { redirect: 'manual' });
     expect(page.status).toBe(400);
     expect(await page.text()).toContain('Client is not approved');
+  }, LONG);
+});
+
+describe('a registration without a live token', () => {
+  it('never makes the service fetch the sector document it names', async () => {
+    let fetched = 0;
+    const sector = createServer((_req, res) => {
+      fetched += 1;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([REDIRECT]));
+    });
+    await new Promise<void>((resolve) => sector.listen(0, '127.0.0.1', resolve));
+    const metadata = { redirect_uris: [REDIRECT], subject_type: 'pairwise', sector_identifier_uri: `http://127.0.0.1:${(sector.address() as AddressInfo).port}/s.json` };
+    try {
+      expect((await registerByHttp(server, undefined, metadata)).status).toBe(401);
+      expect((await registerByHttp(server, 'made-up', metadata)).status).toBe(401);
+      expect(fetched).toBe(0);
+      expect((await registerByHttp(server, await registrationToken(server), metadata)).status).toBe(201);
+      expect(fetched).toBe(1);
+    } finally {
+      await new Promise((resolve) => sector.close(resolve));
+    }
   }, LONG);
 });
 
