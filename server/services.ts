@@ -147,6 +147,8 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     passkeys,
     passkeySignIn: new PasskeySignIn(deps, passkeys, signIn),
     async close() {
+      // No round of back-channel logout starts after this, and the one under way ends first.
+      await oidc.logouts.stop();
       // Mail queued by requests already answered goes out before the transport closes.
       await mailer.settled(10_000);
       mailer.close();

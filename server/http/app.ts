@@ -259,7 +259,6 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     sweep: () => sweeper.sweep(),
     async close() {
       await sweeper.stop();
-      await services.oidc.logouts.stop();
       await services.close();
       await db.destroy();
     },

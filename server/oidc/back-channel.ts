@@ -38,6 +38,7 @@ export class LogoutNotifier {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | null = null;
   #again = false;
+  #stopped = false;
 
   constructor(provider: Provider, log: Logger) {
     this.#provider = provider;
@@ -50,6 +51,7 @@ export class LogoutNotifier {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#running;
@@ -57,6 +59,8 @@ export class LogoutNotifier {
 
   /** Looks now (after a sign-out here), without waiting for the next tick; never throws. */
   kick(): void {
+    // A revocation answered while the server shuts down is found by the next process to look.
+    if (this.#stopped) return;
     if (this.#running) {
       this.#again = true;
       return;
