@@ -3,7 +3,8 @@
  * of what several processes of one install share. Each is stopped with SIGTERM by `stopAll`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { createServer as createNetServer } from 'node:net';
 import { childEnv } from './server.ts';
 
 export interface ServerProcess {
@@ -43,13 +44,31 @@ export async function stopAll(): Promise<void> {
   );
 }
 
-/** A port free right now, to start a server on it and restart it on the same one. */
+/**
+ * A port free right now, to start a server on it and restart it on the same one. It is taken
+ * below the kernel's ephemeral range, so that no other test's server on port 0 and no outgoing
+ * connection can be given it between the probe and the (re)start.
+ */
 export async function freePort(): Promise<number> {
+  const low = await ephemeralLow();
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (await isFree(port)) return port;
+  }
+}
+
+async function ephemeralLow(): Promise<number> {
+  const range = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '32768');
+  const low = Number(range.trim().split(/\s+/)[0]);
+  return Number.isInteger(low) && low > 11_000 ? low : 32_768;
+}
+
+function isFree(port: number): Promise<boolean> {
   const probe = createNetServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
+  return new Promise((resolve) => {
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
 }
 
 /**
