@@ -8,7 +8,7 @@
  * with a short cache, for anything that linked them before.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RequestHandler } from 'express';
@@ -28,6 +28,18 @@ function asset(name: string, type: Asset['type'], body: string): Asset {
 }
 
 const read = (file: string) => readFileSync(path.join(DIR, file), 'utf8');
+
+/**
+ * The account pages' small behaviours (`assets/behaviours/*.js`, one file each: the show-password
+ * toggle, local times, copying recovery codes, …) as one script every account page loads. Each
+ * file acts on the elements that ask for it by a `data-` attribute and does nothing elsewhere;
+ * every page reads and works without it.
+ */
+function behaviours(): string {
+  const folder = path.join(DIR, 'behaviours');
+  const files = readdirSync(folder).filter((name) => name.endsWith('.js')).sort();
+  return files.map((name) => `// ${name}\n${readFileSync(path.join(folder, name), 'utf8')}`).join('\n');
+}
 const providerCss = read('provider.css');
 
 export const ASSETS = {
@@ -39,6 +51,8 @@ export const ASSETS = {
   compareCss: asset('compare', 'css', read('compare.css')),
   /** The passkey buttons of the sign-in and security pages, and the Python client's passkey page. */
   passkeyJs: asset('passkey', 'js', read('passkey.js')),
+  /** The account pages' behaviours (`behaviours()`), on every account page. */
+  pagesJs: asset('pages', 'js', behaviours()),
 } as const;
 
 const BY_URL = new Map<string, Asset>(Object.values(ASSETS).map((a) => [a.url, a]));

@@ -1,7 +1,8 @@
 /**
  * How a page leaves the server: an `eta` template (which escapes every `<%= %>` by default:
  * `autoEscape` is on and no template prints user data raw) inside the one layout, with a
- * strict Content-Security-Policy (no script at all, but our own passkey scripts on the pages with passkey buttons), `no-store`, and the request id, which
+ * strict Content-Security-Policy (no script but our own files: the pages' behaviours on every
+ * account page, the passkey scripts where there are passkey buttons), `no-store`, and the request id, which
  * every error page shows so that a person can quote it.
  */
 import path from 'node:path';
@@ -16,7 +17,7 @@ import { ASSETS } from './assets.ts';
 const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
 
 /** Where every page links the stylesheet and the passkey script: their hashed names (`assets.ts`). */
-const ASSET_URLS = { pagesCss: ASSETS.pagesCss.url, passkeyJs: ASSETS.passkeyJs.url, compareCss: ASSETS.compareCss.url };
+const ASSET_URLS = { pagesCss: ASSETS.pagesCss.url, pagesJs: ASSETS.pagesJs.url, passkeyJs: ASSETS.passkeyJs.url, compareCss: ASSETS.compareCss.url };
 
 /** One engine per process; templates are compiled once and cached. */
 const eta = new Eta({ views, autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
@@ -52,13 +53,14 @@ export const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
 /**
  * The pages' Content-Security-Policy: nothing but our stylesheet and images, and forms sent only
- * to `formAction` (this origin by default); `scripts`: the page has passkey buttons, so it may
- * run our own scripts (`/webauthn/browser.js`, `/webauthn/passkey.js`) and they may call our API;
+ * to `formAction` (this origin by default); `scripts`: the page may run our own scripts
+ * (`/webauthn/browser.js`, `/webauthn/passkey.js`, the pages' behaviours); `connect`: they may
+ * call our API (the passkey buttons; by default, as `scripts`);
  * `widget`: the page shows the human-verification widget, whose script and frame are Turnstile's;
  * `frames`: the page frames our own files (the comparison of two revisions).
  * Each widens the policy only as far as it needs.
  */
-export function pagePolicy(opts: { formAction?: string[]; scripts?: boolean; widget?: boolean; frames?: boolean } = {}): string {
+export function pagePolicy(opts: { formAction?: string[]; scripts?: boolean; connect?: boolean; widget?: boolean; frames?: boolean } = {}): string {
   const scripts = [...(opts.scripts ? ["'self'"] : []), ...(opts.widget ? [TURNSTILE_ORIGIN] : [])];
   return [
     "default-src 'none'",
@@ -69,7 +71,7 @@ export function pagePolicy(opts: { formAction?: string[]; scripts?: boolean; wid
     "base-uri 'none'",
     ...(scripts.length > 0 ? [`script-src ${scripts.join(' ')}`] : []),
     ...(opts.widget ? [`frame-src ${TURNSTILE_ORIGIN}`] : opts.frames ? ["frame-src 'self'"] : []),
-    ...(opts.scripts ? ["connect-src 'self'"] : []),
+    ...((opts.connect ?? opts.scripts) ? ["connect-src 'self'"] : []),
   ].join('; ');
 }
 
@@ -78,10 +80,14 @@ export function sendHtml(res: Response, status: number, html: string, policy: st
   res.status(status).setHeader('Content-Security-Policy', policy).setHeader('Cache-Control', 'no-store').setHeader('Referrer-Policy', 'no-referrer').type('html').send(html);
 }
 
-/** Sends a rendered account page; `widget`, `passkeys`: see `pagePolicy`. */
+/**
+ * Sends a rendered account page; `widget`, `passkeys`: see `pagePolicy`. Every account page may
+ * run our own scripts (the layout loads the pages' behaviours, `assets.ts`); only a page with
+ * passkey buttons may also call the API from a script.
+ */
 export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean; passkeys?: boolean } = {}): void {
   const html = eta.render(template, { ...data, prefix: PAGES_PREFIX, assets: ASSET_URLS });
-  sendHtml(res, status, html, pagePolicy({ scripts: opts.passkeys === true, widget: opts.widget === true }));
+  sendHtml(res, status, html, pagePolicy({ scripts: true, connect: opts.passkeys === true, widget: opts.widget === true }));
 }
 
 /**
@@ -94,9 +100,18 @@ export function renderPage(template: string, data: { title: string } & Record<st
   return eta.render(template, { signedIn: null, requestId: '', ...data, csrf: data.csrf ?? '', prefix: PAGES_PREFIX, assets: ASSET_URLS });
 }
 
-/** A time as every page shows it: to the minute, in UTC, the same on every screen. */
+/**
+ * A time as every page writes it: to the minute, in UTC, the same on every screen. A template
+ * puts it in `<time datetime="<%= iso(ms) %>" data-local>`, and the pages' behaviours show it in
+ * the reader's own time zone (`assets/behaviours/local-times.js`).
+ */
 export function when(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** A time as a `<time datetime>` attribute holds it (ISO 8601, UTC). */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
 }
 
 /** The request id every page shows on an error (the same as the log line's and `X-Request-Id`). */

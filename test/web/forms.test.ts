@@ -139,7 +139,7 @@ describe('human verification on the pages, with a verification service configure
     expect(html).toContain('data-sitekey="site-key-1"');
     expect(html).toContain('src="https://challenges.cloudflare.com/turnstile/v0/api.js"');
     expect(html).not.toContain('dev-ok');
-    expect(res.headers.get('content-security-policy')).toContain('script-src https://challenges.cloudflare.com; frame-src https://challenges.cloudflare.com');
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self' https://challenges.cloudflare.com; frame-src https://challenges.cloudflare.com");
     const login = await fetch(`${verified.url}/account/login`);
     expect(login.headers.get('content-security-policy')).not.toContain('challenges.cloudflare.com');
   });
