@@ -2,6 +2,10 @@ import type { Logger } from 'pino';
 import { openRateLimiterStore, type Db } from '../db/knex.ts';
 import { ActivationService } from './accounts/activation.ts';
 import { EmailService } from './accounts/emails.ts';
+import { EmailChangeService } from './accounts/email-changes.ts';
+import { AccountDeletionService } from './accounts/account-deletion.ts';
+import { YourDataService, type PersonElsewhere } from './accounts/your-data.ts';
+import type { Viewer } from './accounts/viewer.ts';
 import { HumanVerifier } from './accounts/human-verification.ts';
 import { ImpersonationService } from './accounts/impersonation.ts';
 import { ModerationService } from './accounts/moderation.ts';
@@ -12,8 +16,10 @@ import { PasswordResetService } from './accounts/password-reset.ts';
 import { AccountsRepository } from './accounts/repository.ts';
 import type { AccountsCore, AccountsDeps } from './accounts/part.ts';
 import { ProfileService } from './accounts/profiles.ts';
+import { ProfileEditor } from './accounts/profile-editor.ts';
 import { SessionService } from './accounts/sessions.ts';
 import { SecurityService } from './accounts/security.ts';
+import { NewBrowserAlerts, NotMeService } from './accounts/sign-in-alerts.ts';
 import { SignUpService } from './accounts/sign-up.ts';
 import { SignInView } from './accounts/sign-in-view.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
@@ -49,12 +55,16 @@ export interface Services {
   signUp: SignUpService;
   sessions: SessionService;
   profiles: ProfileService;
+  /** Editing a profile (`accounts.updateProfile`, `POST /profiles`, the profile page). */
+  profileEditor: ProfileEditor;
   activation: ActivationService;
   passwordReset: PasswordResetService;
   emails: EmailService;
   moderation: ModerationService;
   impersonation: ImpersonationService;
   security: SecurityService;
+  /** "This was not me", the link of the mail on a sign-in from a new browser (`accounts/sign-in-alerts.ts`). */
+  notMe: NotMeService;
   /** Signing in with a password and the second step; every sign-in's session opens there. */
   signIn: SignInService;
   /** The second factors a person manages, and re-authentication. */
@@ -71,6 +81,10 @@ export interface Services {
   passkeys: PasskeyService;
   /** Signing in with a passkey and no password. */
   passkeySignIn: PasskeySignIn;
+  /** "Your data": the export of everything held about a person (`accounts/your-data.ts`). */
+  yourData: YourDataService;
+  /** Deleting one's own account after a grace period, and anonymising it (`accounts/account-deletion.ts`; the sweeper's). */
+  accountDeletion: AccountDeletionService;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
   close(): Promise<void>;
 }
@@ -110,7 +124,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   };
   const factors = new SecondFactors(deps, factorDeps);
   const mfa = new MfaService(deps, { ...factorDeps, factors, sessions: accounts.sessions, issuer: TOTP_ISSUER });
-  const signIn = new SignInService(deps, { sessions: accounts.sessions, factors, mfa: mfaRepository, passkeys });
+  const signIn = new SignInService(deps, { sessions: accounts.sessions, factors, mfa: mfaRepository, passkeys, alerts: new NewBrowserAlerts(deps, mfaRepository) });
   // Areas own their tables and ask each other through the small views they declare: venues ask
   // accounts about people and groups, and attachments about who uploaded a file; attachments ask
   // venues about invitations and who may read a note.
@@ -124,18 +138,41 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // The provider's login and consent pages are at `signInPagesUrl`: its own under BASE_URL, or a
   // frontend's when WEB_URL names one (`config.ts`).
   const oidcConfig = { ...config, webUrl: config.signInPagesUrl };
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository, now), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, now });
   await oidc.keys.ensureKey();
+  const security = new SecurityService(deps, accounts, mfaRepository);
+  /** Every application of the person: its consent withdrawn (its tokens end, it is told by back-channel logout). */
+  const forgetApplications = async (profileId: string) => {
+    const person = personOnly(profileId);
+    for (const consent of await oidc.consents(person)) await oidc.withdrawConsent(person, consent.clientId);
+  };
+  // What other areas hold about a person, for their data export and their account's deletion.
+  const elsewhere: PersonElsewhere = {
+    sessions: (viewer) => security.sessions(viewer),
+    applications: (viewer) => oidc.consents(viewer),
+    notes: async (ids) => ({
+      signed: (await venueDeps.repo.findNotes({ signedBy: ids })).map((note) => note.id),
+      authored: (await venueDeps.repo.findNotes({ author: ids })).map((note) => note.id),
+    }),
+    uploads: (profileId) => attachmentsRepository.uploadsOf(profileId),
+    factors: (viewer) => mfa.status(viewer),
+    passkeys: async (profileId) => (await passkeys.list(profileId)).map(({ name, createdAt, lastUsedAt }) => ({ name, createdAt, lastUsedAt })),
+    forgetApplications,
+  };
   return {
     db,
     mailer,
     ...accounts,
+    yourData: new YourDataService(deps, accounts, elsewhere),
+    accountDeletion: new AccountDeletionService(deps, accounts, elsewhere, (sessionId) => mfaRepository.reauthAt(sessionId)),
     activation: new ActivationService(deps, accounts),
+    profileEditor: new ProfileEditor(deps, accounts),
     passwordReset: new PasswordResetService(deps, accounts),
-    emails: new EmailService(deps, accounts, async (profileId) => (await mfa.methodsOf(profileId)).length > 0),
+    emails: new EmailService(deps, accounts, async (profileId) => (await mfa.methodsOf(profileId)).length > 0, new EmailChangeService(deps, accounts)),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
-    security: new SecurityService(deps, accounts),
+    security,
+    notMe: new NotMeService(deps, accounts, mfaRepository, { revokeAll: forgetApplications }),
     signIn,
     mfa,
     venue,
@@ -155,4 +192,12 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
       await limiterStore.close();
     },
   };
+}
+
+/**
+ * A person as the sign-in provider's consent calls read them (by profile id alone), for the
+ * sweeper's deletion of an account, which acts for no session.
+ */
+function personOnly(profileId: string): Viewer {
+  return { profileId, sessionId: '', loginEmail: '', tokenVersion: 0, isSuperUser: false, isModerator: false, impersonator: null, parentSessionId: null, readOnly: false, authTime: 0, accessExpiresAt: 0 };
 }

@@ -22,6 +22,8 @@ import * as sessionDevices from './20261124040000_session_devices.ts';
 import * as profileLinks from './20261124060000_profile_links_are_web_addresses.ts';
 import * as arrivalsHeldByAProcess from './20261125100000_arrivals_held_by_a_process.ts';
 import * as oidcConfidentialClients from './20261125200000_oidc_confidential_clients.ts';
+import * as securityActivity from './20261126040000_security_activity.ts';
+import * as createAccountDeletions from './20261126020000_create_account_deletions.ts';
 
 export interface Migration {
   name: string;
@@ -54,4 +56,6 @@ export const migrations: Migration[] = [
   { name: '20261124060000_profile_links_are_web_addresses', ...profileLinks },
   { name: '20261125100000_arrivals_held_by_a_process', ...arrivalsHeldByAProcess },
   { name: '20261125200000_oidc_confidential_clients', ...oidcConfidentialClients },
+  { name: '20261126040000_security_activity', ...securityActivity },
+  { name: '20261126020000_create_account_deletions', ...createAccountDeletions },
 ];

@@ -1,5 +1,6 @@
 import {
   AppError,
+  type ActivationCodeInput,
   type ActivatableResult,
   type ActivateRequest,
   type ActivateResult,
@@ -15,10 +16,13 @@ import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
 import { AccountsPart } from './part.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
+import { hasBirthDate } from './profile-editor.ts';
 import { hashSecret } from '../secrets.ts';
-import { smallestFreeNumber, splitUsername, tildeBase } from './tilde.ts';
+import { tildeBase, usernameForName } from './tilde.ts';
 
 const INVALID_ACTIVATION = 'Activation token is not valid';
+/** A wrong, used or expired sign-up code, and an id with no activation waiting, look alike. */
+const INVALID_CODE = 'That code is wrong or has expired';
 
 /** The setting that sends new profiles without an institutional email to moderation. */
 export const MODERATION_SETTING = 'moderation';
@@ -97,7 +101,9 @@ export class ActivationService extends AccountsPart {
       const stored = await this.#withNames(repo, profile, content, confirmed);
       await repo.profiles.update(
         profile.id,
-        { state, content: stored, pastStates: [...profile.pastStates, { state, date: now, setBy: profile.id }] },
+        // A date of birth given here starts the window in which its owner may still correct it
+        // (`profile-editor.ts`), as the spec's `dobTimestamp` says.
+        { state, content: stored, pastStates: [...profile.pastStates, { state, date: now, setBy: profile.id }], ...(hasBirthDate(stored) ? { dobTimestamp: now } : {}) },
         now,
       );
       const updated = (await repo.profiles.find(profile.id)) as ProfileRecord;
@@ -134,16 +140,7 @@ export class ActivationService extends AccountsPart {
         continue;
       }
       const base = tildeBase(name, `content/names/${i}/`);
-      // A name the profile already holds keeps its username (clients post back the registration
-      // name without one); only a name new to the profile gets a new number.
-      const taken = new Set(names.map((n) => n.username));
-      const kept = [...owned].sort().find((username) => splitUsername(username)?.base === base && !taken.has(username));
-      if (kept) {
-        names.push({ ...name, username: kept });
-        continue;
-      }
-      const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
-      names.push({ ...name, username: await repo.emails.addUsername(profile.id, base, number) });
+      names.push({ ...name, username: await usernameForName(repo.emails, profile.id, owned, base, new Set(names.map((n) => n.username))) });
     }
     if (names.length === 0) throw new AppError('MissingRequiredError', 'At least one name is required', { path: 'content/names' });
     if (!names.some((n) => n.preferred)) names[0] = { ...names[0], preferred: true };
@@ -180,6 +177,37 @@ export class ActivationService extends AccountsPart {
     if (!record?.email || !profile || profile.state !== 'Inactive' || profile.ddate !== null) return null;
     await this.resend(record.email, origin);
     return { maskedEmail: maskEmail(record.email) };
+  }
+
+  /**
+   * "Type the code": the 6-digit code of the sign-up mail, with the address it went to (or the
+   * profile id), instead of the link. A right code replaces the mailed link by a new one, whose
+   * token the activation page opens (it expires when the mailed one would have). The code is as
+   * hard to guess as the email-confirmation code: every try counts per address before it is
+   * compared (twenty wrong a day: `wrongCodeAddress`) and a right one is given back, and five
+   * wrong codes void the token (`one-time-tokens.ts`). An unknown id, a profile that no longer
+   * waits, a wrong, used or expired code all get the same 400 at `code`.
+   */
+  async linkFromCode(input: ActivationCodeInput): Promise<{ token: string }> {
+    const repo = this.deps.repo;
+    const now = this.now();
+    const id = normaliseId(input.id);
+    const profile = await repo.profiles.findByIdOrEmail(id);
+    const waiting = profile && profile.state === 'Inactive' && profile.ddate === null ? await repo.tokens.findLiveOf('activation', profile.id, now) : null;
+    const record = waiting && (!id.includes('@') || waiting.email === id) ? waiting : null;
+    const counted = record?.email ?? id;
+    await this.deps.limits.consume('wrongCodeAddress', counted);
+    if (!record) throw new AppError('ValidationError', INVALID_CODE, { path: 'code' });
+    await this.deps.oneTime.checkCode(repo, record, input.code, now, INVALID_CODE).catch((error: unknown) => {
+      throw error instanceof AppError ? new AppError('ValidationError', INVALID_CODE, { path: 'code' }) : error;
+    });
+    await this.deps.limits.refund('wrongCodeAddress', counted);
+    return repo.transaction(async (trx) => {
+      await this.deps.oneTime.consume(trx, record, now, INVALID_CODE);
+      const seconds = Math.max(1, Math.floor((record.expiresAt - now) / 1000));
+      const { token } = await this.deps.oneTime.issue(trx, { kind: 'activation', profileId: record.profileId, email: record.email, seconds, now });
+      return { token };
+    });
   }
 
   /**
@@ -220,3 +248,4 @@ export class ActivationService extends AccountsPart {
     return this.deps.repo.settings.institutionDomains();
   }
 }
+

@@ -13,8 +13,10 @@ import type { AccountsRepository, ProfileRecord, TokenRecord } from './repositor
 import { normaliseEmail } from './repository.ts';
 import { duplicateProfileMail, emailConfirmationMail } from '../mail/messages.ts';
 import { hashSecret } from '../secrets.ts';
-import type { Viewer } from './viewer.ts';
+import type { RequestOrigin, Viewer } from './viewer.ts';
+import type { EmailChangeService } from './email-changes.ts';
 import { AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
+import { ACTIVE_STATES } from './session-rule.ts';
 
 const INVALID_CODE = 'Token is not valid';
 const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
@@ -28,9 +30,13 @@ export class EmailService extends AccountsPart {
   /** Whether a profile signs in with a second factor (`mfa/second-factor.ts`): such a profile is never merged by a mailed code. */
   readonly #hasSecondFactor: (profileId: string) => Promise<boolean>;
 
-  constructor(deps: AccountsDeps, core: AccountsCore, hasSecondFactor: (profileId: string) => Promise<boolean>) {
+  /** Removing, making preferred, and telling the preferred address that one was added (`email-changes.ts`). */
+  readonly changes: EmailChangeService;
+
+  constructor(deps: AccountsDeps, core: AccountsCore, hasSecondFactor: (profileId: string) => Promise<boolean>, changes: EmailChangeService) {
     super(deps, core);
     this.#hasSecondFactor = hasSecondFactor;
+    this.changes = changes;
   }
 
   /**
@@ -115,9 +121,10 @@ export class EmailService extends AccountsPart {
    * `PUT /activatelink[/{activationToken}]` `{email, token: code}`: confirms the address, or,
    * when the code was mailed to another profile's address, merges that profile into the asker.
    * A wrong code counts (five void the token); a wrong user or a reused code is "Token is not
-   * valid".
+   * valid". An address added to an active profile is audited and told to its preferred address,
+   * with a link that removes it (`EmailChangeService.added`); one added while activating is not.
    */
-  async confirm(request: ActivateLinkRequest, viewer: Viewer | null): Promise<ActivateLinkResult> {
+  async confirm(request: ActivateLinkRequest, viewer: Viewer | null, origin?: RequestOrigin): Promise<ActivateLinkResult> {
     const repo = this.deps.repo;
     const now = this.now();
     const email = normaliseEmail(request.email);
@@ -151,7 +158,7 @@ export class EmailService extends AccountsPart {
     // The factor may have been turned on since the code was mailed.
     if (duplicateProfile) await this.#refuseMergingProtected(duplicateProfile, email);
 
-    return repo.transaction(async (trx) => {
+    const answer = await repo.transaction(async (trx): Promise<ActivateLinkResult> => {
       await this.deps.oneTime.consume(trx, confirmed, now, INVALID_CODE);
       if (duplicateProfile) return this.#merge(trx, profileId, duplicateProfile, email, now);
       const owner = await trx.emails.findEmail(email);
@@ -163,6 +170,11 @@ export class EmailService extends AccountsPart {
       await trx.groups.linkEmailGroups(profileId, email, now);
       return { confirmedEmail: email };
     });
+    if (!duplicateProfile) {
+      const profile = await repo.profiles.find(profileId);
+      if (profile && ACTIVE_STATES.has(profile.state) && profile.ddate === null) await this.changes.added(profileId, email, origin);
+    }
+    return answer;
   }
 
   /**

@@ -16,7 +16,7 @@ import { preferredEmail } from './profiles.ts';
  * | block    | any state but Blocked                                 | Blocked; every session ends              |
  * | unblock  | Blocked                                               | the state before the block (Inactive if never activated) |
  * | delete   | not deleted (ddate unset)                             | state kept, ddate set: no login, hidden; every session ends |
- * | restore  | deleted (ddate set)                                   | state kept, ddate cleared                |
+ * | restore  | deleted (ddate set), not anonymised at its owner's request | state kept, ddate cleared           |
  * | limit    | Active, Active Institutional, Active Automatic        | Limited: may log in, may not author notes |
  */
 export function decide(
@@ -74,6 +74,11 @@ export class ModerationService extends AccountsPart {
       const target = await findTarget(repo, input.id);
       if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
         if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can moderate a super user');
+      }
+      // An account its owner deleted has nothing left to give back (no name, address or
+      // password): restoring it would only make an empty profile that nobody can sign in to.
+      if (input.decision === 'restore' && (await repo.deletions.anonymised(target.id))) {
+        throw new AppError('ValidationError', `Cannot restore ${target.id}: it was deleted at its owner's request and anonymised`, { path: 'id' });
       }
       const next = decide(target, input.decision, now);
       const pastStates: PastState[] =

@@ -15,7 +15,7 @@ export interface IssuedToken {
 }
 
 /**
- * Activation, email-confirmation and reset tokens: random, stored as hashes, single-use,
+ * Activation, email-confirmation, reset and undo tokens: random, stored as hashes, single-use,
  * expiring. Issuing one voids the older ones of its kind.
  */
 export class OneTimeTokens {
@@ -43,6 +43,17 @@ export class OneTimeTokens {
       expiresAt,
     });
     return { token, code, expiresAt };
+  }
+
+  /**
+   * A link with no code (an undo link: `email-changes.ts`): only its secret's hash is stored. It
+   * voids the older ones of its kind for the same address, not the person's other links.
+   */
+  async issueLink(repo: AccountsRepository, opts: { kind: TokenKind; profileId: string; email: string; seconds: number; now: number }): Promise<{ token: string; expiresAt: number }> {
+    const token = randomToken();
+    const expiresAt = opts.now + opts.seconds * 1000;
+    await repo.tokens.replace({ kind: opts.kind, tokenHash: hashSecret(token), codeHash: null, profileId: opts.profileId, email: opts.email, now: opts.now, expiresAt });
+    return { token, expiresAt };
   }
 
   /** The live token for a secret, or a 400 with `message` (used, expired and unknown look alike). */

@@ -4,6 +4,7 @@ import { addressKey, maskEmail } from './ids.ts';
 import { normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
 import { AccountsPart } from './part.ts';
+import { checkNewPassword, personalContext } from './password-policy.ts';
 import { preferredEmail } from './profiles.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
 import { hashSecret } from '../secrets.ts';
@@ -100,7 +101,8 @@ export class PasswordResetService extends AccountsPart {
     // Every try counts against the address, and a token that is not live is refused before
     // any hashing: made-up tokens cannot fill the hashing queue and starve sign-ins.
     await this.deps.limits.consume('setPasswordAddress', addressKey(origin.address));
-    await this.deps.oneTime.live(this.deps.repo, 'reset', request.token, this.now(), INVALID_RESET);
+    const live = await this.deps.oneTime.live(this.deps.repo, 'reset', request.token, this.now(), INVALID_RESET);
+    checkNewPassword(request.password, await personalContext(this.deps.repo, live.profileId));
     const passwordHash = await this.deps.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
     await this.deps.repo.transaction(async (repo) => {

@@ -38,7 +38,7 @@ export class ProfileService extends AccountsBase {
       if (query.email) return { profiles: [] };
       throw new AppError('NotFoundError', `Profile Not Found: ${query.id ?? viewer.profileId}`);
     }
-    return { profiles: [await this.#presentTo(profile, viewer)] };
+    return { profiles: [await this.presentTo(profile, viewer)] };
   }
 
   /** `GET /profiles/search`: profiles (not deleted, merged or blocked) by a term, a full name, or name parts. */
@@ -59,7 +59,7 @@ export class ProfileService extends AccountsBase {
     for (const id of ids.slice(query.offset ?? 0)) {
       const profile = await repo.profiles.find(id);
       // As the real platform's search: every profile but deleted, merged and blocked ones.
-      if (profile && profile.ddate === null && !profile.mergedInto && profile.state !== 'Blocked') profiles.push(await this.#presentTo(profile, viewer));
+      if (profile && profile.ddate === null && !profile.mergedInto && profile.state !== 'Blocked') profiles.push(await this.presentTo(profile, viewer));
     }
     return { profiles };
   }
@@ -76,7 +76,7 @@ export class ProfileService extends AccountsBase {
       for (const id of [...new Set(input.ids)].sort()) {
         let profile = await repo.profiles.findByUsername(id);
         if (profile?.mergedInto) profile = await repo.profiles.find(profile.mergedInto);
-        if (profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator)) profiles.push(await this.#presentTo(profile, viewer));
+        if (profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator)) profiles.push(await this.presentTo(profile, viewer));
       }
       return { profiles };
     }
@@ -86,7 +86,7 @@ export class ProfileService extends AccountsBase {
     for (const { email, profileId } of await repo.emails.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly)) {
       const profile = await repo.profiles.find(profileId);
       if (!profile || profile.mergedInto || (profile.ddate !== null && !viewer.isSuperUser && !viewer.isModerator)) continue;
-      const shown = await this.#presentTo(profile, viewer);
+      const shown = await this.presentTo(profile, viewer);
       // The caller named the address: the answer says which profile holds it, and nothing more.
       profiles.push({ ...shown, email, ...(confirmedOnly ? { confirmedEmails: [...new Set([...(shown.confirmedEmails ?? []), email])] } : {}) });
     }
@@ -106,7 +106,8 @@ export class ProfileService extends AccountsBase {
     return held ? profile : null;
   }
 
-  #presentTo(profile: ProfileRecord, viewer: Viewer): Promise<Profile> {
+  /** A profile as `GET /profiles` shows it to `viewer` (also the answer to editing it, `profile-editor.ts`). */
+  presentTo(profile: ProfileRecord, viewer: Viewer): Promise<Profile> {
     const isOwner = profile.id === viewer.profileId;
     return this.present(profile, isOwner || viewer.isModerator || viewer.isSuperUser, isOwner);
   }
@@ -126,6 +127,11 @@ export class ProfileService extends AccountsBase {
       delete content.preferredEmail;
       delete content.emails;
       delete content.emailsConfirmed;
+      // Nor the date of birth: it is the person's own, for the age rules, not for the public.
+      delete content.dob;
+      delete content.yearOfBirth;
+      delete content.isMinor;
+      delete content.isOver18;
       if (content.relations) content.relations = content.relations.map(({ email: _email, ...relation }) => relation);
     }
     return {

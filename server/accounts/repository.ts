@@ -7,6 +7,7 @@
  * twice, and a caller names the tables it touches.
  */
 import type { Knex } from 'knex';
+import { DeletionsRepository } from './repository/deletions.ts';
 import { EmailsRepository } from './repository/emails.ts';
 import { GroupsRepository } from './repository/groups.ts';
 import { ProfilesRepository } from './repository/profiles.ts';
@@ -31,6 +32,8 @@ export class AccountsRepository {
   readonly sessions: SessionsRepository;
   readonly tokens: TokensRepository;
   readonly settings: SettingsRepository;
+  /** A person's request to delete their account, and anonymising it when due (`account-deletion.ts`). */
+  readonly deletions: DeletionsRepository;
 
   constructor(db: Knex) {
     this.#db = db;
@@ -40,6 +43,7 @@ export class AccountsRepository {
     this.sessions = new SessionsRepository(db);
     this.tokens = new TokensRepository(db);
     this.settings = new SettingsRepository(db);
+    this.deletions = new DeletionsRepository(db);
   }
 
   /** The same repositories inside a transaction. */

@@ -1,4 +1,6 @@
 import {
+  ActivationCodeInput,
+  ActivationCodeResult,
   ActivatableQuery,
   ActivatableRequest,
   ActivatableResult,
@@ -9,7 +11,11 @@ import {
   ChangePasswordInput,
   ChangePasswordResult,
   EndSessionInput,
+  SecurityEventsInput,
   SecurityEventsResult,
+  NotMeInput,
+  NotMeLink,
+  NotMeResult,
   SessionsResult,
   ConfirmEmailRequest,
   ConfirmEmailResult,
@@ -29,6 +35,8 @@ import {
   ProfileSearchQuery,
   ProfilesQuery,
   ProfilesResult,
+  ProfileEditorOptions,
+  UpdateProfileInput,
   RegisterInput,
   RegisterResult,
   ResetPasswordRequest,
@@ -46,6 +54,15 @@ import {
   StatusResult,
   TildeUsernameQuery,
   TildeUsernameResult,
+  DataExport,
+  DeletionRequested,
+  DeletionStatus,
+  EmailUndoInput,
+  EmailUndoPreview,
+  EmailUndoResult,
+  OwnEmailInput,
+  OwnEmailsResult,
+  RequestDeletionInput,
 } from '../../shared/index.ts';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
 import { mfaRouter } from './mfa/router.ts';
@@ -82,6 +99,12 @@ export const accountsRouter = router({
     .output(NewLinkResult)
     .mutation(async ({ ctx, input }) => ({ maskedEmail: (await ctx.services.activation.resendFromLink(input.token, ctx.origin))?.maskedEmail ?? null })),
 
+  /** "Type the code": the sign-up mail's code, with its address, for a new activation link's token (`ActivationService.linkFromCode`). */
+  activationFromCode: publicProcedure
+    .input(ActivationCodeInput)
+    .output(ActivationCodeResult)
+    .mutation(({ ctx, input }) => ctx.services.activation.linkFromCode(input)),
+
   /** The activation page, for a signed-in person: whether an old activation link is their own (`activation.ts`). */
   ownActivationLink: authedProcedure
     .input(OldLinkInput)
@@ -114,7 +137,7 @@ export const accountsRouter = router({
     .input(PasskeyLoginInput)
     .output(SessionResult)
     .mutation(async ({ ctx, input }) => {
-      const { session } = await ctx.services.passkeySignIn.signIn(input, ctx.origin);
+      const { session } = await ctx.services.passkeySignIn.signIn(input, ctx.origin, ctx.credentials);
       ctx.cookies.set(session);
       return session.result;
     }),
@@ -210,7 +233,52 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .input(ActivateLinkRequest)
     .output(ActivateLinkResult)
-    .mutation(async ({ ctx, input }) => ctx.services.emails.confirm(input, await ctx.optionalViewer())),
+    .mutation(async ({ ctx, input }) => ctx.services.emails.confirm(input, await ctx.optionalViewer(), ctx.origin)),
+
+  // ---- a person's emails and data (issue 27: `email-changes.ts`, `your-data.ts`, `account-deletion.ts`) ----
+  ownEmails: authedProcedure.output(OwnEmailsResult).query(({ ctx }) => ctx.services.emails.changes.list(ctx.user)),
+
+  removeEmail: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(OwnEmailInput)
+    .output(OwnEmailsResult)
+    .mutation(({ ctx, input }) => ctx.services.emails.changes.remove(ctx.user, input.email, ctx.origin, ctx.credentials.refreshToken)),
+
+  setPreferredEmail: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(OwnEmailInput)
+    .output(OwnEmailsResult)
+    .mutation(({ ctx, input }) => ctx.services.emails.changes.setPreferred(ctx.user, input.email, ctx.origin, ctx.credentials.refreshToken)),
+
+  /** What a mailed undo link would undo: the undo page's GET, which changes nothing. */
+  emailUndo: publicProcedure
+    .input(EmailUndoInput)
+    .output(EmailUndoPreview)
+    .query(({ ctx, input }) => ctx.services.emails.changes.preview(input.token)),
+
+  undoEmailChange: publicProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(EmailUndoInput)
+    .output(EmailUndoResult)
+    .mutation(({ ctx, input }) => ctx.services.emails.changes.undo(input.token, ctx.origin)),
+
+  exportData: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .output(DataExport)
+    .query(({ ctx }) => ctx.services.yourData.export(ctx.user)),
+
+  deletionStatus: authedProcedure.output(DeletionStatus).query(({ ctx }) => ctx.services.accountDeletion.status(ctx.user)),
+
+  requestDeletion: authedProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(RequestDeletionInput)
+    .output(DeletionRequested)
+    .mutation(async ({ ctx, input }) => {
+      const answer = await ctx.services.accountDeletion.request(ctx.user, input, ctx.origin);
+      // Every session ended, this one too: the browser's cookies go with it.
+      ctx.cookies.clear();
+      return answer;
+    }),
 
   // ---- password & security (the security page; not in the spec) ---------------------------------
   changePassword: authedProcedure
@@ -237,7 +305,23 @@ export const accountsRouter = router({
       return {};
     }),
 
-  securityEvents: authedProcedure.output(SecurityEventsResult).query(async ({ ctx }) => ({ events: await ctx.services.security.events(ctx.user) })),
+  securityEvents: authedProcedure
+    .input(SecurityEventsInput)
+    .output(SecurityEventsResult)
+    .query(({ ctx, input }) => ctx.services.security.events(ctx.user, input?.before)),
+
+  /** "This was not me" (the new-browser mail's link): the sign-in it is about; changes nothing. */
+  notMeLink: publicProcedure
+    .input(NotMeInput)
+    .output(NotMeLink)
+    .query(({ ctx, input }) => ctx.services.notMe.link(input.token)),
+
+  /** "This was not me", confirmed: every session ends, every application is revoked, a reset link is mailed (`sign-in-alerts.ts`). */
+  notMe: publicProcedure
+    .meta({ whileImpersonating: 'refused' })
+    .input(NotMeInput)
+    .output(NotMeResult)
+    .mutation(({ ctx, input }) => ctx.services.notMe.act(input.token, ctx.origin)),
 
   // ---- profiles, moderation, impersonation -----------------------------------------------------
   /** The signed-in person's own profile in short (id, name, preferred email): the pages' header, an app's "signed in as". */
@@ -247,6 +331,19 @@ export const accountsRouter = router({
     .input(ProfilesQuery.optional())
     .output(ProfilesResult)
     .query(({ ctx, input }) => ctx.services.profiles.profiles(input ?? {}, ctx.user)),
+
+  /**
+   * Edit a profile (`profile-editor.ts`): the caller's own, a super user's any. A super user's
+   * impersonation may edit the person's profile, a read-only one may not (the default rule of
+   * `trpc.ts`): the profile is data, not a credential.
+   */
+  updateProfile: authedProcedure
+    .input(UpdateProfileInput)
+    .output(Profile)
+    .mutation(({ ctx, input }) => ctx.services.profileEditor.update(input, ctx.user, ctx.origin)),
+
+  /** What the profile page offers: positions, and institutions with their domains. */
+  profileEditorOptions: authedProcedure.output(ProfileEditorOptions).query(({ ctx }) => ctx.services.profileEditor.options()),
 
   searchProfiles: authedProcedure
     .input(ProfileSearchQuery)

@@ -29,16 +29,47 @@ export class SessionService extends AccountsBase {
 
   /**
    * The second half of a sign-in: the session opens (after the password, and the second factor
-   * when one is on), with the browser it was opened from, and the sign-in goes to the audit log.
+   * when one is on), with the browser it was opened from, and the sign-in goes to the audit log
+   * with how it was made (`method`). One session per browser: when the browser's refresh cookie
+   * (`refreshToken`) names a live session of the same person (not an impersonation), that session
+   * is signed in to again (`signedInAgain`: a new sign-in time, a rotated refresh token, the same
+   * id, so the applications signed in through it keep their `sid`), instead of a second one
+   * opening beside it, as an application's forced re-login (`prompt=login`, `max_age`) did.
    */
-  async startSession(profile: ProfileRecord, loginEmail: string, accessSeconds: number, origin: RequestOrigin): Promise<IssuedSession> {
+  async startSession(
+    profile: ProfileRecord,
+    loginEmail: string,
+    accessSeconds: number,
+    origin: RequestOrigin,
+    opts: { method?: string | null; refreshToken?: string | undefined } = {},
+  ): Promise<IssuedSession & { signedInAgain: boolean }> {
     const repo = this.deps.repo;
     await repo.profiles.touchLastLogin(profile.id, this.now());
-    const issued = await this.issueSession(profile, { loginEmail, accessSeconds, origin });
-    // The person's "recent sign-ins" (the security page) read the audit log.
-    await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details: deviceDetails(origin) }, this.now());
+    const again = await this.#signInAgain(profile, loginEmail, accessSeconds, origin, opts.refreshToken);
+    const issued = again ?? (await this.issueSession(profile, { loginEmail, accessSeconds, origin }));
+    const sessionId = (await this.deps.tokens.verify(issued.accessToken)).sid;
+    // The person's activity log (the security pages) reads the audit log.
+    const details = { ...deviceDetails(origin), sessionId, ...(opts.method ? { method: opts.method } : {}) };
+    await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details }, this.now());
     // This browser has now signed in to the account: its own allowance from here on.
-    return { ...issued, deviceEntry: this.deps.devices.issue(profile.id) };
+    return { ...issued, deviceEntry: this.deps.devices.issue(profile.id), signedInAgain: again !== null };
+  }
+
+  /** The browser's live session of this person, signed in to again; null when it holds none. */
+  async #signInAgain(profile: ProfileRecord, loginEmail: string, accessSeconds: number, origin: RequestOrigin, refreshToken: string | undefined): Promise<IssuedSession | null> {
+    if (refreshToken === undefined) return null;
+    const repo = this.deps.repo;
+    const now = this.now();
+    const oldHash = hashSecret(refreshToken);
+    const found = await repo.sessions.findWithProfile({ refreshHash: oldHash });
+    const session = found?.session;
+    if (!session || session.profileId !== profile.id || session.impersonator !== null || session.parentSessionId !== null) return null;
+    if (session.revokedAt !== null || session.expiresAt <= now || session.tokenVersion !== profile.tokenVersion) return null;
+    const newRefresh = randomToken();
+    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, accessSeconds);
+    if (!(await repo.sessions.rotateRefresh(session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, oldHash, now))) return null;
+    await repo.sessions.signInAgain(session.id, { loginEmail, accessSeconds, now, device: origin });
+    return this.#issue(profile, { id: session.id, loginEmail, accessSeconds }, newRefresh, refreshSeconds);
   }
 
   /** Opens a new session for a profile: a session row, a refresh token, an access token. */

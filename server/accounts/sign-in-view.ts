@@ -10,15 +10,31 @@ export class SignInView implements AccountsForSignIn {
   readonly #repo: AccountsRepository;
   readonly #mfa: MfaRepository;
 
-  constructor(repo: AccountsRepository, mfa: MfaRepository) {
+  readonly #now: () => number;
+
+  constructor(repo: AccountsRepository, mfa: MfaRepository, now: () => number = Date.now) {
     this.#repo = repo;
     this.#mfa = mfa;
+    this.#now = now;
   }
 
   /** The weakest of the person's sign-ins at that moment (there is normally one). */
   async signInProof(profileId: string, authTime: number): Promise<{ amr: string[]; acr: string } | null> {
     const amr = (await this.#mfa.signInsAt(profileId, authTime))[0];
     return amr ? { amr, acr: acrOf(amr) } : null;
+  }
+
+  async recordApplication(profileId: string, action: 'app:granted' | 'app:revoked', client: { clientId: string; name: string; scopes?: readonly string[] }): Promise<void> {
+    const details = { clientId: client.clientId, client: client.name, ...(client.scopes ? { scopes: [...client.scopes] } : {}) };
+    await this.#repo.settings.audit({ actor: profileId, action, target: profileId, details }, this.#now());
+  }
+
+  /** The session's sign-in (its row of `mfa_sign_ins`, and its line of the activity log) was made on an application's sign-in page. */
+  async signedInThrough(profileId: string, sessionId: string, clientName: string): Promise<void> {
+    await this.#mfa.setSignInClient(sessionId, clientName);
+    const recent = await this.#repo.settings.auditPageOf(profileId, 10);
+    const line = recent.find((e) => e.action === 'sign-in' && e.details?.sessionId === sessionId);
+    if (line) await this.#repo.settings.amendAudit(line.id, { ...line.details, client: clientName.slice(0, 200) });
   }
 
   /**

@@ -8,8 +8,10 @@ import {
   type MfaFactorMethod,
   type MfaPendingResult,
   type MfaVerifyInput,
+  type SignInMethod,
 } from '../../shared/index.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
+import { cancelDeletionOnSignIn } from './account-deletion.ts';
 import { addressKey } from './ids.ts';
 import { EMAIL_CODE_SECONDS, amrOf, type SecondFactorProof, type SecondFactors } from './mfa/second-factor.ts';
 import type { PasskeyFactor } from './mfa/passkey-factor.ts';
@@ -18,7 +20,9 @@ import { AccountsBase, type AccountsDeps } from './part.ts';
 import { preferredEmail } from './profiles.ts';
 import { normaliseId, type ProfileRecord } from './repository.ts';
 import { ACTIVE_STATES, canHoldSession } from './session-rule.ts';
-import { accountLimitKey, inactiveMessage, type SessionService } from './sessions.ts';
+import { auditFailure } from './security.ts';
+import { accountLimitKey, deviceDetails, inactiveMessage, type SessionService } from './sessions.ts';
+import type { NewBrowserAlerts } from './sign-in-alerts.ts';
 import type { BrowserCookies, IssuedSession, RequestOrigin } from './viewer.ts';
 
 /** How long a sign-in waits for its second factor. */
@@ -43,7 +47,16 @@ export interface SignInDeps {
   factors: SecondFactors;
   mfa: MfaRepository;
   passkeys: PasskeyFactor;
+  /** The mail on a sign-in from a new browser (`sign-in-alerts.ts`). */
+  alerts?: NewBrowserAlerts;
 }
+
+/**
+ * What a sign-in's browser shows besides its origin: its device cookie (a new browser is mailed),
+ * and its refresh cookie (a live session of the same person in it is signed in to again, not
+ * joined by a second one: `SessionService.startSession`).
+ */
+export type SignInBrowser = BrowserCookies & { refreshToken?: string | undefined };
 
 /**
  * Signing in with a password: `POST /login` (and the sign-in pages, the provider's login page),
@@ -87,12 +100,15 @@ export class SignInService extends AccountsBase {
     await limits.consume('loginAddress', addressKey(origin.address));
     const passwordOk = await this.deps.hasher.verify(input.password, profile?.passwordHash ?? null, addressKey(origin.address));
     if (!profile || !passwordOk || profile.ddate !== null) {
+      // The person's activity log: a wrong password for an existing account (bounded: `auditFailure`).
+      if (profile && profile.ddate === null) await auditFailure(repo, this.now(), profile.id, 'sign-in:failed', deviceDetails(origin));
       throw new AppError('BadRequestError', WRONG_CREDENTIALS);
     }
     await limits.refund(counted.name, counted.key);
     await limits.refund('loginAddress', addressKey(origin.address));
     if (!ACTIVE_STATES.has(profile.state)) {
-      throw new AppError('ForbiddenError', inactiveMessage(profile.state));
+      // `details.state`: the sign-in pages offer a person not yet active the activation link again and "Type the code".
+      throw new AppError('ForbiddenError', inactiveMessage(profile.state), { state: profile.state });
     }
     const emails = await repo.emails.emailsOf(profile.id);
     const loginEmail = isTilde ? (preferredEmail(profile, emails) ?? profile.id) : id;
@@ -132,11 +148,15 @@ export class SignInService extends AccountsBase {
    * `POST /login`: the password, then either a session (no factor on, or a remembered browser) or
    * a pending sign-in waiting for the second factor. No session or cookie exists until then.
    */
-  async login(input: LoginInput, origin: RequestOrigin, browser: BrowserCookies): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
+  async login(input: LoginInput, origin: RequestOrigin, browser: SignInBrowser): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
     const { profile, loginEmail } = await this.#checkPassword(input, origin, browser.device);
     const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
     const next = await this.afterPassword(profile, browser.trustedDevice);
-    if (next === null) return { session: await this.open(profile, loginEmail, accessSeconds, amrOf(null), origin) };
+    if (next === null) {
+      // No second step: the person has none, or this browser is remembered for it.
+      const method: SignInMethod = (await this.#signInDeps.factors.methodsOf(profile.id)).length > 0 ? 'remembered' : 'password';
+      return { session: await this.open(profile, loginEmail, accessSeconds, amrOf(null), origin, method, browser) };
+    }
     return { pending: await this.#pending(profile, loginEmail, accessSeconds, next) };
   }
 
@@ -209,13 +229,14 @@ export class SignInService extends AccountsBase {
    * session exactly as `POST /login` does. `rememberDevice` also gives the browser a cookie
    * that skips the second factor for 30 days.
    */
-  async verify(input: MfaVerifyInput, origin: RequestOrigin, device?: string): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
+  async verify(input: MfaVerifyInput, origin: RequestOrigin, browser: SignInBrowser = {}): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
+    const device = browser.device;
     await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
     const { pending, profile } = await this.#livePending(input.mfaPendingToken);
-    const proof = await this.#signInDeps.factors.check(profile, input.method, input.code, pending.id, this.#signInDeps.factors.ownAllowance(profile, device));
+    const proof = await this.#signInDeps.factors.check(profile, input.method, input.code, pending.id, this.#signInDeps.factors.ownAllowance(profile, device), origin);
     await this.deps.limits.refund('mfaAddress', addressKey(origin.address));
     if (!(await this.#signInDeps.mfa.consumePending(pending.id, this.now()))) throw new AppError('BadRequestError', INVALID_PENDING);
-    const session = await this.open(profile, pending.loginEmail, pending.accessSeconds, amrOf(proof), origin);
+    const session = await this.open(profile, pending.loginEmail, pending.accessSeconds, amrOf(proof), origin, `password+${proof.method}`, browser);
     const trustedDevice = input.rememberDevice ? await this.rememberDevice(profile) : undefined;
     return { session, proof, ...(trustedDevice ? { trustedDevice } : {}) };
   }
@@ -223,12 +244,17 @@ export class SignInService extends AccountsBase {
   /**
    * Opens the session of a person proved (a password with its second step when one is on, or a
    * passkey alone, `passkeys/passwordless.ts`), records how (the sign-in provider's `amr`), and
-   * hands the browser its device-cookie entry (through `startSession`).
+   * hands the browser its device-cookie entry (through `startSession`). A browser holding a live
+   * session of the person (its refresh cookie) has that session signed in to again: one session
+   * per browser. A sign-in from a new browser is mailed (`sign-in-alerts.ts`).
    */
-  async open(profile: ProfileRecord, loginEmail: string, accessSeconds: number, amr: string[], origin: RequestOrigin): Promise<IssuedSession> {
-    const session = await this.#signInDeps.sessions.startSession(profile, loginEmail, accessSeconds, origin);
+  async open(profile: ProfileRecord, loginEmail: string, accessSeconds: number, amr: string[], origin: RequestOrigin, method: SignInMethod | null = null, browser: SignInBrowser = {}): Promise<IssuedSession> {
+    const session = await this.#signInDeps.sessions.startSession(profile, loginEmail, accessSeconds, origin, { method, refreshToken: browser.refreshToken });
     const viewer = await this.#signInDeps.sessions.authenticate(session.accessToken);
-    await this.#signInDeps.mfa.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, amr);
+    await this.#signInDeps.mfa.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, amr, method);
+    if (!session.signedInAgain) await this.#signInDeps.alerts?.afterSignIn(profile, viewer.sessionId, origin, browser.device);
+    // Signing in cancels a deletion the person asked for (`account-deletion.ts`).
+    await cancelDeletionOnSignIn(this.deps.repo, profile.id, this.now(), origin);
     return session;
   }
 

@@ -9,6 +9,7 @@ import {
 } from '../../shared/index.ts';
 import { activationMail, signUpAttemptMail } from '../mail/messages.ts';
 import { addressKey } from './ids.ts';
+import { checkNewPassword, type PasswordContext } from './password-policy.ts';
 import { AccountsBase, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
 import { type AccountsRepository, normaliseEmail } from './repository.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
@@ -36,6 +37,7 @@ export class SignUpService extends AccountsBase {
    * member, and the email with `~Id` as member) and, for the operator CLI, a role. One transaction.
    */
   async createUser(user: NewUser): Promise<string> {
+    checkNewPassword(user.password, personalWords(user));
     const passwordHash = await this.deps.hasher.hash(user.password);
     return this.deps.repo.transaction(async (repo) => {
       if (await repo.emails.emailExists(user.email)) {
@@ -81,6 +83,9 @@ export class SignUpService extends AccountsBase {
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
     if (input.token != null || !this.deps.config.signupWithoutHumanVerification) await this.deps.verifier.verify(input.token, origin.address);
     const email = normaliseEmail(input.email);
+    // The policy's list check before any counter: a refused password is a typing matter, and an
+    // address that is taken gets the same refusal as a new one.
+    checkNewPassword(input.password, personalWords({ ...input, email }));
     await this.deps.limits.consume('registerAccount', email);
     await this.deps.limits.consume('registerAddress', addressKey(origin.address));
     const name = input.name ?? { fullname: input.fullname };
@@ -116,6 +121,11 @@ export class SignUpService extends AccountsBase {
       ...activationMail({ webUrl: this.deps.config.webUrl, profileId, token, code, validForSeconds: this.deps.config.activationTokenSeconds }),
     });
   }
+}
+
+/** The words of a new person's own that their password must not be (`password-policy.ts`). */
+function personalWords(user: { email: string; fullname?: string | undefined; name?: NameParts | undefined }): PasswordContext {
+  return { email: user.email, words: [user.fullname, user.name?.first, user.name?.middle, user.name?.last] };
 }
 
 function splitFullname(fullname: string): { first: string; middle?: string; last: string } {

@@ -1,10 +1,6 @@
 import { AppError } from '../../shared/errors.ts';
-
-/**
- * A valid name part: words of letters (any script, with their combining marks), each word
- * optionally ending in one dot, separated by a single space or a single hyphen.
- */
-const NAME_PART = /^[\p{L}\p{M}]+\.?(?:[ -][\p{L}\p{M}]+\.?)*$/u;
+// The one rule for a name's words, which the profile form checks too.
+import { NAME_PART } from '../../shared/schemas/profile-edit.ts';
 
 export interface NameInput {
   first?: string | null | undefined;
@@ -65,4 +61,21 @@ export function splitUsername(username: string): { base: string; number: number 
   const match = /^(~.+?)(\d+)$/u.exec(username);
   if (!match?.[1] || !match[2]) return null;
   return { base: match[1], number: Number(match[2]) };
+}
+
+/** What giving a name its username asks of the usernames' table. */
+export interface UsernameTable {
+  usedNumbers(base: string): Promise<number[]>;
+  addUsername(profileId: string, base: string, number: number): Promise<string>;
+}
+
+/**
+ * The username of a name without one (activation's and the profile form's rule): a spelling the
+ * profile already holds gets its username back (clients post back the registration name without
+ * one), unless another name of the same post took it; only a name new to the profile takes the
+ * next free number of its base.
+ */
+export async function usernameForName(table: UsernameTable, profileId: string, owned: ReadonlySet<string>, base: string, taken: ReadonlySet<string | null | undefined>): Promise<string> {
+  const kept = [...owned].sort().find((username) => splitUsername(username)?.base === base && !taken.has(username));
+  return kept ?? table.addUsername(profileId, base, smallestFreeNumber(await table.usedNumbers(base)));
 }

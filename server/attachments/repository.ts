@@ -307,6 +307,12 @@ export class AttachmentsRepository {
     return row !== undefined;
   }
 
+  /** What one person uploaded (names, not contents): their data export's (`accounts/your-data.ts`). */
+  async uploadsOf(profileId: string): Promise<Array<{ url: string; invitation: string; field: string; size: number; createdAt: number }>> {
+    const rows: Array<{ url: string; invitation: string; field: string; size: unknown; created_at: unknown }> = await this.#db('uploads').where({ profile_id: profileId }).orderBy('created_at').select('url', 'invitation', 'field', 'size', 'created_at');
+    return rows.map((row) => ({ url: row.url, invitation: row.invitation, field: row.field, size: Number(row.size), createdAt: Number(row.created_at) }));
+  }
+
   /** Uploads by one user in the last hour. */
   async recentUploadCount(profileId: string, since: number): Promise<number> {
     const row = await this.#db('uploads').where({ profile_id: profileId }).where('created_at', '>=', since).count({ n: '*' }).first();

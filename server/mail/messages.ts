@@ -158,3 +158,70 @@ export function signInSettingsChangedMail(m: { what: string; profileId: string; 
       'If this was not you, change your password now and contact the support team: someone may have access to your account.\n',
   };
 }
+
+// ---- a person's emails and data (issue 27) -------------------------------------------------------
+
+/** The page that undoes a change to a person's emails (the old address's mail). */
+export function emailUndoLink(webUrl: string, token: string): string {
+  return `${webUrl}/emails/undo?token=${encodeURIComponent(token)}`;
+}
+
+/**
+ * A change to a person's emails, told to the address that had the most to lose by it (the
+ * removed address; the preferred one before the change; the preferred one, of an added address),
+ * with a link that undoes it for `validForSeconds`.
+ */
+export function emailChangedMail(m: { webUrl: string; profileId: string; change: 'added' | 'removed' | 'preferred'; email: string; token: string; validForSeconds: number }): MailContent {
+  const what = {
+    added: { subject: 'An email address was added to your account', line: `The address ${m.email} was added to your account ${m.profileId}.` },
+    removed: { subject: 'This email address was removed from your account', line: `The address ${m.email} was removed from your account ${m.profileId}. Mail for the account no longer comes here, and it cannot be used to sign in or reset the password.` },
+    preferred: { subject: 'Your preferred email address was changed', line: `The preferred address of your account ${m.profileId} is now ${m.email}, not this one.` },
+  }[m.change];
+  return {
+    subject: what.subject,
+    text:
+      `${what.line}\n\n` +
+      `If this was you, there is nothing to do.\n` +
+      `If it was not you, undo it within ${Math.round(m.validForSeconds / 86400)} days: ${emailUndoLink(m.webUrl, m.token)}\n` +
+      'Undoing it signs the account out everywhere; then reset your password.\n',
+  };
+}
+
+/** The page where a person cancels their account's deletion by signing in. */
+export function signInLink(webUrl: string): string {
+  return `${webUrl}/login`;
+}
+
+/** A person asked to delete their account: when it happens, and how to cancel it (`when` as a readable UTC time). */
+export function deletionRequestedMail(m: { webUrl: string; profileId: string; when: string }): MailContent {
+  return {
+    subject: 'Your account will be deleted',
+    text:
+      `You asked to delete your account ${m.profileId}. It will be deleted on ${m.when}: your names, emails, history and links are removed, and your notes keep only a placeholder signature.\n\n` +
+      `To keep your account, sign in before then: signing in cancels the deletion. ${signInLink(m.webUrl)}\n\n` +
+      'If you did not ask for this, sign in now and change your password.\n',
+  };
+}
+
+// ---- the security pages (issue 27) ---------------------------------------------------------------
+
+/** The page behind a new-browser mail's "This was not me" link (the service's own page). */
+export function notMeLink(baseUrl: string, token: string): string {
+  return `${baseUrl}/account/security/not-me?token=${encodeURIComponent(token)}`;
+}
+
+/**
+ * A sign-in from a browser the account had not signed in from before (`when` as a readable UTC
+ * time, `from` as "Firefox on Linux (192.0.2.1)"), with one link that ends every session,
+ * revokes every application and starts a password reset, for `validForSeconds`.
+ */
+export function newBrowserSignInMail(m: { baseUrl: string; profileId: string; when: string; from: string; token: string; validForSeconds: number }): MailContent {
+  return {
+    subject: 'A new sign-in to your account',
+    text:
+      `Your account ${m.profileId} was signed in to from a browser it had not been used in before: ${m.from}, on ${m.when}.\n\n` +
+      'If this was you, there is nothing to do.\n\n' +
+      `If it was not you, open this link within ${Math.round(m.validForSeconds / 86400)} days: ${notMeLink(m.baseUrl, m.token)}\n` +
+      'It signs your account out everywhere, revokes every application you allowed, and mails you a link to choose a new password.\n',
+  };
+}

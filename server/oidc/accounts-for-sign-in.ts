@@ -31,4 +31,11 @@ export interface AccountsForSignIn {
    * when it is not known (a session opened by activation, or before this was recorded).
    */
   signInProof(profileId: string, authTime: number): Promise<{ amr: string[]; acr: string } | null>;
+  /**
+   * Tells the person's activity log what happened with an application: `app:granted` (a consent
+   * given or widened), `app:revoked` (withdrawn), and that the sign-in of session `sessionId`
+   * was made on `client`'s sign-in page (`signedInThrough`).
+   */
+  recordApplication(profileId: string, action: 'app:granted' | 'app:revoked', client: { clientId: string; name: string; scopes?: readonly string[] }): Promise<void>;
+  signedInThrough(profileId: string, sessionId: string, clientName: string): Promise<void>;
 }

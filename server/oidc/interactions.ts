@@ -45,6 +45,9 @@ export async function afterLogin(provider: Provider, interactionId: string, view
     };
   }
   await provider.repo.markAuthenticated(interaction.id, viewer.profileId, signedInAt);
+  // The person's activity log says this sign-in was made on the application's sign-in page.
+  const client = await provider.clients.find(interaction.params.clientId);
+  if (client) await provider.accounts.signedInThrough(viewer.profileId, viewer.sessionId, client.name);
   return resume(provider, { ...interaction, profileId: viewer.profileId, authenticatedAt: signedInAt }, viewer);
 }
 
@@ -87,10 +90,15 @@ export async function consent(provider: Provider, interactionId: string, viewer:
   if (needsLogin(provider, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
   // The scopes given before are read and widened in one transaction: two consents given at once
   // (two tabs, two scopes) both stay, as when given one after the other.
-  await provider.repo.transaction(async (repo) => {
-    const merged = [...new Set([...((await repo.findConsent(person.profileId, params.clientId)) ?? []), ...params.scopes])];
+  const widened = await provider.repo.transaction(async (repo) => {
+    const before = (await repo.findConsent(person.profileId, params.clientId)) ?? [];
+    const merged = [...new Set([...before, ...params.scopes])];
     await repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], provider.now());
+    return merged.length > before.length ? merged : null;
   });
+  // A consent given, or widened, is in the person's activity log.
+  const client = widened ? await provider.clients.find(params.clientId) : null;
+  if (widened && client) await provider.accounts.recordApplication(person.profileId, 'app:granted', { clientId: client.id, name: client.name, scopes: widened });
   try {
     return { redirect: await issueCode(provider, interaction, person, authTime(interaction, person)) };
   } catch (error) {

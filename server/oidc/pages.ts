@@ -24,7 +24,12 @@ export function loginPage(opts: {
   clientName: string;
   resetUrl: string;
   requestId: string;
-  error?: string;
+  /** The refusal, in the account pages' error summary (`FieldError`s, in the form's order: `server/web/form-errors.ts`). */
+  errors?: Array<{ field: string; message: string }>;
+  /** The refusal's status: the request id to quote shows only for our own failures (5xx), as on the account pages. */
+  status?: number;
+  /** A person whose password was right but whose account waits for activation: the ways to finish it. */
+  inactive?: boolean;
   email?: string;
   verification?: 'development' | 'remote';
   siteKey?: string | undefined;

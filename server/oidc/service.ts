@@ -102,6 +102,9 @@ export class OidcService {
   async withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
     await withdrawConsent(this.#provider, viewer.profileId, clientId);
     this.logouts.kick();
+    // The person's activity log: the application revoked, by its name while it has one.
+    const client = await this.#provider.clients.find(clientId);
+    await this.#provider.accounts.recordApplication(viewer.profileId, 'app:revoked', { clientId, name: client?.name ?? clientId });
   }
 
   // ---- endpoints -----------------------------------------------------------------------------------

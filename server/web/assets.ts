@@ -38,7 +38,9 @@ const read = (file: string) => readFileSync(path.join(DIR, file), 'utf8');
 function behaviours(): string {
   const folder = path.join(DIR, 'behaviours');
   const files = readdirSync(folder).filter((name) => name.endsWith('.js')).sort();
-  return files.map((name) => `// ${name}\n${readFileSync(path.join(folder, name), 'utf8')}`).join('\n');
+  // Each in its own block: one behaviour that throws (an option an older browser lacks) leaves
+  // the others working.
+  return files.map((name) => `// ${name}\ntry {\n${readFileSync(path.join(folder, name), 'utf8')}\n} catch (error) {\n  console.error('${name}', error);\n}`).join('\n');
 }
 const providerCss = read('provider.css');
 

@@ -86,7 +86,8 @@ export function sendHtml(res: Response, status: number, html: string, policy: st
  * passkey buttons may also call the API from a script.
  */
 export function sendPage(res: Response, status: number, template: string, data: PageFrame & Record<string, unknown>, opts: { widget?: boolean; passkeys?: boolean } = {}): void {
-  const html = eta.render(template, { ...data, prefix: PAGES_PREFIX, assets: ASSET_URLS });
+  // `status`: the layout shows the request id to quote only for our own failures (5xx), never for a typing mistake.
+  const html = eta.render(template, { ...data, status, prefix: PAGES_PREFIX, assets: ASSET_URLS });
   sendHtml(res, status, html, pagePolicy({ scripts: true, connect: opts.passkeys === true, widget: opts.widget === true }));
 }
 

@@ -101,6 +101,17 @@ describe('activation', () => {
     expect((await new Client(server.url).get(`/activatable/${token}`)).status).toBe(400);
   });
 
+  it('a year of birth given at activation starts its correction window (dobTimestamp); none given, none set', async () => {
+    const withYear = await registerAndGetToken(server, { email: 'born.then@example.org', fullname: 'Born Then' });
+    const activated = await new Client(server.url).request('PUT', `/activate/${withYear.token}`, { content: { history: HISTORY, yearOfBirth: 1990 } });
+    expect(activated.status).toBe(200);
+    const row = await db()('profiles').where({ id: withYear.id }).first();
+    expect(Number(row.dob_timestamp)).toBe(Number(row.tmdate));
+    const without = await registerAndGetToken(server, { email: 'no.year@example.org', fullname: 'No Year' });
+    expect((await new Client(server.url).request('PUT', `/activate/${without.token}`, { content: { history: HISTORY } })).status).toBe(200);
+    expect((await db()('profiles').where({ id: without.id }).first()).dob_timestamp).toBeNull();
+  });
+
   it('an email at a listed institution activates as Active Institutional', async () => {
     const { token } = await registerAndGetToken(server, { email: 'grace@cs.mit.edu', fullname: 'Grace Institutional' });
     const res = await new Client(server.url).request('PUT', `/activate/${token}`, { content: { history: HISTORY } });

@@ -52,7 +52,7 @@ const cases: Case[] = [
   ['resettable token: over-long', 'GET', `/resettable/${long(201)}`, undefined, 'ValidationError', 'token'],
   ['reset: missing password', 'PUT', '/reset/some-token', {}, 'MissingRequiredError', 'password'],
   ['reset: unknown field', 'PUT', '/reset/some-token', { password: 'Good-Password1', confirm: 'x' }, 'AdditionalPropertiesError', 'confirm'],
-  ['reset: over-long password', 'PUT', '/reset/some-token', { password: `Aa1${long(62)}` }, 'ValidationError', 'password'],
+  ['reset: over-long password (more than 256 characters)', 'PUT', '/reset/some-token', { password: `Aa1${long(254)}` }, 'ValidationError', 'password'],
   ['confirm: missing alternate', 'POST', '/user/confirm', {}, 'MissingRequiredError', 'alternate'],
   ['confirm: unknown field', 'POST', '/user/confirm', { alternate: 'a@b.org', x: 1 }, 'AdditionalPropertiesError', 'x'],
   ['confirm: over-long alternate', 'POST', '/user/confirm', { alternate: long(255) }, 'ValidationError', 'alternate'],
@@ -68,6 +68,9 @@ const cases: Case[] = [
   ['tildeusername: unknown parameter', 'GET', '/tildeusername?first=A&last=B&suffix=Jr', undefined, 'AdditionalPropertiesError', 'suffix'],
   ['tildeusername: over-long fullname', 'GET', `/tildeusername?fullname=${long(301)}`, undefined, 'ValidationError', 'fullname'],
   ['profiles: unknown parameter', 'GET', '/profiles?name=x', undefined, 'AdditionalPropertiesError', 'name'],
+  ['edit profile: missing signatures', 'POST', '/profiles', { content: { pronouns: 'she/her' } }, 'MissingRequiredError', 'signatures'],
+  ['edit profile: unknown field', 'POST', '/profiles', { signatures: ['~A_B1'], content: {}, colour: 'red' }, 'AdditionalPropertiesError', 'colour'],
+  ['edit profile: over-long pronouns', 'POST', '/profiles', { signatures: ['~A_B1'], content: { pronouns: long(51) } }, 'ValidationError', 'content/pronouns'],
   ['profiles: over-long id', 'GET', `/profiles?id=${long(255)}`, undefined, 'ValidationError', 'id'],
 ];
 

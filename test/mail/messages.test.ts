@@ -12,6 +12,8 @@ import {
   signUpAttemptMail,
   verificationCodeMail,
 } from '../../server/mail/messages.ts';
+import { deletionRequestedMail, emailChangedMail } from '../../server/mail/messages.ts';
+import { newBrowserSignInMail } from '../../server/mail/messages.ts';
 
 // Whole subjects and texts, as people receive them: a change to a word is a change to mail that
 // clients and people read, and is meant to show here.
@@ -120,6 +122,43 @@ describe('the multi-factor mails say', () => {
       text:
         'A passkey ("Laptop") was added for signing in (account ~Ada_Lovelace1, 2026-11-25T10:00:00.000Z).\n\n' +
         'If this was not you, change your password now and contact the support team: someone may have access to your account.\n',
+    });
+  });
+
+  it('a change of the emails, to the address that had most to lose, with its undo link for seven days', () => {
+    const undo = (line: string) =>
+      `${line}\n\nIf this was you, there is nothing to do.\n` +
+      'If it was not you, undo it within 7 days: https://web.example.org/account/emails/undo?token=tok_EN-9\n' +
+      'Undoing it signs the account out everywhere; then reset your password.\n';
+    const m = { webUrl: WEB, profileId: '~Ada_Lovelace1', email: 'ada@example.org', token: 'tok_EN-9', validForSeconds: 7 * 86400 };
+    expect(emailChangedMail({ ...m, change: 'added' })).toEqual({ subject: 'An email address was added to your account', text: undo('The address ada@example.org was added to your account ~Ada_Lovelace1.') });
+    expect(emailChangedMail({ ...m, change: 'removed' })).toEqual({
+      subject: 'This email address was removed from your account',
+      text: undo('The address ada@example.org was removed from your account ~Ada_Lovelace1. Mail for the account no longer comes here, and it cannot be used to sign in or reset the password.'),
+    });
+    expect(emailChangedMail({ ...m, change: 'preferred' })).toEqual({ subject: 'Your preferred email address was changed', text: undo('The preferred address of your account ~Ada_Lovelace1 is now ada@example.org, not this one.') });
+  });
+
+  it('the date an account will be deleted, and that signing in cancels it', () => {
+    expect(deletionRequestedMail({ webUrl: WEB, profileId: '~Ada_Lovelace1', when: '2026-12-09 10:00 UTC' })).toEqual({
+      subject: 'Your account will be deleted',
+      text:
+        'You asked to delete your account ~Ada_Lovelace1. It will be deleted on 2026-12-09 10:00 UTC: your names, emails, history and links are removed, and your notes keep only a placeholder signature.\n\n' +
+        'To keep your account, sign in before then: signing in cancels the deletion. https://web.example.org/account/login\n\n' +
+        'If you did not ask for this, sign in now and change your password.\n',
+    });
+  });
+});
+
+describe('the security mails say', () => {
+  it('a sign-in from a new browser: when and from where, and the one "This was not me" link with its days', () => {
+    expect(newBrowserSignInMail({ baseUrl: 'https://reviews.example.org', profileId: '~Ada_Lovelace1', when: '2026-11-25 10:00 UTC', from: 'Firefox 132 on Windows 10 (192.0.2.7)', token: 'tok_NM-1', validForSeconds: 7 * 86400 })).toEqual({
+      subject: 'A new sign-in to your account',
+      text:
+        'Your account ~Ada_Lovelace1 was signed in to from a browser it had not been used in before: Firefox 132 on Windows 10 (192.0.2.7), on 2026-11-25 10:00 UTC.\n\n' +
+        'If this was you, there is nothing to do.\n\n' +
+        'If it was not you, open this link within 7 days: https://reviews.example.org/account/security/not-me?token=tok_NM-1\n' +
+        'It signs your account out everywhere, revokes every application you allowed, and mails you a link to choose a new password.\n',
     });
   });
 });

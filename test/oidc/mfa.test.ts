@@ -79,7 +79,8 @@ describe('the second step on the login page', () => {
 
     const wrong = await agent.submit(second, { method: 'totp', code: codeAt(person.secret) === '000000' ? '111111' : '000000', step: 'verify' });
     expect(wrong.status).toBe(400);
-    expect(wrong.html).toContain('Invalid verification code');
+    // The page says how many wrong codes are left before the lockout.
+    expect(wrong.html).toContain('Wrong code. 4 tries left before sign-in is locked for 15 minutes.');
 
     nextStep();
     const consent = await agent.submit(wrong, { method: 'totp', code: codeAt(person.secret), step: 'verify' });
@@ -101,7 +102,7 @@ describe('the second step on the login page', () => {
     const secondAgain = await again.submit(await again.go((await authorizationRequest(rp)).url.toString()), { email: person.email, password: PASSWORD });
     const refused = await again.submit(secondAgain, { method: 'recovery', code: person.recoveryCodes[0]!, step: 'verify' });
     expect(refused.status).toBe(400);
-    expect(refused.html).toContain('Invalid verification code');
+    expect(refused.html).toMatch(/Wrong code\. \d tries? left before sign-in is locked/);
   });
 
   it('a second step that is not live (expired, completed, made up) goes back to the password', async () => {
@@ -258,7 +259,7 @@ describe('in a real browser', () => {
     expect(await page.getByRole('radio', { name: 'A code from your authenticator app' }).isChecked()).toBe(true);
     await page.getByLabel('Code', { exact: true }).fill('12345x');
     await page.getByRole('button', { name: 'Verify' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Invalid verification code');
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Wrong code. 4 tries left before sign-in is locked for 15 minutes.');
     nextStep();
     await page.getByLabel('Code', { exact: true }).fill(codeAt(person.secret));
     await page.getByRole('button', { name: 'Verify' }).click();

@@ -68,7 +68,7 @@ describe('forms that mail only known accounts', () => {
 
   it('POST /activatable answers before the mail is sent, for a known id as for an unknown one', async () => {
     const email = 'waiting-activation@example.org';
-    await server.service.services.signUp.createUser({ email, password: 'Waiting-Activation1', fullname: 'Wai Ting', state: 'Inactive' });
+    await server.service.services.signUp.createUser({ email, password: 'Patient-Kettle-7', fullname: 'Wai Ting', state: 'Inactive' });
     const http = new Client(server.url);
     const known = await timed(() => http.post('/activatable', { id: email }));
     const unknown = await timed(() => http.post('/activatable', { id: 'nobody-there@example.org' }));

@@ -52,8 +52,9 @@ function nextStep(): void {
   clock.advance(30_000 - (clock.now() % 30_000) + 1_000);
 }
 
+/** Password & security: its overview (after signing in), or the area page a change goes back to. */
 async function security(page: Page): Promise<void> {
-  await page.getByRole('heading', { name: 'Password & security' }).waitFor();
+  await page.getByRole('heading', { name: /^(Password & security|Two-step verification|Passkeys)$/, level: 1 }).waitFor();
 }
 
 async function signOut(page: Page): Promise<void> {
@@ -99,6 +100,8 @@ describe('a new person, from signing up to revoking an application', () => {
     expect(await page.getByRole('status').textContent()).toContain('Your profile is active and you are signed in');
 
     // 2. A TOTP factor (scanned from its QR code; its key read as text here) and a passkey.
+    await page.getByRole('link', { name: 'Two-step verification' }).click();
+    await security(page);
     await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
     await page.getByRole('heading', { name: 'Set up an authenticator app' }).waitFor();
     const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '');
@@ -109,10 +112,13 @@ describe('a new person, from signing up to revoking an application', () => {
     expect(await page.locator('ul.codes code').count()).toBe(10);
     await page.getByRole('link', { name: /back to Password & security/ }).click();
     await security(page);
+    await page.getByRole('link', { name: 'Passkeys', exact: true }).click();
     await page.getByLabel('Name of the new passkey').fill('Office computer');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Your passkey was added');
-    expect(await page.locator('#two-step').textContent()).toMatch(/authenticator app; your passkey.*Office computer/s);
+    expect(await page.locator('main').textContent()).toContain('Office computer');
+    await page.goto(`${server.url}/account/security/two-step`);
+    expect(await page.locator('main').textContent()).toMatch(/authenticator app; your passkey/);
 
     // 3. Sign out; sign in with the password and a code from the app; then with the passkey alone.
     await signOut(page);
@@ -120,7 +126,8 @@ describe('a new person, from signing up to revoking an application', () => {
     await signOut(page);
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await security(page);
-    expect(await page.locator('#two-step').textContent()).not.toContain('Last used never');
+    await page.goto(`${server.url}/account/security/passkeys`);
+    expect(await page.locator('main').textContent()).not.toMatch(/Last used\s*never/);
     await signOut(page);
 
     // 4. Reset the password from the mail (a reset does not turn the second step off).
@@ -129,9 +136,9 @@ describe('a new person, from signing up to revoking an application', () => {
     await page.getByRole('button', { name: 'Send the reset link' }).click();
     await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
     await page.goto(await linkInMail(server, EMAIL, '/account/user/password'));
-    await page.getByLabel('New Password', { exact: true }).fill(NEW_PASSWORD);
-    await page.getByLabel('Confirm New Password').fill(NEW_PASSWORD);
-    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await page.getByLabel('New password', { exact: true }).fill(NEW_PASSWORD);
+    await page.getByLabel('Confirm new password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Please sign in with your new password');
     await signInWithTotp(page, NEW_PASSWORD, secret);
 
@@ -139,9 +146,8 @@ describe('a new person, from signing up to revoking an application', () => {
     const phone = await newContext(browser, { userAgent: IPHONE, phone: true });
     const phonePage = await phone.newPage();
     await signInWithTotp(phonePage, NEW_PASSWORD, secret);
-    // (A new load: going to `#sessions` of the page already open would only scroll.)
-    await page.goto(`${server.url}/account/security?section=sessions`);
-    expect(await page.locator('#sessions').textContent()).toMatch(/Safari 17 on iOS 17/);
+    await page.goto(`${server.url}/account/security/sessions`);
+    expect(await page.locator('main').textContent()).toMatch(/Safari 17 on iOS 17/);
     await page.getByRole('button', { name: /End this session.*Safari/ }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('The session was ended');
     await phonePage.goto(`${server.url}/account/security`);
@@ -171,14 +177,24 @@ describe('a new person, from signing up to revoking an application', () => {
     const tokens = await client.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
     expect(tokens.claims()?.amr).toEqual(expect.arrayContaining(['pwd', 'otp', 'mfa']));
 
-    await page.goto(`${server.url}/account/security?section=applications`);
-    expect(await page.locator('#applications').textContent()).toContain('Paper Finder');
+    await page.goto(`${server.url}/account/security/apps`);
+    expect(await page.locator('main').textContent()).toContain('Paper Finder');
     await page.getByRole('button', { name: /Revoke access.*Paper Finder/ }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('can no longer sign you in');
-    expect(await page.locator('#applications').textContent()).toContain('You have not signed in to any application');
-    // Everything above is in the person's security events.
-    const events = (await page.locator('#events').textContent()) ?? '';
-    for (const what of ['Authenticator app set up', 'Passkey added', 'Password reset from a mailed link', 'A session was ended']) expect(events).toContain(what);
+    expect(await page.locator('main').textContent()).toContain('You have not signed in to any application');
+    // Everything above is in the person's activity.
+    await page.goto(`${server.url}/account/security/activity`);
+    const events = (await page.locator('main table').textContent()) ?? '';
+    for (const what of [
+      'Authenticator app set up',
+      'Passkey added',
+      'Password reset from a mailed link',
+      'A session was ended',
+      'Signed in with the password and an authenticator app code',
+      'Signed in with a passkey alone',
+      'Paper Finder was allowed to sign you in',
+      'Paper Finder was revoked',
+    ]) expect(events).toContain(what);
     await checkPage(page, 'end-to-end-security');
     await context.close();
   });

@@ -70,8 +70,10 @@ describe('signing in and out', () => {
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('heading', { name: 'Password & security' }).waitFor();
     expect(await page.locator('main').textContent()).toContain(person.id);
-    // The sign-in is in the person's recent events, with this browser.
-    expect(await page.locator('#events').textContent()).toMatch(/Signed in.*Chrom/s);
+    // The sign-in is in the person's activity, with this browser and how it was made.
+    await page.goto(`${server.url}/account/security/activity`);
+    expect(await page.locator('main table').textContent()).toMatch(/Signed in with the password.*Chrom/s);
+    expect(await page.locator('main table').textContent()).toMatch(/Failed sign-in: wrong password.*Chrom/s);
 
     await page.getByRole('button', { name: /Sign out/ }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('You are signed out');
@@ -127,21 +129,22 @@ describe('resetting the password from the mail', () => {
     await checkPage(page, 'reset-request');
     const link = await requestReset(page, person.email);
     await page.goto(link);
-    await page.getByRole('heading', { name: 'Reset Password' }).waitFor();
+    await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
     expect(await page.getByLabel('Log me out of all other sessions').isChecked()).toBe(true);
     await checkPage(page, 'reset-password');
-    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-10');
-    await page.getByLabel('Confirm New Password').fill('Other-Horse-10');
-    await page.getByRole('button', { name: 'Reset Password' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Passwords must match');
-    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-10');
-    await page.getByLabel('Confirm New Password').fill('New-Horse-10');
-    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await page.getByLabel('New password', { exact: true }).fill('New-Horse-10');
+    await page.getByLabel('Confirm new password').fill('Other-Horse-10');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('The two passwords are not the same');
+    await page.getByLabel('New password', { exact: true }).fill('New-Horse-10');
+    await page.getByLabel('Confirm new password').fill('New-Horse-10');
+    await page.getByRole('button', { name: 'Change password' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Please sign in with your new password');
 
     expect(await stillSignedIn(await phone.newPage())).toBe(false);
     await signIn(page, server, person.email, 'New-Horse-10');
-    expect(await page.locator('#events').textContent()).toContain('Password reset from a mailed link');
+    await page.goto(`${server.url}/account/security/activity`);
+    expect(await page.locator('main table').textContent()).toContain('Password reset from a mailed link');
     // The link is used up.
     await page.goto(link);
     await page.getByRole('heading', { name: 'This link no longer works' }).waitFor();
@@ -159,10 +162,10 @@ describe('resetting the password from the mail', () => {
     await signIn(page, server, person.email, PASSWORD);
     const link = await requestReset(page, person.email);
     await page.goto(link);
-    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-11');
-    await page.getByLabel('Confirm New Password').fill('New-Horse-11');
+    await page.getByLabel('New password', { exact: true }).fill('New-Horse-11');
+    await page.getByLabel('Confirm new password').fill('New-Horse-11');
     await page.getByLabel('Log me out of all other sessions').uncheck();
-    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByRole('heading', { name: 'Password & security' }).waitFor();
     expect(await page.getByRole('status').textContent()).toBe('Your password has been updated.');
     expect(await stillSignedIn(await phone.newPage())).toBe(true);
@@ -170,9 +173,9 @@ describe('resetting the password from the mail', () => {
     // Ticked while signed in here: this session stays, the phone's ends.
     const again = await requestReset(page, person.email);
     await page.goto(again);
-    await page.getByLabel('New Password', { exact: true }).fill('New-Horse-12');
-    await page.getByLabel('Confirm New Password').fill('New-Horse-12');
-    await page.getByRole('button', { name: 'Reset Password' }).click();
+    await page.getByLabel('New password', { exact: true }).fill('New-Horse-12');
+    await page.getByLabel('Confirm new password').fill('New-Horse-12');
+    await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByRole('heading', { name: 'Password & security' }).waitFor();
     expect(await page.getByRole('status').textContent()).toContain('all other sessions have been logged out');
     expect(await stillSignedIn(page)).toBe(true);
@@ -196,7 +199,7 @@ describe('resetting the password from the mail', () => {
     await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
     await expect.poll(async () => linkInMail(server, person.email, '/account/user/password')).not.toBe(old);
     await page.goto(await linkInMail(server, person.email, '/account/user/password'));
-    await page.getByRole('heading', { name: 'Reset Password' }).waitFor();
+    await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
     await context.close();
   });
 });
@@ -225,19 +228,21 @@ describe('password & security', () => {
   });
 
   it('shows the sessions with browser, system and address, and ends the phone’s', LONG, async () => {
-    await page.goto(`${server.url}/account/security`);
-    const sessions = page.locator('#sessions');
+    await page.goto(`${server.url}/account/security/sessions`);
+    const sessions = page.locator('main');
     expect(await sessions.textContent()).toContain('this browser');
     expect(await sessions.textContent()).toMatch(/Safari 17 on iOS 17/);
     expect(await sessions.textContent()).toContain('127.0.0.1');
-    await checkPage(page, 'security');
+    expect(await sessions.textContent()).toContain('With the password');
+    await checkPage(page, 'security-sessions');
     const phonePage = await phone.newPage();
-    await phonePage.goto(`${server.url}/account/security`);
-    await checkPage(phonePage, 'security-phone');
+    await phonePage.goto(`${server.url}/account/security/sessions`);
+    await checkPage(phonePage, 'security-sessions-phone');
 
     await page.getByRole('button', { name: /End this session.*Safari/ }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('The session was ended');
-    expect(await page.locator('#sessions').textContent()).not.toMatch(/Safari/);
+    expect(new URL(page.url()).pathname).toBe('/account/security/sessions');
+    expect(await page.locator('main').textContent()).not.toMatch(/Safari/);
     expect(await stillSignedIn(phonePage)).toBe(false);
 
     // "End all other sessions" ends every other at once.
@@ -245,7 +250,7 @@ describe('password & security', () => {
     const desktop = await newContext(browser);
     await signIn(await tablet.newPage(), server, person.email, PASSWORD);
     await signIn(await desktop.newPage(), server, person.email, PASSWORD);
-    await page.goto(`${server.url}/account/security`);
+    await page.goto(`${server.url}/account/security/sessions`);
     expect(await page.getByRole('button', { name: /End this session/ }).count()).toBe(2);
     await page.getByRole('button', { name: 'End all other sessions' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Every other session was ended');
@@ -260,22 +265,24 @@ describe('password & security', () => {
   it('changes the password: the current one is required, other sessions end, a mail tells', LONG, async () => {
     const other = await newContext(browser, { userAgent: IPHONE });
     await signIn(await other.newPage(), server, person.email, PASSWORD);
-    await page.goto(`${server.url}/account/security`);
+    await page.goto(`${server.url}/account/security/password`);
     await page.getByLabel('Current password').fill('Wrong-Horse-9');
     await page.getByLabel('New password', { exact: true }).fill('Brand-New-Horse-1');
     await page.getByLabel('Confirm new password').fill('Brand-New-Horse-1');
     await page.getByRole('button', { name: 'Change password' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('The current password is not correct');
-    await checkPage(page, 'security-error');
+    await checkPage(page, 'security-password-error');
 
     await page.getByLabel('Current password').fill(PASSWORD);
     await page.getByLabel('New password', { exact: true }).fill('Brand-New-Horse-1');
     await page.getByLabel('Confirm new password').fill('Brand-New-Horse-1');
     await page.getByRole('button', { name: 'Change password' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Your password was changed, and every other session was signed out');
+    expect(new URL(page.url()).pathname).toBe('/account/security/password');
     expect(await stillSignedIn(page)).toBe(true);
     expect(await stillSignedIn(await other.newPage())).toBe(false);
-    expect(await page.locator('#events').textContent()).toContain('Password changed');
+    await page.goto(`${server.url}/account/security/activity`);
+    expect(await page.locator('main table').textContent()).toContain('Password changed');
     expect((await lastMailTo(server.dataDir, person.email)).subject).toBe('Your password was changed');
     await other.close();
   });
@@ -289,21 +296,24 @@ describe('password & security', () => {
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((u) => u.toString().startsWith(callback));
 
-    await page.goto(`${server.url}/account/security`);
-    const apps = page.locator('#applications');
+    await page.goto(`${server.url}/account/security/apps`);
+    const apps = page.locator('main');
     expect(await apps.textContent()).toContain('Paper Finder');
     expect(await apps.textContent()).toContain('See your email address and whether it is confirmed');
     await checkPage(page, 'security-with-application');
     await page.getByRole('button', { name: /Revoke access.*Paper Finder/ }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('can no longer sign you in');
-    expect(await page.locator('#applications').textContent()).toContain('You have not signed in to any application');
+    expect(await page.locator('main').textContent()).toContain('You have not signed in to any application');
+    // Both are in the person's activity.
+    await page.goto(`${server.url}/account/security/activity`);
+    expect(await page.locator('main table').textContent()).toMatch(/Paper Finder was revoked.*Paper Finder was allowed to sign you in/s);
     // The next sign-in to it asks for consent again.
     await page.goto(url.toString());
     await page.getByRole('button', { name: 'Allow' }).waitFor();
   });
 
   it('registers an application from the page: its id and secret shown once, waiting for approval', LONG, async () => {
-    await page.goto(`${server.url}/account/security#applications`);
+    await page.goto(`${server.url}/account/security/apps`);
     await page.getByLabel('Name, as people will see it').fill('Reviewer Matcher');
     await page.getByLabel('Address to come back to after signing in').fill('javascript:alert(1)');
     await page.getByRole('button', { name: 'Register the application' }).click();
@@ -333,8 +343,8 @@ describe('password & security', () => {
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((u) => u.toString().startsWith(callback));
     const tokens = await client.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: request.verifier, expectedState: request.state, expectedNonce: request.nonce, idTokenExpected: true });
-    await page.goto(`${server.url}/account/security#applications`);
-    expect(await page.locator('#applications').textContent()).toMatch(/Session Board.*An application in your browser or on your device\. Last used/s);
+    await page.goto(`${server.url}/account/security/apps`);
+    expect(await page.locator('main').textContent()).toMatch(/Session Board.*An application in your browser or on your device\. Last used/s);
 
     await page.goto(client.buildEndSessionUrl(rp, { id_token_hint: tokens.id_token ?? '', post_logout_redirect_uri: `${callback}/signed-out`, state: 'see-you' }).toString());
     await page.waitForURL((u) => u.toString().startsWith(`${callback}/signed-out`));

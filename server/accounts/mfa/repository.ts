@@ -266,13 +266,55 @@ export class MfaRepository {
 
   // ---- how sign-ins were proved --------------------------------------------------------------------
 
-  async recordSignIn(sessionId: string, profileId: string, authTime: number, amr: string[]): Promise<void> {
-    await this.#db('mfa_sign_ins').insert({ session_id: sessionId, profile_id: profileId, auth_time: authTime, amr: JSON.stringify(amr) }).onConflict('session_id').ignore();
+  /**
+   * How a session's sign-in was proved (`amr`, and the `method` the pages name). A session signed
+   * in to again in the same browser (`SignInService.open`) keeps its row with the new sign-in's.
+   */
+  async recordSignIn(sessionId: string, profileId: string, authTime: number, amr: string[], method: string | null = null): Promise<void> {
+    const values = { auth_time: authTime, amr: JSON.stringify(amr), method, client: null };
+    await this.#db('mfa_sign_ins').insert({ session_id: sessionId, profile_id: profileId, ...values }).onConflict('session_id').merge(values);
+  }
+
+  /** The session was signed in to on an application's sign-in page (the provider's): its name. */
+  async setSignInClient(sessionId: string, client: string): Promise<void> {
+    await this.#db('mfa_sign_ins').where({ session_id: sessionId }).update({ client: client.slice(0, 200) });
+  }
+
+  /** How each of these sessions was signed in to, by session id. */
+  async signInMethods(sessionIds: string[]): Promise<Map<string, { method: string | null; client: string | null }>> {
+    if (sessionIds.length === 0) return new Map();
+    const rows: Array<{ session_id: string; method: string | null; client: string | null }> = await this.#db('mfa_sign_ins').whereIn('session_id', sessionIds).select('session_id', 'method', 'client');
+    return new Map(rows.map((r) => [r.session_id, { method: r.method ?? null, client: r.client ?? null }]));
   }
 
   /** The `amr` of the person's sign-ins at that moment (normally one; the weakest first). */
   async signInsAt(profileId: string, authTime: number): Promise<string[][]> {
     const rows: Array<{ amr: string }> = await this.#db('mfa_sign_ins').where({ profile_id: profileId, auth_time: authTime }).select('amr');
     return rows.map((r) => JSON.parse(r.amr) as string[]).sort((a, b) => a.length - b.length);
+  }
+
+  // ---- "This was not me" links (the mail on a sign-in from a new browser) ---------------------------
+
+  async insertAlert(alert: { tokenHash: string; profileId: string; sessionId: string; now: number; expiresAt: number }): Promise<void> {
+    await this.#db('sign_in_alerts').insert({ token_hash: alert.tokenHash, profile_id: alert.profileId, session_id: alert.sessionId, created_at: alert.now, expires_at: alert.expiresAt });
+  }
+
+  /** The live (unused, unexpired) link a hash names. */
+  async findAlert(tokenHash: string, now: number): Promise<{ id: number; profileId: string; sessionId: string; createdAt: number } | null> {
+    const row = await this.#db('sign_in_alerts').where({ token_hash: tokenHash }).whereNull('used_at').andWhere('expires_at', '>', now).first();
+    return row ? { id: Number(row.id), profileId: String(row.profile_id), sessionId: String(row.session_id), createdAt: Number(row.created_at) } : null;
+  }
+
+  /** Uses a link up: of two simultaneous uses, one gets true. Every other link of the person goes with it (one act ends everything). */
+  async useAlert(id: number, profileId: string, now: number): Promise<boolean> {
+    const used = await this.#db('sign_in_alerts').where({ id }).whereNull('used_at').update({ used_at: now });
+    if (used !== 1) return false;
+    await this.#db('sign_in_alerts').where({ profile_id: profileId }).whereNull('used_at').update({ used_at: now });
+    return true;
+  }
+
+  /** Forgets links that expired or were used before `cutoff`. */
+  async deleteEndedAlerts(cutoff: number): Promise<void> {
+    await this.#db('sign_in_alerts').where('expires_at', '<=', cutoff).orWhere('used_at', '<=', cutoff).delete();
   }
 }

@@ -47,7 +47,7 @@ export const mfaRouter = router({
     .input(MfaVerifyInput)
     .output(MfaVerifyResult)
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.services.signIn.verify(input, ctx.origin, ctx.credentials.device);
+      const outcome = await ctx.services.signIn.verify(input, ctx.origin, ctx.credentials);
       ctx.cookies.set(outcome.session);
       if (outcome.trustedDevice) ctx.cookies.trustDevice?.(outcome.trustedDevice);
       return outcome.session.result;

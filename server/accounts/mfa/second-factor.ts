@@ -3,6 +3,9 @@ import { AppError, type MfaFactorMethod, type MfaMethod, type PasskeyAssertion }
 import { verificationCodeMail } from '../../mail/messages.ts';
 import type { AccountsDeps } from '../part.ts';
 import { preferredEmail } from '../profiles.ts';
+import { auditFailure } from '../security.ts';
+import { deviceDetails } from '../sessions.ts';
+import type { RequestOrigin } from '../viewer.ts';
 import type { AccountsRepository, ProfileRecord } from '../repository.ts';
 import { type CodeHasher, newEmailCode, typedDigits, typedRecoveryCode } from './codes.ts';
 import { MfaPart } from './part.ts';
@@ -81,11 +84,12 @@ export class SecondFactors extends MfaPart {
    * `LOCK_SECONDS`; a right one clears the count. `challengeKey` names the passkey ceremony.
    * With `ownAllowance` (a browser that signed in before, or a signed-in session), attempts count
    * against that allowance alone (`mfaDevice`): strangers' wrong codes, which lock the person,
-   * never lock its owner out.
+   * never lock its owner out. A wrong code is refused with `details.triesLeft` (how many more
+   * wrong ones the lockout allows) and written to the person's activity log with `origin`.
    */
-  async check(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, ownAllowance: string | null = null): Promise<SecondFactorProof> {
+  async check(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, ownAllowance: string | null = null, origin?: RequestOrigin): Promise<SecondFactorProof> {
     const usable = await this.usable(profile.id, method);
-    if (ownAllowance !== null) return this.#checkWithOwnAllowance(profile, usable, code, challengeKey, ownAllowance);
+    if (ownAllowance !== null) return this.#checkWithOwnAllowance(profile, usable, code, challengeKey, ownAllowance, origin);
     const now = this.now();
     await this.refuseIfLocked(profile.id);
     const attempt = await this.#factorDeps.mfa.beginAttempt(profile.id, now);
@@ -102,19 +106,20 @@ export class SecondFactors extends MfaPart {
       refusal = error;
     }
     if (proof === null) {
+      await this.#recordWrong(profile.id, usable, origin);
       if (attempt.count >= MAX_FAILED_ATTEMPTS) {
         const until = now + LOCK_SECONDS * 1000;
         await this.#factorDeps.mfa.lock(profile.id, until);
         await this.audit(profile.id, 'system', 'mfa.locked', { until });
         throw locked(until, now);
       }
-      throw refusal ?? new AppError('BadRequestError', INVALID_CODE);
+      throw withTriesLeft(refusal ?? new AppError('BadRequestError', INVALID_CODE), MAX_FAILED_ATTEMPTS - attempt.count);
     }
     await this.#factorDeps.mfa.clearFailures(profile.id);
     return proof;
   }
 
-  async #checkWithOwnAllowance(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, key: string): Promise<SecondFactorProof> {
+  async #checkWithOwnAllowance(profile: ProfileRecord, method: MfaMethod, code: string | PasskeyAssertion, challengeKey: string, key: string, origin?: RequestOrigin): Promise<SecondFactorProof> {
     const now = this.now();
     let left: number;
     try {
@@ -125,13 +130,18 @@ export class SecondFactors extends MfaPart {
     }
     // Counted already: a passkey assertion that does not verify is refused with its reason.
     let proof: SecondFactorProof | null = null;
+    let refusal: AppError | null = null;
     try {
       proof = await this.#check(profile, method, code, challengeKey);
     } catch (error) {
-      if (left > 0 || !(error instanceof AppError) || error.status !== 400) throw error;
+      if (!(error instanceof AppError) || error.status !== 400) throw error;
+      refusal = error;
     }
     // As for the person: the last wrong code of the allowance locks (this browser only).
-    if (proof === null) throw left > 0 ? new AppError('BadRequestError', INVALID_CODE) : locked(now + LOCK_SECONDS * 1000, now);
+    if (proof === null) {
+      await this.#recordWrong(profile.id, method, origin);
+      throw left > 0 ? withTriesLeft(refusal ?? new AppError('BadRequestError', INVALID_CODE), left) : locked(now + LOCK_SECONDS * 1000, now);
+    }
     await this.deps.limits.refund('mfaDevice', key);
     // The person proved it: strangers' wrong codes so far no longer count towards their lockout.
     await this.#factorDeps.mfa.clearFailures(profile.id);
@@ -162,6 +172,11 @@ export class SecondFactors extends MfaPart {
     if (recovery === null || !(await this.#factorDeps.mfa.useRecoveryCode(profile.id, this.#factorDeps.codes.hash('recovery', profile.id, recovery), now))) return null;
     await this.notify(profile.id, 'A recovery code was used to sign in', 'mfa.recovery.used', profile.id);
     return { method };
+  }
+
+  /** A wrong code (or a passkey answer that does not verify) in the person's activity log. */
+  async #recordWrong(profileId: string, method: MfaMethod, origin: RequestOrigin | undefined): Promise<void> {
+    await auditFailure(this.deps.repo, this.now(), profileId, 'mfa.code.wrong', { method, ...(origin ? deviceDetails(origin) : {}) });
   }
 
   /** A 429 while the person's second step is locked. */
@@ -203,6 +218,11 @@ export function amrOf(proof: SecondFactorProof | null): string[] {
 /** The ID token's `acr`: `2` for two factors, `1` for one (documented in the README). */
 export function acrOf(amr: readonly string[]): string {
   return amr.includes('mfa') ? '2' : '1';
+}
+
+/** A refused code, with how many more wrong ones the lockout allows (`details.triesLeft`: the pages say "2 tries left"). */
+function withTriesLeft(error: AppError, triesLeft: number): AppError {
+  return new AppError(error.name, error.message, { ...error.details, triesLeft: Math.max(0, triesLeft) });
 }
 
 export function locked(until: number, now: number): AppError {

@@ -188,7 +188,7 @@ export class MfaService extends MfaPart {
       await this.deps.limits.refund('loginAddress', addressKey(origin.address));
     } else {
       await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
-      await this.#mfaDeps.factors.check(profile, input.method, input.code, `reauth:${viewer.sessionId}`, own);
+      await this.#mfaDeps.factors.check(profile, input.method, input.code, `reauth:${viewer.sessionId}`, own, origin);
       await this.deps.limits.refund('mfaAddress', addressKey(origin.address));
     }
     const now = this.now();
@@ -260,6 +260,7 @@ export class MfaService extends MfaPart {
    */
   async sweep(): Promise<void> {
     await this.#mfaDeps.mfa.deleteEnded(this.now() - 24 * 60 * 60 * 1000);
+    await this.#mfaDeps.mfa.deleteEndedAlerts(this.now() - 24 * 60 * 60 * 1000);
   }
 
   // ---- helpers -------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import { AccountsBase, type AccountsDeps } from '../part.ts';
 import { preferredEmail } from '../profiles.ts';
 import { ACTIVE_STATES } from '../session-rule.ts';
 import { inactiveMessage } from '../sessions.ts';
-import type { SignInService } from '../sign-in.ts';
+import type { SignInBrowser, SignInService } from '../sign-in.ts';
 import type { IssuedSession, RequestOrigin } from '../viewer.ts';
 import type { PasskeyFactor, PasskeyProof } from '../mfa/passkey-factor.ts';
 
@@ -42,6 +42,7 @@ export class PasskeySignIn extends AccountsBase {
   async signIn(
     input: { challengeId: string; response: AuthenticationResponseJSON; expiresIn?: number | null | undefined },
     origin: RequestOrigin,
+    browser: SignInBrowser = {},
   ): Promise<{ session: IssuedSession; proof: PasskeyProof }> {
     const address = addressKey(origin.address);
     await this.deps.limits.consume('loginAddress', address);
@@ -54,7 +55,7 @@ export class PasskeySignIn extends AccountsBase {
     if (!ACTIVE_STATES.has(profile.state)) throw new AppError('ForbiddenError', inactiveMessage(profile.state));
     const emails = await repo.emails.emailsOf(profile.id);
     // Recorded with how it was proved, for the sign-in provider's `amr` and `acr`, as a password sign-in is.
-    const session = await this.#signIn.open(profile, preferredEmail(profile, emails) ?? profile.id, input.expiresIn ?? DEFAULT_SESSION_SECONDS, passkeyAmr(proof), origin);
+    const session = await this.#signIn.open(profile, preferredEmail(profile, emails) ?? profile.id, input.expiresIn ?? DEFAULT_SESSION_SECONDS, passkeyAmr(proof), origin, 'passkey', browser);
     return { session, proof };
   }
 }

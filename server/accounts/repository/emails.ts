@@ -35,6 +35,19 @@ export class EmailsRepository {
     await this.#db('profile_emails').where({ email: normaliseEmail(email), profile_id: profileId }).update({ confirmed: true });
   }
 
+  /**
+   * Removes an address from a profile, with the group named after it and its membership in the
+   * profile's own group (`linkEmailGroups` undone); false when the profile did not hold it.
+   */
+  async removeEmail(profileId: string, email: string): Promise<boolean> {
+    const address = normaliseEmail(email);
+    const removed = await this.#db('profile_emails').where({ email: address, profile_id: profileId }).delete();
+    if (removed !== 1) return false;
+    await this.#db('group_members').where({ member: address }).delete();
+    await this.#db('groups').where({ id: address }).delete();
+    return true;
+  }
+
   /** Moves every email and username of one profile to another (a merge). */
   async moveEmailsAndUsernames(from: string, to: string): Promise<void> {
     await this.#db('profile_emails').where({ profile_id: from }).update({ profile_id: to });

@@ -151,6 +151,8 @@ export class ProfilesRepository {
       passwordHash?: string;
       ddate?: number | null;
       mergedInto?: string;
+      /** When the date of birth in effect was first supplied (`profile-editor.ts`). */
+      dobTimestamp?: number | null;
     },
     now: number,
   ): Promise<void> {
@@ -163,6 +165,7 @@ export class ProfilesRepository {
         ...(change.passwordHash !== undefined ? { password_hash: change.passwordHash } : {}),
         ...(change.ddate !== undefined ? { ddate: change.ddate } : {}),
         ...(change.mergedInto !== undefined ? { merged_into: change.mergedInto } : {}),
+        ...(change.dobTimestamp !== undefined ? { dob_timestamp: change.dobTimestamp } : {}),
         tmdate: now,
       });
   }

@@ -154,6 +154,22 @@ export class SessionsRepository {
     });
   }
 
+  /**
+   * A session signed in to again (the same browser signing in as the same person): it takes the
+   * new sign-in's time, login email, access lifetime and browser. Its refresh token is rotated
+   * by `rotateRefresh` first.
+   */
+  async signInAgain(id: string, values: { loginEmail: string; accessSeconds: number; now: number; device: { userAgent?: string | undefined; address: string } }): Promise<void> {
+    await this.#db('sessions').where({ id }).whereNull('revoked_at').update({
+      login_email: values.loginEmail,
+      access_seconds: values.accessSeconds,
+      created_at: values.now,
+      last_seen_at: values.now,
+      user_agent: values.device.userAgent?.slice(0, 512) ?? null,
+      address: values.device.address,
+    });
+  }
+
   /** A refresh token some session has rotated out: which session, what replaced it, and when. */
   async findRotatedRefresh(refreshHash: string): Promise<{ sessionId: string; nextHash: string; rotatedAt: number } | null> {
     const row = await this.#db('session_refresh_history').where({ refresh_hash: refreshHash }).first();

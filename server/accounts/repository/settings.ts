@@ -30,6 +30,12 @@ export class SettingsRepository {
     return this.#db('institutions').orderBy('domain').pluck('domain');
   }
 
+  /** The institution list (domain, name, country), by domain: what the profile page offers. */
+  async institutions(): Promise<Array<{ domain: string; name: string; country: string | null }>> {
+    const rows: Array<{ domain: string; name: string; country: string | null }> = await this.#db('institutions').orderBy('domain').select('domain', 'name', 'country');
+    return rows.map((row) => ({ domain: String(row.domain), name: String(row.name), country: row.country === null ? null : String(row.country) }));
+  }
+
   async addInstitution(domain: string, name: string, country: string | null): Promise<void> {
     await this.#db('institutions').insert({ domain: domain.toLowerCase(), name, country }).onConflict('domain').merge({ name, country });
   }
@@ -45,6 +51,36 @@ export class SettingsRepository {
       reason: row.reason ?? null,
       details: row.details ? (fromJson<Record<string, unknown>>(row.details) ?? undefined) : undefined,
     }));
+  }
+
+  /**
+   * A page of the entries about a profile, newest first, with their ids: those older than the
+   * entry `beforeId` when given (the security page's "Older events").
+   */
+  async auditPageOf(target: string, limit: number, beforeId?: number): Promise<Array<AuditEntry & { id: number; at: number }>> {
+    const query = this.#db('audit_log').where({ target });
+    if (beforeId !== undefined) query.where('id', '<', beforeId);
+    const rows = await query.orderBy('id', 'desc').limit(limit);
+    return rows.map((row) => ({
+      id: Number(row.id),
+      at: Number(row.at),
+      actor: String(row.actor),
+      action: String(row.action),
+      target: String(row.target),
+      reason: row.reason ?? null,
+      details: row.details ? (fromJson<Record<string, unknown>>(row.details) ?? undefined) : undefined,
+    }));
+  }
+
+  /** How many entries of one action about a profile were written since `since` (ms). */
+  async countAudit(target: string, action: string, since: number): Promise<number> {
+    const row = await this.#db('audit_log').where({ target, action }).andWhere('at', '>=', since).count({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+
+  /** Adds to the details of an entry (by its id). */
+  async amendAudit(id: number, details: Record<string, unknown>): Promise<void> {
+    await this.#db('audit_log').where({ id }).update({ details: JSON.stringify(details) });
   }
 
   /** Deletes the entries of one action written before `before` (ms). */

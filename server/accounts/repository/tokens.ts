@@ -2,7 +2,10 @@ import type { Knex } from 'knex';
 import { normaliseEmail } from '../ids.ts';
 
 /** The kinds of one-time token. */
-export type TokenKind = 'activation' | 'email' | 'reset';
+export type TokenKind = 'activation' | 'email' | 'reset' | EmailUndoKind;
+
+/** The undo links mailed to the old address after a change of a person's emails (`email-changes.ts`). */
+export type EmailUndoKind = 'undo-email-added' | 'undo-email-removed' | 'undo-email-preferred';
 
 export interface TokenRecord {
   id: number;
@@ -70,7 +73,9 @@ export class TokensRepository {
   }): Promise<void> {
     await this.#db.transaction(async (trx) => {
       const older = trx('account_tokens').where({ profile_id: token.profileId, kind: token.kind }).whereNull('used_at');
-      if (token.kind === 'email') older.where({ email: token.email });
+      // Email confirmations and undo links void only the older ones for the same address: each
+      // change a person is told of keeps its own undo link.
+      if (token.kind === 'email' || token.kind.startsWith('undo-')) older.where({ email: token.email });
       await older.update({ used_at: token.now });
       await trx('account_tokens').insert({
         kind: token.kind,
@@ -92,6 +97,12 @@ export class TokensRepository {
       .whereNull('used_at')
       .where('expires_at', '>', now)
       .first();
+    return row ? toToken(row) : null;
+  }
+
+  /** The newest live token of a kind for a profile (an activation typed as its code: `ActivationService.linkFromCode`). */
+  async findLiveOf(kind: TokenKind, profileId: string, now: number): Promise<TokenRecord | null> {
+    const row = await this.#db<TokenRow>('account_tokens').where({ kind, profile_id: profileId }).whereNull('used_at').where('expires_at', '>', now).orderBy('id', 'desc').first();
     return row ? toToken(row) : null;
   }
 

@@ -4,10 +4,40 @@
  * page), the position and institution; and a new link for an old one.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import type { ActivatableResult, ProfileContent } from '../../../shared/index.ts';
+import { ActivateRequest, ActivationCodeInput, type ActivatableResult, type ProfileContent } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
+import { FIELDS, formRefusal, inFieldOrder, type FormField } from '../form-errors.ts';
 import { refusalOf, sendPage, when, type FieldError } from '../render.ts';
 import { field, frame, isRefusal, query, redirect, type PageKit, type PageRequest } from './kit.ts';
+
+/** "Type the code"'s inputs, in its order (`activation-code.eta`). */
+const CODE_FIELDS: FormField[] = [FIELDS.accountId, { id: 'code', paths: ['code'], what: 'the 6-digit code from the mail', name: 'The code', words: { invalid_format: 'The code is 6 digits, from the sign-up mail' } }];
+
+/** The activation form's inputs, in its order (`activate.eta`), with the API paths each answers for. */
+const name = (prefix: string, index: number, part: 'first' | 'middle' | 'last', what: string): FormField => ({
+  id: `${prefix}${part}`,
+  paths: [`content/names/${index}/${part}`],
+  what,
+  name: `The ${part} name`,
+});
+const history = (id: string, at: string, what: string, label: string, words?: FormField['words']): FormField => ({ id, paths: [`content/history/0/${at}`], what, name: label, ...(words ? { words } : {}) });
+const YEAR_WORDS = { invalid_union: 'Enter a year of four digits, 1900 to 2099', invalid_type: 'Enter a year of four digits, 1900 to 2099', too_small: 'Enter a year of four digits, 1900 to 2099', too_big: 'Enter a year of four digits, 1900 to 2099' };
+const ACTIVATE_FIELDS: FormField[] = [
+  name('', 0, 'first', 'your first name'),
+  name('', 0, 'middle', 'your middle name'),
+  name('', 0, 'last', 'your last name'),
+  name('other-', 1, 'first', 'the other name’s first name'),
+  name('other-', 1, 'middle', 'the other name’s middle name'),
+  name('other-', 1, 'last', 'the other name’s last name'),
+  { id: 'alternate', paths: ['alternate', 'email'], what: 'an email address like name@example.org', name: 'The email address' },
+  { id: 'code', paths: ['token'], what: 'the 6-digit code from the mail', name: 'The code' },
+  history('position', 'position', 'your position', 'The position'),
+  history('institution', 'institution/name', 'your institution', 'The institution'),
+  history('domain', 'institution/domain', 'your institution’s domain, e.g. cam.ac.uk', 'The domain'),
+  history('start', 'start', 'the year you started (four digits)', 'The year', YEAR_WORDS),
+  history('end', 'end', 'the year it ended (four digits)', 'The year', YEAR_WORDS),
+  { id: 'homepage', paths: ['content/homepage'], what: 'a web address like https://example.org', name: 'The homepage', words: { invalid_format: 'Enter a web address like https://example.org' } },
+];
 
 const yearOf = (text: string): number | '' => (/^\d{4}$/.test(text.trim()) ? Number(text.trim()) : text.trim() === '' ? '' : Number.NaN);
 
@@ -90,6 +120,7 @@ export function activationPages(kit: PageKit) {
       const again = (status: number, view: Partial<ActivateView>) => activatePage(req, res, page, status, token, data, { values, pendingEmail, ...view });
       const otherName = { first: values.otherFirst ?? '', middle: values.otherMiddle ?? '', last: values.otherLast ?? '' };
       const hasOther = Boolean(otherName.first || otherName.last);
+      let activateInput: { token: string; content: ProfileContent } | undefined;
       try {
         switch (intent) {
           case 'preview': {
@@ -137,7 +168,8 @@ export function activationPages(kit: PageKit) {
           ['start', 'Enter the year you started (four digits)'],
         ].filter(([key]) => !values[key as string] || (key === 'start' && !/^\d{4}$/.test(values.start ?? '')));
         if (missing.length > 0) return await again(400, { errors: missing.map(([key, message]) => ({ field: key as string, message: message as string })) });
-        const result = await page.caller.accounts.activate({ token, content });
+        activateInput = { token, content };
+        const result = await page.caller.accounts.activate(activateInput);
         if (!result.token) {
           sendPage(res, 200, 'message', {
             ...frame(req, page, 'Thank you'),
@@ -148,7 +180,9 @@ export function activationPages(kit: PageKit) {
         }
         redirect(res, `${PAGES_PREFIX}/security`, 'activated');
       } catch (error) {
-        const refusal = refusalOf(req, error, activationField);
+        // The activation itself: its input's schema issues worded by path and code (`form-errors.ts`); the page's other buttons' refusals are the service's words.
+        const other = activateInput ? null : refusalOf(req, error, activationField);
+        const refusal = other ? { status: other.status, errors: inFieldOrder(other.errors, ACTIVATE_FIELDS) } : formRefusal(req, error, { fields: ACTIVATE_FIELDS, schema: ActivateRequest, input: activateInput });
         await again(refusal.status, { errors: refusal.errors });
       }
     },
@@ -172,5 +206,27 @@ export function activationPages(kit: PageKit) {
     { post: true },
   );
 
-  return { webActivateForm, webActivate, webActivateResend } satisfies Record<string, RequestHandler>;
+  // ---- "type the code": the sign-up mail's code instead of its link -------------------------------
+  const codePage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, errors?: FieldError[]) =>
+    sendPage(res, status, 'activation-code', { ...frame(req, page, 'Type the code', { errors }), values });
+  const webActivationCodeForm = handle(async (req, res, page) => codePage(req, res, page, 200, { email: query(req, 'email'), code: '' }));
+  /** A right code leads to the activation page, by a new link that replaces the mailed one (`ActivationService.linkFromCode`). */
+  const webActivationCode = handle(
+    async (req, res, page) => {
+      const values = { email: field(req, 'email').trim(), code: field(req, 'code').trim() };
+      const input = { id: values.email, code: values.code };
+      let token: string;
+      try {
+        ({ token } = await page.caller.accounts.activationFromCode(input));
+      } catch (error) {
+        const refusal = formRefusal(req, error, { fields: CODE_FIELDS, schema: ActivationCodeInput, input });
+        codePage(req, res, page, refusal.status, values, refusal.errors);
+        return;
+      }
+      redirect(res, `${PAGES_PREFIX}/profile/activate?token=${encodeURIComponent(token)}`);
+    },
+    { post: true },
+  );
+
+  return { webActivateForm, webActivate, webActivateResend, webActivationCodeForm, webActivationCode } satisfies Record<string, RequestHandler>;
 }

@@ -46,7 +46,7 @@ export function confirmEmailPages(kit: PageKit) {
         confirmPage(req, res, page, refusal.status, token, values, refusal.errors, resendTo);
         return;
       }
-      redirect(res, page.viewer ? `${PAGES_PREFIX}/security#emails` : `${PAGES_PREFIX}/login`, 'email-confirmed');
+      redirect(res, page.viewer ? `${PAGES_PREFIX}/emails` : `${PAGES_PREFIX}/login`, 'email-confirmed');
     },
     { post: true },
   );

@@ -12,7 +12,10 @@ import type { Services } from '../../services.ts';
 import { ASSETS, serveAsset, serveUnhashed } from '../assets.ts';
 import { activationPages } from './activation.ts';
 import { confirmEmailPages } from './confirm-email.ts';
+import { dataPages } from './data.ts';
+import { emailsPages } from './emails.ts';
 import { pageKit, redirect } from './kit.ts';
+import { profilePages } from './profile.ts';
 import { resetPages } from './reset.ts';
 import { securityPages } from './security.ts';
 import { signInPages } from './sign-in.ts';
@@ -42,6 +45,9 @@ export function webHandlers(services: Services, config: Config) {
     ...resetPages(kit),
     ...signInPages(kit),
     ...securityPages(kit),
+    ...profilePages(kit),
+    ...emailsPages(kit),
+    ...dataPages(kit),
   } satisfies Record<string, RequestHandler>;
 }
 

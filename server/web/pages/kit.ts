@@ -62,6 +62,15 @@ export const NOTICES = {
   'passkey-removed': 'The passkey was removed.',
   'devices-forgotten': 'Every remembered browser will ask for the second step again.',
   confirmed: 'Thank you: you can change how you sign in for the next 10 minutes.',
+  'profile-saved': 'Your profile was saved.',
+  // ---- security (issue 27) ----
+  'not-me-done': 'Every session of your account was ended and every application revoked. We mailed you a link to choose a new password.',
+  // ---- emails and your data (issue 27) ----
+  'email-removed': 'The address was removed. It was mailed a link that undoes this for seven days.',
+  'email-preferred': 'The preferred address was changed. The one before was mailed a link that undoes this for seven days.',
+  'email-undone': 'The change was undone and your account was signed out everywhere. If someone else made it, reset your password now.',
+  'deletion-requested': 'Your account will be deleted in 14 days, and you are signed out everywhere. Signing in before then cancels the deletion.',
+  'deletion-cancelled': 'You signed in, so your account will not be deleted: the deletion you asked for is cancelled.',
 } as const satisfies Record<string, string>;
 export type Notice = keyof typeof NOTICES;
 
@@ -207,7 +216,13 @@ export function pageKit(services: Services, config: Config) {
     });
   };
 
-  return { config, verification, showsWidget, handle, signedIn, expiredLink };
+  /**
+   * A caller on the request's cookies as they are now: after a procedure that set a session (a
+   * sign-in), the page's own caller still holds the request's first credentials.
+   */
+  const callerNow = (req: Request, res: Response): Caller => createCaller(createHttpContext(req, res, services, config, 'cookie'));
+
+  return { config, verification, showsWidget, handle, signedIn, expiredLink, callerNow };
 }
 
 export type PageKit = ReturnType<typeof pageKit>;

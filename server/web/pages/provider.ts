@@ -22,8 +22,11 @@ import type { Services } from '../../services.ts';
 import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../csrf.ts';
 import { passkeyFormInput } from '../passkey-forms.ts';
 import { resetRequestLink } from '../../mail/messages.ts';
+import { LoginInput } from '../../../shared/index.ts';
+import { FIELDS, formRefusal } from '../form-errors.ts';
 import { humanVerificationAsked, pagePolicy, requestIdOf, sendHtml, verificationMode } from '../render.ts';
 import { serviceRefusal } from './kit.ts';
+import { waitsForActivation } from './sign-in.ts';
 import { pendingMethods, secondStepErrors, submitSecondStep } from './second-step.ts';
 
 /**
@@ -50,6 +53,9 @@ export const providerPage = (handler: (req: Request, res: Response) => Promise<v
     else sendError(res, error);
   });
 };
+
+/** The provider's login form's inputs, in its order (`templates/oidc/login.eta`), worded as the account pages' (`form-errors.ts`). */
+const LOGIN_FIELDS = [FIELDS.accountId, FIELDS.password, FIELDS.token];
 
 /** What the sign-out question's CSRF token is bound to, besides the browser (there is no interaction). */
 const END_SESSION = 'end-session';
@@ -99,11 +105,14 @@ export function providerPages(services: Services, config: Config) {
     if (oidc.wantsFreshSecondStep(interaction)) context.credentials.trustedDevice = undefined;
     const caller = createCaller(context);
     const targets = [interaction.params.redirectUri];
-    const loginAgain = (error: AppError, email = '') => {
+    /** The login page again with the refusal in the account pages' words and order (`form-errors.ts`); `input`: what was sent to `accounts.login`. */
+    const loginAgain = (error: AppError, email = '', input?: unknown) => {
       // The account's attempts ran out for this browser: the form asks for human verification too.
       const verify = humanVerificationAsked(error);
       const verification = verify ? { verification: verificationMode(config), siteKey: config.humanVerificationSiteKey } : {};
-      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl, requestId: requestIdOf(req), error: error.message, email, ...verification });
+      const inactive = waitsForActivation(error);
+      const refusal = formRefusal(req, error, { fields: LOGIN_FIELDS, schema: LoginInput, input });
+      const html = loginPage({ interactionId: interaction.id, csrf: csrfFor(res, interaction.id), clientName: client.name, resetUrl, requestId: requestIdOf(req), errors: refusal.errors, status: refusal.status, inactive, email, ...verification });
       page(res, error.status, html, targets, verify && config.humanVerification !== undefined && config.humanVerificationSiteKey !== undefined);
     };
     const secondStep = (pending: { token: string; methods: string[]; method: string }, status = 200, message: { error?: string; sent?: boolean } = {}) => {
@@ -136,8 +145,9 @@ export function providerPages(services: Services, config: Config) {
     }
 
     const email = field(req, 'email') ?? '';
+    const input = { id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined };
     try {
-      const outcome = await caller.accounts.login({ id: email, password: field(req, 'password') ?? '', token: field(req, 'token') || undefined });
+      const outcome = await caller.accounts.login(input);
       if ('mfaPending' in outcome) {
         const { mfaPendingToken: token, mfaMethods, preferredMethod } = outcome;
         // The preferred method checked (or, for a passkey, whose button comes first, the first code method: `secondStepData`).
@@ -147,7 +157,7 @@ export function providerPages(services: Services, config: Config) {
     } catch (error) {
       const refused = serviceRefusal(error);
       if (!refused) throw error;
-      loginAgain(refused, email);
+      loginAgain(refused, email, input);
       return;
     }
     await signedIn(req, res, interaction.id);
@@ -166,7 +176,7 @@ export function providerPages(services: Services, config: Config) {
       const refused = serviceRefusal(error);
       if (!refused) throw error;
       const csrf = csrfFor(res, interaction.id);
-      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl, requestId: requestIdOf(req), error: refused.message });
+      const html = loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl, requestId: requestIdOf(req), errors: [{ field: '', message: refused.message }], status: refused.status });
       page(res, refused.status, html, [interaction.params.redirectUri]);
       return;
     }

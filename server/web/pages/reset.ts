@@ -3,10 +3,16 @@
  * (`PUT /reset/{token}`), and a new link for an old one.
  */
 import type { Request, RequestHandler, Response } from 'express';
+import { ResetPasswordInBrowserInput, ResettableRequest } from '../../../shared/index.ts';
 import { toAppError } from '../../errors.ts';
 import { PAGES_PREFIX } from '../../config.ts';
-import { refusalOf, sendPage, type FieldError } from '../render.ts';
-import { field, frame, isRefusal, query, redirect, verificationAnswer, type PageKit, type PageRequest } from './kit.ts';
+import { FIELDS, formRefusal } from '../form-errors.ts';
+import { sendPage, type FieldError } from '../render.ts';
+import { field, frame, isRefusal, query, redirect, serviceRefusal, verificationAnswer, type PageKit, type PageRequest } from './kit.ts';
+
+/** The forms' inputs, in their order (`reset-request.eta`, `reset.eta`). */
+const REQUEST_FIELDS = [FIELDS.accountId, FIELDS.token];
+const RESET_FIELDS = [FIELDS.newPassword, { id: 'confirmation', paths: [], what: 'the new password again', name: 'The repeated password' }];
 
 export function resetPages(kit: PageKit) {
   const { config, handle, verification, showsWidget, expiredLink } = kit;
@@ -18,10 +24,11 @@ export function resetPages(kit: PageKit) {
   const webResetRequest = handle(
     async (req, res, page) => {
       const values = { email: field(req, 'email').trim() };
+      const input = { id: values.email, token: verificationAnswer(req) || null };
       try {
-        await page.caller.accounts.requestReset({ id: values.email, token: verificationAnswer(req) || null });
+        await page.caller.accounts.requestReset(input);
       } catch (error) {
-        const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
+        const refusal = formRefusal(req, error, { fields: REQUEST_FIELDS, schema: ResettableRequest, input });
         resetRequestPage(req, res, page, refusal.status, values, refusal.errors);
         return;
       }
@@ -31,7 +38,7 @@ export function resetPages(kit: PageKit) {
   );
 
   const resetPage = (req: Request, res: Response, page: PageRequest, status: number, token: string, username: string, logoutOtherSessions: boolean, errors?: FieldError[]) =>
-    sendPage(res, status, 'reset', { ...frame(req, page, 'Reset Password', { errors }), token, username, logoutOtherSessions });
+    sendPage(res, status, 'reset', { ...frame(req, page, 'Choose a new password', { errors }), token, username, logoutOtherSessions });
   const webResetForm = handle(async (req, res, page) => {
     const token = query(req, 'token');
     try {
@@ -60,17 +67,20 @@ export function resetPages(kit: PageKit) {
       }
       const password = field(req, 'password');
       if (password !== field(req, 'confirmation')) {
-        resetPage(req, res, page, 400, token, username, logoutOthers, [{ field: 'confirmation', message: 'Passwords must match' }]);
+        resetPage(req, res, page, 400, token, username, logoutOthers, [{ field: 'confirmation', message: 'The two passwords are not the same: type the new password twice' }]);
         return;
       }
       let signedInHere: boolean;
+      const input = { token, password, logoutOtherSessions: logoutOthers };
       try {
-        ({ signedInHere } = await page.caller.accounts.resetPasswordInBrowser({ token, password, logoutOtherSessions: logoutOthers }));
+        ({ signedInHere } = await page.caller.accounts.resetPasswordInBrowser(input));
       } catch (error) {
         // An impersonation's refusal is no form error: the error page says it.
         if (toAppError(error, undefined).name === 'ForbiddenError') throw error;
-        const refusal = refusalOf(req, error);
-        if (refusal.errors.some((e) => e.field === 'token')) return expiredLink(req, res, page, 'reset', token);
+        // A token no longer live (or not one of ours): the old link's page, with a new link in one click.
+        const refused = serviceRefusal(error);
+        if ((refused?.errors ?? (refused ? [refused] : [])).some((e) => e.details?.path === 'token')) return expiredLink(req, res, page, 'reset', token);
+        const refusal = formRefusal(req, error, { fields: RESET_FIELDS, schema: ResetPasswordInBrowserInput, input });
         resetPage(req, res, page, refusal.status, token, username, logoutOthers, refusal.errors);
         return;
       }

@@ -4,24 +4,39 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
-import { MfaFactorMethod } from '../../../shared/index.ts';
+import { LoginInput, MfaFactorMethod } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
+import { FIELDS, formRefusal } from '../form-errors.ts';
 import { humanVerificationAsked, refusalOf, sendPage, type FieldError } from '../render.ts';
 import { passkeyFormInput } from '../passkey-forms.ts';
-import { field, frame, query, redirect, safeNext, type PageKit, type PageRequest } from './kit.ts';
+// A sign-in that cancelled the account's deletion says so on the page that follows (issue 27).
+import { signInNotice } from './data.ts';
+import { field, frame, query, redirect, safeNext, serviceRefusal, type PageKit, type PageRequest } from './kit.ts';
 import { pendingMethods, secondStepData, secondStepErrors, submitSecondStep, type PendingStep } from './second-step.ts';
+
+/** The sign-in form's inputs, in its order (`login.eta`). */
+const LOGIN_FIELDS = [FIELDS.accountId, FIELDS.password, FIELDS.token];
+
+/**
+ * Whether a refused sign-in is a person whose password was right but whose account waits for
+ * activation (`details.state`): the page then offers the link again and "Type the code".
+ */
+export function waitsForActivation(error: unknown): boolean {
+  const refused = serviceRefusal(error);
+  return refused?.name === 'ForbiddenError' && refused.details?.state === 'Inactive';
+}
 
 export function signInPages(kit: PageKit) {
   const { config, handle, verification, showsWidget } = kit;
 
   // ---- sign in, sign out -------------------------------------------------------------------------
   /** `verify`: the account's attempts ran out for this browser, so the form asks for human verification (`sessions.ts`). */
-  const loginPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, next: string, errors?: FieldError[], verify = false) =>
+  const loginPage = (req: Request, res: Response, page: PageRequest, status: number, values: Record<string, string>, next: string, errors?: FieldError[], verify = false, inactive = false) =>
     sendPage(
       res,
       status,
       'login',
-      { ...frame(req, page, 'Sign in', { errors }), values, next, ...(verify ? { verification, siteKey: config.humanVerificationSiteKey } : {}) },
+      { ...frame(req, page, inactive ? 'Your account is not active yet' : 'Sign in', { errors }), values, next, inactive, ...(verify ? { verification, siteKey: config.humanVerificationSiteKey } : {}) },
       { passkeys: true, widget: verify && showsWidget },
     );
   const webLoginForm = handle(async (req, res, page) => {
@@ -63,7 +78,7 @@ export function signInPages(kit: PageKit) {
       secondStepPage(req, res, page, refusal.status, step, { errors: refusal.errors });
       return;
     }
-    redirect(res, safeNext(next));
+    redirect(res, safeNext(next), await signInNotice(kit, req, res));
   }
 
   /**
@@ -77,20 +92,25 @@ export function signInPages(kit: PageKit) {
       if (pendingToken !== '') return secondStep(req, res, page, pendingToken);
       const values = { email: field(req, 'email').trim() };
       const next = field(req, 'next');
+      const input = { id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined };
       try {
-        const outcome = await page.caller.accounts.login({ id: values.email, password: field(req, 'password'), token: field(req, 'token') || undefined });
+        const outcome = await page.caller.accounts.login(input);
         if ('mfaPending' in outcome) {
           const { mfaPendingToken, mfaMethods, preferredMethod } = outcome;
           secondStepPage(req, res, page, 200, { token: mfaPendingToken, methods: mfaMethods, method: preferredMethod, next, rememberDevice: false });
           return;
         }
       } catch (error) {
-        const refusal = refusalOf(req, error, (at) => (at === 'id' ? 'email' : at));
+        if (waitsForActivation(error)) {
+          loginPage(req, res, page, 403, values, next, undefined, false, true);
+          return;
+        }
+        const refusal = formRefusal(req, error, { fields: LOGIN_FIELDS, schema: LoginInput, input });
         const verify = humanVerificationAsked(error);
         loginPage(req, res, page, refusal.status, values, next, refusal.errors, verify);
         return;
       }
-      redirect(res, safeNext(next));
+      redirect(res, safeNext(next), await signInNotice(kit, req, res));
     },
     { post: true },
   );
@@ -108,7 +128,7 @@ export function signInPages(kit: PageKit) {
         loginPage(req, res, page, refusal.status, {}, next, refusal.errors);
         return;
       }
-      redirect(res, safeNext(next));
+      redirect(res, safeNext(next), await signInNotice(kit, req, res));
     },
     { post: true },
   );

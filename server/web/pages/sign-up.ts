@@ -3,9 +3,14 @@
  * `POST /resendActivation`'s and `POST /resettable`'s for the mail sent again.
  */
 import type { Request, RequestHandler, Response } from 'express';
+import { RegisterInput } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
-import { refusalOf, sendPage, type FieldError } from '../render.ts';
+import { FIELDS, formRefusal } from '../form-errors.ts';
+import { sendPage, type FieldError } from '../render.ts';
 import { field, frame, query, redirect, verificationAnswer, type PageKit, type PageRequest } from './kit.ts';
+
+/** The sign-up form's inputs, in its order (`signup.eta`). */
+const SIGNUP_FIELDS = [FIELDS.fullname, FIELDS.email, FIELDS.newPassword, FIELDS.token];
 
 export function signUpPages(kit: PageKit) {
   const { config, handle, verification, showsWidget } = kit;
@@ -24,10 +29,11 @@ export function signUpPages(kit: PageKit) {
     async (req, res, page) => {
       const values = { fullname: field(req, 'fullname'), email: field(req, 'email').trim() };
       const token = verificationAnswer(req);
+      const input = { fullname: values.fullname, email: values.email, password: field(req, 'password'), ...(token ? { token } : {}) };
       try {
-        await page.caller.accounts.register({ fullname: values.fullname, email: values.email, password: field(req, 'password'), ...(token ? { token } : {}) });
+        await page.caller.accounts.register(input);
       } catch (error) {
-        const refusal = refusalOf(req, error);
+        const refusal = formRefusal(req, error, { fields: SIGNUP_FIELDS, schema: RegisterInput, input });
         signupPage(req, res, page, refusal.status, values, refusal.errors);
         return;
       }
@@ -41,7 +47,8 @@ export function signUpPages(kit: PageKit) {
     const kind = query(req, 'kind') === 'reset' ? 'reset' : query(req, 'kind') === 'link' ? 'link' : 'signup';
     // Only an address (or a masked one) is shown: a crafted link cannot make the page say anything else.
     const given = query(req, 'email') || query(req, 'to');
-    const email = /^[^\s@<>]{1,64}@[\w.-]{1,253}$/u.test(given) ? given : 'the address you gave';
+    const shown = /^[^\s@<>]{1,64}@[\w.-]{1,253}$/u.test(given);
+    const email = shown ? given : 'the address you gave';
     if (kind === 'link') {
       sendPage(res, 200, 'message', {
         ...frame(req, page, 'Check your mail'),
@@ -54,8 +61,10 @@ export function signUpPages(kit: PageKit) {
       ...frame(req, page, 'Check your mail'),
       kind,
       email,
+      /** "Type the code" fills in the address when the page was told it. */
+      typed: shown ? given : '',
       from: config.mailFrom,
-      what: kind === 'reset' ? 'a link to choose a new password (if an account has this address)' : 'a link to activate your account',
+      what: kind === 'reset' ? 'a link to choose a new password (if an account has this address)' : 'a link and a 6-digit code to activate your account',
       lifetime: days(kind === 'reset' ? config.resetTokenSeconds : config.activationTokenSeconds),
     });
   });

@@ -5,7 +5,8 @@
  * and the UTC time stays in the element's title.
  */
 (() => {
-  const format = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short', timeZoneName: 'short' });
+  // `dateStyle`/`timeStyle` cannot be combined with `timeZoneName` (a TypeError in Chromium): the parts, one by one.
+  const format = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' });
   const localise = () => {
     for (const element of document.querySelectorAll('time[data-local]')) {
       const at = new Date(element.getAttribute('datetime') ?? '');

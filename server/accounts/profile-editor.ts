@@ -1,0 +1,184 @@
+/**
+ * Editing a profile: `accounts.updateProfile`, which `POST /profiles` (the real platform's
+ * `post_profile`), the typed client and the page `/account/profile` all call. The input's shape
+ * and each field's rule are `EditableProfileContent` (`shared/schemas/profile-edit.ts`); what
+ * needs the database is here, each rule a named check:
+ *
+ * - `targetOf`: a person edits their own profile; a super user any (named by `id` or `referent`).
+ * - `namesOf`: a name that has a username keeps it, and only the profile's own usernames may be
+ *   named; a name still spells its username; the name of the profile id stays; a new name gets
+ *   its tilde id as activation gives one (`tilde.ts`: a username the profile already holds for
+ *   the same spelling, else the next free number); one name is preferred.
+ * - `birthOf`: the date of birth (`yearOfBirth`, `dob`, `isMinor`, `isOver18`) may be given when
+ *   there is none, and corrected by its owner within `DOB_CORRECTION_DAYS` of `dobTimestamp`
+ *   (when the date now in effect was first supplied); after that only a super user changes it.
+ *   Any change moves `dobTimestamp` to now, as the spec defines it.
+ * - Emails are never edited here: the stored `preferredEmail` stays, and `emails`,
+ *   `emailsConfirmed` and `preferredEmail` in the input are ignored (the email table holds them).
+ *
+ * The edit replaces the content in one transaction, moves `tmdate`, and is audited
+ * (`profile:update`, with the names of the fields that changed, never their values).
+ */
+import { AppError, type EditableProfileContent, type Name, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
+import { POSITIONS } from '../../db/seeds/institutions.ts';
+import { AccountsPart } from './part.ts';
+import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import { deviceDetails } from './sessions.ts';
+import { splitUsername, tildeBase, usernameForName } from './tilde.ts';
+import type { RequestOrigin, Viewer } from './viewer.ts';
+
+/** How long after a date of birth is first supplied its owner may still correct it. */
+export const DOB_CORRECTION_DAYS = 30;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The fields that are the date of birth, governed together by `dobTimestamp`. */
+const BIRTH_FIELDS = ['yearOfBirth', 'dob', 'isMinor', 'isOver18'] as const;
+
+/** Whether a profile's content gives a date of birth (any of its fields). */
+export function hasBirthDate(content: ProfileContent): boolean {
+  return BIRTH_FIELDS.some((key) => content[key] !== undefined);
+}
+/** The fields this edit never takes from its input. */
+const EMAIL_FIELDS = ['emails', 'emailsConfirmed', 'preferredEmail'] as const;
+
+type Edited = Omit<EditableProfileContent, (typeof EMAIL_FIELDS)[number]>;
+
+export class ProfileEditor extends AccountsPart {
+  /** `accounts.profileEditorOptions`: the positions and institutions the page offers. */
+  async options(): Promise<ProfileEditorOptions> {
+    return { positions: [...POSITIONS], institutions: await this.deps.repo.settings.institutions() };
+  }
+
+  /**
+   * `accounts.updateProfile`: replaces the profile's editable content (names, history, links,
+   * relations, expertise, pronouns, gender, date of birth) and answers the profile as
+   * `GET /profiles` shows it to the caller.
+   */
+  async update(input: { id?: string | undefined; referent?: string | undefined; content: EditableProfileContent }, viewer: Viewer, origin: RequestOrigin): Promise<Profile> {
+    const now = this.now();
+    const updated = await this.deps.repo.transaction(async (repo) => {
+      const profile = await this.#targetOf(repo, input.id ?? input.referent, viewer);
+      const { emails: _e, emailsConfirmed: _c, preferredEmail: _p, ...given } = input.content;
+      const names = await this.#namesOf(repo, profile, given.names);
+      const birth = this.#birthOf(profile, given, viewer, now);
+      const content = stored({ ...given, names }, profile.content);
+      const changed = changedFields(profile.content, content);
+      await repo.profiles.update(profile.id, { content, ...(birth.changed ? { dobTimestamp: birth.dobTimestamp } : {}) }, now);
+      await repo.settings.audit(
+        {
+          // An impersonation's edit is its impersonator's act (their profile id; their login email if none).
+          actor: viewer.impersonator ? (viewer.impersonator.profile?.id ?? viewer.impersonator.id) : viewer.profileId,
+          action: 'profile:update',
+          target: profile.id,
+          details: { fields: changed, ...(viewer.impersonator ? { impersonating: viewer.profileId } : {}), ...deviceDetails(origin) },
+        },
+        now,
+      );
+      return (await repo.profiles.find(profile.id)) as ProfileRecord;
+    });
+    return this.core.profiles.presentTo(updated, viewer);
+  }
+
+  /**
+   * Who may edit which profile: anyone their own; a super user any, by any of its usernames (a
+   * merged id leads to the surviving profile, as `GET /profiles` does). Naming a profile that is
+   * not one's own is refused alike whether it exists or not.
+   */
+  async #targetOf(repo: AccountsRepository, id: string | undefined, viewer: Viewer): Promise<ProfileRecord> {
+    let profile = id === undefined ? await repo.profiles.find(viewer.profileId) : await repo.profiles.findByUsername(id);
+    if (profile?.mergedInto) profile = await repo.profiles.find(profile.mergedInto);
+    if (!viewer.isSuperUser && profile?.id !== viewer.profileId) {
+      throw new AppError('ForbiddenError', 'You can only edit your own profile', { path: 'id' });
+    }
+    if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${id ?? viewer.profileId}`, { path: 'id' });
+    return profile;
+  }
+
+  /** The names as stored: see the header (`namesOf`). */
+  async #namesOf(repo: AccountsRepository, profile: ProfileRecord, given: EditableProfileContent['names']): Promise<Name[]> {
+    const owned = new Set(await repo.emails.usernamesOf(profile.id));
+    const before = new Map((profile.content.names ?? []).filter((n) => n.username).map((n) => [n.username as string, n]));
+    const names: Name[] = [];
+    for (const [i, name] of given.entries()) {
+      const at = `content/names/${i}/`;
+      if (name.username) {
+        if (!owned.has(name.username)) {
+          throw new AppError('ValidationError', `${name.username} is not one of this profile’s ids: leave the id out of a new name, and it gets one`, { path: `${at}username` });
+        }
+        if (!spells(name, name.username, before.get(name.username))) {
+          throw new AppError('ValidationError', `A name keeps the spelling of its profile id ${name.username}: add the new spelling as another name instead`, { path: `${at}first` });
+        }
+        names.push(name);
+        continue;
+      }
+      const base = tildeBase(name, at);
+      const taken = new Set([...names.map((n) => n.username), ...given.map((n) => n.username)]);
+      names.push({ ...name, username: await usernameForName(repo.emails, profile.id, owned, base, taken) });
+    }
+    if (!names.some((n) => n.username === profile.id) && owned.has(profile.id)) {
+      throw new AppError('ValidationError', `The name of your profile id ${profile.id} cannot be removed`, { path: 'content/names' });
+    }
+    const preferred = names.findIndex((n) => n.preferred);
+    return names.map((n, i) => {
+      const { preferred: _p, ...rest } = n;
+      return i === (preferred === -1 ? 0 : preferred) ? { ...rest, preferred: true } : rest;
+    });
+  }
+
+  /**
+   * The date of birth: see the header (`birthOf`). Answers whether it changed and its new
+   * `dobTimestamp`; refuses a change its owner may no longer make, naming the first field changed.
+   */
+  #birthOf(profile: ProfileRecord, given: Edited, viewer: Viewer, now: number): { changed: boolean; dobTimestamp: number | null } {
+    const changedField = BIRTH_FIELDS.find((key) => profile.content[key] !== given[key]);
+    if (changedField === undefined) return { changed: false, dobTimestamp: profile.dobTimestamp };
+    const thisYear = new Date(now).getUTCFullYear();
+    if (given.yearOfBirth !== undefined && given.yearOfBirth > thisYear) {
+      throw new AppError('ValidationError', 'Enter a year of birth that has come', { path: 'content/yearOfBirth' });
+    }
+    if (given.dob !== undefined && given.dob > now) throw new AppError('ValidationError', 'Enter a date of birth that has come', { path: 'content/dob' });
+    const hadBirth = hasBirthDate(profile.content);
+    // A date stored before activation kept `dobTimestamp` counts from the profile's creation.
+    const since = profile.dobTimestamp ?? profile.tcdate;
+    if (hadBirth && !viewer.isSuperUser && now - since > DOB_CORRECTION_DAYS * DAY_MS) {
+      throw new AppError('ValidationError', `Your date of birth can no longer be changed: it was given more than ${DOB_CORRECTION_DAYS} days ago. Ask the service’s administrators to correct it`, {
+        path: `content/${changedField}`,
+        reason: 'dob-window-closed',
+      });
+    }
+    const hasBirth = hasBirthDate(given);
+    return { changed: true, dobTimestamp: hasBirth ? now : null };
+  }
+}
+
+/** Whether a name with a username still spells it: as stored, or with the same tilde base. */
+function spells(name: Name, username: string, stored: Name | undefined): boolean {
+  const same = (a: string | null | undefined, b: string | null | undefined) => (a ?? '') === (b ?? '');
+  if (stored && same(name.first, stored.first) && same(name.middle, stored.middle) && same(name.last, stored.last) && same(name.fullname, stored.fullname)) return true;
+  try {
+    return tildeBase(name) === splitUsername(username)?.base;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The content to store: the edit's fields (blank ones left out), the names as `namesOf` made
+ * them, and the stored `preferredEmail`, which only the emails' own procedures change.
+ */
+function stored(edit: Omit<Edited, 'names'> & { names: Name[] }, before: ProfileContent): ProfileContent {
+  const content: ProfileContent = {};
+  for (const [key, value] of Object.entries(edit) as Array<[keyof ProfileContent, unknown]>) {
+    if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) continue;
+    (content as Record<string, unknown>)[key] = value;
+  }
+  if (before.preferredEmail !== undefined) content.preferredEmail = before.preferredEmail;
+  return content;
+}
+
+/** The content's keys whose value differs, sorted: what the audit line says changed. */
+function changedFields(before: ProfileContent, after: ProfileContent): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].filter((key) => JSON.stringify(before[key as keyof ProfileContent]) !== JSON.stringify(after[key as keyof ProfileContent])).sort();
+}
+

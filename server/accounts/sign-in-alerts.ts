@@ -1,0 +1,137 @@
+import { AppError, type NotMeLink, type NotMeResult } from '../../shared/index.ts';
+import { newBrowserSignInMail, passwordResetMail } from '../mail/messages.ts';
+import { hashSecret, randomToken } from '../secrets.ts';
+import { maskEmail } from './ids.ts';
+import type { MfaRepository } from './mfa/repository.ts';
+import { AccountsBase, AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
+import { preferredEmail } from './profiles.ts';
+import type { ProfileRecord } from './repository.ts';
+import { describeDevice, SIGN_INS_KEPT_MS } from './security.ts';
+import { deviceDetails } from './sessions.ts';
+import type { RequestOrigin } from './viewer.ts';
+
+/** How long a "This was not me" link works. */
+export const NOT_ME_SECONDS = 7 * 24 * 60 * 60;
+/** How many of the person's kept sign-ins an API client's sign-in is compared with. */
+const SIGN_INS_COMPARED = 200;
+
+const USED_LINK = 'This link has expired or was already used.';
+
+/** "Firefox on Linux (192.0.2.1)", as the mail and the pages name where a sign-in came from. */
+export function fromWords(origin: RequestOrigin): string {
+  const device = describeDevice(origin.userAgent);
+  return `${[device.browser, device.os].filter(Boolean).join(' on ') || 'An unknown browser'} (${origin.address})`;
+}
+
+/**
+ * The mail on a sign-in from a new browser. "New" is decided per sign-in, in this order:
+ * - the first sign-in after activation (the profile has never signed in through `open`): not
+ *   mailed, the person has just made the account;
+ * - a browser whose device cookie (`device-cookies.ts`) holds an entry the service made for
+ *   this account: known, not mailed;
+ * - a browser (its User-Agent names one) without such an entry: new, mailed;
+ * - anything else, an API client or a script, which keeps no cookie: new only when none of the
+ *   person's kept sign-ins (`SIGN_INS_KEPT_MS`) came with the same User-Agent from the same
+ *   address, so a script signing in every hour is mailed once.
+ * The mail carries one "This was not me" link: a random token kept as its hash, for
+ * `NOT_ME_SECONDS`, used once (`NotMeService`).
+ */
+export class NewBrowserAlerts extends AccountsBase {
+  readonly #mfa: MfaRepository;
+
+  constructor(deps: AccountsDeps, mfa: MfaRepository) {
+    super(deps);
+    this.#mfa = mfa;
+  }
+
+  /** After a sign-in opened `sessionId`: mails the person when the browser is new. `before` is the profile as read before the sign-in. */
+  async afterSignIn(before: ProfileRecord, sessionId: string, origin: RequestOrigin, device: string | undefined): Promise<void> {
+    if (!(await this.isNew(before, sessionId, origin, device))) return;
+    const now = this.now();
+    this.deps.mailer.later(async () => {
+      const email = preferredEmail(before, await this.deps.repo.emails.emailsOf(before.id));
+      if (!email) return;
+      const token = randomToken();
+      await this.#mfa.insertAlert({ tokenHash: hashSecret(token), profileId: before.id, sessionId, now, expiresAt: now + NOT_ME_SECONDS * 1000 });
+      const when = `${new Date(now).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+      await this.deps.mailer.send({ to: email, ...newBrowserSignInMail({ baseUrl: this.deps.config.baseUrl, profileId: before.id, when, from: fromWords(origin), token, validForSeconds: NOT_ME_SECONDS }) });
+    });
+  }
+
+  async isNew(before: ProfileRecord, sessionId: string, origin: RequestOrigin, device: string | undefined): Promise<boolean> {
+    if (before.lastLogin === null) return false;
+    if (this.deps.devices.nonceFor(device, before.id) !== null) return false;
+    if (isBrowser(origin.userAgent)) return true;
+    const since = this.now() - SIGN_INS_KEPT_MS;
+    const seen = deviceDetails(origin);
+    const entries = await this.deps.repo.settings.auditPageOf(before.id, SIGN_INS_COMPARED);
+    // This sign-in's own line is written already: it does not count.
+    return !entries.some((e) => e.action === 'sign-in' && e.details?.sessionId !== sessionId && e.at >= since && e.details?.address === seen.address && (e.details?.userAgent ?? null) === (seen.userAgent ?? null));
+  }
+}
+
+/** Whether a User-Agent is a browser's (bowser also names some HTTP libraries, which do not send `Mozilla/`). */
+function isBrowser(userAgent: string | undefined): boolean {
+  return userAgent !== undefined && /^(Mozilla|Opera)\//.test(userAgent) && describeDevice(userAgent).browser !== null;
+}
+
+/** What "This was not me" asks of the sign-in provider: every application the person allowed loses its consent and its tokens, and is told by back-channel logout. */
+export interface PersonsApplications {
+  revokeAll(profileId: string): Promise<void>;
+}
+
+/**
+ * "This was not me": the new-browser mail's link. Its page shows the sign-in it is about
+ * (`link`, which changes nothing); confirming (`act`) uses the link up and, for the person:
+ * ends every session (the token version moves on, so every token issued before is refused, the
+ * sign-in provider's too, and the applications signed in through those sessions are told by
+ * back-channel logout), forgets every remembered browser, revokes every application, and mails
+ * a password-reset link. Audited.
+ */
+export class NotMeService extends AccountsPart {
+  readonly #mfa: MfaRepository;
+  readonly #apps: PersonsApplications;
+
+  constructor(deps: AccountsDeps, core: AccountsCore, mfa: MfaRepository, apps: PersonsApplications) {
+    super(deps, core);
+    this.#mfa = mfa;
+    this.#apps = apps;
+  }
+
+  async link(token: string): Promise<NotMeLink> {
+    const alert = await this.#mfa.findAlert(hashSecret(token), this.now());
+    if (!alert) return { live: false };
+    const session = await this.deps.repo.sessions.find(alert.sessionId);
+    const device = describeDevice(session?.userAgent);
+    return { live: true, at: session?.createdAt ?? alert.createdAt, browser: device.browser, os: device.os, address: session?.address ?? null };
+  }
+
+  async act(token: string, origin: RequestOrigin): Promise<NotMeResult> {
+    const now = this.now();
+    const alert = await this.#mfa.findAlert(hashSecret(token), now);
+    if (!alert || !(await this.#mfa.useAlert(alert.id, alert.profileId, now))) throw new AppError('ValidationError', USED_LINK, { path: 'token' });
+    const profileId = alert.profileId;
+    await this.deps.repo.transaction(async (repo) => {
+      await this.core.sessions.endAllSessions(repo, profileId, now);
+      await repo.sessions.revokeImpersonationsFrom(profileId, now);
+      await repo.settings.audit({ actor: profileId, action: 'sign-in:not-me', target: profileId, details: { ...deviceDetails(origin), sessionId: alert.sessionId } }, now);
+    });
+    await this.#mfa.forgetTrusted(profileId);
+    await this.#apps.revokeAll(profileId);
+    const maskedEmail = await this.#mailReset(profileId);
+    return { status: 'ok', maskedEmail };
+  }
+
+  /** A reset link to the preferred address (as `POST /resettable` mails it), now: the person is waiting for it. */
+  async #mailReset(profileId: string): Promise<string | null> {
+    const repo = this.deps.repo;
+    const profile = await repo.profiles.find(profileId);
+    if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return null;
+    const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
+    if (!email) return null;
+    const seconds = this.deps.config.resetTokenSeconds;
+    const { token } = await this.deps.oneTime.issue(repo, { kind: 'reset', profileId, email, seconds, now: this.now() });
+    this.deps.mailer.post({ to: email, ...passwordResetMail({ webUrl: this.deps.config.webUrl, profileId, token, validForSeconds: seconds }) });
+    return maskEmail(email);
+  }
+}

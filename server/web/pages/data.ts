@@ -1,0 +1,60 @@
+/**
+ * "Your data" (issue 27): download everything the service holds about the person (one JSON
+ * file, `accounts.exportData`, the procedure `GET /user/export` calls), and delete the account
+ * (`accounts.requestDeletion`: the password typed again; 14 days in which signing in cancels it).
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { DELETED_NAME } from '../../accounts/account-deletion.ts';
+import { PAGES_PREFIX } from '../../config.ts';
+import { iso, refusalOf, sendPage, when, type FieldError } from '../render.ts';
+import { field, frame, redirect, type Notice, type PageKit, type SignedInPage } from './kit.ts';
+
+/**
+ * The notice for the page after a sign-in: that it cancelled the account's deletion, when it
+ * did (`accounts.deletionStatus`, asked with the session the sign-in set); otherwise none. For
+ * the sign-in pages' redirect.
+ */
+export async function signInNotice(kit: PageKit, req: Request, res: Response): Promise<Notice | undefined> {
+  const status = await kit.callerNow(req, res).accounts.deletionStatus().catch(() => null);
+  return status?.cancelledBySignIn ? 'deletion-cancelled' : undefined;
+}
+
+export function dataPages(kit: PageKit) {
+  const { signedIn } = kit;
+
+  const dataPage = async (req: Request, res: Response, page: SignedInPage, status: number, errors?: FieldError[]) => {
+    const { dueAt } = await page.caller.accounts.deletionStatus();
+    sendPage(res, status, 'data', { ...frame(req, page, 'Your data', { errors }), dueAt, deletedName: DELETED_NAME, when, iso });
+  };
+
+  const webData = signedIn(async (req, res, page) => dataPage(req, res, page, 200));
+
+  /** The download: the export as a JSON attachment, never cached. */
+  const webDataExport = signedIn(async (_req, res, page) => {
+    const data = await page.caller.accounts.exportData();
+    const name = `account-data-${data.profile.id.replace(/[^\w-]/g, '')}-${new Date(data.exportedAt).toISOString().slice(0, 10)}.json`;
+    res.status(200);
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.send(`${JSON.stringify(data, null, 2)}\n`);
+  });
+
+  /** "Delete my account": every session ends, so the sign-in page follows with the date. */
+  const webDeleteAccount = signedIn(
+    async (req, res, page) => {
+      try {
+        await page.caller.accounts.requestDeletion({ password: field(req, 'password') });
+      } catch (error) {
+        const refusal = refusalOf(req, error, () => 'password');
+        if (refusal.status >= 500) throw error;
+        return dataPage(req, res, page, refusal.status, refusal.errors);
+      }
+      redirect(res, `${PAGES_PREFIX}/login`, 'deletion-requested');
+    },
+    { post: true },
+  );
+
+  return { webData, webDataExport, webDeleteAccount } satisfies Record<string, RequestHandler>;
+}

@@ -1,0 +1,191 @@
+/**
+ * The mail on a sign-in from a new browser (issue 27), and its "This was not me" link: which
+ * sign-ins are mailed (a browser without the account's device cookie; an API client from a new
+ * User-Agent and address; never the first sign-in after activation), and what the link does:
+ * its page changes nothing; confirming it ends every session, revokes every application (its
+ * refresh token then fails, and it is told by back-channel logout) and mails a reset link, once.
+ * And one session per browser: a browser signing in again as the same person keeps one session.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as client from 'openid-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../helpers/http.ts';
+import { readOutbox, type Mail } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from '../oidc/helpers.ts';
+
+const FIREFOX = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:132.0) Gecko/20100101 Firefox/132.0';
+const CHROME_MAC = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+const SUBJECT = 'A new sign-in to your account';
+const LONG = 60_000;
+
+let server: TestServer;
+let receiver: Server;
+let receiverUrl: string;
+const received = new Map<string, string[]>();
+
+beforeAll(async () => {
+  server = await startServer();
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.set(req.url ?? '', [...(received.get(req.url ?? '') ?? []), new URLSearchParams(body).get('logout_token') ?? '']);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+}, LONG);
+afterAll(async () => {
+  await server.close();
+  await new Promise((resolve) => receiver.close(resolve));
+});
+
+async function login(browser: Client, email: string, userAgent?: string): Promise<void> {
+  const res = await browser.request('POST', '/login', { id: email, password: PASSWORD }, userAgent ? { 'user-agent': userAgent } : {});
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+}
+
+async function newBrowserMails(email: string): Promise<Mail[]> {
+  return (await readOutbox(server.dataDir)).filter((m) => m.to === email && m.subject === SUBJECT);
+}
+
+function notMeToken(mail: Mail): string {
+  const link = /https?:\/\/\S+\/account\/security\/not-me\?token=([\w-]+)/.exec(mail.text);
+  expect(link, mail.text).not.toBeNull();
+  return link?.[1] ?? '';
+}
+
+describe('the mail on a sign-in from a new browser', () => {
+  it('is not sent for the first sign-in after activation, nor for a browser that signed in before; a new browser gets one', async () => {
+    const user = await createActiveUser(server);
+    const laptop = new Client(server.url);
+    await login(laptop, user.email, FIREFOX);
+    // Signed out, then in again: the device cookie names this browser.
+    await laptop.post('/logout');
+    await login(laptop, user.email, FIREFOX);
+    expect(await newBrowserMails(user.email)).toHaveLength(0);
+
+    const phone = new Client(server.url);
+    await login(phone, user.email, CHROME_MAC);
+    const mails = await newBrowserMails(user.email);
+    expect(mails).toHaveLength(1);
+    expect(mails[0]?.text).toContain('Chrome 131 on macOS');
+    expect(mails[0]?.text).toContain('(127.0.0.1)');
+    expect(mails[0]?.text).toContain(user.id);
+    notMeToken(mails[0] as Mail);
+    await phone.post('/logout');
+    await login(phone, user.email, CHROME_MAC);
+    expect(await newBrowserMails(user.email)).toHaveLength(1);
+  });
+
+  it('is sent to an API client without a browser only from a User-Agent and address not seen in the kept sign-ins', async () => {
+    const user = await createActiveUser(server);
+    await login(new Client(server.url), user.email);
+    await login(new Client(server.url), user.email);
+    expect(await newBrowserMails(user.email)).toHaveLength(0);
+    await login(new Client(server.url), user.email, 'python-requests/2.32.3');
+    await login(new Client(server.url), user.email, 'python-requests/2.32.3');
+    expect(await newBrowserMails(user.email)).toHaveLength(1);
+  });
+});
+
+describe('"This was not me"', () => {
+  it('shows the sign-in and changes nothing; confirmed, it ends every session, revokes every app (which is told), and mails a reset link, once', async () => {
+    const user = await createActiveUser(server);
+    // The person's own browser, signed in to an application that keeps a refresh token.
+    const token = await approvedRegistrationToken(server);
+    const registered = await registerByHttp(server, token, { redirect_uris: [REDIRECT], client_name: 'Reviews Dashboard', grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access', backchannel_logout_uri: `${receiverUrl}/not-me`, backchannel_logout_session_required: true });
+    expect(registered.status).toBe(201);
+    const config = await client.discovery(new URL(server.url), registered.body.client_id, undefined, client.ClientSecretBasic(registered.body.client_secret ?? ''), { execute: [client.allowInsecureRequests] });
+    const verifier = client.randomPKCECodeVerifier();
+    const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid offline_access', prompt: 'consent', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const own = new UserAgent();
+    const page = await own.authorize(url, { email: user.email, password: PASSWORD });
+    const tokens = await client.authorizationCodeGrant(config, new URL(page.location ?? ''), { pkceCodeVerifier: verifier, idTokenExpected: true });
+    expect(tokens.refresh_token).toEqual(expect.any(String));
+
+    // Someone else, in another browser.
+    const stranger = new Client(server.url);
+    await login(stranger, user.email, FIREFOX);
+    const [mail] = await newBrowserMails(user.email);
+    const notMe = notMeToken(mail as Mail);
+
+    const asked = await new UserAgent().go(`${server.url}/account/security/not-me?token=${notMe}`);
+    expect(asked.status).toBe(200);
+    expect(asked.html).toContain('Was this you?');
+    expect(asked.html).toContain('Firefox 132 on Windows 10 (127.0.0.1)');
+    // Looking changed nothing.
+    expect((await stranger.get('/profiles')).status).toBe(200);
+    expect((await new UserAgent().go(`${server.url}/account/security/not-me?token=${notMe}`)).status).toBe(200);
+
+    const reader = new UserAgent();
+    const done = await reader.submit(await reader.go(`${server.url}/account/security/not-me?token=${notMe}`), {});
+    expect(done.url).toContain('/account/login?notice=not-me-done');
+    expect(done.html).toContain('Every session of your account was ended');
+
+    expect((await stranger.get('/profiles')).status).toBe(401);
+    expect((await fetch(`${server.url}/sessions`, { headers: { cookie: [...own.jar].map(([k, v]) => `${k}=${v}`).join('; ') } })).status).toBe(401);
+    await expect(client.refreshTokenGrant(config, tokens.refresh_token ?? '')).rejects.toThrow();
+    await expect.poll(() => received.get('/not-me')?.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
+    expect((await server.service.services.oidc.consents({ profileId: user.id } as never)).length).toBe(0);
+    const reset = (await readOutbox(server.dataDir)).filter((m) => m.to === user.email && m.subject === 'Password reset');
+    expect(reset).toHaveLength(1);
+    expect(reset[0]?.text).toMatch(/\/user\/password\?token=/);
+    const events = await server.service.services.security.events({ profileId: user.id } as never);
+    expect(events.events.map((e) => e.action)).toContain('sign-in:not-me');
+
+    // Once only: the page and the API say the link no longer works, and nothing more is mailed.
+    const again = await new UserAgent().go(`${server.url}/account/security/not-me?token=${notMe}`);
+    expect(again.status).toBe(400);
+    expect(again.html).toContain('This link no longer works');
+    const api = await new Client(server.url).post('/security/not-me', { token: notMe });
+    expect(api.body).toMatchObject({ status: 400, name: 'ValidationError', details: { path: 'token' } });
+    expect((await readOutbox(server.dataDir)).filter((m) => m.to === user.email && m.subject === 'Password reset')).toHaveLength(1);
+  }, LONG);
+});
+
+describe('one session per browser', () => {
+  it('a browser signing in again as the same person signs its session in again: one session, a new sign-in time', async () => {
+    const user = await createActiveUser(server);
+    const laptop = new Client(server.url);
+    await login(laptop, user.email, FIREFOX);
+    const [before] = (await laptop.get('/sessions')).body.sessions;
+    await login(laptop, user.email, FIREFOX);
+    const after = (await laptop.get('/sessions')).body.sessions;
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ id: before.id, current: true, method: 'password' });
+    // Another browser is another session.
+    await login(new Client(server.url), user.email, CHROME_MAC);
+    expect((await laptop.get('/sessions')).body.sessions).toHaveLength(2);
+  });
+
+  it('an application forcing a new sign-in (prompt=login) keeps the browser at one session, with the same sid', async () => {
+    const user = await createActiveUser(server);
+    const token = await approvedRegistrationToken(server);
+    const registered = await registerByHttp(server, token, { redirect_uris: [REDIRECT], client_name: 'Forced Login App' });
+    const config = await client.discovery(new URL(server.url), registered.body.client_id, undefined, client.ClientSecretBasic(registered.body.client_secret ?? ''), { execute: [client.allowInsecureRequests] });
+    const agent = new UserAgent();
+    const signIn = async (extra: Record<string, string>) => {
+      const verifier = client.randomPKCECodeVerifier();
+      const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra });
+      const page = await agent.authorize(url, { email: user.email, password: PASSWORD });
+      return client.authorizationCodeGrant(config, new URL(page.location ?? ''), { pkceCodeVerifier: verifier, idTokenExpected: true });
+    };
+    const first = await signIn({});
+    const forced = await signIn({ prompt: 'login' });
+    expect(forced.claims()?.sid).toBe(first.claims()?.sid);
+    expect(Number(forced.claims()?.auth_time)).toBeGreaterThanOrEqual(Number(first.claims()?.auth_time));
+    const cookie = [...agent.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const sessions = (await (await fetch(`${server.url}/sessions`, { headers: { cookie } })).json()) as { sessions: Array<{ method?: string; client?: string }> };
+    expect(sessions.sessions).toHaveLength(1);
+    expect(sessions.sessions[0]).toMatchObject({ method: 'password', client: 'Forced Login App' });
+    // No logout was sent for the session signed in again.
+    const events = await server.service.services.security.events({ profileId: user.id } as never);
+    expect(events.events.filter((e) => e.action === 'sign-in').map((e) => e.client)).toEqual(['Forced Login App', 'Forced Login App']);
+    expect(events.events.find((e) => e.action === 'app:granted')).toMatchObject({ client: 'Forced Login App' });
+  }, LONG);
+});

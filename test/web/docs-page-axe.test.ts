@@ -1,0 +1,61 @@
+/**
+ * The API reference page (`/docs`, Swagger UI on the API document) passes axe-core at desktop
+ * and phone width, and leads back to the account pages.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { checkPage, newContext } from './helpers.ts';
+
+let server: TestServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** axe-core's landmark and heading rules (best practices, beyond `checkPage`'s WCAG set): every part of the page in a landmark, one main, headings in order. */
+async function landmarks(page: Page): Promise<string[]> {
+  // `checkPage` has put axe-core on the page already.
+  const result = await page.evaluate<{ violations: Array<{ id: string }> }>(
+    `axe.run(document, { runOnly: { type: 'rule', values: ['region', 'landmark-one-main', 'landmark-no-duplicate-main', 'landmark-unique', 'landmark-main-is-top-level', 'heading-order', 'page-has-heading-one'] } })`,
+  );
+  return result.violations.map((v) => v.id);
+}
+
+describe('the API reference page', () => {
+  it('passes axe, with an operation opened too, and links back to the account pages', async () => {
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${server.url}/docs`);
+    await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
+    // The servers' menu is labelled once Swagger UI has drawn it.
+    await expect.poll(() => page.locator('select#servers').getAttribute('aria-label')).toBe('Server');
+    await checkPage(page, 'docs');
+    expect(await landmarks(page)).toEqual([]);
+    // An operation opened shows its parameters, body and answers, with controls of their own.
+    await page.locator('.opblock-summary-control').first().click();
+    await page.locator('.opblock-body').first().waitFor();
+    await checkPage(page, 'docs-operation');
+    await page.getByRole('link', { name: 'Your account' }).click();
+    await page.waitForURL((url) => url.pathname === '/account/login');
+    await context.close();
+  }, 120_000);
+
+  it('passes axe at phone width', async () => {
+    const context = await newContext(browser, { phone: true });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/docs`);
+    await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
+    await expect.poll(() => page.locator('select#servers').getAttribute('aria-label')).toBe('Server');
+    await checkPage(page, 'docs-phone');
+    expect(await landmarks(page)).toEqual([]);
+    await context.close();
+  }, 120_000);
+});

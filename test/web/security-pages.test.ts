@@ -1,0 +1,172 @@
+/**
+ * "Password & security" in Chromium (issue 27): the overview and each area's own page pass axe
+ * at desktop and phone width, with times in the browser's own time zone; a sign-in from a second
+ * browser is mailed and the mail's "This was not me" ends it; recovery codes are copied,
+ * downloaded and printed; a wrong second-step code says how many tries are left.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../helpers/browser.ts';
+import { readOutbox } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { checkPage, codeInMail, signIn } from './helpers.ts';
+
+const LONG = { timeout: 120_000 };
+const AREAS = [
+  ['password', 'Password'],
+  ['two-step', 'Two-step verification'],
+  ['passkeys', 'Passkeys'],
+  ['sessions', 'Sessions and devices'],
+  ['apps', 'Applications'],
+  ['activity', 'Activity'],
+] as const;
+
+let server: TestServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** A browser in New York (so a local time is not UTC); `bypassCSP` only so that the test can inject axe-core. */
+function context(opts: { phone?: boolean; clipboard?: boolean } = {}): Promise<BrowserContext> {
+  return browser.newContext({
+    bypassCSP: true,
+    viewport: opts.phone ? { width: 390, height: 844 } : { width: 1000, height: 800 },
+    locale: 'en-US',
+    timezoneId: 'America/New_York',
+    ...(opts.clipboard ? { permissions: ['clipboard-read', 'clipboard-write'] } : {}),
+  });
+}
+
+describe('Password & security, area by area', () => {
+  it('the overview links every area; each area passes axe at desktop and phone width', LONG, async () => {
+    const person = await createActiveUser(server, { fullname: 'Area Reader' });
+    for (const phone of [false, true]) {
+      const browserContext = await context({ phone });
+      const page = await browserContext.newPage();
+      await signIn(page, server, person.email, PASSWORD);
+      await checkPage(page, phone ? 'security-overview-phone' : 'security-overview');
+      for (const [area, title] of AREAS) {
+        await page.goto(`${server.url}/account/security`);
+        await page.getByRole('link', { name: title, exact: true }).first().click();
+        await page.getByRole('heading', { name: title, level: 1 }).waitFor();
+        expect(new URL(page.url()).pathname).toBe(`/account/security/${area}`);
+        await checkPage(page, `security-area-${area}${phone ? '-phone' : ''}`);
+      }
+      await browserContext.close();
+    }
+  });
+
+  it('shows times in the browser’s time zone, with the UTC time kept in the title', LONG, async () => {
+    const person = await createActiveUser(server, { fullname: 'Time Reader' });
+    const browserContext = await context();
+    const page = await browserContext.newPage();
+    await signIn(page, server, person.email, PASSWORD);
+    await page.goto(`${server.url}/account/security/activity`);
+    const time = page.locator('table time').first();
+    await expect.poll(() => time.textContent()).not.toMatch(/UTC$/);
+    expect(await time.textContent()).toMatch(/EST|EDT/);
+    expect(await time.getAttribute('title')).toMatch(/ UTC$/);
+    expect(await page.getByRole('cell', { name: /Signed in with the password/ }).count()).toBeGreaterThan(0);
+    await browserContext.close();
+  });
+});
+
+describe('a sign-in from a new browser', () => {
+  it('is mailed, and the mail’s "This was not me" ends that browser’s session', LONG, async () => {
+    const person = await createActiveUser(server, { fullname: 'Mailed Person' });
+    const own = await context();
+    const mine = await own.newPage();
+    await signIn(mine, server, person.email, PASSWORD);
+    const other = await context();
+    const theirs = await other.newPage();
+    await signIn(theirs, server, person.email, PASSWORD);
+
+    const mail = (await readOutbox(server.dataDir)).find((m) => m.to === person.email && m.subject === 'A new sign-in to your account');
+    expect(mail, 'the new-browser mail').toBeDefined();
+    const link = /https?:\/\/\S+\/account\/security\/not-me\?token=\S+/.exec(mail?.text ?? '')?.[0] ?? '';
+    await mine.goto(link);
+    await mine.getByRole('heading', { name: 'Was this you?' }).waitFor();
+    await checkPage(mine, 'security-not-me');
+    await mine.getByRole('button', { name: /This was not me/ }).click();
+    await expect.poll(() => mine.getByRole('status').textContent()).toContain('Every session of your account was ended');
+
+    await theirs.goto(`${server.url}/account/security`);
+    await theirs.getByRole('heading', { name: 'Sign in' }).waitFor();
+    const reset = (await readOutbox(server.dataDir)).filter((m) => m.to === person.email && m.subject === 'Password reset');
+    expect(reset).toHaveLength(1);
+    await own.close();
+    await other.close();
+  });
+});
+
+describe('recovery codes', () => {
+  it('are copied, downloaded as a text file, and printed alone', LONG, async () => {
+    const person = await createActiveUser(server, { fullname: 'Code Keeper' });
+    const browserContext = await context({ clipboard: true });
+    const page = await browserContext.newPage();
+    await signIn(page, server, person.email, PASSWORD);
+    await page.goto(`${server.url}/account/security/two-step`);
+    await page.getByRole('button', { name: 'Turn on codes by email' }).click();
+    await page.getByRole('heading', { name: 'Save your recovery codes' }).waitFor();
+    await checkPage(page, 'recovery-codes');
+    const codes = await page.locator('ul.codes code').allTextContents();
+    expect(codes).toHaveLength(10);
+
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await expect.poll(() => page.locator('[data-copied]').textContent()).toBe('Copied');
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(`${codes.join('\n')}\n`);
+
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download as a text file' }).click()]);
+    expect(download.suggestedFilename()).toBe(`recovery-codes-${person.id}.txt`);
+    const text = await readFile((await download.path()) ?? '', 'utf8');
+    for (const code of codes) expect(text).toContain(code);
+
+    await page.emulateMedia({ media: 'print' });
+    expect(await page.locator('header.site').isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Copy' }).isVisible()).toBe(false);
+    expect(await page.locator('ul.codes').isVisible()).toBe(true);
+    await page.emulateMedia({ media: 'screen' });
+    await browserContext.close();
+  });
+});
+
+describe('the second step', () => {
+  it('says how many tries are left before a wrong code locks sign-in', LONG, async () => {
+    const person = await createActiveUser(server, { fullname: 'Wrong Coder' });
+    const setup = await context();
+    const first = await setup.newPage();
+    await signIn(first, server, person.email, PASSWORD);
+    await first.goto(`${server.url}/account/security/two-step`);
+    await first.getByRole('button', { name: 'Turn on codes by email' }).click();
+    await first.getByRole('heading', { name: 'Save your recovery codes' }).waitFor();
+    await setup.close();
+
+    const browserContext = await context();
+    const page = await browserContext.newPage();
+    await page.goto(`${server.url}/account/login`);
+    await page.getByLabel('Email or profile id').fill(person.email);
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await page.getByRole('button', { name: 'Send me a code by email' }).click();
+    await page.getByRole('status').filter({ hasText: 'A code was sent' }).waitFor();
+    const code = await codeInMail(server, person.email);
+    await page.getByLabel('Code', { exact: true }).fill(code === '000000' ? '111111' : '000000');
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await expect.poll(() => page.locator('#error-summary').textContent()).toContain('Wrong code. 4 tries left before sign-in is locked for 15 minutes.');
+    await checkPage(page, 'second-step-tries-left');
+    await page.getByLabel('Code', { exact: true }).fill(code);
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('heading', { name: 'Password & security' }).waitFor();
+    await browserContext.close();
+  });
+});
