@@ -8,12 +8,11 @@
 import { readFile } from 'node:fs/promises';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { checkPage, codeInMail, IPHONE, linkInMail, newContext } from './helpers.ts';
+import { checkPage, codeInMail, IPHONE, linkInMail, newContext, closeServerAndBrowser, openServerAndBrowser } from './helpers.ts';
 
 /** Each test drives Chromium through many pages: slow on a loaded 2-core machine. */
 const LONG = { timeout: 180_000 };
@@ -23,14 +22,8 @@ let server: TestServer;
 let browser: Browser;
 const clock = new TestClock();
 
-beforeAll(async () => {
-  server = await startServer({}, undefined, { now: clock.now });
-  browser = await launchBrowser();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+beforeAll(async () => ({ server, browser } = await openServerAndBrowser({}, undefined, { now: clock.now })), 60_000);
+afterAll(() => closeServerAndBrowser({ server, browser }));
 
 /** Signs in on the sign-in page and waits for the page it leads to (whichever it is). */
 async function signInTo(page: Page, id: string, next: string): Promise<void> {

@@ -4,12 +4,25 @@ import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { lastMailTo } from '../helpers/outbox.ts';
-import type { TestServer } from '../helpers/server.ts';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** Where the run writes a full-page screenshot of every page (committed; the README names it). */
 export const SCREENSHOTS = path.join(ROOT, 'docs/screenshots');
 const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js');
+
+/** A server (with `startServer`'s options) and Chromium, for the pages of one test file. */
+export async function openServerAndBrowser(...options: Parameters<typeof startServer>): Promise<{ server: TestServer; browser: Browser }> {
+  const server = await startServer(...options);
+  return { server, browser: await launchBrowser() };
+}
+
+/** Stops what `openServerAndBrowser` started (whatever of it did start). */
+export async function closeServerAndBrowser(opened: { server?: TestServer | undefined; browser?: Browser | undefined }): Promise<void> {
+  await opened.browser?.close();
+  await opened.server?.close();
+}
 
 /** A phone-sized desktop browser; `bypassCSP` only so that the test can inject axe-core. */
 export function newContext(browser: Browser, opts: { userAgent?: string; phone?: boolean } = {}): Promise<BrowserContext> {

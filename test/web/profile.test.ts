@@ -5,25 +5,18 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { keepCookies, cookieHeader } from '../helpers/cookies.ts';
-import { checkPage, newContext } from './helpers.ts';
+import { checkPage, newContext, closeServerAndBrowser, openServerAndBrowser } from './helpers.ts';
 
 const LONG = { timeout: 120_000 };
 
 let server: TestServer;
 let browser: Browser;
 
-beforeAll(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+beforeAll(async () => ({ server, browser } = await openServerAndBrowser()), 60_000);
+afterAll(() => closeServerAndBrowser({ server, browser }));
 
 /** Opens the profile page as a guest, signs in on the way, and lands on it. */
 async function openProfile(page: Page, email: string): Promise<void> {

@@ -7,11 +7,10 @@
 import { readFile } from 'node:fs/promises';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.ts';
 import { readOutbox } from '../helpers/outbox.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { checkPage, codeInMail, signIn } from './helpers.ts';
+import { checkPage, codeInMail, signIn, closeServerAndBrowser, openServerAndBrowser } from './helpers.ts';
 
 const LONG = { timeout: 120_000 };
 const AREAS = [
@@ -26,14 +25,8 @@ const AREAS = [
 let server: TestServer;
 let browser: Browser;
 
-beforeAll(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+beforeAll(async () => ({ server, browser } = await openServerAndBrowser()), 60_000);
+afterAll(() => closeServerAndBrowser({ server, browser }));
 
 /** A browser in New York (so a local time is not UTC); `bypassCSP` only so that the test can inject axe-core. */
 function context(opts: { phone?: boolean; clipboard?: boolean } = {}): Promise<BrowserContext> {

@@ -7,24 +7,17 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loginPage } from '../../server/oidc/pages.ts';
-import { launchBrowser } from '../helpers/browser.ts';
 import { readOutbox } from '../helpers/outbox.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
-import { checkPage, codeInMail, linkInMail, newContext } from './helpers.ts';
+import type { TestServer } from '../helpers/server.ts';
+import { checkPage, codeInMail, linkInMail, newContext, closeServerAndBrowser, openServerAndBrowser } from './helpers.ts';
 
 const LONG = { timeout: 120_000 };
 const PASSWORD = 'Correct-Horse-9';
 let server: TestServer;
 let browser: Browser;
 
-beforeAll(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+beforeAll(async () => ({ server, browser } = await openServerAndBrowser()), 60_000);
+afterAll(() => closeServerAndBrowser({ server, browser }));
 
 /** The error summary's lines and where each links. */
 async function summary(page: Page): Promise<Array<{ text: string; href: string | null }>> {
