@@ -43,14 +43,7 @@ export class SettingsRepository {
   /** The newest entries about a profile (as their target), newest first. */
   async auditOf(target: string, limit: number): Promise<Array<AuditEntry & { at: number }>> {
     const rows = await this.#db('audit_log').where({ target }).orderBy('at', 'desc').orderBy('id', 'desc').limit(limit);
-    return rows.map((row) => ({
-      at: Number(row.at),
-      actor: String(row.actor),
-      action: String(row.action),
-      target: String(row.target),
-      reason: row.reason ?? null,
-      details: row.details ? (fromJson<Record<string, unknown>>(row.details) ?? undefined) : undefined,
-    }));
+    return rows.map(auditEntry);
   }
 
   /**
@@ -61,15 +54,7 @@ export class SettingsRepository {
     const query = this.#db('audit_log').where({ target });
     if (beforeId !== undefined) query.where('id', '<', beforeId);
     const rows = await query.orderBy('id', 'desc').limit(limit);
-    return rows.map((row) => ({
-      id: Number(row.id),
-      at: Number(row.at),
-      actor: String(row.actor),
-      action: String(row.action),
-      target: String(row.target),
-      reason: row.reason ?? null,
-      details: row.details ? (fromJson<Record<string, unknown>>(row.details) ?? undefined) : undefined,
-    }));
+    return rows.map(auditEntry);
   }
 
   /** How many entries of one action about a profile were written since `since` (ms). */
@@ -98,4 +83,17 @@ export class SettingsRepository {
       details: entry.details ? JSON.stringify(entry.details) : null,
     });
   }
+}
+
+/** An `audit_log` row as an entry, with its id and time. */
+function auditEntry(row: Record<string, unknown>): AuditEntry & { id: number; at: number } {
+  return {
+    id: Number(row.id),
+    at: Number(row.at),
+    actor: String(row.actor),
+    action: String(row.action),
+    target: String(row.target),
+    reason: typeof row.reason === 'string' ? row.reason : null,
+    details: row.details ? (fromJson<Record<string, unknown> | null>(row.details) ?? undefined) : undefined,
+  };
 }
