@@ -48,6 +48,7 @@ export function secondStepPage(opts: {
   mfaPendingToken: string;
   methods: string[];
   method: string;
+  /** Shown with the error only when it is something going wrong on our side (empty otherwise). */
   requestId: string;
   error?: string | undefined;
   /** A code was just mailed. */

@@ -35,9 +35,10 @@ describe('the sign-in provider’s second step', () => {
     expect(checked(page(['passkey'], 'passkey'))).toEqual(['recovery']);
   });
 
-  it('shows its error with the request id, tied to the Code field unless a passkey was refused', () => {
+  it('shows its error tied to the Code field unless a passkey was refused, with the request id only when one is given (something went wrong on our side)', () => {
     const html = page(['totp'], 'totp');
     expect(html).toMatch(/quote the request id <code>r1<\/code>/);
+    expect(secondStepPage({ interactionId: 'i', csrf: 'c', clientName: 'Paper Finder', mfaPendingToken: 'p', methods: ['totp'], method: 'totp', requestId: '', error: 'Wrong code.' })).not.toContain('request id');
     expect(html).toMatch(/<input id="code"[^>]* aria-invalid="true" aria-describedby="step-error">/);
     expect(html).toContain('id="step-error"');
     expect(page(['passkey', 'totp'], 'passkey')).not.toContain('aria-invalid');
