@@ -70,13 +70,16 @@ export class OneTimeTokens {
 
   /**
    * Checks a typed code against the token. A wrong code counts; after five the token is void.
+   * The refusal says how many tries are left (`details.triesLeft`).
    * The count is written outside any surrounding transaction's rollback by the caller's design:
    * call this before opening one.
    */
   async checkCode(repo: AccountsRepository, record: TokenRecord, code: string, now: number, message: string): Promise<void> {
     if (record.codeHash !== null && safeEqual(Buffer.from(record.codeHash, 'hex'), Buffer.from(this.#hashCode(code), 'hex'))) return;
     await repo.tokens.recordWrongCode(record.id, now, MAX_CODE_ATTEMPTS);
-    throw invalid(message);
+    // How many more wrong codes the token takes (read before this one was counted: a guess made
+    // at the same moment may have used one more), so a page can say "2 tries left".
+    throw new AppError('ValidationError', message, { path: 'token', triesLeft: Math.max(0, MAX_CODE_ATTEMPTS - record.attempts - 1) });
   }
 
   #hashCode(code: string): string {

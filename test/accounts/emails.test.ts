@@ -68,14 +68,15 @@ describe('alternate emails', () => {
     expect(res.body).toEqual({ confirmedEmail: 'signup-code@example.org' });
   });
 
-  it('five wrong codes void the token', async () => {
+  it('five wrong codes void the token, each refusal saying how many tries are left', async () => {
     const user = await createActiveUser(server);
     const { client } = await loggedIn(server, user.email);
     await client.post('/user/confirm', { alternate: 'guessed@example.org' });
     const code = await codeMailedTo('guessed@example.org');
     for (let i = 0; i < 5; i += 1) {
       const res = await client.request('PUT', '/activatelink', { email: 'guessed@example.org', token: wrong(code) });
-      expect(res.body).toMatchObject({ status: 400, message: 'Token is not valid' });
+      // Each refusal says how many tries are left, for the page's "4 tries left".
+      expect(res.body).toMatchObject({ status: 400, message: 'Token is not valid', details: { path: 'token', triesLeft: 4 - i } });
     }
     const right = await client.request('PUT', '/activatelink', { email: 'guessed@example.org', token: code });
     expect(right.status).toBe(400);

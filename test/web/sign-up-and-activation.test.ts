@@ -124,7 +124,7 @@ describe('signing up and activating in a real browser', () => {
     expect(await page.getByLabel('Email').inputValue()).toBe('franklin@birkbeck.example.org');
     await page.getByLabel('Code').fill('000000' === confirmCode ? '111111' : '000000');
     await page.getByRole('button', { name: 'Confirm', exact: true }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('That code is wrong or has expired');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('That code is wrong. 4 tries left before it stops working.');
     expect(await page.getByLabel('Code').getAttribute('aria-invalid')).toBe('true');
     await checkPage(page, 'confirm-email-error');
     await page.getByLabel('Code').fill(confirmCode);

@@ -113,7 +113,7 @@ export class SecondFactors extends MfaPart {
         await this.audit(profile.id, 'system', 'mfa.locked', { until });
         throw locked(until, now);
       }
-      throw withTriesLeft(refusal ?? new AppError('BadRequestError', INVALID_CODE), MAX_FAILED_ATTEMPTS - attempt.count);
+      throw withTriesLeft(refusal ?? wrongCode(), MAX_FAILED_ATTEMPTS - attempt.count);
     }
     await this.#factorDeps.mfa.clearFailures(profile.id);
     return proof;
@@ -140,7 +140,7 @@ export class SecondFactors extends MfaPart {
     // As for the person: the last wrong code of the allowance locks (this browser only).
     if (proof === null) {
       await this.#recordWrong(profile.id, method, origin);
-      throw left > 0 ? withTriesLeft(refusal ?? new AppError('BadRequestError', INVALID_CODE), left) : locked(now + LOCK_SECONDS * 1000, now);
+      throw left > 0 ? withTriesLeft(refusal ?? wrongCode(), left) : locked(now + LOCK_SECONDS * 1000, now);
     }
     await this.deps.limits.refund('mfaDevice', key);
     // The person proved it: strangers' wrong codes so far no longer count towards their lockout.
@@ -218,6 +218,11 @@ export function amrOf(proof: SecondFactorProof | null): string[] {
 /** The ID token's `acr`: `2` for two factors, `1` for one (documented in the README). */
 export function acrOf(amr: readonly string[]): string {
   return amr.includes('mfa') ? '2' : '1';
+}
+
+/** The code typed is not the factor's (`details.reason`: the pages tell it by that, not by its words). */
+function wrongCode(): AppError {
+  return new AppError('BadRequestError', INVALID_CODE, { reason: 'wrong-code' });
 }
 
 /** A refused code, with how many more wrong ones the lockout allows (`details.triesLeft`: the pages say "2 tries left"). */

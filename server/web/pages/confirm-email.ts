@@ -39,7 +39,9 @@ export function confirmEmailPages(kit: PageKit) {
         // code, in the page's words rather than the API's "Token is not valid", which its clients match.
         const refused = serviceRefusal(error);
         if (refused?.errors === undefined && refused?.details?.path === 'token') {
-          refusal.errors = refusal.errors.map((e) => (e.field === 'code' ? { ...e, message: 'That code is wrong or has expired' } : e));
+          const left = refused.details.triesLeft;
+          const words = typeof left !== 'number' ? 'That code is wrong or has expired' : left > 0 ? `That code is wrong. ${left} ${left === 1 ? 'try' : 'tries'} left before it stops working.` : 'That code is wrong, and it no longer works: ask for a new one.';
+          refusal.errors = refusal.errors.map((e) => (e.field === 'code' ? { ...e, message: words } : e));
         }
         // A code that no longer works: a signed-in person gets a new one in one click.
         const resendTo = page.viewer && refusal.errors.some((e) => e.field === 'code') && values.email ? values.email : undefined;

@@ -7,7 +7,7 @@
 import type { Request } from 'express';
 import type { MfaVerifyInput } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
-import { INVALID_CODE, LOCK_SECONDS } from '../../accounts/mfa/second-factor.ts';
+import { LOCK_SECONDS } from '../../accounts/mfa/second-factor.ts';
 import { toAppError } from '../../errors.ts';
 import { jsonFieldValue } from '../passkey-forms.ts';
 import { refusalOf, when, type FieldError } from '../render.ts';
@@ -133,7 +133,7 @@ export function secondStepErrors(req: Request, error: unknown, field: string): {
   }
   // A wrong code says how many more the lockout allows (`details.triesLeft`, the service's count).
   const triesLeft = app.status === 400 && typeof app.details?.triesLeft === 'number' ? app.details.triesLeft : null;
-  const errors = triesLeft === null ? refusal.errors : refusal.errors.map((e) => ({ ...e, message: triesLeftWords(app.message === INVALID_CODE ? 'Wrong code.' : e.message, triesLeft) }));
+  const errors = triesLeft === null ? refusal.errors : refusal.errors.map((e) => ({ ...e, message: triesLeftWords(app.details?.reason === 'wrong-code' ? 'Wrong code.' : e.message, triesLeft) }));
   // Only a refusal of what was typed (400): not a 5xx, not "confirm again", not a rate limit.
   if (field === '' || app.status !== 400) return { status: refusal.status, errors: errors.map((e) => ({ ...e, field: '' })) };
   return { status: refusal.status, errors: errors.map((e) => (e.field === '' && typeof app.details?.path !== 'string' ? { ...e, field } : e)) };
