@@ -83,7 +83,7 @@ export interface PersonsApplications {
 /**
  * "This was not me": the new-browser mail's link. Its page shows the sign-in it is about
  * (`link`, which changes nothing); confirming (`act`) uses the link up and, for the person:
- * ends every session (the token version moves on, so every token issued before is refused, the
+ * makes the password stop working (whoever signed in knows it), ends every session (the token version moves on, so every token issued before is refused, the
  * sign-in provider's too, and the applications signed in through those sessions are told by
  * back-channel logout), forgets every remembered browser, revokes every application, and mails
  * a password-reset link. Audited.
@@ -112,6 +112,9 @@ export class NotMeService extends AccountsPart {
     if (!alert || !(await this.#mfa.useAlert(alert.id, alert.profileId, now))) throw new AppError('ValidationError', USED_LINK, { path: 'token' });
     const profileId = alert.profileId;
     await this.deps.repo.transaction(async (repo) => {
+      // Whoever signed in knows the password: it stops working here, so that they cannot sign
+      // straight back in; the person chooses a new one from the mailed link.
+      await repo.profiles.update(profileId, { passwordHash: null }, now);
       await this.core.sessions.endAllSessions(repo, profileId, now);
       await repo.sessions.revokeImpersonationsFrom(profileId, now);
       await repo.settings.audit({ actor: profileId, action: 'sign-in:not-me', target: profileId, details: { ...deviceDetails(origin), sessionId: alert.sessionId } }, now);

@@ -94,7 +94,7 @@ describe('the mail on a sign-in from a new browser', () => {
 });
 
 describe('"This was not me"', () => {
-  it('shows the sign-in and changes nothing; confirmed, it ends every session, revokes every app (which is told), and mails a reset link, once', async () => {
+  it('shows the sign-in and changes nothing; confirmed, it makes the password stop working, ends every session, revokes every app (which is told), and mails a reset link, once', async () => {
     const user = await createActiveUser(server);
     // The person's own browser, signed in to an application that keeps a refresh token.
     const token = await approvedRegistrationToken(server);
@@ -128,6 +128,9 @@ describe('"This was not me"', () => {
     expect(done.html).toContain('Every session of your account was ended');
 
     expect((await stranger.get('/profiles')).status).toBe(401);
+    // Whoever signed in knew the password: it no longer signs anyone in, in that browser or any other.
+    expect((await stranger.request('POST', '/login', { id: user.email, password: PASSWORD }, { 'user-agent': FIREFOX })).status).toBe(400);
+    expect((await new Client(server.url).post('/login', { id: user.email, password: PASSWORD })).status).toBe(400);
     expect((await fetch(`${server.url}/sessions`, { headers: { cookie: [...own.jar].map(([k, v]) => `${k}=${v}`).join('; ') } })).status).toBe(401);
     await expect(client.refreshTokenGrant(config, tokens.refresh_token ?? '')).rejects.toThrow();
     await expect.poll(() => received.get('/not-me')?.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
