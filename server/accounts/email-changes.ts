@@ -162,6 +162,12 @@ export class EmailChangeService extends AccountsPart {
       switch (change) {
         case 'added': {
           const emails = await repo.emails.emailsOf(profile.id);
+          // The rule removal follows: never the last confirmed address. When the one added is
+          // all that is left (the old one was removed since), the link about that removal gives
+          // the old one back first; this link stays usable (nothing is written, it is not used up).
+          if (emails.some((e) => e.email === email) && !emails.some((e) => e.confirmed && e.email !== email)) {
+            throw new AppError('ValidationError', `${email} is the only confirmed address left on the account, so it cannot be taken away yet: first use the link in the mail saying your address was removed, which gives it back, then this one`, { path: 'token', reason: 'last-confirmed' });
+          }
           if (await repo.emails.removeEmail(profile.id, email)) {
             if (preferredEmail(profile, emails) === email) {
               const next = emails.find((e) => e.confirmed && e.email !== email)?.email;

@@ -9,7 +9,7 @@ import * as oidcClient from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
 import { TestClock } from '../helpers/clock.ts';
-import { lastMailTo } from '../helpers/outbox.ts';
+import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
@@ -142,6 +142,26 @@ describe('emails', () => {
     expect((await call(new Client(server.url), 'accounts.undoEmailChange', { token })).ok).toBe(false);
     const events = (await again.client.get('/security/events')).body.events.map((e: { action: string }) => e.action);
     expect(events).toEqual(expect.arrayContaining(['email:removed', 'email:undone']));
+  });
+
+  it('an "added" link never takes away the last confirmed address: after a takeover, the links about the old address give it back first, in any order', async () => {
+    // Someone in the account adds their own address, makes it preferred and removes the person's.
+    const person = await personWithTwoAddresses();
+    expect((await call(person.client, 'accounts.setPreferredEmail', { email: person.second })).ok).toBe(true);
+    expect((await call(person.client, 'accounts.removeEmail', { email: person.email })).ok).toBe(true);
+    const mails = (await readOutbox(server.dataDir)).filter((m) => m.to === person.email);
+    const linkOf = (subject: string) => undoToken(mails.find((m) => m.subject === subject)?.text ?? '');
+    const added = linkOf('An email address was added to your account');
+    const removed = linkOf('This email address was removed from your account');
+    const refused = await call(new Client(server.url), 'accounts.undoEmailChange', { token: added });
+    expect(refused.ok).toBe(false);
+    expect(refused.error.data.error).toMatchObject({ name: 'ValidationError', details: { path: 'token', reason: 'last-confirmed' } });
+    expect((await server.service.services.db('profile_emails').where({ profile_id: person.id }).pluck('email'))).toEqual([person.second]);
+    expect((await call(new Client(server.url), 'accounts.undoEmailChange', { token: removed })).ok).toBe(true);
+    // The refused link was not used up: now it takes the added address away.
+    expect((await call(new Client(server.url), 'accounts.undoEmailChange', { token: added })).ok).toBe(true);
+    const rows = await server.service.services.db('profile_emails').where({ profile_id: person.id }).select('email', 'confirmed');
+    expect(rows.map((r: { email: string }) => r.email)).toEqual([person.email]);
   });
 
   it('an undo link older than seven days undoes nothing', async () => {

@@ -148,7 +148,8 @@ export class ProfilesRepository {
       state?: ProfileState;
       content?: ProfileContent;
       pastStates?: PastState[];
-      passwordHash?: string;
+      /** null: no password signs the profile in until a reset sets one ("This was not me"). */
+      passwordHash?: string | null;
       ddate?: number | null;
       mergedInto?: string;
       /** When the date of birth in effect was first supplied (`profile-editor.ts`). */
