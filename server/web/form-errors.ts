@@ -83,7 +83,9 @@ export function formRefusal(req: Request, error: unknown, form: { fields: readon
     const at = issue.path.map(String).join('/');
     const field = fields.find((f) => f.paths.includes(at));
     if (!field) return { field: '', message: refusal.errors.find((e) => e.field === '')?.message ?? 'Please check the form' };
-    return { field: field.id, message: issueWords(issue, field, valueAt(form.input, issue.path as PropertyKey[]) === undefined) };
+    // A field left empty is missing, whatever the schema says of its form ("Enter your email address").
+    const value = valueAt(form.input, issue.path as PropertyKey[]);
+    return { field: field.id, message: issueWords(issue, field, value === undefined || value === '') };
   });
   return { status: refusal.status, errors: inFieldOrder(errors, fields) };
 }

@@ -105,6 +105,34 @@ describe('the pages’ forms', () => {
   });
 });
 
+describe('a signed-in person’s forms, sent empty or wrong', () => {
+  /** A browser signed in on the pages: its cookies and its forms' CSRF token. */
+  async function signedIn(): Promise<{ cookie: string; token: string }> {
+    const { createActiveUser, PASSWORD } = await import('../helpers/users.ts');
+    const user = await createActiveUser(server);
+    const { cookie, token } = await csrf();
+    const res = await post('/account/login', { csrf: token, email: user.email, password: PASSWORD }, { cookie });
+    expect(res.status).toBe(303);
+    const session = res.headers.getSetCookie().map((c) => c.split(';')[0]);
+    return { cookie: [cookie, ...session].join('; '), token };
+  }
+
+  it.each([
+    ['/account/data/delete', {}, 'Enter your password'],
+    ['/account/emails/add', { alternate: '' }, 'Enter the email address to add'],
+    ['/account/emails/add', { alternate: 'not-an-address' }, 'Enter an email address like name@example.org'],
+    ['/account/confirm', { email: '', code: '' }, 'Enter the email address to confirm'],
+    ['/account/security/password', { currentPassword: '', newPassword: '', confirmation: '' }, 'Enter your current password'],
+  ])('POST %s %j is refused in plain words, with no request id to quote', async (path, form, words) => {
+    const { cookie, token } = await signedIn();
+    const res = await post(path, { csrf: token, ...form }, { cookie });
+    expect(res.status).toBe(400);
+    const html = await res.text();
+    expect(html).toContain(words);
+    expect(html).not.toMatch(/Too small|Invalid email|expected string|request id/);
+  });
+});
+
 describe('human verification on the pages, with a verification service configured', () => {
   let verified: TestServer;
   let siteverify: Server;

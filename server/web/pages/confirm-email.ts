@@ -4,8 +4,16 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { PAGES_PREFIX } from '../../config.ts';
-import { refusalOf, sendPage, type FieldError } from '../render.ts';
+import { ActivateLinkInput } from '../../../shared/index.ts';
+import { formRefusal, type FormField } from '../form-errors.ts';
+import { sendPage, type FieldError } from '../render.ts';
 import { field, frame, query, redirect, serviceRefusal, type PageKit, type PageRequest } from './kit.ts';
+
+/** The confirm form's inputs, in order: the code is the API's `token`. */
+const CONFIRM_FIELDS: FormField[] = [
+  { id: 'email', paths: ['email'], what: 'the email address to confirm, like name@example.org', name: 'The email address' },
+  { id: 'code', paths: ['token'], what: 'the 6-digit code from the mail', name: 'The code' },
+];
 
 export function confirmEmailPages(kit: PageKit) {
   const { handle } = kit;
@@ -33,7 +41,7 @@ export function confirmEmailPages(kit: PageKit) {
       try {
         await page.caller.accounts.activateLink({ email: values.email, token: values.code, ...(token ? { activationToken: token } : {}) });
       } catch (error) {
-        const refusal = refusalOf(req, error, (at) => (at === 'token' ? 'code' : at));
+        const refusal = formRefusal(req, error, { fields: CONFIRM_FIELDS, schema: ActivateLinkInput, input: { email: values.email, token: values.code } });
         // The service refusing the code itself (one error at `token`; a schema failure is a list
         // of fields, and a code of the wrong shape keeps its own message): a wrong, used or expired
         // code, in the page's words rather than the API's "Token is not valid", which its clients match.

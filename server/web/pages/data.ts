@@ -6,7 +6,9 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { DELETED_NAME } from '../../accounts/account-deletion.ts';
 import { PAGES_PREFIX } from '../../config.ts';
-import { iso, refusalOf, sendPage, when, type FieldError } from '../render.ts';
+import { RequestDeletionInput } from '../../../shared/index.ts';
+import { formRefusal, type FormField } from '../form-errors.ts';
+import { iso, sendPage, when, type FieldError } from '../render.ts';
 import { field, frame, redirect, type Notice, type PageKit, type SignedInPage } from './kit.ts';
 
 /**
@@ -18,6 +20,9 @@ export async function signInNotice(kit: PageKit, req: Request, res: Response): P
   const status = await kit.callerNow(req, res).accounts.deletionStatus().catch(() => null);
   return status?.cancelledBySignIn ? 'deletion-cancelled' : undefined;
 }
+
+/** The deletion form's one input: the password typed again (the API's `confirmId` has no input here). */
+const DELETE_FIELDS: FormField[] = [{ id: 'password', paths: ['password', 'confirmId'], what: 'your password', name: 'The password' }];
 
 export function dataPages(kit: PageKit) {
   const { signedIn } = kit;
@@ -44,10 +49,11 @@ export function dataPages(kit: PageKit) {
   /** "Delete my account": every session ends, so the sign-in page follows with the date. */
   const webDeleteAccount = signedIn(
     async (req, res, page) => {
+      const input = { password: field(req, 'password') };
       try {
-        await page.caller.accounts.requestDeletion({ password: field(req, 'password') });
+        await page.caller.accounts.requestDeletion(input);
       } catch (error) {
-        const refusal = refusalOf(req, error, () => 'password');
+        const refusal = formRefusal(req, error, { fields: DELETE_FIELDS, schema: RequestDeletionInput, input });
         if (refusal.status >= 500) throw error;
         return dataPage(req, res, page, refusal.status, refusal.errors);
       }

@@ -6,6 +6,8 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { PAGES_PREFIX } from '../../config.ts';
+import { ConfirmEmailInput } from '../../../shared/index.ts';
+import { formRefusal, type FormField } from '../form-errors.ts';
 import { iso, refusalOf, sendPage, when, type FieldError } from '../render.ts';
 import { field, frame, query, redirect, type PageKit, type SignedInPage } from './kit.ts';
 
@@ -20,6 +22,9 @@ function undoWords(change: 'added' | 'removed' | 'preferred', email: string, pro
       return `Another address was made preferred on the account ${profileId}. Undoing it makes ${email} preferred again.`;
   }
 }
+
+/** "Add an email"'s one input. */
+const ADD_FIELDS: FormField[] = [{ id: 'alternate', paths: ['alternate'], what: 'the email address to add, like name@example.org', name: 'The email address' }];
 
 export function emailsPages(kit: PageKit) {
   const { signedIn, handle } = kit;
@@ -38,7 +43,7 @@ export function emailsPages(kit: PageKit) {
       try {
         await page.caller.accounts.confirmEmail({ alternate });
       } catch (error) {
-        const refusal = refusalOf(req, error);
+        const refusal = formRefusal(req, error, { fields: ADD_FIELDS, schema: ConfirmEmailInput, input: { alternate } });
         if (refusal.status >= 500) throw error;
         return emailsPage(req, res, page, refusal.status, refusal.errors, { alternate });
       }

@@ -9,6 +9,8 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { PAGES_PREFIX } from '../../config.ts';
 import { SCOPE_WORDS } from '../../oidc/pages.ts';
+import { ChangePasswordInput } from '../../../shared/index.ts';
+import { formRefusal, type FormField } from '../form-errors.ts';
 import { iso, refusalOf, sendPage, when, type FieldError } from '../render.ts';
 import { field, frame, redirect, type PageKit, type SignedInPage } from './kit.ts';
 import { METHOD_WORDS } from './second-step.ts';
@@ -29,6 +31,13 @@ export const SECURITY_AREAS = [
 export type SecurityArea = (typeof SECURITY_AREAS)[number]['id'];
 
 /** Where an area's page is. */
+/** The password form's inputs, in order. */
+const PASSWORD_FIELDS: FormField[] = [
+  { id: 'currentPassword', paths: ['currentPassword'], what: 'your current password', name: 'The current password' },
+  { id: 'newPassword', paths: ['newPassword'], what: 'a new password', name: 'The new password' },
+  { id: 'confirmation', paths: [], what: 'the new password again', name: 'The confirmation' },
+];
+
 export function areaPath(area: SecurityArea): string {
   return `${PAGES_PREFIX}/security/${area}`;
 }
@@ -125,10 +134,11 @@ export function securityPages(kit: PageKit) {
       if (field(req, 'newPassword') !== field(req, 'confirmation')) {
         return areaPage(req, res, page, 'password', 400, [{ field: 'confirmation', message: 'Passwords must match' }]);
       }
+      const input = { currentPassword: field(req, 'currentPassword'), newPassword: field(req, 'newPassword'), logoutOtherSessions };
       try {
-        await page.caller.accounts.changePassword({ currentPassword: field(req, 'currentPassword'), newPassword: field(req, 'newPassword'), logoutOtherSessions });
+        await page.caller.accounts.changePassword(input);
       } catch (error) {
-        const refusal = refusalOf(req, error);
+        const refusal = formRefusal(req, error, { fields: PASSWORD_FIELDS, schema: ChangePasswordInput, input });
         return areaPage(req, res, page, 'password', refusal.status, refusal.errors);
       }
       redirect(res, areaPath('password'), logoutOtherSessions ? 'password-changed-others-out' : 'password-changed');
