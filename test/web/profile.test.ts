@@ -89,6 +89,26 @@ describe('the profile page', () => {
     await context.close();
   });
 
+  it('saving the page keeps what it has no input for (an institution’s country and city, a relation’s readers)', LONG, async () => {
+    const person = await createActiveUser(server, { fullname: 'Lise Meitner' });
+    const { loggedIn } = await import('../helpers/users.ts');
+    const api = (await loggedIn(server, person.email)).client;
+    const [read] = (await api.get('/profiles')).body.profiles;
+    const institution = { name: 'Kaiser Wilhelm Institute', domain: 'kwi.example.org', country: 'Germany', city: 'Berlin', department: 'Chemistry' };
+    const relation = { relation: 'Collaborator', name: 'Otto Hahn', email: 'otto@example.org', readers: ['everyone'] };
+    const posted = await api.post('/profiles', { id: read.id, signatures: [read.id], content: { ...read.content, history: [{ position: 'Professor', institution, start: 1926 }], relations: [relation] } });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(200);
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await openProfile(page, person.email);
+    await page.getByRole('button', { name: 'Save your profile' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toBeTruthy();
+    const [saved] = (await api.get('/profiles')).body.profiles;
+    expect(saved.content.history[0].institution).toEqual(institution);
+    expect(saved.content.relations[0]).toMatchObject(relation);
+    await context.close();
+  });
+
   it('passes axe at phone width', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Grace Hopper' });
     const phone = await newContext(browser, { phone: true });

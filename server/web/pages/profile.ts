@@ -131,8 +131,21 @@ function contentOf(state: FormState, profile: Profile): { content: Record<string
     return made;
   };
   const period = (section: Section, i: number) => ({ start: yearOf(v(`${section}-${i}-start`)), ...(v(`${section}-${i}-end`) ? { end: yearOf(v(`${section}-${i}-end`)) } : {}) });
-  const history = rows('history', (i) => ({ position: v(`history-${i}-position`), institution: { name: v(`history-${i}-institution`), domain: v(`history-${i}-domain`) }, ...period('history', i) }));
-  const relations = rows('relations', (i) => ({ relation: v(`relations-${i}-relation`), name: v(`relations-${i}-name`), email: v(`relations-${i}-email`), username: v(`relations-${i}-username`), ...period('relations', i) }));
+  // What the form has no input for (an institution's country, city, department; a relation's
+  // readers, which a client may have posted) is kept from the row the form showed at that place,
+  // while it is still about the same institution or person: saving the page loses nothing.
+  const shownHistory = profile.content.history ?? [];
+  const shownRelations = profile.content.relations ?? [];
+  const history = rows('history', (i) => {
+    const domain = v(`history-${i}-domain`);
+    const { name: _name, domain: _domain, ...unseen } = shownHistory[i]?.institution.domain === domain ? shownHistory[i].institution : { name: '', domain: '' };
+    return { position: v(`history-${i}-position`), institution: { ...unseen, name: v(`history-${i}-institution`), domain }, ...period('history', i) };
+  });
+  const relations = rows('relations', (i) => {
+    const name = v(`relations-${i}-name`);
+    const readers = shownRelations[i]?.name === name ? shownRelations[i].readers : undefined;
+    return { relation: v(`relations-${i}-relation`), name, email: v(`relations-${i}-email`), username: v(`relations-${i}-username`), ...period('relations', i), ...(readers ? { readers } : {}) };
+  });
   const expertise = rows('expertise', (i) => ({ keywords: v(`expertise-${i}-keywords`).split(',').map((k) => k.trim()).filter(Boolean), ...period('expertise', i) }));
   const kept = profile.content;
   const yearOfBirth = v('yearOfBirth');
