@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { secondStepPage } from '../../server/oidc/pages.ts';
 import { eventFrom } from '../../server/web/pages/security.ts';
+import { eventWords } from '../../server/web/pages/security-activity.ts';
 
 describe('the security events’ "From" column', () => {
   it('names the browser and system, an unknown browser, or nothing at all', () => {
@@ -15,6 +16,14 @@ describe('the security events’ "From" column', () => {
     // A factor turned on or off records no browser and no address.
     expect(eventFrom({ browser: null, os: null, address: null })).toBe('—');
     expect(eventFrom({})).toBe('—');
+  });
+});
+
+describe('the activity log’s "What" column', () => {
+  it('words every action the service writes about a person, never its raw name', () => {
+    const actions = ['sign-in', 'sign-in:failed', 'mfa.code.wrong', 'sign-in:not-me', 'password:change', 'password:reset', 'session:end', 'app:granted', 'app:revoked', 'email:added', 'email:removed', 'email:preferred', 'email:undone', 'profile:update', 'account:deletion-requested', 'account:deletion-cancelled', 'mfa.totp.enabled', 'mfa.locked', 'merge'];
+    for (const action of actions) expect(eventWords({ action, actor: '~Ada_Lovelace1' }), action).not.toBe(action);
+    expect(eventWords({ action: 'profile:update', actor: '~Ada_Lovelace1' })).toBe('Profile edited');
   });
 });
 

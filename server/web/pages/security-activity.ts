@@ -50,7 +50,7 @@ export function eventWords(event: Pick<SecurityEvent, 'action' | 'actor'> & Part
     case 'mfa.code.wrong':
       return `Wrong code at the second step${event.factor ? ` (${(METHOD_WORDS[event.factor] ?? event.factor).toLowerCase()})` : ''}`;
     case 'sign-in:not-me':
-      return '“This was not me”: signed out everywhere, applications revoked, password reset mailed';
+      return '“This was not me”: the password stopped working, signed out everywhere, applications revoked, a reset link mailed';
     case 'password:change':
       return 'Password changed';
     case 'password:reset':
@@ -69,6 +69,8 @@ export function eventWords(event: Pick<SecurityEvent, 'action' | 'actor'> & Part
       return `Preferred email changed to ${email}`;
     case 'email:undone':
       return `An email change was undone (${email})`;
+    case 'profile:update':
+      return 'Profile edited';
     case 'account:deletion-requested':
       return 'Deleting the account was asked for';
     case 'account:deletion-cancelled':
