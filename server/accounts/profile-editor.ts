@@ -112,6 +112,10 @@ export class ProfileEditor extends AccountsPart {
         continue;
       }
       const base = tildeBase(name, at);
+      // A spelling given twice in one post would take a new id for each copy, ids that are never
+      // given back: one post could take every id of a name.
+      const twice = given.some((other, j) => j !== i && (other.username ? splitUsername(other.username)?.base === base : j < i && tildeBase(other) === base));
+      if (twice) throw new AppError('ValidationError', 'This name is already in the list: give each name once', { path: `${at}first` });
       const taken = new Set([...names.map((n) => n.username), ...given.map((n) => n.username)]);
       names.push({ ...name, username: await usernameForName(repo.emails, profile.id, owned, base, taken) });
     }

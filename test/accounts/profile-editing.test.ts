@@ -107,6 +107,20 @@ describe('editing one’s own profile', () => {
     expect(await t.services.db('profile_emails').where({ email: 'thief@example.org' })).toEqual([]);
   });
 
+  it('refuses a name given twice in one post, which would take an id per copy, changing nothing', async () => {
+    const ada = await person('Ada Twice');
+    const before = await own(ada);
+    const rows = await rowsOf(ada.id);
+    const copies = Array.from({ length: 5 }, () => ({ first: 'Zed', last: 'Zed' }));
+    await expect(ada.call.accounts.updateProfile(edited(before, { names: [...(before.content.names ?? []), ...copies] }))).rejects.toMatchObject({
+      cause: { name: 'ValidationError', details: { path: 'content/names/2/first' } },
+    });
+    await expect(ada.call.accounts.updateProfile(edited(before, { names: [...(before.content.names ?? []), { fullname: 'Ada Twice' }] }))).rejects.toMatchObject({
+      cause: { name: 'ValidationError', details: { path: 'content/names/1/first' } },
+    });
+    expect(await rowsOf(ada.id)).toEqual(rows);
+  });
+
   it('gives a removed name its id back when it is added again, and never removes the name of the profile id', async () => {
     const ada = await person('Ada Countess');
     const before = await own(ada);
