@@ -39,6 +39,11 @@ describe('the profile page', () => {
     await page.getByLabel('First name').fill('Ada');
     await page.getByLabel('Last name').fill('Byron');
     await page.getByLabel('Make this new name the preferred one').check();
+    // Its id, before saving: shown, nothing saved, what was typed kept.
+    await page.getByRole('button', { name: 'Show the new name’s profile id' }).click();
+    await expect.poll(() => page.locator('#names').textContent()).toContain('Its profile id will be ~Ada_Byron1 once you save.');
+    expect(await page.getByLabel('Last name').inputValue()).toBe('Byron');
+    expect(await page.getByLabel('Make this new name the preferred one').isChecked()).toBe(true);
     await page.locator('#history-0-position').fill('PhD Student');
     await page.locator('#history-0-institution').fill('Massachusetts Institute of Technology');
     // An institution from the list fills in its domain (the pages' behaviours; without them, it is typed).

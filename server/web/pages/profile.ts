@@ -20,7 +20,7 @@ import {
 import { DOB_CORRECTION_DAYS } from '../../accounts/profile-editor.ts';
 import { PAGES_PREFIX } from '../../config.ts';
 import { refusalOf, sendPage, type FieldError } from '../render.ts';
-import { field, frame, redirect, type PageKit, type SignedInPage } from './kit.ts';
+import { field, frame, isRefusal, redirect, type PageKit, type SignedInPage } from './kit.ts';
 
 /** The repeated sections, their rows' fields (as the form names them), and the most rows a form may ask for. */
 const SECTIONS = {
@@ -217,12 +217,12 @@ function inFieldOrder(errors: FieldError[], state: FormState): FieldError[] {
 export function profilePages(kit: PageKit) {
   const { signedIn } = kit;
 
-  const show = (req: Request, res: Response, page: SignedInPage, status: number, profile: Profile, options: ProfileEditorOptions, state: FormState, errors?: FieldError[]) => {
+  const show = (req: Request, res: Response, page: SignedInPage, status: number, profile: Profile, options: ProfileEditorOptions, state: FormState, errors?: FieldError[], previews: Record<number, string> = {}) => {
     const stored = new Map((profile.content.names ?? []).map((n) => [n.username ?? '', n]));
     const names = Array.from({ length: state.rows.names }, (_, i) => {
       const username = state.usernames[i] ?? '';
       const own = username ? stored.get(username) : undefined;
-      return { i, username: own ? username : '', fullname: own?.fullname ?? '', removable: own !== undefined && username !== profile.id };
+      return { i, username: own ? username : '', fullname: own?.fullname ?? '', removable: own !== undefined && username !== profile.id, preview: previews[i] ?? '' };
     });
     sendPage(res, status, 'profile', {
       ...frame(req, page, 'Profile', { errors, wide: true }),
@@ -263,6 +263,24 @@ export function profilePages(kit: PageKit) {
       if (more) {
         state.rows[more] = Math.min(MAX_ROWS[more], state.rows[more] + 1);
         show(req, res, page, 200, profile, options, state);
+        return;
+      }
+      if (intent === 'preview-names') {
+        // Each new name's profile id as it would be given now (`accounts.tildeUsername`, the
+        // activation page's "Show the profile ids"): nothing is saved or reserved.
+        const previews: Record<number, string> = {};
+        for (let i = 0; i < state.rows.names; i += 1) {
+          if (state.usernames[i]) continue;
+          const [first = '', middle = '', last = ''] = (['first', 'middle', 'last'] as const).map((part) => state.values[`names-${i}-${part}`] ?? '');
+          if (!first && !last) continue;
+          try {
+            previews[i] = (await page.caller.accounts.tildeUsername({ first, ...(middle ? { middle } : {}), last })).username;
+          } catch (error) {
+            if (!isRefusal(error)) throw error;
+            previews[i] = '';
+          }
+        }
+        show(req, res, page, 200, profile, options, state, undefined, previews);
         return;
       }
       const { content, rowOf } = contentOf(state, profile);
