@@ -206,8 +206,8 @@ function inFieldOrder(errors: FieldError[], state: FormState): FieldError[] {
     .sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i)
     .map(({ e }) => e)
     .filter((e) => {
-      // One message per input: the first is the one to fix first.
-      const key = `${e.field}\u0000${e.message}`;
+      // One message per input: the first is the one to fix first (messages of no input all stay).
+      const key = e.field === '' ? `\u0000${e.message}` : e.field;
       if (seen.has(key)) return false;
       seen.add(key);
       return true;
