@@ -106,7 +106,7 @@ export function securityPages(kit: PageKit) {
       page.caller.accounts.mfa.passkeys(),
     ]);
     const passwordChanged = events.find((e) => e.action === 'password:change' || e.action === 'password:reset') ?? null;
-    // The sign-in before this one: this session's own line is written a moment after it opened.
+    // The latest sign-in but this session's own (written a moment after it opened): another browser's, or this one's before.
     const current = sessions.find((s) => s.current)?.createdAt ?? Number.NaN;
     const lastSignIn = events.find((e) => e.action === 'sign-in' && !(Math.abs(e.at - current) < 5000)) ?? null;
     const failures = events.filter((e) => e.action === 'sign-in:failed' || e.action === 'mfa.code.wrong').length;
