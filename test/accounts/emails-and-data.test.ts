@@ -3,8 +3,6 @@
  * export, deleting the account after its grace period): issue 27, against the real server with
  * a clock the tests move.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as oidcClient from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
@@ -13,7 +11,7 @@ import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
-import { approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from '../oidc/helpers.ts';
+import { approvedRegistrationToken, REDIRECT, registerByHttp, startLogoutReceiver, UserAgent, type LogoutReceiver } from '../oidc/helpers.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 const VENUE = 'Leaving.org/2027';
@@ -22,26 +20,15 @@ const PDF = `/pdf/${'1'.repeat(40)}.pdf`;
 
 let server: TestServer;
 const clock = new TestClock();
-let receiver: Server;
-let receiverUrl: string;
-const received: string[] = [];
+let receiver: LogoutReceiver;
 
 beforeAll(async () => {
   server = await startServer({}, undefined, { now: clock.now });
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    req.on('end', () => {
-      received.push(new URLSearchParams(body).get('logout_token') ?? '');
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiver = await startLogoutReceiver();
 });
 afterAll(async () => {
   await server.close();
-  await new Promise((resolve) => receiver.close(resolve));
+  await receiver?.close();
 });
 
 /** Calls a procedure over tRPC's HTTP binding with the client's cookies: the answer's data, or its error. */
@@ -231,7 +218,7 @@ describe('your data', () => {
     const user = await createActiveUser(server, { fullname: 'Ada Lovelace' });
     const person = { ...user, password: PASSWORD };
     // An application the person signed in to, which hears of sign-outs by back-channel logout.
-    const registered = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: [REDIRECT], backchannel_logout_uri: `${receiverUrl}/logout`, backchannel_logout_session_required: true });
+    const registered = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: [REDIRECT], backchannel_logout_uri: `${receiver.url}/logout`, backchannel_logout_session_required: true });
     const config = await oidcClient.discovery(new URL(server.url), registered.body.client_id, undefined, oidcClient.ClientSecretBasic(registered.body.client_secret ?? ''), { execute: [oidcClient.allowInsecureRequests] });
     const verifier = oidcClient.randomPKCECodeVerifier();
     const url = oidcClient.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
@@ -273,7 +260,7 @@ describe('your data', () => {
     expect(signIn.status).toBe(400);
     const byId = await new Client(server.url).post('/login', { id: user.id, password: PASSWORD });
     expect(byId.status).toBe(400);
-    await expect.poll(() => received.length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(() => receiver.received.get('/logout')?.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
     // The submission keeps its signature: the id, which now reads as a deleted profile.
     const moderator = (await loggedIn(server, admin.email)).client;
     const kept = (await moderator.get(`/notes?id=${note.body.id}`)).body.notes[0];

@@ -6,15 +6,13 @@
  * refresh token then fails, and it is told by back-channel logout) and mails a reset link, once.
  * And one session per browser: a browser signing in again as the same person keeps one session.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
 import { readOutbox, type Mail } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from '../oidc/helpers.ts';
+import { approvedRegistrationToken, REDIRECT, registerByHttp, startLogoutReceiver, UserAgent, type LogoutReceiver } from '../oidc/helpers.ts';
 
 const FIREFOX = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:132.0) Gecko/20100101 Firefox/132.0';
 const CHROME_MAC = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
@@ -22,26 +20,15 @@ const SUBJECT = 'A new sign-in to your account';
 const LONG = 60_000;
 
 let server: TestServer;
-let receiver: Server;
-let receiverUrl: string;
-const received = new Map<string, string[]>();
+let receiver: LogoutReceiver;
 
 beforeAll(async () => {
   server = await startServer();
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      received.set(req.url ?? '', [...(received.get(req.url ?? '') ?? []), new URLSearchParams(body).get('logout_token') ?? '']);
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiver = await startLogoutReceiver();
 }, LONG);
 afterAll(async () => {
   await server.close();
-  await new Promise((resolve) => receiver.close(resolve));
+  await receiver?.close();
 });
 
 async function login(browser: Client, email: string, userAgent?: string): Promise<void> {
@@ -98,7 +85,7 @@ describe('"This was not me"', () => {
     const user = await createActiveUser(server);
     // The person's own browser, signed in to an application that keeps a refresh token.
     const token = await approvedRegistrationToken(server);
-    const registered = await registerByHttp(server, token, { redirect_uris: [REDIRECT], client_name: 'Reviews Dashboard', grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access', backchannel_logout_uri: `${receiverUrl}/not-me`, backchannel_logout_session_required: true });
+    const registered = await registerByHttp(server, token, { redirect_uris: [REDIRECT], client_name: 'Reviews Dashboard', grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access', backchannel_logout_uri: `${receiver.url}/not-me`, backchannel_logout_session_required: true });
     expect(registered.status).toBe(201);
     const config = await client.discovery(new URL(server.url), registered.body.client_id, undefined, client.ClientSecretBasic(registered.body.client_secret ?? ''), { execute: [client.allowInsecureRequests] });
     const verifier = client.randomPKCECodeVerifier();
@@ -133,7 +120,7 @@ describe('"This was not me"', () => {
     expect((await new Client(server.url).post('/login', { id: user.email, password: PASSWORD })).status).toBe(400);
     expect((await fetch(`${server.url}/sessions`, { headers: { cookie: [...own.jar].map(([k, v]) => `${k}=${v}`).join('; ') } })).status).toBe(401);
     await expect(client.refreshTokenGrant(config, tokens.refresh_token ?? '')).rejects.toThrow();
-    await expect.poll(() => received.get('/not-me')?.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(() => receiver.received.get('/not-me')?.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
     expect((await server.service.services.oidc.consents({ profileId: user.id } as never)).length).toBe(0);
     const reset = (await readOutbox(server.dataDir)).filter((m) => m.to === user.email && m.subject === 'Password reset');
     expect(reset).toHaveLength(1);

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import * as client from 'openid-client';
 import { cookieHeader, keepCookies } from '../helpers/cookies.ts';
@@ -127,4 +129,28 @@ export class UserAgent {
     }
     return page;
   }
+}
+
+/** An application's back-channel logout endpoint: every logout token it is sent, by the path it was sent to. */
+export interface LogoutReceiver {
+  url: string;
+  received: Map<string, string[]>;
+  close(): Promise<void>;
+}
+
+/** Starts a back-channel logout receiver on 127.0.0.1 (port 0) that answers every POST 200. */
+export async function startLogoutReceiver(): Promise<LogoutReceiver> {
+  const received = new Map<string, string[]>();
+  const server = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      const path = req.url ?? '';
+      received.set(path, [...(received.get(path) ?? []), new URLSearchParams(body).get('logout_token') ?? '']);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, received, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
