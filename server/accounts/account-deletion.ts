@@ -1,4 +1,5 @@
 import { AppError, type DeletionStatus, type ProfileContent, type RequestDeletionInput } from '../../shared/index.ts';
+import { utcMinute } from '../../shared/time.ts';
 import { deletionRequestedMail } from '../mail/messages.ts';
 import { addressKey } from './ids.ts';
 import { REAUTH_SECONDS } from './mfa/service.ts';
@@ -105,7 +106,7 @@ export class AccountDeletionService extends AccountsPart {
     });
     const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (email) {
-      const when = `${new Date(dueAt).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+      const when = utcMinute(dueAt);
       this.deps.mailer.post({ to: email, ...deletionRequestedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, when }) });
     }
     return { dueAt };

@@ -1,4 +1,5 @@
 import { AppError, type NotMeLink, type NotMeResult } from '../../shared/index.ts';
+import { utcMinute } from '../../shared/time.ts';
 import { newBrowserSignInMail, passwordResetMail } from '../mail/messages.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { maskEmail } from './ids.ts';
@@ -53,7 +54,7 @@ export class NewBrowserAlerts extends AccountsBase {
       if (!email) return;
       const token = randomToken();
       await this.#mfa.insertAlert({ tokenHash: hashSecret(token), profileId: before.id, sessionId, now, expiresAt: now + NOT_ME_SECONDS * 1000 });
-      const when = `${new Date(now).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+      const when = utcMinute(now);
       await this.deps.mailer.send({ to: email, ...newBrowserSignInMail({ baseUrl: this.deps.config.baseUrl, profileId: before.id, when, from: fromWords(origin), token, validForSeconds: NOT_ME_SECONDS }) });
     });
   }

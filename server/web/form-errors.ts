@@ -58,7 +58,7 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 /** Errors sorted as the form shows its fields (those of no field first), one per field. */
-export function inFieldOrder(errors: FieldError[], fields: readonly FormField[]): FieldError[] {
+export function inFieldOrder(errors: FieldError[], fields: readonly Pick<FormField, 'id'>[]): FieldError[] {
   const order = (e: FieldError) => (e.field === '' ? -1 : fields.findIndex((f) => f.id === e.field) === -1 ? fields.length : fields.findIndex((f) => f.id === e.field));
   const seen = new Set<string>();
   return errors

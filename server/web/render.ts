@@ -12,6 +12,7 @@ import type { Request, Response } from 'express';
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { causeOf, toAppError } from '../errors.ts';
 import { AppError } from '../../shared/errors.ts';
+import { utcMinute } from '../../shared/time.ts';
 import { ASSETS } from './assets.ts';
 
 const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
@@ -107,7 +108,7 @@ export function renderPage(template: string, data: { title: string } & Record<st
  * the reader's own time zone (`assets/behaviours/local-times.js`).
  */
 export function when(ms: number): string {
-  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return utcMinute(ms);
 }
 
 /** A time as a `<time datetime>` attribute holds it (ISO 8601, UTC). */

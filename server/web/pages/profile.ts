@@ -19,6 +19,7 @@ import {
 } from '../../../shared/index.ts';
 import { DOB_CORRECTION_DAYS } from '../../accounts/profile-editor.ts';
 import { PAGES_PREFIX } from '../../config.ts';
+import { inFieldOrder } from '../form-errors.ts';
 import { refusalOf, sendPage, type FieldError } from '../render.ts';
 import { field, frame, isRefusal, redirect, type PageKit, type SignedInPage } from './kit.ts';
 
@@ -197,21 +198,9 @@ function fieldOrder(state: FormState): string[] {
   return ids;
 }
 
-function inFieldOrder(errors: FieldError[], state: FormState): FieldError[] {
-  const order = fieldOrder(state);
-  const rank = (e: FieldError) => (order.includes(e.field) ? order.indexOf(e.field) : -1);
-  const seen = new Set<string>();
-  return errors
-    .map((e, i) => ({ e, i }))
-    .sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i)
-    .map(({ e }) => e)
-    .filter((e) => {
-      // One message per input: the first is the one to fix first (messages of no input all stay).
-      const key = e.field === '' ? `\u0000${e.message}` : e.field;
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
+/** Errors in the order the page shows its inputs (`form-errors.ts`), one per input. */
+function inPageOrder(errors: FieldError[], state: FormState): FieldError[] {
+  return inFieldOrder(errors, fieldOrder(state).map((id) => ({ id })));
 }
 
 export function profilePages(kit: PageKit) {
@@ -290,14 +279,14 @@ export function profilePages(kit: PageKit) {
       const checked = EditableProfileContent.safeParse(content);
       if (!checked.success) {
         const errors = checked.error.issues.map((issue) => ({ field: fieldOf(['content', ...issue.path.map(String)].join('/')), message: issue.message }));
-        show(req, res, page, 400, profile, options, state, inFieldOrder(errors, state));
+        show(req, res, page, 400, profile, options, state, inPageOrder(errors, state));
         return;
       }
       try {
         await page.caller.accounts.updateProfile({ signatures: [profile.id], content: content as UpdateProfileInput['content'] });
       } catch (error) {
         const refusal = refusalOf(req, error, fieldOf);
-        show(req, res, page, refusal.status, profile, options, state, inFieldOrder(refusal.errors, state));
+        show(req, res, page, refusal.status, profile, options, state, inPageOrder(refusal.errors, state));
         return;
       }
       redirect(res, `${PAGES_PREFIX}/profile`, 'profile-saved');
