@@ -124,6 +124,12 @@ export class AccountDeletionService extends AccountsPart {
   /** Carries out a due deletion (see the class); false when it was cancelled or done already. */
   async anonymise(profileId: string): Promise<boolean> {
     const now = this.now();
+    if (!(await this.deps.repo.deletions.pending(profileId))) return false;
+    // The applications' grants are the sign-in provider's to end, each told by back-channel
+    // logout. Before the anonymising: a process killed in between leaves the deletion due, and
+    // the next sweep does both again (withdrawing is idempotent); done after it, such a kill left
+    // a deleted account's grants with nothing to end them.
+    await this.#elsewhere.forgetApplications(profileId);
     const done = await this.deps.repo.transaction(async (repo) => {
       if (!(await repo.deletions.markDeleted(profileId, now))) return false;
       const profile = await repo.profiles.find(profileId);
@@ -138,8 +144,6 @@ export class AccountDeletionService extends AccountsPart {
       await repo.deletions.scrubAudit(profileId);
       return true;
     });
-    // The applications' grants are the sign-in provider's to end; each is told by back-channel logout.
-    if (done) await this.#elsewhere.forgetApplications(profileId);
     return done;
   }
 }
