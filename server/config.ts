@@ -86,6 +86,9 @@ const Env = z.object({
     .regex(/^(\d{1,2}|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, 'TRUST_PROXY is a number of proxies, or a comma-separated list of addresses, subnets, loopback, linklocal or uniquelocal')
     .optional(),
   KEEP_ALIVE_SECONDS: Seconds.default(75),
+  /** The metrics listener (`server/metrics/`): off when unset. */
+  METRICS_PORT: Port.optional(),
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /**
    * `test` hashes new passwords at a tiny scrypt cost (`accounts/passwords.ts`), for the test
    * suite only: refused unless `NODE_ENV=test`, so no install can weaken its hashes by mistake.
@@ -108,6 +111,10 @@ const Env = z.object({
   .refine((env) => env.PASSWORD_HASH_COST !== 'test' || env.NODE_ENV === 'test', {
     message: 'PASSWORD_HASH_COST=test is for the test suite only (it needs NODE_ENV=test): unset it to hash passwords at OWASP\'s cost',
     path: ['PASSWORD_HASH_COST'],
+  })
+  .refine((env) => env.METRICS_PORT === undefined || env.METRICS_PORT === 0 || env.METRICS_PORT !== env.PORT, {
+    message: 'METRICS_PORT must differ from PORT: the metrics have a listener of their own, never the public one',
+    path: ['METRICS_PORT'],
   })
   .refine((env) => (env.HUMAN_VERIFICATION_URL === undefined) === (env.HUMAN_VERIFICATION_SECRET === undefined), {
     message: 'Set both HUMAN_VERIFICATION_URL and HUMAN_VERIFICATION_SECRET, or neither',
@@ -195,6 +202,13 @@ export interface Config {
   webauthn: WebAuthnSettings;
   /** How long an idle keep-alive connection is kept (`http/app.ts`, `configureTimeouts`): longer than a load balancer's. */
   keepAliveSeconds: number;
+  /**
+   * The metrics listener's port (`METRICS_PORT`): `GET /metrics` in Prometheus' text format, on a
+   * listener of its own (`server/metrics/server.ts`); unset, no metrics are kept at all.
+   */
+  metricsPort: number | undefined;
+  /** Its address (`METRICS_HOST`), 127.0.0.1 by default: never public unless said so. */
+  metricsHost: string;
   /** The scrypt cost of new password hashes: OWASP's, or the test suite's (`PASSWORD_HASH_COST`). */
   passwordHashCost: 'owasp' | 'test';
   /**
@@ -286,6 +300,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: e.TRUST_PROXY === undefined ? false : /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : e.TRUST_PROXY,
     webauthn: webAuthnSettings(baseUrl, e.WEB_URL ?? baseUrl, e.WEBAUTHN_RP_ID),
     keepAliveSeconds: e.KEEP_ALIVE_SECONDS,
+    metricsPort: e.METRICS_PORT,
+    metricsHost: e.METRICS_HOST,
     passwordHashCost: e.PASSWORD_HASH_COST,
     testSuite: e.NODE_ENV === 'test',
   };

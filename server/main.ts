@@ -7,12 +7,16 @@ import path from 'node:path';
 import { loadConfig } from './config.ts';
 import { answerClientErrors, configureTimeouts, createApp } from './http/app.ts';
 import { createLogger } from './logger.ts';
+import { startMetricsServer } from './metrics/server.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
 const config = loadConfig(process.env);
 const logger = createLogger(config.logLevel);
 const service = await createApp(config, { logger });
+// `GET /metrics` on a listener of its own (METRICS_PORT; none when unset), never the public one.
+const metrics = await startMetricsServer(service, config);
+if (metrics) console.log(`Metrics on ${metrics.url}`);
 const server = createServer(service.app);
 answerClientErrors(server);
 configureTimeouts(server, config);
@@ -39,6 +43,7 @@ function shutdown(signal: string): void {
   }, SHUTDOWN_GRACE_MS);
   force.unref();
   server.close(async () => {
+    await metrics?.close();
     await service.close();
     logger.info('stopped');
     logger.flush(() => process.exit(0));

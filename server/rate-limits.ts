@@ -1,6 +1,7 @@
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.ts';
 import type { RateLimiterStore } from '../db/knex.ts';
+import type { Metrics } from './metrics/events.ts';
 
 /**
  * Every rate limit of the service: how many tries a key gets in a window. Keys are an account
@@ -51,8 +52,11 @@ export class RateLimits {
   readonly #limiters: Record<RateLimitName, RateLimiterAbstract>;
   /** One call at a time: a flood of counted requests queues here, not on the database. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** Where each refusal is counted, by the limit's name (`metrics/events.ts`). */
+  readonly #metrics: Pick<Metrics, 'rateLimited'> | undefined;
 
-  constructor(store: RateLimiterStore) {
+  constructor(store: RateLimiterStore, metrics?: Pick<Metrics, 'rateLimited'>) {
+    this.#metrics = metrics;
     const entries = Object.entries(RATE_LIMITS).map(([name, rule]) => [
       name,
       store.limiter({ keyPrefix: name, points: rule.points, duration: rule.seconds }),
@@ -78,6 +82,7 @@ export class RateLimits {
       return { remaining: res.remainingPoints, msBeforeNext: res.msBeforeNext };
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
+      this.#metrics?.rateLimited(name);
       throw tooMany(error.msBeforeNext);
     }
   }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * How secrets this service makes (refresh tokens, one-time tokens, sign-in codes and access
@@ -26,4 +26,53 @@ export function safeEqual(a: string | Uint8Array, b: string | Uint8Array): boole
 /** The token of an `Authorization: Bearer <token>` header (the scheme in any letter case); undefined otherwise. */
 export function bearerToken(header: string | undefined): string | undefined {
   return /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(header ?? '')?.[1];
+}
+
+/** What a `SecretBox`'s derived key is for: HKDF's salt and info, so each use has its own key. */
+export interface SealPurpose {
+  salt: string;
+  info: string;
+}
+
+/** TOTP secrets (`accounts/mfa/`): the purpose every stored TOTP secret was sealed for. */
+export const TOTP_SECRETS: SealPurpose = { salt: 'mfa-at-rest', info: 'totp secrets, AES-256-GCM' };
+
+/**
+ * Secrets at rest (TOTP secrets, the text of mail waiting in the outbox): AES-256-GCM under a key
+ * from the configuration (`MFA_ENCRYPTION_KEY`, hashed to 256 bits, TOTP only) or one derived
+ * (HKDF-SHA-256) from the session secret for the `purpose`. The stored form is
+ * `v1.<iv>.<tag>.<ciphertext>`, base64url, bound to its owner by the associated data, so a row
+ * copied to another owner does not decrypt.
+ */
+export class SecretBox {
+  readonly #key: Buffer;
+
+  constructor(opts: { configuredKey?: string | undefined; sessionSecret: string; purpose?: SealPurpose }) {
+    const purpose = opts.purpose ?? TOTP_SECRETS;
+    this.#key = opts.configuredKey
+      ? createHash('sha256').update(opts.configuredKey).digest()
+      : Buffer.from(hkdfSync('sha256', opts.sessionSecret, purpose.salt, purpose.info, 32));
+  }
+
+  seal(plain: string, owner: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    cipher.setAAD(Buffer.from(owner));
+    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
+  }
+
+  /** The plain text, or null when it does not decrypt (another key, another owner, a damaged row). */
+  open(sealed: string, owner: string): string | null {
+    const [version, iv, tag, body] = sealed.split('.');
+    if (version !== 'v1' || !iv || !tag || body === undefined) return null;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
+      decipher.setAAD(Buffer.from(owner));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+    } catch {
+      return null;
+    }
+  }
 }

@@ -24,7 +24,8 @@ import { SignUpService } from './accounts/sign-up.ts';
 import { SignInView } from './accounts/sign-in-view.ts';
 import { loadSessionSecret, SessionTokens } from './accounts/session-tokens.ts';
 import type { Config } from './config.ts';
-import { createMailer, type Mailer } from './mail/mailer.ts';
+import type { Mailer } from './mail/mailer.ts';
+import { createMailer } from './mail/outbox.ts';
 import { RateLimits } from './rate-limits.ts';
 import { Directory } from './accounts/directory.ts';
 import { CodeHasher } from './accounts/mfa/codes.ts';
@@ -32,7 +33,8 @@ import { MfaRepository } from './accounts/mfa/repository.ts';
 import { SecondFactors } from './accounts/mfa/second-factor.ts';
 import { MfaService } from './accounts/mfa/service.ts';
 import { SignInService } from './accounts/sign-in.ts';
-import { SecretBox, TOTP_ISSUER } from './accounts/mfa/totp.ts';
+import { TOTP_ISSUER } from './accounts/mfa/totp.ts';
+import { SecretBox } from './secrets.ts';
 import { VenueRepository } from './venue/repository.ts';
 import { AuthorConsoleService } from './venue/author-console.ts';
 import { NoteService } from './venue/notes.ts';
@@ -41,6 +43,7 @@ import { VenueService } from './venue/venues.ts';
 import { AttachmentsRepository } from './attachments/repository.ts';
 import { DownloadsService } from './attachments/downloads.ts';
 import { openFileStore } from './attachments/store/open.ts';
+import { NO_METRICS, type Metrics } from './metrics/events.ts';
 import { UploadsService } from './attachments/uploads.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
@@ -91,11 +94,14 @@ export interface Services {
 
 /**
  * The composition root: the only place services are wired to their dependencies. `now` is the
- * clock every service reads (tests hand in one they can move forward).
+ * clock every service reads (tests hand in one they can move forward); `metrics`, what the
+ * services count (`metrics/events.ts`; none by default: the admin command, tests without HTTP).
  */
-export async function createServices(config: Config, db: Db, logger: Logger, now: () => number = Date.now): Promise<Services> {
+export async function createServices(config: Config, db: Db, logger: Logger, now: () => number = Date.now, metrics: Metrics = NO_METRICS): Promise<Services> {
   const secret = await loadSessionSecret(config.sessionSecret, db, config.dataDir);
-  const mailer = createMailer({ smtpUrl: config.smtpUrl, outboxOnly: config.outboxOnly, from: config.mailFrom, dataDir: config.dataDir, logger });
+  // Every mail is a row of the outbox, sent by one worker of the install (`mail/outbox.ts`).
+  const mailer = createMailer({ db, config, secret, logger, now, onDelivery: (outcome) => metrics.mailDelivery(outcome) });
+  metrics.watchMailBacklog(() => mailer.backlog());
   const limiterStore = openRateLimiterStore(db);
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
@@ -105,10 +111,11 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     oneTime: new OneTimeTokens(`${secret}:codes`),
     verifier: new HumanVerifier(config.humanVerification, logger),
     devices: new DeviceCookies(secret),
-    limits: new RateLimits(limiterStore),
+    limits: new RateLimits(limiterStore, metrics),
     mailer,
     config,
     logger,
+    metrics,
     now,
   };
   const profiles = new ProfileService(deps);
@@ -138,7 +145,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // The provider's login and consent pages are at `signInPagesUrl`: its own under BASE_URL, or a
   // frontend's when WEB_URL names one (`config.ts`).
   const oidcConfig = { ...config, webUrl: config.signInPagesUrl };
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository, now), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository, now), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, metrics, now });
   await oidc.keys.ensureKey();
   const security = new SecurityService(deps, accounts, mfaRepository);
   /** Every application of the person: its consent withdrawn (its tokens end, it is told by back-channel logout). */
@@ -178,7 +185,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     venue,
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
-    uploads: new UploadsService({ repo: attachmentsRepository, store, venues: venue, notes, verifier: deps.verifier, config, logger, now }),
+    uploads: new UploadsService({ repo: attachmentsRepository, store, venues: venue, notes, verifier: deps.verifier, config, logger, metrics, now }),
     downloads: new DownloadsService({ repo: attachmentsRepository, store, venues: venue, notes, config }),
     oidc,
     passkeys,
@@ -186,9 +193,10 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     async close() {
       // No round of back-channel logout starts after this, and the one under way ends first.
       await oidc.logouts.stop();
-      // Mail queued by requests already answered goes out before the transport closes.
+      // Mail due now goes out before the transport closes; what cannot (a mail server that does
+      // not answer) waits in the outbox for another process or the next start.
       await mailer.settled(10_000);
-      mailer.close();
+      await mailer.close();
       await limiterStore.close();
     },
   };

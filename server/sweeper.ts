@@ -37,7 +37,8 @@ export async function releaseLease(db: Db, name: string, holder: string): Promis
 
 /**
  * The periodic clean-up (abandoned chunked uploads, expired sign-in requests, codes and tokens,
- * accounts whose deletion is due (`accounts/account-deletion.ts`), expired rate-limit counters), run by one process of the install at a time. Every process
+ * accounts whose deletion is due (`accounts/account-deletion.ts`), sent and failed mail past
+ * keeping (`mail/outbox.ts`), expired rate-limit counters), run by one process of the install at a time. Every process
  * wakes up every ten minutes and tries to take the `sweeper` lease, a row of the `leases` table
  * shared through the database; the process that has it sweeps and keeps it by renewing it, the
  * others do nothing. A row, not PostgreSQL's session advisory lock: it works the same on both
@@ -46,7 +47,7 @@ export async function releaseLease(db: Db, name: string, holder: string): Promis
  */
 export class Sweeper {
   readonly #db: Db;
-  readonly #services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion'>;
+  readonly #services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer'>;
   readonly #logger: Logger;
   readonly #now: () => number;
   /** This process's name in the lease: random, as processes on other machines share the table. */
@@ -54,7 +55,7 @@ export class Sweeper {
   #running: Promise<boolean> | null = null;
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(db: Db, services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion'>, logger: Logger, now: () => number) {
+  constructor(db: Db, services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer'>, logger: Logger, now: () => number) {
     this.#db = db;
     this.#services = services;
     this.#logger = logger;
@@ -93,6 +94,7 @@ export class Sweeper {
       ['multi-factor sweep failed', () => this.#services.mfa.sweep()],
       ['passkey sweep failed', () => this.#services.passkeys.sweep()],
       ['account-deletion sweep failed', () => this.#services.accountDeletion.sweep()],
+      ['mail sweep failed', () => this.#services.mailer.sweep()],
       ['rate-limit sweep failed', () => deleteExpiredRateLimits(this.#db, this.#now())],
     ];
     for (const [failure, part] of parts) {

@@ -2,6 +2,7 @@ export * from './errors.ts';
 export * from './forms.ts';
 export * from './schemas/attachments.ts';
 export * from './schemas/common.ts';
+export * from './schemas/health.ts';
 export * from './schemas/group.ts';
 export * from './schemas/moderation.ts';
 export * from './schemas/profile.ts';

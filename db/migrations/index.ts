@@ -24,6 +24,7 @@ import * as arrivalsHeldByAProcess from './20261125100000_arrivals_held_by_a_pro
 import * as oidcConfidentialClients from './20261125200000_oidc_confidential_clients.ts';
 import * as securityActivity from './20261126040000_security_activity.ts';
 import * as createAccountDeletions from './20261126020000_create_account_deletions.ts';
+import * as createMailOutbox from './20261126060000_create_mail_outbox.ts';
 
 export interface Migration {
   name: string;
@@ -58,4 +59,5 @@ export const migrations: Migration[] = [
   { name: '20261125200000_oidc_confidential_clients', ...oidcConfidentialClients },
   { name: '20261126040000_security_activity', ...securityActivity },
   { name: '20261126020000_create_account_deletions', ...createAccountDeletions },
+  { name: '20261126060000_create_mail_outbox', ...createMailOutbox },
 ];

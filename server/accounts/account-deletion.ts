@@ -103,12 +103,9 @@ export class AccountDeletionService extends AccountsPart {
       await trx.settings.audit({ actor: profile.id, action: 'account:deletion-requested', target: profile.id, details: { dueAt, ...deviceDetails(origin) } }, now);
       // Signed out everywhere: the next sign-in, wherever it is, is the one that cancels.
       await this.core.sessions.endAllSessions(trx, profile.id, now);
+      const email = preferredEmail(profile, await trx.emails.emailsOf(profile.id));
+      if (email) await this.deps.mailer.queue(trx, { to: email, ...deletionRequestedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, when: utcMinute(dueAt) }) });
     });
-    const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
-    if (email) {
-      const when = utcMinute(dueAt);
-      this.deps.mailer.post({ to: email, ...deletionRequestedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, when }) });
-    }
     return { dueAt };
   }
 

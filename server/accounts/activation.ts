@@ -15,6 +15,7 @@ import { addressKey, maskEmail } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
 import { AccountsPart } from './part.ts';
+import { ACTIVATION_MAIL } from './sign-up.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
 import { hasBirthDate } from './profile-editor.ts';
 import { hashSecret } from '../secrets.ts';
@@ -109,6 +110,7 @@ export class ActivationService extends AccountsPart {
       const updated = (await repo.profiles.find(profile.id)) as ProfileRecord;
       const loginEmail = record.email ?? confirmed[0] ?? profile.id;
       if (state === 'Needs Moderation') {
+        await this.deps.mailer.queue(repo, { to: loginEmail, ...activationPendingMail() });
         return { result: { user: { id: loginEmail, profile: await this.core.profiles.simplify(updated, repo) } }, loginEmail };
       }
       // The first session of the person: with its browser and address, and in the audit log as a
@@ -117,9 +119,6 @@ export class ActivationService extends AccountsPart {
       await repo.settings.audit({ actor: profile.id, action: 'sign-in', target: profile.id, details: deviceDetails(origin) }, now);
       return { result: session.result, session, loginEmail };
     });
-    if (!outcome.session) {
-      this.deps.mailer.post({ to: outcome.loginEmail, ...activationPendingMail() });
-    }
     return outcome.session ? { result: outcome.result, session: outcome.session } : { result: outcome.result };
   }
 
@@ -151,8 +150,8 @@ export class ActivationService extends AccountsPart {
   /**
    * `POST /activatable`: mails a new activation link. An unknown id, or an account that is
    * already active, gets the same answer and no mail. The id is made canonical first, the
-   * account's counter is its profile's, and the token and the mail are made after the answer,
-   * so every id takes the same time.
+   * account's counter is its profile's, and the request writes the same outbox row whatever the
+   * id: the token and the mail are made after the answer, so every id takes the same time.
    */
   async resend(typed: string, origin: RequestOrigin): Promise<{ id: string }> {
     const limits = this.deps.limits;
@@ -161,7 +160,7 @@ export class ActivationService extends AccountsPart {
     const profile = await repo.profiles.findByIdOrEmail(id);
     await limits.consume('resendAccount', accountLimitKey(id, profile));
     await limits.consume('resendAddress', addressKey(origin.address));
-    if (profile) this.deps.mailer.later(() => this.#mailAgain(profile.id, id));
+    await this.deps.mailer.request(repo, ACTIVATION_MAIL, { id });
     return { id: typed };
   }
 
@@ -218,15 +217,6 @@ export class ActivationService extends AccountsPart {
   async isOwnUsedLink(token: string, viewer: Viewer): Promise<boolean> {
     const record = await this.deps.repo.tokens.findIssued('activation', hashSecret(token));
     return record !== null && record !== undefined && record.profileId === viewer.profileId;
-  }
-
-  /** The activation mail again, if the profile still waits for it (after the answer; see `resend`). */
-  async #mailAgain(profileId: string, typedId: string): Promise<void> {
-    const repo = this.deps.repo;
-    const profile = await repo.profiles.find(profileId);
-    if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) return;
-    const email = typedId.includes('@') ? typedId : (await repo.emails.emailsOf(profile.id))[0]?.email;
-    if (email) await this.core.signUp.sendActivation(profile.id, email);
   }
 
   // ---- operator settings ------------------------------------------------------------------------

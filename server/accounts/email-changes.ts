@@ -63,7 +63,7 @@ export class EmailChangeService extends AccountsPart {
     const profile = await this.#self(viewer, refreshToken);
     const address = normaliseEmail(email);
     const now = this.now();
-    const told = await this.deps.repo.transaction(async (repo) => {
+    await this.deps.repo.transaction(async (repo) => {
       const emails = await repo.emails.emailsOf(profile.id);
       const held = emails.find((e) => e.email === address);
       if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
@@ -76,9 +76,8 @@ export class EmailChangeService extends AccountsPart {
       await repo.emails.removeEmail(profile.id, address);
       await repo.settings.audit({ actor: profile.id, action: 'email:removed', target: profile.id, details: { email: address, ...deviceDetails(origin) } }, now);
       // An address never confirmed was nobody's proven mailbox: there is no one to tell.
-      return held.confirmed;
+      if (held.confirmed) await this.#tell(repo, profile.id, 'removed', address, address, now);
     });
-    if (told) await this.#tell(this.deps.repo, profile.id, 'removed', address, address, now);
     return this.list(viewer);
   }
 
@@ -87,19 +86,18 @@ export class EmailChangeService extends AccountsPart {
     const profile = await this.#self(viewer, refreshToken);
     const address = normaliseEmail(email);
     const now = this.now();
-    const previous = await this.deps.repo.transaction(async (repo) => {
+    await this.deps.repo.transaction(async (repo) => {
       const current = (await repo.profiles.find(profile.id)) ?? profile;
       const emails = await repo.emails.emailsOf(profile.id);
       const held = emails.find((e) => e.email === address);
       if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
       if (!held.confirmed) throw new AppError('ValidationError', `${address} is not confirmed yet: confirm it with its code first`, { path: 'email', reason: 'unconfirmed' });
       const before = preferredEmail(current, emails);
-      if (before === address) return null;
+      if (before === address) return;
       await repo.profiles.update(profile.id, { content: { ...current.content, preferredEmail: address } }, now);
       await repo.settings.audit({ actor: profile.id, action: 'email:preferred', target: profile.id, details: { email: address, ...(before ? { previous: before } : {}), ...deviceDetails(origin) } }, now);
-      return before ?? null;
+      if (before) await this.#tell(repo, profile.id, 'preferred', address, before, now);
     });
-    if (previous) await this.#tell(this.deps.repo, profile.id, 'preferred', address, previous, now);
     return this.list(viewer);
   }
 
@@ -109,21 +107,22 @@ export class EmailChangeService extends AccountsPart {
    * is told, with a link that removes the added one.
    */
   async added(profileId: string, email: string, origin: RequestOrigin | undefined): Promise<void> {
-    const repo = this.deps.repo;
     const now = this.now();
-    const profile = await repo.profiles.find(profileId);
-    if (!profile) return;
-    await repo.settings.audit({ actor: profileId, action: 'email:added', target: profileId, details: { email, ...(origin ? deviceDetails(origin) : {}) } }, now);
-    const preferred = preferredEmail(profile, (await repo.emails.emailsOf(profileId)).filter((e) => e.confirmed && e.email !== email));
-    if (preferred && preferred !== email) await this.#tell(repo, profileId, 'added', email, preferred, now);
+    await this.deps.repo.transaction(async (repo) => {
+      const profile = await repo.profiles.find(profileId);
+      if (!profile) return;
+      await repo.settings.audit({ actor: profileId, action: 'email:added', target: profileId, details: { email, ...(origin ? deviceDetails(origin) : {}) } }, now);
+      const preferred = preferredEmail(profile, (await repo.emails.emailsOf(profileId)).filter((e) => e.confirmed && e.email !== email));
+      if (preferred && preferred !== email) await this.#tell(repo, profileId, 'added', email, preferred, now);
+    });
   }
 
-  /** Mails `to` what changed (`email` names the address changed) with a new undo link. */
+  /** Mails `to` what changed (`email` names the address changed) with a new undo link, in `repo`'s transaction. */
   async #tell(repo: AccountsRepository, profileId: string, change: EmailChangeKind, email: string, to: string, now: number): Promise<void> {
     // The token names the address it gives back (removed, preferred) or takes away (added).
     const restores = change === 'added' ? email : to;
     const { token } = await this.deps.oneTime.issueLink(repo, { kind: KIND_OF[change], profileId, email: restores, seconds: EMAIL_UNDO_SECONDS, now });
-    this.deps.mailer.post({ to, ...emailChangedMail({ webUrl: this.deps.config.webUrl, profileId, change, email, token, validForSeconds: EMAIL_UNDO_SECONDS }) });
+    await this.deps.mailer.queue(repo, { to, ...emailChangedMail({ webUrl: this.deps.config.webUrl, profileId, change, email, token, validForSeconds: EMAIL_UNDO_SECONDS }) });
   }
 
   /** The live undo token a secret is, of whichever change. */

@@ -99,20 +99,15 @@ export class EmailService extends AccountsPart {
     }
     const duplicate = owner && owner.profileId !== profileId ? owner.profileId : null;
     if (duplicate) await this.#refuseMergingProtected(duplicate, alternate);
-    const { code, token } = await this.deps.oneTime.issue(repo, {
-      kind: 'email',
-      profileId,
-      email: alternate,
-      seconds: this.deps.config.emailTokenSeconds,
-      now: this.now(),
-      duplicateProfile: duplicate,
-    });
     const validForSeconds = this.deps.config.emailTokenSeconds;
-    this.deps.mailer.post({
-      to: alternate,
-      ...(duplicate
-        ? duplicateProfileMail({ profileId, email: alternate, duplicateId: duplicate, code, validForSeconds })
-        : emailConfirmationMail({ webUrl: this.deps.config.webUrl, profileId, token, code, validForSeconds })),
+    await repo.transaction(async (trx) => {
+      const { code, token } = await this.deps.oneTime.issue(trx, { kind: 'email', profileId, email: alternate, seconds: validForSeconds, now: this.now(), duplicateProfile: duplicate });
+      await this.deps.mailer.queue(trx, {
+        to: alternate,
+        ...(duplicate
+          ? duplicateProfileMail({ profileId, email: alternate, duplicateId: duplicate, code, validForSeconds })
+          : emailConfirmationMail({ webUrl: this.deps.config.webUrl, profileId, token, code, validForSeconds })),
+      });
     });
     return { alternate };
   }

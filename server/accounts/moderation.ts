@@ -70,7 +70,7 @@ export class ModerationService extends AccountsPart {
       throw new AppError('ForbiddenError', 'Only moderators can moderate profiles');
     }
     const now = this.now();
-    const { profile, mailTo } = await this.deps.repo.transaction(async (repo) => {
+    const { profile } = await this.deps.repo.transaction(async (repo) => {
       const target = await findTarget(repo, input.id);
       if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
         if (!viewer.isSuperUser) throw new AppError('ForbiddenError', 'Only super users can moderate a super user');
@@ -87,11 +87,12 @@ export class ModerationService extends AccountsPart {
       if (next.endSessions) await this.core.sessions.endAllSessions(repo, target.id, now);
       await repo.settings.audit({ actor: viewer.profileId, action: `moderate:${input.decision}`, target: target.id, reason: input.reason ?? null }, now);
       const updated = (await repo.profiles.find(target.id)) as ProfileRecord;
-      return { profile: updated, mailTo: preferredEmail(updated, await repo.emails.emailsOf(updated.id)) };
+      const mailTo = preferredEmail(updated, await repo.emails.emailsOf(updated.id));
+      if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
+        await this.deps.mailer.queue(repo, { to: mailTo, ...(input.decision === 'accept' ? profileAcceptedMail() : profileRejectedMail({ reason: input.reason })) });
+      }
+      return { profile: updated };
     });
-    if (mailTo && input.sendMail !== false && (input.decision === 'reject' || input.decision === 'accept')) {
-      this.deps.mailer.post({ to: mailTo, ...(input.decision === 'accept' ? profileAcceptedMail() : profileRejectedMail({ reason: input.reason })) });
-    }
     return this.core.profiles.present(profile, true, false);
   }
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Mailer } from '../mail/mailer.ts';
+import type { Metrics } from '../metrics/events.ts';
 import type { RateLimits } from '../rate-limits.ts';
 import type { DeviceCookies } from './device-cookies.ts';
 import type { HumanVerifier } from './human-verification.ts';
@@ -25,6 +26,8 @@ export interface AccountsDeps {
   mailer: Mailer;
   config: Config;
   logger: Logger;
+  /** What sign-ins, lockouts and enrolments are counted into (`metrics/events.ts`); unset, nothing is. */
+  metrics?: Metrics;
   now?: () => number;
 }
 

@@ -1,24 +1,37 @@
+import { z } from 'zod';
 import { AppError, type ResetPasswordRequest, type ResettableResult } from '../../shared/index.ts';
 import { passwordResetMail } from '../mail/messages.ts';
 import { addressKey, maskEmail } from './ids.ts';
 import { normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
-import { AccountsPart } from './part.ts';
+import { AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
+import type { AccountsRepository } from './repository.ts';
+import type { Mail } from '../mail/mailer.ts';
 import { checkNewPassword, personalContext } from './password-policy.ts';
 import { preferredEmail } from './profiles.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
 import { hashSecret } from '../secrets.ts';
 
 const INVALID_RESET = 'Reset token is not valid';
+/** The outbox's name for a reset mail asked for (`Mailer.request`). */
+const RESET_MAIL = 'password-reset';
+
+/** What a reset mail is asked with: the id as typed (canonical), and the profile when a link named it. */
+const ResetMailParams = z.object({ id: z.string(), profileId: z.string().optional() });
 
 /** Password reset by a link mailed to the account's address, after human verification. */
 export class PasswordResetService extends AccountsPart {
+  constructor(deps: AccountsDeps, core: AccountsCore) {
+    super(deps, core);
+    deps.mailer.composer(RESET_MAIL, (trx, params) => this.#composeLink(this.deps.repo.with(trx), ResetMailParams.parse(params)));
+  }
+
   /**
    * `POST /resettable`: needs a human-verification token. Mails a reset link; an unknown id gets
    * the same answer and no mail, so the form does not tell who has an account. The id is made
    * canonical first, the account's counter is its profile's (whichever of its ids is typed),
-   * and the token and the mail are made after the answer, so a known and an unknown id take
-   * the same time. A browser that signed in to the account before (its device cookie) counts
+   * and the request writes the same outbox row whoever asked: the lookup, the token and the mail
+   * are made after the answer (`mail/outbox.ts`), so a known and an unknown id take the same time. A browser that signed in to the account before (its device cookie) counts
    * against its own allowance: strangers asking for the person's reset mails cannot use up the
    * person's own (`device-cookies.ts`).
    */
@@ -32,7 +45,7 @@ export class PasswordResetService extends AccountsPart {
     if (deviceNonce) await this.deps.limits.consume('resetDevice', `device:${deviceNonce}`);
     else await this.deps.limits.consume('resetAccount', accountLimitKey(id, profile));
     await this.deps.limits.consume('resetAddress', addressKey(origin.address));
-    if (profile) this.deps.mailer.later(() => this.#mailLink(profile.id, id));
+    await this.deps.mailer.request(repo, RESET_MAIL, { id });
     return { id: input.id };
   }
 
@@ -48,29 +61,24 @@ export class PasswordResetService extends AccountsPart {
     if (deviceNonce) await this.deps.limits.consume('resetDevice', `device:${deviceNonce}`);
     else await this.deps.limits.consume('resetAccount', `profile:${record.profileId}`);
     await this.deps.limits.consume('resetAddress', addressKey(origin.address));
-    const email = record.email;
-    this.deps.mailer.later(() => this.#mailLink(record.profileId, email));
-    return { maskedEmail: maskEmail(email) };
+    await this.deps.mailer.request(this.deps.repo, RESET_MAIL, { id: record.email, profileId: record.profileId });
+    return { maskedEmail: maskEmail(record.email) };
   }
 
-  /** Issues a reset token for a profile and mails its link (after the answer; see `request`). */
-  async #mailLink(profileId: string, typedId: string): Promise<void> {
-    const repo = this.deps.repo;
-    const profile = await repo.profiles.find(profileId);
-    if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return;
-    const email = typedId.includes('@') ? typedId : preferredEmail(profile, await repo.emails.emailsOf(profile.id));
-    if (!email) return;
-    const { token } = await this.deps.oneTime.issue(repo, {
-      kind: 'reset',
-      profileId: profile.id,
-      email,
-      seconds: this.deps.config.resetTokenSeconds,
-      now: this.now(),
-    });
-    await this.deps.mailer.send({
-      to: email,
-      ...passwordResetMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, token, validForSeconds: this.deps.config.resetTokenSeconds }),
-    });
+  /**
+   * The reset mail asked for with `params`, in the outbox's transaction: the profile the id names
+   * (a merged one's survivor), its token, and the link to the typed address or the preferred one.
+   * Nothing for an id without an account that can reset.
+   */
+  async #composeLink(repo: AccountsRepository, params: z.infer<typeof ResetMailParams>): Promise<Mail | null> {
+    const found = params.profileId ? await repo.profiles.find(params.profileId) : await repo.profiles.findByIdOrEmail(params.id);
+    const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
+    if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return null;
+    const email = params.id.includes('@') ? params.id : preferredEmail(profile, await repo.emails.emailsOf(profile.id));
+    if (!email) return null;
+    const seconds = this.deps.config.resetTokenSeconds;
+    const { token } = await this.deps.oneTime.issue(repo, { kind: 'reset', profileId: profile.id, email, seconds, now: this.now() });
+    return { to: email, ...passwordResetMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, token, validForSeconds: seconds }) };
   }
 
   /** `GET /resettable/{token}`: what the reset page shows. */

@@ -14,6 +14,7 @@ import { ProfilesRepository } from './repository/profiles.ts';
 import { SessionsRepository } from './repository/sessions.ts';
 import { SettingsRepository } from './repository/settings.ts';
 import { TokensRepository } from './repository/tokens.ts';
+import { OutboxRepository } from '../mail/outbox-repository.ts';
 
 export type { EmailRecord } from './repository/emails.ts';
 export type { GroupRecord } from './repository/groups.ts';
@@ -34,6 +35,8 @@ export class AccountsRepository {
   readonly settings: SettingsRepository;
   /** A person's request to delete their account, and anonymising it when due (`account-deletion.ts`). */
   readonly deletions: DeletionsRepository;
+  /** The mail the accounts send, written with what it announces (`mail/outbox.ts`). */
+  readonly outbox: OutboxRepository;
 
   constructor(db: Knex) {
     this.#db = db;
@@ -44,6 +47,7 @@ export class AccountsRepository {
     this.tokens = new TokensRepository(db);
     this.settings = new SettingsRepository(db);
     this.deletions = new DeletionsRepository(db);
+    this.outbox = new OutboxRepository(db);
   }
 
   /** The same repositories inside a transaction. */

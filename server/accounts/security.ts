@@ -92,11 +92,9 @@ export class SecurityService extends AccountsPart {
       // A reset link asked for before the change must not undo it.
       await trx.tokens.voidAll(profile.id, 'reset', now);
       await trx.settings.audit({ actor: profile.id, action: 'password:change', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: endOthers } }, now);
+      const email = preferredEmail(profile, await trx.emails.emailsOf(profile.id));
+      if (email) await this.deps.mailer.queue(trx, { to: email, ...passwordChangedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, otherSessionsEnded: endOthers }) });
     });
-    const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
-    if (email) {
-      this.deps.mailer.post({ to: email, ...passwordChangedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, otherSessionsEnded: endOthers }) });
-    }
     // Exactly what "log out of all other devices" does (the token version moves on, so the
     // sign-in provider's tokens end too); this session gets a fresh token.
     return endOthers ? this.core.sessions.logoutOtherDevices(viewer, refreshToken) : null;

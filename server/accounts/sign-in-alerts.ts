@@ -49,13 +49,14 @@ export class NewBrowserAlerts extends AccountsBase {
   async afterSignIn(before: ProfileRecord, sessionId: string, origin: RequestOrigin, device: string | undefined): Promise<void> {
     if (!(await this.isNew(before, sessionId, origin, device))) return;
     const now = this.now();
-    this.deps.mailer.later(async () => {
-      const email = preferredEmail(before, await this.deps.repo.emails.emailsOf(before.id));
-      if (!email) return;
-      const token = randomToken();
-      await this.#mfa.insertAlert({ tokenHash: hashSecret(token), profileId: before.id, sessionId, now, expiresAt: now + NOT_ME_SECONDS * 1000 });
-      const when = utcMinute(now);
-      await this.deps.mailer.send({ to: email, ...newBrowserSignInMail({ baseUrl: this.deps.config.baseUrl, profileId: before.id, when, from: fromWords(origin), token, validForSeconds: NOT_ME_SECONDS }) });
+    const email = preferredEmail(before, await this.deps.repo.emails.emailsOf(before.id));
+    if (!email) return;
+    const token = randomToken();
+    // The link's token and the mail that carries it, together.
+    await this.#mfa.transaction(async (mfa, trx) => {
+      await mfa.insertAlert({ tokenHash: hashSecret(token), profileId: before.id, sessionId, now, expiresAt: now + NOT_ME_SECONDS * 1000 });
+      const mail = newBrowserSignInMail({ baseUrl: this.deps.config.baseUrl, profileId: before.id, when: utcMinute(now), from: fromWords(origin), token, validForSeconds: NOT_ME_SECONDS });
+      await this.deps.mailer.queue(this.deps.repo.with(trx), { to: email, ...mail });
     });
   }
 
@@ -134,8 +135,10 @@ export class NotMeService extends AccountsPart {
     const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (!email) return null;
     const seconds = this.deps.config.resetTokenSeconds;
-    const { token } = await this.deps.oneTime.issue(repo, { kind: 'reset', profileId, email, seconds, now: this.now() });
-    this.deps.mailer.post({ to: email, ...passwordResetMail({ webUrl: this.deps.config.webUrl, profileId, token, validForSeconds: seconds }) });
+    await repo.transaction(async (trx) => {
+      const { token } = await this.deps.oneTime.issue(trx, { kind: 'reset', profileId, email, seconds, now: this.now() });
+      await this.deps.mailer.queue(trx, { to: email, ...passwordResetMail({ webUrl: this.deps.config.webUrl, profileId, token, validForSeconds: seconds }) });
+    });
     return maskEmail(email);
   }
 }

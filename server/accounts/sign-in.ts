@@ -10,6 +10,7 @@ import {
   type MfaVerifyInput,
   type SignInMethod,
 } from '../../shared/index.ts';
+import { countedSignIn, secondStepMethod } from '../metrics/events.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { cancelDeletionOnSignIn } from './account-deletion.ts';
 import { addressKey } from './ids.ts';
@@ -147,8 +148,13 @@ export class SignInService extends AccountsBase {
   /**
    * `POST /login`: the password, then either a session (no factor on, or a remembered browser) or
    * a pending sign-in waiting for the second factor. No session or cookie exists until then.
+   * Counted in the metrics (`password`), as every sign-in attempt is.
    */
-  async login(input: LoginInput, origin: RequestOrigin, browser: SignInBrowser): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
+  login(input: LoginInput, origin: RequestOrigin, browser: SignInBrowser): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
+    return countedSignIn(this.deps.metrics, 'password', () => this.#login(input, origin, browser), (answer) => ('pending' in answer ? 'second_step_required' : 'success'));
+  }
+
+  async #login(input: LoginInput, origin: RequestOrigin, browser: SignInBrowser): Promise<{ session: IssuedSession } | { pending: MfaPendingResult }> {
     const { profile, loginEmail } = await this.#checkPassword(input, origin, browser.device);
     const accessSeconds = input.expiresIn ?? DEFAULT_SESSION_SECONDS;
     const next = await this.afterPassword(profile, browser.trustedDevice);
@@ -229,7 +235,11 @@ export class SignInService extends AccountsBase {
    * session exactly as `POST /login` does. `rememberDevice` also gives the browser a cookie
    * that skips the second factor for 30 days.
    */
-  async verify(input: MfaVerifyInput, origin: RequestOrigin, browser: SignInBrowser = {}): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
+  verify(input: MfaVerifyInput, origin: RequestOrigin, browser: SignInBrowser = {}): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
+    return countedSignIn(this.deps.metrics, secondStepMethod(input.method), () => this.#verify(input, origin, browser));
+  }
+
+  async #verify(input: MfaVerifyInput, origin: RequestOrigin, browser: SignInBrowser): Promise<{ session: IssuedSession; trustedDevice?: TrustedDeviceCookie; proof: SecondFactorProof }> {
     const device = browser.device;
     await this.deps.limits.consume('mfaAddress', addressKey(origin.address));
     const { pending, profile } = await this.#livePending(input.mfaPendingToken);

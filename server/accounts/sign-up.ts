@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import {
   AppError,
   type PastState,
@@ -10,7 +11,8 @@ import {
 import { activationMail, signUpAttemptMail } from '../mail/messages.ts';
 import { addressKey } from './ids.ts';
 import { checkNewPassword, type PasswordContext } from './password-policy.ts';
-import { AccountsBase, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
+import { AccountsBase, MODERATORS_GROUP, SUPER_USERS_GROUP, type AccountsDeps } from './part.ts';
+import type { Mail } from '../mail/mailer.ts';
 import { type AccountsRepository, normaliseEmail } from './repository.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
 import type { RequestOrigin } from './viewer.ts';
@@ -24,8 +26,19 @@ export interface NewUser {
   role?: 'superuser' | 'moderator' | undefined;
 }
 
+/** The outbox's name for an activation mail asked for (`Mailer.request`). */
+export const ACTIVATION_MAIL = 'activation';
+
+/** What an activation mail is asked with: the id as typed (canonical): an email, or a profile id. */
+const ActivationMailParams = z.object({ id: z.string() });
+
 /** Sign-up: tilde usernames, new profiles (from the form or the operator CLI), activation mail. */
 export class SignUpService extends AccountsBase {
+  constructor(deps: AccountsDeps) {
+    super(deps);
+    deps.mailer.composer(ACTIVATION_MAIL, (trx, params) => this.#composeActivation(this.deps.repo.with(trx), ActivationMailParams.parse(params)));
+  }
+
   /** The next free `~First_Last<N>` for a name. */
   async nextUsername(name: NameInput, repo = this.deps.repo): Promise<string> {
     const base = tildeBase(name);
@@ -76,9 +89,9 @@ export class SignUpService extends AccountsBase {
    * `POST /register`. An email that is already taken gets the same answer as a new one, so the
    * form cannot be used to find out who has an account; the owner of the address is told by
    * mail. Both do the same work in the request: one password hash, and one transaction that
-   * takes the name's next tilde number (a sign-up with a taken address reserves it), so neither
-   * the answer's timing nor the next `GET /tildeusername` tells them apart; mail goes out after
-   * the answer.
+   * takes the name's next tilde number (a sign-up with a taken address reserves it) and writes
+   * one outbox row, so neither the answer's timing nor the next `GET /tildeusername` tells them
+   * apart; the activation token is made with its mail, after the answer.
    */
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
     if (input.token != null || !this.deps.config.signupWithoutHumanVerification) await this.deps.verifier.verify(input.token, origin.address);
@@ -95,31 +108,29 @@ export class SignUpService extends AccountsBase {
         const base = tildeBase(name, input.name ? 'name/' : '');
         const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
         await repo.emails.reserveUsername(base, number, this.now());
-        return { id: `${base}${number}`, taken: true };
+        await this.deps.mailer.queue(repo, { to: email, ...signUpAttemptMail({ webUrl: this.deps.config.webUrl, email }) });
+        return `${base}${number}`;
       }
-      return { id: await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash), taken: false };
+      const id = await this.#insertUser(repo, { ...input, email, state: 'Inactive' }, passwordHash);
+      await this.deps.mailer.request(repo, ACTIVATION_MAIL, { id: email });
+      return id;
     });
-    if (outcome.taken) {
-      this.deps.mailer.post({ to: email, ...signUpAttemptMail({ webUrl: this.deps.config.webUrl, email }) });
-    } else {
-      this.deps.mailer.later(() => this.sendActivation(outcome.id, email));
-    }
-    return { id: outcome.id, status: 'ok' };
+    return { id: outcome, status: 'ok' };
   }
 
-  /** Mails a new activation link and code (voiding the previous ones). */
-  async sendActivation(profileId: string, email: string): Promise<void> {
-    const { token, code } = await this.deps.oneTime.issue(this.deps.repo, {
-      kind: 'activation',
-      profileId,
-      email: normaliseEmail(email),
-      seconds: this.deps.config.activationTokenSeconds,
-      now: this.now(),
-    });
-    await this.deps.mailer.send({
-      to: email,
-      ...activationMail({ webUrl: this.deps.config.webUrl, profileId, token, code, validForSeconds: this.deps.config.activationTokenSeconds }),
-    });
+  /**
+   * The activation mail asked for with `params`, in the outbox's transaction: a new link and code
+   * (voiding the previous ones) to the typed address, or the profile's first one. Nothing for an
+   * id without a profile that waits for activation.
+   */
+  async #composeActivation(repo: AccountsRepository, params: z.infer<typeof ActivationMailParams>): Promise<Mail | null> {
+    const profile = await repo.profiles.findByIdOrEmail(params.id);
+    if (!profile || profile.state !== 'Inactive' || profile.ddate !== null) return null;
+    const email = params.id.includes('@') ? params.id : (await repo.emails.emailsOf(profile.id))[0]?.email;
+    if (!email) return null;
+    const seconds = this.deps.config.activationTokenSeconds;
+    const { token, code } = await this.deps.oneTime.issue(repo, { kind: 'activation', profileId: profile.id, email: normaliseEmail(email), seconds, now: this.now() });
+    return { to: email, ...activationMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, token, code, validForSeconds: seconds }) };
   }
 }
 

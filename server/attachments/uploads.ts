@@ -24,6 +24,7 @@ import type { HumanVerifier } from '../accounts/human-verification.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { MB, type Config } from '../config.ts';
 import type { NoteService } from '../venue/notes.ts';
+import type { Metrics } from '../metrics/events.ts';
 import type { VenueService } from '../venue/venues.ts';
 import { ChunkArrivals } from './arrivals.ts';
 import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './leases.ts';
@@ -32,6 +33,9 @@ import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
 import { RunningHashes } from './running-hashes.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, ChunkSlot, FileStore, Received } from './store/file-store.ts';
+
+/** What uploads count in the metrics (`metrics/events.ts`). */
+type UploadMetrics = Pick<Metrics, 'upload' | 'chunkStored' | 'assembly'>;
 
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
@@ -93,9 +97,10 @@ export class UploadsService {
   readonly #verifier: HumanVerifier;
   readonly #config: Config;
   readonly #logger: Logger;
+  readonly #metrics: UploadMetrics | undefined;
   readonly #now: () => number;
 
-  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: UploadVenues; notes: UploadNotes; verifier: HumanVerifier; config: Config; logger: Logger; now?: () => number }) {
+  constructor(deps: { repo: AttachmentsRepository; store: FileStore; venues: UploadVenues; notes: UploadNotes; verifier: HumanVerifier; config: Config; logger: Logger; metrics?: UploadMetrics; now?: () => number }) {
     this.#repo = deps.repo;
     this.#store = deps.store;
     this.#venues = deps.venues;
@@ -103,6 +108,7 @@ export class UploadsService {
     this.#verifier = deps.verifier;
     this.#config = deps.config;
     this.#logger = deps.logger;
+    this.#metrics = deps.metrics;
     this.#now = deps.now ?? Date.now;
     // Parts of this service rather than collaborators: the arrivals are held by its lease holder.
     this.#arrivals = new ChunkArrivals({ repo: deps.repo, holder: this.#holder, logger: deps.logger, now: this.#now });
@@ -209,7 +215,24 @@ export class UploadsService {
   // ---- whole files -------------------------------------------------------------------------------
 
   /** `PUT /attachment`: checks the fields and the file, keeps it, answers its URL. */
-  async saveUpload(viewer: Viewer, request: UploadRequest): Promise<{ url: string }> {
+  saveUpload(viewer: Viewer, request: UploadRequest): Promise<{ url: string }> {
+    return this.#counted('whole', request, () => this.#saveUpload(viewer, request));
+  }
+
+  /** Runs an upload request, counting it in the metrics: its file's bytes and how it ended. */
+  async #counted<T>(kind: 'whole' | 'chunk', request: UploadRequest, work: () => Promise<T>): Promise<T> {
+    const bytes = request.file?.size ?? 0;
+    try {
+      const answer = await work();
+      this.#metrics?.upload(kind, bytes, 'ok');
+      return answer;
+    } catch (error) {
+      this.#metrics?.upload(kind, bytes, error instanceof AppError && error.status < 500 ? 'refused' : 'error');
+      throw error;
+    }
+  }
+
+  async #saveUpload(viewer: Viewer, request: UploadRequest): Promise<{ url: string }> {
     const file = request.file;
     try {
       const fields = parseOrThrow(UploadFields, request.fields);
@@ -289,7 +312,11 @@ export class UploadsService {
    * index `totalChunks` seen means 1-based, both is a 400; until one is seen the status map is
    * keyed 1-based, as those clients expect.
    */
-  async saveChunk(viewer: Viewer, request: UploadRequest, announced?: string): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+  saveChunk(viewer: Viewer, request: UploadRequest, announced?: string): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+    return this.#counted('chunk', request, () => this.#saveChunk(viewer, request, announced));
+  }
+
+  async #saveChunk(viewer: Viewer, request: UploadRequest, announced?: string): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const file = request.file;
     const arrival = announced ?? randomUUID();
     let arrived = announced !== undefined;
@@ -370,7 +397,10 @@ export class UploadsService {
         await this.#discard(upload);
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
-      if (placed) this.#hashes.advance(upload, fields.chunkIndex, file.continued);
+      if (placed) {
+        this.#hashes.advance(upload, fields.chunkIndex, file.continued);
+        this.#metrics?.chunkStored();
+      }
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
       if ('url' in answer) return answer;
       // Other chunks of this upload may be being saved alongside this one, here or in another
@@ -457,8 +487,10 @@ export class UploadsService {
       }
       await this.#store.removeChunks(upload.id);
       this.#hashes.forget(upload);
+      this.#metrics?.assembly('done');
       return url;
     } catch (error) {
+      this.#metrics?.assembly(error instanceof AppError ? 'refused' : 'error');
       if (assembled) await this.#store.discard(assembled).catch(() => undefined);
       if (error instanceof AppError) {
         // The file as a whole is refused: the upload cannot succeed, so nothing of it is kept.

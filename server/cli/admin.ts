@@ -16,14 +16,24 @@
  *   oidc-keys rotate
  *   mfa off --user ID_OR_EMAIL --reason "how the person was identified"
  *   impersonators set --user ID_OR_EMAIL [--by ID …]
+ *   mail list|retry|purge (`mail.ts`)
+ *   backup --to DIR
+ *   restore --from DIR
+ *
+ * `backup` and `restore` (`../operations/`) work on the data folder itself and run before the
+ * database is opened: a restore must find DATA_DIR as it was (opening would create and migrate a
+ * database there), and a backup needs no services.
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AppError, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, SetImpersonatorsInput } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { MAIL_USAGE, mailCommands } from './mail.ts';
 import { createLogger } from '../logger.ts';
-import { createServices, type Services } from '../services.ts';
+import type { Services } from '../services.ts';
+import { backup, describeBackup } from '../operations/backup.ts';
+import { describeRestore, restore } from '../operations/restore.ts';
 
 const USAGE = `Usage: npm run admin -- <command>
 
@@ -57,6 +67,13 @@ const USAGE = `Usage: npm run admin -- <command>
   impersonators set --user ID_OR_EMAIL [--by ID_OR_EMAIL_OR_GROUP …]
       Sets who may impersonate the person (the impersonators of their own ~ group); each --by
       names one, and none takes every grant back. Written to the audit log.
+${MAIL_USAGE}  backup --to DIR
+      Copies the database (as of one moment, while the server runs) and every file it refers to
+      into DIR, a new or empty folder, with a manifest of SHA-1s. It holds password hashes and
+      secrets: keep it safe. SQLite and local files only; on PostgreSQL or S3 it says what to use.
+  restore --from DIR
+      Checks a backup and restores it into DATA_DIR, which must be missing or empty; on any
+      failure DATA_DIR stays as it was. The server migrates it when it starts.
 `;
 
 const InstitutionArgs = z.strictObject({
@@ -187,6 +204,8 @@ const commands: Record<string, Command> = {
     const { profileId, removed } = await services.mfa.disableForOperator(input.user, input.reason);
     console.log(`${profileId}\tmulti-factor sign-in off${removed.length > 0 ? ` (removed: ${removed.join(', ')})` : ' (none was on)'}`);
   },
+
+  ...mailCommands,
 };
 
 const MfaOffArgs = z.strictObject({ user: NonEmptyString, reason: NonEmptyString });
@@ -201,37 +220,71 @@ function clientIdArg(args: string[]): string {
   return parseOrThrow(OidcClientIdInput, { id: args[0] }).id;
 }
 
+type Operation = (config: Config, args: string[]) => Promise<void>;
+
+/** Commands on the data folder itself, run before the database is opened (see the header). */
+const operations: Record<string, Operation> = {
+  async backup(config, args) {
+    const { values } = parseArgs({ args, options: { to: { type: 'string' } }, strict: true });
+    if (!values.to) throw new AppError('MissingRequiredError', 'Usage: backup --to DIR');
+    for (const line of describeBackup(await backup(config, values.to))) console.log(line);
+  },
+
+  async restore(config, args) {
+    const { values } = parseArgs({ args, options: { from: { type: 'string' } }, strict: true });
+    if (!values.from) throw new AppError('MissingRequiredError', 'Usage: restore --from DIR');
+    for (const line of describeRestore(await restore(config, values.from))) console.log(line);
+  },
+};
+
 async function main(argv: string[]): Promise<number> {
   const name = argv.slice(0, 2).join(' ');
   const command = commands[name];
-  if (!command) {
+  const operation = argv[0] !== undefined && Object.hasOwn(operations, argv[0]) ? operations[argv[0]] : undefined;
+  if (!command && !operation) {
     process.stderr.write(USAGE);
     return argv.length === 0 || argv[0] === 'help' ? 0 : 2;
   }
   const config = loadConfig(process.env);
+  if (operation) {
+    try {
+      await operation(config, argv.slice(1));
+      return 0;
+    } catch (error) {
+      return failed(error);
+    }
+  }
+  if (!command) return 2;
   const logger = createLogger('warn', process.stderr);
   const db = openDatabase(config);
   let services: Services | undefined;
   try {
     await migrateToLatest(db);
+    // Loaded here, not above: `backup` and `restore` need none of it, and loading it is most of a second.
+    const { createServices } = await import('../services.ts');
     services = await createServices(config, db, logger);
     await command(services, argv.slice(2));
     return 0;
   } catch (error) {
-    if (error instanceof AppError) {
-      const reasons = error.errors ?? [error.toBody()];
-      for (const reason of reasons) process.stderr.write(`error: ${reason.message}\n`);
-      return 1;
-    }
-    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`error: ${error.message}\n\n${USAGE}`);
-      return 2;
-    }
-    throw error;
+    return failed(error);
   } finally {
     await services?.close();
     await db.destroy();
   }
+}
+
+/** The exit code of a command that failed, its reasons written out; an unexpected error goes on up. */
+function failed(error: unknown): number {
+  if (error instanceof AppError) {
+    const reasons = error.errors ?? [error.toBody()];
+    for (const reason of reasons) process.stderr.write(`error: ${reason.message}\n`);
+    return 1;
+  }
+  if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`error: ${error.message}\n\n${USAGE}`);
+    return 2;
+  }
+  throw error;
 }
 
 process.exitCode = await main(process.argv.slice(2));

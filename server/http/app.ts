@@ -19,7 +19,9 @@ import { createHttpContext } from './context.ts';
 import { answerPreflight, protocolCors, readOnlyCors } from './cors.ts';
 import { docsHandlers } from './docs.ts';
 import { fileHandlers } from './files.ts';
-import { healthHandler } from './health.ts';
+import { healthHandler, probeHandlers } from './health.ts';
+import { NO_METRICS } from '../metrics/events.ts';
+import { createMetrics, type AppMetrics } from '../metrics/registry.ts';
 import { allowedMethods, answerAllow, directDispatch, middlewareOf, mountRoutes, type RouteMiddleware, type RouteNeeds } from './mount.ts';
 import { oauthForm, oauthJson, oidcHandlers, pageForm } from './oidc.ts';
 import { webHandlers } from '../web/pages/index.ts';
@@ -37,6 +39,8 @@ export interface App {
   db: Db;
   services: Services;
   logger: Logger;
+  /** The app's metrics (`server/metrics/`), served by `startMetricsServer`; null when `METRICS_PORT` is unset. */
+  metrics: AppMetrics | null;
   /**
    * Runs the periodic clean-up now, if this process holds the sweeper's lease (or takes it);
    * true when it swept. The server runs it every ten minutes by itself.
@@ -155,7 +159,8 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
     ...webHandlers(services, config),
     ...passkeyHandlers(),
     ...docsHandlers(JSON.stringify(buildOpenApiDocument(config))),
-    health: healthHandler(db),
+    health: healthHandler(db, services.mailer),
+    ...probeHandlers(db, services.uploads.store),
   };
   const trpc = createExpressMiddleware({
     router: appRouter,
@@ -202,9 +207,12 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
  */
 export async function createApp(config: Config, opts: { logger?: Logger; now?: () => number } = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel);
+  // Metrics are kept only when something can read them: a metrics listener is configured.
+  const metrics = config.metricsPort === undefined ? null : createMetrics({ routes, logger });
   const db = openDatabase(config);
+  metrics?.watchDatabase(db);
   await migrateToLatest(db);
-  const services = await createServices(config, db, logger, opts.now);
+  const services = await createServices(config, db, logger, opts.now, metrics ?? NO_METRICS);
   // Uploads cut by a stop of the server can be completed at once. The server's start only: an
   // admin command (maybe outside the server's container) cannot tell which processes run.
   await services.uploads.recover();
@@ -217,6 +225,8 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   app.set('trust proxy', config.trustProxy);
   // What every request goes through before its route's own middleware, in this order.
   const before: RequestHandler[] = [
+    // Every answered request into the metrics, by its route template (`metrics/http.ts`).
+    ...(metrics ? [metrics.requests] : []),
     // One log line per request, when it is answered (`requestLogger`).
     requestLogger(logger, requestId),
     // Over plain http (an offline install), asking browsers to upgrade every request to https
@@ -248,14 +258,17 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // One process of the install sweeps at a time (`sweeper.ts`).
   const sweeper = new Sweeper(db, services, logger, opts.now ?? Date.now);
   sweeper.start();
-  // Every process tells applications of sessions that ended (`oidc/back-channel.ts`).
+  // Every process tells applications of sessions that ended (`oidc/back-channel.ts`), and sends
+  // the outbox's mail when it holds the mail lease (`mail/outbox.ts`).
   services.oidc.logouts.start();
+  services.mailer.start();
 
   return {
     app,
     db,
     services,
     logger,
+    metrics,
     sweep: () => sweeper.sweep(),
     async close() {
       await sweeper.stop();

@@ -31,8 +31,10 @@ import {
   EntityAttachmentQuery,
   HealthResult,
   HumanVerificationToken,
+  LivenessResult,
   PdfCompareQuery,
   PdfQuery,
+  ReadinessResult,
   StoredPdfParams,
   UploadFields,
   UploadResult,
@@ -55,7 +57,7 @@ type PathsOf<T, Prefix extends string = ''> = {
 export type ProcedurePath = PathsOf<AppRouter['_def']['record']>;
 
 /** Every named handler a `stream`, `oauth`, `page`, `health` or `docs` route may name. */
-export type Handlers = FileHandlers & OidcHandlers & ProviderPageHandlers & DocsHandlers & WebHandlers & PasskeyHandlers & { health: RequestHandler };
+export type Handlers = FileHandlers & OidcHandlers & ProviderPageHandlers & DocsHandlers & WebHandlers & PasskeyHandlers & { health: RequestHandler; healthLive: RequestHandler; healthReady: RequestHandler };
 
 /**
  * How a route's body is read before its handler runs:
@@ -253,6 +255,19 @@ const SERVICE_DOCS = {
     answer: { json: HealthResult },
     errors: [503],
   },
+  live: {
+    tag: 'service',
+    summary: 'Liveness: the process answers (whatever its database)',
+    session: 'none',
+    answer: { json: LivenessResult },
+  },
+  ready: {
+    tag: 'service',
+    summary: 'Readiness: every migration has run, the database takes a write and the file store is reachable; otherwise 503 with each check’s state in `details`',
+    session: 'none',
+    answer: { json: ReadinessResult },
+    errors: [503],
+  },
   apiDocument: {
     tag: 'service',
     summary: 'This document',
@@ -397,6 +412,8 @@ export const routes: Route[] = [
   { kind: 'stream', method: 'get', path: '/pdf/:id', handler: 'pdfById', doc: STREAM_DOCS.pdfById },
   // ---- the service --------------------------------------------------------------------------------
   { kind: 'health', method: 'get', path: '/health', handler: 'health', doc: SERVICE_DOCS.health },
+  { kind: 'health', method: 'get', path: '/health/live', body: 'none', handler: 'healthLive', doc: SERVICE_DOCS.live },
+  { kind: 'health', method: 'get', path: '/health/ready', body: 'none', handler: 'healthReady', doc: SERVICE_DOCS.ready },
   { kind: 'docs', method: 'get', path: '/openapi.json', cors: 'read-only', handler: 'apiDocument', doc: SERVICE_DOCS.apiDocument },
   { kind: 'docs', method: 'get', path: '/docs', handler: 'referencePage' },
   { kind: 'docs', method: 'get', path: '/docs/init.js', handler: 'referenceScript' },

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Transporter } from 'nodemailer';
-import type { Logger } from 'pino';
+import type { Knex } from 'knex';
+import type { MailContent } from './messages.ts';
+import type { MailBacklog, OutboxRepository, OutboxRow, OutboxState } from './outbox-repository.ts';
 
 export interface MailMessage {
   to: string;
@@ -10,144 +9,71 @@ export interface MailMessage {
   text: string;
 }
 
-export interface Mailer {
-  /** Sends now; the caller waits for the transport. */
-  send(message: MailMessage): Promise<void>;
-  /**
-   * Sends after the request has been answered: how long a mail takes (SMTP, the outbox) must
-   * never show in an answer's timing, or a form that mails only known addresses would tell
-   * who has an account. Failures are logged (never the text, which holds links and codes).
-   */
-  post(message: MailMessage): void;
-  /**
-   * Runs work that ends in a mail (issuing its token, then sending) after the answer, one job
-   * at a time, so the answer takes the same time whether the work found anything to do.
-   */
-  later(job: () => Promise<void>): void;
-  /**
-   * Resolves when every job handed to `post` and `later` so far has finished, or after
-   * `timeoutMs` if given (a mail server that does not answer must not hold a shutdown forever).
-   */
-  settled(timeoutMs?: number): Promise<void>;
-  close(): void;
+/** A mail with its address and the name of its kind (`messages.ts`). */
+export type Mail = MailContent & { to: string };
+
+/**
+ * Where a mail is written: the transaction of what it announces (an `AccountsRepository`, on the
+ * database or on a transaction, has its `outbox`), so the mail and the token it carries, or the
+ * change it reports, are written together or not at all.
+ */
+export interface OutboxWriter {
+  outbox: OutboxRepository;
 }
 
-/** At most this many jobs wait; past it a job is dropped and logged (the rate limits keep far below it). */
-const MAX_PENDING_JOBS = 10_000;
+/**
+ * Makes a mail when it is sent, from the `params` it was asked with, in `trx` (where it issues
+ * the token the mail carries); null when there is nothing to send (the id has no account).
+ */
+export type Composer = (trx: Knex.Transaction, params: Record<string, unknown>) => Promise<Mail | null>;
+
+/**
+ * The outbox (`outbox.ts`): every mail is a row, and one worker of the install sends it after
+ * the answer, so how long a mail takes (SMTP, the outbox folder) never shows in an answer's
+ * timing, and a mail survives a crash or a mail server that refuses for a while.
+ */
+export interface Mailer {
+  /** Writes a mail, on `on`: sent once `on`'s transaction has committed. */
+  queue(on: OutboxWriter, mail: Mail): Promise<void>;
+  /**
+   * Writes a mail that the composer of `kind` makes when it is sent. For the forms that must
+   * not tell who has an account: the request writes the same row whoever asked, and the lookup,
+   * the token and the mail are made after the answer.
+   */
+  request(on: OutboxWriter, kind: string, params: Record<string, unknown>): Promise<void>;
+  /** Registers the composer of the mails asked for with `request(…, kind, …)`. */
+  composer(kind: string, compose: Composer): void;
+  /** Starts waking up by itself (the server's processes; an admin command sends when it closes). */
+  start(): void;
+  /**
+   * Resolves when no mail is due: every mail written so far has been sent, given up on, or waits
+   * for a retry. After `timeoutMs` at the latest, if given (a shutdown does not wait forever).
+   */
+  settled(timeoutMs?: number): Promise<void>;
+  backlog(): Promise<MailBacklog>;
+  /** The operator's view and actions (`npm run admin -- mail …`). */
+  list(states: OutboxState[], limit: number): Promise<OutboxRow[]>;
+  retry(ids: number[] | 'all'): Promise<number>;
+  purge(states: OutboxState[], olderThanMs: number): Promise<number>;
+  /** The sweeper's: forgets sent mails after a week and failed ones after a month. */
+  sweep(): Promise<void>;
+  /** Stops waking up, lets go of the worker's lease and closes the transport. */
+  close(): Promise<void>;
+}
 
 /** The mailers of this process by data folder, so tests can wait for the mail of a request. */
 const byDataDir = new Map<string, Mailer>();
 
-/** Resolves when the mailer of a data folder (in this process) has sent everything handed to it. */
+/** Resolves when the mailer of a data folder (in this process) has no mail due. */
 export function mailSettled(dataDir: string): Promise<void> {
   return byDataDir.get(path.resolve(dataDir))?.settled() ?? Promise.resolve();
 }
 
-/** Adds the after-the-answer queue to a mailer's `send`. */
-function withQueue(base: Pick<Mailer, 'send' | 'close'>, logger: Logger, dataDir: string): Mailer {
-  let tail: Promise<void> = Promise.resolve();
-  let pending = 0;
+/** Makes `mailer` the one `mailSettled(dataDir)` waits for, until it closes. */
+export function registerMailer(dataDir: string, mailer: Mailer): () => void {
   const key = path.resolve(dataDir);
-  const later = (job: () => Promise<void>): void => {
-    if (pending >= MAX_PENDING_JOBS) {
-      logger.warn({ pending }, 'the mail queue is full: a mail was dropped');
-      return;
-    }
-    pending += 1;
-    tail = tail
-      .then(job)
-      .catch((error: unknown) => {
-        logger.error({ errorName: (error as Error)?.name, errorMessage: (error as Error)?.message }, 'a queued mail failed');
-      })
-      .finally(() => {
-        pending -= 1;
-      });
-  };
-  const mailer: Mailer = {
-    send: base.send,
-    post: (message) => later(() => base.send(message)),
-    later,
-    settled: async (timeoutMs) => {
-      const drained = (async () => {
-        // Jobs may queue more jobs; wait until the tail stops moving.
-        let seen: Promise<void>;
-        do {
-          seen = tail;
-          await seen;
-        } while (seen !== tail);
-      })();
-      if (timeoutMs === undefined) return drained;
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<void>((resolve) => {
-        timer = setTimeout(() => {
-          if (pending > 0) logger.warn({ pending }, 'queued mail was not sent before shutdown');
-          resolve();
-        }, timeoutMs);
-      });
-      await Promise.race([drained, expired]);
-      clearTimeout(timer);
-    },
-    close() {
-      if (byDataDir.get(key) === mailer) byDataDir.delete(key);
-      base.close();
-    },
-  };
   byDataDir.set(key, mailer);
-  return mailer;
-}
-
-/**
- * A nodemailer transport made on first use: nodemailer (and the fetch implementation it loads)
- * adds about 9 MB to a process's resident memory (measured with `process.memoryUsage`, loading it
- * and not), which a server that sends no mail need not hold. It connects only to send anyway.
- */
-function lazyTransport(options: Parameters<typeof import('nodemailer').createTransport>[0]): { get(): Promise<Transporter>; close(): void } {
-  let made: Promise<Transporter> | null = null;
-  return {
-    get: () => (made ??= import('nodemailer').then((nodemailer) => nodemailer.default.createTransport(options))),
-    close: () => void made?.then((transport) => transport.close(), () => undefined),
+  return () => {
+    if (byDataDir.get(key) === mailer) byDataDir.delete(key);
   };
-}
-
-/**
- * Sends mail over SMTP when `SMTP_URL` is set. Otherwise every message is written as an
- * `.eml` file under `$DATA_DIR/outbox/`, named so that a directory listing is in send order;
- * each file appears whole (written aside, then renamed), so a reader never sees half a message.
- * `outboxOnly`: the outbox although the database is shared with processes that may be on other
- * machines (the operator set `MAIL_OUTBOX=on`), said in a warning at start.
- */
-export function createMailer(opts: { smtpUrl: string | undefined; outboxOnly?: boolean; from: string; dataDir: string; logger: Logger }): Mailer {
-  if (opts.smtpUrl) {
-    const transport = lazyTransport(opts.smtpUrl);
-    return withQueue({
-      async send(message) {
-        await (await transport.get()).sendMail({ from: opts.from, ...message });
-        opts.logger.info({ subject: message.subject }, 'mail sent over SMTP');
-      },
-      close: () => transport.close(),
-    }, opts.logger, opts.dataDir);
-  }
-
-  const outbox = path.join(opts.dataDir, 'outbox');
-  if (opts.outboxOnly) {
-    opts.logger.warn(
-      { outbox },
-      'mail is written to this machine\'s outbox although the database is shared (MAIL_OUTBOX=on): mail written by processes on other machines is in their outbox. Set SMTP_URL to send it',
-    );
-  }
-  const transport = lazyTransport({ streamTransport: true, buffer: true, newline: 'unix' });
-  let sequence = 0;
-  return withQueue({
-    async send(message) {
-      const info = await (await transport.get()).sendMail({ from: opts.from, ...message });
-      await mkdir(outbox, { recursive: true });
-      sequence += 1;
-      const name = `${Date.now()}-${String(sequence).padStart(6, '0')}-${randomUUID()}.eml`;
-      const tmp = path.join(outbox, `.${name}.tmp`);
-      await writeFile(tmp, info.message as Buffer, { mode: 0o600 });
-      await rename(tmp, path.join(outbox, name));
-      opts.logger.info({ subject: message.subject, file: name }, 'mail written to the outbox');
-    },
-    close: () => transport.close(),
-  }, opts.logger, opts.dataDir);
 }

@@ -7,8 +7,28 @@
  */
 import type { MailMessage } from './mailer.ts';
 
-/** A mail before it has an address. */
-export type MailContent = Pick<MailMessage, 'subject' | 'text'>;
+/**
+ * A mail before it has an address. `kind` names which mail it is, for the outbox's operators
+ * (`admin mail list`) and its metrics; never a person's data.
+ */
+export type MailContent = Pick<MailMessage, 'subject' | 'text'> & { kind: MailKind };
+
+/** Every mail the service sends. */
+export type MailKind =
+  | 'activation'
+  | 'sign-up-attempt'
+  | 'activation-pending'
+  | 'profile-accepted'
+  | 'profile-rejected'
+  | 'password-reset'
+  | 'password-changed'
+  | 'email-confirmation'
+  | 'duplicate-profile'
+  | 'verification-code'
+  | 'sign-in-settings-changed'
+  | 'email-changed'
+  | 'deletion-requested'
+  | 'new-browser-sign-in';
 
 // ---- links --------------------------------------------------------------------------------------
 // `webUrl` is `config.webUrl`: WEB_URL, a frontend that answers the same paths, or by default the
@@ -39,6 +59,7 @@ export function resetRequestLink(webUrl: string): string {
 /** The activation link and code of a new profile. */
 export function activationMail(m: { webUrl: string; profileId: string; token: string; code: string; validForSeconds: number }): MailContent {
   return {
+    kind: 'activation',
     subject: 'Signup confirmation',
     text:
       `Thank you for signing up, ${m.profileId}.\n\n` +
@@ -51,6 +72,7 @@ export function activationMail(m: { webUrl: string; profileId: string; token: st
 /** To the owner of an address someone tried to sign up with again (the form answers as for a new one). */
 export function signUpAttemptMail(m: { webUrl: string; email: string }): MailContent {
   return {
+    kind: 'sign-up-attempt',
     subject: 'Sign-up attempt with your email address',
     text:
       `Someone tried to create a new account with ${m.email}, which already belongs to an account.\n\n` +
@@ -62,6 +84,7 @@ export function signUpAttemptMail(m: { webUrl: string; email: string }): MailCon
 /** An activated profile that waits for the moderators. */
 export function activationPendingMail(): MailContent {
   return {
+    kind: 'activation-pending',
     subject: 'Activation pending',
     text:
       'Thank you for completing your profile.\n\n' +
@@ -74,12 +97,14 @@ export function activationPendingMail(): MailContent {
 
 /** The moderators accepted the profile. */
 export function profileAcceptedMail(): MailContent {
-  return { subject: 'Profile activation status', text: 'Your profile has been accepted. You can now log in.\n' };
+  return {
+    kind: 'profile-accepted', subject: 'Profile activation status', text: 'Your profile has been accepted. You can now log in.\n' };
 }
 
 /** The moderators rejected the profile, with their reason if they gave one. */
 export function profileRejectedMail(m: { reason: string | null | undefined }): MailContent {
   return {
+    kind: 'profile-rejected',
     subject: 'Profile activation status',
     text:
       `Your profile was not accepted.\n\nReason: ${m.reason ?? 'not given'}\n\n` +
@@ -92,6 +117,7 @@ export function profileRejectedMail(m: { reason: string | null | undefined }): M
 /** The reset link, asked for with the account's id or address. */
 export function passwordResetMail(m: { webUrl: string; profileId: string; token: string; validForSeconds: number }): MailContent {
   return {
+    kind: 'password-reset',
     subject: 'Password reset',
     text:
       `A password reset was requested for the account ${m.profileId}.\n\n` +
@@ -104,6 +130,7 @@ export function passwordResetMail(m: { webUrl: string; profileId: string; token:
 /** The password was changed while signed in: the owner hears of it, in case it was not them. */
 export function passwordChangedMail(m: { webUrl: string; profileId: string; otherSessionsEnded: boolean }): MailContent {
   return {
+    kind: 'password-changed',
     subject: 'Your password was changed',
     text:
       `The password of your account ${m.profileId} was changed${m.otherSessionsEnded ? ', and every other session was signed out' : ''}.\n\n` +
@@ -116,6 +143,7 @@ export function passwordChangedMail(m: { webUrl: string; profileId: string; othe
 /** The code (and its page) that confirms an address a profile asked to add. */
 export function emailConfirmationMail(m: { webUrl: string; profileId: string; token: string; code: string; validForSeconds: number }): MailContent {
   return {
+    kind: 'email-confirmation',
     subject: 'Email confirmation',
     text:
       `The profile ${m.profileId} asked to add this address.\n\n` +
@@ -128,6 +156,7 @@ export function emailConfirmationMail(m: { webUrl: string; profileId: string; to
 /** The address a profile asked to add belongs to another profile: the code merges that one into the asker. */
 export function duplicateProfileMail(m: { profileId: string; email: string; duplicateId: string; code: string; validForSeconds: number }): MailContent {
   return {
+    kind: 'duplicate-profile',
     subject: 'Duplicate Profile Found',
     text:
       `The profile ${m.profileId} asked to add ${m.email}, which belongs to the profile ${m.duplicateId}.\n\n` +
@@ -141,6 +170,7 @@ export function duplicateProfileMail(m: { profileId: string; email: string; dupl
 /** A 6-digit code for a second step or a re-authentication; the real platform's clients read it between `**`. */
 export function verificationCodeMail(m: { code: string; purpose: string; validForSeconds: number }): MailContent {
   return {
+    kind: 'verification-code',
     subject: 'Verification Code',
     text:
       `Your verification code is: **${m.code}**\n\n` +
@@ -152,6 +182,7 @@ export function verificationCodeMail(m: { code: string; purpose: string; validFo
 /** A change to how the person signs in (a factor added or removed, a recovery code used), `when` as an ISO time. */
 export function signInSettingsChangedMail(m: { what: string; profileId: string; when: string }): MailContent {
   return {
+    kind: 'sign-in-settings-changed',
     subject: 'Your sign-in settings changed',
     text:
       `${m.what} (account ${m.profileId}, ${m.when}).\n\n` +
@@ -178,6 +209,7 @@ export function emailChangedMail(m: { webUrl: string; profileId: string; change:
     preferred: { subject: 'Your preferred email address was changed', line: `The preferred address of your account ${m.profileId} is now ${m.email}, not this one.` },
   }[m.change];
   return {
+    kind: 'email-changed',
     subject: what.subject,
     text:
       `${what.line}\n\n` +
@@ -195,6 +227,7 @@ export function signInLink(webUrl: string): string {
 /** A person asked to delete their account: when it happens, and how to cancel it (`when` as a readable UTC time). */
 export function deletionRequestedMail(m: { webUrl: string; profileId: string; when: string }): MailContent {
   return {
+    kind: 'deletion-requested',
     subject: 'Your account will be deleted',
     text:
       `You asked to delete your account ${m.profileId}. It will be deleted on ${m.when}: your names, emails, history and links are removed, and your notes keep only a placeholder signature.\n\n` +
@@ -217,6 +250,7 @@ export function notMeLink(baseUrl: string, token: string): string {
  */
 export function newBrowserSignInMail(m: { baseUrl: string; profileId: string; when: string; from: string; token: string; validForSeconds: number }): MailContent {
   return {
+    kind: 'new-browser-sign-in',
     subject: 'A new sign-in to your account',
     text:
       `Your account ${m.profileId} was signed in to from a browser it had not been used in before: ${m.from}, on ${m.when}.\n\n` +

@@ -79,13 +79,19 @@ export function loginPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: 
 export async function next(provider: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
   const { params } = interaction;
   if (needsLogin(provider, interaction, viewer) || (await needsSecondFactor(provider, interaction, viewer))) {
-    if (params.prompt.includes('none')) throw new LoginRequired('The user is not signed in');
+    if (params.prompt.includes('none')) {
+      provider.metrics.signIn('oidc', 'failure');
+      throw new LoginRequired('The user is not signed in');
+    }
     await store?.();
     return { redirect: loginPageUrl(provider, interaction.id) };
   }
   const covered = consentCovers(await findConsent(provider, viewer.profileId, params.clientId), params.scopes);
   if (!covered || params.prompt.includes('consent')) {
-    if (params.prompt.includes('none')) throw new ConsentRequired('The user has not consented');
+    if (params.prompt.includes('none')) {
+      provider.metrics.signIn('oidc', 'failure');
+      throw new ConsentRequired('The user has not consented');
+    }
     await store?.();
     return { redirect: `${provider.webUrl}/oidc/consent?interaction=${interaction.id}` };
   }
@@ -136,5 +142,7 @@ export async function issueCode(
     },
     now,
   );
+  // The person is signed in to the application: the sign-in the metrics count as `oidc`.
+  provider.metrics.signIn('oidc', 'success');
   return redirectTo(provider, params.redirectUri, { code, state: params.state });
 }

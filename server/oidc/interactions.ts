@@ -39,6 +39,7 @@ export async function afterLogin(provider: Provider, interactionId: string, view
   // `acr_values=2`: a sign-in without a second factor (the person has none) does not do.
   if (asksSecondFactor(interaction) && (await signInProof(provider, viewer.profileId, signedInAt))?.acr !== '2') {
     await provider.repo.completeInteraction(interaction.id, provider.now());
+    provider.metrics.signIn('oidc', 'failure');
     return {
       page: 'This application asks you to confirm it is you with a second factor (an authenticator app, a code by email or a passkey). Turn one on under Password & security, then sign in to the application again.',
       status: 403,
@@ -84,6 +85,7 @@ export async function consent(provider: Provider, interactionId: string, viewer:
   const { params } = interaction;
   if (!approved) {
     await provider.repo.completeInteraction(interaction.id, provider.now());
+    provider.metrics.signIn('oidc', 'failure');
     return redirected(errorOutcome(provider, new AccessDenied('The user denied the request'), params));
   }
   const person = usable(viewer);

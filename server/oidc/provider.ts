@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
 import { canHoldSession } from '../accounts/session-rule.ts';
+import type { Metrics } from '../metrics/events.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
 import type { KeyStore } from './keys.ts';
@@ -39,6 +40,8 @@ export interface Provider {
   refreshIdleSeconds: number;
   /** The key a pairwise `sub` is derived with (`subjectOf`): the install's, never shown. */
   pairwiseKey: string;
+  /** What the provider counts (`metrics/events.ts`): sign-ins to applications, tokens issued. */
+  metrics: Pick<Metrics, 'signIn' | 'oidcTokens'>;
   /** The provider's issuer: the service's base URL. */
   issuer: string;
   /** Where the login and consent pages are (the web frontend's base URL). */

@@ -3,6 +3,7 @@ import type { OidcClient, OidcClientInput, RegisterApplicationInput, RegisteredA
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from 'pino';
+import { NO_METRICS, type Metrics } from '../metrics/events.ts';
 import type { AccountsForSignIn } from './accounts-for-sign-in.ts';
 import { LogoutNotifier } from './back-channel.ts';
 import { OnceInAWhile } from './once-in-a-while.ts';
@@ -54,7 +55,7 @@ export class OidcService {
   /** Back-channel logout (`back-channel.ts`); the app starts it, a command-line process does not. */
   readonly logouts: LogoutNotifier;
 
-  constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; now?: () => number }) {
+  constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; metrics?: Pick<Metrics, 'signIn' | 'oidcTokens'>; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
@@ -66,7 +67,7 @@ export class OidcService {
       consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents', 'oidc_clients', 'profiles']), now),
       people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
       proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now),
-      issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
+      metrics: deps.metrics ?? NO_METRICS, issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = deps.csrfKey;
     this.logouts = new LogoutNotifier(this.#provider, deps.log);
     this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);

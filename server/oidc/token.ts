@@ -26,7 +26,11 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
   checkOnce(form, TOKEN_PARAMETERS);
   const client = await checkClient(provider, { form, ...proof });
   const grantType = checkGrantType(client, field('grant_type'));
-  if (grantType === 'refresh_token') return refreshGrant(provider, client, field('refresh_token'), field('scope'));
+  if (grantType === 'refresh_token') {
+    const refreshed = await refreshGrant(provider, client, field('refresh_token'), field('scope'));
+    provider.metrics.oidcTokens(grantType, client.id);
+    return refreshed;
+  }
   const now = provider.now();
   const { code, consentedScopes } = await checkCode(provider, client, field('code'), now);
   checkVerifier(field('code_verifier'), code.codeChallenge);
@@ -34,6 +38,7 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
   const { profile, claims } = await checkStillHonoured(provider, code, consentedScopes);
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
   const { accessToken, refreshToken } = await consumeCode(provider, client, code, now, offline);
+  provider.metrics.oidcTokens(grantType, client.id);
   return {
     access_token: accessToken,
     id_token: await idToken(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now),

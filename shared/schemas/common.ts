@@ -13,8 +13,23 @@ export const AccountId = z.string().min(1).max(254);
 
 export const StringList = z.array(NonEmptyString);
 
-/** `GET /health`: the service and its database answer. */
-export const HealthResult = z.strictObject({ status: z.literal('ok'), database: z.literal('ok') });
+/**
+ * Mail that waits in the outbox longer than it should (`server/mail/outbox.ts`): mail more than
+ * a minute old not sent yet, or mail given up on (kept a month unless purged). The service is
+ * still healthy, since it answers, but the people told to check their mail wait for nothing.
+ */
+export const MailBacklogReport = z.strictObject({
+  status: z.literal('delayed'),
+  /** Mails not sent yet. */
+  pending: z.int().min(0),
+  /** Mails given up on (`npm run admin -- mail list --state failed`). */
+  failed: z.int().min(0),
+  /** How long the oldest unsent mail has waited. */
+  oldestPendingSeconds: z.int().min(0),
+});
+
+/** `GET /health`: the service and its database answer; `mail` only while mail waits too long. */
+export const HealthResult = z.strictObject({ status: z.literal('ok'), database: z.literal('ok'), mail: MailBacklogReport.optional() });
 
 /**
  * A boolean in a query string (`true`/`false`, as the platform's clients write them), or a real

@@ -16,7 +16,7 @@ import type { PasskeyFactor, PasskeyProof, PasskeySummary } from '../../server/a
 import { MfaRepository } from '../../server/accounts/mfa/repository.ts';
 import { SecondFactors } from '../../server/accounts/mfa/second-factor.ts';
 import { MfaService } from '../../server/accounts/mfa/service.ts';
-import { SecretBox } from '../../server/accounts/mfa/totp.ts';
+import { SecretBox } from '../../server/secrets.ts';
 import { OneTimeTokens } from '../../server/accounts/one-time-tokens.ts';
 import type { AccountsDeps } from '../../server/accounts/part.ts';
 import { DeviceCookies } from '../../server/accounts/device-cookies.ts';
@@ -30,7 +30,7 @@ import { SignUpService } from '../../server/accounts/sign-up.ts';
 import type { Viewer } from '../../server/accounts/viewer.ts';
 import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
-import { createMailer } from '../../server/mail/mailer.ts';
+import { createMailer } from '../../server/mail/outbox.ts';
 import { RateLimits } from '../../server/rate-limits.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { dropTestDatabase, testDatabaseEnv } from '../helpers/database.ts';
@@ -110,8 +110,8 @@ beforeAll(async () => {
   await migrateToLatest(db);
   const logger = createLogger('silent');
   const store = openRateLimiterStore(db);
-  const mailer = createMailer({ smtpUrl: undefined, from: config.mailFrom, dataDir: dir, logger });
   const secret = 'a-test-secret-of-at-least-thirty-two-characters';
+  const mailer = createMailer({ db, config, secret, logger, now: clock.now });
   const deps: AccountsDeps = {
     repo: new AccountsRepository(db),
     hasher: new PasswordHasher(undefined, TEST_SCRYPT),
@@ -135,7 +135,7 @@ beforeAll(async () => {
   signIn = new SignInService(deps, { sessions, factors, mfa: factorDeps.mfa, passkeys });
   closeAll = async () => {
     await mailer.settled(10_000);
-    mailer.close();
+    await mailer.close();
     await store.close();
     await db.destroy();
     await dropTestDatabase(dir);

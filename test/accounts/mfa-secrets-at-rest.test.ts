@@ -1,6 +1,6 @@
 /** TOTP secrets at rest: AES-256-GCM under `MFA_ENCRYPTION_KEY`, or a key derived from the session secret. */
 import { describe, expect, it } from 'vitest';
-import { SecretBox } from '../../server/accounts/mfa/totp.ts';
+import { SecretBox } from '../../server/secrets.ts';
 import { loadConfig } from '../../server/config.ts';
 
 const SESSION_SECRET = 'the-session-secret-of-this-install-0123456789';

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
 import { TEST_POSTGRES_URL } from '../helpers/database.ts';
+import { runAdmin } from '../helpers/admin.ts';
 import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
 
 /** Each test runs `npm run admin` several times, a Node process each (about a second of start-up, far more on a loaded machine). */
@@ -13,18 +14,8 @@ const run = promisify(execFile);
 let dir: string;
 let server: TestServer;
 
-/** Runs `npm run admin -- ...` as an operator would (the same script, on the same Node). */
-async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['server/cli/admin.ts', ...args], {
-      env: await childEnv({ DATA_DIR: dir }),
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+/** Runs `npm run admin -- ...` as an operator would, on this test's data folder. */
+const admin = (...args: string[]) => runAdmin({ DATA_DIR: dir }, ...args);
 
 beforeAll(async () => {
   dir = await tempDir();

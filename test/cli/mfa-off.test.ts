@@ -2,32 +2,22 @@
  * `npm run admin -- mfa off`: the way back in for a person who lost every factor and every
  * recovery code. Run as an operator would, against the database of a running server.
  */
-import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { promisify } from 'node:util';
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readOutbox } from '../helpers/outbox.ts';
-import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
+import { runAdmin } from '../helpers/admin.ts';
+import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { Client } from '../helpers/http.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 
 /** Runs `npm run admin` as processes of their own. */
 const LONG = { timeout: 60_000 };
 
-const run = promisify(execFile);
 let dir: string;
 let server: TestServer;
 
-async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['server/cli/admin.ts', ...args], { env: await childEnv({ DATA_DIR: dir }) });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const admin = (...args: string[]) => runAdmin({ DATA_DIR: dir }, ...args);
 
 beforeAll(async () => {
   dir = await tempDir();

@@ -11,6 +11,15 @@ export interface CaughtMail {
   to: string;
   subject: string;
   text: string;
+  /** The Message-ID header, angle brackets included. */
+  messageId: string;
+}
+
+export interface CatcherOptions {
+  /** Listen on this port (to start a mail server where a service already expects one); 0 by default. */
+  port?: number;
+  /** An SMTP reply code (4xx, 5xx) to refuse a recipient with, or null to take it. */
+  refuse?: (to: string) => number | null;
 }
 
 export interface MailCatcher {
@@ -22,21 +31,31 @@ export interface MailCatcher {
   close(): Promise<void>;
 }
 
-export async function startMailCatcher(): Promise<MailCatcher> {
+export async function startMailCatcher(options: CatcherOptions = {}): Promise<MailCatcher> {
   const mails: CaughtMail[] = [];
   const smtp = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
+    onRcptTo(address, _session, done) {
+      const code = options.refuse?.(address.address.toLowerCase()) ?? null;
+      if (code === null) return done();
+      done(Object.assign(new Error(code >= 500 ? 'Mailbox unavailable' : 'Try again later'), { responseCode: code }));
+    },
     onData(stream, session, done) {
       simpleParser(stream)
         .then((mail) => {
-          for (const rcpt of session.envelope.rcptTo) mails.push({ to: rcpt.address.toLowerCase(), subject: mail.subject ?? '', text: mail.text ?? '' });
+          for (const rcpt of session.envelope.rcptTo) {
+            mails.push({ to: rcpt.address.toLowerCase(), subject: mail.subject ?? '', text: mail.text ?? '', messageId: mail.messageId ?? '' });
+          }
           done();
         })
         .catch(done);
     },
   });
-  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    smtp.server.once('error', reject);
+    smtp.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = smtp.server.address() as AddressInfo;
   const last = (to: string) => mails.filter((m) => m.to === to.toLowerCase()).at(-1);
   return {

@@ -9,9 +9,10 @@ import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../db/knex.ts';
 import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
-import { createMailer } from '../../server/mail/mailer.ts';
+import { createMailer } from '../../server/mail/outbox.ts';
 import { dropTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, startServer, tempDir } from '../helpers/server.ts';
 
@@ -46,7 +47,7 @@ describe('mail when several processes share the database', () => {
     await dropTestDatabase(dir);
   });
 
-  it('the outbox on a shared database is said in a warning at start', () => {
+  it('the outbox on a shared database is said in a warning at start', async () => {
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -54,8 +55,12 @@ describe('mail when several processes share the database', () => {
         done();
       },
     });
-    const mailer = createMailer({ smtpUrl: undefined, outboxOnly: true, from: 'a@example.org', dataDir: '/nonexistent', logger: createLogger('info', sink) });
-    mailer.close();
+    const config = loadConfig({ DATA_DIR: '/nonexistent', ...SHARED, MAIL_OUTBOX: 'on' });
+    // The outbox's database is never touched here: the warning is said when the mailer is made.
+    const db = openDatabase({ dataDir: '/nonexistent' });
+    const mailer = createMailer({ db, config, secret: 'x'.repeat(32), logger: createLogger('info', sink), now: Date.now });
+    await mailer.close();
+    await db.destroy();
     const warnings = lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((line) => line.level === 40);
     expect(warnings.map((w) => w.msg)).toEqual([expect.stringContaining("mail is written to this machine's outbox although the database is shared")]);
   });

@@ -12,19 +12,19 @@ export abstract class MfaPart extends AccountsBase {
     return repo.settings.audit({ actor, action, target, reason, details }, this.now());
   }
 
+  /** The audit line and the mail of a change, together. */
   protected async notify(profileId: string, what: string, action: string, actor: string, details?: Record<string, unknown>): Promise<void> {
-    await this.audit(profileId, actor, action, details);
-    this.mailChange(profileId, what);
+    await this.deps.repo.transaction(async (repo) => {
+      await this.audit(profileId, actor, action, details, repo);
+      await this.mailChange(profileId, what, repo);
+    });
   }
 
-  /** Tells the person of a change to how they sign in, after the answer. */
-  protected mailChange(profileId: string, what: string): void {
+  /** Tells the person of a change to how they sign in, in `repo`'s transaction (the change's). */
+  protected async mailChange(profileId: string, what: string, repo: AccountsRepository = this.deps.repo): Promise<void> {
     const when = new Date(this.now()).toISOString();
-    this.deps.mailer.later(async () => {
-      const profile = await this.deps.repo.profiles.find(profileId);
-      const to = profile ? preferredEmail(profile, await this.deps.repo.emails.emailsOf(profileId)) : undefined;
-      if (!to) return;
-      await this.deps.mailer.send({ to, ...signInSettingsChangedMail({ what, profileId, when }) });
-    });
+    const profile = await repo.profiles.find(profileId);
+    const to = profile ? preferredEmail(profile, await repo.emails.emailsOf(profileId)) : undefined;
+    if (to) await this.deps.mailer.queue(repo, { to, ...signInSettingsChangedMail({ what, profileId, when }) });
   }
 }

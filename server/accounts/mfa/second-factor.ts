@@ -11,7 +11,8 @@ import { type CodeHasher, newEmailCode, typedDigits, typedRecoveryCode } from '.
 import { MfaPart } from './part.ts';
 import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
 import type { MfaRepository } from './repository.ts';
-import { type SecretBox, totpStep } from './totp.ts';
+import { totpStep } from './totp.ts';
+import type { SecretBox } from '../../secrets.ts';
 
 /** How long an emailed code is valid. */
 export const EMAIL_CODE_SECONDS = 10 * 60;
@@ -111,6 +112,7 @@ export class SecondFactors extends MfaPart {
         const until = now + LOCK_SECONDS * 1000;
         await this.#factorDeps.mfa.lock(profile.id, until);
         await this.audit(profile.id, 'system', 'mfa.locked', { until });
+        this.deps.metrics?.lockout('second_step');
         throw locked(until, now);
       }
       throw withTriesLeft(refusal ?? wrongCode(), MAX_FAILED_ATTEMPTS - attempt.count);
@@ -140,7 +142,9 @@ export class SecondFactors extends MfaPart {
     // As for the person: the last wrong code of the allowance locks (this browser only).
     if (proof === null) {
       await this.#recordWrong(profile.id, method, origin);
-      throw left > 0 ? withTriesLeft(refusal ?? wrongCode(), left) : locked(now + LOCK_SECONDS * 1000, now);
+      if (left > 0) throw withTriesLeft(refusal ?? wrongCode(), left);
+      this.deps.metrics?.lockout('second_step_browser');
+      throw locked(now + LOCK_SECONDS * 1000, now);
     }
     await this.deps.limits.refund('mfaDevice', key);
     // The person proved it: strangers' wrong codes so far no longer count towards their lockout.
@@ -192,8 +196,10 @@ export class SecondFactors extends MfaPart {
     const to = await this.emailOf(profile);
     const code = newEmailCode();
     const now = this.now();
-    await this.#factorDeps.mfa.putEmailCode(profile.id, this.#factorDeps.codes.hash('email', profile.id, code), now, now + EMAIL_CODE_SECONDS * 1000);
-    this.deps.mailer.post({ to, ...verificationCodeMail({ code, purpose, validForSeconds: EMAIL_CODE_SECONDS }) });
+    await this.#factorDeps.mfa.transaction(async (mfa, trx) => {
+      await mfa.putEmailCode(profile.id, this.#factorDeps.codes.hash('email', profile.id, code), now, now + EMAIL_CODE_SECONDS * 1000);
+      await this.deps.mailer.queue(this.deps.repo.with(trx), { to, ...verificationCodeMail({ code, purpose, validForSeconds: EMAIL_CODE_SECONDS }) });
+    });
   }
 
   /** Where codes and notices go: the preferred address, or a 400. */

@@ -10,7 +10,8 @@ import { MfaPart } from './part.ts';
 import type { PasskeyFactor } from './passkey-factor.ts';
 import type { MfaRepository } from './repository.ts';
 import { EMAIL_CODE_SECONDS, INVALID_CODE, type SecondFactors } from './second-factor.ts';
-import { newTotpSecret, type SecretBox, totpProvisioning, totpStep } from './totp.ts';
+import { newTotpSecret, totpProvisioning, totpStep } from './totp.ts';
+import type { SecretBox } from '../../secrets.ts';
 
 /** How recent a proof of the person must be to turn a factor off, regenerate codes or add a passkey. */
 export const REAUTH_SECONDS = 10 * 60;
@@ -97,6 +98,7 @@ export class MfaService extends MfaPart {
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.totp.enabled', 'An authenticator app was set up for signing in', (mfa) =>
       mfa.enableTotp(id, sealed, now),
     );
+    this.deps.metrics?.mfaEnrolled('totp');
     return { totpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
 
@@ -113,6 +115,7 @@ export class MfaService extends MfaPart {
     if ((await this.#mfaDeps.factors.methodsOf(profile.id)).includes('emailOtp')) return { emailOtpEnabled: true };
     await this.#requireFreshToAdd(viewer, refreshToken);
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.email.enabled', 'Codes by email were turned on for signing in', (mfa) => mfa.setEmail(profile.id, this.now(), this.now()));
+    this.deps.metrics?.mfaEnrolled('email_code');
     return { emailOtpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
 
@@ -132,8 +135,8 @@ export class MfaService extends MfaPart {
     await this.#mfaDeps.mfa.transaction(async (mfa, trx) => {
       await mfa.replaceRecoveryCodes(viewer.profileId, codes.map((c) => this.#mfaDeps.codes.hash('recovery', viewer.profileId, c)), this.now());
       await this.audit(viewer.profileId, viewer.profileId, 'mfa.recovery.regenerated', undefined, this.deps.repo.with(trx));
+      await this.mailChange(viewer.profileId, 'New recovery codes were made; the old ones no longer work', this.deps.repo.with(trx));
     });
-    this.mailChange(viewer.profileId, 'New recovery codes were made; the old ones no longer work');
     return { recoveryCodes: codes };
   }
 
@@ -157,6 +160,7 @@ export class MfaService extends MfaPart {
     const passkey = await this.#mfaDeps.passkeys.register(viewer.profileId, response as RegistrationResponseJSON, name?.trim() || 'Passkey');
     const recoveryCodes = wasOn ? null : await this.#firstRecoveryCodes(viewer.profileId);
     await this.notify(viewer.profileId, `A passkey ("${passkey.name}") was added for signing in`, 'mfa.passkey.added', viewer.profileId, { credentialId: passkey.credentialId });
+    this.deps.metrics?.mfaEnrolled('passkey');
     return { passkey, ...(recoveryCodes ? { recoveryCodes } : {}) };
   }
 
@@ -249,8 +253,8 @@ export class MfaService extends MfaPart {
     await this.#mfaDeps.mfa.transaction(async (mfa, trx) => {
       await mfa.removeEverything(profile.id);
       await this.audit(profile.id, 'operator', 'mfa.disabled-by-operator', { removed }, this.deps.repo.with(trx), reason);
+      await this.mailChange(profile.id, 'An operator turned multi-factor sign-in off for your account, at your request', this.deps.repo.with(trx));
     });
-    this.mailChange(profile.id, 'An operator turned multi-factor sign-in off for your account, at your request');
     return { profileId: profile.id, removed };
   }
 
@@ -285,9 +289,9 @@ export class MfaService extends MfaPart {
       await write(mfa);
       const fresh = wasOn ? null : await this.#firstRecoveryCodes(viewer.profileId, mfa);
       await this.audit(viewer.profileId, viewer.profileId, action, undefined, this.deps.repo.with(trx));
+      await this.mailChange(viewer.profileId, what, this.deps.repo.with(trx));
       return fresh;
     });
-    this.mailChange(viewer.profileId, what);
     return codes;
   }
 
@@ -299,14 +303,14 @@ export class MfaService extends MfaPart {
       await this.audit(id, id, action, details, this.deps.repo.with(trx));
     });
     const enabled = (await this.#mfaDeps.factors.methodsOf(id)).length > 0;
-    if (!enabled) {
-      await this.#mfaDeps.mfa.transaction(async (mfa) => {
+    await this.#mfaDeps.mfa.transaction(async (mfa, trx) => {
+      if (!enabled) {
         await mfa.replaceRecoveryCodes(id, [], this.now());
         await mfa.forgetTrusted(id);
         await mfa.setPreferred(id, null, this.now());
-      });
-    }
-    this.mailChange(id, enabled ? what : `${what}. Multi-factor sign-in is now off for your account`);
+      }
+      await this.mailChange(id, enabled ? what : `${what}. Multi-factor sign-in is now off for your account`, this.deps.repo.with(trx));
+    });
     return { status: 'ok', enabled };
   }
 

@@ -1,4 +1,3 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import QRCode from 'qrcode';
 
@@ -37,40 +36,3 @@ export function totpStep(secretBase32: string, code: string, now: number): numbe
   return Math.floor(now / 1000 / PERIOD) + delta;
 }
 
-/**
- * TOTP secrets at rest: AES-256-GCM under a key from the configuration (`MFA_ENCRYPTION_KEY`,
- * hashed to 256 bits) or, when unset, one derived (HKDF-SHA-256) from the session secret that
- * the database keeps. The stored form is `v1.<iv>.<tag>.<ciphertext>`, base64url, bound to the
- * person by the associated data, so a row copied to another person does not decrypt.
- */
-export class SecretBox {
-  readonly #key: Buffer;
-
-  constructor(opts: { configuredKey: string | undefined; sessionSecret: string }) {
-    this.#key = opts.configuredKey
-      ? createHash('sha256').update(opts.configuredKey).digest()
-      : Buffer.from(hkdfSync('sha256', opts.sessionSecret, 'mfa-at-rest', 'totp secrets, AES-256-GCM', 32));
-  }
-
-  seal(plain: string, owner: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(Buffer.from(owner));
-    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
-  }
-
-  /** The plain text, or null when it does not decrypt (another key, another owner, a damaged row). */
-  open(sealed: string, owner: string): string | null {
-    const [version, iv, tag, body] = sealed.split('.');
-    if (version !== 'v1' || !iv || !tag || body === undefined) return null;
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
-      decipher.setAAD(Buffer.from(owner));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
-    } catch {
-      return null;
-    }
-  }
-}

@@ -1,5 +1,6 @@
 import { AppError, DEFAULT_SESSION_SECONDS } from '../../../shared/index.ts';
 import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
+import { countedSignIn } from '../../metrics/events.ts';
 import { randomToken } from '../../secrets.ts';
 import { addressKey } from '../ids.ts';
 import { AccountsBase, type AccountsDeps } from '../part.ts';
@@ -9,6 +10,8 @@ import { inactiveMessage } from '../sessions.ts';
 import type { SignInBrowser, SignInService } from '../sign-in.ts';
 import type { IssuedSession, RequestOrigin } from '../viewer.ts';
 import type { PasskeyFactor, PasskeyProof } from '../mfa/passkey-factor.ts';
+
+type PasskeySignInInput = { challengeId: string; response: AuthenticationResponseJSON; expiresIn?: number | null | undefined };
 
 /**
  * Signing in with a passkey alone (a discoverable credential that verified the person: PIN or
@@ -38,12 +41,12 @@ export class PasskeySignIn extends AccountsBase {
     return { challengeId, options };
   }
 
-  /** Checks the assertion against its ceremony and opens a session for the passkey's owner. */
-  async signIn(
-    input: { challengeId: string; response: AuthenticationResponseJSON; expiresIn?: number | null | undefined },
-    origin: RequestOrigin,
-    browser: SignInBrowser = {},
-  ): Promise<{ session: IssuedSession; proof: PasskeyProof }> {
+  /** Checks the assertion against its ceremony and opens a session for the passkey's owner (counted in the metrics: `passkey`). */
+  signIn(input: PasskeySignInInput, origin: RequestOrigin, browser: SignInBrowser = {}): Promise<{ session: IssuedSession; proof: PasskeyProof }> {
+    return countedSignIn(this.deps.metrics, 'passkey', () => this.#signInWithPasskey(input, origin, browser));
+  }
+
+  async #signInWithPasskey(input: PasskeySignInInput, origin: RequestOrigin, browser: SignInBrowser): Promise<{ session: IssuedSession; proof: PasskeyProof }> {
     const address = addressKey(origin.address);
     await this.deps.limits.consume('loginAddress', address);
     const proof = await this.#passkeys.authenticate(input.response, { userId: null, challengeKey: `sign-in:${input.challengeId}` });

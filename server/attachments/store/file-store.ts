@@ -85,6 +85,12 @@ export interface ByteRange {
  */
 export interface FileStore {
   init(): Promise<void>;
+  /**
+   * Throws unless the store can be used now: its folders are there and writable (the local disk),
+   * its bucket answers with the credentials given (S3), and this machine's temporary folder is
+   * there. The readiness check (`GET /health/ready`) asks it.
+   */
+  check(): Promise<void>;
   /** Streams `source` into a temporary file of this machine, hashing and counting (see `TemporaryFolder.receive`). */
   receive(source: Readable, maxBytes: number, opts?: ReceiveOptions): Promise<Received>;
   /** Stores a received file under its content address (a second copy is dropped) and removes the temporary file. Answers the URL. */

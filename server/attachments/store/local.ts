@@ -4,7 +4,7 @@
  * place into one data file per upload, so that the assembly of a file sent in order copies
  * nothing. What it promises is the `FileStore` contract (file-store.ts).
  */
-import { link, lstat, mkdir, open, readdir, readFile, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { access, constants, link, lstat, mkdir, open, readdir, readFile, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -63,6 +63,11 @@ export class LocalFileStore implements FileStore {
       await mkdir(dir, { recursive: true });
     }
     await this.#tmp.init();
+  }
+
+  async check(): Promise<void> {
+    for (const dir of [this.#files, this.#chunks]) await access(dir, constants.W_OK);
+    await this.#tmp.check();
   }
 
   receive(source: Readable, maxBytes: number, opts: ReceiveOptions = {}): Promise<Received> {

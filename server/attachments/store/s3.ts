@@ -86,6 +86,11 @@ export class S3FileStore implements FileStore {
     }
   }
 
+  async check(): Promise<void> {
+    await this.#client.send(new HeadBucketCommand({ Bucket: this.#bucket }));
+    await this.#tmp.check();
+  }
+
   receive(source: Readable, maxBytes: number, opts: ReceiveOptions = {}): Promise<Received> {
     return this.#tmp.receive(source, maxBytes, opts);
   }

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { access, constants, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -31,6 +31,11 @@ export class TemporaryFolder {
 
   async init(): Promise<void> {
     await mkdir(this.#dir, { recursive: true });
+  }
+
+  /** Throws unless the folder is there and writable. */
+  async check(): Promise<void> {
+    await access(this.#dir, constants.W_OK);
   }
 
   /** A new temporary file's path. */

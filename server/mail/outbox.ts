@@ -1,0 +1,378 @@
+/**
+ * The outbox: mail that is never lost. Every mail is a row of `mail_outbox`, written in the
+ * transaction of what it announces (`Mailer.queue`) or asked for with the same row whoever asked
+ * (`Mailer.request`, composed later). One worker of the install at a time (the `mail` lease, as
+ * the sweeper's) sends the rows after the answers, in the order they were written:
+ *
+ * - an attempt is counted, with when the next one is due, before it is made: a process killed
+ *   while sending leaves a row that is tried again at that time, by whichever process then holds
+ *   the lease (a restarted process on the same machine takes the lease of its dead predecessor
+ *   at once);
+ * - a temporary refusal (a 4xx reply) is tried again with a doubling wait (5 s, 10 s, … at most
+ *   5 min) for a day; a permanent one (5xx), or a day of temporary ones, marks the row failed;
+ * - no answer at all (the mail server is down, the outbox folder's disk is full) makes every due
+ *   mail wait, and the first mail that goes through again makes them all due at once;
+ * - delivery is at least once: a crash between a mail server's acceptance and the row's marking
+ *   sends the mail again, with the same `Message-ID`, which mail clients show once. The outbox
+ *   folder checks for the row's file first, so there it is exactly once.
+ *
+ * The text of a waiting mail holds links and codes: it is sealed (AES-256-GCM, a key derived
+ * from the session secret, bound to the Message-ID) and dropped once sent.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Db } from '../../db/knex.ts';
+import type { Config } from '../config.ts';
+import { SecretBox } from '../secrets.ts';
+import { releaseLease, takeLease } from '../sweeper.ts';
+import { registerMailer, type Composer, type Mail, type Mailer, type OutboxWriter } from './mailer.ts';
+import { OutboxRepository, type OutboxRow, type OutboxState } from './outbox-repository.ts';
+import { DeliveryError, outboxFolderTransport, smtpTransport, type Transport } from './transport.ts';
+
+export const MAIL_LEASE = 'mail';
+/** The worker's lease lasts this long, renewed every `HEARTBEAT_MS` while it works. */
+const LEASE_MS = 30_000;
+const HEARTBEAT_MS = 10_000;
+/** How often a process looks for mail due that it did not write (another process's, a retry's). */
+const POLL_MS = 2_000;
+const FIRST_RETRY_MS = 5_000;
+const LONGEST_RETRY_MS = 5 * 60_000;
+/** A mail refused temporarily for a day is given up on. */
+export const GIVE_UP_MS = 24 * 60 * 60_000;
+const SENT_KEPT_MS = 7 * 24 * 60 * 60_000;
+const FAILED_KEPT_MS = 30 * 24 * 60 * 60_000;
+/** How many due rows the worker reads at once. */
+const BATCH = 20;
+
+/** The wait before attempt `attempts + 1`: 5 s doubling to at most 5 min, ±10 % so workers do not all knock at once. */
+export function retryDelay(attempts: number): number {
+  const base = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
+  return Math.round(base * (0.9 + Math.random() * 0.2));
+}
+
+/** What became of one attempt, for the metrics. */
+export type DeliveryOutcome = 'sent' | 'retry' | 'failed';
+
+export interface OutboxOptions {
+  db: Db;
+  transport: Transport;
+  /** The session secret: the key of the sealed texts is derived from it. */
+  secret: string;
+  /** The host in every Message-ID (`BASE_URL`'s). */
+  domain: string;
+  logger: Logger;
+  now: () => number;
+  onDelivery?: (outcome: DeliveryOutcome) => void;
+}
+
+/** Whether `holder` (a lease holder's name, "host pid uuid") is a process of this machine that is gone. */
+function deadOnThisMachine(holder: string): boolean {
+  const [host, pidText] = holder.split(' ');
+  const pid = Number(pidText);
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+export class Outbox implements Mailer {
+  readonly #db: Db;
+  readonly #repo: OutboxRepository;
+  readonly #transport: Transport;
+  readonly #box: SecretBox;
+  readonly #domain: string;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #onDelivery: (outcome: DeliveryOutcome) => void;
+  readonly #composers = new Map<string, Composer>();
+  /** This process's name in the lease: its machine and pid, so a successor can tell it is gone. */
+  readonly #holder = `${hostname()} ${process.pid} ${randomUUID()}`;
+  #running: Promise<boolean> | null = null;
+  #again = false;
+  #closed = false;
+  #poll: NodeJS.Timeout | null = null;
+  #retryTimer: NodeJS.Timeout | null = null;
+  /** The last attempt found no mail server: the next mail that goes through makes every waiting one due. */
+  #wasUnreachable = false;
+  readonly #unregister: () => void;
+
+  constructor(opts: OutboxOptions & { dataDir: string }) {
+    this.#db = opts.db;
+    this.#repo = new OutboxRepository(opts.db);
+    this.#transport = opts.transport;
+    this.#box = new SecretBox({ sessionSecret: opts.secret, purpose: { salt: 'mail-at-rest', info: 'outbox texts, AES-256-GCM' } });
+    this.#domain = opts.domain;
+    this.#logger = opts.logger;
+    this.#now = opts.now;
+    this.#onDelivery = opts.onDelivery ?? (() => undefined);
+    this.#unregister = registerMailer(opts.dataDir, this);
+  }
+
+  async queue(on: OutboxWriter, mail: Mail): Promise<void> {
+    const now = this.#now();
+    const messageId = this.#newMessageId();
+    await on.outbox.insert({ messageId, kind: mail.kind, state: 'pending', to: mail.to, subject: mail.subject, body: this.#box.seal(mail.text, messageId), now, giveUpAt: now + GIVE_UP_MS });
+    this.#wakeAfter(on.outbox.knex);
+  }
+
+  async request(on: OutboxWriter, kind: string, params: Record<string, unknown>): Promise<void> {
+    const now = this.#now();
+    await on.outbox.insert({ messageId: this.#newMessageId(), kind, state: 'compose', params, now, giveUpAt: now + GIVE_UP_MS });
+    this.#wakeAfter(on.outbox.knex);
+  }
+
+  composer(kind: string, compose: Composer): void {
+    this.#composers.set(kind, compose);
+  }
+
+  start(): void {
+    if (this.#closed || this.#poll) return;
+    this.#poll = setInterval(() => void this.#pollOnce(), POLL_MS);
+    this.#poll.unref();
+    this.#wake();
+  }
+
+  async settled(timeoutMs?: number): Promise<void> {
+    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    for (;;) {
+      await this.#running;
+      if ((await this.#repo.due(this.#now(), 1)).length === 0) return;
+      if (Date.now() >= deadline) {
+        this.#logger.warn({ backlog: await this.#repo.backlog(this.#now()) }, 'mail still waits in the outbox: another process, or the next start, sends it');
+        return;
+      }
+      this.#wake();
+      // Another process has the lease: it sends what is due; look again shortly.
+      if (!(await this.#running)) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  backlog() {
+    return this.#repo.backlog(this.#now());
+  }
+
+  list(states: OutboxState[], limit: number): Promise<OutboxRow[]> {
+    return this.#repo.list(states, limit);
+  }
+
+  async retry(ids: number[] | 'all'): Promise<number> {
+    const now = this.#now();
+    const count = await this.#repo.retry(ids, now, now + GIVE_UP_MS);
+    this.#wake();
+    return count;
+  }
+
+  purge(states: OutboxState[], olderThanMs: number): Promise<number> {
+    return this.#repo.purge(states, this.#now() - olderThanMs);
+  }
+
+  async sweep(): Promise<void> {
+    const now = this.#now();
+    await this.#repo.purge(['sent'], now - SENT_KEPT_MS);
+    await this.#repo.purge(['failed'], now - FAILED_KEPT_MS);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#poll) clearInterval(this.#poll);
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    await this.#running;
+    this.#unregister();
+    this.#transport.close();
+  }
+
+  #newMessageId(): string {
+    return `<${randomUUID()}@${this.#domain}>`;
+  }
+
+  /** Wakes the worker once `knex`'s transaction has committed (at once on the database itself). */
+  #wakeAfter(knex: Knex): void {
+    if (knex.isTransaction) (knex as Knex.Transaction).executionPromise.then(() => this.#wake(), () => undefined);
+    else this.#wake();
+  }
+
+  #wake(): void {
+    if (this.#closed) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#run().finally(() => {
+      this.#running = null;
+      if (this.#again) {
+        this.#again = false;
+        this.#wake();
+      }
+    });
+  }
+
+  async #pollOnce(): Promise<void> {
+    try {
+      const next = await this.#repo.nextDue();
+      if (next !== null && next <= this.#now()) this.#wake();
+    } catch (error) {
+      this.#logger.error({ err: error }, 'the outbox could not be read');
+    }
+  }
+
+  /** Sends what is due if this process has (or takes) the lease; true when it had it. */
+  async #run(): Promise<boolean> {
+    try {
+      if (!(await this.#takeLease())) return false;
+    } catch (error) {
+      this.#logger.error({ err: error }, 'the mail worker could not take its lease');
+      return false;
+    }
+    const heartbeat = setInterval(() => void takeLease(this.#db, MAIL_LEASE, this.#holder, this.#now(), LEASE_MS).catch(() => undefined), HEARTBEAT_MS);
+    heartbeat.unref();
+    try {
+      let more = true;
+      while (more && !this.#closed) {
+        const rows = await this.#repo.due(this.#now(), BATCH);
+        more = rows.length === BATCH;
+        for (const row of rows) {
+          if ((await this.#attempt(row)) === 'stop') {
+            more = false;
+            break;
+          }
+        }
+      }
+    } catch (error) {
+      this.#logger.error({ err: error }, 'the mail worker stopped on an error; it starts again at its next wake-up');
+    } finally {
+      clearInterval(heartbeat);
+      await releaseLease(this.#db, MAIL_LEASE, this.#holder).catch(() => undefined);
+      await this.#scheduleRetry();
+    }
+    return true;
+  }
+
+  /** The lease, or the lease of a process of this machine that died holding it. */
+  async #takeLease(): Promise<boolean> {
+    const now = this.#now();
+    if (await takeLease(this.#db, MAIL_LEASE, this.#holder, now, LEASE_MS)) return true;
+    const held = (await this.#db('leases').where({ name: MAIL_LEASE }).first()) as { holder: string } | undefined;
+    if (!held || !deadOnThisMachine(held.holder)) return false;
+    const taken = await this.#db('leases').where({ name: MAIL_LEASE, holder: held.holder }).update({ holder: this.#holder, held_until: now + LEASE_MS });
+    return taken === 1;
+  }
+
+  /** Wakes up when the soonest retry is due, if that is before the next poll would notice. */
+  async #scheduleRetry(): Promise<void> {
+    if (this.#closed) return;
+    const next = await this.#repo.nextDue().catch(() => null);
+    if (next === null) return;
+    const wait = next - this.#now();
+    if (wait >= POLL_MS && this.#poll) return;
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#retryTimer = setTimeout(() => this.#wake(), Math.max(0, wait));
+    this.#retryTimer.unref();
+  }
+
+  /** One attempt at one row; 'stop' when no mail server answers (every due mail then waits). */
+  async #attempt(found: OutboxRow): Promise<'next' | 'stop'> {
+    let row = found;
+    if (row.state === 'compose') {
+      const composed = await this.#compose(row);
+      if (!composed) return 'next';
+      row = composed;
+    }
+    const now = this.#now();
+    const attempts = row.attempts + 1;
+    if (!(await this.#repo.claim(row, now + retryDelay(attempts)))) return 'next';
+    const text = row.body === null ? null : this.#box.open(row.body, row.messageId);
+    if (text === null || row.to === null || row.subject === null) {
+      return this.#fail(row, 'the text does not decrypt (was the session secret changed?)');
+    }
+    try {
+      await this.#transport.deliver({ id: row.id, createdAt: row.createdAt, messageId: row.messageId, to: row.to, subject: row.subject, text });
+    } catch (error) {
+      const failure = error instanceof DeliveryError ? error : new DeliveryError('temporary', (error as Error)?.name ?? 'Error');
+      if (failure.kind === 'permanent' || now >= row.giveUpAt) return this.#fail(row, failure.message);
+      await this.#repo.deferred(row.id, failure.message);
+      this.#onDelivery('retry');
+      this.#logger.warn({ mail: row.id, kind: row.kind, attempts, error: failure.message, transport: this.#transport.name }, 'a mail was not sent: it is tried again later');
+      if (failure.kind !== 'unreachable') return 'next';
+      this.#wasUnreachable = true;
+      await this.#repo.deferAllDue(now, now + retryDelay(attempts));
+      return 'stop';
+    }
+    await this.#repo.sent(row.id, this.#now());
+    this.#onDelivery('sent');
+    this.#logger.info({ mail: row.id, kind: row.kind, transport: this.#transport.name }, 'mail sent');
+    if (this.#wasUnreachable) {
+      this.#wasUnreachable = false;
+      await this.#repo.dueNow(this.#now());
+    }
+    return 'next';
+  }
+
+  async #fail(row: OutboxRow, reason: string): Promise<'next'> {
+    await this.#repo.failed(row.id, reason);
+    this.#onDelivery('failed');
+    this.#logger.error({ mail: row.id, kind: row.kind, error: reason }, 'a mail was given up on: `npm run admin -- mail list` shows it');
+    return 'next';
+  }
+
+  /**
+   * Makes the mail of a `compose` row with its kind's composer, in one transaction with what the
+   * composer writes (the token the mail carries). Null when there is nothing to send (the row is
+   * then gone) or it failed (the row waits for its next attempt).
+   */
+  async #compose(row: OutboxRow): Promise<OutboxRow | null> {
+    const composer = this.#composers.get(row.kind);
+    if (!composer) {
+      await this.#fail(row, `no composer for mails of kind ${row.kind}`);
+      return null;
+    }
+    try {
+      return await this.#db.transaction(async (trx) => {
+        const repo = new OutboxRepository(trx);
+        const fresh = await repo.find(row.id);
+        if (!fresh || fresh.state !== 'compose') return null;
+        const mail = await composer(trx, fresh.params ?? {});
+        if (!mail) {
+          await repo.remove(row.id);
+          return null;
+        }
+        const body = this.#box.seal(mail.text, fresh.messageId);
+        await repo.composed(row.id, { to: mail.to, subject: mail.subject, body });
+        return { ...fresh, state: 'pending' as const, to: mail.to, subject: mail.subject, body, params: null };
+      });
+    } catch (error) {
+      this.#logger.error({ err: error, mail: row.id, kind: row.kind }, 'a mail could not be composed: it is tried again later');
+      const attempts = row.attempts + 1;
+      if (await this.#repo.claim(row, this.#now() + retryDelay(attempts))) await this.#repo.deferred(row.id, (error as Error)?.name ?? 'Error');
+      return null;
+    }
+  }
+}
+
+/**
+ * The mailer of a process: the outbox, sending over SMTP when `SMTP_URL` is set, otherwise to
+ * `$DATA_DIR/outbox/`. `outboxOnly`: the outbox folder although the database is shared with
+ * processes that may be on other machines (the operator set `MAIL_OUTBOX=on`), said at start.
+ */
+export function createMailer(opts: {
+  db: Db;
+  config: Pick<Config, 'smtpUrl' | 'outboxOnly' | 'mailFrom' | 'dataDir' | 'baseUrl'>;
+  secret: string;
+  logger: Logger;
+  now: () => number;
+  onDelivery?: (outcome: DeliveryOutcome) => void;
+}): Outbox {
+  const { config } = opts;
+  if (config.outboxOnly) {
+    opts.logger.warn(
+      { outbox: `${config.dataDir}/outbox` },
+      'mail is written to this machine\'s outbox although the database is shared (MAIL_OUTBOX=on): the process that holds the mail lease writes every mail to its own machine\'s outbox. Set SMTP_URL to send it',
+    );
+  }
+  const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : outboxFolderTransport(config.dataDir, config.mailFrom);
+  return new Outbox({ ...opts, transport, domain: new URL(config.baseUrl).hostname, dataDir: config.dataDir });
+}

@@ -1,0 +1,58 @@
+/**
+ * Issue 28: `npm run admin -- mail list|retry|purge`, the operator's view of the outbox, while
+ * the server runs. Never a mail's text.
+ */
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../helpers/http.ts';
+import { startMailCatcher, type MailCatcher } from '../helpers/smtp.ts';
+import { runAdmin } from '../helpers/admin.ts';
+import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/wait.ts';
+
+let dir: string;
+let server: TestServer;
+let smtp: MailCatcher;
+let refusing = true;
+
+const admin = (...args: string[]) => runAdmin({ DATA_DIR: dir, SMTP_URL: smtp.url }, ...args);
+
+beforeAll(async () => {
+  dir = await tempDir();
+  smtp = await startMailCatcher({ refuse: (to) => (refusing && to === 'bounced@example.org' ? 550 : null) });
+  server = await startServer({ SMTP_URL: smtp.url }, dir);
+});
+afterAll(async () => {
+  await server.close();
+  await smtp.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('npm run admin -- mail', () => {
+  it('lists a mail given up on, tries it again, and purges it once sent', { timeout: 120_000 }, async () => {
+    const res = await new Client(server.url).post('/register', { token: 'dev-ok', email: 'bounced@example.org', password: 'Bounced-Once-1', fullname: 'Bo Bounce' });
+    expect(res.status).toBe(200);
+    await server.service.services.mailer.settled();
+
+    const failed = await admin('mail', 'list', '--state', 'failed');
+    expect(failed.code).toBe(0);
+    const [line, ...rest] = failed.stdout.trim().split('\n');
+    expect(rest).toEqual([]);
+    expect(line?.split('\t')).toEqual([expect.stringMatching(/^\d+$/), 'failed', 'activation', 'bounced@example.org', '1 attempt', expect.stringMatching(/^\d{4}-/), 'given up', expect.stringMatching(/^EENVELOPE 550/)]);
+    expect(failed.stdout).not.toMatch(/token=|code/i);
+    expect(failed.stderr).toMatch(/^0 waiting \(the oldest for 0 s\), 1 failed$/m);
+    expect((await admin('mail', 'list')).stdout).toBe('');
+
+    refusing = false;
+    const retried = await admin('mail', 'retry', '--all');
+    expect(retried).toMatchObject({ code: 0, stdout: '1 mail to be tried again now\n' });
+    await waitUntil(() => smtp.mails.some((m) => m.to === 'bounced@example.org'), 'the mail sent after the retry', 30_000);
+    expect(smtp.mails.filter((m) => m.to === 'bounced@example.org')).toHaveLength(1);
+
+    expect(await admin('mail', 'retry', '12345')).toMatchObject({ code: 1, stderr: expect.stringContaining('No failed or waiting mail') });
+    expect(await admin('mail', 'purge')).toMatchObject({ code: 1, stderr: expect.stringContaining('say which mails') });
+    await waitUntil(async () => (await admin('mail', 'list', '--state', 'sent')).stdout.includes('\tsent\t'), 'the mail marked sent', 30_000);
+    expect(await admin('mail', 'purge', '--sent')).toMatchObject({ code: 0, stdout: '1 mail deleted\n' });
+    expect((await admin('mail', 'list', '--state', 'all')).stdout).toBe('');
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * Issue 28: mail that is never lost. Every mail is a row of the outbox, written with what it
+ * announces, and one worker sends it: through an outage of the mail server, a crash with mail
+ * waiting, and a crash between sending a mail and marking it sent, every mail arrives once.
+ */
+import { readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TestClock } from '../helpers/clock.ts';
+import { openTestDatabase } from '../helpers/database.ts';
+import { Client } from '../helpers/http.ts';
+import { readOutbox } from '../helpers/outbox.ts';
+import { freePort, killHard, startServerProcess, stopAll } from '../helpers/processes.ts';
+import { startMailCatcher, type MailCatcher } from '../helpers/smtp.ts';
+import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/wait.ts';
+
+const PASSWORD = 'Kept-In-The-Outbox-1';
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function signUp(url: string, email: string, fullname = 'Olive Outbox'): Promise<void> {
+  const res = await new Client(url).post('/register', { token: 'dev-ok', email, password: PASSWORD, fullname });
+  expect(res.status).toBe(200);
+}
+
+async function catcher(port: number, options: Parameters<typeof startMailCatcher>[0] = {}): Promise<MailCatcher> {
+  const smtp = await startMailCatcher({ port, ...options });
+  cleanups.push(() => smtp.close());
+  return smtp;
+}
+
+async function server(env: Record<string, string> = {}): Promise<TestServer> {
+  const started = await startServer(env);
+  cleanups.push(() => started.close());
+  return started;
+}
+
+/** Every Message-ID appears once: no mail was sent twice. */
+function expectEachOnce(smtp: MailCatcher, count: number): void {
+  expect(smtp.mails).toHaveLength(count);
+  expect(new Set(smtp.mails.map((m) => m.messageId)).size).toBe(count);
+}
+
+describe('the outbox', () => {
+  it('keeps mail while the mail server is down, and sends each mail once when it is back', async () => {
+    const port = await freePort();
+    const service = await server({ SMTP_URL: `smtp://127.0.0.1:${port}` });
+    await signUp(service.url, 'first@example.org');
+    await signUp(service.url, 'second@example.org', 'Sam Second');
+    // A reset for an id without an account writes a row like any other, which composes to nothing.
+    expect((await new Client(service.url).post('/resettable', { id: 'nobody@example.org', token: 'dev-ok' })).status).toBe(200);
+    await service.service.services.mailer.settled();
+    expect(await service.service.services.mailer.backlog()).toMatchObject({ pending: 3, failed: 0 });
+    const rows = (await service.service.db('mail_outbox').orderBy('id')) as Array<{ state: string; attempts: number; body: string | null; recipient: string | null }>;
+    // No mail server: every mail waits (one that was never tried not even composed: a link's
+    // lifetime starts when it can be sent), and none is lost.
+    expect(rows).toHaveLength(3);
+    expect(rows.every((r) => r.state === 'pending' || r.state === 'compose')).toBe(true);
+    // The text holds the activation link and code: sealed at rest.
+    for (const row of rows) if (row.body !== null) expect(row.body).toMatch(/^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(rows.some((r) => r.body !== null)).toBe(true);
+
+    const smtp = await catcher(port);
+    await waitUntil(() => smtp.mails.length >= 2, 'both mails sent after the outage', 60_000);
+    await service.service.services.mailer.settled();
+    expectEachOnce(smtp, 2);
+    expect(smtp.mails.map((m) => [m.to, m.subject])).toEqual([
+      ['first@example.org', 'Signup confirmation'],
+      ['second@example.org', 'Signup confirmation'],
+    ]);
+    const sent = (await service.service.db('mail_outbox').orderBy('id')) as Array<{ state: string; body: string | null }>;
+    expect(sent.map((r) => [r.state, r.body])).toEqual([
+      ['sent', null],
+      ['sent', null],
+    ]);
+  });
+
+  it('is reported by /health once mail has waited more than a minute, or was given up on', async () => {
+    const port = await freePort();
+    const clock = new TestClock();
+    const started = await startServer({ SMTP_URL: `smtp://127.0.0.1:${port}` }, undefined, { now: clock.now });
+    cleanups.push(() => started.close());
+    await signUp(started.url, 'late@example.org');
+    await started.service.services.mailer.settled();
+    const health = async () => (await new Client(started.url).get('/health')).body;
+    expect(await health()).toEqual({ status: 'ok', database: 'ok' });
+    clock.advance(2 * 60_000);
+    expect(await health()).toEqual({ status: 'ok', database: 'ok', mail: { status: 'delayed', pending: 1, failed: 0, oldestPendingSeconds: 120 } });
+    // A day later the mail is given up on; it stays reported until an operator purges or retries it.
+    clock.advance(24 * 60 * 60_000);
+    await started.service.services.mailer.settled();
+    expect(await health()).toEqual({ status: 'ok', database: 'ok', mail: { status: 'delayed', pending: 0, failed: 1, oldestPendingSeconds: 0 } });
+    expect(await started.service.services.mailer.purge(['failed'], 0)).toBe(1);
+    expect(await health()).toEqual({ status: 'ok', database: 'ok' });
+  });
+
+  it('sends the mail a killed process left waiting once it is started again', async () => {
+    const port = await freePort();
+    const dir = await tempDir();
+    const env = await childEnv({ DATA_DIR: dir, SMTP_URL: `smtp://127.0.0.1:${port}` });
+    const first = await startServerProcess(env);
+    cleanups.push(() => stopAll());
+    for (const name of ['one', 'two', 'three']) await signUp(first.url, `${name}@example.org`);
+    const db = await openTestDatabase(dir);
+    cleanups.push(() => db.destroy());
+    // The worker has tried (and found no mail server) before the crash: the three mails wait.
+    await waitUntil(async () => {
+      const rows = (await db('mail_outbox').select('state', 'attempts')) as Array<{ state: string; attempts: number }>;
+      return rows.length === 3 && rows.every((r) => r.state === 'pending' || r.state === 'compose') && rows.some((r) => r.attempts >= 1);
+    }, 'three mails waiting, one tried', 30_000);
+    await killHard(first.child);
+
+    const smtp = await catcher(port);
+    await startServerProcess(env);
+    await waitUntil(() => smtp.mails.length >= 3, 'the three mails sent by the restarted process', 60_000);
+    await waitUntil(async () => Number((await db('mail_outbox').where('state', 'sent').count({ n: '*' }))[0]?.n) === 3, 'the three rows marked sent');
+    expectEachOnce(smtp, 3);
+    expect(smtp.mails.map((m) => m.to).sort()).toEqual(['one@example.org', 'three@example.org', 'two@example.org']);
+  }, 90_000);
+
+  it('finds the file of a mail it wrote before a crash between writing it and marking it sent, and writes it once', async () => {
+    const service = await server();
+    const mailer = service.service.services.mailer;
+    const folder = path.join(service.dataDir, 'outbox');
+    // A file where the outbox folder goes: the folder cannot be made, so the mail waits, text kept.
+    await writeFile(folder, '');
+    await signUp(service.url, 'once@example.org');
+    await mailer.settled();
+    const waiting = (await service.service.db('mail_outbox').first()) as { state: string; body: string; attempts: number; last_error: string };
+    expect(waiting).toMatchObject({ state: 'pending', attempts: 1, last_error: 'EEXIST' });
+    await rm(folder);
+    await mailer.retry('all');
+    expect((await readOutbox(service.dataDir)).map((m) => m.to)).toEqual(['once@example.org']);
+    // The row as a crash right after the file's rename would have left it: written, not marked.
+    await service.service.db('mail_outbox').update({ state: 'pending', body: waiting.body, attempts: 2, next_attempt_at: 0 });
+    await mailer.settled();
+    expect(await readdir(folder)).toHaveLength(1);
+    expect((await service.service.db('mail_outbox').first()) as { state: string }).toMatchObject({ state: 'sent', body: null });
+  });
+
+  it('gives up on a mail the server refuses for good, and tries one it refuses for now again', async () => {
+    const port = await freePort();
+    let tries = 0;
+    const smtp = await catcher(port, {
+      refuse: (to) => {
+        if (to === 'gone@example.org') return 550;
+        if (to === 'full@example.org' && tries++ === 0) return 451;
+        return null;
+      },
+    });
+    const service = await server({ SMTP_URL: `smtp://127.0.0.1:${port}` });
+    const mailer = service.service.services.mailer;
+    await signUp(service.url, 'gone@example.org');
+    await signUp(service.url, 'full@example.org', 'Fay Full');
+    await mailer.settled();
+    const rows = (await service.service.db('mail_outbox').orderBy('id')) as Array<{ recipient: string; state: string; attempts: number; last_error: string }>;
+    expect(rows.map((r) => [r.recipient, r.state, r.attempts])).toEqual([
+      ['gone@example.org', 'failed', 1],
+      ['full@example.org', 'pending', 1],
+    ]);
+    expect(rows[0]?.last_error).toMatch(/^EENVELOPE 550/);
+    expect(rows[1]?.last_error).toMatch(/^EENVELOPE 451/);
+    expect(await mailer.backlog()).toMatchObject({ pending: 1, failed: 1 });
+    // An operator's retry (`admin mail retry`) makes it due now rather than in a few seconds.
+    expect(await mailer.retry('all')).toBe(2);
+    await mailer.settled();
+    expect(smtp.mails.map((m) => m.to)).toEqual(['full@example.org']);
+    expect(await mailer.backlog()).toMatchObject({ pending: 0, failed: 1 });
+  });
+});
