@@ -140,8 +140,9 @@ export class OutboxRepository {
     await this.#db('mail_outbox').where({ id }).update({ state: 'failed', last_error: error });
   }
 
-  async deferred(id: number, error: string): Promise<void> {
-    await this.#db('mail_outbox').where({ id }).update({ last_error: error });
+  /** A failed attempt: tried again at `nextAttemptAt`. */
+  async deferred(id: number, error: string, nextAttemptAt: number): Promise<void> {
+    await this.#db('mail_outbox').where({ id }).update({ last_error: error, next_attempt_at: nextAttemptAt });
   }
 
   async remove(id: number): Promise<void> {
@@ -155,7 +156,7 @@ export class OutboxRepository {
 
   /** Every waiting mail is due now (the mail server answers again, or an operator asked). */
   async dueNow(now: number): Promise<number> {
-    return this.#db('mail_outbox').where({ state: 'pending' }).where('next_attempt_at', '>', now).update({ next_attempt_at: now });
+    return this.#db('mail_outbox').whereIn('state', WAITING).where('next_attempt_at', '>', now).update({ next_attempt_at: now });
   }
 
   /**
@@ -165,7 +166,7 @@ export class OutboxRepository {
   async retry(ids: number[] | 'all', now: number, giveUpAt: number): Promise<number> {
     const query = this.#db('mail_outbox').whereIn('state', ['failed', 'pending']).whereNotNull('body');
     if (ids !== 'all') query.whereIn('id', ids);
-    return query.update({ state: 'pending', next_attempt_at: now, give_up_at: giveUpAt, last_error: null });
+    return query.update({ state: 'pending', attempts: 0, next_attempt_at: now, give_up_at: giveUpAt, last_error: null });
   }
 
   /** Deletes mails in `states` written before `before`. */

@@ -20,9 +20,11 @@
  * from the session secret, bound to the Message-ID) and dropped once sent.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { ZodError } from 'zod';
 import type { Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { SecretBox } from '../secrets.ts';
@@ -45,6 +47,12 @@ const SENT_KEPT_MS = 7 * 24 * 60 * 60_000;
 const FAILED_KEPT_MS = 30 * 24 * 60 * 60_000;
 /** How many due rows the worker reads at once. */
 const BATCH = 20;
+/**
+ * How long an attempt may take before the mail may be tried again by anyone: more than the
+ * transport's own timeouts together (`transport.ts`), so a mail still being sent by a worker
+ * that lost its lease is not sent a second time alongside it.
+ */
+const ATTEMPT_BUDGET_MS = 90_000;
 
 /** The wait before attempt `attempts + 1`: 5 s doubling to at most 5 min, ±10 % so workers do not all knock at once. */
 export function retryDelay(attempts: number): number {
@@ -67,11 +75,24 @@ export interface OutboxOptions {
   onDelivery?: (outcome: DeliveryOutcome) => void;
 }
 
-/** Whether `holder` (a lease holder's name, "host pid uuid") is a process of this machine that is gone. */
+/**
+ * Which pids this process can see: the kernel's boot and the pid namespace, so that a process of
+ * another container that shares this host name (and maybe this kernel) is never judged gone by
+ * a pid it cannot see. Empty where /proc is not (the judgement is then never made).
+ */
+const PID_SPACE = (() => {
+  try {
+    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`;
+  } catch {
+    return '';
+  }
+})();
+
+/** Whether `holder` (a lease holder's name, "host pid pid-space uuid") is a process of this machine, in this pid space, that is gone. */
 function deadOnThisMachine(holder: string): boolean {
-  const [host, pidText] = holder.split(' ');
+  const [host, pidText, space] = holder.split(' ');
   const pid = Number(pidText);
-  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  if (host !== hostname() || !PID_SPACE || space !== PID_SPACE || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
     return false;
@@ -91,7 +112,7 @@ export class Outbox implements Mailer {
   readonly #onDelivery: (outcome: DeliveryOutcome) => void;
   readonly #composers = new Map<string, Composer>();
   /** This process's name in the lease: its machine and pid, so a successor can tell it is gone. */
-  readonly #holder = `${hostname()} ${process.pid} ${randomUUID()}`;
+  readonly #holder = `${hostname()} ${process.pid} ${PID_SPACE || '-'} ${randomUUID()}`;
   #running: Promise<boolean> | null = null;
   #again = false;
   #closed = false;
@@ -228,15 +249,22 @@ export class Outbox implements Mailer {
       this.#logger.error({ err: error }, 'the mail worker could not take its lease');
       return false;
     }
-    const heartbeat = setInterval(() => void takeLease(this.#db, MAIL_LEASE, this.#holder, this.#now(), LEASE_MS).catch(() => undefined), HEARTBEAT_MS);
+    // A renewal that fails (the lease went to another process, the database is away) stops the run.
+    let held = true;
+    const heartbeat = setInterval(() => {
+      takeLease(this.#db, MAIL_LEASE, this.#holder, this.#now(), LEASE_MS).then(
+        (kept) => (held &&= kept),
+        () => (held = false),
+      );
+    }, HEARTBEAT_MS);
     heartbeat.unref();
     try {
       let more = true;
-      while (more && !this.#closed) {
+      while (more && held && !this.#closed) {
         const rows = await this.#repo.due(this.#now(), BATCH);
         more = rows.length === BATCH;
         for (const row of rows) {
-          if ((await this.#attempt(row)) === 'stop') {
+          if (!held || (await this.#attempt(row)) === 'stop') {
             more = false;
             break;
           }
@@ -284,7 +312,7 @@ export class Outbox implements Mailer {
     }
     const now = this.#now();
     const attempts = row.attempts + 1;
-    if (!(await this.#repo.claim(row, now + retryDelay(attempts)))) return 'next';
+    if (!(await this.#repo.claim(row, now + ATTEMPT_BUDGET_MS))) return 'next';
     const text = row.body === null ? null : this.#box.open(row.body, row.messageId);
     if (text === null || row.to === null || row.subject === null) {
       return this.#fail(row, 'the text does not decrypt (was the session secret changed?)');
@@ -294,7 +322,7 @@ export class Outbox implements Mailer {
     } catch (error) {
       const failure = error instanceof DeliveryError ? error : new DeliveryError('temporary', (error as Error)?.name ?? 'Error');
       if (failure.kind === 'permanent' || now >= row.giveUpAt) return this.#fail(row, failure.message);
-      await this.#repo.deferred(row.id, failure.message);
+      await this.#repo.deferred(row.id, failure.message, now + retryDelay(attempts));
       this.#onDelivery('retry');
       this.#logger.warn({ mail: row.id, kind: row.kind, attempts, error: failure.message, transport: this.#transport.name }, 'a mail was not sent: it is tried again later');
       if (failure.kind !== 'unreachable') return 'next';
@@ -326,10 +354,8 @@ export class Outbox implements Mailer {
    */
   async #compose(row: OutboxRow): Promise<OutboxRow | null> {
     const composer = this.#composers.get(row.kind);
-    if (!composer) {
-      await this.#fail(row, `no composer for mails of kind ${row.kind}`);
-      return null;
-    }
+    // A newer process's kind of mail (a rolling upgrade): left for a process that composes it.
+    if (!composer) return this.#composeLater(row, `no composer here for mails of kind ${row.kind}`, false);
     try {
       return await this.#db.transaction(async (trx) => {
         const repo = new OutboxRepository(trx);
@@ -345,11 +371,22 @@ export class Outbox implements Mailer {
         return { ...fresh, state: 'pending' as const, to: mail.to, subject: mail.subject, body, params: null };
       });
     } catch (error) {
-      this.#logger.error({ err: error, mail: row.id, kind: row.kind }, 'a mail could not be composed: it is tried again later');
-      const attempts = row.attempts + 1;
-      if (await this.#repo.claim(row, this.#now() + retryDelay(attempts))) await this.#repo.deferred(row.id, (error as Error)?.name ?? 'Error');
+      this.#logger.error({ err: error, mail: row.id, kind: row.kind }, 'a mail could not be composed');
+      // Parameters no composer can read never will be.
+      return this.#composeLater(row, (error as Error)?.name ?? 'Error', error instanceof ZodError);
+    }
+  }
+
+  /** A mail not composed now: tried again later, or given up on (for good, or after a day). */
+  async #composeLater(row: OutboxRow, reason: string, forGood: boolean): Promise<null> {
+    const now = this.#now();
+    if (forGood || now >= row.giveUpAt) {
+      await this.#fail(row, reason);
       return null;
     }
+    const attempts = row.attempts + 1;
+    if (await this.#repo.claim(row, now + retryDelay(attempts))) await this.#repo.deferred(row.id, reason, now + retryDelay(attempts));
+    return null;
   }
 }
 

@@ -56,14 +56,23 @@ function lazyTransport(options: Parameters<typeof import('nodemailer').createTra
  */
 const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
 
-/** What a nodemailer error says about the delivery, in words an operator can act on (no address, no text). */
+/**
+ * What a nodemailer error says about the delivery, in words an operator can act on: the error's
+ * code, the SMTP command and reply code, and the enhanced status (`5.1.1`). Never the server's
+ * reply text, which usually repeats the address.
+ *
+ * Only a refusal of this mail (a 5xx reply to its recipient or its text) gives it up; a 5xx to
+ * anything else (the login, `MAIL FROM`, STARTTLS) is the server's set-up refusing every mail,
+ * which an operator fixes: every mail then waits, as when no server answers.
+ */
 function classify(error: unknown): DeliveryError {
-  const e = error as { code?: string; responseCode?: number; permanent?: boolean; response?: string; message?: string };
-  const reply = e.responseCode ? ` ${e.responseCode}${e.response ? ` ${e.response.slice(0, 120)}` : ''}` : '';
-  const what = `${e.code ?? 'Error'}${reply}`;
-  if (e.permanent === true) return new DeliveryError('permanent', what);
-  // A reply of the server (4xx, 503) refuses this mail for now; no reply means no server.
-  if (e.responseCode) return new DeliveryError('temporary', what);
+  const e = error as { code?: string; responseCode?: number; permanent?: boolean; response?: string; command?: string };
+  const enhanced = /\b[245]\.\d{1,3}\.\d{1,3}\b/.exec(e.response ?? '')?.[0];
+  const what = [e.code ?? 'Error', e.command, e.responseCode, enhanced].filter((part) => part !== undefined && part !== '').join(' ');
+  const aboutThisMail = /^(RCPT|DATA)/i.test(e.command ?? '');
+  if (e.permanent === true && aboutThisMail) return new DeliveryError('permanent', what);
+  // A reply about this mail (4xx, 503) refuses it for now; anything else stops every mail.
+  if (e.responseCode && aboutThisMail) return new DeliveryError('temporary', what);
   return new DeliveryError('unreachable', what);
 }
 

@@ -38,7 +38,7 @@ describe('npm run admin -- mail', () => {
     expect(failed.code).toBe(0);
     const [line, ...rest] = failed.stdout.trim().split('\n');
     expect(rest).toEqual([]);
-    expect(line?.split('\t')).toEqual([expect.stringMatching(/^\d+$/), 'failed', 'activation', 'bounced@example.org', '1 attempt', expect.stringMatching(/^\d{4}-/), 'given up', expect.stringMatching(/^EENVELOPE 550/)]);
+    expect(line?.split('\t')).toEqual([expect.stringMatching(/^\d+$/), 'failed', 'activation', 'bounced@example.org', '1 attempt', expect.stringMatching(/^\d{4}-/), 'given up', expect.stringMatching(/^EENVELOPE RCPT TO 550/)]);
     expect(failed.stdout).not.toMatch(/token=|code/i);
     expect(failed.stderr).toMatch(/^0 waiting \(the oldest for 0 s\), 1 failed$/m);
     expect((await admin('mail', 'list')).stdout).toBe('');

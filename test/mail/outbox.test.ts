@@ -53,11 +53,14 @@ describe('the outbox', () => {
     // A reset for an id without an account writes a row like any other, which composes to nothing.
     expect((await new Client(service.url).post('/resettable', { id: 'nobody@example.org', token: 'dev-ok' })).status).toBe(200);
     await service.service.services.mailer.settled();
-    expect(await service.service.services.mailer.backlog()).toMatchObject({ pending: 3, failed: 0 });
+    // The reset for nobody is gone once composed, or waits uncomposed if the worker met the outage first.
+    const backlog = await service.service.services.mailer.backlog();
+    expect(backlog.failed).toBe(0);
+    expect([2, 3]).toContain(backlog.pending);
     const rows = (await service.service.db('mail_outbox').orderBy('id')) as Array<{ state: string; attempts: number; body: string | null; recipient: string | null }>;
     // No mail server: every mail waits (one that was never tried not even composed: a link's
     // lifetime starts when it can be sent), and none is lost.
-    expect(rows).toHaveLength(3);
+    expect(rows).toHaveLength(backlog.pending);
     expect(rows.every((r) => r.state === 'pending' || r.state === 'compose')).toBe(true);
     // The text holds the activation link and code: sealed at rest.
     for (const row of rows) if (row.body !== null) expect(row.body).toMatch(/^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);
@@ -78,7 +81,7 @@ describe('the outbox', () => {
     ]);
   });
 
-  it('is reported by /health once mail has waited more than a minute, or was given up on', async () => {
+  it('is reported by /health once mail has waited more than five minutes, without counts', async () => {
     const port = await freePort();
     const clock = new TestClock();
     const started = await startServer({ SMTP_URL: `smtp://127.0.0.1:${port}` }, undefined, { now: clock.now });
@@ -88,12 +91,15 @@ describe('the outbox', () => {
     const health = async () => (await new Client(started.url).get('/health')).body;
     expect(await health()).toEqual({ status: 'ok', database: 'ok' });
     clock.advance(2 * 60_000);
-    expect(await health()).toEqual({ status: 'ok', database: 'ok', mail: { status: 'delayed', pending: 1, failed: 0, oldestPendingSeconds: 120 } });
-    // A day later the mail is given up on; it stays reported until an operator purges or retries it.
+    expect(await health()).toEqual({ status: 'ok', database: 'ok' });
+    clock.advance(4 * 60_000);
+    const delayed = await health();
+    expect(delayed).toEqual({ status: 'ok', database: 'ok', mail: { status: 'delayed', oldestPendingSeconds: expect.any(Number) } });
+    expect((delayed as { mail: { oldestPendingSeconds: number } }).mail.oldestPendingSeconds).toBeGreaterThanOrEqual(360);
+    // A day later the mail is given up on: nothing waits, and the failure is the operator's to see (`mail list`, the metrics).
     clock.advance(24 * 60 * 60_000);
     await started.service.services.mailer.settled();
-    expect(await health()).toEqual({ status: 'ok', database: 'ok', mail: { status: 'delayed', pending: 0, failed: 1, oldestPendingSeconds: 0 } });
-    expect(await started.service.services.mailer.purge(['failed'], 0)).toBe(1);
+    expect(await started.service.services.mailer.backlog()).toMatchObject({ pending: 0, failed: 1 });
     expect(await health()).toEqual({ status: 'ok', database: 'ok' });
   });
 
@@ -161,8 +167,8 @@ describe('the outbox', () => {
       ['gone@example.org', 'failed', 1],
       ['full@example.org', 'pending', 1],
     ]);
-    expect(rows[0]?.last_error).toMatch(/^EENVELOPE 550/);
-    expect(rows[1]?.last_error).toMatch(/^EENVELOPE 451/);
+    expect(rows[0]?.last_error).toMatch(/^EENVELOPE RCPT TO 550/);
+    expect(rows[1]?.last_error).toMatch(/^EENVELOPE RCPT TO 451/);
     expect(await mailer.backlog()).toMatchObject({ pending: 1, failed: 1 });
     // An operator's retry (`admin mail retry`) makes it due now rather than in a few seconds.
     expect(await mailer.retry('all')).toBe(2);
