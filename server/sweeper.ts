@@ -47,7 +47,7 @@ export async function releaseLease(db: Db, name: string, holder: string): Promis
  */
 export class Sweeper {
   readonly #db: Db;
-  readonly #services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer'>;
+  readonly #services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>;
   readonly #logger: Logger;
   readonly #now: () => number;
   /** This process's name in the lease: random, as processes on other machines share the table. */
@@ -55,7 +55,7 @@ export class Sweeper {
   #running: Promise<boolean> | null = null;
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(db: Db, services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer'>, logger: Logger, now: () => number) {
+  constructor(db: Db, services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>, logger: Logger, now: () => number) {
     this.#db = db;
     this.#services = services;
     this.#logger = logger;
@@ -89,6 +89,7 @@ export class Sweeper {
     // Each part on its own: one failing does not stop the others.
     const parts: Array<[string, () => Promise<unknown>]> = [
       ['upload sweep failed', () => this.#services.uploads.sweep()],
+      ['tus sweep failed', () => this.#services.tus.sweep()],
       ['sign-in sweep failed', () => this.#services.oidc.sweep()],
       ['security-event sweep failed', () => this.#services.security.sweep()],
       ['multi-factor sweep failed', () => this.#services.mfa.sweep()],

@@ -43,6 +43,14 @@ export type ErrorName = keyof typeof ERROR_STATUS;
  * kind of service expect.
  */
 export const TOO_LARGE = 413;
+
+/**
+ * The statuses a protocol we speak gives its own meaning, sent with a name of the list: tus 1.0
+ * (`/attachment/tus`) answers 409 for an offset that is not the upload's, 412 for another
+ * protocol version, 415 for a body that is not `application/offset+octet-stream`, 423 while
+ * another request writes the upload, and 460 for a checksum that does not match.
+ */
+export type ProtocolStatus = typeof TOO_LARGE | 409 | 412 | 415 | 423 | 460;
 export const ErrorNameSchema = z.enum(Object.keys(ERROR_STATUS) as [ErrorName, ...ErrorName[]]);
 
 const errorItemShape = {
@@ -66,7 +74,7 @@ export class AppError extends Error {
   readonly details: Record<string, unknown> | undefined;
   readonly errors: ErrorItem[] | undefined;
 
-  constructor(name: ErrorName, message: string, details?: Record<string, unknown>, errors?: ErrorItem[], status?: typeof TOO_LARGE) {
+  constructor(name: ErrorName, message: string, details?: Record<string, unknown>, errors?: ErrorItem[], status?: ProtocolStatus) {
     super(message);
     this.name = name;
     this.status = status ?? ERROR_STATUS[name];
@@ -77,6 +85,11 @@ export class AppError extends Error {
   /** A value too large to accept: `ValidationError` with status 413. */
   static tooLarge(message: string, details?: Record<string, unknown>): AppError {
     return new AppError('ValidationError', message, details, undefined, TOO_LARGE);
+  }
+
+  /** A refusal a protocol gives a status of its own (`ProtocolStatus`). */
+  static protocol(name: ErrorName, status: ProtocolStatus, message: string, details?: Record<string, unknown>): AppError {
+    return new AppError(name, message, details, undefined, status);
   }
 
   /** Several problems at once: the first one heads the body, all of them are listed. */

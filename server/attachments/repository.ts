@@ -199,8 +199,9 @@ export class AttachmentsRepository {
   }
 
   /** Every upload id there is, for the sweep to tell orphaned chunk folders from live ones. */
+  /** Every upload whose chunks the store may hold: chunked ones and tus ones (`tus.ts`). */
   async uploadIds(): Promise<Set<string>> {
-    return new Set(await this.#db('chunked_uploads').pluck('id'));
+    return new Set([...(await this.#db('chunked_uploads').pluck('id')), ...(await this.#db('tus_uploads').pluck('id'))]);
   }
 
   async chunksOf(uploadId: string): Promise<Map<number, number>> {

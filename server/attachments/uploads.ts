@@ -175,6 +175,29 @@ export class UploadsService {
     };
   }
 
+  /**
+   * Another way in (tus, `tus.ts`), before a byte of its file is read: the checks `PUT /attachment`
+   * runs on its fields (the invitation's file field, who may post to it, the file name's extension)
+   * and on the announced size. Answers the extension the file is stored under and the field's limit.
+   */
+  async admit(viewer: Viewer, fields: { invitationId: string; name: string; filename: string }, size: number | null): Promise<{ extension: string; maxBytes: number }> {
+    const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
+    await this.#notes.requireInvitee(invitation, viewer);
+    const extension = this.#extension(param, fields.filename);
+    if (size !== null && size > maxBytes) throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
+    return { extension, maxBytes };
+  }
+
+  /** The checks of a whole file (its size, a PDF's signature), for a file assembled elsewhere (`tus.ts`). */
+  checkAssembled(file: Pick<Received, 'size' | 'head'>, extension: string, maxBytes: number): void {
+    this.#checkContent(file, extension, maxBytes);
+  }
+
+  /** Records a stored file as the uploader's, as every upload is (the hourly count reads these). */
+  async recordStored(profileId: string, upload: { invitation: string; field: string; url: string; size: number; sha1: string }): Promise<void> {
+    await this.#repo.recordUpload({ profileId, ...upload }, this.#now());
+  }
+
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
   async #target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
     const invitation = await this.#venues.invitationById(invitationId);

@@ -19,6 +19,7 @@ import { createHttpContext } from './context.ts';
 import { answerPreflight, protocolCors, readOnlyCors } from './cors.ts';
 import { docsHandlers } from './docs.ts';
 import { fileHandlers } from './files.ts';
+import { asTusAnswer, tusHandlers } from './tus.ts';
 import { healthHandler, probeHandlers } from './health.ts';
 import { NO_METRICS } from '../metrics/events.ts';
 import { createMetrics, type AppMetrics } from '../metrics/registry.ts';
@@ -140,6 +141,8 @@ export function configureTimeouts(server: Server, config: Pick<Config, 'keepAliv
 function routeMiddleware(config: Config): RouteMiddleware {
   return {
     sameOrigin: refuseCrossSiteWrites([config.baseUrl, config.webUrl]),
+    // Only tus's routes have `octets` bodies: their refusals carry tus's headers.
+    sameOriginOctets: asTusAnswer(refuseCrossSiteWrites([config.baseUrl, config.webUrl], ['application/offset+octet-stream'])),
     bodyDeadline: bodyDeadline(BODY_DEADLINE_MS),
     json: jsonBody(),
     oauthJson: oauthJson(jsonBody()),
@@ -154,6 +157,7 @@ function routeMiddleware(config: Config): RouteMiddleware {
 function routeHandlers(config: Config, services: Services, db: Db): (route: Route) => RequestHandler[] {
   const handlers: Handlers = {
     ...fileHandlers(services, config),
+    ...tusHandlers(services, config),
     ...oidcHandlers(services, config),
     ...providerPages(services, config),
     ...webHandlers(services, config),

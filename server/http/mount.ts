@@ -9,6 +9,8 @@ import type { Route } from './routes.ts';
 /** The middleware an entry may ask for, made once at start-up. */
 export interface RouteMiddleware {
   sameOrigin: RequestHandler;
+  /** The same-origin rule of a route whose body is `octets` (tus): that body type is ours too. */
+  sameOriginOctets: RequestHandler;
   bodyDeadline: RequestHandler;
   json: RequestHandler;
   /** The JSON parser of an `oauth` route (the registration endpoints): a body it cannot read is OAuth's `invalid_client_metadata`. */
@@ -28,7 +30,7 @@ export interface RouteMiddleware {
 export function middlewareOf(route: RouteNeeds, use: RouteMiddleware): RequestHandler[] {
   const body = route.body ?? 'json';
   const stack: RequestHandler[] = [];
-  if (route.sameOrigin ?? true) stack.push(use.sameOrigin);
+  if (route.sameOrigin ?? true) stack.push(body === 'octets' ? use.sameOriginOctets : use.sameOrigin);
   if (route.bodyDeadline ?? true) stack.push(use.bodyDeadline);
   if (body === 'json') stack.push(route.kind === 'oauth' ? use.oauthJson : use.json);
   if (route.cors === 'protocol') stack.push(use.protocolCors);
@@ -123,7 +125,7 @@ export interface Mounting {
  * handler; then, for each path, its other methods (a 404), and last any other path (a 404
  * after the default middleware). A `trpc` route takes every method and path under its own.
  */
-export function mountRoutes(app: Pick<Express, 'use' | 'route' | 'get' | 'post' | 'put' | 'delete' | 'options'>, table: readonly Route[], mount: Mounting): void {
+export function mountRoutes(app: Pick<Express, 'use' | 'route' | 'get' | 'post' | 'put' | 'delete' | 'options' | 'head' | 'patch'>, table: readonly Route[], mount: Mounting): void {
   const ordered = byPrecedence(table);
   ordered.forEach((route, i) => {
     const stack = [...mount.middlewareOf(route), ...mount.handlerOf(route)];

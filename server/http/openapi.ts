@@ -21,7 +21,7 @@ type JsonSchema = Record<string, unknown>;
 
 /** One operation as the document shows it. */
 export interface Operation {
-  method: 'get' | 'post' | 'put' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete' | 'head' | 'patch' | 'options';
   /** Express syntax, as it is registered. */
   path: string;
   tag: string;

@@ -43,6 +43,7 @@ import {
 import type { AppRouter } from '../router.ts';
 import type { DocsHandlers } from './docs.ts';
 import type { FileHandlers } from './files.ts';
+import type { TusHandlers } from './tus.ts';
 import type { OidcHandlers } from './oidc.ts';
 import type { WebHandlers } from '../web/pages/index.ts';
 import type { ProviderPageHandlers } from '../web/pages/provider.ts';
@@ -57,7 +58,7 @@ type PathsOf<T, Prefix extends string = ''> = {
 export type ProcedurePath = PathsOf<AppRouter['_def']['record']>;
 
 /** Every named handler a `stream`, `oauth`, `page`, `health` or `docs` route may name. */
-export type Handlers = FileHandlers & OidcHandlers & ProviderPageHandlers & DocsHandlers & WebHandlers & PasskeyHandlers & { health: RequestHandler; healthLive: RequestHandler; healthReady: RequestHandler };
+export type Handlers = FileHandlers & TusHandlers & OidcHandlers & ProviderPageHandlers & DocsHandlers & WebHandlers & PasskeyHandlers & { health: RequestHandler; healthLive: RequestHandler; healthReady: RequestHandler };
 
 /**
  * How a route's body is read before its handler runs:
@@ -65,9 +66,11 @@ export type Handlers = FileHandlers & OidcHandlers & ProviderPageHandlers & Docs
  * - `form`: a URL-encoded form (the sign-in provider's); a form it cannot read is answered in
  *   the route's own format (OAuth's error body, or an error page).
  * - `multipart`: not read here; the handler streams it (uploads).
+ * - `octets`: not read here; the handler streams it (tus's `application/offset+octet-stream`,
+ *   which the same-origin rule then accepts from our own pages).
  * - `none`: not read at all.
  */
-export type BodyKind = 'json' | 'form' | 'multipart' | 'none';
+export type BodyKind = 'json' | 'form' | 'multipart' | 'octets' | 'none';
 
 /** The per-route middleware; every field left out takes the default that most routes need. */
 interface Middleware {
@@ -130,7 +133,7 @@ export type OperationDoc = Omit<Operation, 'method' | 'path'>;
  */
 export interface HandlerRoute extends Middleware {
   kind: 'stream' | 'oauth' | 'page' | 'health' | 'docs';
-  method: 'get' | 'post' | 'put' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete' | 'head' | 'patch' | 'options';
   path: string;
   handler: keyof Handlers;
   doc?: OperationDoc;
@@ -404,6 +407,13 @@ export const routes: Route[] = [
   { kind: 'stream', method: 'put', path: '/attachment', body: 'multipart', bodyDeadline: false, handler: 'upload', doc: STREAM_DOCS.upload },
   { kind: 'stream', method: 'put', path: '/attachment/chunk', body: 'multipart', bodyDeadline: false, handler: 'uploadChunk', doc: STREAM_DOCS.uploadChunk },
   { kind: 'stream', method: 'get', path: '/attachment', body: 'none', bodyDeadline: false, handler: 'attachment', doc: STREAM_DOCS.attachment },
+  // tus 1.0 (`tus.ts`): another protocol, described in docs/attachments.md rather than the API document.
+  { kind: 'stream', method: 'options', path: '/attachment/tus', body: 'none', handler: 'tusOptions' },
+  { kind: 'stream', method: 'post', path: '/attachment/tus', body: 'octets', bodyDeadline: false, handler: 'tusCreate' },
+  { kind: 'stream', method: 'options', path: '/attachment/tus/:id', body: 'none', handler: 'tusOptions' },
+  { kind: 'stream', method: 'head', path: '/attachment/tus/:id', body: 'none', handler: 'tusHead' },
+  { kind: 'stream', method: 'patch', path: '/attachment/tus/:id', body: 'octets', bodyDeadline: false, handler: 'tusPatch' },
+  { kind: 'stream', method: 'delete', path: '/attachment/tus/:id', body: 'none', handler: 'tusTerminate' },
   { kind: 'stream', method: 'get', path: '/pdf', handler: 'pdf', doc: STREAM_DOCS.pdf },
   { kind: 'stream', method: 'get', path: '/notes/edits/attachment', handler: 'editAttachment', doc: STREAM_DOCS.editAttachment },
   { kind: 'stream', method: 'get', path: '/groups/attachment', handler: 'groupAttachment', doc: STREAM_DOCS.groupAttachment },

@@ -37,7 +37,7 @@ export type Lockout = 'second_step' | 'second_step_browser';
 export type MfaFactor = 'totp' | 'email_code' | 'passkey';
 
 /** `whole`: `PUT /attachment`; `chunk`: `PUT /attachment/chunk`. */
-export type UploadKind = 'whole' | 'chunk';
+export type UploadKind = 'whole' | 'chunk' | 'tus';
 /** `ok`: answered 2xx; `refused`: the service refused it (4xx); `error`: it failed (5xx). */
 export type UploadOutcome = 'ok' | 'refused' | 'error';
 /** `done`: the file is stored; `refused`: the file as a whole was refused; `error`: it failed and may be tried again. */

@@ -61,7 +61,7 @@ export function createMetrics(opts: { routes: readonly Route[]; logger: Logger }
   for (const lock of ['second_step', 'second_step_browser'] satisfies Lockout[]) lockouts.inc({ lock }, 0);
   for (const limit of Object.keys(RATE_LIMITS)) refusals.inc({ limit }, 0);
   for (const factor of ['totp', 'email_code', 'passkey'] satisfies MfaFactor[]) enrolments.inc({ factor }, 0);
-  for (const kind of ['whole', 'chunk'] satisfies UploadKind[]) {
+  for (const kind of ['whole', 'chunk', 'tus'] satisfies UploadKind[]) {
     uploadBytes.inc({ kind }, 0);
     for (const outcome of ['ok', 'refused', 'error'] satisfies UploadOutcome[]) uploads.inc({ kind, outcome }, 0);
   }

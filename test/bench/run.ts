@@ -2,7 +2,7 @@
  * `npm run bench [-- --out results.json] [--only 1,4,9] [--cpu-prof <folder>]`
  *
  * Seeds a temporary data folder, starts the real server on it (`node server/main.ts`, its own
- * process), measures the issue's nine rows against baselines, and rows 10 and 11 against the
+ * process), measures the issue's nine rows against baselines, and rows 10 to 12 against the
  * peers (node-oidc-provider, `@tus/server`), all measured in the same run (each in a process of
  * its own), prints one Markdown table and, with `--out`, writes it as JSON. The
  * folder and every process are removed at the end, on failure and on Ctrl-C too.
@@ -25,6 +25,7 @@ import { machine, markdown, writeJson, type Row } from './report.ts';
 import { FileRows } from './rows/files.ts';
 import { RequestRows } from './rows/requests.ts';
 import { SignInRows } from './rows/sign-in.ts';
+import { TusRows } from './rows/tus.ts';
 import { benchDatabaseEnv, seed } from './setup.ts';
 
 const { values } = parseArgs({
@@ -39,13 +40,13 @@ const processes = Number(values.processes);
 if (!Number.isInteger(processes) || processes < 1) throw new Error('--processes takes a whole number, 1 or more');
 
 /**
- * Rows 6 and 11 come first: row 11 compares the server's memory with the peer's, whose process
- * is fresh, so ours is measured fresh too (after the seeding), not after the other rows have
- * grown its heaps; their uploads are synced to disk before the next row, so the writeback does
+ * Rows 6, 11 and 12 come first: rows 11 and 12 compare the server's memory with the peer's, whose
+ * process is fresh, so ours is measured fresh too (after the seeding), not after the other rows
+ * have grown its heaps; their uploads are synced to disk before the next row, so the writeback does
  * not weigh on it. Rows 8 and 7, which write and read many files, come last. Row 11 reuses row
  * 6's uploads (measured once, with both baselines, for whichever asks first).
  */
-const ORDER = ['6', '11', '1', '2', '3', '4', '5', '10', '9', '8', '7'] as const;
+const ORDER = ['6', '11', '12', '1', '2', '3', '4', '5', '10', '9', '8', '7'] as const;
 const selected = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : ORDER);
 
 cleanUpOnExit();
@@ -96,6 +97,7 @@ try {
   const requests = new RequestRows(ctx);
   const signIns = new SignInRows(ctx);
   const files = new FileRows(ctx);
+  const tus = new TusRows(ctx);
   const rowsById: Record<(typeof ORDER)[number], () => Promise<Row[]>> = {
     '1': () => requests.row1(),
     '2': () => requests.row2(),
@@ -108,6 +110,7 @@ try {
     '9': () => requests.row9(),
     '10': () => signIns.row10(),
     '11': () => files.row11(),
+    '12': () => tus.row12(),
   };
   const measured = new Map<string, Row[]>();
   for (const id of ORDER) {
@@ -126,7 +129,8 @@ try {
     'The server is `node server/main.ts` in its own process on a fresh data folder, with its defaults (log level `info`, one JSON line per request, to a file) except `UPLOAD_HUMAN_VERIFICATION_AFTER=0`, so uploads never ask for a human-verification token.',
     'Rate limits: no setting exists for the login limits, so the bench stays under them: row 5 logs in with four accounts, one connection each, and a right password gives its try back. Refresh, userinfo, authorize and token have no limit.',
     'Load comes from the bench process (autocannon for request rates, `node:http` for 50 MB bodies); every baseline runs in a process of its own. A figure and its baseline are measured in turns (3 rounds of 2 s each after a 2 s warm-up; row 4: 2 rounds of 3 s; row 5: 3 rounds of 4 s, logins in a closed loop counted as the baseline counts hashes; row 8: 2 rounds of 2.5 s), so other work on the machine weighs on both; request rates at 32 connections (row 4: 16, row 5: 4).',
-    'Peers (rows 10, 11): node-oidc-provider 9 with its in-memory store and the same client, scopes, claims, PKCE S256 and RS256 ID tokens (`test/bench/baselines/oidc-provider.ts`); its session and consent come from one scripted login and consent walked before the timing. `@tus/server` 2 with `@tus/file-store` in a temporary folder. Row 10: sign-ins on one connection, 2 rounds of 2 s; the GETs at 16 connections, 2 rounds of 1 s; 1 s warm-up each. Row 11: row 6\'s three uploads in turns with three to the peer; peak resident memory sampled every 20 ms from `/proc/<pid>/status` while each server takes its uploads.',
+    'Peers (rows 10, 11, 12): node-oidc-provider 9 with its in-memory store and the same client, scopes, claims, PKCE S256 and RS256 ID tokens (`test/bench/baselines/oidc-provider.ts`); its session and consent come from one scripted login and consent walked before the timing. `@tus/server` 2 with `@tus/file-store` in a temporary folder. Row 10: sign-ins on one connection, 2 rounds of 2 s; the GETs at 16 connections, 2 rounds of 1 s; 1 s warm-up each. Row 11: row 6\'s three uploads in turns with three to the peer; peak resident memory sampled every 20 ms from `/proc/<pid>/status` while each server takes its uploads.',
+    'Row 12: tus-js-client 4 in the bench process, unmodified, with its defaults (`chunkSize: Infinity`: a `POST`, then the whole file in one `PATCH`; no retries), the same options and `Upload-Metadata` to both servers; a warm-up, then 3 rounds of one upload to each, each upload a new file; peak resident memory sampled as for row 11 (the peer is a fresh process of its own).',
     'The database holds 100 profiles; row 9 runs a second server on a copy of it with 99 900 more (made-up names, so most have one or two holders; the name asked about has three in both).',
   ];
   const seconds = (performance.now() - started) / 1000;

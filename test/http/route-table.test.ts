@@ -15,6 +15,8 @@ async function stubApp(table: readonly Route[]): Promise<{ url: string; server: 
   const answer =
     (route: Route): RequestHandler =>
     (_req, res) => {
+      // In a header too: an answer to HEAD has no body.
+      res.setHeader('X-Route', `${route.method} ${route.path}`);
       res.json(`${route.method} ${route.path}`);
     };
   mountRoutes(app, table, { middlewareOf: () => [], handlerOf: (route) => [answer(route)], notFound: (_req, res) => res.status(404).json('none') });
@@ -28,7 +30,7 @@ const concrete = (path: string) => path.replace(/\*\w+/g, 'Conf.org/2027').repla
 
 async function routedTo(url: string, method: string, path: string): Promise<unknown> {
   const res = await fetch(`${url}${path}`, { method: method === 'any' ? 'GET' : method.toUpperCase() });
-  return res.json();
+  return method === 'head' ? (res.headers.get('x-route') ?? res.status) : res.json();
 }
 
 let forward: { url: string; server: Server };

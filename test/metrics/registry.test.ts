@@ -58,7 +58,7 @@ describe('an app’s metrics', () => {
     expect(scraped.series('peer_review_sign_ins_total')).toHaveLength(6 * 2 + 1);
     expect(scraped.value('peer_review_sign_ins_total')).toBe(0);
     expect(scraped.series('peer_review_rate_limit_refusals_total').map((s) => s.labels.limit)).toContain('mfaAddress');
-    expect(scraped.series('peer_review_upload_requests_total')).toHaveLength(6);
+    expect(scraped.series('peer_review_upload_requests_total')).toHaveLength(9);
     expect(scraped.series('peer_review_lockouts_total')).toHaveLength(2);
   });
 });

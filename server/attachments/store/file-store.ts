@@ -113,6 +113,12 @@ export interface FileStore {
    */
   slotFor?(uploadId: string, index: number, maxBytes: number): Promise<ChunkSlot | null>;
   removeChunk(uploadId: string, index: number): Promise<void>;
+  /**
+   * Makes a chunk kept apart (not received in place) a chunk of another upload, without copying
+   * its bytes through this process (a rename on disk, a copy inside the bucket): the parts of tus
+   * uploads sent in parallel become their final upload's (`tus.ts`).
+   */
+  moveChunk(from: { uploadId: string; index: number }, to: { uploadId: string; index: number }): Promise<void>;
   removeChunks(uploadId: string): Promise<void>;
   /** The upload ids that have chunks stored. */
   chunkUploads(): Promise<string[]>;

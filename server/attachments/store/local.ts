@@ -4,7 +4,7 @@
  * place into one data file per upload, so that the assembly of a file sent in order copies
  * nothing. What it promises is the `FileStore` contract (file-store.ts).
  */
-import { access, constants, link, lstat, mkdir, open, readdir, readFile, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { access, constants, link, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -302,6 +302,11 @@ export class LocalFileStore implements FileStore {
     } finally {
       await removeQuietly(claim);
     }
+  }
+
+  async moveChunk(from: { uploadId: string; index: number }, to: { uploadId: string; index: number }): Promise<void> {
+    await mkdir(this.#chunkDir(to.uploadId), { recursive: true });
+    await rename(this.#chunkPath(from.uploadId, from.index), this.#chunkPath(to.uploadId, to.index));
   }
 
   async removeChunk(uploadId: string, index: number): Promise<void> {

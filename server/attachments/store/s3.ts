@@ -200,6 +200,14 @@ export class S3FileStore implements FileStore {
     }
   }
 
+  async moveChunk(from: { uploadId: string; index: number }, to: { uploadId: string; index: number }): Promise<void> {
+    const source = this.#chunkKey(from.uploadId, from.index);
+    await this.#client.send(
+      new CopyObjectCommand({ Bucket: this.#bucket, Key: this.#chunkKey(to.uploadId, to.index), CopySource: `${this.#bucket}/${source.split('/').map(encodeURIComponent).join('/')}` }),
+    );
+    await this.#delete(source);
+  }
+
   async removeChunk(uploadId: string, index: number): Promise<void> {
     await this.#delete(this.#chunkKey(uploadId, index));
   }

@@ -1,0 +1,160 @@
+import type { Knex } from 'knex';
+
+/** A tus upload as its row holds it (`create_tus_uploads`). */
+export interface TusUpload {
+  id: string;
+  profileId: string;
+  invitation: string;
+  field: string;
+  extension: string;
+  metadata: string;
+  /** Null while deferred (`Upload-Defer-Length`). */
+  length: number | null;
+  offset: number;
+  /** How many chunks of the store hold its bytes, numbered from 1. */
+  parts: number;
+  concat: 'partial' | 'final' | null;
+  /** A final upload's `Upload-Concat` (`final;` and its parts' URLs). */
+  concatHeader: string | null;
+  writer: string | null;
+  writerUntil: number | null;
+  url: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+interface Row {
+  id: string;
+  profile_id: string;
+  invitation: string;
+  field: string;
+  extension: string;
+  metadata: string;
+  upload_length: number | string | null;
+  upload_offset: number | string;
+  parts: number | string;
+  concat: 'partial' | 'final' | null;
+  concat_header: string | null;
+  writer: string | null;
+  writer_until: number | string | null;
+  url: string | null;
+  created_at: number | string;
+  expires_at: number | string;
+}
+
+const toUpload = (r: Row): TusUpload => ({
+  id: r.id,
+  profileId: r.profile_id,
+  invitation: r.invitation,
+  field: r.field,
+  extension: r.extension,
+  metadata: r.metadata,
+  length: r.upload_length === null ? null : Number(r.upload_length),
+  offset: Number(r.upload_offset),
+  parts: Number(r.parts),
+  concat: r.concat,
+  concatHeader: r.concat_header,
+  writer: r.writer,
+  writerUntil: r.writer_until === null ? null : Number(r.writer_until),
+  url: r.url,
+  createdAt: Number(r.created_at),
+  expiresAt: Number(r.expires_at),
+});
+
+/** The SQL of tus uploads. Every write that moves an upload on is conditional on the row as read. */
+export class TusRepository {
+  readonly #db: Knex;
+
+  constructor(db: Knex) {
+    this.#db = db;
+  }
+
+  async create(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader'> & { concatHeader?: string | null }): Promise<void> {
+    await this.#db('tus_uploads').insert({
+      id: upload.id,
+      profile_id: upload.profileId,
+      invitation: upload.invitation,
+      field: upload.field,
+      extension: upload.extension,
+      metadata: upload.metadata,
+      upload_length: upload.length,
+      upload_offset: 0,
+      parts: 0,
+      concat: upload.concat,
+      concat_header: upload.concatHeader ?? null,
+      url: null,
+      created_at: upload.createdAt,
+      expires_at: upload.expiresAt,
+    });
+  }
+
+  /** The person's upload of that id; another person's does not exist for them. */
+  async findOf(profileId: string, id: string): Promise<TusUpload | null> {
+    const row = (await this.#db('tus_uploads').where({ id, profile_id: profileId }).first()) as Row | undefined;
+    return row ? toUpload(row) : null;
+  }
+
+  /**
+   * Takes the upload for one writing request: only at the offset the request names, and only
+   * while nobody else writes it (or the one who did stopped: its lease ran out). Answers whether
+   * it was taken.
+   */
+  async take(id: string, offset: number, writer: string, now: number, until: number): Promise<boolean> {
+    const changed = await this.#db('tus_uploads')
+      .where({ id, upload_offset: offset })
+      .whereNull('url')
+      .where((q) => q.whereNull('writer').orWhere('writer_until', '<', now))
+      .update({ writer, writer_until: until });
+    return changed === 1;
+  }
+
+  /** Keeps the lease while a long request runs. */
+  async renew(id: string, writer: string, until: number): Promise<void> {
+    await this.#db('tus_uploads').where({ id, writer }).update({ writer_until: until });
+  }
+
+  /** Lets go of the upload, with its new offset and part count when bytes were kept. */
+  async release(id: string, writer: string, moved: { offset: number; parts: number; length?: number | null; expiresAt: number } | null): Promise<boolean> {
+    const changed = await this.#db('tus_uploads')
+      .where({ id, writer })
+      .update({
+        writer: null,
+        writer_until: null,
+        ...(moved ? { upload_offset: moved.offset, parts: moved.parts, expires_at: moved.expiresAt, ...(moved.length !== undefined ? { upload_length: moved.length } : {}) } : {}),
+      });
+    return changed === 1;
+  }
+
+  /** Sets a deferred length, once. */
+  async setLength(id: string, writer: string, length: number): Promise<boolean> {
+    const changed = await this.#db('tus_uploads').where({ id, writer }).whereNull('upload_length').update({ upload_length: length });
+    return changed === 1;
+  }
+
+  /** The upload is its stored file now: its URL, and nobody writes it any more. */
+  async finish(id: string, writer: string, url: string): Promise<boolean> {
+    const changed = await this.#db('tus_uploads').where({ id, writer }).update({ url, writer: null, writer_until: null });
+    return changed === 1;
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.#db('tus_uploads').where({ id }).delete();
+  }
+
+  /** Unfinished uploads past their expiry. */
+  async expired(now: number): Promise<string[]> {
+    const rows = (await this.#db('tus_uploads').whereNull('url').where('expires_at', '<', now).select('id')) as Array<{ id: string }>;
+    return rows.map((row) => row.id);
+  }
+
+  /** Finished uploads kept for their HEAD, past their expiry. */
+  async finishedBefore(now: number): Promise<string[]> {
+    const rows = (await this.#db('tus_uploads').whereNotNull('url').where('expires_at', '<', now).select('id')) as Array<{ id: string }>;
+    return rows.map((row) => row.id);
+  }
+
+  /** Every upload id, for the store's sweep of chunks nobody refers to. */
+  async ids(): Promise<string[]> {
+    return ((await this.#db('tus_uploads').select('id')) as Array<{ id: string }>).map((row) => row.id);
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * tus 1.0.0 on the wire (https://tus.io/protocols/resumable-upload): `OPTIONS|POST
+ * /attachment/tus`, `HEAD|PATCH|DELETE /attachment/tus/{id}`, with the extensions creation,
+ * creation-with-upload, creation-defer-length, termination, expiration, checksum and
+ * concatenation. The headers are read and checked here; every rule is `TusService`'s
+ * (`attachments/tus.ts`), which runs the checks of `PUT /attachment` before a byte is read.
+ * Refusals are the spec's Error body, with tus's statuses where tus has its own (409, 412, 415,
+ * 423, 460), and every answer carries `Tus-Resumable`.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { AppError } from '../../shared/index.ts';
+import type { TusConcat, TusCreation, TusFields, TusState, TusWrite } from '../attachments/tus.ts';
+import type { Config } from '../config.ts';
+import type { Services } from '../services.ts';
+import { createHttpContext } from './context.ts';
+import { sendError } from './send-error.ts';
+
+const VERSION = '1.0.0';
+const EXTENSIONS = 'creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,concatenation';
+const CHECKSUMS = { sha1: 20, sha256: 32, md5: 16 } as const;
+const OCTETS = 'application/offset+octet-stream';
+/** What a page on another origin may read of an answer (CORS): tus's headers and ours. */
+const EXPOSED = 'Location, Upload-Offset, Upload-Length, Upload-Defer-Length, Upload-Metadata, Upload-Expires, Upload-Concat, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Tus-Checksum-Algorithm, Attachment-Url, X-Request-Id';
+const ALLOWED = 'Authorization, Content-Type, Tus-Resumable, Upload-Length, Upload-Defer-Length, Upload-Metadata, Upload-Offset, Upload-Concat, Upload-Checksum, cf-turnstile-token, X-Requested-With, X-Request-Id';
+
+/** Headers every tus answer has, the refusals' included. */
+function commonHeaders(res: Response): void {
+  res.setHeader('Tus-Resumable', VERSION);
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Expose-Headers', EXPOSED);
+  res.setHeader('Cache-Control', 'no-store');
+}
+
+/**
+ * A check that runs before a tus route's handler (the same-origin rule of its `octets` body),
+ * with tus's headers already set, so that its refusal is a tus answer too.
+ */
+export function asTusAnswer(check: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    commonHeaders(res);
+    return check(req, res, next);
+  };
+}
+
+/** A whole number of bytes as tus writes one: decimal digits, no sign. */
+function bytesHeader(req: Request, name: string): number | undefined {
+  const text = req.get(name);
+  if (text === undefined) return undefined;
+  if (!/^\d{1,15}$/.test(text.trim())) throw new AppError('BadRequestError', `${name} must be a whole number of bytes`, { path: name });
+  return Number(text.trim());
+}
+
+/** `Upload-Metadata`: comma-separated `key base64value` pairs; the keys this service reads. */
+export function parseMetadata(header: string | undefined): { fields: TusFields; raw: string } {
+  const raw = header ?? '';
+  const values = new Map<string, string>();
+  for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [key, value, ...rest] = pair.split(' ');
+    if (!key || rest.length > 0 || !/^[\x21-\x2b\x2d-\x7e]+$/.test(key) || (value !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(value))) {
+      throw new AppError('BadRequestError', 'Upload-Metadata must be comma-separated "key base64value" pairs', { path: 'Upload-Metadata' });
+    }
+    if (values.has(key)) throw new AppError('BadRequestError', `Upload-Metadata names ${key} twice`, { path: 'Upload-Metadata' });
+    values.set(key, Buffer.from(value ?? '', 'base64').toString('utf8'));
+  }
+  const invitationId = values.get('invitation') ?? values.get('invitationId');
+  // `field` for clients whose own metadata uses `name` for the file's name (Uppy).
+  const name = values.get('field') ?? values.get('name');
+  const filename = values.get('filename');
+  const missing = [!invitationId && 'invitation', !name && 'name', !filename && 'filename'].filter(Boolean);
+  if (missing.length > 0) throw new AppError('MissingRequiredError', `Upload-Metadata must give ${missing.join(', ')}`, { path: 'Upload-Metadata' });
+  return { fields: { invitationId: invitationId as string, name: name as string, filename: filename as string }, raw };
+}
+
+/** `Upload-Concat`: `partial`, or `final;` and the partial uploads' URLs (absolute or this service's paths). */
+function parseConcat(header: string | undefined): TusConcat {
+  if (header === undefined) return null;
+  if (header.trim() === 'partial') return { kind: 'partial' };
+  const final = /^final;(.*)$/.exec(header.trim());
+  if (!final) throw new AppError('BadRequestError', 'Upload-Concat must be "partial" or "final;" and the partial uploads\' URLs', { path: 'Upload-Concat' });
+  const ids = (final[1] ?? '').trim().split(/\s+/).filter(Boolean).map((url) => /\/attachment\/tus\/([0-9a-f-]{36})\/?$/.exec(url)?.[1] ?? '');
+  if (ids.length === 0 || ids.some((id) => !id)) throw new AppError('BadRequestError', 'Upload-Concat: final; names an upload that is not one of this service\'s', { path: 'Upload-Concat' });
+  return { kind: 'final', ids, header: header.trim() };
+}
+
+/** `Upload-Checksum: <algorithm> <base64 digest>`. */
+function parseChecksum(header: string | undefined): TusWrite['checksum'] {
+  if (header === undefined) return undefined;
+  const [algorithm, digest, ...rest] = header.trim().split(' ');
+  if (!algorithm || !(algorithm in CHECKSUMS)) {
+    throw new AppError('BadRequestError', `Upload-Checksum: the algorithm must be one of ${Object.keys(CHECKSUMS).join(', ')}`, { path: 'Upload-Checksum' });
+  }
+  const bytes = Buffer.from(digest ?? '', 'base64');
+  if (rest.length > 0 || bytes.length !== CHECKSUMS[algorithm as keyof typeof CHECKSUMS]) {
+    throw new AppError('BadRequestError', 'Upload-Checksum must be "<algorithm> <base64 digest>"', { path: 'Upload-Checksum' });
+  }
+  return { algorithm: algorithm as keyof typeof CHECKSUMS, digest: bytes };
+}
+
+/** Whether the request carries a body (creation-with-upload, a PATCH). */
+function hasBody(req: Request): boolean {
+  return Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+}
+
+export function tusHandlers(services: Services, config: Config) {
+  const tus = services.tus;
+  const location = (id: string) => `${config.baseUrl}/attachment/tus/${id}`;
+
+  const common = commonHeaders;
+
+  const describe = (res: Response, state: TusState) => {
+    res.setHeader('Upload-Offset', String(state.offset));
+    if (state.length === null) res.setHeader('Upload-Defer-Length', '1');
+    else res.setHeader('Upload-Length', String(state.length));
+    res.setHeader('Upload-Expires', new Date(state.expiresAt).toUTCString());
+    if (state.concat) res.setHeader('Upload-Concat', state.concat);
+    if (state.url) res.setHeader('Attachment-Url', state.url);
+  };
+
+  /** Runs a tus request: the version, the session, then `work`; a refusal is the Error body. */
+  const handle = (work: (req: Request, res: Response, ctx: ReturnType<typeof createHttpContext>) => Promise<void>): RequestHandler =>
+    async (req, res) => {
+      common(res);
+      try {
+        if (req.get('tus-resumable') !== VERSION) {
+          res.setHeader('Tus-Version', VERSION);
+          throw AppError.protocol('BadRequestError', 412, `This server speaks tus ${VERSION}: send Tus-Resumable: ${VERSION}`, { path: 'Tus-Resumable' });
+        }
+        await work(req, res, createHttpContext(req, res, services, config));
+      } catch (error) {
+        sendError(res, error);
+      }
+    };
+
+  const options: RequestHandler = (_req, res) => {
+    common(res);
+    res.setHeader('Tus-Version', VERSION);
+    res.setHeader('Tus-Extension', EXTENSIONS);
+    res.setHeader('Tus-Max-Size', String(config.maxUploadBytes));
+    res.setHeader('Tus-Checksum-Algorithm', Object.keys(CHECKSUMS).join(','));
+    res.setHeader('Access-Control-Allow-Methods', 'POST, HEAD, PATCH, DELETE, OPTIONS');
+    res.setHeader('Access-Control-Allow-Headers', ALLOWED);
+    res.setHeader('Access-Control-Max-Age', '86400');
+    res.status(204).end();
+  };
+
+  const create = handle(async (req, res, ctx) => {
+    const viewer = await ctx.viewer();
+    const concat = parseConcat(req.get('upload-concat'));
+    const length = bytesHeader(req, 'Upload-Length');
+    const deferred = req.get('upload-defer-length');
+    if (deferred !== undefined && deferred !== '1') throw new AppError('BadRequestError', 'Upload-Defer-Length may only be 1', { path: 'Upload-Defer-Length' });
+    if (concat?.kind !== 'final' && (length === undefined) === (deferred === undefined)) {
+      throw new AppError('BadRequestError', 'Send Upload-Length, or Upload-Defer-Length: 1', { path: 'Upload-Length' });
+    }
+    if (length !== undefined && length > config.maxUploadBytes) throw AppError.tooLarge(`A file may be at most ${config.maxUploadBytes} bytes (Tus-Max-Size)`, { path: 'Upload-Length' });
+    const body = hasBody(req);
+    if (body && !req.is(OCTETS)) throw AppError.protocol('BadRequestError', 415, `A creation's body must be ${OCTETS}`, { path: 'Content-Type' });
+    if (concat?.kind === 'final' && body) throw new AppError('BadRequestError', 'A final upload has no body of its own', { path: 'Upload-Concat' });
+    const { fields, raw } = parseMetadata(req.get('upload-metadata'));
+    const creation: TusCreation = { length: concat?.kind === 'final' ? null : (length ?? null), metadata: raw, fields, concat };
+    let state = await tus.create(viewer, creation, req.get('cf-turnstile-token'), ctx.origin.address);
+    res.setHeader('Location', location(state.id));
+    if (body) state = await tus.write(viewer, state.id, { offset: 0, body: req });
+    describe(res, state);
+    res.status(201).end();
+  });
+
+  const head = handle(async (req, res, ctx) => {
+    const state = await tus.head(await ctx.viewer(), String(req.params.id));
+    describe(res, state);
+    if (state.metadata) res.setHeader('Upload-Metadata', state.metadata);
+    res.status(200).end();
+  });
+
+  const patch = handle(async (req, res, ctx) => {
+    const viewer = await ctx.viewer();
+    if (!req.is(OCTETS)) throw AppError.protocol('BadRequestError', 415, `A PATCH's body must be ${OCTETS}`, { path: 'Content-Type' });
+    const offset = bytesHeader(req, 'Upload-Offset');
+    if (offset === undefined) throw new AppError('MissingRequiredError', 'Send Upload-Offset', { path: 'Upload-Offset' });
+    const length = bytesHeader(req, 'Upload-Length');
+    const checksum = parseChecksum(req.get('upload-checksum'));
+    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
+    res.status(204).end();
+  });
+
+  const terminate = handle(async (req, res, ctx) => {
+    await tus.terminate(await ctx.viewer(), String(req.params.id));
+    res.status(204).end();
+  });
+
+  return { tusOptions: options, tusCreate: create, tusHead: head, tusPatch: patch, tusTerminate: terminate } satisfies Record<string, RequestHandler>;
+}
+
+export type TusHandlers = ReturnType<typeof tusHandlers>;

@@ -1,0 +1,583 @@
+/**
+ * Issue 29: uploads through tus 1.0 on `/attachment/tus`, driven by tus-js-client as a frontend
+ * drives it (its Node build, unmodified), and by raw requests where the library sends nothing
+ * wrong on purpose. The server's public address is a TCP line in front of it (`startLine`): a
+ * `Location` names that address, so every request of the library goes through the line, which
+ * can drop the connection mid-upload and counts the bytes sent.
+ */
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { decodeJwt } from 'jose';
+import * as tus from 'tus-js-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorBody } from '../../shared/errors.ts';
+import { TestClock } from '../helpers/clock.ts';
+import type { Client } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { loggedIn } from '../helpers/users.ts';
+import { waitUntil } from '../helpers/wait.ts';
+import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, temporaryFiles, VENUE, venueWithAuthor } from './helpers.ts';
+import {
+  checksum,
+  encodeMetadata,
+  HTTP_DATE,
+  metadataFor,
+  RecordingHttpStack,
+  runUpload,
+  signedInPerson,
+  startLine,
+  statusOf,
+  TUS_EXTENSIONS,
+  tusRequest,
+  type Line,
+  type Outcome,
+  type Person,
+  type TusReply,
+} from './tus-helpers.ts';
+
+const MB = 1024 * 1024;
+/** The Node build's URL storage in a file (a page's localStorage, in Node): exported, not in the types. */
+const { FileUrlStorage } = tus as unknown as { FileUrlStorage: new (file: string) => tus.UrlStorage };
+const ABANDON_SECONDS = 60;
+const SMALL = `${VENUE}/-/TusSmall`;
+/** The small field's `maxSize` (0.01 MB), in bytes. */
+const SMALL_MAX = 10485;
+
+const clock = new TestClock();
+let line: Line;
+let server: TestServer;
+let root: Client;
+let author: Person;
+let stranger: Person;
+let urlStore: string;
+
+beforeAll(async () => {
+  line = await startLine();
+  server = await startServer(
+    { BASE_URL: line.url, UPLOAD_ABANDON_SECONDS: String(ABANDON_SECONDS), UPLOAD_HUMAN_VERIFICATION_AFTER: '0', MAX_UPLOAD_MB: '4' },
+    undefined,
+    { now: clock.now },
+  );
+  line.target = server.url;
+  ({ root } = await venueWithAuthor(server));
+  author = await signedInPerson(server);
+  stranger = await signedInPerson(server, 'Someone Else');
+  const small = await root.post('/invitations', {
+    id: SMALL,
+    domain: VENUE,
+    form: { doc: { order: 1, value: { param: { type: 'file', extensions: ['pdf'], maxSize: 0.01 } } } },
+  });
+  if (small.status !== 200) throw new Error(JSON.stringify(small.body));
+  urlStore = await mkdtemp(path.join(tmpdir(), 'tus-urls-'));
+});
+afterAll(async () => {
+  await server?.close();
+  await line?.close();
+  if (urlStore) await rm(urlStore, { recursive: true, force: true });
+});
+
+const ENDPOINT = () => `${line.url}/attachment/tus`;
+const PDF_FIELD = () => metadataFor(SUBMISSION, 'pdf', 'paper.pdf');
+
+/** tus-js-client's options as a frontend sets them; no retries unless a test asks (a failure shows). */
+function options(extra: Partial<tus.UploadOptions> = {}, person: Person = author): tus.UploadOptions & { httpStack: RecordingHttpStack } {
+  return { endpoint: ENDPOINT(), headers: { Authorization: `Bearer ${person.token}` }, metadata: PDF_FIELD(), retryDelays: null, httpStack: new RecordingHttpStack(), ...extra } as tus.UploadOptions & { httpStack: RecordingHttpStack };
+}
+
+/** What went wrong, for an assertion's message. */
+const why = (outcome: Outcome) => (outcome.ok ? 'ok' : String(outcome.error));
+const lines = (stack: RecordingHttpStack) => stack.exchanges.map((e) => `${e.method} ${e.status}`);
+const pdfUrl = (data: Uint8Array) => `/pdf/${sha1(data)}.pdf`;
+
+/** The stored file, read back by its uploader. */
+async function readBack(url: string, person: Person = author): Promise<Buffer> {
+  const res = await fetch(server.url + url, { headers: { authorization: `Bearer ${person.token}` } });
+  expect(res.status).toBe(200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** A refusal: the spec's Error body with the answer's status, and `Tus-Resumable`. */
+function expectRefusal(reply: TusReply, status: number) {
+  expect(reply.status, JSON.stringify(reply.body)).toBe(status);
+  expect(reply.headers.get('tus-resumable')).toBe('1.0.0');
+  expect(ErrorBody.safeParse(reply.body).success, JSON.stringify(reply.body)).toBe(true);
+  expect(reply.body.status).toBe(status);
+}
+
+/** A raw creation (no body) for the person: its upload URL. */
+async function create(length: number, metadata = PDF_FIELD(), person: Person = author): Promise<string> {
+  const res = await tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(length), 'Upload-Metadata': encodeMetadata(metadata) } });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.headers.get('location') ?? '';
+}
+
+const patch = (url: string, offset: number, body: Uint8Array, headers: Record<string, string> = {}, person: Person = author) =>
+  tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': String(offset), ...headers }, body });
+
+/**
+ * Runs an upload whose connection the line holds after `bytes`, and cuts it once the server is
+ * writing the held PATCH's bytes (a file being received in the data folder's `tmp/`): a cut the
+ * server sees mid-request, whatever the timing. Answers how the cut client ended.
+ */
+async function cutMidPatch(data: Buffer, opts: tus.UploadOptions, bytes: number): Promise<Outcome> {
+  line.holdAfter(bytes);
+  const running = runUpload(data, opts);
+  await waitUntil(async () => {
+    if (!line.held) return false;
+    const sizes = await Promise.all((await temporaryFiles(server.dataDir)).map((f) => stat(f).then((s) => s.size, () => 0)));
+    return sizes.some((size) => size > 0);
+  }, 'a PATCH held midway on the server', 15_000);
+  line.cut();
+  return running;
+}
+
+/**
+ * Waits until no request is writing the upload any more (a cut PATCH may still be ending on the
+ * server): an empty PATCH at the offset HEAD answers is accepted only then (423 or 409 before).
+ */
+async function settled(url: string, person: Person = author): Promise<number> {
+  let offset = -1;
+  await waitUntil(async () => {
+    const head = await tusRequest(server, 'HEAD', url, { token: person.token });
+    if (head.status !== 200) return false;
+    offset = Number(head.headers.get('upload-offset'));
+    return (await patch(url, offset, new Uint8Array(0), {}, person)).status === 204;
+  }, 'the cut request ended on the server', 15_000);
+  return offset;
+}
+
+/** `Upload-Expires` as milliseconds, checked to be an HTTP date. */
+function expiresOf(value: string | string[] | null | undefined): number {
+  expect(value).toMatch(HTTP_DATE);
+  return Date.parse(String(value));
+}
+
+describe('tus-js-client uploads', () => {
+  it('a whole upload answers Attachment-Url on its last PATCH and on HEAD, and a note\'s file field accepts it', async () => {
+    const data = pdfBytes(300_000);
+    const opts = options();
+    const outcome = await runUpload(data, opts);
+    expect(outcome.ok, why(outcome)).toBe(true);
+    if (!outcome.ok) return;
+    const url = pdfUrl(data);
+    expect(lines(opts.httpStack)).toEqual(['POST 201', 'PATCH 204']);
+    const [post, sent] = opts.httpStack.exchanges;
+    expect(post?.responseHeaders.location).toMatch(new RegExp(`^${line.url}/attachment/tus/[^/?#]+$`));
+    expect(post?.responseHeaders['tus-resumable']).toBe('1.0.0');
+    expiresOf(post?.responseHeaders['upload-expires']);
+    expect(sent?.headers['Upload-Offset']).toBe('0');
+    expect(sent?.bodyBytes).toBe(data.length);
+    expect(sent?.responseHeaders['upload-offset']).toBe(String(data.length));
+    expect(outcome.lastResponse.getHeader('Attachment-Url')).toBe(url);
+
+    const head = await tusRequest(server, 'HEAD', outcome.upload.url ?? '', { token: author.token });
+    expect(head.status).toBe(200);
+    expect(Object.fromEntries(['tus-resumable', 'upload-offset', 'upload-length', 'upload-metadata', 'cache-control', 'attachment-url'].map((h) => [h, head.headers.get(h)]))).toEqual({
+      'tus-resumable': '1.0.0',
+      'upload-offset': String(data.length),
+      'upload-length': String(data.length),
+      'upload-metadata': post?.headers['Upload-Metadata'],
+      'cache-control': 'no-store',
+      'attachment-url': url,
+    });
+    expect((await readBack(url)).equals(data)).toBe(true);
+
+    const note = await author.client.post('/notes', { invitation: SUBMISSION, content: submissionContent(author.id, url) });
+    expect(note.status, JSON.stringify(note.body)).toBe(200);
+    const viaNote = await fetch(`${server.url}/pdf?id=${note.body.id}`, { headers: { authorization: `Bearer ${author.token}` } });
+    expect(viaNote.status).toBe(200);
+    expect(Buffer.from(await viaNote.arrayBuffer()).equals(data)).toBe(true);
+    // Nothing of the upload is left besides the stored file.
+    await waitUntil(async () => (await filesUnder(server.dataDir)).every((f) => !/^[/\\](chunks|tmp)[/\\]/.test(f.slice(server.dataDir.length))), 'the upload\'s parts removed');
+  });
+
+  it('creation-with-upload: the POST carries the first chunk, or the whole file and then answers Attachment-Url itself', async () => {
+    const data = pdfBytes(250_000);
+    const chunked = options({ uploadDataDuringCreation: true, chunkSize: 100_000 });
+    const outcome = await runUpload(data, chunked);
+    expect(outcome.ok, why(outcome)).toBe(true);
+    expect(lines(chunked.httpStack)).toEqual(['POST 201', 'PATCH 204', 'PATCH 204']);
+    expect(chunked.httpStack.exchanges.map((e) => [e.bodyBytes, e.responseHeaders['upload-offset']])).toEqual([
+      [100_000, '100000'],
+      [100_000, '200000'],
+      [50_000, '250000'],
+    ]);
+    expect(outcome.ok && outcome.lastResponse.getHeader('Attachment-Url')).toBe(pdfUrl(data));
+
+    const whole = pdfBytes(120_000);
+    const once = options({ uploadDataDuringCreation: true });
+    const single = await runUpload(whole, once);
+    expect(single.ok, why(single)).toBe(true);
+    expect(lines(once.httpStack)).toEqual(['POST 201']);
+    expect(once.httpStack.exchanges[0]?.responseHeaders['upload-offset']).toBe(String(whole.length));
+    expect(single.ok && single.lastResponse.getHeader('Attachment-Url')).toBe(pdfUrl(whole));
+    expect((await readBack(pdfUrl(whole))).equals(whole)).toBe(true);
+  });
+
+  it('deferred length: a stream of unknown size is created with Upload-Defer-Length and told its length at the end', async () => {
+    const data = pdfBytes(250_000);
+    const parts = Array.from({ length: 25 }, (_, i) => data.subarray(i * 10_000, (i + 1) * 10_000));
+    let midway: TusReply | undefined;
+    const opts = options({
+      uploadLengthDeferred: true,
+      chunkSize: 100_000,
+      // Before the second PATCH (tus-js-client awaits this): the upload as HEAD shows it meanwhile.
+      onBeforeRequest: async (req) => {
+        if (req.getMethod() === 'PATCH' && req.getHeader('Upload-Offset') === '100000' && !midway) midway = await tusRequest(server, 'HEAD', req.getURL(), { token: author.token });
+      },
+    });
+    const outcome = await runUpload(Readable.from(parts, { objectMode: false }), opts);
+    expect(outcome.ok, why(outcome)).toBe(true);
+    const [post, ...patches] = opts.httpStack.exchanges;
+    expect(post?.headers['Upload-Defer-Length']).toBe('1');
+    expect(post?.headers['Upload-Length']).toBeUndefined();
+    expect(post?.status).toBe(201);
+    expect(midway?.status).toBe(200);
+    expect(midway?.headers.get('upload-defer-length')).toBe('1');
+    expect(midway?.headers.get('upload-length')).toBeNull();
+    expect(midway?.headers.get('upload-offset')).toBe('100000');
+    expect(patches.every((p) => p.status === 204)).toBe(true);
+    expect(patches.at(-1)?.headers['Upload-Length']).toBe(String(data.length));
+    expect(outcome.ok && outcome.lastResponse.getHeader('Attachment-Url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+
+  it('parallel parts (concatenation) give the same file, and the final upload\'s HEAD answers Attachment-Url', async () => {
+    const data = pdfBytes(600_007);
+    let partial: TusReply | undefined;
+    const opts = options({
+      parallelUploads: 3,
+      metadataForPartialUploads: PDF_FIELD(),
+      // Before the final upload is created (the server may then let its parts go): a part as HEAD shows it.
+      onBeforeRequest: async (req) => {
+        const parts = req.getHeader('Upload-Concat')?.match(/^final;(\S+)/);
+        if (parts?.[1]) partial = await tusRequest(server, 'HEAD', parts[1], { token: author.token });
+      },
+    });
+    const outcome = await runUpload(data, opts);
+    expect(outcome.ok, why(outcome)).toBe(true);
+    if (!outcome.ok) return;
+    const posts = opts.httpStack.of('POST');
+    expect(posts.map((p) => [p.headers['Upload-Concat']?.split(';')[0], p.status])).toEqual([['partial', 201], ['partial', 201], ['partial', 201], ['final', 201]]);
+    expect(opts.httpStack.of('PATCH').map((p) => p.status)).toEqual([204, 204, 204]);
+    expect(opts.httpStack.of('PATCH').reduce((sum, p) => sum + p.bodyBytes, 0)).toBe(data.length);
+
+    expect(partial?.status).toBe(200);
+    expect(partial?.headers.get('upload-concat')).toBe('partial');
+    const final = await tusRequest(server, 'HEAD', outcome.upload.url ?? '', { token: author.token });
+    expect(final.status).toBe(200);
+    // tus 1.0: "its value as received in the upload creation request".
+    expect(final.headers.get('upload-concat')).toBe(posts[3]?.headers['Upload-Concat']);
+    expect(final.headers.get('upload-length')).toBe(String(data.length));
+    expect(final.headers.get('upload-offset')).toBe(String(data.length));
+    expect(final.headers.get('attachment-url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+
+  it('partial uploads are checked at creation like the final one: without metadata they are refused', async () => {
+    const opts = options({ parallelUploads: 2 });
+    const outcome = await runUpload(pdfBytes(50_000), opts);
+    // The other part may still be under way: stopped, as a page would on the error.
+    await outcome.upload.abort();
+    expect(outcome.ok).toBe(false);
+    expect(statusOf(outcome)).toBe(400);
+    const refused = opts.httpStack.of('POST').find((p) => p.status === 400);
+    expect(ErrorBody.safeParse(JSON.parse(refused?.responseBody ?? '{}')).success).toBe(true);
+  });
+
+  it('a "PDF" without %PDF- is refused when complete, whole or in parallel parts, and the upload is gone', async () => {
+    const fake = Buffer.alloc(60_000, 'GIF89a not a pdf ');
+    const opts = options();
+    const outcome = await runUpload(fake, opts);
+    expect(statusOf(outcome)).toBe(400);
+    const last = opts.httpStack.exchanges.at(-1);
+    expect(last?.method).toBe('PATCH');
+    expect(JSON.parse(last?.responseBody ?? '{}')).toMatchObject({ status: 400, name: 'ValidationError' });
+    expect((await tusRequest(server, 'HEAD', outcome.upload.url ?? '', { token: author.token })).status).toBe(404);
+
+    const inParts = options({ parallelUploads: 3, metadataForPartialUploads: PDF_FIELD() });
+    const parallel = await runUpload(fake, inParts);
+    expect(statusOf(parallel)).toBe(400);
+    expect(inParts.httpStack.exchanges.at(-1)?.headers['Upload-Concat']).toMatch(/^final;/);
+  });
+});
+
+describe('resuming', () => {
+  it('an upload cut by a dropped connection is finished after a page reload, sending only the missing bytes', async () => {
+    const data = pdfBytes(MB);
+    const urlStorage = new FileUrlStorage(path.join(urlStore, 'cut.json'));
+    const chunkSize = 128 * 1024;
+    const first = await cutMidPatch(data, options({ urlStorage, chunkSize }), 600_000);
+    expect(first.ok).toBe(false);
+    expect(statusOf(first)).toBe(0);
+    const url = first.upload.url ?? '';
+    // Every chunk sent whole before the cut is kept (the cut came past 4 of them).
+    const offset = await settled(url);
+    expect(offset).toBeGreaterThanOrEqual(4 * chunkSize);
+    expect(offset).toBeLessThan(data.length);
+
+    // The "reloaded page": a new client finds the upload in its URL storage by the file's fingerprint.
+    line.resetCount();
+    const again = options({ urlStorage, chunkSize });
+    const second = await runUpload(data, again, async (upload) => {
+      const previous = await upload.findPreviousUploads();
+      expect(previous.map((p) => p.uploadUrl)).toEqual([url]);
+      upload.resumeFromPreviousUpload(previous[0]!);
+    });
+    expect(second.ok, why(second)).toBe(true);
+    expect(again.httpStack.exchanges[0]).toMatchObject({ method: 'HEAD', status: 200 });
+    expect(again.httpStack.exchanges[0]?.responseHeaders['upload-offset']).toBe(String(offset));
+    expect(again.httpStack.of('POST')).toEqual([]);
+    const patches = again.httpStack.of('PATCH');
+    expect(patches[0]?.headers['Upload-Offset']).toBe(String(offset));
+    expect(patches.reduce((sum, p) => sum + p.bodyBytes, 0)).toBe(data.length - offset);
+    // On the wire: the missing bytes and the requests' headers, nothing of what the server has.
+    expect(line.bytesToServer).toBeGreaterThanOrEqual(data.length - offset);
+    expect(line.bytesToServer).toBeLessThan(data.length - offset + 16 * 1024);
+    expect(second.ok && second.lastResponse.getHeader('Attachment-Url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+
+  it('a single PATCH cut midway keeps what arrived; a new client given the upload URL sends the rest', async () => {
+    const data = pdfBytes(MB);
+    const first = await cutMidPatch(data, options(), 500_000);
+    expect(statusOf(first)).toBe(0);
+    const url = first.upload.url ?? '';
+    const offset = await settled(url);
+    expect(offset, 'the bytes that arrived before the cut are kept (tus 1.0: "store as much of the received data as possible")').toBeGreaterThan(0);
+    expect(offset).toBeLessThan(data.length);
+
+    const again = options({ uploadUrl: url });
+    const second = await runUpload(data, again);
+    expect(second.ok, why(second)).toBe(true);
+    expect(lines(again.httpStack)).toEqual(['HEAD 200', 'PATCH 204']);
+    expect(again.httpStack.of('PATCH')[0]?.bodyBytes).toBe(data.length - offset);
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+});
+
+describe('the tus extensions', () => {
+  it('checksum: a PATCH with a wrong Upload-Checksum is 460 and keeps nothing; a right one is accepted', async () => {
+    const data = pdfBytes(200_000);
+    const url = await create(data.length);
+    const first = data.subarray(0, 120_000);
+    expectRefusal(await patch(url, 0, first, { 'Upload-Checksum': checksum('sha1', data.subarray(1, 120_001)) }), 460);
+    expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
+    expectRefusal(await patch(url, 0, first, { 'Upload-Checksum': 'crc32 AAAAAA==' }), 400);
+    const accepted = await patch(url, 0, first, { 'Upload-Checksum': checksum('sha1', first) });
+    expect(accepted.status).toBe(204);
+    expect(accepted.headers.get('upload-offset')).toBe('120000');
+    const rest = data.subarray(120_000);
+    const last = await patch(url, 120_000, rest, { 'Upload-Checksum': checksum('sha256', rest) });
+    expect(last.status).toBe(204);
+    expect(last.headers.get('upload-offset')).toBe(String(data.length));
+    expect(last.headers.get('attachment-url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+
+  it('termination: abort(true) deletes the upload (204), HEAD and PATCH are then 404, and its bytes are gone', async () => {
+    const before = await filesUnder(server.dataDir);
+    const opts = options({ chunkSize: 100_000 });
+    const upload = await new Promise<tus.Upload>((resolve, reject) => {
+      const started: tus.Upload = new tus.Upload(pdfBytes(300_000), {
+        ...opts,
+        onChunkComplete: () => void started.abort(true).then(() => resolve(started), reject),
+        onError: reject,
+      });
+      started.start();
+    });
+    expect(lines(opts.httpStack)).toEqual(['POST 201', 'PATCH 204', 'DELETE 204']);
+    expect(opts.httpStack.of('DELETE')[0]?.responseHeaders['tus-resumable']).toBe('1.0.0');
+    const url = upload.url ?? '';
+    const head = await tusRequest(server, 'HEAD', url, { token: author.token });
+    expect(head.status).toBe(404);
+    expect(head.headers.get('tus-resumable')).toBe('1.0.0');
+    expectRefusal(await patch(url, 100_000, pdfBytes(10)), 404);
+    await waitUntil(async () => (await filesUnder(server.dataDir)).every((f) => before.includes(f)), 'the terminated upload\'s bytes removed');
+  });
+
+  it('a file over the field\'s maxSize is refused at creation (413), before any byte is read', async () => {
+    const small = metadataFor(SMALL, 'doc', 'small.pdf');
+    const opts = options({ metadata: small });
+    const over = await runUpload(pdfBytes(SMALL_MAX + 1), opts);
+    expect(statusOf(over)).toBe(413);
+    expect(lines(opts.httpStack)).toEqual(['POST 413']);
+    expect(JSON.parse(opts.httpStack.exchanges[0]?.responseBody ?? '{}')).toMatchObject({ status: 413, name: 'ValidationError' });
+    // Exactly maxSize is fine; past the server's MAX_UPLOAD_MB (Tus-Max-Size) is not, whatever the field says.
+    await create(SMALL_MAX, small);
+    expectRefusal(await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Length': String(4 * MB + 1), 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } }), 413);
+
+    // With creation-with-upload, the answer comes while most of the body is still unsent.
+    const before = await filesUnder(server.dataDir);
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    // The server may close the connection on the bytes still coming: that is its right here.
+    socket.on('error', () => {});
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (data: Buffer) => {
+        text += data.toString('latin1');
+        if (text.includes('\r\n\r\n')) resolve(text);
+      });
+    });
+    socket.write(
+      `POST /attachment/tus HTTP/1.1\r\nHost: ${new URL(server.url).host}\r\nAuthorization: Bearer ${author.token}\r\nTus-Resumable: 1.0.0\r\n` +
+        `Upload-Length: 3000000\r\nUpload-Metadata: ${encodeMetadata(small)}\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: 3000000\r\n\r\n`,
+    );
+    socket.write(pdfBytes(64 * 1024));
+    const head = await answer;
+    socket.destroy();
+    expect(head).toMatch(/^HTTP\/1\.1 413 /);
+    await waitUntil(async () => (await filesUnder(server.dataDir)).every((f) => before.includes(f)), 'nothing kept of the refused body');
+
+    // A deferred length is checked as the bytes come: past maxSize, or past the length declared.
+    const deferred = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Defer-Length': '1', 'Upload-Metadata': encodeMetadata(small) } });
+    expect(deferred.status).toBe(201);
+    expectRefusal(await patch(deferred.headers.get('location') ?? '', 0, pdfBytes(SMALL_MAX + 1)), 413);
+    expectRefusal(await patch(await create(1000), 0, pdfBytes(1001)), 413);
+  });
+});
+
+describe('whose upload it is', () => {
+  it('another person\'s token gets 404 on the upload\'s URL; a refreshed token, and a new session of the same person, carry on', async () => {
+    const owner = await signedInPerson(server, 'Upload Owner');
+    const data = pdfBytes(300_000);
+    /** Sends one more chunk of 100 kB with the owner's current token, then stops (as a page closed). */
+    const oneChunk = (url: string | null) =>
+      new Promise<string>((resolve, reject) => {
+        const upload: tus.Upload = new tus.Upload(data, {
+          ...options({ chunkSize: 100_000, ...(url ? { uploadUrl: url } : {}) }, owner),
+          onChunkComplete: () => void upload.abort().then(() => resolve(upload.url ?? '')),
+          onError: reject,
+        });
+        upload.start();
+      });
+    const url = await oneChunk(null);
+
+    expect((await tusRequest(server, 'HEAD', url, { token: stranger.token })).status).toBe(404);
+    expectRefusal(await patch(url, 100_000, data.subarray(100_000, 200_000), {}, stranger), 404);
+    expectRefusal(await tusRequest(server, 'DELETE', url, { token: stranger.token }), 404);
+    expect((await tusRequest(server, 'HEAD', url, { token: owner.token })).headers.get('upload-offset')).toBe('100000');
+
+    const refreshed = await owner.client.post('/refreshToken');
+    expect(refreshed.status).toBe(200);
+    const firstToken = owner.token;
+    owner.token = refreshed.body.token;
+    expect(await oneChunk(url)).toBe(url);
+    expect((await tusRequest(server, 'HEAD', url, { token: owner.token })).headers.get('upload-offset')).toBe('200000');
+
+    // Signed out, and in again: another session, the same person.
+    expect((await owner.client.post('/logout')).status).toBe(200);
+    owner.token = (await loggedIn(server, owner.email)).token;
+    expect(decodeJwt(owner.token).sid).not.toBe(decodeJwt(firstToken).sid);
+    const done = await runUpload(data, options({ uploadUrl: url }, owner));
+    expect(done.ok, why(done)).toBe(true);
+    expect(done.ok && done.lastResponse.getHeader('Attachment-Url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data), owner)).equals(data)).toBe(true);
+  });
+});
+
+describe('the protocol', () => {
+  it('OPTIONS answers the server\'s tus capabilities, and the CORS a browser page needs', async () => {
+    const res = await fetch(`${server.url}/attachment/tus`, { method: 'OPTIONS' });
+    expect(res.status).toBe(204);
+    expect(Object.fromEntries(['tus-resumable', 'tus-version', 'tus-extension', 'tus-max-size', 'tus-checksum-algorithm'].map((h) => [h, res.headers.get(h)]))).toEqual({
+      'tus-resumable': '1.0.0',
+      'tus-version': '1.0.0',
+      'tus-extension': TUS_EXTENSIONS,
+      'tus-max-size': String(4 * MB),
+      'tus-checksum-algorithm': 'sha1,sha256,md5',
+    });
+    const asked = ['authorization', 'content-type', 'tus-resumable', 'upload-length', 'upload-defer-length', 'upload-metadata', 'upload-offset', 'upload-checksum', 'upload-concat'];
+    const url = await create(1000);
+    // A browser asks before POST on the endpoint and before PATCH, HEAD and DELETE on the upload's URL.
+    for (const [target, method] of [['/attachment/tus', 'POST'], [new URL(url).pathname, 'PATCH']] as const) {
+      const preflight = await fetch(server.url + target, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example.org', 'access-control-request-method': method, 'access-control-request-headers': asked.join(',') },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+      expect(preflight.headers.get('access-control-allow-methods')?.toUpperCase()).toContain(method);
+      const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').toLowerCase().split(/\s*,\s*/);
+      expect(asked.filter((h) => !allowed.includes(h))).toEqual([]);
+    }
+    const head = await tusRequest(server, 'HEAD', url, { token: author.token, headers: { Origin: 'https://app.example.org' } });
+    const exposed = (head.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/);
+    expect(['location', 'upload-offset', 'upload-length', 'upload-expires', 'attachment-url', 'tus-resumable'].filter((h) => !exposed.includes(h))).toEqual([]);
+  });
+
+  it('a request without Tus-Resumable, or with another version, is 412 with Tus-Version', async () => {
+    const headers = { 'Upload-Length': '1000', 'Upload-Metadata': encodeMetadata(PDF_FIELD()) };
+    for (const version of [null, '0.2.2']) {
+      const res = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { ...headers, 'Tus-Resumable': version } });
+      expectRefusal(res, 412);
+      expect(res.headers.get('tus-version')).toBe('1.0.0');
+    }
+    const url = await create(1000);
+    const res = await tusRequest(server, 'PATCH', url, { token: author.token, headers: { 'Tus-Resumable': '0.2.2', 'Upload-Offset': '0' }, body: pdfBytes(10) });
+    expectRefusal(res, 412);
+    expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
+  });
+
+  it('protocol errors are tus\'s statuses with the Error body: no session, unknown upload, wrong offset, wrong content type', async () => {
+    const headers = { 'Upload-Length': '1000', 'Upload-Metadata': encodeMetadata(PDF_FIELD()) };
+    expectRefusal(await tusRequest(server, 'POST', '/attachment/tus', { headers }), 401);
+    const unknown = '/attachment/tus/no-such-upload';
+    expect((await tusRequest(server, 'HEAD', unknown, { token: author.token })).status).toBe(404);
+    expectRefusal(await patch(unknown, 0, pdfBytes(10)), 404);
+    const url = await create(1000);
+    expectRefusal(await patch(url, 10, pdfBytes(10)), 409);
+    expectRefusal(await patch(url, 0, pdfBytes(10), { 'Content-Type': 'application/octet-stream' }), 415);
+    expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
+  });
+
+  it.each([
+    ['an unknown invitation', metadataFor('Nowhere/-/X', 'pdf', 'p.pdf')],
+    ['a field that is not a file field', metadataFor(SUBMISSION, 'title', 'p.pdf')],
+    ['an extension the field does not allow', metadataFor(SUBMISSION, 'pdf', 'virus.exe')],
+    ['no metadata', {}],
+  ])('a creation for %s is refused with 400 and the Error body', async (_what, metadata) => {
+    const headers: Record<string, string> = { 'Upload-Length': '1000' };
+    if (Object.keys(metadata).length > 0) headers['Upload-Metadata'] = encodeMetadata(metadata);
+    expectRefusal(await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers }), 400);
+  });
+});
+
+describe('expiry (moves the clock: last in this file)', () => {
+  it('an upload untouched for UPLOAD_ABANDON_SECONDS is gone; Upload-Expires tells when, and each PATCH moves it', async () => {
+    const before = clock.now();
+    const res = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Length': '200000', 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
+    const after = clock.now();
+    expect(res.status).toBe(201);
+    const created = expiresOf(res.headers.get('upload-expires'));
+    expect(created).toBeGreaterThanOrEqual(Math.floor((before + ABANDON_SECONDS * 1000) / 1000) * 1000);
+    expect(created).toBeLessThanOrEqual(after + ABANDON_SECONDS * 1000);
+    const kept = res.headers.get('location') ?? '';
+    const left = await create(200_000);
+    const data = pdfBytes(200_000);
+
+    clock.advance(30_000);
+    const patched = await patch(kept, 0, data.subarray(0, 50_000));
+    expect(patched.status).toBe(204);
+    expect(expiresOf(patched.headers.get('upload-expires'))).toBeGreaterThanOrEqual(created + 29_000);
+
+    clock.advance((ABANDON_SECONDS - 30 + 1) * 1000);
+    const gone = await tusRequest(server, 'HEAD', left, { token: author.token });
+    expect([404, 410]).toContain(gone.status);
+    expect([404, 410]).toContain((await patch(left, 0, data.subarray(0, 10))).status);
+    const alive = await tusRequest(server, 'HEAD', kept, { token: author.token });
+    expect(alive.status).toBe(200);
+    expect(alive.headers.get('upload-offset')).toBe('50000');
+
+    // tus-js-client given the expired URL starts a new upload at the endpoint and finishes it.
+    const opts = options({ uploadUrl: left });
+    const outcome = await runUpload(data, opts);
+    expect(outcome.ok, why(outcome)).toBe(true);
+    expect(lines(opts.httpStack).slice(0, 2)).toEqual([`HEAD ${gone.status}`, 'POST 201']);
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+});
