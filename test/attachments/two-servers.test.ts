@@ -65,7 +65,8 @@ describe.each([
       data: data.subarray(index * MB, (index + 1) * MB),
     });
 
-  it('each receiving one of the last two chunks at once, both answer the URL', async () => {
+  // Two servers, a venue and a race: seconds alone, far more beside other suites on two cores.
+  it('each receiving one of the last two chunks at once, both answer the URL', { timeout: 120_000 }, async () => {
     // A few uploads: which server finishes first varies from one to the next.
     for (let round = 0; round < 5; round += 1) {
       const id = `two-servers-${round}`;
