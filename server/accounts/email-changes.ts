@@ -104,17 +104,15 @@ export class EmailChangeService extends AccountsPart {
   /**
    * After an address was added to an active profile (`EmailService.confirm`; not while a profile
    * is being activated, which is no change to tell anyone of): audited, and the preferred address
-   * is told, with a link that removes the added one.
+   * is told, with a link that removes the added one; in `repo`'s transaction, the addition's.
    */
-  async added(profileId: string, email: string, origin: RequestOrigin | undefined): Promise<void> {
+  async added(profileId: string, email: string, origin: RequestOrigin | undefined, repo: AccountsRepository): Promise<void> {
     const now = this.now();
-    await this.deps.repo.transaction(async (repo) => {
-      const profile = await repo.profiles.find(profileId);
-      if (!profile) return;
-      await repo.settings.audit({ actor: profileId, action: 'email:added', target: profileId, details: { email, ...(origin ? deviceDetails(origin) : {}) } }, now);
-      const preferred = preferredEmail(profile, (await repo.emails.emailsOf(profileId)).filter((e) => e.confirmed && e.email !== email));
-      if (preferred && preferred !== email) await this.#tell(repo, profileId, 'added', email, preferred, now);
-    });
+    const profile = await repo.profiles.find(profileId);
+    if (!profile) return;
+    await repo.settings.audit({ actor: profileId, action: 'email:added', target: profileId, details: { email, ...(origin ? deviceDetails(origin) : {}) } }, now);
+    const preferred = preferredEmail(profile, (await repo.emails.emailsOf(profileId)).filter((e) => e.confirmed && e.email !== email));
+    if (preferred && preferred !== email) await this.#tell(repo, profileId, 'added', email, preferred, now);
   }
 
   /** Mails `to` what changed (`email` names the address changed) with a new undo link, in `repo`'s transaction. */

@@ -163,12 +163,11 @@ export class EmailService extends AccountsPart {
       if (owner) await trx.emails.confirmEmail(profileId, email);
       else await trx.emails.addEmail(profileId, email, true, now);
       await trx.groups.linkEmailGroups(profileId, email, now);
+      // The notice (audit line, undo link, mail) with the addition it reports.
+      const profile = await trx.profiles.find(profileId);
+      if (profile && ACTIVE_STATES.has(profile.state) && profile.ddate === null) await this.changes.added(profileId, email, origin, trx);
       return { confirmedEmail: email };
     });
-    if (!duplicateProfile) {
-      const profile = await repo.profiles.find(profileId);
-      if (profile && ACTIVE_STATES.has(profile.state) && profile.ddate === null) await this.changes.added(profileId, email, origin);
-    }
     return answer;
   }
 

@@ -173,9 +173,16 @@ export class SecondFactors extends MfaPart {
       return (await this.#factorDeps.mfa.useEmailCode(profile.id, this.#factorDeps.codes.hash('email', profile.id, digits), now)) ? { method } : null;
     }
     const recovery = typedRecoveryCode(code);
-    if (recovery === null || !(await this.#factorDeps.mfa.useRecoveryCode(profile.id, this.#factorDeps.codes.hash('recovery', profile.id, recovery), now))) return null;
-    await this.notify(profile.id, 'A recovery code was used to sign in', 'mfa.recovery.used', profile.id);
-    return { method };
+    if (recovery === null) return null;
+    // The code's use, its audit line and the mail that tells of it, together.
+    const used = await this.#factorDeps.mfa.transaction(async (mfa, trx) => {
+      if (!(await mfa.useRecoveryCode(profile.id, this.#factorDeps.codes.hash('recovery', profile.id, recovery), now))) return false;
+      const repo = this.deps.repo.with(trx);
+      await this.audit(profile.id, profile.id, 'mfa.recovery.used', undefined, repo);
+      await this.mailChange(profile.id, 'A recovery code was used to sign in', repo);
+      return true;
+    });
+    return used ? { method } : null;
   }
 
   /** A wrong code (or a passkey answer that does not verify) in the person's activity log. */
