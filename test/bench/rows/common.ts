@@ -1,5 +1,6 @@
 /** What every group of rows shares: the run's context, how baselines are started, how a row is made. */
 import { startListening, type Started } from '../processes.ts';
+import { residentBytes } from '../transfer.ts';
 import type { Row } from '../report.ts';
 import type { Load } from '../load.ts';
 import type { Seeded } from '../setup.ts';
@@ -45,3 +46,16 @@ export function ratioRow(row: Omit<Row, 'ratio' | 'target' | 'met'> & { least: n
   const ratio = row.figure / row.baseline;
   return { ...rest, ratio, target: `≥ ${least}`, met: ratio >= least };
 }
+
+/** A process's resident memory with nothing running: the lowest of a second's samples. */
+export async function restingBytes(pid: number): Promise<number> {
+  let rest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 20; i += 1) {
+    rest = Math.min(rest, await residentBytes(pid));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return rest;
+}
+
+/** The middle value (the upper one of an even count). */
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;

@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { venueConfig } from '../../helpers/venue.ts';
 import type { Row } from '../report.ts';
-import { downloadRate, MB, pdfBytes, residentBytes, sampleResident, split, uploadChunks, uploadTus, type Upload } from '../transfer.ts';
-import { ratioRow, withBaseline, type BenchContext } from './common.ts';
+import { downloadRate, MB, pdfBytes, sampleResident, split, uploadChunks, uploadTus, type Upload } from '../transfer.ts';
+import { median, ratioRow, restingBytes, withBaseline, type BenchContext } from './common.ts';
 
 const VENUE = 'Bench.org/2027';
 const SUBMISSION = `${VENUE}/-/Submission`;
@@ -26,17 +26,6 @@ interface Sequential {
   tusRest: number;
 }
 
-/** A process's resident memory with nothing running: the lowest of a second's samples. */
-async function restingBytes(pid: number): Promise<number> {
-  let rest = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 20; i += 1) {
-    rest = Math.min(rest, await residentBytes(pid));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return rest;
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 
 /** Writes what earlier rows left in the page cache out to disk, so its writeback does not weigh on the next measurement. */

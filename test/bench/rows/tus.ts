@@ -14,8 +14,8 @@ import path from 'node:path';
 import { Upload } from 'tus-js-client';
 import { venueConfig } from '../../helpers/venue.ts';
 import type { Row } from '../report.ts';
-import { MB, pdfBytes, residentBytes, sampleResident } from '../transfer.ts';
-import { ratioRow, withBaseline, type BenchContext } from './common.ts';
+import { MB, pdfBytes, sampleResident } from '../transfer.ts';
+import { median, ratioRow, restingBytes, withBaseline, type BenchContext } from './common.ts';
 
 /** A venue of this row's own, so that it runs alone (`--only 12`) or after rows 6 and 11 alike. */
 const VENUE = 'TusBench.org/2027';
@@ -53,17 +53,6 @@ function throughTusJsClient(endpoint: string, data: Buffer, headers: Record<stri
   });
 }
 
-/** A process's resident memory with nothing running: the lowest of a second's samples. */
-async function restingBytes(pid: number): Promise<number> {
-  let rest = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 20; i += 1) {
-    rest = Math.min(rest, await residentBytes(pid));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return rest;
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 export class TusRows {
   readonly #ctx: BenchContext;
