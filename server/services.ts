@@ -191,7 +191,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
     uploads,
-    tus: new TusService({ repo: new TusRepository(db), uploads, store, config, logger, metrics, now }),
+    tus: new TusService({ db, repo: new TusRepository(db), uploads, store, config, logger, metrics, now }),
     downloads: new DownloadsService({ repo: attachmentsRepository, store, venues: venue, notes, config }),
     oidc,
     passkeys,

@@ -108,9 +108,26 @@ export class TusRepository {
     return changed === 1;
   }
 
-  /** Keeps the lease while a long request runs. */
-  async renew(id: string, writer: string, until: number): Promise<void> {
-    await this.#db('tus_uploads').where({ id, writer }).update({ writer_until: until });
+  /** Keeps the lease while a long request runs; false when it is no longer the writer's. */
+  async renew(id: string, writer: string, until: number): Promise<boolean> {
+    return (await this.#db('tus_uploads').where({ id, writer }).update({ writer_until: until })) === 1;
+  }
+
+  /** Takes the lease of a writer whose process is gone (it can no longer let go itself). */
+  async takeOver(id: string, gone: string, writer: string, until: number): Promise<boolean> {
+    return (await this.#db('tus_uploads').where({ id, writer: gone }).whereNull('url').update({ writer, writer_until: until })) === 1;
+  }
+
+  /** How many unfinished uploads a person has. */
+  async openCount(profileId: string): Promise<number> {
+    const row = (await this.#db('tus_uploads').where({ profile_id: profileId }).whereNull('url').count({ n: '*' }).first()) as { n: number | string } | undefined;
+    return Number(row?.n ?? 0);
+  }
+
+  /** The person's final upload made of these parts (`Upload-Concat` as sent), if one was made. */
+  async findFinal(profileId: string, concatHeader: string): Promise<TusUpload | null> {
+    const row = (await this.#db('tus_uploads').where({ profile_id: profileId, concat: 'final', concat_header: concatHeader }).first()) as Row | undefined;
+    return row ? toUpload(row) : null;
   }
 
   /** Lets go of the upload, with its new offset and part count when bytes were kept. */
@@ -125,15 +142,23 @@ export class TusRepository {
     return changed === 1;
   }
 
+  /** A final upload's offset: its length, its parts being complete. */
+  async complete(id: string, length: number): Promise<void> {
+    await this.#db('tus_uploads').where({ id }).update({ upload_offset: length });
+  }
+
   /** Sets a deferred length, once. */
   async setLength(id: string, writer: string, length: number): Promise<boolean> {
     const changed = await this.#db('tus_uploads').where({ id, writer }).whereNull('upload_length').update({ upload_length: length });
     return changed === 1;
   }
 
-  /** The upload is its stored file now: its URL, and nobody writes it any more. */
-  async finish(id: string, writer: string, url: string): Promise<boolean> {
-    const changed = await this.#db('tus_uploads').where({ id, writer }).update({ url, writer: null, writer_until: null });
+  /**
+   * The upload is its stored file now: its URL, and nobody writes it any more; only by the
+   * lease's holder. In the transaction that records the file as the uploader's (`tus.ts`).
+   */
+  async finish(id: string, writer: string, url: string, expiresAt: number): Promise<boolean> {
+    const changed = await this.#db('tus_uploads').where({ id, writer }).update({ url, writer: null, writer_until: null, expires_at: expiresAt });
     return changed === 1;
   }
 
@@ -141,9 +166,13 @@ export class TusRepository {
     await this.#db('tus_uploads').where({ id }).delete();
   }
 
-  /** Unfinished uploads past their expiry. */
+  /** Unfinished uploads past their expiry that nobody is writing. */
   async expired(now: number): Promise<string[]> {
-    const rows = (await this.#db('tus_uploads').whereNull('url').where('expires_at', '<', now).select('id')) as Array<{ id: string }>;
+    const rows = (await this.#db('tus_uploads')
+      .whereNull('url')
+      .where('expires_at', '<', now)
+      .where((q) => q.whereNull('writer').orWhere('writer_until', '<', now))
+      .select('id')) as Array<{ id: string }>;
     return rows.map((row) => row.id);
   }
 

@@ -25,13 +25,22 @@ import { AppError } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { Metrics } from '../metrics/events.ts';
+import type { Db } from '../../db/knex.ts';
+import { PROCESS_OWNER, ownerIsGone } from './owners.ts';
+import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
-import type { Assembled, FileStore, Received } from './store/file-store.ts';
-import type { TusRepository, TusUpload } from './tus-repository.ts';
-import type { UploadsService } from './uploads.ts';
+import type { Assembled, ChunkRef, FileStore, Received } from './store/file-store.ts';
+import { TusRepository, type TusUpload } from './tus-repository.ts';
+import { OPEN_UPLOADS_PER_PERSON, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
 const WRITER_LEASE_MS = 30_000;
+/** A PATCH whose body sends nothing for this long is ended, keeping what arrived. */
+const IDLE_BODY_MS = 30_000;
+/** The most requests one upload may be sent in (each is a chunk of the store, opened at its assembly). */
+export const MAX_PARTS = 10_000;
+/** The running hashes one process keeps, the oldest forgotten past it (its upload is then hashed at its assembly). */
+const HASHES_KEPT = 1000;
 
 /** The fields an upload is for, from its `Upload-Metadata`. */
 export interface TusFields {
@@ -74,17 +83,30 @@ export interface TusWrite {
 
 const stateOf = (u: TusUpload): TusState => ({ id: u.id, offset: u.offset, length: u.length, metadata: u.metadata, concat: u.concatHeader ?? u.concat, expiresAt: u.expiresAt, url: u.url });
 
-/** The stream a store receives a PATCH's body from: ends (rather than fails) when the client goes, so what arrived is kept. */
+/**
+ * The stream a store receives a PATCH's body from: ends (rather than fails) when the client goes,
+ * or sends nothing for `IDLE_BODY_MS` (a half-open connection must not hold the upload for the
+ * hour uploads are given), so what arrived is kept.
+ */
 function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } {
   const stream = new PassThrough();
   let complete = false;
   let cut = false;
+  let idle: NodeJS.Timeout | undefined;
+  const quiet = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => body.destroy(), IDLE_BODY_MS);
+  };
+  quiet();
+  body.on('data', quiet);
   body.pipe(stream, { end: false });
   body.once('end', () => {
     complete = true;
+    clearTimeout(idle);
     stream.end();
   });
   body.once('close', () => {
+    clearTimeout(idle);
     if (complete) return;
     cut = true;
     body.unpipe(stream);
@@ -94,7 +116,12 @@ function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } 
   return { stream, cut: () => cut };
 }
 
+/** A request's name in an upload's `writer`: its own id, then its process's (`owners.ts`), so a successor can tell it is gone. */
+const newWriter = () => `${randomUUID()} ${PROCESS_OWNER}`;
+const processOf = (writer: string | null) => writer?.split(' ')[1] ?? null;
+
 export class TusService {
+  readonly #db: Db;
   readonly #repo: TusRepository;
   readonly #uploads: UploadsService;
   readonly #store: FileStore;
@@ -102,10 +129,11 @@ export class TusService {
   readonly #logger: Logger;
   readonly #metrics: Pick<Metrics, 'upload' | 'assembly'> | undefined;
   readonly #now: () => number;
-  /** The running SHA-1 of uploads this process received in order: the parts it covers. */
+  /** The running SHA-1 of uploads this process received in order: the parts it covers (at most `HASHES_KEPT`, the oldest forgotten). */
   readonly #hashes = new Map<string, { parts: number; hash: Hash }>();
 
-  constructor(deps: { repo: TusRepository; uploads: UploadsService; store: FileStore; config: Config; logger: Logger; metrics?: Pick<Metrics, 'upload' | 'assembly'>; now?: () => number }) {
+  constructor(deps: { db: Db; repo: TusRepository; uploads: UploadsService; store: FileStore; config: Config; logger: Logger; metrics?: Pick<Metrics, 'upload' | 'assembly'>; now?: () => number }) {
+    this.#db = deps.db;
     this.#repo = deps.repo;
     this.#uploads = deps.uploads;
     this.#store = deps.store;
@@ -115,15 +143,27 @@ export class TusService {
     this.#now = deps.now ?? Date.now;
   }
 
-  /** `POST /attachment/tus`: checks everything `PUT /attachment` checks, before any byte. */
+  /**
+   * `POST /attachment/tus`: checks everything `PUT /attachment` checks, before any byte. Parts of
+   * a parallel upload are checked like it but count against the hourly quota only through their
+   * final upload (one human-verification token for the whole file), and every unfinished upload
+   * against the person's `OPEN_UPLOADS_PER_PERSON`.
+   */
   async create(viewer: Viewer, creation: TusCreation, humanToken: string | undefined, address: string): Promise<TusState> {
-    await this.#uploads.allowUpload(viewer, humanToken, address);
+    if (creation.concat?.kind === 'partial') {
+      if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
+    } else {
+      await this.#uploads.allowUpload(viewer, humanToken, address);
+    }
     const now = this.#now();
-    const id = randomUUID();
     const expiresAt = now + this.#config.uploadAbandonSeconds * 1000;
-    if (creation.concat?.kind === 'final') return this.#concatenate(viewer, id, creation, creation.concat, expiresAt);
+    if (creation.concat?.kind === 'final') return this.#concatenate(viewer, creation, creation.concat, expiresAt);
+    if ((await this.#repo.openCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
+      throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} uploads may be unfinished at once: finish one, or end it (DELETE)`, { retryAfter: 60 });
+    }
     const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
-    await this.#repo.create({
+    const id = randomUUID();
+    const upload: TusUpload = {
       id,
       profileId: viewer.profileId,
       invitation: creation.fields.invitationId,
@@ -131,41 +171,42 @@ export class TusService {
       extension,
       metadata: creation.metadata,
       length: creation.length,
+      offset: 0,
+      parts: 0,
       concat: creation.concat?.kind ?? null,
+      concatHeader: null,
+      writer: null,
+      writerUntil: null,
+      url: null,
       createdAt: now,
       expiresAt,
-    });
-    return { id, offset: 0, length: creation.length, metadata: creation.metadata, concat: creation.concat?.kind ?? null, expiresAt, url: null };
+    };
+    await this.#repo.create(upload);
+    // Nothing to send (an empty file): complete at once, as a client that sends no PATCH expects.
+    if (creation.length === 0 && upload.concat === null) return this.#finishNow(viewer, upload);
+    return stateOf(upload);
   }
 
   /** `HEAD`: where the upload stands. A complete one whose last request was cut before its file was kept is kept now. */
   async head(viewer: Viewer, id: string): Promise<TusState> {
     const upload = await this.#own(viewer, id);
-    if (upload.url === null && upload.concat !== 'partial' && upload.length !== null && upload.offset === upload.length) {
-      const writer = randomUUID();
-      if (await this.#repo.take(upload.id, upload.offset, writer, this.#now(), this.#now() + WRITER_LEASE_MS)) {
-        return { ...stateOf(upload), url: await this.#finish(viewer, upload, writer) };
-      }
-    }
+    const unkept = upload.url === null && upload.concat !== 'partial' && upload.length !== null && upload.offset === upload.length;
+    if (unkept && !viewer.readOnly) return upload.concat === 'final' ? this.#finishFinal(viewer, upload) : this.#finishNow(viewer, upload);
     return stateOf(upload);
   }
 
   /** `PATCH`: the bytes at the upload's offset. */
   async write(viewer: Viewer, id: string, request: TusWrite): Promise<TusState> {
+    if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const upload = await this.#own(viewer, id);
     if (upload.url !== null || upload.concat === 'final') {
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }
     if (request.offset !== upload.offset) throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is at ${upload.offset}`, { path: 'Upload-Offset' });
-    const now = this.#now();
-    const writer = randomUUID();
-    if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
-      const current = await this.#repo.findOf(viewer.profileId, id);
-      if (current?.offset !== upload.offset) throw AppError.protocol('ValidationError', 409, 'The upload moved on meanwhile: ask where it stands (HEAD) and go on from there', { path: 'Upload-Offset' });
-      throw AppError.protocol('BadRequestError', 423, 'Another request is writing this upload', { retryAfter: 1 });
-    }
-    const renewal = setInterval(() => void this.#repo.renew(upload.id, writer, this.#now() + WRITER_LEASE_MS).catch(() => undefined), WRITER_LEASE_MS / 3);
+    if (upload.parts >= MAX_PARTS) throw AppError.tooLarge(`An upload may be sent in at most ${MAX_PARTS} requests: start again with larger ones`, { path: 'Upload-Offset' });
+    const writer = await this.#take(viewer, upload);
+    const renewal = this.#renewing(upload.id, writer);
     let bytes = 0;
     try {
       // The field's limit as it is now (the file name's extension was checked at creation).
@@ -179,17 +220,22 @@ export class TusService {
       }
       const received = await this.#receive(upload, request, (length ?? maxBytes) - upload.offset);
       bytes = received?.size ?? 0;
-      const moved = received ? await this.#keepPart(upload, received) : null;
+      // A request that lost its lease (it stalled past it, and another took the upload over) keeps nothing.
+      if (received && !(await this.#repo.renew(upload.id, writer, this.#now() + WRITER_LEASE_MS))) {
+        await removeQuietly(received.path);
+        throw AppError.protocol('ValidationError', 409, 'The upload was taken over by another request meanwhile', { path: 'Upload-Offset' });
+      }
+      const parts = received ? await this.#keepPart(upload, received) : upload.parts;
       const offset = upload.offset + bytes;
-      const expiresAt = moved ? this.#now() + this.#config.uploadAbandonSeconds * 1000 : upload.expiresAt;
-      if (!(await this.#repo.release(upload.id, writer, moved && { offset, parts: moved.parts, expiresAt }))) {
+      const expiresAt = received ? this.#now() + this.#config.uploadAbandonSeconds * 1000 : upload.expiresAt;
+      if (!(await this.#repo.release(upload.id, writer, received && { offset, parts, expiresAt }))) {
         throw AppError.protocol('ValidationError', 409, 'The upload was ended meanwhile', { path: 'Upload-Offset' });
       }
-      const after: TusUpload = { ...upload, length, offset, parts: moved?.parts ?? upload.parts, expiresAt };
+      if (received?.continued) this.#remember(upload.id, parts, received.continued);
       this.#metrics?.upload('tus', bytes, 'ok');
+      const after: TusUpload = { ...upload, length, offset, parts, expiresAt };
       if (upload.concat === 'partial' || length === null || offset !== length) return stateOf(after);
-      if (!(await this.#repo.take(upload.id, offset, writer, this.#now(), this.#now() + WRITER_LEASE_MS))) return stateOf(after);
-      return { ...stateOf(after), url: await this.#finish(viewer, after, writer) };
+      return this.#finishNow(viewer, after);
     } catch (error) {
       this.#metrics?.upload('tus', bytes, error instanceof AppError && error.status < 500 ? 'refused' : 'error');
       await this.#repo.release(upload.id, writer, null).catch(() => undefined);
@@ -201,6 +247,7 @@ export class TusService {
 
   /** `DELETE` (termination): the upload and its bytes are gone; its URL answers 404 from now on. */
   async terminate(viewer: Viewer, id: string): Promise<void> {
+    if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const upload = await this.#own(viewer, id);
     await this.#forget(upload.id);
   }
@@ -217,9 +264,31 @@ export class TusService {
   /** The caller's upload, live: another person's, an unknown, a terminated or an expired one is a 404. */
   async #own(viewer: Viewer, id: string): Promise<TusUpload> {
     const upload = /^[0-9a-f-]{36}$/.test(id) ? await this.#repo.findOf(viewer.profileId, id) : null;
-    if (upload && upload.url === null && upload.expiresAt < this.#now()) await this.#forget(upload.id);
+    if (upload && upload.url === null && upload.expiresAt < this.#now() && upload.writer === null) await this.#forget(upload.id);
     else if (upload) return upload;
     throw new AppError('NotFoundError', `Upload Not Found: ${id}`, { path: 'id' });
+  }
+
+  /**
+   * The upload's lease for one request, at its offset: free, run out, or left by a process of
+   * this machine that stopped (taken at once: a client retrying after a crash must not wait for
+   * the lease to run out). Otherwise 423 while another request writes it, 409 once it moved on.
+   */
+  async #take(viewer: Viewer, upload: TusUpload): Promise<string> {
+    const writer = newWriter();
+    const now = this.#now();
+    if (await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS)) return writer;
+    const current = await this.#repo.findOf(viewer.profileId, upload.id);
+    if (current?.offset !== upload.offset || current.url !== null) {
+      throw AppError.protocol('ValidationError', 409, 'The upload moved on meanwhile: ask where it stands (HEAD) and go on from there', { path: 'Upload-Offset' });
+    }
+    const gone = current.writer !== null && processOf(current.writer) !== PROCESS_OWNER && ownerIsGone(processOf(current.writer));
+    if (gone && current.writer && (await this.#repo.takeOver(upload.id, current.writer, writer, now + WRITER_LEASE_MS))) return writer;
+    throw AppError.protocol('BadRequestError', 423, 'Another request is writing this upload', { retryAfter: 1 });
+  }
+
+  #renewing(id: string, writer: string): NodeJS.Timeout {
+    return setInterval(() => void this.#repo.renew(id, writer, this.#now() + WRITER_LEASE_MS).catch(() => undefined), WRITER_LEASE_MS / 3);
   }
 
   async #forget(id: string): Promise<void> {
@@ -228,14 +297,21 @@ export class TusService {
     await this.#store.removeChunks(id);
   }
 
+  #remember(id: string, parts: number, hash: Hash): void {
+    this.#hashes.delete(id);
+    this.#hashes.set(id, { parts, hash });
+    if (this.#hashes.size > HASHES_KEPT) this.#hashes.delete(this.#hashes.keys().next().value as string);
+  }
+
   /**
    * A PATCH's body into this machine's temporary folder, hashed as it arrives (continuing the
-   * upload's running SHA-1 when this process has it) and checked against its checksum. Null when
-   * nothing is to be kept: no byte came, or a cut body that had a checksum (it cannot be checked).
+   * upload's running SHA-1 when this process has it; a part of a parallel upload is hashed at its
+   * assembly) and checked against its checksum. Null when nothing is to be kept: no byte came, or
+   * a cut body that had a checksum (it cannot be checked).
    */
   async #receive(upload: TusUpload, request: TusWrite, room: number): Promise<Received | null> {
     const running = this.#hashes.get(upload.id);
-    const continues = upload.parts === 0 ? createHash('sha1') : running?.parts === upload.parts ? running.hash.copy() : undefined;
+    const continues = upload.concat === 'partial' ? undefined : upload.parts === 0 ? createHash('sha1') : running?.parts === upload.parts ? running.hash.copy() : undefined;
     const check = request.checksum ? createHash(request.checksum.algorithm) : null;
     const { stream, cut } = keptOnCut(request.body);
     if (check) stream.on('data', (piece: Buffer) => check.update(piece));
@@ -252,40 +328,61 @@ export class TusService {
     return received;
   }
 
-  /** Stores a received PATCH as the upload's next part, and carries its running hash on. */
-  async #keepPart(upload: TusUpload, received: Received): Promise<{ parts: number }> {
+  /** Stores a received PATCH as the upload's next part; answers the upload's part count. */
+  async #keepPart(upload: TusUpload, received: Received): Promise<number> {
     const index = upload.parts + 1;
     // Left by a request that stopped before it counted its part: never this part's bytes.
     await this.#store.removeChunk(upload.id, index);
     // The first part of an ordinary upload may become its data file (the local disk), so a file
-    // sent in one request is stored without a copy. Partial uploads' parts move to their final upload.
+    // sent in one request is stored without a copy.
     await this.#store.keepChunk(received, upload.id, index, { origin: index === 1 && upload.concat === null });
-    if (received.continued) this.#hashes.set(upload.id, { parts: index, hash: received.continued });
-    else this.#hashes.delete(upload.id);
-    return { parts: index };
+    if (!received.continued) this.#hashes.delete(upload.id);
+    return index;
+  }
+
+  /** Takes the upload's lease (it is complete: nobody else may write it) and keeps its file. */
+  async #finishNow(viewer: Viewer, upload: TusUpload): Promise<TusState> {
+    const writer = newWriter();
+    const now = this.#now();
+    if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
+      // Another request is keeping it: its answer has the URL; this one says where it stands.
+      return stateOf((await this.#repo.findOf(viewer.profileId, upload.id)) ?? upload);
+    }
+    return { ...stateOf(upload), url: await this.#finish(viewer, upload, writer, upload.parts > 0 ? Array.from({ length: upload.parts }, (_, i) => i + 1) : []) };
   }
 
   /**
-   * The upload's parts as its stored file: assembled (hashing only what was not hashed as it
-   * arrived), checked as a whole file is, kept under its content address and recorded. Needs
-   * the upload's lease (`writer`). A file refused as a whole ends the upload.
+   * The upload's chunks as its stored file: assembled (hashing only what was not hashed as it
+   * arrived), checked as a whole file is, kept under its content address, and recorded as the
+   * uploader's in one transaction with the upload's end, by the lease's holder only. A file
+   * refused as a whole ends the upload; any other failure leaves it complete for a later HEAD.
    */
-  async #finish(viewer: Viewer, upload: TusUpload, writer: string): Promise<string> {
+  async #finish(viewer: Viewer, upload: TusUpload, writer: string, chunks: Array<number | ChunkRef>): Promise<string> {
+    const renewal = this.#renewing(upload.id, writer);
     let assembled: Assembled | null = null;
     try {
-      const fields = { invitationId: upload.invitation, name: upload.field };
       const maxBytes = upload.length ?? this.#config.maxUploadBytes;
-      const indexes = Array.from({ length: upload.parts }, (_, i) => i + 1);
       const running = this.#hashes.get(upload.id);
-      const hashed = running?.parts === upload.parts ? { chunks: upload.parts, hash: running.hash } : undefined;
-      assembled = await this.#store.assemble(upload.id, indexes, maxBytes, hashed);
-      if (assembled.size !== upload.length) throw new Error(`assembled ${assembled.size} bytes, expected ${upload.length}`);
+      const hashed = running?.parts === upload.parts && upload.parts === chunks.length ? { chunks: upload.parts, hash: running.hash } : undefined;
+      assembled = await this.#store.assemble(upload.id, chunks, maxBytes, hashed);
+      if (assembled.size !== upload.length) throw new AppError('ValidationError', `The upload holds ${assembled.size} bytes, not its Upload-Length ${upload.length}: send it again`, { path: 'Upload-Length' });
       this.#uploads.checkAssembled(assembled, upload.extension, maxBytes);
       const file = assembled;
       const url = await this.#store.keepAssembled(file, upload.extension);
       assembled = null;
-      await this.#uploads.recordStored(viewer.profileId, { invitation: fields.invitationId, field: fields.name, url, size: file.size, sha1: file.sha1 });
-      await this.#repo.finish(upload.id, writer, url);
+      const record = { profileId: viewer.profileId, invitation: upload.invitation, field: upload.field, url, size: file.size, sha1: file.sha1 };
+      const expiresAt = this.#now() + this.#config.uploadAbandonSeconds * 1000;
+      const finished = await this.#db.transaction(async (trx) => {
+        if (!(await new TusRepository(trx).finish(upload.id, writer, url, expiresAt))) return false;
+        await new AttachmentsRepository(trx).recordUpload(record, this.#now());
+        return true;
+      });
+      if (!finished) {
+        // The lease ran out and another request kept the file: its answer is the same file.
+        const current = await this.#repo.findOf(viewer.profileId, upload.id);
+        if (current?.url) return current.url;
+        throw new Error('the upload was taken over while its file was kept');
+      }
       this.#hashes.delete(upload.id);
       await this.#store.removeChunks(upload.id);
       this.#metrics?.assembly('done');
@@ -297,15 +394,66 @@ export class TusService {
       if (error instanceof AppError) await this.#forget(upload.id);
       else await this.#repo.release(upload.id, writer, null).catch(() => undefined);
       throw error;
+    } finally {
+      clearInterval(renewal);
     }
   }
 
   /**
-   * A final upload (concatenation): its parts, the caller's complete partial uploads for the same
-   * field, in the order given, become its chunks, and it is kept at once.
+   * A final upload (concatenation): the caller's complete partial uploads for the same field, in
+   * the order given, assembled as its file straight from their chunks. Its row is written first,
+   * naming its parts (`Upload-Concat`), and the parts are forgotten only once the file is kept:
+   * a final upload cut by a crash is kept by the next HEAD, or by the client's repeated POST,
+   * which answers the same final upload.
    */
-  async #concatenate(viewer: Viewer, id: string, creation: TusCreation, concat: { ids: string[]; header: string }, expiresAt: number): Promise<TusState> {
-    const ids = concat.ids;
+  async #concatenate(viewer: Viewer, creation: TusCreation, concat: { ids: string[]; header: string }, expiresAt: number): Promise<TusState> {
+    const existing = await this.#repo.findFinal(viewer.profileId, concat.header);
+    if (existing) return existing.url ? stateOf(existing) : this.#finishFinal(viewer, existing);
+    const partials = await this.#partials(viewer, creation, concat.ids);
+    const length = partials.reduce((sum, part) => sum + (part.length ?? 0), 0);
+    const { extension } = await this.#uploads.admit(viewer, creation.fields, length);
+    const now = this.#now();
+    const upload: TusUpload = {
+      id: randomUUID(),
+      profileId: viewer.profileId,
+      invitation: creation.fields.invitationId,
+      field: creation.fields.name,
+      extension,
+      metadata: creation.metadata,
+      length,
+      offset: length,
+      parts: 0,
+      concat: 'final',
+      concatHeader: concat.header,
+      writer: null,
+      writerUntil: null,
+      url: null,
+      createdAt: now,
+      expiresAt,
+    };
+    await this.#repo.create(upload);
+    await this.#repo.complete(upload.id, length);
+    return this.#finishFinal(viewer, upload);
+  }
+
+  /** Keeps a final upload's file from its parts' chunks, then forgets the parts. */
+  async #finishFinal(viewer: Viewer, upload: TusUpload): Promise<TusState> {
+    const ids = (upload.concatHeader ?? '').replace(/^final;/, '').trim().split(/\s+/).map((url) => /([0-9a-f-]{36})\/?$/.exec(url)?.[1] ?? '');
+    const partials = await Promise.all(ids.map((id) => this.#repo.findOf(viewer.profileId, id)));
+    if (partials.some((part) => part === null)) throw new AppError('ValidationError', 'A part of this upload is gone: send the file again', { path: 'Upload-Concat' });
+    const chunks = (partials as TusUpload[]).flatMap((part) => Array.from({ length: part.parts }, (_, i) => ({ uploadId: part.id, index: i + 1 })));
+    const writer = newWriter();
+    const now = this.#now();
+    if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
+      throw AppError.protocol('BadRequestError', 423, 'This upload is being kept by another request', { retryAfter: 1 });
+    }
+    const url = await this.#finish(viewer, { ...upload, parts: chunks.length }, writer, chunks);
+    for (const part of partials as TusUpload[]) await this.#forget(part.id);
+    return { ...stateOf(upload), url };
+  }
+
+  /** The parts a final upload names: the caller's, complete, for its field, each once. */
+  async #partials(viewer: Viewer, creation: TusCreation, ids: string[]): Promise<TusUpload[]> {
     if (ids.length === 0) throw new AppError('ValidationError', 'Upload-Concat: final names no partial upload', { path: 'Upload-Concat' });
     const partials: TusUpload[] = [];
     for (const partId of ids) {
@@ -318,23 +466,6 @@ export class TusService {
       if (partials.some((p) => p.id === part.id)) throw new AppError('ValidationError', `The partial upload ${partId} is named twice`, { path: 'Upload-Concat' });
       partials.push(part);
     }
-    const length = partials.reduce((sum, part) => sum + (part.length ?? 0), 0);
-    const { extension } = await this.#uploads.admit(viewer, creation.fields, length);
-    const now = this.#now();
-    await this.#repo.create({ id, profileId: viewer.profileId, invitation: creation.fields.invitationId, field: creation.fields.name, extension, metadata: creation.metadata, length, concat: 'final', concatHeader: concat.header, createdAt: now, expiresAt });
-    const writer = randomUUID();
-    if (!(await this.#repo.take(id, 0, writer, now, now + WRITER_LEASE_MS))) throw new Error('a new final upload could not be taken');
-    let parts = 0;
-    for (const part of partials) {
-      for (let index = 1; index <= part.parts; index += 1) {
-        parts += 1;
-        await this.#store.moveChunk({ uploadId: part.id, index }, { uploadId: id, index: parts });
-      }
-    }
-    for (const part of partials) await this.#forget(part.id);
-    await this.#repo.release(id, writer, { offset: length, parts, expiresAt });
-    if (!(await this.#repo.take(id, length, writer, this.#now(), this.#now() + WRITER_LEASE_MS))) throw new Error('a final upload could not be taken back');
-    const upload: TusUpload = { id, profileId: viewer.profileId, invitation: creation.fields.invitationId, field: creation.fields.name, extension, metadata: creation.metadata, length, offset: length, parts, concat: 'final', concatHeader: concat.header, writer, writerUntil: null, url: null, createdAt: now, expiresAt };
-    return { ...stateOf(upload), url: await this.#finish(viewer, upload, writer) };
+    return partials;
   }
 }

@@ -142,7 +142,7 @@ function routeMiddleware(config: Config): RouteMiddleware {
   return {
     sameOrigin: refuseCrossSiteWrites([config.baseUrl, config.webUrl]),
     // Only tus's routes have `octets` bodies: their refusals carry tus's headers.
-    sameOriginOctets: asTusAnswer(refuseCrossSiteWrites([config.baseUrl, config.webUrl], ['application/offset+octet-stream'])),
+    sameOriginOctets: asTusAnswer(refuseCrossSiteWrites([config.baseUrl, config.webUrl], { types: ['application/offset+octet-stream'], words: 'application/offset+octet-stream' })),
     bodyDeadline: bodyDeadline(BODY_DEADLINE_MS),
     json: jsonBody(),
     oauthJson: oauthJson(jsonBody()),

@@ -413,7 +413,7 @@ export const routes: Route[] = [
   { kind: 'stream', method: 'options', path: '/attachment/tus/:id', body: 'none', handler: 'tusOptions' },
   { kind: 'stream', method: 'head', path: '/attachment/tus/:id', body: 'none', handler: 'tusHead' },
   { kind: 'stream', method: 'patch', path: '/attachment/tus/:id', body: 'octets', bodyDeadline: false, handler: 'tusPatch' },
-  { kind: 'stream', method: 'delete', path: '/attachment/tus/:id', body: 'none', handler: 'tusTerminate' },
+  { kind: 'stream', method: 'delete', path: '/attachment/tus/:id', body: 'octets', handler: 'tusTerminate' },
   { kind: 'stream', method: 'get', path: '/pdf', handler: 'pdf', doc: STREAM_DOCS.pdf },
   { kind: 'stream', method: 'get', path: '/notes/edits/attachment', handler: 'editAttachment', doc: STREAM_DOCS.editAttachment },
   { kind: 'stream', method: 'get', path: '/groups/attachment', handler: 'groupAttachment', doc: STREAM_DOCS.groupAttachment },

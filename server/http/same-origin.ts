@@ -29,7 +29,10 @@ export function refuseMethodOverride(req: Request, res: Response, next: NextFunc
  * form endpoints, which other sites post to by design, and whose pages carry CSRF tokens bound
  * to the browser.
  */
-export function refuseCrossSiteWrites(allowedOrigins: readonly string[], bodyTypes: readonly string[] = ['application/json', 'multipart/form-data']) {
+export function refuseCrossSiteWrites(
+  allowedOrigins: readonly string[],
+  body: { types: readonly string[]; words: string } = { types: ['application/json', 'multipart/form-data'], words: 'JSON (or multipart for uploads)' },
+) {
   const allowed = new Set(allowedOrigins.map((o) => new URL(o).origin));
   return (req: Request, res: Response, next: NextFunction): void => {
     if (SAFE_METHODS.has(req.method)) return next();
@@ -42,8 +45,8 @@ export function refuseCrossSiteWrites(allowedOrigins: readonly string[], bodyTyp
       return;
     }
     const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-    if (hasBody && !req.is([...bodyTypes])) {
-      sendError(res, new AppError('BadRequestError', 'The body must be JSON (or multipart for uploads)'));
+    if (hasBody && !req.is([...body.types])) {
+      sendError(res, new AppError('BadRequestError', `The body must be ${body.words}`));
       return;
     }
     next();

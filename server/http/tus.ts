@@ -160,7 +160,8 @@ export function tusHandlers(services: Services, config: Config) {
     const creation: TusCreation = { length: concat?.kind === 'final' ? null : (length ?? null), metadata: raw, fields, concat };
     let state = await tus.create(viewer, creation, req.get('cf-turnstile-token'), ctx.origin.address);
     res.setHeader('Location', location(state.id));
-    if (body) state = await tus.write(viewer, state.id, { offset: 0, body: req });
+    const checksum = parseChecksum(req.get('upload-checksum'));
+    if (body) state = await tus.write(viewer, state.id, { offset: 0, body: req, ...(checksum ? { checksum } : {}) });
     describe(res, state);
     res.status(201).end();
   });

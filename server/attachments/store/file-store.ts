@@ -50,6 +50,12 @@ export interface HashedPrefix {
   hash: Hash;
 }
 
+/** A chunk of a given upload. */
+export interface ChunkRef {
+  uploadId: string;
+  index: number;
+}
+
 /** A file assembled from an upload's chunks, held by the store under a temporary name until kept or discarded. */
 export interface Assembled {
   /** The store's own name for it: a path on disk, a key in a bucket. */
@@ -113,21 +119,17 @@ export interface FileStore {
    */
   slotFor?(uploadId: string, index: number, maxBytes: number): Promise<ChunkSlot | null>;
   removeChunk(uploadId: string, index: number): Promise<void>;
-  /**
-   * Makes a chunk kept apart (not received in place) a chunk of another upload, without copying
-   * its bytes through this process (a rename on disk, a copy inside the bucket): the parts of tus
-   * uploads sent in parallel become their final upload's (`tus.ts`).
-   */
-  moveChunk(from: { uploadId: string; index: number }, to: { uploadId: string; index: number }): Promise<void>;
   removeChunks(uploadId: string): Promise<void>;
   /** The upload ids that have chunks stored. */
   chunkUploads(): Promise<string[]>;
   /**
    * Concatenates the chunks, in order, under a temporary name, hashing as it goes and never
    * holding the file in memory (the local store links chunks written in place instead of copying
-   * them); past `maxBytes` it stops with a 413. Nothing is left on failure.
+   * them); past `maxBytes` it stops with a 413. Nothing is left on failure. A chunk is an index
+   * of `uploadId`, or a chunk of another upload (`ChunkRef`: the parts of tus uploads sent in
+   * parallel, assembled as their final upload without being moved first).
    */
-  assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled>;
+  assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled>;
   /** Stores an assembled file under its content address (as `keep` does) and drops its temporary copy. */
   keepAssembled(file: Assembled, extension: string): Promise<string>;
   discard(file: Assembled): Promise<void>;

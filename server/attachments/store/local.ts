@@ -4,14 +4,14 @@
  * place into one data file per upload, so that the assembly of a file sent in order copies
  * nothing. What it promises is the `FileStore` contract (file-store.ts).
  */
-import { access, constants, link, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { access, constants, link, lstat, mkdir, open, readdir, readFile, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../../shared/errors.ts';
 import { ownerIsGone, PROCESS_OWNER } from '../owners.ts';
 import { ASSEMBLY_BUFFER_BYTES, removeQuietly, writeAll } from './disk.ts';
-import type { Assembled, ByteRange, ChunkSlot, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
+import type { Assembled, ByteRange, ChunkRef, ChunkSlot, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
 import { HEAD_BYTES, Meter } from './meter.ts';
 import { checkUploadId, storedName, urlOf } from './names.ts';
 import { SlotWriter } from './slot-writer.ts';
@@ -304,11 +304,6 @@ export class LocalFileStore implements FileStore {
     }
   }
 
-  async moveChunk(from: { uploadId: string; index: number }, to: { uploadId: string; index: number }): Promise<void> {
-    await mkdir(this.#chunkDir(to.uploadId), { recursive: true });
-    await rename(this.#chunkPath(from.uploadId, from.index), this.#chunkPath(to.uploadId, to.index));
-  }
-
   async removeChunk(uploadId: string, index: number): Promise<void> {
     await removeQuietly(this.#chunkPath(uploadId, index));
   }
@@ -330,6 +325,13 @@ export class LocalFileStore implements FileStore {
   }
 
   /** Where a stored chunk's bytes are. */
+  /** Another upload's chunk, which must be a file of its own (only an upload's own chunks are ever in its data file). */
+  async #apart(chunk: ChunkRef): Promise<ChunkPart> {
+    const part = await this.#partOf(chunk.uploadId, chunk.index);
+    if (!('file' in part)) throw new Error(`chunk ${chunk.index} of ${chunk.uploadId} is in its own upload's data file`);
+    return part;
+  }
+
   async #partOf(uploadId: string, index: number): Promise<ChunkPart> {
     const file = this.#chunkPath(uploadId, index);
     const target = await readlink(file).catch((error: NodeJS.ErrnoException) => {
@@ -353,9 +355,9 @@ export class LocalFileStore implements FileStore {
    * threads), and the first `hashed.chunks` chunks not at all: the uploads service hashed them as they
    * arrived.
    */
-  async assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
+  async assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
     const parts: ChunkPart[] = [];
-    for (const index of indexes) parts.push(await this.#partOf(uploadId, index));
+    for (const chunk of chunks) parts.push(typeof chunk === 'number' ? await this.#partOf(uploadId, chunk) : await this.#apart(chunk));
     const meter = new Meter(maxBytes, hashed?.hash ?? true, true);
     let end = 0;
     const inPlace = parts.every((part) => {

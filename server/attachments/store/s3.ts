@@ -23,7 +23,7 @@ import { AppError } from '../../../shared/errors.ts';
 import type { StorageTarget } from '../../config.ts';
 import { PROCESS_OWNER } from '../owners.ts';
 import { removeQuietly } from './disk.ts';
-import type { Assembled, ByteRange, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
+import type { Assembled, ByteRange, ChunkRef, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
 import { Meter } from './meter.ts';
 import { checkUploadId, storedName, urlOf } from './names.ts';
 import { TemporaryFolder } from './temporary-folder.ts';
@@ -200,14 +200,6 @@ export class S3FileStore implements FileStore {
     }
   }
 
-  async moveChunk(from: { uploadId: string; index: number }, to: { uploadId: string; index: number }): Promise<void> {
-    const source = this.#chunkKey(from.uploadId, from.index);
-    await this.#client.send(
-      new CopyObjectCommand({ Bucket: this.#bucket, Key: this.#chunkKey(to.uploadId, to.index), CopySource: `${this.#bucket}/${source.split('/').map(encodeURIComponent).join('/')}` }),
-    );
-    await this.#delete(source);
-  }
-
   async removeChunk(uploadId: string, index: number): Promise<void> {
     await this.#delete(this.#chunkKey(uploadId, index));
   }
@@ -244,7 +236,7 @@ export class S3FileStore implements FileStore {
    * to a temporary key: at most a few parts are ever in memory. Backpressure holds the reading
    * while the parts are sent; a failure of the upload stops the reading at once.
    */
-  async assemble(uploadId: string, indexes: number[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
+  async assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
     const key = `${this.#prefix}tmp/${this.#owner}~${randomUUID()}`;
     const meter = new Meter(maxBytes, hashed?.hash ?? true, true);
     const body = new PassThrough();
@@ -258,10 +250,11 @@ export class S3FileStore implements FileStore {
     // Awaited below; until then a failure must not be an unhandled rejection.
     sent.catch(() => undefined);
     try {
-      for (const [position, index] of indexes.entries()) {
+      for (const [position, chunk] of chunks.entries()) {
         // The first `hashed.chunks` were hashed by the uploads service as they arrived.
         const hashThis = position >= (hashed?.chunks ?? 0);
-        for await (const piece of await this.#get(this.#chunkKey(uploadId, index))) {
+        const key = typeof chunk === 'number' ? this.#chunkKey(uploadId, chunk) : this.#chunkKey(chunk.uploadId, chunk.index);
+        for await (const piece of await this.#get(key)) {
           const bytes = piece as Buffer;
           meter.count(bytes, hashThis);
           if (!body.write(bytes)) await Promise.race([once(body, 'drain'), sent]);
