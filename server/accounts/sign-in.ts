@@ -262,7 +262,10 @@ export class SignInService extends AccountsBase {
     const session = await this.#signInDeps.sessions.startSession(profile, loginEmail, accessSeconds, origin, { method, refreshToken: browser.refreshToken });
     const viewer = await this.#signInDeps.sessions.authenticate(session.accessToken);
     await this.#signInDeps.mfa.recordSignIn(viewer.sessionId, viewer.profileId, viewer.authTime, amr, method);
-    if (!session.signedInAgain) await this.#signInDeps.alerts?.afterSignIn(profile, viewer.sessionId, origin, browser.device);
+    // The session is open: a mail that cannot be written now must not make the sign-in fail.
+    if (!session.signedInAgain) {
+      await this.#signInDeps.alerts?.afterSignIn(profile, viewer.sessionId, origin, browser.device).catch((error: unknown) => this.deps.logger.error({ err: error }, 'the new-browser mail could not be written'));
+    }
     // Signing in cancels a deletion the person asked for (`account-deletion.ts`).
     await cancelDeletionOnSignIn(this.deps.repo, profile.id, this.now(), origin);
     return session;

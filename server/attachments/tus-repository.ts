@@ -157,8 +157,8 @@ export class TusRepository {
    * The upload is its stored file now: its URL, and nobody writes it any more; only by the
    * lease's holder. In the transaction that records the file as the uploader's (`tus.ts`).
    */
-  async finish(id: string, writer: string, url: string, expiresAt: number): Promise<boolean> {
-    const changed = await this.#db('tus_uploads').where({ id, writer }).update({ url, writer: null, writer_until: null, expires_at: expiresAt });
+  async finish(id: string, writer: string, file: { url: string; size: number }, expiresAt: number): Promise<boolean> {
+    const changed = await this.#db('tus_uploads').where({ id, writer }).update({ url: file.url, upload_offset: file.size, writer: null, writer_until: null, expires_at: expiresAt });
     return changed === 1;
   }
 

@@ -220,6 +220,12 @@ export class TusService {
       }
       const received = await this.#receive(upload, request, (length ?? maxBytes) - upload.offset);
       bytes = received?.size ?? 0;
+      // The whole file in one request (tus-js-client's and Uppy's default): kept as PUT /attachment keeps it.
+      if (received?.continued && upload.parts === 0 && upload.concat === null && length !== null && received.size === length) {
+        const url = await this.#keepWhole(viewer, upload, writer, { ...received, sha1: received.continued.digest('hex') }, maxBytes);
+        this.#metrics?.upload('tus', bytes, 'ok');
+        return { ...stateOf(upload), length, offset: length, url };
+      }
       // A request that lost its lease (it stalled past it, and another took the upload over) keeps nothing.
       if (received && !(await this.#repo.renew(upload.id, writer, this.#now() + WRITER_LEASE_MS))) {
         await removeQuietly(received.path);
@@ -340,6 +346,46 @@ export class TusService {
     return index;
   }
 
+  /**
+   * A file that came whole in one request: checked as a whole file is, stored under its content
+   * address straight from where it was received (no chunk, no assembly: one write on S3, a link
+   * on the local disk), and recorded with the upload's end in one transaction.
+   */
+  async #keepWhole(viewer: Viewer, upload: TusUpload, writer: string, received: Received, maxBytes: number): Promise<string> {
+    try {
+      this.#uploads.checkAssembled(received, upload.extension, maxBytes);
+    } catch (error) {
+      await removeQuietly(received.path);
+      await this.#forget(upload.id);
+      this.#metrics?.assembly('refused');
+      throw error;
+    }
+    const url = await this.#store.keep(received, upload.extension);
+    return this.#recorded(viewer, upload, writer, { url, size: received.size, sha1: received.sha1 });
+  }
+
+  /** Records a kept file as the uploader's and ends the upload, in one transaction, by the lease's holder only. */
+  async #recorded(viewer: Viewer, upload: TusUpload, writer: string, file: { url: string; size: number; sha1: string }): Promise<string> {
+    const record = { profileId: viewer.profileId, invitation: upload.invitation, field: upload.field, ...file };
+    const expiresAt = this.#now() + this.#config.uploadAbandonSeconds * 1000;
+    const finished = await this.#db.transaction(async (trx) => {
+      if (!(await new TusRepository(trx).finish(upload.id, writer, file, expiresAt))) return false;
+      await new AttachmentsRepository(trx).recordUpload(record, this.#now());
+      return true;
+    });
+    if (!finished) {
+      // The lease ran out and another request kept the file: its answer is the same file.
+      const current = await this.#repo.findOf(viewer.profileId, upload.id);
+      if (current?.url) return current.url;
+      throw new Error('the upload was taken over while its file was kept');
+    }
+    this.#hashes.delete(upload.id);
+    await this.#store.removeChunks(upload.id);
+    this.#metrics?.assembly('done');
+    this.#logger.info({ uploadId: upload.id, size: file.size }, 'tus upload stored');
+    return file.url;
+  }
+
   /** Takes the upload's lease (it is complete: nobody else may write it) and keeps its file. */
   async #finishNow(viewer: Viewer, upload: TusUpload): Promise<TusState> {
     const writer = newWriter();
@@ -370,24 +416,7 @@ export class TusService {
       const file = assembled;
       const url = await this.#store.keepAssembled(file, upload.extension);
       assembled = null;
-      const record = { profileId: viewer.profileId, invitation: upload.invitation, field: upload.field, url, size: file.size, sha1: file.sha1 };
-      const expiresAt = this.#now() + this.#config.uploadAbandonSeconds * 1000;
-      const finished = await this.#db.transaction(async (trx) => {
-        if (!(await new TusRepository(trx).finish(upload.id, writer, url, expiresAt))) return false;
-        await new AttachmentsRepository(trx).recordUpload(record, this.#now());
-        return true;
-      });
-      if (!finished) {
-        // The lease ran out and another request kept the file: its answer is the same file.
-        const current = await this.#repo.findOf(viewer.profileId, upload.id);
-        if (current?.url) return current.url;
-        throw new Error('the upload was taken over while its file was kept');
-      }
-      this.#hashes.delete(upload.id);
-      await this.#store.removeChunks(upload.id);
-      this.#metrics?.assembly('done');
-      this.#logger.info({ uploadId: upload.id, size: file.size }, 'tus upload stored');
-      return url;
+      return await this.#recorded(viewer, upload, writer, { url, size: file.size, sha1: file.sha1 });
     } catch (error) {
       this.#metrics?.assembly(error instanceof AppError ? 'refused' : 'error');
       if (assembled) await this.#store.discard(assembled).catch(() => undefined);
