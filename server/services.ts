@@ -93,7 +93,11 @@ export interface Services {
   /** Deleting one's own account after a grace period, and anonymising it (`accounts/account-deletion.ts`; the sweeper's). */
   accountDeletion: AccountDeletionService;
   /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
-  close(): Promise<void>;
+  /**
+   * `sendMail: false`: mail due is left to the server's processes (an admin command that wrote no
+   * mail must not take the mail lease and wait on a mail server).
+   */
+  close(opts?: { sendMail?: boolean }): Promise<void>;
 }
 
 /**
@@ -196,12 +200,12 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     oidc,
     passkeys,
     passkeySignIn: new PasskeySignIn(deps, passkeys, signIn),
-    async close() {
+    async close(opts = {}) {
       // No round of back-channel logout starts after this, and the one under way ends first.
       await oidc.logouts.stop();
       // Mail due now goes out before the transport closes; what cannot (a mail server that does
       // not answer) waits in the outbox for another process or the next start.
-      await mailer.settled(10_000);
+      if (opts.sendMail ?? true) await mailer.settled(10_000);
       await mailer.close();
       await limiterStore.close();
     },

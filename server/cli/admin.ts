@@ -91,6 +91,9 @@ const UserAddArgs = z.strictObject({
 
 type Command = (services: Services, args: string[]) => Promise<void>;
 
+/** The commands that write mail: they send it before they exit (others leave due mail to the server). */
+const MAILING = new Set(['mfa off', 'mail retry']);
+
 const commands: Record<string, Command> = {
   async 'user add'(services, args) {
     const { values } = parseArgs({
@@ -268,7 +271,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     return failed(error);
   } finally {
-    await services?.close();
+    await services?.close({ sendMail: MAILING.has(name) });
     await db.destroy();
   }
 }
