@@ -116,6 +116,12 @@ function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } 
   return { stream, cut: () => cut };
 }
 
+/** A new upload's row, before any byte was kept. */
+function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now: number, expiresAt: number, shape: Pick<TusUpload, 'length' | 'offset' | 'concat' | 'concatHeader'>): TusUpload {
+  const { fields, metadata } = creation;
+  return { id: randomUUID(), profileId: viewer.profileId, invitation: fields.invitationId, field: fields.name, extension, metadata, parts: 0, writer: null, writerUntil: null, url: null, createdAt: now, expiresAt, ...shape };
+}
+
 /** A request's name in an upload's `writer`: its own id, then its process's (`owners.ts`), so a successor can tell it is gone. */
 const newWriter = () => `${randomUUID()} ${PROCESS_OWNER}`;
 const processOf = (writer: string | null) => writer?.split(' ')[1] ?? null;
@@ -162,25 +168,7 @@ export class TusService {
       throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} uploads may be unfinished at once: finish one, or end it (DELETE)`, { retryAfter: 60 });
     }
     const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
-    const id = randomUUID();
-    const upload: TusUpload = {
-      id,
-      profileId: viewer.profileId,
-      invitation: creation.fields.invitationId,
-      field: creation.fields.name,
-      extension,
-      metadata: creation.metadata,
-      length: creation.length,
-      offset: 0,
-      parts: 0,
-      concat: creation.concat?.kind ?? null,
-      concatHeader: null,
-      writer: null,
-      writerUntil: null,
-      url: null,
-      createdAt: now,
-      expiresAt,
-    };
+    const upload = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null });
     await this.#repo.create(upload);
     // Nothing to send (an empty file): complete at once, as a client that sends no PATCH expects.
     if (creation.length === 0 && upload.concat === null) return this.#finishNow(viewer, upload);
@@ -353,7 +341,7 @@ export class TusService {
    */
   async #keepWhole(viewer: Viewer, upload: TusUpload, writer: string, received: Received, maxBytes: number): Promise<string> {
     try {
-      this.#uploads.checkAssembled(received, upload.extension, maxBytes);
+      this.#uploads.checkContent(received, upload.extension, maxBytes);
     } catch (error) {
       await removeQuietly(received.path);
       await this.#forget(upload.id);
@@ -412,7 +400,7 @@ export class TusService {
       const hashed = running?.parts === upload.parts && upload.parts === chunks.length ? { chunks: upload.parts, hash: running.hash } : undefined;
       assembled = await this.#store.assemble(upload.id, chunks, maxBytes, hashed);
       if (assembled.size !== upload.length) throw new AppError('ValidationError', `The upload holds ${assembled.size} bytes, not its Upload-Length ${upload.length}: send it again`, { path: 'Upload-Length' });
-      this.#uploads.checkAssembled(assembled, upload.extension, maxBytes);
+      this.#uploads.checkContent(assembled, upload.extension, maxBytes);
       const file = assembled;
       const url = await this.#store.keepAssembled(file, upload.extension);
       assembled = null;
@@ -442,24 +430,7 @@ export class TusService {
     const length = partials.reduce((sum, part) => sum + (part.length ?? 0), 0);
     const { extension } = await this.#uploads.admit(viewer, creation.fields, length);
     const now = this.#now();
-    const upload: TusUpload = {
-      id: randomUUID(),
-      profileId: viewer.profileId,
-      invitation: creation.fields.invitationId,
-      field: creation.fields.name,
-      extension,
-      metadata: creation.metadata,
-      length,
-      offset: length,
-      parts: 0,
-      concat: 'final',
-      concatHeader: concat.header,
-      writer: null,
-      writerUntil: null,
-      url: null,
-      createdAt: now,
-      expiresAt,
-    };
+    const upload = newUpload(viewer, creation, extension, now, expiresAt, { length, offset: length, concat: 'final', concatHeader: concat.header });
     await this.#repo.create(upload);
     await this.#repo.complete(upload.id, length);
     return this.#finishFinal(viewer, upload);

@@ -175,27 +175,13 @@ export class UploadsService {
     };
   }
 
-  /**
-   * Another way in (tus, `tus.ts`), before a byte of its file is read: the checks `PUT /attachment`
-   * runs on its fields (the invitation's file field, who may post to it, the file name's extension)
-   * and on the announced size. Answers the extension the file is stored under and the field's limit.
-   */
+  /** tus's creation (`tus.ts`): `PUT /attachment`'s checks of the fields and announced size; the stored extension and the limit. */
   async admit(viewer: Viewer, fields: { invitationId: string; name: string; filename: string }, size: number | null): Promise<{ extension: string; maxBytes: number }> {
     const { param, maxBytes, invitation } = await this.#target(fields.invitationId, fields.name);
     await this.#notes.requireInvitee(invitation, viewer);
     const extension = this.#extension(param, fields.filename);
     if (size !== null && size > maxBytes) throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
     return { extension, maxBytes };
-  }
-
-  /** The checks of a whole file (its size, a PDF's signature), for a file assembled elsewhere (`tus.ts`). */
-  checkAssembled(file: Pick<Received, 'size' | 'head'>, extension: string, maxBytes: number): void {
-    this.#checkContent(file, extension, maxBytes);
-  }
-
-  /** Records a stored file as the uploader's, as every upload is (the hourly count reads these). */
-  async recordStored(profileId: string, upload: { invitation: string; field: string; url: string; size: number; sha1: string }): Promise<void> {
-    await this.#repo.recordUpload({ profileId, ...upload }, this.#now());
   }
 
   /** The invitation's file field an upload is for: it must exist, be open, and be of type `file`. */
@@ -220,7 +206,8 @@ export class UploadsService {
     return verdict.extension;
   }
 
-  #checkContent(received: Pick<Received, 'size' | 'head'>, extension: string, maxBytes: number): void {
+  /** The checks of a whole file: its size, a PDF's signature (tus's too, `tus.ts`). */
+  checkContent(received: Pick<Received, 'size' | 'head'>, extension: string, maxBytes: number): void {
     if (received.size > maxBytes) {
       throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
     }
@@ -264,7 +251,7 @@ export class UploadsService {
       // A file is for a note: only those who may post to the invitation may send one for it.
       await this.#notes.requireInvitee(invitation, viewer);
       const extension = this.#extension(param, file.filename);
-      this.#checkContent(file, extension, maxBytes);
+      this.checkContent(file, extension, maxBytes);
       return { url: await this.#keep(viewer, file, extension, fields.invitationId, fields.name) };
     } finally {
       if (file) await removeQuietly(file.path);
@@ -495,7 +482,7 @@ export class UploadsService {
       assembled = await this.#store.assemble(upload.id, indexes, maxBytes, this.#hashes.prefixFor(upload, indexes));
       const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
       if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
-      this.#checkContent(assembled, upload.extension, maxBytes);
+      this.checkContent(assembled, upload.extension, maxBytes);
       // The file goes into place only whole; it is recorded as the uploader's, and the upload as
       // done, in one transaction, by the lease's holder only.
       const file = assembled;
