@@ -280,14 +280,21 @@ export class Outbox implements Mailer {
     return true;
   }
 
-  /** The lease, or the lease of a process of this machine that died holding it. */
+  /**
+   * The lease, or the lease of a process of this machine that died holding it (at once, not when
+   * it runs out). A predecessor that died holding it may have died mid-attempt: its mails, held
+   * for `ATTEMPT_BUDGET_MS` against a second send alongside, are due at once, as nothing sends them.
+   */
   async #takeLease(): Promise<boolean> {
     const now = this.#now();
-    if (await takeLease(this.#db, MAIL_LEASE, this.#holder, now, LEASE_MS)) return true;
     const held = (await this.#db('leases').where({ name: MAIL_LEASE }).first()) as { holder: string } | undefined;
-    if (!held || !deadOnThisMachine(held.holder)) return false;
-    const taken = await this.#db('leases').where({ name: MAIL_LEASE, holder: held.holder }).update({ holder: this.#holder, held_until: now + LEASE_MS });
-    return taken === 1;
+    const predecessorDied = held !== undefined && held.holder !== this.#holder && deadOnThisMachine(held.holder);
+    let taken = await takeLease(this.#db, MAIL_LEASE, this.#holder, now, LEASE_MS);
+    if (!taken && held && predecessorDied) {
+      taken = (await this.#db('leases').where({ name: MAIL_LEASE, holder: held.holder }).update({ holder: this.#holder, held_until: now + LEASE_MS })) === 1;
+    }
+    if (taken && predecessorDied) await this.#repo.dueNow(now);
+    return taken;
   }
 
   /** Wakes up when the soonest retry is due, if that is before the next poll would notice. */
