@@ -161,8 +161,12 @@ export class Outbox implements Mailer {
   async settled(timeoutMs?: number): Promise<void> {
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
     for (;;) {
-      await this.#running;
-      if ((await this.#repo.due(this.#now(), 1)).length === 0) return;
+      // A run under way may hold a mail it has claimed (not due any more, not sent yet): wait for it.
+      while (this.#running) await this.#running;
+      if ((await this.#repo.due(this.#now(), 1)).length === 0) {
+        if (this.#running) continue;
+        return;
+      }
       if (Date.now() >= deadline) {
         this.#logger.warn({ backlog: await this.#repo.backlog(this.#now()) }, 'mail still waits in the outbox: another process, or the next start, sends it');
         return;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { HISTORY, registerAndGetToken } from '../helpers/users.ts';
+import { mailSettled } from '../../server/mail/mailer.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -38,6 +39,8 @@ describe('a used activation link', () => {
     // Another sign-up's link, made stale by a newer one, opened by the signed-in person above.
     const theirs = await registerAndGetToken(server, { email: 'theirs@example.org' });
     await new Client(server.url).post('/activatable', { id: 'theirs@example.org' });
+    // The newer link is made with its mail, after the answer (`mail/outbox.ts`).
+    await mailSettled(server.dataDir);
     const page = await person.get(`/account/profile/activate?token=${theirs.token}`);
     expect(page.status).toBe(400);
     expect(page.body).toContain('This link no longer works');
