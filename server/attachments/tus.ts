@@ -14,9 +14,10 @@
  *   offset the request names; a second writer gets 423, a stale offset 409.
  * - The bytes are hashed as they arrive (a running SHA-1 per upload in the process that received
  *   them in order); the assembly then only links or concatenates, and hashes what it was not given.
- * - Concatenation: partial uploads, each checked at creation like the final one, become the final
- *   upload's chunks by a move inside the store (a rename on disk, a copy inside the bucket), and
- *   the final upload is assembled when it is created.
+ * - Concatenation: partial uploads, each checked at creation like the final one, are assembled
+ *   as the final upload straight from their chunks when it is created (one copy on the local
+ *   disk, one pass through this process on S3), and forgotten only once its file is kept.
+ * - A file sent whole in one request is kept as `PUT /attachment` keeps it: no chunk, no assembly.
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';

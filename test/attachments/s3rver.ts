@@ -26,6 +26,8 @@ export interface TestBucket {
   client: S3Client;
   /** `STORAGE_URL` for this bucket, under `prefix`. */
   storageUrl(prefix?: string): string;
+  /** What a server process needs to use the bucket: `STORAGE_URL` and s3rver's credentials. */
+  env(prefix?: string): Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -55,11 +57,13 @@ export async function startS3rver(bucket = 'peer-review-files'): Promise<TestBuc
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
   await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  const storageUrl = (prefix = '') => `s3://${bucket}/${prefix}?endpoint=${encodeURIComponent(endpoint)}&region=us-east-1&forcePathStyle=true`;
   return {
     endpoint,
     bucket,
     client,
-    storageUrl: (prefix = '') => `s3://${bucket}/${prefix}?endpoint=${encodeURIComponent(endpoint)}&region=us-east-1&forcePathStyle=true`,
+    storageUrl,
+    env: (prefix = '') => ({ STORAGE_URL: storageUrl(prefix), AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey }),
     async close() {
       client.destroy();
       await server.close();

@@ -24,7 +24,7 @@ import { PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { pdfBytes, sha1, SUBMISSION, VENUE } from './helpers.ts';
-import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from './s3rver.ts';
+import { startS3rver, type TestBucket } from './s3rver.ts';
 import { metadataFor, RecordingHttpStack, runUpload } from './tus-helpers.ts';
 
 /** Three processes started, and a CLI run per person: slower than one server on a loaded machine. */
@@ -56,9 +56,7 @@ describe.skipIf(!TEST_POSTGRES_URL)('tus uploads on three processes sharing Post
     proxy = await startRoundRobin();
     bucket = await startS3rver();
     env = await childEnv({
-      STORAGE_URL: bucket.storageUrl(PREFIX),
-      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      ...bucket.env(PREFIX),
       DATA_DIR: dir,
       ...(await testDatabaseEnv(dir)),
       BASE_URL: proxy.url,

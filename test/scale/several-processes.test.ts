@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pdfBytes, sha1, submissionContent, SUBMISSION, VENUE } from '../attachments/helpers.ts';
-import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from '../attachments/s3rver.ts';
+import { startS3rver, type TestBucket } from '../attachments/s3rver.ts';
 import { dropTestDatabase, TEST_POSTGRES_URL, testDatabaseEnv } from '../helpers/database.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServerProcess, stopAll, type ServerProcess } from '../helpers/processes.ts';
@@ -47,9 +47,7 @@ beforeAll(async () => {
   mail = await startMailCatcher();
   bucket = await startS3rver();
   env = await childEnv({
-    STORAGE_URL: bucket.storageUrl(),
-    AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+    ...bucket.env(),
     DATA_DIR: dir,
     ...(await testDatabaseEnv(dir)),
     BASE_URL: proxy.url,
