@@ -45,6 +45,8 @@ const LONGEST_RETRY_MS = 5 * 60_000;
 export const GIVE_UP_MS = 24 * 60 * 60_000;
 const SENT_KEPT_MS = 7 * 24 * 60 * 60_000;
 const FAILED_KEPT_MS = 30 * 24 * 60 * 60_000;
+/** How long closing waits for the mail being sent. */
+const CLOSE_WAIT_MS = 5_000;
 /** How many due rows the worker reads at once. */
 const BATCH = 20;
 /**
@@ -161,12 +163,12 @@ export class Outbox implements Mailer {
   async settled(timeoutMs?: number): Promise<void> {
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
     for (;;) {
-      // A run under way may hold a mail it has claimed (not due any more, not sent yet): wait for it.
-      while (this.#running) await this.#running;
-      if ((await this.#repo.due(this.#now(), 1)).length === 0) {
-        if (this.#running) continue;
-        return;
-      }
+      // A run under way may hold a mail it has claimed (not due any more, not sent yet): wait for
+      // it, as long as the deadline allows.
+      while (this.#running && Date.now() < deadline) await this.#runOrTimeout(deadline - Date.now());
+      const waiting = this.#running !== null || (await this.#repo.due(this.#now(), 1)).length > 0;
+      if (!waiting) return;
+      if (this.#running && Date.now() < deadline) continue;
       if (Date.now() >= deadline) {
         this.#logger.warn({ backlog: await this.#repo.backlog(this.#now()) }, 'mail still waits in the outbox: another process, or the next start, sends it');
         return;
@@ -206,9 +208,24 @@ export class Outbox implements Mailer {
     this.#closed = true;
     if (this.#poll) clearInterval(this.#poll);
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    await this.#running;
+    // The run stops after the mail it is sending; a mail server that does not answer holds the
+    // shutdown no longer than this (the mail is then sent again by the next process: its Message-ID is the same).
+    await this.#runOrTimeout(CLOSE_WAIT_MS);
     this.#unregister();
     this.#transport.close();
+  }
+
+  /** The run under way (if any), or `ms` passing, whichever comes first. */
+  async #runOrTimeout(ms: number): Promise<void> {
+    const running = this.#running;
+    if (!running) return;
+    if (ms === Infinity) {
+      await running;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([running, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
   }
 
   #newMessageId(): string {
