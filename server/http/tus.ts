@@ -158,10 +158,17 @@ export function tusHandlers(services: Services, config: Config) {
     if (concat?.kind === 'final' && body) throw new AppError('BadRequestError', 'A final upload has no body of its own', { path: 'Upload-Concat' });
     const { fields, raw } = parseMetadata(req.get('upload-metadata'));
     const creation: TusCreation = { length: concat?.kind === 'final' ? null : (length ?? null), metadata: raw, fields, concat };
-    let state = await tus.create(viewer, creation, req.get('cf-turnstile-token'), ctx.origin.address);
-    res.setHeader('Location', location(state.id));
     const checksum = parseChecksum(req.get('upload-checksum'));
-    if (body) state = await tus.write(viewer, state.id, { offset: 0, body: req, ...(checksum ? { checksum } : {}) });
+    let state = await tus.create(viewer, creation, req.get('cf-turnstile-token'), ctx.origin.address);
+    if (body) {
+      // A creation whose bytes are refused (too many, a checksum that does not match) leaves
+      // nothing behind: its client never learnt the upload's URL, and starts a new one.
+      state = await tus.write(viewer, state.id, { offset: 0, body: req, ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
+        await tus.terminate(viewer, state.id).catch(() => undefined);
+        throw error;
+      });
+    }
+    res.setHeader('Location', location(state.id));
     describe(res, state);
     res.status(201).end();
   });

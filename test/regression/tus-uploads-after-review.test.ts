@@ -100,4 +100,18 @@ describe('tus uploads, after the review', () => {
     expect(res.body).toMatchObject({ name: 'BadRequestError', message: 'The body must be application/offset+octet-stream' });
     expect(res.headers.get('tus-resumable')).toBe('1.0.0');
   });
+
+  it('a creation whose bytes are refused (a checksum that does not match) leaves no upload behind', async () => {
+    const person = await signedInPerson(server, 'Bad Checksum');
+    const data = pdfBytes(2000);
+    const refused = await tusRequest(server, 'POST', '/attachment/tus', {
+      token: person.token,
+      headers: { 'Upload-Length': String(data.length), 'Upload-Metadata': METADATA(), 'Upload-Checksum': `sha1 ${Buffer.alloc(20).toString('base64')}` },
+      body: data,
+    });
+    expect(refused.status).toBe(460);
+    expect(refused.body).toMatchObject({ name: 'ValidationError', status: 460 });
+    expect(refused.headers.get('location')).toBeNull();
+    expect(await server.service.db('tus_uploads').where({ profile_id: person.id })).toEqual([]);
+  });
 });
