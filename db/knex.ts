@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import knex, { type Knex } from 'knex';
-import { RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterPostgres as PostgresLimiter, RateLimiterRes as LimiterAnswer } from 'rate-limiter-flexible';
 import { migrations } from './migrations/index.ts';
 import { advisoryKey, isPostgres, postgresConfig, retryingSerializable } from './postgres.ts';
 import { sqliteConfig } from './sqlite.ts';
@@ -112,7 +112,7 @@ export function openRateLimiterStore(db: Db): RateLimiterStore {
   return {
     limiter: (rule) =>
       postgres
-        ? new RateLimiterPostgres({ ...rule, storeClient: db, storeType: 'knex', tableName: 'rate_limits', tableCreated: true, clearExpiredByTimeout: false })
+        ? new (libraryFile<typeof PostgresLimiter>('RateLimiterPostgres.js'))({ ...rule, storeClient: db, storeType: 'knex', tableName: 'rate_limits', tableCreated: true, clearExpiredByTimeout: false })
         : new TableRateLimiter(db, rule),
     close: async () => undefined,
   };
@@ -123,11 +123,21 @@ export async function deleteExpiredRateLimits(db: Db, now: number): Promise<numb
   return db('rate_limits').whereNotNull('expire').andWhere('expire', '<', now).delete();
 }
 
-const RateLimiterStoreAbstract = createRequire(import.meta.url)('rate-limiter-flexible/lib/RateLimiterStoreAbstract.js') as new (opts: {
+/**
+ * One class of rate-limiter-flexible, by its file: the package's index loads every store it has
+ * (Redis, Mongo, Memcached, …; about 7 MB resident), of which we use two.
+ */
+const libraryFile = <T>(name: string): T => createRequire(import.meta.url)(`rate-limiter-flexible/lib/${name}`) as T;
+
+/** The answer its stores give and throw (the same class, so `instanceof` holds). */
+export const RateLimiterRes = libraryFile<typeof LimiterAnswer>('RateLimiterRes.js');
+export type RateLimiterRes = LimiterAnswer;
+
+const RateLimiterStoreAbstract = libraryFile<new (opts: {
   keyPrefix: string;
   points: number;
   duration: number;
-}) => RateLimiterAbstract & { points: number };
+}) => RateLimiterAbstract & { points: number }>('RateLimiterStoreAbstract.js');
 
 interface Counter {
   points: number;

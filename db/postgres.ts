@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import pg from 'pg';
+import type pg from 'pg';
+
+/**
+ * The driver, loaded when a PostgreSQL connection is first made (Knex requires it then too): a
+ * process on SQLite never loads it.
+ */
+let driver: typeof pg | undefined;
+const pgDriver = (): typeof pg => (driver ??= createRequire(import.meta.url)('pg') as typeof pg);
 
 /**
  * PostgreSQL, for installs that run several server processes on one database
@@ -32,8 +40,9 @@ export function postgresConfig(url: string): Knex.Config {
  */
 const NUMBERS_AS_NUMBERS = {
   getTypeParser(oid: number, format?: string) {
-    if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return (value: string) => Number(value);
-    return pg.types.getTypeParser(oid, format as 'text');
+    const { types } = pgDriver();
+    if (oid === types.builtins.INT8 || oid === types.builtins.NUMERIC) return (value: string) => Number(value);
+    return types.getTypeParser(oid, format as 'text');
   },
 };
 

@@ -1,6 +1,6 @@
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.ts';
-import type { RateLimiterStore } from '../db/knex.ts';
+import { RateLimiterRes, type RateLimiterStore } from '../db/knex.ts';
 import type { Metrics } from './metrics/events.ts';
 
 /**

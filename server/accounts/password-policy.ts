@@ -15,7 +15,7 @@
  *   name, or profile id, nor one of them with at most three characters more (`ada.lovelace1`).
  * - Not one character repeated (`aaaaaaaa`).
  */
-import { dictionary } from '@zxcvbn-ts/language-common';
+import { createRequire } from 'node:module';
 import { AppError } from '../../shared/errors.ts';
 import type { AccountsRepository } from './repository.ts';
 
@@ -36,9 +36,19 @@ const MESSAGES: Record<PasswordRefusal, string> = {
 };
 
 let common: ReadonlySet<string> | undefined;
-/** The list, read at the first password set (about 50 ms), then kept. */
+/**
+ * The list, read at the first password set (about 50 ms), then kept. The package also holds
+ * lists of names and words (about 15 MB once loaded) that we never use: it is loaded only here,
+ * and let go of once the one list is copied, so a process that sets no password never holds it
+ * and one that does keeps only the list.
+ */
 function commonPasswords(): ReadonlySet<string> {
-  common ??= new Set(dictionary['passwords-common'].map((word) => fold(String(word))));
+  if (common) return common;
+  const require = createRequire(import.meta.url);
+  const name = require.resolve('@zxcvbn-ts/language-common');
+  const { dictionary } = require(name) as typeof import('@zxcvbn-ts/language-common');
+  common = new Set(dictionary['passwords-common'].map((word) => fold(String(word))));
+  delete require.cache[name];
   return common;
 }
 

@@ -22,7 +22,7 @@ import { fileHandlers } from './files.ts';
 import { asTusAnswer, tusHandlers } from './tus.ts';
 import { healthHandler, probeHandlers } from './health.ts';
 import { NO_METRICS } from '../metrics/events.ts';
-import { createMetrics, type AppMetrics } from '../metrics/registry.ts';
+import type { AppMetrics } from '../metrics/registry.ts';
 import { allowedMethods, answerAllow, directDispatch, middlewareOf, mountRoutes, type RouteMiddleware, type RouteNeeds } from './mount.ts';
 import { oauthForm, oauthJson, oidcHandlers, pageForm } from './oidc.ts';
 import { webHandlers } from '../web/pages/index.ts';
@@ -162,7 +162,7 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
     ...providerPages(services, config),
     ...webHandlers(services, config),
     ...passkeyHandlers(),
-    ...docsHandlers(JSON.stringify(buildOpenApiDocument(config))),
+    ...docsHandlers(() => JSON.stringify(buildOpenApiDocument(config))),
     health: healthHandler(db, services.mailer),
     ...probeHandlers(db, services.uploads.store),
   };
@@ -212,7 +212,8 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
 export async function createApp(config: Config, opts: { logger?: Logger; now?: () => number } = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   // Metrics are kept only when something can read them: a metrics listener is configured.
-  const metrics = config.metricsPort === undefined ? null : createMetrics({ routes, logger });
+  // prom-client is loaded only then: a process without a metrics listener never pays for it.
+  const metrics = config.metricsPort === undefined ? null : (await import('../metrics/registry.ts')).createMetrics({ routes, logger });
   const db = openDatabase(config);
   metrics?.watchDatabase(db);
   await migrateToLatest(db);

@@ -87,14 +87,20 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif}
 .swagger-ui :focus-visible{outline:3px solid #f2b400;outline-offset:2px}
 `;
 
-/** The handlers of the `docs` routes; `document` is the API document's text, built once at start-up. */
-export function docsHandlers(document: string) {
+/**
+ * The handlers of the `docs` routes. `document` builds the API document's text; it runs at the
+ * first request for it, and its text is kept (a process that is never asked for it never builds
+ * it: about 0.5 MB of text, and several times that in garbage while the schemas are converted).
+ */
+export function docsHandlers(document: () => string) {
+  let text: string | undefined;
   const viewerFile =
     (file: (typeof VIEWER_FILES)[number]): RequestHandler =>
     (_req, res) =>
       res.sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' });
   const apiDocument: RequestHandler = (_req, res) => {
-    res.type('json').send(document);
+    text ??= document();
+    res.type('json').send(text);
   };
   const referencePage: RequestHandler = (req, res) => {
     // The page's links are relative to `/docs`: `/docs/` would look for its files in `/docs/docs/`.
@@ -104,9 +110,10 @@ export function docsHandlers(document: string) {
   const referenceScript: RequestHandler = (_req, res) => {
     res.type('js').send(INIT);
   };
-  // Swagger UI's stylesheet with ours after it, read once.
-  const css = `${readFileSync(path.join(VIEWER_DIR, 'swagger-ui.css'), 'utf8')}\n${OVERRIDES}`;
+  // Swagger UI's stylesheet with ours after it, read at the first request for it, then kept.
+  let css: string | undefined;
   const viewerCss: RequestHandler = (_req, res) => {
+    css ??= `${readFileSync(path.join(VIEWER_DIR, 'swagger-ui.css'), 'utf8')}\n${OVERRIDES}`;
     res.type('css').setHeader('Cache-Control', 'public, max-age=86400').send(css);
   };
   return {

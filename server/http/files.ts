@@ -2,7 +2,6 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, RequestHandler, Response } from 'express';
 import mime from 'mime-types';
-import yazl from 'yazl';
 import {
   AppError,
   AttachmentQuery,
@@ -107,7 +106,9 @@ async function sendStored(req: Request, res: Response, store: FileStore, file: S
 }
 
 /** Several stored files as one zip, each named after its note; each is read from the store only when the zip gets to it. */
-function sendZip(res: Response, store: FileStore, files: StoredFile[], name: string): void {
+async function sendZip(res: Response, store: FileStore, files: StoredFile[], name: string): Promise<void> {
+  // Loaded at the first zip asked for: most processes never make one.
+  const { default: yazl } = await import('yazl');
   const zip = new yazl.ZipFile();
   // A file that cannot be read once the zip is under way (gone, or the store failing) cuts the
   // answer short: never a 500 after a 200. yazl reports it on the zip itself, where an error
@@ -215,13 +216,13 @@ export function fileHandlers(services: Services, config: Config) {
     const query = parseOrThrow(AttachmentQuery, req.query);
     const res = req.res as Response;
     if (query.id) return sendStored(req, res, store, await downloads.fileOfNote(query.id, query.name, reader));
-    sendZip(res, store, await downloads.filesOfNotes(query.ids ?? [], query.name, reader), `${query.name}.zip`);
+    await sendZip(res, store, await downloads.filesOfNotes(query.ids ?? [], query.name, reader), `${query.name}.zip`);
   });
   const pdf = download(async (req, reader) => {
     const query = parseOrThrow(PdfQuery, req.query);
     const res = req.res as Response;
     if (query.id) return sendStored(req, res, store, await downloads.fileOfNote(query.id, 'pdf', reader));
-    sendZip(res, store, await downloads.filesOfNotes(query.ids ?? [], 'pdf', reader), 'pdfs.zip');
+    await sendZip(res, store, await downloads.filesOfNotes(query.ids ?? [], 'pdf', reader), 'pdfs.zip');
   });
   const editAttachment = download(async (req, reader) => {
     const query = parseOrThrow(EditAttachmentQuery, req.query);

@@ -58,8 +58,16 @@ export function comparePrecedence(a: Route, b: Route): number {
     const rank = segmentRank(as[i]) - segmentRank(bs[i]);
     if (rank !== 0) return rank;
   }
-  const byPath = a.path.localeCompare(b.path);
-  return byPath !== 0 ? byPath : a.method.localeCompare(b.method);
+  const byPath = byCodeUnits(a.path, b.path);
+  return byPath !== 0 ? byPath : byCodeUnits(a.method, b.method);
+}
+
+/**
+ * Plain code-unit order: the same on every machine, whatever its locale, and it never loads the
+ * locale data `localeCompare` does (about 3 MB resident, for ASCII paths).
+ */
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The table in the order Express must try it: by precedence, never by the lines' order. */

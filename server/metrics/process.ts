@@ -7,8 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { ROOT } from '../root.ts';
 import { PREFIX } from './names.ts';
 
 let shared: Registry | null = null;
@@ -30,7 +30,6 @@ export function processRegistry(): Registry {
   return registry;
 }
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The version in package.json and the commit checked out, read once at start (never a command run). */
 export function buildInfo(root = ROOT): { version: string; revision: string } {

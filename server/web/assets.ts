@@ -10,10 +10,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { RequestHandler } from 'express';
+import { fromRoot } from '../root.ts';
 
-const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
+const DIR = fromRoot('server', 'web', 'assets');
 
 export interface Asset {
   /** Where a page links it: the name with the content's hash. */

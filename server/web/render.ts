@@ -5,8 +5,6 @@
  * account page, the passkey scripts where there are passkey buttons), `no-store`, and the request id, which
  * every error page shows so that a person can quote it.
  */
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import type { Request, Response } from 'express';
 import { PAGES_PREFIX, type Config } from '../config.ts';
@@ -14,8 +12,9 @@ import { causeOf, toAppError } from '../errors.ts';
 import { AppError } from '../../shared/errors.ts';
 import { utcMinute } from '../../shared/time.ts';
 import { ASSETS } from './assets.ts';
+import { fromRoot } from '../root.ts';
 
-const views = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
+const views = fromRoot('server', 'web', 'templates');
 
 /** Where every page links the stylesheet and the passkey script: their hashed names (`assets.ts`). */
 const ASSET_URLS = { pagesCss: ASSETS.pagesCss.url, pagesJs: ASSETS.pagesJs.url, passkeyJs: ASSETS.passkeyJs.url, compareCss: ASSETS.compareCss.url };

@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- --out results.json] [--only 1,4,9] [--cpu-prof <folder>]`
  *
- * Seeds a temporary data folder, starts the real server on it (`node server/main.ts`, its own
+ * Seeds a temporary data folder, starts the real server on it (as `npm start` runs it: the bundle of `server/main.ts`, its own
  * process), measures the issue's nine rows against baselines, and rows 10 to 12 against the
  * peers (node-oidc-provider, `@tus/server`), all measured in the same run (each in a process of
  * its own), prints one Markdown table and, with `--out`, writes it as JSON. The
@@ -18,6 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { cleanUpOnExit, cleanup, freePort, startListening, tempDir } from './processes.ts';
@@ -27,6 +28,7 @@ import { RequestRows } from './rows/requests.ts';
 import { SignInRows } from './rows/sign-in.ts';
 import { TusRows } from './rows/tus.ts';
 import { benchDatabaseEnv, seed } from './setup.ts';
+import { startCommand } from '../helpers/start-command.ts';
 
 const { values } = parseArgs({
   options: {
@@ -69,12 +71,16 @@ try {
   cpSync(dataDir, largeDataDir, { recursive: true });
 
   const profileDir = values['cpu-prof'] ? path.resolve(values['cpu-prof']) : undefined;
+  // The server runs as `npm start` runs it: the bundle built from the sources as they are now,
+  // with the start script's Node flags.
+  const start = startCommand();
+  execFileSync(process.execPath, ['server/build.ts'], { stdio: 'inherit' });
   let servers = 0;
-  /** `node server/main.ts` on a data folder, as `npm start` runs it. */
+  /** The server on a data folder, as `npm start` runs it (the bundle, the start script's flags). */
   const startServer = async (folder: string, listenOn?: number, publicUrl?: string) => {
     const serverPort = listenOn ?? (await freePort());
     servers += 1;
-    return startListening('server', 'server/main.ts', {
+    return startListening('server', start.script, {
       env: {
         PORT: String(serverPort),
         HOST: '127.0.0.1',
@@ -83,8 +89,9 @@ try {
         DATA_DIR: folder,
         LOG_LEVEL: 'info',
         UPLOAD_HUMAN_VERIFICATION_AFTER: '0',
+        ...start.env,
       },
-      nodeFlags: profileDir && servers === 1 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      nodeFlags: [...start.flags, ...(profileDir && servers === 1 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     });
   };
   // One process: the server on the bench's port. Several: they all name the balancer's address
@@ -126,7 +133,8 @@ try {
   const rows = [...measured.entries()].sort(([a], [b]) => Number(a) - Number(b)).flatMap(([, r]) => r);
   const notes = [
     ...(processes > 1 ? [`${processes} server processes behind a round-robin balancer (\`test/bench/balancer.ts\`, a process of its own), on ${process.env.DATABASE_URL ? 'one PostgreSQL database' : 'one SQLite file'}; the figures are the balancer's.`] : process.env.DATABASE_URL ? ['The database is PostgreSQL.'] : []),
-    'The server is `node server/main.ts` in its own process on a fresh data folder, with its defaults (log level `info`, one JSON line per request, to a file) except `UPLOAD_HUMAN_VERIFICATION_AFTER=0`, so uploads never ask for a human-verification token.',
+    `The server is \`${[...Object.entries(start.env).map(([name, value]) => `${name}=${value}`), 'node', ...start.flags, start.script].join(' ')}\` (\`npm start\`: the bundle of \`server/main.ts\`)` +
+      ' in its own process on a fresh data folder, with its defaults (log level `info`, one JSON line per request, to a file) except `UPLOAD_HUMAN_VERIFICATION_AFTER=0`, so uploads never ask for a human-verification token.',
     'Rate limits: no setting exists for the login limits, so the bench stays under them: row 5 logs in with four accounts, one connection each, and a right password gives its try back. Refresh, userinfo, authorize and token have no limit.',
     'Load comes from the bench process (autocannon for request rates, `node:http` for 50 MB bodies); every baseline runs in a process of its own. A figure and its baseline are measured in turns (3 rounds of 2 s each after a 2 s warm-up; row 4: 2 rounds of 3 s; row 5: 3 rounds of 4 s, logins in a closed loop counted as the baseline counts hashes; row 8: 2 rounds of 2.5 s), so other work on the machine weighs on both; request rates at 32 connections (row 4: 16, row 5: 4).',
     'Peers (rows 10, 11, 12): node-oidc-provider 9 with its in-memory store and the same client, scopes, claims, PKCE S256 and RS256 ID tokens (`test/bench/baselines/oidc-provider.ts`); its session and consent come from one scripted login and consent walked before the timing. `@tus/server` 2 with `@tus/file-store` in a temporary folder. Row 10: sign-ins on one connection, 2 rounds of 2 s; the GETs at 16 connections, 2 rounds of 1 s; 1 s warm-up each. Row 11: row 6\'s three uploads in turns with three to the peer; peak resident memory sampled every 20 ms from `/proc/<pid>/status` while each server takes its uploads.',

@@ -1,5 +1,4 @@
 import { Secret, TOTP } from 'otpauth';
-import QRCode from 'qrcode';
 
 /** The name an authenticator app shows beside this service's codes. */
 export const TOTP_ISSUER = 'Peer Review';
@@ -22,7 +21,7 @@ export function newTotpSecret(): string {
 /** The `otpauth://` URI an authenticator app scans, and its QR code as a PNG data URL. */
 export async function totpProvisioning(secretBase32: string, label: string, issuer: string): Promise<{ qrCodeUrl: string; qrCodeDataUrl: string }> {
   const qrCodeUrl = totpOf(secretBase32, label, issuer).toString();
-  return { qrCodeUrl, qrCodeDataUrl: await QRCode.toDataURL(qrCodeUrl) };
+  return { qrCodeUrl, qrCodeDataUrl: await (await import('qrcode')).default.toDataURL(qrCodeUrl) };
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Load } from '../load.ts';
 import type { Seeded } from '../setup.ts';
 
 export interface BenchContext {
-  /** The service, `node server/main.ts`, on the seeded data folder. */
+  /** The service, as `npm start` runs it, on the seeded data folder. */
   server: Started;
   dataDir: string;
   /** A copy of the seeded data folder, for row 9 to fill with 100 000 profiles. */

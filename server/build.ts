@@ -1,0 +1,65 @@
+/**
+ * `npm run build:server` (run by `npm ci` and before every `npm start`; about 0.3 s): bundles the
+ * server's TypeScript into plain JavaScript under `dist/server/`, which `npm start` runs.
+ *
+ * Why: a process started from `.ts` files loads Node's type stripper (about 17 MB resident) and
+ * strips every module at each start; the bundle is JavaScript, one file and a few chunks. The
+ * packages stay in `node_modules` (not bundled: `sqlite3` is native, and Knex and the AWS SDK load
+ * parts of themselves by name) but tRPC's server (see `httpByRequire`), and the optional back ends
+ * stay separate chunks loaded with `import()` only when configured (the S3 store, the metrics
+ * registry). The start script's flags are in package.json ([Operators](../docs/operations.md)). Nothing is minified: a stack
+ * trace names the bundle's lines, which read as the sources do, each module under a
+ * `// server/…` comment. The tests and `npm run admin` run the TypeScript itself.
+ *
+ * Each output file is written aside and renamed into place, so a process starting while another
+ * `npm start` builds reads either the old file or the new one, never half of one; chunks carry
+ * their content's hash in their names, so a running process's chunks are never replaced.
+ */
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { fromRoot } from './root.ts';
+
+/**
+ * `node:http` through `require`, for the modules in the bundle. An ES `import` of a built-in
+ * module builds its namespace from every export, and reading `http.WebSocket` loads Node's fetch
+ * implementation (undici, with TLS and HTTP/2: about 15 MB resident) into a server that never uses
+ * it. The names are the ones `node:http` has; one it lacks fails the build, not the server.
+ */
+const HTTP_EXPORTS = ['METHODS', 'STATUS_CODES', 'Agent', 'ClientRequest', 'IncomingMessage', 'OutgoingMessage', 'Server', 'ServerResponse', 'createServer', 'validateHeaderName', 'validateHeaderValue', 'get', 'request', 'maxHeaderSize', 'globalAgent'];
+const httpByRequire: Plugin = {
+  name: 'node-http-by-require',
+  setup(on) {
+    on.onResolve({ filter: /^(node:)?http$/ }, () => ({ path: 'node:http', namespace: 'http-by-require' }));
+    on.onLoad({ filter: /.*/, namespace: 'http-by-require' }, () => ({
+      contents: `import { createRequire } from 'node:module';\nconst http = createRequire(import.meta.url)('node:http');\nexport default http;\nexport const { ${HTTP_EXPORTS.join(', ')} } = http;\n`,
+      loader: 'js',
+    }));
+    // tRPC's HTTP adapter imports `node:http` itself: it is bundled (the rest of the packages
+    // stay in node_modules) so that its import goes through the same door.
+    on.onResolve({ filter: /^@trpc\/server(\/|$)/ }, (args) => ({ path: fileURLToPath(import.meta.resolve(args.path)) }));
+  },
+};
+
+const outdir = fromRoot('dist', 'server');
+const result = await build({
+  entryPoints: [fromRoot('server', 'main.ts')],
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node24',
+  packages: 'external',
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
+  outdir,
+  plugins: [httpByRequire],
+  write: false,
+  logLevel: 'warning',
+});
+for (const file of result.outputFiles) {
+  mkdirSync(path.dirname(file.path), { recursive: true });
+  const aside = `${file.path}.${process.pid}.tmp`;
+  writeFileSync(aside, file.contents);
+  renameSync(aside, file.path);
+}

@@ -1,0 +1,101 @@
+/**
+ * `npm start` runs the bundle `server/build.ts` makes (`dist/server/`), not the TypeScript the
+ * other tests run. These start it as the start script does and ask it for what depends on where
+ * the code is or on what it loads late: pages (their templates and assets are read from the
+ * service's folder, not beside the module), the API document (built at its first request) and the
+ * reference page's stylesheet, tRPC, a password check (the common-password list, loaded at the
+ * first one). Two builds at once leave a whole bundle.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
+import { buildOpenApiDocument } from '../../server/http/openapi.ts';
+import { Client } from '../helpers/http.ts';
+import { childEnv, tempDir } from '../helpers/server.ts';
+import { startCommand } from '../helpers/start-command.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const run = promisify(execFile);
+// Building is under a second; starting migrates a new database.
+const LONG = 60_000;
+
+let dir: string | undefined;
+let child: ReturnType<typeof spawn> | undefined;
+let url = '';
+let env: NodeJS.ProcessEnv = {};
+
+beforeAll(async () => {
+  // Two builds at once, as two `npm start`s on one machine would run them: each file is
+  // written aside and renamed, so the bundle is whole whichever finishes last.
+  await Promise.all([run(process.execPath, ['server/build.ts'], { cwd: ROOT }), run(process.execPath, ['server/build.ts'], { cwd: ROOT })]);
+  dir = await tempDir();
+  const start = startCommand();
+  env = await childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn', ...start.env });
+  child = spawn(process.execPath, [...start.flags, start.script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child!.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /Listening on (http:\/\/\S+)/.exec(out);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child!.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child!.on('exit', (code) => reject(new Error(`the bundle exited (${code}) before listening:\n${out}`)));
+  });
+}, LONG);
+
+afterAll(async () => {
+  child?.kill('SIGTERM');
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the bundled server (npm start)', () => {
+  it('is JavaScript that imports no TypeScript and leaves no half-written file', async () => {
+    const files = (await readdir(path.join(ROOT, 'dist', 'server'), { recursive: true })).filter((name) => name.endsWith('.js'));
+    expect(files).toContain('main.js');
+    for (const name of files) {
+      const text = await readFile(path.join(ROOT, 'dist', 'server', name), 'utf8');
+      expect(text, name).not.toMatch(/from ["'][^"']+\.ts["']|import\(["'][^"']+\.ts["']\)/);
+    }
+    const leftovers = (await readdir(path.join(ROOT, 'dist', 'server'), { recursive: true })).filter((name) => name.endsWith('.tmp'));
+    expect(leftovers).toEqual([]);
+  });
+
+  it('serves the pages with their stylesheet', async () => {
+    const page = await fetch(`${url}/account/login`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const css = /href="(\/assets\/pages\.[0-9a-f]{16}\.css)"/.exec(html)?.[1];
+    expect(css).toBeDefined();
+    const sheet = await fetch(`${url}${css}`);
+    expect(sheet.status).toBe(200);
+    expect(sheet.headers.get('content-type')).toMatch(/^text\/css/);
+  });
+
+  it('builds the API document at its first request, the same as the sources build', async () => {
+    const res = await fetch(`${url}/openapi.json`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual(buildOpenApiDocument(loadConfig(env)));
+    const viewerCss = await fetch(`${url}/docs/swagger-ui.css`);
+    expect(viewerCss.status).toBe(200);
+    expect(await viewerCss.text()).toContain('.swagger-ui');
+  });
+
+  it('answers tRPC and the REST path of the same procedure', async () => {
+    const input = encodeURIComponent(JSON.stringify({ fullname: 'Ada Lovelace' }));
+    const trpc = await fetch(`${url}/trpc/accounts.tildeUsername?input=${input}`);
+    expect(trpc.status).toBe(200);
+    const rest = await new Client(url).get('/tildeusername?fullname=Ada%20Lovelace');
+    expect(rest.status).toBe(200);
+    expect(((await trpc.json()) as { result: { data: unknown } }).result.data).toEqual(rest.body);
+  });
+
+  it('checks a new password against the common-password list, loaded at the first check', async () => {
+    const res = await new Client(url).post('/register', { email: 'bundle@example.org', fullname: 'Ada Lovelace', password: 'password123', token: 'dev-ok' });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(res.body)).toMatch(/common or breached/);
+  });
+});
