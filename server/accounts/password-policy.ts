@@ -15,7 +15,9 @@
  *   name, or profile id, nor one of them with at most three characters more (`ada.lovelace1`).
  * - Not one character repeated (`aaaaaaaa`).
  */
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import type { AccountsRepository } from './repository.ts';
 
@@ -35,21 +37,54 @@ const MESSAGES: Record<PasswordRefusal, string> = {
   repeated: 'The password must not be one character repeated. Choose another one.',
 };
 
-let common: ReadonlySet<string> | undefined;
+let common: WordList | undefined;
 /**
- * The list, read at the first password set (about 50 ms), then kept. The package also holds
- * lists of names and words (about 15 MB once loaded) that we never use: it is loaded only here,
- * and let go of once the one list is copied, so a process that sets no password never holds it
- * and one that does keeps only the list.
+ * The list (zxcvbn-ts's common passwords, the JSON file its package ships), read at the first
+ * password set (about 50 ms), then kept. Read as data, not loaded as the package's module: a
+ * module's source stays in memory with it.
  */
-function commonPasswords(): ReadonlySet<string> {
+function commonPasswords(): WordList {
   if (common) return common;
-  const require = createRequire(import.meta.url);
-  const name = require.resolve('@zxcvbn-ts/language-common');
-  const { dictionary } = require(name) as typeof import('@zxcvbn-ts/language-common');
-  common = new Set(dictionary['passwords-common'].map((word) => fold(String(word))));
-  delete require.cache[name];
+  const main = createRequire(import.meta.url).resolve('@zxcvbn-ts/language-common');
+  const file = path.join(path.dirname(main), '..', 'src', 'passwords.json');
+  common = new WordList((JSON.parse(readFileSync(file, 'utf8')) as unknown[]).map((word) => fold(String(word))));
   return common;
+}
+
+/**
+ * A fixed set of words, kept as one sorted text and the offsets of its words: the 49,000 common
+ * passwords take about 0.6 MB so, where a `Set` of them took 4 MB of heap for as long as the
+ * process runs. A lookup is a binary search (about 16 comparisons).
+ */
+class WordList {
+  readonly #text: string;
+  /** Where each word starts in `#text`, and one past the last (each word ends where the next starts, less its separator). */
+  readonly #starts: Uint32Array;
+
+  constructor(words: string[]) {
+    const sorted = [...new Set(words.filter((word) => !word.includes('\n')))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    this.#text = sorted.join('\n');
+    this.#starts = new Uint32Array(sorted.length + 1);
+    let at = 0;
+    for (const [i, word] of sorted.entries()) {
+      this.#starts[i] = at;
+      at += word.length + 1;
+    }
+    this.#starts[sorted.length] = at;
+  }
+
+  has(word: string): boolean {
+    let low = 0;
+    let high = this.#starts.length - 2;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const candidate = this.#text.slice(this.#starts[middle], (this.#starts[middle + 1] ?? 0) - 1);
+      if (candidate === word) return true;
+      if (candidate < word) low = middle + 1;
+      else high = middle - 1;
+    }
+    return false;
+  }
 }
 
 /** Letter case folded, compatibility forms composed (as the hash sees them: `passwords.ts`). */
