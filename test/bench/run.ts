@@ -26,6 +26,7 @@ import { machine, markdown, writeJson, type Row } from './report.ts';
 import { FileRows } from './rows/files.ts';
 import { RequestRows } from './rows/requests.ts';
 import { SignInRows } from './rows/sign-in.ts';
+import { row13 } from './rows/memory.ts';
 import { TusRows } from './rows/tus.ts';
 import { benchDatabaseEnv, seed } from './setup.ts';
 import { startCommand } from '../helpers/start-command.ts';
@@ -42,13 +43,14 @@ const processes = Number(values.processes);
 if (!Number.isInteger(processes) || processes < 1) throw new Error('--processes takes a whole number, 1 or more');
 
 /**
- * Rows 6, 11 and 12 come first: rows 11 and 12 compare the server's memory with the peer's, whose
+ * Row 13 (a server of its own, started and read while nothing else runs) comes first, then rows 6,
+ * 11 and 12: rows 11 and 12 compare the server's memory with the peer's, whose
  * process is fresh, so ours is measured fresh too (after the seeding), not after the other rows
  * have grown its heaps; their uploads are synced to disk before the next row, so the writeback does
  * not weigh on it. Rows 8 and 7, which write and read many files, come last. Row 11 reuses row
  * 6's uploads (measured once, with both baselines, for whichever asks first).
  */
-const ORDER = ['6', '11', '12', '1', '2', '3', '4', '5', '10', '9', '8', '7'] as const;
+const ORDER = ['13', '6', '11', '12', '1', '2', '3', '4', '5', '10', '9', '8', '7'] as const;
 const selected = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : ORDER);
 
 cleanUpOnExit();
@@ -118,6 +120,7 @@ try {
     '10': () => signIns.row10(),
     '11': () => files.row11(),
     '12': () => tus.row12(),
+    '13': () => row13(ctx),
   };
   const measured = new Map<string, Row[]>();
   for (const id of ORDER) {
