@@ -21,7 +21,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { cleanUpOnExit, cleanup, freePort, startListening, tempDir } from './processes.ts';
+import { cleanUpOnExit, cleanup, freePort, ROOT, startListening, tempDir } from './processes.ts';
 import { machine, markdown, writeJson, type Row } from './report.ts';
 import { FileRows } from './rows/files.ts';
 import { RequestRows } from './rows/requests.ts';
@@ -76,7 +76,7 @@ try {
   // The server runs as `npm start` runs it: the bundle built from the sources as they are now,
   // with the start script's Node flags.
   const start = startCommand();
-  execFileSync(process.execPath, ['server/build.ts'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['server/build.ts'], { cwd: ROOT, stdio: 'inherit' });
   let servers = 0;
   /** The server on a data folder, as `npm start` runs it (the bundle, the start script's flags). */
   const startServer = async (folder: string, listenOn?: number, publicUrl?: string) => {
