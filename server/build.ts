@@ -11,11 +11,12 @@
  * trace names the bundle's lines, which read as the sources do, each module under a
  * `// server/…` comment. The tests and `npm run admin` run the TypeScript itself.
  *
- * Each output file is written aside and renamed into place, so a process starting while another
- * `npm start` builds reads either the old file or the new one, never half of one; chunks carry
- * their content's hash in their names, so a running process's chunks are never replaced.
+ * Each output file is written aside and renamed into place, the chunks before `main.js`, so a
+ * process starting while another `npm start` builds reads the old bundle or the new one, never
+ * half of either; chunks carry their content's hash in their names, so a running process's chunks
+ * are never replaced. Files that did not change are not written at all.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -24,7 +25,7 @@ import { fromRoot } from './root.ts';
 /**
  * `node:http` through `require`, for the modules in the bundle. An ES `import` of a built-in
  * module builds its namespace from every export, and reading `http.WebSocket` loads Node's fetch
- * implementation (undici, with TLS and HTTP/2: about 15 MB resident) into a server that never uses
+ * implementation (undici, with TLS and HTTP/2: about 12 MB resident) into a server that never uses
  * it. The names are the ones `node:http` has; one it lacks fails the build, not the server.
  */
 const HTTP_EXPORTS = ['METHODS', 'STATUS_CODES', 'Agent', 'ClientRequest', 'IncomingMessage', 'OutgoingMessage', 'Server', 'ServerResponse', 'createServer', 'validateHeaderName', 'validateHeaderValue', 'get', 'request', 'maxHeaderSize', 'globalAgent'];
@@ -57,9 +58,31 @@ const result = await build({
   write: false,
   logLevel: 'warning',
 });
-for (const file of result.outputFiles) {
-  mkdirSync(path.dirname(file.path), { recursive: true });
-  const aside = `${file.path}.${process.pid}.tmp`;
-  writeFileSync(aside, file.contents);
-  renameSync(aside, file.path);
+// The chunks first, `main.js` last: a process starting meanwhile reads the old `main.js` and the
+// old chunks it names, or the new one whose chunks are all there.
+const outputs = [...result.outputFiles].sort((a, b) => Number(path.basename(a.path) === 'main.js') - Number(path.basename(b.path) === 'main.js'));
+for (const file of outputs) {
+  // Unchanged files are left as they are: a start on a folder the server may only read (built at
+  // install by another user) writes nothing.
+  if (existsSync(file.path) && readFileSync(file.path).equals(file.contents)) continue;
+  try {
+    mkdirSync(path.dirname(file.path), { recursive: true });
+    const aside = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(aside, file.contents);
+    renameSync(aside, file.path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw error;
+    console.error(`The server's sources changed since dist/server was built, and ${path.dirname(file.path)} cannot be written (${code}): run \`npm run build:server\` as the user who owns the folder.`);
+    process.exit(1);
+  }
+}
+
+// Chunks no longer named by the bundle, once an hour old: a process started from an earlier
+// build has loaded its chunks by then (they are imported at start).
+const kept = new Set(outputs.map((file) => file.path));
+const chunks = path.join(outdir, 'chunks');
+for (const name of existsSync(chunks) ? readdirSync(chunks) : []) {
+  const file = path.join(chunks, name);
+  if (!kept.has(file) && statSync(file).mtimeMs < Date.now() - 3_600_000) rmSync(file, { force: true });
 }

@@ -43,7 +43,7 @@ const processes = Number(values.processes);
 if (!Number.isInteger(processes) || processes < 1) throw new Error('--processes takes a whole number, 1 or more');
 
 /**
- * Row 13 (a server of its own, started and read while nothing else runs) comes first, then rows 6,
+ * Row 13 (a server of its own on an empty folder, read before any row loads the bench's server) comes first, then rows 6,
  * 11 and 12: rows 11 and 12 compare the server's memory with the peer's, whose
  * process is fresh, so ours is measured fresh too (after the seeding), not after the other rows
  * have grown its heaps; their uploads are synced to disk before the next row, so the writeback does

@@ -4,7 +4,9 @@
  * the code is or on what it loads late: pages (their templates and assets are read from the
  * service's folder, not beside the module), the API document (built at its first request) and the
  * reference page's stylesheet, tRPC, a password check (the common-password list, loaded at the
- * first one). Two builds at once leave a whole bundle.
+ * first one). The bundle's static imports leave the optional back ends out, and `npm start`
+ * stops with the signal npm forwards (the script's shell is replaced by the server: a shell left
+ * in between would die and orphan it).
  */
 import { spawn, execFile } from 'node:child_process';
 import { readdir, readFile, rm } from 'node:fs/promises';
@@ -28,8 +30,8 @@ let url = '';
 let env: NodeJS.ProcessEnv = {};
 
 beforeAll(async () => {
-  // Two builds at once, as two `npm start`s on one machine would run them: each file is
-  // written aside and renamed, so the bundle is whole whichever finishes last.
+  // Two builds at once, as two `npm start`s on one machine would run them: both finish, and
+  // neither leaves a file written aside.
   await Promise.all([run(process.execPath, ['server/build.ts'], { cwd: ROOT }), run(process.execPath, ['server/build.ts'], { cwd: ROOT })]);
   dir = await tempDir();
   const start = startCommand();
@@ -48,9 +50,36 @@ beforeAll(async () => {
 }, LONG);
 
 afterAll(async () => {
-  child?.kill('SIGTERM');
+  if (child && child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child!.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
   if (dir) await rm(dir, { recursive: true, force: true });
 });
+
+/** The packages the bundle must not import at start: loaded only when configured or first used. */
+const LATE = ['pg', 'prom-client', '@aws-sdk/client-s3', '@aws-sdk/lib-storage', 'qrcode', 'yazl', 'nodemailer', '@simplewebauthn/server', 'rate-limiter-flexible', '@zxcvbn-ts/language-common'];
+
+/** The files `main.js` imports statically, itself included, and the module names they import statically. */
+async function staticGraph(): Promise<{ files: string[]; imports: Set<string> }> {
+  const folder = path.join(ROOT, 'dist', 'server');
+  const files: string[] = [];
+  const imports = new Set<string>();
+  const queue = ['main.js'];
+  while (queue.length > 0) {
+    const name = queue.shift()!;
+    if (files.includes(name)) continue;
+    files.push(name);
+    const text = await readFile(path.join(folder, name), 'utf8');
+    for (const match of text.matchAll(/^\s*(?:import|export)\s[^;]*?\sfrom\s+["']([^"']+)["']|^\s*import\s+["']([^"']+)["']/gm)) {
+      const target = match[1] ?? match[2] ?? '';
+      if (target.startsWith('./')) queue.push(path.posix.normalize(path.posix.join(path.posix.dirname(name), target)));
+      else imports.add(target);
+    }
+  }
+  return { files, imports };
+}
 
 describe('the bundled server (npm start)', () => {
   it('is JavaScript that imports no TypeScript and leaves no half-written file', async () => {
@@ -62,6 +91,42 @@ describe('the bundled server (npm start)', () => {
     }
     const leftovers = (await readdir(path.join(ROOT, 'dist', 'server'), { recursive: true })).filter((name) => name.endsWith('.tmp'));
     expect(leftovers).toEqual([]);
+  });
+
+  it('imports no optional back end and no node:http namespace at start', async () => {
+    const { files, imports } = await staticGraph();
+    expect(files.length).toBeGreaterThan(1);
+    expect([...imports].filter((name) => LATE.includes(name) || name.startsWith('@aws-sdk/'))).toEqual([]);
+    // An ES import of node:http reads http.WebSocket, which loads Node's fetch (build.ts).
+    expect([...imports].filter((name) => name === 'node:http' || name === 'http')).toEqual([]);
+    // What it does load, so that the check above reads a real graph.
+    expect(imports).toContain('knex');
+    expect(imports).toContain('zod');
+  });
+
+  it('npm start stops when npm is sent SIGTERM, leaving no server behind', { timeout: LONG }, async () => {
+    const folder = await tempDir();
+    try {
+      const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: await childEnv({ DATA_DIR: folder, PORT: '0', LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] });
+      const started = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        npm.stdout!.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          const match = /Listening on (http:\/\/\S+)/.exec(out);
+          if (match?.[1]) resolve(match[1]);
+        });
+        npm.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        npm.on('exit', (code) => reject(new Error(`npm start exited (${code}) before listening:\n${out}`)));
+      });
+      expect((await fetch(`${started}/health`)).status).toBe(200);
+      const exited = new Promise((resolve) => npm.once('exit', resolve));
+      npm.kill('SIGTERM');
+      await exited;
+      // The server itself stopped, not only npm: its port no longer answers.
+      await expect.poll(async () => fetch(`${started}/health`).then(() => 'answers', () => 'closed'), { timeout: 15_000 }).toBe('closed');
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   it('serves the pages with their stylesheet', async () => {
