@@ -10,6 +10,13 @@ import { checkPage, newContext, closeServerAndBrowser, openServerAndBrowser } fr
 let server: TestServer;
 let browser: Browser;
 
+/**
+ * How long Swagger UI may take to draw the first operation: it loads its 1.5 MB script, then asks
+ * for the API document, which the server builds at its first request (about 0.3 s alone, several
+ * seconds on a machine running two suites and Chromium at once).
+ */
+const DRAWN = 60_000;
+
 beforeAll(async () => ({ server, browser } = await openServerAndBrowser()), 60_000);
 afterAll(() => closeServerAndBrowser({ server, browser }));
 
@@ -27,7 +34,7 @@ describe('the API reference page', () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(`${server.url}/docs`);
-    await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
+    await page.locator('.opblock').first().waitFor({ timeout: DRAWN });
     // The servers' menu is labelled once Swagger UI has drawn it.
     await expect.poll(() => page.locator('select#servers').getAttribute('aria-label')).toBe('Server');
     // An operation opened shows its parameters, body and answers, with controls of their own;
@@ -45,7 +52,7 @@ describe('the API reference page', () => {
     const context = await newContext(browser, { phone: true });
     const page = await context.newPage();
     await page.goto(`${server.url}/docs`);
-    await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
+    await page.locator('.opblock').first().waitFor({ timeout: DRAWN });
     await expect.poll(() => page.locator('select#servers').getAttribute('aria-label')).toBe('Server');
     await checkPage(page, 'docs-phone');
     expect(await landmarks(page)).toEqual([]);
