@@ -11,6 +11,7 @@ import { OWASP_SCRYPT } from '../../server/accounts/passwords.ts';
 import { loadConfig } from '../../server/config.ts';
 import { openTestDatabase } from '../helpers/database.ts';
 import { Client } from '../helpers/http.ts';
+import { listening } from '../helpers/processes.ts';
 import { childEnv, tempDir } from '../helpers/server.ts';
 import { PASSWORD } from '../helpers/users.ts';
 
@@ -28,16 +29,7 @@ describe('the password-hash cost', () => {
     const { NODE_ENV: _node, PASSWORD_HASH_COST: _cost, ...env } = await childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn' });
     const child = spawn('npm', ['start', '--silent'], { cwd: path.resolve(import.meta.dirname, '../..'), env, stdio: ['ignore', 'pipe', 'pipe'] });
     started.push(child);
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        const match = /Listening on (http:\/\/\S+)/.exec(out);
-        if (match?.[1]) resolve(match[1]);
-      });
-      child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      child.on('exit', (code) => reject(new Error(`npm start exited (${code}) before listening:\n${out}`)));
-    });
+    const { url } = await listening(child, 'npm start');
 
     const res = await new Client(url).post('/register', { email: 'cost@example.org', fullname: 'Ada Lovelace', password: PASSWORD, token: 'dev-ok' });
     expect(res.status).toBe(200);

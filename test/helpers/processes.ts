@@ -17,19 +17,28 @@ export interface ServerProcess {
 const running = new Set<ChildProcess>();
 
 /** Starts a server process and resolves with its address once it listens; rejects if it exits first. */
-export function startServerProcess(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
+export async function startServerProcess(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['server/main.ts'], { env: { PORT: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.on('exit', () => running.delete(child));
+  const { url, output } = await listening(child, 'a server');
+  return { url, child, output };
+}
+
+/**
+ * The address a started server (`npm start`, the bundle, `server/main.ts`) prints once it
+ * listens, read from its output; rejects, with that output, if the process exits first.
+ */
+export function listening(child: ChildProcess, what: string): Promise<{ url: string; output: () => string }> {
   let out = '';
   return new Promise((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /Listening on (http:\/\/\S+)/.exec(out);
-      if (match?.[1]) resolve({ url: match[1], child, output: () => out });
+      if (match?.[1]) resolve({ url: match[1], output: () => out });
     });
-    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.on('exit', (code) => reject(new Error(`a server exited (${code}) before listening:\n${out}`)));
+    child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('exit', (code) => reject(new Error(`${what} exited (${code}) before listening:\n${out}`)));
   });
 }
 

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { buildOpenApiDocument } from '../../server/http/openapi.ts';
 import { Client } from '../helpers/http.ts';
+import { listening } from '../helpers/processes.ts';
 import { childEnv, tempDir } from '../helpers/server.ts';
 import { startCommand } from '../helpers/start-command.ts';
 
@@ -37,16 +38,7 @@ beforeAll(async () => {
   const start = startCommand();
   env = await childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn', ...start.env });
   child = spawn(process.execPath, [...start.flags, start.script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child!.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /Listening on (http:\/\/\S+)/.exec(out);
-      if (match?.[1]) resolve(match[1]);
-    });
-    child!.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child!.on('exit', (code) => reject(new Error(`the bundle exited (${code}) before listening:\n${out}`)));
-  });
+  ({ url } = await listening(child, 'the bundle'));
 }, LONG);
 
 afterAll(async () => {
@@ -108,16 +100,7 @@ describe('the bundled server (npm start)', () => {
     const folder = await tempDir();
     try {
       const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: await childEnv({ DATA_DIR: folder, PORT: '0', LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] });
-      const started = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        npm.stdout!.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-          const match = /Listening on (http:\/\/\S+)/.exec(out);
-          if (match?.[1]) resolve(match[1]);
-        });
-        npm.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-        npm.on('exit', (code) => reject(new Error(`npm start exited (${code}) before listening:\n${out}`)));
-      });
+      const { url: started } = await listening(npm, 'npm start');
       expect((await fetch(`${started}/health`)).status).toBe(200);
       const exited = new Promise((resolve) => npm.once('exit', resolve));
       npm.kill('SIGTERM');
