@@ -1,9 +1,10 @@
 /**
- * `npm run build:server` (run by `npm ci` and before every `npm start`; about 0.3 s): bundles the
+ * `npm run build:server` (run by `npm ci` and before every `npm start`; under a second): bundles the
  * server's TypeScript into plain JavaScript under `dist/server/`, which `npm start` runs.
  *
- * Why: a process started from `.ts` files loads Node's type stripper (about 17 MB resident) and
- * strips every module at each start; the bundle is JavaScript, one file and a few chunks. The
+ * Why: a process started from `.ts` files loads Node's type stripper and holds every module's
+ * source twice (about 34 MB resident more, docs/performance.md); the bundle is JavaScript, one
+ * file and a few chunks. The
  * packages stay in `node_modules` (not bundled: `sqlite3` is native, and Knex and the AWS SDK load
  * parts of themselves by name) but tRPC's server (see `httpByRequire`), and the optional back ends
  * stay separate chunks loaded with `import()` only when configured (the S3 store, the metrics
@@ -84,5 +85,7 @@ const kept = new Set(outputs.map((file) => file.path));
 const chunks = path.join(outdir, 'chunks');
 for (const name of existsSync(chunks) ? readdirSync(chunks) : []) {
   const file = path.join(chunks, name);
-  if (!kept.has(file) && statSync(file).mtimeMs < Date.now() - 3_600_000) rmSync(file, { force: true });
+  // Another build may have removed it meanwhile: then there is nothing to do.
+  const modified = kept.has(file) ? undefined : statSync(file, { throwIfNoEntry: false })?.mtimeMs;
+  if (modified !== undefined && modified < Date.now() - 3_600_000) rmSync(file, { force: true });
 }

@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startListening } from '../processes.ts';
+import { startListening, type Started } from '../processes.ts';
 import type { Row } from '../report.ts';
 import { restingBytes, withBaseline, type BenchContext } from './common.ts';
 
@@ -17,31 +17,27 @@ const SETTLE_MS = 5_000;
 /** The goal the issue sets. */
 const MOST_MB = 100;
 
+/** A started process's resident memory once it has been left alone `SETTLE_MS`; the process is stopped after. */
+async function settled(started: Started): Promise<number> {
+  try {
+    await sleep(SETTLE_MS);
+    return await restingBytes(started.pid);
+  } finally {
+    await started.stop();
+  }
+}
+
 export async function row13(ctx: BenchContext): Promise<Row[]> {
   const folder = path.join(ctx.scratchDir, 'fresh-data');
   mkdirSync(folder, { recursive: true });
-  const ours = await ctx.startServer(folder);
-  let oursRest: number;
-  try {
-    await sleep(SETTLE_MS);
-    oursRest = await restingBytes(ours.pid);
-  } finally {
-    await ours.stop();
-  }
+  const oursRest = await settled(await ctx.startServer(folder));
   const peerRest = await withBaseline('tus', [path.join(ctx.scratchDir, 'tus-at-rest')], async (_url, peer) => {
     await sleep(SETTLE_MS);
     return restingBytes(peer.pid);
   });
   const bareScript = path.join(ctx.scratchDir, 'bare-http.mjs');
   writeFileSync(bareScript, "import { createServer } from 'node:http';\nconst server = createServer((_req, res) => res.end('ok'));\nserver.listen(0, '127.0.0.1', () => console.log(`Listening on http://127.0.0.1:${server.address().port}`));\nprocess.once('SIGTERM', () => server.close(() => process.exit(0)));\n");
-  const bare = await startListening('bare-http', bareScript);
-  let bareRest: number;
-  try {
-    await sleep(SETTLE_MS);
-    bareRest = await restingBytes(bare.pid);
-  } finally {
-    await bare.stop();
-  }
+  const bareRest = await settled(await startListening('bare-http', bareScript));
   const figure = oursRest / MB;
   return [
     {
