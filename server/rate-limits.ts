@@ -1,7 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.ts';
 import { RateLimiterRes, type RateLimiterStore } from '../db/knex.ts';
-import type { Metrics } from './metrics/events.ts';
 
 /**
  * Every rate limit of the service: how many tries a key gets in a window. Keys are an account
@@ -53,9 +52,9 @@ export class RateLimits {
   /** One call at a time: a flood of counted requests queues here, not on the database. */
   #queue: Promise<unknown> = Promise.resolve();
   /** Where each refusal is counted, by the limit's name (`metrics/events.ts`). */
-  readonly #metrics: Pick<Metrics, 'rateLimited'> | undefined;
+  readonly #metrics: { rateLimited(limit: RateLimitName): void } | undefined;
 
-  constructor(store: RateLimiterStore, metrics?: Pick<Metrics, 'rateLimited'>) {
+  constructor(store: RateLimiterStore, metrics?: { rateLimited(limit: RateLimitName): void }) {
     this.#metrics = metrics;
     const entries = Object.entries(RATE_LIMITS).map(([name, rule]) => [
       name,

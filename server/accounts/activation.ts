@@ -14,7 +14,7 @@ import { activationPendingMail } from '../mail/messages.ts';
 import { addressKey, maskEmail } from './ids.ts';
 import { normaliseEmail, normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
-import { AccountsPart } from './part.ts';
+import { AccountsPart } from './core.ts';
 import { ACTIVATION_MAIL } from './sign-up.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
 import { hasBirthDate } from './profile-editor.ts';

@@ -1,7 +1,7 @@
 import { AppError, type EmailChangeKind, type EmailUndoPreview, type EmailUndoResult, type OwnEmailsResult } from '../../shared/index.ts';
 import { emailChangedMail } from '../mail/messages.ts';
 import { hashSecret } from '../secrets.ts';
-import { AccountsPart } from './part.ts';
+import { AccountsPart } from './core.ts';
 import { preferredEmail } from './profiles.ts';
 import { normaliseEmail, type AccountsRepository, type ProfileRecord, type TokenRecord } from './repository.ts';
 import type { EmailUndoKind } from './repository/tokens.ts';

@@ -15,7 +15,8 @@ import { duplicateProfileMail, emailConfirmationMail } from '../mail/messages.ts
 import { hashSecret } from '../secrets.ts';
 import type { RequestOrigin, Viewer } from './viewer.ts';
 import type { EmailChangeService } from './email-changes.ts';
-import { AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
+import { AccountsPart, type AccountsCore } from './core.ts';
+import { type AccountsDeps } from './service-base.ts';
 import { ACTIVE_STATES } from './session-rule.ts';
 
 const INVALID_CODE = 'Token is not valid';

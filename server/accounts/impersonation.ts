@@ -1,7 +1,8 @@
 import { AppError, type Impersonator, type ImpersonateResult, type ImpersonatorsResult, type SetImpersonatorsInput } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import type { IssuedSession, Viewer } from './viewer.ts';
-import { AccountsPart, SUPER_USERS_GROUP } from './part.ts';
+import { AccountsPart } from './core.ts';
+import { SUPER_USERS_GROUP } from './roles.ts';
 import { preferredEmail } from './profiles.ts';
 import { canHoldSession, sessionEnded } from './session-rule.ts';
 

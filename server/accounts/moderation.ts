@@ -2,7 +2,8 @@ import { AppError, type ModerateProfileInput, type ModerationDecision, type Past
 import { profileAcceptedMail, profileRejectedMail } from '../mail/messages.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import type { Viewer } from './viewer.ts';
-import { AccountsPart, SUPER_USERS_GROUP } from './part.ts';
+import { AccountsPart } from './core.ts';
+import { SUPER_USERS_GROUP } from './roles.ts';
 import { preferredEmail } from './profiles.ts';
 
 /**

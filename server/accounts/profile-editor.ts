@@ -21,7 +21,7 @@
  */
 import { AppError, type EditableProfileContent, type Name, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
-import { AccountsPart } from './part.ts';
+import { AccountsPart } from './core.ts';
 import type { AccountsRepository, ProfileRecord } from './repository.ts';
 import { deviceDetails } from './sessions.ts';
 import { splitUsername, tildeBase, usernameForName } from './tilde.ts';

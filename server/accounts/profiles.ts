@@ -8,7 +8,7 @@ import {
   type ProfileState,
   type SimplifiedProfile,
 } from '../../shared/index.ts';
-import { AccountsBase } from './part.ts';
+import { AccountsBase } from './service-base.ts';
 import type { ProfileRecord } from './repository.ts';
 import { ACTIVE_STATES } from './session-rule.ts';
 import { tildeBase } from './tilde.ts';

@@ -3,7 +3,8 @@ import { AppError, SignInMethod, type ChangePasswordInput, type SecurityEvent, t
 import { passwordChangedMail } from '../mail/messages.ts';
 import { addressKey } from './ids.ts';
 import type { MfaRepository } from './mfa/repository.ts';
-import { AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
+import { AccountsPart, type AccountsCore } from './core.ts';
+import { type AccountsDeps } from './service-base.ts';
 import { preferredEmail } from './profiles.ts';
 import { deviceDetails } from './sessions.ts';
 import { checkNewPassword, personalContext } from './password-policy.ts';

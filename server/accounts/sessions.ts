@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Impersonator, ProfileState, SessionResult } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
-import { AccountsBase, type AccountsDeps, MODERATORS_GROUP, SUPER_USERS_GROUP } from './part.ts';
+import { MODERATORS_GROUP, SUPER_USERS_GROUP } from './roles.ts';
+import { AccountsBase, type AccountsDeps } from './service-base.ts';
 import type { ProfileService } from './profiles.ts';
 import type { AccountsRepository, ProfileRecord, SessionRecord } from './repository.ts';
 import { canHoldSession, sessionEnded } from './session-rule.ts';

@@ -17,7 +17,7 @@ import { addressKey } from './ids.ts';
 import { EMAIL_CODE_SECONDS, amrOf, type SecondFactorProof, type SecondFactors } from './mfa/second-factor.ts';
 import type { PasskeyFactor } from './mfa/passkey-factor.ts';
 import type { MfaRepository } from './mfa/repository.ts';
-import { AccountsBase, type AccountsDeps } from './part.ts';
+import { AccountsBase, type AccountsDeps } from './service-base.ts';
 import { preferredEmail } from './profiles.ts';
 import { normaliseId, type ProfileRecord } from './repository.ts';
 import { ACTIVE_STATES, canHoldSession } from './session-rule.ts';

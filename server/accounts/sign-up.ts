@@ -11,7 +11,8 @@ import {
 import { activationMail, signUpAttemptMail } from '../mail/messages.ts';
 import { addressKey } from './ids.ts';
 import { checkNewPassword, type PasswordContext } from './password-policy.ts';
-import { AccountsBase, MODERATORS_GROUP, SUPER_USERS_GROUP, type AccountsDeps } from './part.ts';
+import { MODERATORS_GROUP, SUPER_USERS_GROUP } from './roles.ts';
+import { AccountsBase, type AccountsDeps } from './service-base.ts';
 import type { Mail } from '../mail/mailer.ts';
 import { type AccountsRepository, normaliseEmail } from './repository.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';

@@ -1,5 +1,6 @@
 import { AppError, type DataExport, type MfaStatus, type OidcConsent, type SessionInfo } from '../../shared/index.ts';
-import { AccountsPart, type AccountsCore, type AccountsDeps } from './part.ts';
+import { AccountsPart, type AccountsCore } from './core.ts';
+import { type AccountsDeps } from './service-base.ts';
 import { preferredEmail } from './profiles.ts';
 import type { Viewer } from './viewer.ts';
 

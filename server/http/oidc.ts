@@ -2,23 +2,23 @@
  * The sign-in provider's adapter: its protocol endpoints (discovery, keys, authorization, token,
  * userinfo, introspection, revocation, registration), the form and JSON readers the route table
  * puts before them, and the stylesheet of its pages. The pages a person fills in (login, second
- * step, consent, sign-out) are `server/web/pages/provider.ts`.
+ * step, consent, sign-out) are `server/web/pages/provider/`.
  */
 import { createHash } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
-import { errorPage } from '../oidc/pages.ts';
+import { errorPage } from '../web/pages/provider/views.ts';
 import { ASSETS, serveUnhashed } from '../web/assets.ts';
 import { InvalidClient, InvalidClientMetadata, InvalidRequest, InvalidToken, OAuthError } from '../oidc/errors.ts';
 import type { RegistrationAnswer } from '../oidc/registration.ts';
 import { requestIdOf } from '../web/render.ts';
-import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider.ts';
+import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider/kit.ts';
 import type { Services } from '../services.ts';
 import { bearerOf, browserViewer, formValue } from './context.ts';
-import { requestError, withLengthCheck } from './body.ts';
-import { sendError } from './send-error.ts';
+import { withLengthCheck } from './body.ts';
+import { requestError, sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
 import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
 
@@ -201,7 +201,8 @@ export function oidcHandlers(services: Services, config: Config) {
     try {
       await oidc.revoke((req.body as Record<string, unknown> | undefined) ?? {}, req.get('authorization'));
     } catch (error) {
-      req.log.error({ err: error }, 'revocation failed');
+      sendOAuthError(res, error);
+      return;
     }
     // RFC 7009: the answer is 200 whether or not the token existed.
     res.status(200).end();

@@ -22,6 +22,7 @@ import {
   IntrospectionAnswer,
   IntrospectionForm,
   RevocationForm,
+  EndSessionParams,
   TokenAnswerBody,
   TokenRequestForm,
   UserInfoAnswer,
@@ -46,9 +47,9 @@ import type { FileHandlers } from './files.ts';
 import type { TusHandlers } from './tus.ts';
 import type { OidcHandlers } from './oidc.ts';
 import type { WebHandlers } from '../web/pages/index.ts';
-import type { ProviderPageHandlers } from '../web/pages/provider.ts';
-import type { PasskeyHandlers } from './passkeys.ts';
-import type { Operation } from './openapi.ts';
+import type { ProviderPageHandlers } from '../web/pages/provider/index.ts';
+import type { PasskeyHandlers } from '../web/pages/passkeys.ts';
+import type { Operation } from './operation.ts';
 
 type PathsOf<T, Prefix extends string = ''> = {
   [K in keyof T & string]: T[K] extends AnyProcedure ? `${Prefix}${K}` : PathsOf<T[K], `${Prefix}${K}.`>;
@@ -125,9 +126,9 @@ export type OperationDoc = Omit<Operation, 'method' | 'path'>;
  * - `stream`: uploads and downloads (`files.ts`);
  * - `oauth`: the sign-in provider's protocol endpoints, which answer in OAuth's formats (`oidc.ts`);
  * - `page`: HTML pages (the authorization endpoint and the provider's stylesheet: `oidc.ts`; its
- *   login, second step and consent: `server/web/pages/provider.ts`; the account pages under
+ *   login, second step and consent: `server/web/pages/provider/`; the account pages under
  *   `/account`: `server/web/pages/`, one file per flow;
- *   the passkey scripts and the Python client's passkey page: `passkeys.ts`);
+ *   the passkey scripts and the Python client's passkey page: `server/web/pages/passkeys.ts`);
  * - `health`: the health check (`health.ts`); `docs`: the API document and its reference page (`docs.ts`).
  * Those with a `doc` are in the API document.
  */
@@ -297,7 +298,9 @@ const BASIC = z.object({ authorization: z.string().optional().describe('`Basic <
 const PROTOCOL_DOCS = {
   token: { tag: 'oidc', summary: 'Token endpoint (RFC 6749): a code with its PKCE verifier, or a refresh token, for tokens', session: 'none', headers: BASIC, body: { form: TokenRequestForm }, answer: { json: TokenAnswerBody }, errors: [401], errorBody: 'oauth' },
   introspect: { tag: 'oidc', summary: 'Token introspection (RFC 7662), for a client that authenticates', session: 'none', headers: BASIC, body: { form: IntrospectionForm }, answer: { json: IntrospectionAnswer }, errors: [401], errorBody: 'oauth' },
-  revoke: { tag: 'oidc', summary: 'Token revocation (RFC 7009): always 200; revokes only what the client proves is its own', session: 'none', headers: BASIC, body: { form: RevocationForm }, answer: { empty: 200 }, errorBody: 'oauth' },
+  revoke: { tag: 'oidc', summary: 'Token revocation (RFC 7009): 200 for any token, revoking only what the client proves is its own; 401 invalid_client when the client fails to prove itself', session: 'none', headers: BASIC, body: { form: RevocationForm }, answer: { empty: 200 }, errors: [401], errorBody: 'oauth' },
+  endSession: { tag: 'oidc', summary: 'Sign out (RP-Initiated Logout 1.0): at once with an id_token_hint naming the person signed in, otherwise a "Sign out?" page; then the registered post_logout_redirect_uri with state, or a "You are signed out" page', session: 'optional', query: EndSessionParams, answer: { html: true } },
+  endSessionForm: { tag: 'oidc', summary: 'Sign out (RP-Initiated Logout 1.0), the parameters sent as a form', session: 'optional', body: { form: EndSessionParams }, answer: { html: true } },
   userinfo: { tag: 'oidc', summary: 'UserInfo (OpenID Connect Core §5.3): the claims of an access token (`Authorization: Bearer`)', session: 'none', answer: { json: UserInfoAnswer }, errors: [401], errorBody: 'oauth' },
 } satisfies Record<string, OperationDoc>;
 
@@ -462,8 +465,8 @@ export const routes: Route[] = [
   { kind: 'page', method: 'get', path: '/oidc/consent', body: 'none', sameOrigin: false, handler: 'consentForm' },
   { kind: 'page', method: 'post', path: '/oidc/consent', body: 'form', sameOrigin: false, handler: 'consent' },
   { kind: 'allow', method: 'options', path: '/oidc/consent', body: 'none', sameOrigin: false },
-  { kind: 'page', method: 'get', path: '/oidc/logout', body: 'none', sameOrigin: false, handler: 'endSession' },
-  { kind: 'page', method: 'post', path: '/oidc/logout', body: 'form', sameOrigin: false, handler: 'endSession' },
+  { kind: 'page', method: 'get', path: '/oidc/logout', body: 'none', sameOrigin: false, handler: 'endSession', doc: PROTOCOL_DOCS.endSession },
+  { kind: 'page', method: 'post', path: '/oidc/logout', body: 'form', sameOrigin: false, handler: 'endSession', doc: PROTOCOL_DOCS.endSessionForm },
   { kind: 'page', method: 'post', path: '/oidc/logout/confirm', body: 'form', sameOrigin: false, handler: 'confirmEndSession' },
   { kind: 'allow', method: 'options', path: '/oidc/logout', body: 'none', sameOrigin: false },
   { kind: 'page', method: 'get', path: '/oidc/pages.css', handler: 'stylesheet' },

@@ -1,7 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../errors.ts';
-import { requestError } from './body.ts';
 
 /** Whether the request has a body that has not been read (all of it) yet. */
 export function bodyUnread(req: Request): boolean {
@@ -33,4 +32,42 @@ export function errorHandler(error: unknown, req: Request, res: Response, _next:
 /** No route matched: a 404 Error body, never an HTML page. */
 export function notFound(req: Request, res: Response): void {
   sendError(res, new AppError('NotFoundError', `Route not found: ${req.method} ${req.path}`));
+}
+
+/**
+ * The AppError for an error a body parser (express.json, express.urlencoded, and the
+ * decompression under them) or the router raised about the request itself, or null for any
+ * other error. Their `type` (or, for a body that does not decompress, their 4xx status) says
+ * what failed, never their message, which may quote the request: their message is not shown.
+ */
+export function requestError(error: unknown): AppError | null {
+  if (error === null || typeof error !== 'object') return null;
+  const { type, status, expose } = error as { type?: unknown; status?: unknown; expose?: unknown };
+  switch (type) {
+    case 'entity.parse.failed':
+      return new AppError('BadRequestError', 'Malformed JSON body');
+    case 'entity.too.deep':
+      return new AppError('BadRequestError', 'The JSON body is nested too deeply');
+    case 'entity.too.large':
+      return AppError.tooLarge('The request body is too large');
+    case 'parameters.too.many':
+      return AppError.tooLarge('The form has too many parameters');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new AppError('BadRequestError', 'Unsupported body encoding');
+    case 'request.aborted':
+      return new AppError('BadRequestError', 'The request was aborted');
+    case 'request.size.invalid':
+      return new AppError('BadRequestError', 'The body is not as long as its Content-Length says');
+    default:
+      break;
+  }
+  // The router could not percent-decode a path parameter (`/pdf/%zz`).
+  if (error instanceof URIError && status === 400) return new AppError('BadRequestError', 'Malformed percent-encoding in the path');
+  // Anything else a body parser marks as the client's (a body that does not decompress, a stream
+  // already read): http-errors' `expose` with a 4xx status.
+  if (expose === true && typeof status === 'number' && status >= 400 && status < 500) {
+    return status === 413 ? AppError.tooLarge('The request body is too large') : new AppError('BadRequestError', 'The request could not be read as sent');
+  }
+  return null;
 }

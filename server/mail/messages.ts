@@ -5,13 +5,15 @@
  * together can be translated together, and a page's path is written once for every mail that
  * links to it.
  */
-import type { MailMessage } from './mailer.ts';
-
 /**
  * A mail before it has an address. `kind` names which mail it is, for the outbox's operators
  * (`admin mail list`) and its metrics; never a person's data.
  */
-export type MailContent = Pick<MailMessage, 'subject' | 'text'> & { kind: MailKind };
+export interface MailContent {
+  subject: string;
+  text: string;
+  kind: MailKind;
+}
 
 /** Every mail the service sends. */
 export type MailKind =

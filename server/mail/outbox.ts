@@ -28,7 +28,7 @@ import { ZodError } from 'zod';
 import type { Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { SecretBox } from '../secrets.ts';
-import { releaseLease, takeLease } from '../sweeper.ts';
+import { releaseLease, takeLease } from '../leases.ts';
 import { registerMailer, type Composer, type Mail, type Mailer, type OutboxWriter } from './mailer.ts';
 import { OutboxRepository, type OutboxRow, type OutboxState } from './outbox-repository.ts';
 import { DeliveryError, outboxFolderTransport, smtpTransport, type Transport } from './transport.ts';

@@ -1,19 +1,9 @@
-import { type AuthorConsole, AuthorConsoleConfig, type FormDefinition, type Note, type RatingSummary } from '../../shared/index.ts';
+import { type AuthorConsole, type Note, type RatingSummary } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { fieldValue } from './notes.ts';
+import { decisionField, ratingFields } from './official-forms.ts';
 import { type Repos, type VenueDeps, VenuePart } from './readers.ts';
 import type { VenueService } from './venues.ts';
-
-/** The field of a decision note that holds the decision: `decisionName`, lower-cased. */
-export const decisionField = (config: Pick<AuthorConsoleConfig, 'decisionName'>) => config.decisionName.toLowerCase();
-
-/** A rating entry as configured: one displayed name and the fields to try, in order. */
-export function ratingFields(reviewRatingName: AuthorConsoleConfig['reviewRatingName']): Array<{ display: string; fields: string[] }> {
-  const entries = typeof reviewRatingName === 'string' ? [reviewRatingName] : reviewRatingName;
-  return entries.flatMap((entry) =>
-    typeof entry === 'string' ? [{ display: entry, fields: [entry] }] : Object.entries(entry).map(([display, fields]) => ({ display, fields })),
-  );
-}
 
 /** `8: accept` counts as 8; a number is itself; anything else does not count. */
 export function ratingValue(value: unknown): number | null {
@@ -93,30 +83,4 @@ export class AuthorConsoleService extends VenuePart {
       }),
     );
   }
-}
-
-/** The official review form: one field per configured rating field, the confidence, the review text. */
-export function reviewForm(config: AuthorConsoleConfig): FormDefinition {
-  const rating = { type: 'string', regex: '-?\\d+(\\.\\d+)?(: .*)?' } as const;
-  const form: FormDefinition = {};
-  let order = 1;
-  for (const { fields } of ratingFields(config.reviewRatingName)) {
-    fields.forEach((field, i) => {
-      form[field] ??= { order: order++, description: `Rating: a number, optionally followed by ": " and its meaning`, value: { param: { ...rating, ...(i > 0 ? { optional: true } : {}) } } };
-    });
-  }
-  form[config.reviewConfidenceName] ??= { order: order++, description: 'Confidence in this review', value: { param: rating } };
-  form.review = { order: order++, description: 'The review. Markdown is allowed.', value: { param: { type: 'string', maxLength: 200000, input: 'textarea', markdown: true, optional: true } } };
-  return form;
-}
-
-export function decisionForm(config: AuthorConsoleConfig): FormDefinition {
-  return {
-    [decisionField(config)]: {
-      order: 1,
-      description: 'The decision on this submission',
-      value: { param: { type: 'string', input: 'radio', enum: ['Accept (Oral)', 'Accept (Poster)', 'Reject'] } },
-    },
-    comment: { order: 2, value: { param: { type: 'string', maxLength: 5000, input: 'textarea', markdown: true, optional: true } } },
-  };
 }

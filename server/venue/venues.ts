@@ -13,7 +13,7 @@ import {
   type VenuesQuery,
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import { decisionForm, reviewForm } from './author-console.ts';
+import { decisionForm, reviewForm } from './official-forms.ts';
 import { organisersOf, reviewersOf, type Reader, type Repos, VenuePart } from './readers.ts';
 
 /**

@@ -93,7 +93,7 @@ export function sendPage(res: Response, status: number, template: string, data: 
 
 /**
  * A page as HTML text, for handlers that send it with headers of their own (the sign-in
- * provider's pages, `server/oidc/pages.ts`): the same engine, layout and stylesheet, for a guest
+ * provider's pages, `server/web/pages/provider/views.ts`): the same engine, layout and stylesheet, for a guest
  * (no header navigation, no error summary: those pages show their own one-line error, with the
  * `requestId` their caller passes, from `requestIdOf`).
  */

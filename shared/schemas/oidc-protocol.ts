@@ -52,8 +52,21 @@ export const IntrospectionAnswer = z.object({
   iat: z.int().optional(),
 });
 
-/** `POST /oidc/revoke` (RFC 7009 §2.1): always answered 200. */
+/** `POST /oidc/revoke` (RFC 7009 §2.1): 200 for any token; `invalid_client` for a client that fails to prove itself. */
 export const RevocationForm = z.object({ token: Text, token_type_hint: z.enum(['access_token', 'refresh_token']).optional(), ...ClientProofFields });
+
+/**
+ * `GET|POST /oidc/logout` (OpenID Connect RP-Initiated Logout 1.0 §2): every parameter is
+ * optional; a `post_logout_redirect_uri` is followed only when the client registered it exactly.
+ */
+export const EndSessionParams = z.object({
+  id_token_hint: Text.optional().describe('An ID token this provider issued (expired ones too): whose session ends, and for which client'),
+  client_id: Text.optional(),
+  post_logout_redirect_uri: Text.optional().describe('One of the client’s registered post_logout_redirect_uris'),
+  state: Text.optional(),
+  logout_hint: Text.optional(),
+  ui_locales: Text.optional(),
+});
 
 /** `GET|POST /oidc/userinfo`: `sub`, and by scope `name`, `email`, `email_verified`. */
 export const UserInfoAnswer = z.object({ sub: Text, name: Text.optional(), email: Text.optional(), email_verified: z.boolean().optional() });

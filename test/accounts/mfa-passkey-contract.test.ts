@@ -18,7 +18,7 @@ import { SecondFactors } from '../../server/accounts/mfa/second-factor.ts';
 import { MfaService } from '../../server/accounts/mfa/service.ts';
 import { SecretBox } from '../../server/secrets.ts';
 import { OneTimeTokens } from '../../server/accounts/one-time-tokens.ts';
-import type { AccountsDeps } from '../../server/accounts/part.ts';
+import type { AccountsDeps } from '../../server/accounts/service-base.ts';
 import { DeviceCookies } from '../../server/accounts/device-cookies.ts';
 import { PasswordHasher, TEST_SCRYPT } from '../../server/accounts/passwords.ts';
 import { ProfileService } from '../../server/accounts/profiles.ts';

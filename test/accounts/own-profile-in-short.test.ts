@@ -1,6 +1,6 @@
 /**
  * `accounts.me`: the signed-in person's own profile in short, which the pages' header and the
- * provider's consent page show (`web/pages/kit.ts`, `web/pages/provider.ts`), called without HTTP.
+ * provider's consent page show (`web/pages/kit.ts`, `web/pages/provider/`), called without HTTP.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionResult } from '../../shared/index.ts';

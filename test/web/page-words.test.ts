@@ -4,7 +4,7 @@
  * templates; no server needed.
  */
 import { describe, expect, it } from 'vitest';
-import { secondStepPage } from '../../server/oidc/pages.ts';
+import { secondStepPage } from '../../server/web/pages/provider/views.ts';
 import { eventFrom } from '../../server/web/pages/security.ts';
 import { eventWords } from '../../server/web/pages/security-activity.ts';
 

@@ -6,7 +6,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loginPage } from '../../server/oidc/pages.ts';
+import { loginPage } from '../../server/web/pages/provider/views.ts';
 import { readOutbox } from '../helpers/outbox.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { checkPage, codeInMail, linkInMail, newContext, closeServerAndBrowser, openServerAndBrowser } from './helpers.ts';

@@ -68,6 +68,9 @@ export const mfaRouter = router({
     .output(TotpVerifyResult)
     .mutation(({ ctx, input }) => ctx.services.mfa.totpVerify(ctx.user, input.code, ctx.credentials.refreshToken)),
 
+  /** The setup waiting for its first code, shown again after a wrong one (the account page); null when none is. */
+  totpWaiting: authedProcedure.output(TotpInitResult.nullable()).query(({ ctx }) => ctx.services.mfa.totpWaiting(ctx.user)),
+
   totpDelete: mine.output(MfaChangeResult).mutation(({ ctx }) => ctx.services.mfa.totpDelete(ctx.user)),
 
   emailSetup: mine.output(EmailSetupResult).mutation(({ ctx }) => ctx.services.mfa.emailSetup(ctx.user, ctx.credentials.refreshToken)),

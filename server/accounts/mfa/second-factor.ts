@@ -1,14 +1,14 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { AppError, type MfaFactorMethod, type MfaMethod, type PasskeyAssertion } from '../../../shared/index.ts';
 import { verificationCodeMail } from '../../mail/messages.ts';
-import type { AccountsDeps } from '../part.ts';
+import type { AccountsDeps } from '../service-base.ts';
 import { preferredEmail } from '../profiles.ts';
 import { auditFailure } from '../security.ts';
 import { deviceDetails } from '../sessions.ts';
 import type { RequestOrigin } from '../viewer.ts';
 import type { AccountsRepository, ProfileRecord } from '../repository.ts';
 import { type CodeHasher, newEmailCode, typedDigits, typedRecoveryCode } from './codes.ts';
-import { MfaPart } from './part.ts';
+import { MfaServiceBase } from './service-base.ts';
 import type { PasskeyFactor, PasskeyProof } from './passkey-factor.ts';
 import type { MfaRepository } from './repository.ts';
 import { totpStep } from './totp.ts';
@@ -38,7 +38,7 @@ export interface SecondFactorDeps {
  * sign-in (`accounts/sign-in.ts`) and re-authentication (`service.ts`) check codes here, so the
  * lockout is the same for both.
  */
-export class SecondFactors extends MfaPart {
+export class SecondFactors extends MfaServiceBase {
   readonly #factorDeps: SecondFactorDeps;
 
   constructor(deps: AccountsDeps, factors: SecondFactorDeps) {

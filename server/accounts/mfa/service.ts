@@ -1,12 +1,12 @@
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import { AppError, type MfaFactorMethod, type MfaStatus, type PasskeyAttestation, type ReauthenticateInput, type TotpInitResult } from '../../../shared/index.ts';
 import { addressKey } from '../ids.ts';
-import type { AccountsDeps } from '../part.ts';
+import type { AccountsDeps } from '../service-base.ts';
 import { normaliseId, type ProfileRecord } from '../repository.ts';
 import type { SessionService } from '../sessions.ts';
 import type { RequestOrigin, Viewer } from '../viewer.ts';
 import { type CodeHasher, newRecoveryCode, RECOVERY_CODE_COUNT, typedDigits } from './codes.ts';
-import { MfaPart } from './part.ts';
+import { MfaServiceBase } from './service-base.ts';
 import type { PasskeyFactor } from './passkey-factor.ts';
 import type { MfaRepository } from './repository.ts';
 import { EMAIL_CODE_SECONDS, INVALID_CODE, type SecondFactors } from './second-factor.ts';
@@ -35,7 +35,7 @@ export interface MfaServiceDeps {
  * codes, remembered browsers), re-authentication, and the operator's way out. Every factor change
  * is mailed to the person and written to the audit log. Signing in with them is `sign-in.ts`'s.
  */
-export class MfaService extends MfaPart {
+export class MfaService extends MfaServiceBase {
   readonly #mfaDeps: MfaServiceDeps;
 
   constructor(deps: AccountsDeps, mfa: MfaServiceDeps) {
@@ -89,17 +89,36 @@ export class MfaService extends MfaPart {
     await this.#requireFreshToAdd(viewer, refreshToken);
     const id = viewer.profileId;
     const now = this.now();
-    const factors = await this.#mfaDeps.mfa.factors(id);
-    const sealed = factors?.totpPendingSecret ?? null;
-    const fresh = sealed !== null && factors?.totpPendingAt != null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
-    const secret = fresh ? this.#mfaDeps.box.open(sealed, id) : null;
-    if (secret === null || sealed === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
+    const waiting = await this.#waitingTotp(id, now);
+    if (waiting === null) throw new AppError('BadRequestError', 'Start the TOTP setup again: no setup is waiting for a code');
+    const { sealed, secret } = waiting;
     if (totpStep(secret, typedDigits(code), now) === null) throw new AppError('BadRequestError', INVALID_CODE, { path: 'code' });
     const recoveryCodes = await this.#enableFactor(viewer, 'mfa.totp.enabled', 'An authenticator app was set up for signing in', (mfa) =>
       mfa.enableTotp(id, sealed, now),
     );
     this.deps.metrics?.mfaEnrolled('totp');
     return { totpEnabled: true, ...(recoveryCodes ? { recoveryCodes } : {}) };
+  }
+
+  /**
+   * The TOTP setup waiting for its first code, shown again (the account page after a wrong
+   * code), from the secret kept server-side; null when none is waiting or it expired.
+   */
+  async totpWaiting(viewer: Viewer): Promise<TotpInitResult | null> {
+    const waiting = await this.#waitingTotp(viewer.profileId, this.now());
+    if (waiting === null) return null;
+    const profile = await this.#profile(viewer.profileId);
+    const label = (await this.#mfaDeps.factors.emailOf(profile).catch(() => null)) ?? profile.id;
+    return { secret: waiting.secret, ...(await totpProvisioning(waiting.secret, label, this.#mfaDeps.issuer)) };
+  }
+
+  /** The secret of the TOTP setup waiting for its first code (sealed and open), unless none is or it is older than `TOTP_SETUP_SECONDS`. */
+  async #waitingTotp(id: string, now: number): Promise<{ sealed: string; secret: string } | null> {
+    const factors = await this.#mfaDeps.mfa.factors(id);
+    const sealed = factors?.totpPendingSecret ?? null;
+    const fresh = sealed !== null && factors?.totpPendingAt != null && now - factors.totpPendingAt <= TOTP_SETUP_SECONDS * 1000;
+    const secret = fresh ? this.#mfaDeps.box.open(sealed, id) : null;
+    return sealed !== null && secret !== null ? { sealed, secret } : null;
   }
 
   async totpDelete(viewer: Viewer): Promise<{ status: 'ok'; enabled: boolean }> {

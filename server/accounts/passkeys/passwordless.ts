@@ -3,7 +3,7 @@ import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON 
 import { countedSignIn } from '../../metrics/events.ts';
 import { randomToken } from '../../secrets.ts';
 import { addressKey } from '../ids.ts';
-import { AccountsBase, type AccountsDeps } from '../part.ts';
+import { AccountsBase, type AccountsDeps } from '../service-base.ts';
 import { preferredEmail } from '../profiles.ts';
 import { ACTIVE_STATES } from '../session-rule.ts';
 import { inactiveMessage } from '../sessions.ts';

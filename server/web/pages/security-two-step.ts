@@ -6,12 +6,11 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type { MfaStatus } from '../../../shared/index.ts';
-import { TOTP_ISSUER, totpProvisioning } from '../../accounts/mfa/totp.ts';
 import { refusalOf, sendPage, type FieldError } from '../render.ts';
 import { jsonFieldValue } from '../passkey-forms.ts';
 import { field, frame, needsConfirmation, query, redirect, type PageKit, type SignedInPage } from './kit.ts';
 import { METHOD_WORDS, secondStepErrors } from './second-step.ts';
-import { areaPage, areaPath, type SecurityArea } from './security.ts';
+import { areaPage, areaPath, type SecurityArea } from './security-areas.ts';
 
 /**
  * The changes to a person's factors that need a recent proof of the person (the service answers
@@ -125,12 +124,10 @@ export function securityTwoStepPages(kit: PageKit) {
       } catch (error) {
         const refusal = refusalOf(req, error, () => 'code');
         if (refusal.status >= 500) throw error;
-        // The secret being set up is kept server-side; the page's hidden copy only shows it again.
-        const secret = field(req, 'secret');
-        if (!/^[A-Z2-7]{16,64}$/.test(secret)) return areaPage(req, res, page, 'two-step', refusal.status, refusal.errors);
-        const profile = await page.caller.accounts.me();
-        const { qrCodeDataUrl } = await totpProvisioning(secret, profile.preferredEmail ?? profile.id, TOTP_ISSUER);
-        return totpSetupPage(req, res, page, refusal.status, secret, qrCodeDataUrl, refusal.errors);
+        // The setup shown again from the secret kept server-side (none waiting: the area's page).
+        const waiting = await page.caller.accounts.mfa.totpWaiting();
+        if (!waiting) return areaPage(req, res, page, 'two-step', refusal.status, refusal.errors);
+        return totpSetupPage(req, res, page, refusal.status, waiting.secret, waiting.qrCodeDataUrl, refusal.errors);
       }
       if (recoveryCodes) return recoveryCodesPage(req, res, page, recoveryCodes, 'Your authenticator app is set up. These codes stand in for it if you lose it.');
       redirect(res, areaPath('two-step'), 'totp-on');

@@ -6,91 +6,23 @@
  * Every form posts to the path it always had (`/account/security/...`) and redirects back to
  * its area's page (post/redirect/get); a refused form shows its area's page again.
  */
-import type { Request, RequestHandler, Response } from 'express';
-import { PAGES_PREFIX } from '../../config.ts';
-import { SCOPE_WORDS } from '../../oidc/pages.ts';
+import type { RequestHandler } from 'express';
 import { ChangePasswordInput } from '../../../shared/index.ts';
 import { formRefusal, type FormField } from '../form-errors.ts';
-import { iso, refusalOf, sendPage, when, type FieldError } from '../render.ts';
-import { field, frame, redirect, type PageKit, type SignedInPage } from './kit.ts';
-import { METHOD_WORDS } from './second-step.ts';
-import { eventFrom, eventWords, securityActivityPages, signInWords } from './security-activity.ts';
+import { refusalOf, sendPage } from '../render.ts';
+import { field, frame, redirect, type PageKit } from './kit.ts';
+import { areaPage, areaPath, SECURITY_AREAS, WORDS, type SecurityArea } from './security-areas.ts';
+import { securityActivityPages } from './security-activity.ts';
 import { securityTwoStepPages } from './security-two-step.ts';
 
 export { eventFrom } from './security-activity.ts';
 
-/** The areas of "Password & security", in order: each a page at `/account/security/<id>` whose body is `templates/security/<id>.eta`. */
-export const SECURITY_AREAS = [
-  { id: 'password', title: 'Password' },
-  { id: 'two-step', title: 'Two-step verification' },
-  { id: 'passkeys', title: 'Passkeys' },
-  { id: 'sessions', title: 'Sessions and devices' },
-  { id: 'apps', title: 'Applications' },
-  { id: 'activity', title: 'Activity' },
-] as const;
-export type SecurityArea = (typeof SECURITY_AREAS)[number]['id'];
-
-/** Where an area's page is. */
 /** The password form's inputs, in order. */
 const PASSWORD_FIELDS: FormField[] = [
   { id: 'currentPassword', paths: ['currentPassword'], what: 'your current password', name: 'The current password' },
   { id: 'newPassword', paths: ['newPassword'], what: 'a new password', name: 'The new password' },
   { id: 'confirmation', paths: [], what: 'the new password again', name: 'The confirmation' },
 ];
-
-export function areaPath(area: SecurityArea): string {
-  return `${PAGES_PREFIX}/security/${area}`;
-}
-
-/** What every security template may read besides its own data: how to write times and methods. */
-const WORDS = {
-  when,
-  iso,
-  methodWords: (m: string) => METHOD_WORDS[m] ?? m,
-  signInWords,
-  eventWords,
-  eventFrom,
-  scopeWords: (scope: string) => SCOPE_WORDS[scope] ?? scope,
-};
-
-/** What an area's page shows, read through the procedures the REST paths call. */
-async function areaData(req: Request, page: SignedInPage, area: SecurityArea): Promise<Record<string, unknown>> {
-  switch (area) {
-    case 'password':
-      return {};
-    case 'two-step':
-      return { mfa: await page.caller.accounts.mfa.status() };
-    case 'passkeys': {
-      const [mfa, { passkeys }] = await Promise.all([page.caller.accounts.mfa.status(), page.caller.accounts.mfa.passkeys()]);
-      return { mfa, passkeys };
-    }
-    case 'sessions':
-      return { sessions: (await page.caller.accounts.sessions()).sessions };
-    case 'apps':
-      return { consents: (await page.caller.oidc.consents()).consents };
-    case 'activity': {
-      const before = Number(typeof req.query.before === 'string' ? req.query.before : Number.NaN);
-      const { events, older } = await page.caller.accounts.securityEvents(Number.isSafeInteger(before) && before > 0 ? { before } : {});
-      return { events, older: older ?? null, paged: Number.isSafeInteger(before) && before > 0 };
-    }
-  }
-}
-
-/**
- * Renders an area's page (`templates/security/area.eta`, which includes the area's own
- * template); `errors` and `values` for a refused form shown again.
- */
-export async function areaPage(req: Request, res: Response, page: SignedInPage, area: SecurityArea, status = 200, errors?: FieldError[], values: Record<string, string> = {}): Promise<void> {
-  const title = SECURITY_AREAS.find((a) => a.id === area)?.title ?? 'Password & security';
-  sendPage(
-    res,
-    status,
-    'security/area',
-    { ...frame(req, page, title, { errors, wide: true }), ...WORDS, area, areaTitle: title, areas: SECURITY_AREAS, values, ...(await areaData(req, page, area)) },
-    // Only the passkeys page runs the passkey ceremony, which calls the API from its script.
-    { passkeys: area === 'passkeys' },
-  );
-}
 
 export function securityPages(kit: PageKit) {
   const { signedIn } = kit;

@@ -6,15 +6,15 @@
  * carries a CSRF token; the one script (`server/web/assets/passkey.js`) only adds the passkey buttons.
  * Every error these pages show comes with the request's id, to quote to support.
  */
-import { secondStepData } from '../web/pages/second-step.ts';
-import { renderPage } from '../web/render.ts';
+import { renderPage } from '../../render.ts';
+import { secondStepData } from '../second-step.ts';
 
 /** What each scope means, in plain words. */
 export const SCOPE_WORDS: Record<string, string> = {
   openid: 'Know who you are (your profile id)',
   profile: 'See your name',
   email: 'See your email address and whether it is confirmed',
-  offline_access: 'Keep this access while you are away, until you sign out of it or revoke it under Applications',
+  offline_access: 'Keep this access while you are away, until you revoke it under Applications (signing out of the app does not end it)',
 };
 
 /** `verification`: the account's attempts ran out for this browser, so the form asks for human verification too. */

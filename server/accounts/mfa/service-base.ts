@@ -1,5 +1,5 @@
 import { signInSettingsChangedMail } from '../../mail/messages.ts';
-import { AccountsBase } from '../part.ts';
+import { AccountsBase } from '../service-base.ts';
 import { preferredEmail } from '../profiles.ts';
 import type { AccountsRepository } from '../repository.ts';
 
@@ -7,7 +7,7 @@ import type { AccountsRepository } from '../repository.ts';
  * What the multi-factor services share: the audit line and the mail that tell the person of a
  * change to how they sign in (a factor added or removed, a recovery code used).
  */
-export abstract class MfaPart extends AccountsBase {
+export abstract class MfaServiceBase extends AccountsBase {
   protected audit(target: string, actor: string, action: string, details?: Record<string, unknown>, repo: AccountsRepository = this.deps.repo, reason?: string): Promise<void> {
     return repo.settings.audit({ actor, action, target, reason, details }, this.now());
   }

@@ -15,10 +15,10 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
-import { AppError, WebAuthnAuthQuery } from '../../shared/index.ts';
-import { ASSETS, serveUnhashed } from '../web/assets.ts';
-import { pagePolicy, renderPage, sendHtml } from '../web/render.ts';
-import { sendError } from './send-error.ts';
+import { AppError, WebAuthnAuthQuery } from '../../../shared/index.ts';
+import { ASSETS, serveUnhashed } from '../assets.ts';
+import { pagePolicy, renderPage, sendHtml } from '../render.ts';
+import { sendError } from '../../http/send-error.ts';
 
 // The package exports only its entry (`script/index.js`), so its bundle is found beside it.
 const BROWSER_BUNDLE = path.join(path.dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist/bundle/index.umd.min.js');

@@ -1,0 +1,39 @@
+/**
+ * The provider's consent page: what the application asks for, in plain words, with "Allow" and
+ * "Deny". A browser without a session that satisfies the request (`prompt=login`, `max_age`)
+ * is sent to the login page first; the decision itself is the protocol's (`OidcService.consent`).
+ */
+import { createHttpContext } from '../../../http/context.ts';
+import { createCaller } from '../../../router.ts';
+import { providerPage, sendProviderPage, type ProviderKit } from './kit.ts';
+import { consentPage } from './views.ts';
+
+export function providerConsentPages(kit: ProviderKit) {
+  const { services, config, oidc, csrfFor, checkCsrf, field, viewerOf } = kit;
+
+  const consentForm = providerPage(async (req, res) => {
+    const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
+    const { interaction, client } = await oidc.interaction(id);
+    const context = createHttpContext(req, res, services, config, 'cookie');
+    // No session (an impersonation's does not count), or one that does not satisfy prompt=login
+    // or max_age: sign in first.
+    if (oidc.needsLogin(interaction, await context.viewerIfValid())) {
+      res.redirect(303, oidc.loginPageUrl(interaction.id));
+      return;
+    }
+    const profile = await createCaller(context).accounts.me();
+    const csrf = csrfFor(res, interaction.id);
+    sendProviderPage(res, 200, consentPage({ interactionId: interaction.id, csrf, clientName: client.name, scopes: interaction.params.scopes, userName: profile.fullname }), [
+      interaction.params.redirectUri,
+    ]);
+  }, true);
+  const consent = providerPage(async (req, res) => {
+    const id = field(req, 'interaction') ?? '';
+    const { interaction } = await oidc.interaction(id);
+    checkCsrf(req, interaction.id);
+    const outcome = await oidc.consent(interaction.id, await viewerOf(req, res), field(req, 'decision') === 'allow');
+    res.redirect(303, outcome.redirect);
+  }, true);
+
+  return { consentForm, consent };
+}

@@ -1,0 +1,74 @@
+/**
+ * What the provider's pages share (`login.ts`, `consent.ts`, `sign-out.ts`): how a page is
+ * sent (the pages' policy, with the client's redirect URI as a form target), how an
+ * interaction's outcome is sent, the CSRF cookie and its tokens, and what happens once a person
+ * is signed in on a request.
+ */
+import type { Request, Response } from 'express';
+import { AppError } from '../../../../shared/errors.ts';
+import type { Config } from '../../../config.ts';
+import { browserViewer, createHttpContext, formValue } from '../../../http/context.ts';
+import { sendError } from '../../../http/send-error.ts';
+import { OAuthError } from '../../../oidc/errors.ts';
+import type { Outcome } from '../../../oidc/service.ts';
+import type { Services } from '../../../services.ts';
+import { resetRequestLink } from '../../../mail/messages.ts';
+import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../../csrf.ts';
+import { pagePolicy, requestIdOf, sendHtml } from '../../render.ts';
+import { errorPage } from './views.ts';
+
+/**
+ * A provider page, with the pages' policy (`pagePolicy`): its passkey script may run, and a form
+ * may send the person on to the client's redirect URI (`formTargets`); `widget`: it shows the
+ * human-verification widget.
+ */
+export function sendProviderPage(res: Response, status: number, html: string, formTargets: string[] = [], widget = false): void {
+  const origins = formTargets.map((uri) => new URL(uri).origin);
+  sendHtml(res, status, html, pagePolicy({ formAction: ["'self'", ...origins], scripts: true, widget }));
+}
+
+/** Where an authorization request goes next: a redirect, or a page with its message. */
+export function sendOutcome(req: Request, res: Response, outcome: Outcome): void {
+  if ('redirect' in outcome) res.redirect(303, outcome.redirect);
+  else sendProviderPage(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
+}
+
+/** A provider page's handler: a protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */
+export const providerPage = (handler: (req: Request, res: Response) => Promise<void>, onPage = false) => (req: Request, res: Response) => {
+  handler(req, res).catch((error: unknown) => {
+    if (error instanceof OAuthError) sendProviderPage(res, 400, errorPage(error.message, requestIdOf(req)));
+    else if (error instanceof AppError && onPage) sendProviderPage(res, error.status, errorPage(error.message, requestIdOf(req)));
+    else sendError(res, error);
+  });
+};
+
+/** What every provider page's handlers work with (`providerKit`). */
+export type ProviderKit = ReturnType<typeof providerKit>;
+
+export function providerKit(services: Services, config: Config) {
+  const oidc = services.oidc;
+  const viewerOf = (req: Request, res: Response) => browserViewer(req, res, services, config);
+  // The cookie that binds a page's CSRF token to the browser that loaded the page (`web/csrf.ts`).
+  const csrf = csrfCookie(config, 'service.oidc-csrf', '/oidc');
+  /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */
+  const csrfFor = (res: Response, interactionId: string) => {
+    const secret = newCsrfSecret();
+    setCsrfCookie(res, csrf, secret);
+    return oidc.csrfToken(secret, interactionId);
+  };
+  const field = formValue;
+  const resetUrl = resetRequestLink(config.webUrl);
+
+  /**
+   * Signed in on this request (the procedure set the session's cookies, and so the request's
+   * own): on to consent, or back to the client.
+   */
+  const signedIn = async (req: Request, res: Response, interactionId: string): Promise<void> => {
+    const viewer = await createHttpContext(req, res, services, config, 'cookie').viewer();
+    sendOutcome(req, res, await oidc.afterLogin(interactionId, viewer));
+  };
+
+  /** Checks a form's CSRF token against the browser's cookie and what it is bound to (an interaction). */
+  const checkCsrf = (req: Request, boundTo: string) => oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, boundTo, formValue(req, 'csrf'));
+  return { services, config, oidc, viewerOf, csrfFor, checkCsrf, field, resetUrl, signedIn };
+}
