@@ -20,6 +20,8 @@ export function discovery(issuer: string): Record<string, unknown> {
     backchannel_logout_session_supported: true,
     scopes_supported: Object.keys(OIDC_SCOPES),
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'amr', 'acr', 'sid', 'name', 'email', 'email_verified'],
+    // '1': a password or a passkey alone; '2': a second factor proved in this sign-in (`acr_values=2` asks for it).
+    acr_values_supported: ['1', '2'],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token'],

@@ -116,7 +116,7 @@ export async function issueCode(
   }
   const code = randomToken();
   const { params } = interaction;
-  const sid = sidOf(provider, person.sessionId);
+  const sid = sidOf(provider, person.sessionId, params.clientId);
   // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
   const recorded = sessionClientKey(person.sessionId, params.clientId, person.tokenVersion);
   if (provider.sessionClients.due(recorded, now)) {

@@ -126,12 +126,13 @@ export function subjectOf(provider: Pick<Provider, 'pairwiseKey'>, client: Pick<
 }
 
 /**
- * The `sid` of a browser session (OpenID Connect Front- and Back-Channel Logout): derived from
- * the session's id, so the same session is the same `sid` in every ID token and logout token,
- * without showing its id.
+ * The `sid` of a browser session at a client (OpenID Connect Back-Channel Logout §2.1): derived
+ * from the session's id and the client's, so one session is the same `sid` in every ID token and
+ * logout token a client gets, a different one at each client (two apps, pairwise ones included,
+ * cannot match a person by it), and never shows the session's id.
  */
-export function sidOf(provider: Pick<Provider, 'pairwiseKey'>, sessionId: string): string {
-  return createHmac('sha256', provider.pairwiseKey).update(`sid\n${sessionId}`).digest('base64url').slice(0, 32);
+export function sidOf(provider: Pick<Provider, 'pairwiseKey'>, sessionId: string, clientId: string): string {
+  return createHmac('sha256', provider.pairwiseKey).update(`sid\n${sessionId}\n${clientId}`).digest('base64url').slice(0, 32);
 }
 
 /**

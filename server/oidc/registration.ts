@@ -23,13 +23,13 @@ const METHODS_WITH_SECRETS = new Set(['client_secret_basic', 'client_secret_post
 
 /** `POST /oidc/register`: `bearer` is the initial access token. */
 export async function register(provider: Provider, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
-  // The metadata is checked before the token is used up, so a typing mistake does not cost one;
-  // the token must be live before the sector document (an address the caller names) is fetched.
+  // The token must be live before anything else is looked at (a caller without one learns
+  // nothing of the metadata rules, and the sector document, an address the caller names, is
+  // never fetched for them); the metadata is checked before the token is used up, so a typing
+  // mistake does not cost one.
   const refused = () => new InvalidToken('The initial access token is missing, unknown, used or expired');
-  const metadata = await checkMetadata(body, async () => {
-    if (!bearer || !(await provider.registry.registrationTokenLive(hashSecret(bearer), provider.now()))) throw refused();
-  });
-  if (!bearer) throw refused();
+  if (!bearer || !(await provider.registry.registrationTokenLive(hashSecret(bearer), provider.now()))) throw refused();
+  const metadata = await checkMetadata(body);
   const now = provider.now();
   const id = randomToken().slice(0, 24);
   const registrationToken = randomToken();
@@ -135,9 +135,10 @@ async function registered(provider: Provider, clientId: string, bearer: string |
  * checkMetadata: the schema's checks (`ClientMetadata`), a redirect or sign-out address's
  * refusal being `invalid_redirect_uri` and any other `invalid_client_metadata`; then a pairwise
  * client's sector identifier document must list every redirect URI (OpenID Connect Dynamic
- * Client Registration §5), fetched only after `before` (the caller's credentials) passed.
+ * Client Registration §5). Callers check the caller's credentials first: the sector document
+ * is an address the caller names.
  */
-async function checkMetadata(body: unknown, before: () => Promise<void> = async () => {}): Promise<ClientMetadata> {
+async function checkMetadata(body: unknown): Promise<ClientMetadata> {
   // A field sent as null is a field not sent: some registration libraries serialise what they leave out so.
   const fields = typeof body === 'object' && body !== null && !Array.isArray(body) ? Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null)) : body;
   const parsed = ClientMetadata.safeParse(fields);
@@ -149,19 +150,31 @@ async function checkMetadata(body: unknown, before: () => Promise<void> = async 
     throw new InvalidClientMetadata(message);
   }
   const metadata = parsed.data;
-  // `before` runs between the checks that need no network and the one that does: a caller
-  // without a live token never makes the service fetch an address of its choosing.
-  await before();
   if (metadata.subject_type === 'pairwise' && metadata.sector_identifier_uri) await checkSectorDocument(metadata.sector_identifier_uri, metadata.redirect_uris);
   return metadata;
+}
+
+/** The most a sector identifier document may hold: a list of redirect URIs, never a download. */
+const SECTOR_DOCUMENT_BYTES = 64 * 1024;
+
+/** A body read as text, refused (and the download stopped) past `limit` bytes. */
+async function textUpTo(body: ReadableStream<Uint8Array>, limit: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.byteLength;
+    if (size > limit) throw new Error('too large');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function checkSectorDocument(uri: string, redirectUris: string[]): Promise<void> {
   let listed: unknown;
   try {
     const res = await fetch(uri, { redirect: 'error', signal: AbortSignal.timeout(5000) });
-    if (!res.ok) throw new Error(String(res.status));
-    listed = await res.json();
+    if (!res.ok || !res.body) throw new Error(String(res.status));
+    listed = JSON.parse(await textUpTo(res.body, SECTOR_DOCUMENT_BYTES));
   } catch {
     throw new InvalidClientMetadata('The sector_identifier_uri could not be read as a JSON array of redirect URIs');
   }

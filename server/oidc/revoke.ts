@@ -1,25 +1,20 @@
 import { hashSecret } from '../secrets.ts';
 import { authenticateClient, type ClientProof } from './client-auth.ts';
-import { OAuthError } from './errors.ts';
+import { InvalidRequest } from './errors.ts';
 import type { Provider } from './provider.ts';
 
 /**
- * `/oidc/revoke` (RFC 7009): always succeeds, and revokes only what the client proves is its
- * own. A request naming no client, or one whose client fails to prove itself, changes nothing
- * (the answer is still 200, as the spec asks). An access token is revoked alone; a refresh
- * token takes its whole family with it, and the access tokens issued with it.
+ * `/oidc/revoke` (RFC 7009): revokes only what the client proves is its own. A client that fails
+ * to prove itself is `invalid_client` (401, with a Basic challenge when it tried Basic), as at
+ * the token endpoint; a request naming no client at all changes nothing and is answered 200, as
+ * is a token that is unknown, or another client's (left as it is). An access token is revoked
+ * alone; a refresh token takes its whole family with it, and the access tokens issued with it.
  */
 export async function revoke(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<void> {
-  const token = typeof form.token === 'string' ? form.token : '';
-  if (!token) return;
-  let client;
-  try {
-    client = (await authenticateClient(provider, { form, ...proof }))?.client;
-  } catch (error) {
-    if (error instanceof OAuthError) return;
-    throw error;
-  }
+  const client = (await authenticateClient(provider, { form, ...proof }))?.client;
   if (!client) return;
+  const token = typeof form.token === 'string' ? form.token : '';
+  if (!token) throw new InvalidRequest('token is required');
   const hash = hashSecret(token);
   const now = provider.now();
   const access = await provider.repo.findToken(hash);

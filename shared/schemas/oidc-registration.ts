@@ -26,6 +26,40 @@ export function redirectUriProblem(uri: string, applicationType: 'web' | 'native
   return 'must use https, or http on the loopback interface';
 }
 
+/** An IPv4 or IPv6 literal of a private network (RFC 1918, RFC 4193) or the link. */
+function privateAddress(hostname: string): boolean {
+  const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(hostname);
+  if (v4) {
+    const [a, b] = [Number(v4[1]), Number(v4[2])];
+    return a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254);
+  }
+  return /^\[f[cd][0-9a-f]{2}:/i.test(hostname) || /^\[fe[89ab][0-9a-f]:/i.test(hostname);
+}
+
+/**
+ * Why a back-channel logout address cannot be registered, or null when it can. It is called by
+ * the service itself, never by a browser, and an install's applications often live beside it:
+ * besides https anywhere, plain http is accepted on the loopback interface, on a private
+ * network's address (10/8, 172.16/12, 192.168/16, fc00::/7, the link) and on a host name of one
+ * label (a container's or a machine's name on the install's own network).
+ */
+export function backchannelUriProblem(uri: string): string | null {
+  const problem = redirectUriProblem(uri, 'web');
+  if (problem === null) return null;
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return problem;
+  }
+  if (url.protocol !== 'http:' || uri.includes('#') || uri.includes('*') || url.username !== '' || url.password !== '') return problem;
+  if (privateAddress(url.hostname) || /^[a-z0-9-]+$/i.test(url.hostname)) return null;
+  return 'must use https (plain http only on the loopback interface, a private network address or a one-label host name)';
+}
+
+/** Members of a JSON Web Key that only its owner may hold (RFC 7518 §6.2.2, §6.3.2, §6.4). */
+const PRIVATE_KEY_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
 const Uri = z.string().min(1).max(2000);
 const Text = z.string().max(500);
 
@@ -77,10 +111,16 @@ export const ClientMetadata = ClientMetadataFields.superRefine((m, ctx) => {
     if (m.token_endpoint_auth_method === 'private_key_jwt' && !m.jwks && !m.jwks_uri) {
       ctx.addIssue({ code: 'custom', path: ['jwks'], message: 'private_key_jwt needs the client’s public keys: jwks or jwks_uri' });
     }
-    for (const [field, uri] of [['jwks_uri', m.jwks_uri], ['backchannel_logout_uri', m.backchannel_logout_uri], ['sector_identifier_uri', m.sector_identifier_uri]] as const) {
+    for (const [field, uri] of [['jwks_uri', m.jwks_uri], ['sector_identifier_uri', m.sector_identifier_uri]] as const) {
       const problem = uri === undefined ? null : redirectUriProblem(uri, 'web');
       if (problem) ctx.addIssue({ code: 'custom', path: [field], message: `${field} ${problem}` });
     }
+    const backchannel = m.backchannel_logout_uri === undefined ? null : backchannelUriProblem(m.backchannel_logout_uri);
+    if (backchannel) ctx.addIssue({ code: 'custom', path: ['backchannel_logout_uri'], message: `backchannel_logout_uri ${backchannel}` });
+    m.jwks?.keys.forEach((key, i) => {
+      const secret = PRIVATE_KEY_MEMBERS.find((member) => member in key);
+      if (secret) ctx.addIssue({ code: 'custom', path: ['jwks', 'keys', i], message: `jwks.keys[${i}] holds private key material (${secret}): register public keys only` });
+    });
     if (m.subject_type === 'pairwise' && !m.sector_identifier_uri && new Set(m.redirect_uris.map(hostOf)).size > 1) {
       ctx.addIssue({ code: 'custom', path: ['sector_identifier_uri'], message: 'A pairwise client whose redirect_uris have more than one host needs a sector_identifier_uri' });
     }

@@ -199,6 +199,46 @@ describe('refresh tokens', () => {
   }, LONG);
 });
 
+describe('revocation by a confidential client', () => {
+  it('is invalid_client for a wrong secret, an unknown client or a replayed assertion, and leaves another client\'s token alone', async () => {
+    const app = await registered({});
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const tokens = await codeFlow(config);
+    const revoke = (body: Record<string, string>, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}/oidc/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(body) });
+    const basic = (secret: string) => ({ authorization: `Basic ${Buffer.from(`${app.client_id}:${secret}`).toString('base64')}` });
+
+    const wrong = await revoke({ token: tokens.access_token }, basic('not-the-secret'));
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('www-authenticate')).toMatch(/^Basic /);
+    expect(await wrong.json()).toMatchObject({ error: 'invalid_client' });
+    const unknown = await revoke({ token: tokens.access_token, client_id: 'no-such-client', client_secret: 'x' });
+    expect(unknown.status).toBe(401);
+    expect(await unknown.json()).toMatchObject({ error: 'invalid_client' });
+    const missing = await revoke({}, basic(app.client_secret ?? ''));
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ error: 'invalid_request' });
+    // Another client, proving itself, revokes nothing of this one's: 200, and the token lives on.
+    const other = await registered({ token_endpoint_auth_method: 'client_secret_post' });
+    const byOther = await revoke({ token: tokens.access_token, client_id: other.client_id, client_secret: other.client_secret ?? '' });
+    expect(byOther.status).toBe(200);
+    expect((await client.tokenIntrospection(config, tokens.access_token)).active).toBe(true);
+
+    // private_key_jwt at revocation, with `aud` the token endpoint (openid-client's other choice): once, not twice.
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+    const keyed = await registered({ token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] } });
+    const assertion = await new SignJWT({ jti: 'revocation-once' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(keyed.client_id).setSubject(keyed.client_id).setAudience(`${server.url}/oidc/token`).setIssuedAt().setExpirationTime('1m').sign(privateKey);
+    seen.push(assertion);
+    const form = { token: 'anything', client_id: keyed.client_id, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion };
+    expect((await revoke(form)).status).toBe(200);
+    const replay = await revoke(form);
+    expect(replay.status).toBe(401);
+    expect(await replay.json()).toMatchObject({ error: 'invalid_client' });
+    // Still live after all of it: only its own client may revoke it, and that one did not.
+    expect((await client.tokenIntrospection(config, tokens.access_token)).active).toBe(true);
+  }, LONG);
+});
+
 describe('introspection', () => {
   it('tells a client about its own tokens only, and refuses a public client', async () => {
     const app = await registered({});

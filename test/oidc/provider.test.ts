@@ -69,6 +69,7 @@ describe('discovery', () => {
       authorization_response_iss_parameter_supported: true,
     });
     expect(doc.claims_supported).toEqual(expect.arrayContaining(['sub', 'name', 'email', 'email_verified', 'amr', 'acr', 'auth_time', 'sid']));
+    expect(doc.acr_values_supported).toEqual(['1', '2']);
   });
 });
 
@@ -365,12 +366,14 @@ describe('userinfo', () => {
 });
 
 describe('revocation', () => {
-  it('answers 200 in every case, and a client_id not the token\'s revokes nothing', async () => {
+  it('answers 200 to a request naming no client, invalid_client to an unknown one, and a client_id not the token\'s revokes nothing', async () => {
     const { tokens } = await signIn();
     const revoke = (body: Record<string, string>) => fetch(`${server.url}/oidc/revoke`, { method: 'POST', body: new URLSearchParams(body) });
     expect((await revoke({ token: 'nonsense' })).status).toBe(200);
     expect((await revoke({})).status).toBe(200);
-    expect((await revoke({ token: tokens.access_token, client_id: 'someone-else' })).status).toBe(200);
+    const unknown = await revoke({ token: tokens.access_token, client_id: 'someone-else' });
+    expect(unknown.status).toBe(401);
+    expect(await unknown.json()).toMatchObject({ error: 'invalid_client' });
     expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(200);
     const done = await revoke({ token: tokens.access_token, token_type_hint: 'access_token', client_id: 'app' });
     expect(done.status).toBe(200);

@@ -62,6 +62,42 @@ describe('POST /oidc/register', () => {
   }, LONG);
 });
 
+describe('what a registration may name', () => {
+  it('is checked only once the initial access token is known to be live: without one, bad metadata is still 401', async () => {
+    for (const bearer of [undefined, 'made-up']) {
+      const answer = await registerByHttp(server, bearer, { redirect_uris: ['javascript:alert(1)'] });
+      expect(answer.status).toBe(401);
+      expect(answer.body).toMatchObject({ error: 'invalid_token' });
+      expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    }
+  }, LONG);
+
+  it('refuses a key set holding private key material, and keeps the token for a corrected request', async () => {
+    const token = await registrationToken(server);
+    const key = { kty: 'RSA', kid: 'k1', n: 'sXch', e: 'AQAB' };
+    for (const secret of [{ d: 'c2VjcmV0' }, { p: 'cA' }, { k: 'c2VjcmV0' }]) {
+      const answer = await registerByHttp(server, token, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ ...key, ...secret }] } });
+      expect(answer.status, JSON.stringify(secret)).toBe(400);
+      expect(answer.body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringContaining('private key material') });
+    }
+    expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT] })).status).toBe(201);
+  }, LONG);
+
+  it('takes a back-channel logout address on the install\'s own network over plain http, and no public one', async () => {
+    const token = await registrationToken(server);
+    for (const uri of ['http://app.example/logout', 'http://8.8.8.8/logout', 'http://10.0.0.5:8080/bc#x', 'javascript:alert(1)']) {
+      const answer = await registerByHttp(server, token, { redirect_uris: [REDIRECT], backchannel_logout_uri: uri });
+      expect(answer.status, uri).toBe(400);
+      expect(answer.body, uri).toMatchObject({ error: 'invalid_client_metadata' });
+    }
+    for (const uri of ['http://10.0.0.5:8080/bc', 'http://192.168.1.20/bc', 'http://172.20.0.3/bc', 'http://[fd00::5]/bc', 'http://reviews-tool:8000/bc', 'https://app.example/bc']) {
+      const answer = await registerByHttp(server, await registrationToken(server), { redirect_uris: [REDIRECT], backchannel_logout_uri: uri });
+      expect(answer.status, `${uri}: ${JSON.stringify(answer.body)}`).toBe(201);
+      expect(answer.body.backchannel_logout_uri).toBe(uri);
+    }
+  }, LONG);
+});
+
 describe('a registration without a live token', () => {
   it('never makes the service fetch the sector document it names', async () => {
     let fetched = 0;
