@@ -26,6 +26,7 @@ import * as securityActivity from './20261126040000_security_activity.ts';
 import * as createAccountDeletions from './20261126020000_create_account_deletions.ts';
 import * as createMailOutbox from './20261126060000_create_mail_outbox.ts';
 import * as createTusUploads from './20261126070000_create_tus_uploads.ts';
+import * as oidcResourceServers from './20261126080000_oidc_resource_servers.ts';
 
 export interface Migration {
   name: string;
@@ -62,4 +63,5 @@ export const migrations: Migration[] = [
   { name: '20261126020000_create_account_deletions', ...createAccountDeletions },
   { name: '20261126060000_create_mail_outbox', ...createMailOutbox },
   { name: '20261126070000_create_tus_uploads', ...createTusUploads },
+  { name: '20261126080000_oidc_resource_servers', ...oidcResourceServers },
 ];

@@ -12,6 +12,7 @@
  *   oidc-client approve|reject|remove ID
  *   oidc-client list
  *   oidc-client registration-token [--approved] [--expires-in SECONDS]
+ *   oidc-client resource-server --id ID --name "API name" --for CLIENT_ID [--for CLIENT_ID2 …]
  *   oidc-client rotate-secret ID [--overlap SECONDS]
  *   oidc-keys rotate
  *   mfa off --user ID_OR_EMAIL --reason "how the person was identified"
@@ -26,7 +27,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { AppError, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, SetImpersonatorsInput } from '../../shared/index.ts';
+import { AppError, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, ResourceServerInput, SetImpersonatorsInput } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { MAIL_USAGE, mailCommands } from './mail.ts';
@@ -55,6 +56,10 @@ const USAGE = `Usage: npm run admin -- <command>
       Prints a one-use initial access token for the registration endpoint (RFC 7591), good for a
       day by default. With --approved, the client it registers is approved at once; without, it
       waits for approval like any other.
+  oidc-client resource-server --id ID --name "API name" --for CLIENT_ID [--for CLIENT_ID2 …]
+      Registers a resource server: an API that checks the access tokens of the named clients at
+      the introspection endpoint (RFC 7662) with the secret printed on the last line (shown once).
+      It signs nobody in; it is approved at once.
   oidc-client rotate-secret ID [--overlap SECONDS]
       Prints a new secret for a confidential client (shown once); the old one stays good for the
       overlap (a day by default; 0 ends it at once).
@@ -182,6 +187,14 @@ const commands: Record<string, Command> = {
     const { token } = await services.oidc.issueRegistrationToken({ approved: values.approved === true, expiresInSeconds: expiresIn });
     // The token alone on its line, so a script can read it: it is shown once, and stored only as a hash.
     console.log(token);
+  },
+
+  async 'oidc-client resource-server'(services, args) {
+    const { values } = parseArgs({ args, options: { id: { type: 'string' }, name: { type: 'string' }, for: { type: 'string', multiple: true } }, strict: true });
+    const { client, secret } = await services.oidc.addResourceServer(parseOrThrow(ResourceServerInput, { id: values.id, name: values.name, forClients: values.for ?? [] }));
+    console.log(`${client.id}\t${client.status}`);
+    // The secret alone on the last line, so a script can read it: shown once, stored only as a hash.
+    console.log(secret);
   },
 
   async 'oidc-client rotate-secret'(services, args) {

@@ -1,4 +1,4 @@
-import { AppError, type OidcClient, type OidcClientInput } from '../../shared/index.ts';
+import { AppError, type OidcClient, type OidcClientInput, type ResourceServerInput } from '../../shared/index.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import type { Provider } from './provider.ts';
 import { listedClient, type ClientRecord } from './repository.ts';
@@ -27,6 +27,7 @@ export function publicClientRecord(input: OidcClientInput, now: number): ClientR
     refreshIdleSeconds: null,
     registrationTokenHash: null,
     metadata: null,
+    introspectsFor: null,
   };
 }
 
@@ -36,6 +37,35 @@ export async function addClient(provider: Provider, input: OidcClientInput): Pro
   await provider.repo.insertClient(client);
   provider.clients.forget(client.id);
   return listedClient(client);
+}
+
+/**
+ * A resource server (`ResourceServerInput`): approved at once, with a secret answered once and
+ * stored as a hash (`client_secret_basic` or `client_secret_post` at the introspection
+ * endpoint). With no grants and no redirect URIs, the token and authorization endpoints refuse
+ * it; introspection answers it about the access tokens of the clients it names.
+ */
+export async function addResourceServer(provider: Provider, input: ResourceServerInput): Promise<{ client: OidcClient; secret: string }> {
+  if (await provider.repo.findClient(input.id)) throw new AppError('ValidationError', `The client ${input.id} already exists`, { path: 'id' });
+  for (const id of input.forClients) {
+    const served = await provider.repo.findClient(id);
+    if (!served || served.introspectsFor !== null) throw new AppError('ValidationError', `No application ${id} to serve: name registered clients that sign people in`, { path: 'forClients' });
+  }
+  const now = provider.now();
+  const client: ClientRecord = {
+    ...publicClientRecord({ id: input.id, name: input.name, redirectUris: [], scopes: [] }, now),
+    status: 'approved',
+    authMethod: 'client_secret_basic',
+    grantTypes: [],
+    introspectsFor: [...new Set(input.forClients)],
+  };
+  const secret = randomToken();
+  await provider.repo.transaction(async (repo) => {
+    await repo.insertClient(client);
+    await repo.registry.addSecret(client.id, hashSecret(secret), now);
+  });
+  provider.clients.forget(client.id);
+  return { client: listedClient(client), secret };
 }
 
 export async function setClientStatus(provider: Provider, id: string, status: OidcClient['status']): Promise<OidcClient> {

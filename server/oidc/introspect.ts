@@ -12,7 +12,7 @@ const INACTIVE = { active: false } as const;
 /**
  * `POST /oidc/introspect` (RFC 7662): for a client that authenticates (a secret or an assertion;
  * a public client cannot, and gets `invalid_client`), whether a token issued to it is active, and
- * what it grants. Active means what the UserInfo endpoint and the refresh grant check: not
+ * what it grants; for a resource server, also the access tokens of the clients it serves. Active means what the UserInfo endpoint and the refresh grant check: not
  * expired, revoked or rotated, its client approved, its person's consent and standing unchanged.
  */
 export async function introspect(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<Record<string, unknown>> {
@@ -32,17 +32,25 @@ export async function introspect(provider: Provider, form: Record<string, unknow
   return INACTIVE;
 }
 
-async function accessToken(provider: Provider, client: ClientRecord, hash: string): Promise<Record<string, unknown> | null> {
+/**
+ * An access token: the caller's own, or, for a resource server, one issued to a client it
+ * serves (answered as that client sees it: its `client_id`, its `sub`, its `aud`).
+ */
+async function accessToken(provider: Provider, caller: ClientRecord, hash: string): Promise<Record<string, unknown> | null> {
   const found = await provider.repo.findTokenWithClientStatus(hash);
   if (!found) return null;
   const { token } = found;
-  if (token.clientId !== client.id || token.revokedAt !== null || token.expiresAt <= provider.now()) return INACTIVE;
+  const mine = token.clientId === caller.id || (caller.introspectsFor?.includes(token.clientId) ?? false);
+  if (!mine || token.revokedAt !== null || token.expiresAt <= provider.now()) return INACTIVE;
   if (!consentCovers(found.consentedScopes, token.scopes)) return INACTIVE;
+  const client = token.clientId === caller.id ? caller : await provider.clients.find(token.clientId);
+  if (!client || client.status !== 'approved') return INACTIVE;
   const person = await personWithClaims(provider, token.profileId, token.scopes);
   if (!person || !stillHolds(person.profile, token.tokenVersion)) return INACTIVE;
   return { active: true, token_type: 'Bearer', scope: token.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, token.profileId), aud: client.id, iss: provider.issuer, exp: Math.floor(token.expiresAt / 1000) };
 }
 
+/** A refresh token: only ever its own client's (a resource server sees access tokens alone). */
 async function refreshToken(provider: Provider, client: ClientRecord, hash: string): Promise<Record<string, unknown> | null> {
   const record = await provider.refreshTokens.find(hash);
   if (!record) return null;

@@ -209,6 +209,7 @@ function recordOf(id: string, metadata: ClientMetadata, kept: Pick<ClientRecord,
     refreshAbsoluteSeconds: metadata.refresh_token_absolute_seconds ?? null,
     refreshIdleSeconds: metadata.refresh_token_idle_seconds ?? null,
     metadata: { ...metadata, scope: scopes.join(' ') },
+    introspectsFor: null,
     ...kept,
   };
 }

@@ -99,6 +99,8 @@ export interface ClientRecord extends OidcClient {
   registrationTokenHash: string | null;
   /** The RFC 7591 metadata as registered (null: registered by an operator). */
   metadata: Record<string, unknown> | null;
+  /** A resource server's: the clients whose access tokens it may introspect (null: an ordinary client). */
+  introspectsFor: string[] | null;
 }
 
 const nullableNumber = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
@@ -124,11 +126,12 @@ const toClient = (row: Record<string, unknown>): ClientRecord => ({
   refreshIdleSeconds: nullableNumber(row.refresh_idle_seconds),
   registrationTokenHash: (row.registration_token_hash ?? null) as string | null,
   metadata: row.metadata === null || row.metadata === undefined ? null : json<Record<string, unknown>>(row.metadata),
+  introspectsFor: row.introspects_for === null || row.introspects_for === undefined ? null : json<string[]>(row.introspects_for),
 });
 
 /** The registry's view of a client: nothing of its keys or tokens. */
 export function listedClient(record: ClientRecord): OidcClient {
-  const { jwks: _jwks, jwksUri: _jwksUri, sectorIdentifierUri: _sector, refreshAbsoluteSeconds: _absolute, refreshIdleSeconds: _idle, registrationTokenHash: _token, metadata: _metadata, ...client } = record;
+  const { jwks: _jwks, jwksUri: _jwksUri, sectorIdentifierUri: _sector, refreshAbsoluteSeconds: _absolute, refreshIdleSeconds: _idle, registrationTokenHash: _token, metadata: _metadata, introspectsFor: _introspectsFor, ...client } = record;
   return client;
 }
 
@@ -151,6 +154,7 @@ const clientRow = (client: ClientRecord) => ({
   refresh_idle_seconds: client.refreshIdleSeconds,
   registration_token_hash: client.registrationTokenHash,
   metadata: client.metadata === null ? null : JSON.stringify(client.metadata),
+  introspects_for: client.introspectsFor === null ? null : JSON.stringify(client.introspectsFor),
   created_at: client.createdAt,
   updated_at: client.updatedAt,
 });

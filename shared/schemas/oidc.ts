@@ -50,6 +50,9 @@ export type OidcClientInput = z.infer<typeof OidcClientInput>;
 
 /** A registered client as the registry lists it; its secrets and keys are never part of it. */
 export const OidcClient = OidcClientInput.extend({
+  /** None for a resource server (it signs nobody in: `ResourceServerInput`). */
+  redirectUris: z.array(z.string()),
+  scopes: z.array(OidcScope),
   status: OidcClientStatus,
   authMethod: OidcAuthMethod,
   grantTypes: z.array(OidcGrantType),
@@ -61,6 +64,18 @@ export const OidcClient = OidcClientInput.extend({
   updatedAt: Timestamp,
 });
 export type OidcClient = z.infer<typeof OidcClient>;
+
+/**
+ * Registering a resource server (operators): an API that checks the access tokens of the
+ * applications it serves (`forClients`) by introspection. It gets a secret, no grants and no
+ * redirect URIs, and is approved at once.
+ */
+export const ResourceServerInput = z.strictObject({
+  id: OidcClientId,
+  name: z.string().min(1).max(200),
+  forClients: z.array(OidcClientId).min(1, 'Name at least one client whose tokens it checks').max(50),
+});
+export type ResourceServerInput = z.infer<typeof ResourceServerInput>;
 
 export const OidcClientsResult = z.strictObject({ clients: z.array(OidcClient) });
 export const OidcClientIdInput = z.strictObject({ id: OidcClientId });

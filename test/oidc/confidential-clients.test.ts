@@ -12,7 +12,7 @@ import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from './helpers.ts';
+import { admin, approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from './helpers.ts';
 
 /** Each test's admin commands start a process: a few seconds each on a loaded machine. */
 const LONG = 60_000;
@@ -250,6 +250,40 @@ describe('introspection', () => {
     expect(await client.tokenIntrospection(otherConfig, tokens.access_token)).toEqual({ active: false });
     const unauthenticated = await fetch(`${server.url}/oidc/introspect`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tokens.access_token, client_id: app.client_id }) });
     expect(unauthenticated.status).toBe(401);
+  }, LONG);
+});
+
+describe('a resource server', () => {
+  it('registered by an operator, introspects the access tokens of the apps it serves and nothing else, and signs nobody in', async () => {
+    const served = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid profile offline_access' });
+    const elsewhere = await registered({});
+    const printed = (await admin(server, 'oidc-client', 'resource-server', '--id', 'reviews-api', '--name', 'Reviews API', '--for', served.client_id)).trim().split('\n');
+    expect(printed[0]).toBe('reviews-api\tapproved');
+    const secret = printed.at(-1) ?? '';
+    seen.push(secret);
+    const api = await client.discovery(new URL(server.url), 'reviews-api', undefined, client.ClientSecretBasic(secret), insecure);
+    const servedConfig = await client.discovery(new URL(server.url), served.client_id, undefined, client.ClientSecretBasic(served.client_secret ?? ''), insecure);
+    const elsewhereConfig = await client.discovery(new URL(server.url), elsewhere.client_id, undefined, client.ClientSecretBasic(elsewhere.client_secret ?? ''), insecure);
+
+    const tokens = await codeFlow(servedConfig, 'openid profile offline_access', { prompt: 'consent' });
+    // As the served app would see it: its client_id, its sub.
+    expect(await client.tokenIntrospection(api, tokens.access_token)).toMatchObject({ active: true, client_id: served.client_id, aud: served.client_id, sub: person.id, scope: 'openid profile offline_access' });
+    // Another app's token, and the served app's refresh token: nothing.
+    expect(await client.tokenIntrospection(api, (await codeFlow(elsewhereConfig)).access_token)).toEqual({ active: false });
+    expect(await client.tokenIntrospection(api, tokens.refresh_token ?? '')).toEqual({ active: false });
+    // Revoked by its app: inactive for the API at once.
+    await client.tokenRevocation(servedConfig, tokens.access_token);
+    expect(await client.tokenIntrospection(api, tokens.access_token)).toEqual({ active: false });
+    // It has no grant: the token endpoint refuses it.
+    const token = await fetch(`${server.url}/oidc/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`reviews-api:${secret}`).toString('base64')}` },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT }),
+    });
+    expect(token.status).toBe(400);
+    expect(await token.json()).toMatchObject({ error: 'unauthorized_client' });
+    // An operator cannot make one for an app that does not exist.
+    await expect(admin(server, 'oidc-client', 'resource-server', '--id', 'other-api', '--name', 'Other', '--for', 'no-such-app')).rejects.toThrow(/No application no-such-app/);
   }, LONG);
 });
 
