@@ -8,6 +8,7 @@
  */
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
 import { readOutbox, type Mail } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -118,7 +119,7 @@ describe('"This was not me"', () => {
     // Whoever signed in knew the password: it no longer signs anyone in, in that browser or any other.
     expect((await stranger.request('POST', '/login', { id: user.email, password: PASSWORD }, { 'user-agent': FIREFOX })).status).toBe(400);
     expect((await new Client(server.url).post('/login', { id: user.email, password: PASSWORD })).status).toBe(400);
-    expect((await fetch(`${server.url}/sessions`, { headers: { cookie: [...own.jar].map(([k, v]) => `${k}=${v}`).join('; ') } })).status).toBe(401);
+    expect((await fetch(`${server.url}/sessions`, { headers: { cookie: cookieHeader(own.jar) } })).status).toBe(401);
     await expect(client.refreshTokenGrant(config, tokens.refresh_token ?? '')).rejects.toThrow();
     await expect.poll(() => receiver.received.get('/not-me')?.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
     expect((await server.service.services.oidc.consents({ profileId: user.id } as never)).length).toBe(0);
@@ -169,7 +170,7 @@ describe('one session per browser', () => {
     const forced = await signIn({ prompt: 'login' });
     expect(forced.claims()?.sid).toBe(first.claims()?.sid);
     expect(Number(forced.claims()?.auth_time)).toBeGreaterThanOrEqual(Number(first.claims()?.auth_time));
-    const cookie = [...agent.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const cookie = cookieHeader(agent.jar);
     const sessions = (await (await fetch(`${server.url}/sessions`, { headers: { cookie } })).json()) as { sessions: Array<{ method?: string; client?: string }> };
     expect(sessions.sessions).toHaveLength(1);
     expect(sessions.sessions[0]).toMatchObject({ method: 'password', client: 'Forced Login App' });

@@ -15,6 +15,7 @@ import type { PasskeySummary } from '../../server/accounts/mfa/passkey-factor.ts
 import { PASSKEY_ERRORS } from '../../server/accounts/passkeys/ceremonies.ts';
 import { createClient } from '../../client/index.ts';
 import { launchBrowser } from '../helpers/browser.ts';
+import { cookiesOf } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
@@ -176,7 +177,7 @@ describe('passkeys in a real browser', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { token: string; user: { id: string; profile: { id: string; fullname: string } } };
     expect(body).toMatchObject({ token: expect.any(String), user: { id: person.email, profile: { id: person.id, fullname: 'Ada Lovelace' } } });
-    const cookies = res.headers.getSetCookie().map((line) => line.split('=')[0]);
+    const cookies = Object.keys(cookiesOf(res));
     expect(cookies).toEqual(expect.arrayContaining(['service.accessToken', 'service.refreshToken']));
     // The token is a session like any other.
     const me = await fetch(`${server.url}/profiles`, { headers: { authorization: `Bearer ${body.token}` } });

@@ -13,6 +13,7 @@
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClock } from '../helpers/clock.ts';
+import { cookiesOf } from '../helpers/cookies.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -202,7 +203,7 @@ describe('the web client', () => {
     const code = await emailedCode(user.email);
     const verified = await browser.send('POST', '/mfa/verify', { mfaPendingToken, method: 'emailOtp', code, rememberDevice: true });
     expect(verified.status).toBe(200);
-    expect(verified.headers.getSetCookie().map((c) => c.split('=')[0]).sort()).toEqual(['service.accessToken', 'service.device', 'service.mfaTrustedDevice', 'service.refreshToken']);
+    expect(Object.keys(cookiesOf(verified)).sort()).toEqual(['service.accessToken', 'service.device', 'service.mfaTrustedDevice', 'service.refreshToken']);
     // completeLogin: the session is the cookies.
     expect((await browser.send('GET', '/mfa/status')).json.trustedDevicesCount).toBe(1);
     await browser.send('POST', '/logout');
@@ -216,7 +217,7 @@ describe('the web client', () => {
     let login = await browser.send('POST', '/login', { id: user.email, password: PASSWORD });
     const totp = await browser.send('POST', '/mfa/verify', { mfaPendingToken: login.json.mfaPendingToken, method: 'totp', code: totpNow(secret), rememberDevice: false });
     expect(totp.status).toBe(200);
-    expect(totp.headers.getSetCookie().some((c) => c.startsWith('service.mfaTrustedDevice='))).toBe(false);
+    expect('service.mfaTrustedDevice' in cookiesOf(totp)).toBe(false);
     login = await new WebClient(server.url).send('POST', '/login', { id: user.email, password: PASSWORD });
     const recovery = await browser.send('POST', '/mfa/verify', { mfaPendingToken: login.json.mfaPendingToken, method: 'recovery', code: recoveryCodes[3], rememberDevice: false });
     expect(recovery.status).toBe(200);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader } from '../helpers/cookies.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
@@ -134,8 +135,8 @@ function metadataOf(header: string | undefined): Record<string, string> {
 }
 
 /** The session cookies of a context, as a `Cookie` header for requests sent from the test. */
-async function cookieHeader(context: BrowserContext): Promise<string> {
-  return (await context.cookies(server.url)).map((c) => `${c.name}=${c.value}`).join('; ');
+async function contextCookieHeader(context: BrowserContext): Promise<string> {
+  return cookieHeader((await context.cookies(server.url)).map((c) => [c.name, c.value] as const));
 }
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
@@ -236,7 +237,7 @@ describe("Uppy's Tus plugin in Chromium, on the service's origin", () => {
     const context = await newContext(browser);
     try {
       await signIn(await context.newPage(), server, author.email, PASSWORD);
-      const cookie = await cookieHeader(context);
+      const cookie = await contextCookieHeader(context);
       const tus = (extra: Record<string, string>) => ({ 'tus-resumable': '1.0.0', cookie, ...extra });
       const body = { 'content-type': 'application/offset+octet-stream' };
       const creation = { 'upload-length': String(paper.length), 'upload-metadata': METADATA };

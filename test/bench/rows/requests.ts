@@ -4,6 +4,7 @@
  */
 import type autocannon from 'autocannon';
 import { REFRESH_TOKEN_COOKIE } from '../../../shared/index.ts';
+import { cookieHeader } from '../../helpers/cookies.ts';
 import { alternate, cookieFromRawHeaders, expectOnly, load, type Load, type LoadOptions } from '../load.ts';
 import type { Row } from '../report.ts';
 import { addProfiles, TILDE_ANSWER, TILDE_QUERY } from '../setup.ts';
@@ -105,7 +106,7 @@ export class RequestRows {
         warmupSeconds: 0,
         setupClient: (client: autocannon.Client) => {
           const slot = offset + (next++ % half);
-          const send = () => client.setHeaders({ cookie: `${REFRESH_TOKEN_COOKIE}=${encodeURIComponent(sessions[slot] ?? '')}` });
+          const send = () => client.setHeaders({ cookie: cookieHeader([[REFRESH_TOKEN_COOKIE, encodeURIComponent(sessions[slot] ?? '')]]) });
           send();
           client.on('headers', (info: unknown) => {
             const fresh = cookieFromRawHeaders((info as { headers?: unknown }).headers, REFRESH_TOKEN_COOKIE);

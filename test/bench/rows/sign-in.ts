@@ -152,6 +152,11 @@ async function rotations(base: string, first: string, seconds: number): Promise<
 
 const tokens = new WeakMap<BenchContext, Promise<string>>();
 
+/** The `Cookie` header of the seeded signer's session (its access token cookie). */
+function seededSession(ctx: BenchContext): string {
+  return cookieHeader([[ACCESS_TOKEN_COOKIE, ctx.seeded.signer.accessToken]]);
+}
+
 /** One sign-in with a session whose consent was given: a code at once, then the token; its access token. */
 async function signInWith(base: string, cookie: string): Promise<string> {
   const { verifier, challenge } = pkcePair();
@@ -165,7 +170,7 @@ async function signInWith(base: string, cookie: string): Promise<string> {
 export function oidcAccessToken(ctx: BenchContext): Promise<string> {
   let token = tokens.get(ctx);
   if (!token) {
-    token = signInWith(ctx.server.url, `${ACCESS_TOKEN_COOKIE}=${ctx.seeded.signer.accessToken}`);
+    token = signInWith(ctx.server.url, seededSession(ctx));
     tokens.set(ctx, token);
   }
   return token;
@@ -189,7 +194,7 @@ export class SignInRows {
   async row4(): Promise<Row[]> {
     await oidcAccessToken(this.#ctx);
     const { verifier, challenge } = pkcePair();
-    const requests = signInRequests(`${ACCESS_TOKEN_COOKIE}=${this.#ctx.seeded.signer.accessToken}`, challenge, verifier);
+    const requests = signInRequests(seededSession(this.#ctx), challenge, verifier);
     const options: LoadOptions = { url: this.#ctx.server.url, connections: 16, requests, seconds: 3, warmupSeconds: 0 };
     await load({ ...options, seconds: 2 });
     const rounds: Load[] = [];
@@ -224,7 +229,7 @@ export class SignInRows {
   async row10(): Promise<Row[]> {
     const ours = this.#ctx.server.url;
     const ourToken = await oidcAccessToken(this.#ctx);
-    const ourCookie = `${ACCESS_TOKEN_COOKIE}=${this.#ctx.seeded.signer.accessToken}`;
+    const ourCookie = seededSession(this.#ctx);
     return withBaseline('oidc-provider', [], async (peer) => {
       const peerCookie = await peerSignIn(peer);
       const { verifier, challenge } = pkcePair();
