@@ -73,16 +73,13 @@ export class RefreshRepository {
   }
 
   /**
-   * Rotates `used` into `next`: `used` is marked used only if it was live (a conditional UPDATE
-   * that must change one row), and only then is `next` stored. False when `used` was rotated or
-   * revoked meanwhile (two uses at once: one wins, the other is a reuse). Run it inside the
-   * transaction that also stores the new access token (`OidcRepository.transaction`).
+   * Marks a rotated token used, only if it was live (a conditional UPDATE that must change one
+   * row): false when it was rotated or revoked meanwhile (two uses at once: one wins, the other
+   * is a reuse). The rotation stores the successor first (`refresh.ts`), so a process that stops
+   * between the two leaves the old token live and the successor unknown to anyone.
    */
-  async rotate(usedHash: string, next: RefreshRecord, now: number): Promise<boolean> {
-    const marked = await this.#db('oidc_refresh_tokens').where({ token_hash: usedHash }).whereNull('used_at').whereNull('revoked_at').update({ used_at: now });
-    if (marked !== 1) return false;
-    await this.#db('oidc_refresh_tokens').insert(toRow(next));
-    return true;
+  async markUsed(usedHash: string, now: number): Promise<boolean> {
+    return (await this.#db('oidc_refresh_tokens').where({ token_hash: usedHash }).whereNull('used_at').whereNull('revoked_at').update({ used_at: now })) === 1;
   }
 
   /** Revokes a family: its refresh tokens, and the access tokens issued with them. */

@@ -55,23 +55,26 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
   const { idle } = lifetimesOf(provider, client);
   const rotated: RefreshRecord = { ...record, tokenHash: hashSecret(next), createdAt: now, expiresAt: Math.min(record.familyExpiresAt, now + idle), usedAt: null, revokedAt: null };
   const accessToken = randomToken();
+  // The successor and its access token are stored first, then the used token is marked, each
+  // statement on its own: nobody holds the successor until the answer, so a process that stops
+  // (or a write that fails) before the mark leaves the used token live, for the client to try
+  // again, and the successor unknown to anyone. Of two uses at once, one marks the token and the
+  // other is a reuse, which revokes the family, successors included. No transaction to open and
+  // commit: three or four statements instead of six round trips.
   const use = lastUseDue(provider, record.profileId, client.id, now);
-  // The rotation, the new access token and the last use (when due) in one transaction. Two uses
-  // at once: one rotates, the other is a reuse.
-  const issued = await provider.repo.transaction(async (repo) => {
-    if (!(await repo.refreshTokens.rotate(record.tokenHash, rotated, now))) return false;
-    if (use.due) await repo.noteUse(record.profileId, client.id, now);
-    await repo.insertRefreshedToken(
+  try {
+    await provider.refreshTokens.insert(rotated);
+    await provider.repo.insertRefreshedToken(
       { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
       now,
     );
-    return true;
-  }).catch((error: unknown) => {
+    // The last use, when due (to the minute).
+    if (use.due) await provider.repo.noteUse(record.profileId, client.id, now);
+  } catch (error) {
     use.undo();
     throw error;
-  });
-  if (!issued) {
-    use.undo();
+  }
+  if (!(await provider.refreshTokens.markUsed(record.tokenHash, now))) {
     await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }
