@@ -5,3 +5,8 @@
 export function fromJson<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }
+
+/** A nullable number column as stored (PostgreSQL hands big integers back as text): null stays null. */
+export function numberOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}

@@ -6,7 +6,7 @@
  * nobody up. A part of `UploadsService` (uploads.ts), made by it with its lease holder.
  */
 import type { Logger } from 'pino';
-import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './leases.ts';
+import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './lease-timing.ts';
 import { ownerIsGone } from './owners.ts';
 import type { AttachmentsRepository } from './repository.ts';
 

@@ -27,7 +27,7 @@ import type { NoteService } from '../venue/notes.ts';
 import type { Metrics } from '../metrics/events.ts';
 import type { VenueService } from '../venue/venues.ts';
 import { ChunkArrivals } from './arrivals.ts';
-import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './leases.ts';
+import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './lease-timing.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository, type ChunkedUpload } from './repository.ts';
 import { RunningHashes } from './running-hashes.ts';

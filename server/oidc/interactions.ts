@@ -115,13 +115,13 @@ function redirected(outcome: Outcome): { redirect: string } {
 }
 
 /** A CSRF token for a page's form, bound to the browser (its cookie) and to the interaction. */
-export function csrfToken(csrfKey: string, browserSecret: string, interactionId: string): string {
+export function interactionCsrfToken(csrfKey: string, browserSecret: string, interactionId: string): string {
   return createHmac('sha256', csrfKey).update(`${browserSecret}:${interactionId}`).digest('base64url');
 }
 
-/** checkCsrf: the form's token is the one made for this browser and this interaction. */
-export function checkCsrf(csrfKey: string, browserSecret: string | undefined, interactionId: string, token: string | undefined): void {
-  if (!browserSecret || !safeEqual(csrfToken(csrfKey, browserSecret, interactionId), token ?? '')) {
+/** checkInteractionCsrf: the form's token is the one made for this browser and this interaction. */
+export function checkInteractionCsrf(csrfKey: string, browserSecret: string | undefined, interactionId: string, token: string | undefined): void {
+  if (!browserSecret || !safeEqual(interactionCsrfToken(csrfKey, browserSecret, interactionId), token ?? '')) {
     throw new AppError('ForbiddenError', 'The form has expired. Please go back and try again.');
   }
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { fromJson as json } from '../../db/json.ts';
+import { fromJson as json, numberOrNull } from '../../db/json.ts';
 import type { OidcScope } from '../../shared/index.ts';
 
 /** A refresh token, stored by its hash. Every token rotated from the same code is one family. */
@@ -35,8 +35,8 @@ const toRecord = (row: Record<string, unknown>): RefreshRecord => ({
   createdAt: Number(row.created_at),
   familyExpiresAt: Number(row.family_expires_at),
   expiresAt: Number(row.expires_at),
-  usedAt: row.used_at === null || row.used_at === undefined ? null : Number(row.used_at),
-  revokedAt: row.revoked_at === null || row.revoked_at === undefined ? null : Number(row.revoked_at),
+  usedAt: numberOrNull(row.used_at),
+  revokedAt: numberOrNull(row.revoked_at),
 });
 
 const toRow = (record: RefreshRecord) => ({

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { fromJson as json } from '../../db/json.ts';
+import { fromJson as json, numberOrNull } from '../../db/json.ts';
 import { exclusively, watchWrites, type WriteWatch } from '../../db/knex.ts';
 import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
 import { LogoutRepository } from './logout-repository.ts';
@@ -103,8 +103,6 @@ export interface ClientRecord extends OidcClient {
   introspectsFor: string[] | null;
 }
 
-const nullableNumber = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
-
 const toClient = (row: Record<string, unknown>): ClientRecord => ({
   id: String(row.id),
   name: String(row.name),
@@ -122,8 +120,8 @@ const toClient = (row: Record<string, unknown>): ClientRecord => ({
   jwks: row.jwks === null || row.jwks === undefined ? null : json<ClientRecord['jwks']>(row.jwks),
   jwksUri: (row.jwks_uri ?? null) as string | null,
   sectorIdentifierUri: (row.sector_identifier_uri ?? null) as string | null,
-  refreshAbsoluteSeconds: nullableNumber(row.refresh_absolute_seconds),
-  refreshIdleSeconds: nullableNumber(row.refresh_idle_seconds),
+  refreshAbsoluteSeconds: numberOrNull(row.refresh_absolute_seconds),
+  refreshIdleSeconds: numberOrNull(row.refresh_idle_seconds),
   registrationTokenHash: (row.registration_token_hash ?? null) as string | null,
   metadata: row.metadata === null || row.metadata === undefined ? null : json<Record<string, unknown>>(row.metadata),
   introspectsFor: row.introspects_for === null || row.introspects_for === undefined ? null : json<string[]>(row.introspects_for),
@@ -169,7 +167,7 @@ function toCode(row: Record<string, unknown>): CodeRecord {
     scopes: json<OidcScope[]>(row.scopes),
     nonce: (row.nonce ?? null) as string | null,
     authTime: Number(row.auth_time),
-    tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
+    tokenVersion: numberOrNull(row.token_version),
     sid: (row.sid ?? null) as string | null,
     expiresAt: Number(row.expires_at),
     usedAt: row.used_at === null ? null : Number(row.used_at),
@@ -184,7 +182,7 @@ function toToken(row: Record<string, unknown>): TokenRecord {
     clientId: row.client_id as string,
     profileId: row.profile_id as string,
     scopes: json<OidcScope[]>(row.scopes),
-    tokenVersion: row.token_version === null || row.token_version === undefined ? null : Number(row.token_version),
+    tokenVersion: numberOrNull(row.token_version),
     expiresAt: Number(row.expires_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
     familyId: (row.family_id ?? null) as string | null,
@@ -365,7 +363,7 @@ export class OidcRepository {
       authMethod: row.auth_method as OidcClient['authMethod'],
       scopes: json<string[]>(row.scopes),
       createdAt: Number(row.created_at),
-      lastUsedAt: nullableNumber(row.last_used_at),
+      lastUsedAt: numberOrNull(row.last_used_at),
     }));
   }
 

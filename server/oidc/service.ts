@@ -15,7 +15,7 @@ import { deleteRegistration, readRegistration, register, registerForPerson, upda
 import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, needsLogin, usable, wantsFreshSecondStep } from './flow.ts';
-import { afterLogin, checkCsrf, confirm, consent, csrfToken, findInteraction } from './interactions.ts';
+import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, interactionCsrfToken } from './interactions.ts';
 import { KeyStore } from './keys.ts';
 import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
@@ -210,12 +210,12 @@ export class OidcService {
     return consent(this.#provider, interactionId, viewer, approved);
   }
 
-  csrfToken(browserSecret: string, interactionId: string): string {
-    return csrfToken(this.#csrfKey, browserSecret, interactionId);
+  interactionCsrfToken(browserSecret: string, interactionId: string): string {
+    return interactionCsrfToken(this.#csrfKey, browserSecret, interactionId);
   }
 
-  checkCsrf(browserSecret: string | undefined, interactionId: string, token: string | undefined): void {
-    checkCsrf(this.#csrfKey, browserSecret, interactionId, token);
+  checkInteractionCsrf(browserSecret: string | undefined, interactionId: string, token: string | undefined): void {
+    checkInteractionCsrf(this.#csrfKey, browserSecret, interactionId, token);
   }
 
   /** Deletes what has expired (interactions, codes, access tokens). */

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { numberOrNull } from '../../../db/json.ts';
 
 export interface FactorsRecord {
   profileId: string;
@@ -23,20 +24,19 @@ export interface PendingRecord {
   expiresAt: number;
 }
 
-const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 function factorsOf(row: Record<string, unknown>): FactorsRecord {
   return {
     profileId: String(row.profile_id),
     totpSecret: (row.totp_secret as string | null) ?? null,
-    totpEnabledAt: num(row.totp_enabled_at),
+    totpEnabledAt: numberOrNull(row.totp_enabled_at),
     totpPendingSecret: (row.totp_pending_secret as string | null) ?? null,
-    totpPendingAt: num(row.totp_pending_at),
-    totpLastStep: num(row.totp_last_step),
-    emailEnabledAt: num(row.email_enabled_at),
+    totpPendingAt: numberOrNull(row.totp_pending_at),
+    totpLastStep: numberOrNull(row.totp_last_step),
+    emailEnabledAt: numberOrNull(row.email_enabled_at),
     preferredMethod: (row.preferred_method as string | null) ?? null,
     failedAttempts: Number(row.failed_attempts ?? 0),
-    lockedUntil: num(row.locked_until),
+    lockedUntil: numberOrNull(row.locked_until),
   };
 }
 
@@ -121,7 +121,7 @@ export class MfaRepository {
     await this.#upsert(profileId, {}, now);
     await this.#db('mfa_factors').where({ profile_id: profileId }).increment('failed_attempts', 1);
     const row = await this.#db('mfa_factors').where({ profile_id: profileId }).first('failed_attempts', 'locked_until');
-    return { count: Number(row?.failed_attempts ?? 0), lockedUntil: num(row?.locked_until) };
+    return { count: Number(row?.failed_attempts ?? 0), lockedUntil: numberOrNull(row?.locked_until) };
   }
 
   async lock(profileId: string, until: number): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { fromJson } from '../../../db/json.ts';
+import { fromJson, numberOrNull } from '../../../db/json.ts';
 import type { ProfileContent } from '../../../shared/index.ts';
 
 /** A deletion asked for and neither cancelled nor carried out. */
@@ -47,7 +47,7 @@ export class DeletionsRepository {
   /** When a deletion of the profile was last cancelled (null: never). */
   async cancelledAt(profileId: string): Promise<number | null> {
     const row = await this.#db('account_deletions').where({ profile_id: profileId }).first('cancelled_at');
-    return row?.cancelled_at === null || row?.cancelled_at === undefined ? null : Number(row.cancelled_at);
+    return numberOrNull(row?.cancelled_at);
   }
 
   /** Cancels a pending deletion; false when there was none (one statement: of two sign-ins at once, one cancels). */

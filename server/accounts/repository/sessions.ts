@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { fromJson as json } from '../../../db/json.ts';
+import { fromJson as json, numberOrNull } from '../../../db/json.ts';
 import { atomically } from '../../../db/knex.ts';
 import type { Impersonator } from '../../../shared/index.ts';
 import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
@@ -60,7 +60,7 @@ function toSession(row: SessionRow): SessionRecord {
     readOnly: Boolean(row.read_only),
     userAgent: row.user_agent ?? null,
     address: row.address ?? null,
-    lastSeenAt: row.last_seen_at === null || row.last_seen_at === undefined ? null : Number(row.last_seen_at),
+    lastSeenAt: numberOrNull(row.last_seen_at),
   };
 }
 

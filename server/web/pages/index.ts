@@ -12,7 +12,7 @@ import type { Services } from '../../services.ts';
 import { ASSETS, serveAsset, serveUnhashed } from '../assets.ts';
 import { activationPages } from './activation.ts';
 import { confirmEmailPages } from './confirm-email.ts';
-import { dataPages } from './data.ts';
+import { yourDataPages } from './your-data.ts';
 import { emailsPages } from './emails.ts';
 import { pageKit, redirect } from './kit.ts';
 import { profilePages } from './profile.ts';
@@ -47,7 +47,7 @@ export function webHandlers(services: Services, config: Config) {
     ...securityPages(kit),
     ...profilePages(kit),
     ...emailsPages(kit),
-    ...dataPages(kit),
+    ...yourDataPages(kit),
   } satisfies Record<string, RequestHandler>;
 }
 

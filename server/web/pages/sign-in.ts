@@ -10,8 +10,7 @@ import { FIELDS, formRefusal } from '../form-errors.ts';
 import { humanVerificationAsked, refusalOf, sendPage, type FieldError } from '../render.ts';
 import { passkeyFormInput } from '../passkey-forms.ts';
 // A sign-in that cancelled the account's deletion says so on the page that follows (issue 27).
-import { signInNotice } from './data.ts';
-import { field, frame, query, redirect, safeNext, serviceRefusal, type PageKit, type PageRequest } from './kit.ts';
+import { field, frame, query, redirect, safeNext, serviceRefusal, type Notice, type PageKit, type PageRequest } from './kit.ts';
 import { pendingMethods, secondStepData, secondStepErrors, submitSecondStep, type PendingStep } from './second-step.ts';
 
 /** The sign-in form's inputs, in its order (`login.eta`). */
@@ -24,6 +23,16 @@ const LOGIN_FIELDS = [FIELDS.accountId, FIELDS.password, FIELDS.token];
 export function waitsForActivation(error: unknown): boolean {
   const refused = serviceRefusal(error);
   return refused?.name === 'ForbiddenError' && refused.details?.state === 'Inactive';
+}
+
+/**
+ * The notice for the page after a sign-in: that it cancelled the account's deletion, when it
+ * did (`accounts.deletionStatus`, asked with the session the sign-in set); otherwise none. For
+ * the sign-in pages' redirect.
+ */
+export async function signInNotice(kit: PageKit, req: Request, res: Response): Promise<Notice | undefined> {
+  const status = await kit.callerNow(req, res).accounts.deletionStatus().catch(() => null);
+  return status?.cancelledBySignIn ? 'deletion-cancelled' : undefined;
 }
 
 export function signInPages(kit: PageKit) {

@@ -9,7 +9,7 @@ import { providerPage, sendProviderPage, type ProviderKit } from './kit.ts';
 import { consentPage } from './views.ts';
 
 export function providerConsentPages(kit: ProviderKit) {
-  const { services, config, oidc, csrfFor, checkCsrf, field, viewerOf } = kit;
+  const { services, config, oidc, csrfFor, checkFormToken, field, viewerOf } = kit;
 
   const consentForm = providerPage(async (req, res) => {
     const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
@@ -30,7 +30,7 @@ export function providerConsentPages(kit: ProviderKit) {
   const consent = providerPage(async (req, res) => {
     const id = field(req, 'interaction') ?? '';
     const { interaction } = await oidc.interaction(id);
-    checkCsrf(req, interaction.id);
+    checkFormToken(req, interaction.id);
     const outcome = await oidc.consent(interaction.id, await viewerOf(req, res), field(req, 'decision') === 'allow');
     res.redirect(303, outcome.redirect);
   }, true);

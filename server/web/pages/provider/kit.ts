@@ -54,7 +54,7 @@ export function providerKit(services: Services, config: Config) {
   const csrfFor = (res: Response, interactionId: string) => {
     const secret = newCsrfSecret();
     setCsrfCookie(res, csrf, secret);
-    return oidc.csrfToken(secret, interactionId);
+    return oidc.interactionCsrfToken(secret, interactionId);
   };
   const field = formValue;
   const resetUrl = resetRequestLink(config.webUrl);
@@ -69,6 +69,6 @@ export function providerKit(services: Services, config: Config) {
   };
 
   /** Checks a form's CSRF token against the browser's cookie and what it is bound to (an interaction). */
-  const checkCsrf = (req: Request, boundTo: string) => oidc.checkCsrf(req.cookies?.[csrf.name] as string | undefined, boundTo, formValue(req, 'csrf'));
-  return { services, config, oidc, viewerOf, csrfFor, checkCsrf, field, resetUrl, signedIn };
+  const checkFormToken = (req: Request, boundTo: string) => oidc.checkInteractionCsrf(req.cookies?.[csrf.name] as string | undefined, boundTo, formValue(req, 'csrf'));
+  return { services, config, oidc, viewerOf, csrfFor, checkFormToken, field, resetUrl, signedIn };
 }

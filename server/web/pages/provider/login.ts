@@ -22,7 +22,7 @@ import { loginPage, secondStepPage } from './views.ts';
 const LOGIN_FIELDS = [FIELDS.accountId, FIELDS.password, FIELDS.token];
 
 export function providerLoginPages(kit: ProviderKit) {
-  const { services, config, oidc, csrfFor, checkCsrf, field, resetUrl, signedIn } = kit;
+  const { services, config, oidc, csrfFor, checkFormToken, field, resetUrl, signedIn } = kit;
 
   // ---- the password ----------------------------------------------------------------------------
   const loginForm = providerPage(async (req, res) => {
@@ -37,7 +37,7 @@ export function providerLoginPages(kit: ProviderKit) {
   const login = providerPage(async (req, res) => {
     const id = field(req, 'interaction') ?? '';
     const { interaction, client } = await oidc.interaction(id);
-    checkCsrf(req, interaction.id);
+    checkFormToken(req, interaction.id);
     // The sign-in's procedures, as `POST /login` and `POST /mfa/verify` call them: they set the
     // session's cookies. A request that wants the second step now ignores the remembered browser.
     const context = createHttpContext(req, res, services, config);
@@ -107,7 +107,7 @@ export function providerLoginPages(kit: ProviderKit) {
   const loginPasskey = providerPage(async (req, res) => {
     const id = field(req, 'interaction') ?? '';
     const { interaction, client } = await oidc.interaction(id);
-    checkCsrf(req, interaction.id);
+    checkFormToken(req, interaction.id);
     try {
       const input = passkeyFormInput(field(req, 'challengeId'), field(req, 'response'));
       // The procedure sets the session's cookies, as `POST /login/passkey` does.

@@ -15,7 +15,7 @@ import { signedOutPage, signOutPage } from './views.ts';
 const END_SESSION = 'end-session';
 
 export function providerSignOutPages(kit: ProviderKit) {
-  const { services, config, oidc, csrfFor, checkCsrf, field, viewerOf } = kit;
+  const { services, config, oidc, csrfFor, checkFormToken, field, viewerOf } = kit;
 
   /**
    * Ends the browser's session through `POST /logout`'s procedure; each process finds the ended
@@ -49,7 +49,7 @@ export function providerSignOutPages(kit: ProviderKit) {
     sendProviderPage(res, 200, html, outcome.redirect ? [outcome.redirect] : []);
   }, true);
   const confirmEndSession = providerPage(async (req, res) => {
-    checkCsrf(req, END_SESSION);
+    checkFormToken(req, END_SESSION);
     // The question's answers, checked again: a registered address only.
     const params = { client_id: field(req, 'client_id'), post_logout_redirect_uri: field(req, 'post_logout_redirect_uri'), state: field(req, 'state') };
     const outcome = await oidc.endSession(params, null);

@@ -9,22 +9,12 @@ import { PAGES_PREFIX } from '../../config.ts';
 import { RequestDeletionInput } from '../../../shared/index.ts';
 import { formRefusal, type FormField } from '../form-errors.ts';
 import { iso, sendPage, when, type FieldError } from '../render.ts';
-import { field, frame, redirect, type Notice, type PageKit, type SignedInPage } from './kit.ts';
-
-/**
- * The notice for the page after a sign-in: that it cancelled the account's deletion, when it
- * did (`accounts.deletionStatus`, asked with the session the sign-in set); otherwise none. For
- * the sign-in pages' redirect.
- */
-export async function signInNotice(kit: PageKit, req: Request, res: Response): Promise<Notice | undefined> {
-  const status = await kit.callerNow(req, res).accounts.deletionStatus().catch(() => null);
-  return status?.cancelledBySignIn ? 'deletion-cancelled' : undefined;
-}
+import { field, frame, redirect, type PageKit, type SignedInPage } from './kit.ts';
 
 /** The deletion form's one input: the password typed again (the API's `confirmId` has no input here). */
 const DELETE_FIELDS: FormField[] = [{ id: 'password', paths: ['password', 'confirmId'], what: 'your password', name: 'The password' }];
 
-export function dataPages(kit: PageKit) {
+export function yourDataPages(kit: PageKit) {
   const { signedIn } = kit;
 
   const dataPage = async (req: Request, res: Response, page: SignedInPage, status: number, errors?: FieldError[]) => {
