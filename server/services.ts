@@ -45,6 +45,7 @@ import { AttachmentsRepository } from './attachments/repository.ts';
 import { DownloadsService } from './attachments/downloads.ts';
 import { openFileStore } from './attachments/store/open.ts';
 import { NO_METRICS, type Metrics } from './metrics/events.ts';
+import { ChunkedUploadsService } from './attachments/chunked-uploads.ts';
 import { UploadsService } from './attachments/uploads.ts';
 import { TusService } from './attachments/tus.ts';
 import { TusRepository } from './attachments/tus-repository.ts';
@@ -80,6 +81,7 @@ export interface Services {
   authorConsole: AuthorConsoleService;
   /** Uploads, whole or in chunks: their checks, chunk arrivals, assembly, recovery at start and the sweep. */
   uploads: UploadsService;
+  chunkedUploads: ChunkedUploadsService;
   /** Uploads through tus 1.0 (`/attachment/tus`), on the same pipeline (`attachments/tus.ts`). */
   tus: TusService;
   /** Reading stored files back (a note's, a revision's, a PDF by its address) and comparing two revisions. */
@@ -157,7 +159,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository, now), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, metrics, now });
   await oidc.keys.ensureKey();
   const security = new SecurityService(deps, accounts, mfaRepository);
-  const uploads = new UploadsService({ repo: attachmentsRepository, store, venues: venue, notes, verifier: deps.verifier, config, logger, metrics, now });
+  const uploads = new UploadsService({ repo: attachmentsRepository, store, venues: venue, notes, verifier: deps.verifier, config, metrics, now });
   /** Every application of the person: its consent withdrawn (its tokens end, it is told by back-channel logout). */
   const forgetApplications = async (profileId: string) => {
     const person = personOnly(profileId);
@@ -196,6 +198,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     notes,
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
     uploads,
+    chunkedUploads: new ChunkedUploadsService({ repo: attachmentsRepository, store, uploads, notes, config, logger, metrics, now }),
     tus: new TusService({ db, repo: new TusRepository(db), uploads, store, config, logger, metrics, now }),
     downloads: new DownloadsService({ repo: attachmentsRepository, store, venues: venue, notes, config }),
     oidc,

@@ -27,7 +27,7 @@ const LEASE = 'sweeper';
  */
 export class Sweeper {
   readonly #db: Db;
-  readonly #services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>;
+  readonly #services: Pick<Services, 'chunkedUploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>;
   readonly #logger: Logger;
   readonly #now: () => number;
   /** This process's name in the lease: random, as processes on other machines share the table. */
@@ -35,7 +35,7 @@ export class Sweeper {
   #running: Promise<boolean> | null = null;
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(db: Db, services: Pick<Services, 'uploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>, logger: Logger, now: () => number) {
+  constructor(db: Db, services: Pick<Services, 'chunkedUploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>, logger: Logger, now: () => number) {
     this.#db = db;
     this.#services = services;
     this.#logger = logger;
@@ -68,7 +68,7 @@ export class Sweeper {
     }
     // Each part on its own: one failing does not stop the others.
     const parts: Array<[string, () => Promise<unknown>]> = [
-      ['upload sweep failed', () => this.#services.uploads.sweep()],
+      ['upload sweep failed', () => this.#services.chunkedUploads.sweep()],
       ['tus sweep failed', () => this.#services.tus.sweep()],
       ['sign-in sweep failed', () => this.#services.oidc.sweep()],
       ['security-event sweep failed', () => this.#services.security.sweep()],

@@ -3,7 +3,7 @@
  * them, so that the request completing an upload answers only once the chunks sent together with
  * it are in, whichever process receives them (then every one of them answers the URL). Each note
  * is held by a lease of the uploads service that made it, so a process stopped mid-chunk holds
- * nobody up. A part of `UploadsService` (uploads.ts), made by it with its lease holder.
+ * nobody up. A part of `ChunkedUploadsService` (chunked-uploads.ts), made by it with its lease holder.
  */
 import type { Logger } from 'pino';
 import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './lease-timing.ts';

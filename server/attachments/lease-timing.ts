@@ -1,6 +1,6 @@
 /**
  * The timing shared by everything one process leases or waits for on behalf of others: a chunk
- * request under way (arrivals.ts) and an assembly (uploads.ts). Shared, so that both leases are
+ * request under way (arrivals.ts) and an assembly (chunked-uploads.ts). Shared, so that both leases are
  * renewed alike and a chunk waits for another process the same way whatever it waits for.
  */
 

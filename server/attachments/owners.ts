@@ -11,7 +11,7 @@ const HOST = createHash('sha1').update(hostname()).digest('hex').slice(0, 8);
  * time), the host tag which machine's processes the pid is among.
  *
  * For an assembly this is only a shortcut: the rule that works whichever machines the processes
- * run on is the lease in the upload's row (uploads.ts), which runs out unless its holder renews
+ * run on is the lease in the upload's row (chunked-uploads.ts), which runs out unless its holder renews
  * it. A holder of this machine whose process has stopped needs not be waited for until then.
  */
 export const PROCESS_OWNER = `${process.pid}.${randomUUID()}.${HOST}`;

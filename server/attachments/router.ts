@@ -10,7 +10,7 @@ import { authedProcedure, publicProcedure, router } from '../trpc.ts';
 
 /**
  * The attachment procedures that answer JSON. Uploads and file downloads are streams, served by
- * the HTTP adapter (`server/http/files.ts`) on the same services (uploads.ts, downloads.ts).
+ * the HTTP adapter (`server/http/files.ts`) on the same services (uploads.ts, chunked-uploads.ts, downloads.ts).
  */
 export const attachmentsRouter = router({
   compare: publicProcedure
@@ -28,5 +28,5 @@ export const attachmentsRouter = router({
   chunkedUpload: authedProcedure
     .input(ChunkedUploadQuery)
     .output(ChunkedUploadState)
-    .query(({ ctx, input }) => ctx.services.uploads.chunkedUpload(ctx.user, input.clientUploadId)),
+    .query(({ ctx, input }) => ctx.services.chunkedUploads.chunkedUpload(ctx.user, input.clientUploadId)),
 });

@@ -220,7 +220,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   const services = await createServices(config, db, logger, opts.now, metrics ?? NO_METRICS);
   // Uploads cut by a stop of the server can be completed at once. The server's start only: an
   // admin command (maybe outside the server's container) cannot tell which processes run.
-  await services.uploads.recover();
+  await services.chunkedUploads.recover();
 
   const app = express();
   app.disable('x-powered-by');

@@ -155,7 +155,7 @@ function sendComparePage(res: Response, left: NoteEdit, right: NoteEdit, field: 
  * transport differs. The route table (`routes.ts`) names them.
  */
 export function fileHandlers(services: Services, config: Config) {
-  const { uploads, downloads } = services;
+  const { uploads, chunkedUploads: chunks, downloads } = services;
   const store = downloads.store;
 
   const upload = (kind: 'whole' | 'chunk') => async (req: Request, res: Response) => {
@@ -181,25 +181,25 @@ export function fileHandlers(services: Services, config: Config) {
         ceiling,
         hash: kind !== 'chunk',
         limitFor: async (fields) => {
-          if (kind === 'chunk' && announced === undefined) announced = await uploads.announceChunk(viewer, fields);
+          if (kind === 'chunk' && announced === undefined) announced = await chunks.announceChunk(viewer, fields);
           return uploads.limitFor(kind, fields);
         },
         ...(kind === 'chunk'
           ? {
-              continueHash: (fields: Record<string, string>) => uploads.continueHash(viewer, fields),
-              placeFor: (fields: Record<string, string>) => uploads.placeChunk(viewer, fields),
+              continueHash: (fields: Record<string, string>) => chunks.continueHash(viewer, fields),
+              placeFor: (fields: Record<string, string>) => chunks.placeChunk(viewer, fields),
             }
           : {}),
       });
       const handedOver = announced;
       announced = undefined;
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.
-      const answer = kind === 'chunk' ? await uploads.saveChunk(viewer, parsed, handedOver) : await uploads.saveUpload(viewer, parsed);
+      const answer = kind === 'chunk' ? await chunks.saveChunk(viewer, parsed, handedOver) : await uploads.saveUpload(viewer, parsed);
       res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
       refuseUpload(res, error);
     } finally {
-      if (announced !== undefined) await uploads.withdrawChunk(announced);
+      if (announced !== undefined) await chunks.withdrawChunk(announced);
     }
   };
 

@@ -44,10 +44,10 @@ export interface BackupSummary {
  * Order, and why nothing the database refers to can be missing. The database is copied first, as
  * of one commit (`snapshotInto`); then every stored file a row of that copy refers to is copied.
  * A stored file is linked into place under its content address before the row that names it
- * commits (`attachments/uploads.ts`: `keep` then `recordUpload`; `keepAssembled` then `finish`),
+ * commits (`attachments/uploads.ts`: `keep` then `recordUpload`; `attachments/chunked-uploads.ts`: `keepAssembled` then `finish`),
  * so every file the copy names existed when the copy was made. And no stored file is ever
  * removed or replaced: the file store has no delete; `link` refuses to replace a name; the
- * sweeper removes only the chunks of unfinished uploads and temporary files (`uploads.sweep`),
+ * sweeper removes only the chunks of unfinished uploads and temporary files (`chunkedUploads.sweep`),
  * never `files/`; a deleted note keeps its rows and its files; a deleted account keeps its
  * uploads' rows. So every file the copy names is still there when it is copied after it, and a
  * row deleted after the copy cannot take a file away from it. Copying the files first would be

@@ -128,7 +128,7 @@ describe('chunked upload', () => {
       await chunk(client, { clientUploadId: 'left-behind', chunkIndex: 0, totalChunks: 2 }, pdfBytes(500));
       expect((await filesUnder(quick.dataDir)).some((f) => f.includes('/chunks/'))).toBe(true);
       clock.advance(1100);
-      expect(await quick.service.services.uploads.sweep()).toBe(1);
+      expect(await quick.service.services.chunkedUploads.sweep()).toBe(1);
       expect((await filesUnder(quick.dataDir)).filter((f) => f.includes('/chunks/'))).toEqual([]);
       expect(await quick.service.db('chunked_uploads')).toEqual([]);
     } finally {
