@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { Logger } from 'pino';
-import type { SessionClient } from './logout-repository.ts';
+import type { Delivery, SessionClient } from './logout-repository.ts';
 import { sessionClientKey } from './flow.ts';
 import { subjectOf, type Provider } from './provider.ts';
+import type { ClientRecord } from './repository.ts';
 
 /** How often each process looks for ended sessions and due deliveries. */
 const TICK_MS = 1000;
@@ -39,6 +40,8 @@ export class LogoutNotifier {
   #running: Promise<void> | null = null;
   #again = false;
   #stopped = false;
+  /** Deliveries being POSTed, each under its lease: a round starts them and does not wait (a client that hangs holds up no other). */
+  readonly #sending = new Set<Promise<void>>();
 
   constructor(provider: Provider, log: Logger) {
     this.#provider = provider;
@@ -55,6 +58,7 @@ export class LogoutNotifier {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#running;
+    await Promise.all(this.#sending);
   }
 
   /** Looks now (after a sign-out here), without waiting for the next tick; never throws. */
@@ -76,7 +80,11 @@ export class LogoutNotifier {
       });
   }
 
-  /** One round: queue the logout tokens of sessions that ended, then deliver what is due. */
+  /**
+   * One round: queue the logout tokens of sessions that ended, then start delivering what is
+   * due. Deliveries run on after the round (each leased, so the next round skips it): a client
+   * that takes its whole timeout to answer delays neither the next round nor other clients.
+   */
   async tick(): Promise<void> {
     for (const ended of await this.#provider.logouts.endedSessionClients(100)) await this.#end(ended);
     await this.#deliverDue();
@@ -85,20 +93,32 @@ export class LogoutNotifier {
   async #end(entry: SessionClient): Promise<void> {
     const client = await this.#provider.clients.find(entry.clientId);
     const uri = client?.backchannelLogoutUri ?? null;
-    const delivery = client && uri ? { uri, logoutToken: await this.#logoutToken(entry, client) } : null;
+    const delivery = client && uri ? { uri, logoutToken: await this.#logoutToken(entry.profileId, entry.sid, client) } : null;
     await this.#provider.logouts.endSessionClient(entry, delivery, this.#provider.now());
     // A new sign-in of the same session to the same client (after a revoked consent) is recorded again.
     this.#provider.sessionClients.forget(sessionClientKey(entry.sessionId, entry.clientId, entry.tokenVersion));
   }
 
-  async #logoutToken(entry: SessionClient, client: NonNullable<Awaited<ReturnType<Provider['clients']['find']>>>): Promise<string> {
+  /**
+   * The logout token for an application revoked while it signed the person in through no
+   * browser session we still know of (they expired and were swept) but could act offline: `sub`
+   * alone, no `sid`. Null when it registered no `backchannel_logout_uri`, or asked for `sid` in
+   * every logout token (`backchannel_logout_session_required`), which it cannot have here.
+   * Queued by `withdrawConsent` in its transaction, when no session of it is left to tell.
+   */
+  async offlineNotice(profileId: string, client: ClientRecord): Promise<{ uri: string; logoutToken: string } | null> {
+    if (!client.backchannelLogoutUri || client.backchannelLogoutSessionRequired) return null;
+    return { uri: client.backchannelLogoutUri, logoutToken: await this.#logoutToken(profileId, null, client) };
+  }
+
+  async #logoutToken(profileId: string, sid: string | null, client: ClientRecord): Promise<string> {
     const { kid, key } = await this.#provider.keys.signer();
     const now = Math.floor(this.#provider.now() / 1000);
-    return new SignJWT({ events: { [EVENT]: {} }, sid: entry.sid })
+    return new SignJWT({ events: { [EVENT]: {} }, ...(sid === null ? {} : { sid }) })
       .setProtectedHeader({ alg: 'RS256', kid, typ: 'logout+jwt' })
       .setIssuer(this.#provider.issuer)
       .setAudience(client.id)
-      .setSubject(subjectOf(this.#provider, client, entry.profileId))
+      .setSubject(subjectOf(this.#provider, client, profileId))
       .setIssuedAt(now)
       // Long enough for the retries of a day: a client checks `iat` and `jti`, not a short `exp`.
       .setExpirationTime(now + 2 * 24 * 3600)
@@ -109,17 +129,24 @@ export class LogoutNotifier {
   async #deliverDue(): Promise<void> {
     const now = this.#provider.now();
     const due = await this.#provider.logouts.leaseDue(now, now + LEASE_MS, 20);
-    await Promise.all(due.map(async (delivery) => {
-      const problem = await post(delivery.uri, delivery.logoutToken);
-      const at = this.#provider.now();
-      if (problem === null) {
-        await this.#provider.logouts.delivered(delivery.id, at);
-        return;
-      }
-      const attempts = delivery.attempts + 1;
-      this.#log.info({ client: delivery.clientId, attempts, problem }, 'back-channel logout: not delivered yet');
-      await this.#provider.logouts.failed(delivery.id, problem, attempts >= MAX_ATTEMPTS ? null : at + backoffMs(attempts), at);
-    }));
+    for (const delivery of due) {
+      const sending: Promise<void> = this.#deliver(delivery)
+        .catch((error: unknown) => this.#log.warn({ err: error, client: delivery.clientId }, 'back-channel logout: a delivery could not be recorded'))
+        .finally(() => this.#sending.delete(sending));
+      this.#sending.add(sending);
+    }
+  }
+
+  async #deliver(delivery: Delivery): Promise<void> {
+    const problem = await post(delivery.uri, delivery.logoutToken);
+    const at = this.#provider.now();
+    if (problem === null) {
+      await this.#provider.logouts.delivered(delivery.id, at);
+      return;
+    }
+    const attempts = delivery.attempts + 1;
+    this.#log.info({ client: delivery.clientId, attempts, problem }, 'back-channel logout: not delivered yet');
+    await this.#provider.logouts.failed(delivery.id, problem, attempts >= MAX_ATTEMPTS ? null : at + backoffMs(attempts), at);
   }
 }
 

@@ -12,11 +12,19 @@ export async function consents(provider: Provider, profileId: string): Promise<O
   return given.map(({ authMethod, ...consent }) => ({ ...consent, kind: authMethod === 'none' ? 'public' : 'confidential', offline: holding.has(consent.clientId) }));
 }
 
-/** Withdrawing a consent ends what it allowed: the person's tokens and unused codes at that client. */
-export async function withdrawConsent(provider: Provider, profileId: string, clientId: string): Promise<void> {
+/**
+ * Withdrawing a consent ends what it allowed: the person's tokens and unused codes at that
+ * client. The client is told by back-channel logout for each browser session it signed the
+ * person in through (`back-channel.ts` finds them); when none is left (they expired) but it held
+ * a refresh token, so could act while the person was away, `offlineNotice` (a logout token with
+ * `sub` alone) is queued in the same transaction.
+ */
+export async function withdrawConsent(provider: Provider, profileId: string, clientId: string, offlineNotice: { uri: string; logoutToken: string } | null = null): Promise<void> {
   const now = provider.now();
   await provider.repo.transaction(async (repo) => {
     if (!(await repo.deleteConsent(profileId, clientId))) throw new AppError('NotFoundError', `Consent Not Found: ${clientId}`);
+    const offline = offlineNotice !== null && (await repo.refreshTokens.liveFamilies(profileId, now)).some((family) => family.clientId === clientId);
     await repo.revokeGrants(profileId, clientId, now);
+    if (offline && !(await repo.logouts.signedInThrough(profileId, clientId))) await repo.logouts.queue(clientId, offlineNotice, now);
   });
 }

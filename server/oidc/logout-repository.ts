@@ -93,6 +93,16 @@ export class LogoutRepository {
     });
   }
 
+  /** Whether any browser session we still know of signed the person in to the client (`oidc_session_clients`). */
+  async signedInThrough(profileId: string, clientId: string): Promise<boolean> {
+    return (await this.#db('oidc_session_clients').where({ profile_id: profileId, client_id: clientId }).first('session_id')) !== undefined;
+  }
+
+  /** Queues a logout token for delivery now. */
+  async queue(clientId: string, delivery: { uri: string; logoutToken: string }, now: number): Promise<void> {
+    await this.#db('oidc_logout_deliveries').insert({ client_id: clientId, uri: delivery.uri, logout_token: delivery.logoutToken, attempts: 0, next_attempt_at: now, created_at: now });
+  }
+
   /**
    * Leases up to `limit` deliveries that are due, each until `leaseUntil`: one conditional UPDATE
    * per delivery, so two processes never send the same one at once.

@@ -104,12 +104,17 @@ export class OidcService {
     return consents(this.#provider, viewer.profileId);
   }
 
-  /** The app's tokens end; it is told by back-channel logout for each session it signed the person in through (found by `logouts`, looked for now). */
+  /**
+   * The app's tokens end; it is told by back-channel logout for each session it signed the person
+   * in through (found by `logouts`, looked for now), or, with none left, once with `sub` alone
+   * if it could act offline (`withdrawConsent`).
+   */
   async withdrawConsent(viewer: Viewer, clientId: string): Promise<void> {
-    await withdrawConsent(this.#provider, viewer.profileId, clientId);
+    const client = await this.#provider.clients.find(clientId);
+    const notice = client ? await this.logouts.offlineNotice(viewer.profileId, client) : null;
+    await withdrawConsent(this.#provider, viewer.profileId, clientId, notice);
     this.logouts.kick();
     // The person's activity log: the application revoked, by its name while it has one.
-    const client = await this.#provider.clients.find(clientId);
     await this.#provider.accounts.recordApplication(viewer.profileId, 'app:revoked', { clientId, name: client?.name ?? clientId });
   }
 

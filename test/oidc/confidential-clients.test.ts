@@ -7,12 +7,12 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { admin, approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from './helpers.ts';
+import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+import { admin, approvedRegistrationToken, REDIRECT, registerByHttp, startLogoutReceiver, UserAgent } from './helpers.ts';
 
 /** Each test's admin commands start a process: a few seconds each on a loaded machine. */
 const LONG = 60_000;
@@ -196,6 +196,29 @@ describe('refresh tokens', () => {
     await client.tokenRevocation(config, tokens.refresh_token ?? '');
     await expect(client.refreshTokenGrant(config, tokens.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
     expect((await client.tokenIntrospection(config, tokens.access_token)).active).toBe(false);
+  }, LONG);
+});
+
+describe('an app revoked after the sessions it signed the person in through expired', () => {
+  it('is told once, by a logout token with sub alone, when it could act offline', async () => {
+    const receiver = await startLogoutReceiver();
+    try {
+      const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access', backchannel_logout_uri: `${receiver.url}/bc` });
+      const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+      const tokens = await codeFlow(config, 'openid offline_access', { prompt: 'consent' });
+      // The browser session expired and the sweep forgot which clients it signed in to.
+      await server.service.db('oidc_session_clients').where({ client_id: app.client_id }).delete();
+      const { client: api } = await loggedIn(server, person.email);
+      expect((await api.request('DELETE', `/oidc/consents/${app.client_id}`)).status).toBe(200);
+      await expect.poll(() => receiver.received.get('/bc')?.length ?? 0).toBe(1);
+      const { payload, protectedHeader } = await jwtVerify(receiver.received.get('/bc')?.[0] ?? '', createRemoteJWKSet(new URL(`${server.url}/oidc/jwks`)), { issuer: server.url, audience: app.client_id, typ: 'logout+jwt' });
+      expect(protectedHeader.alg).toBe('RS256');
+      expect(payload).toMatchObject({ sub: person.id, events: { 'http://schemas.openid.net/event/backchannel-logout': {} }, jti: expect.any(String) });
+      expect(payload.sid).toBeUndefined();
+      await expect(client.refreshTokenGrant(config, tokens.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+    } finally {
+      await receiver.close();
+    }
   }, LONG);
 });
 
