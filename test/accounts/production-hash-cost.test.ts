@@ -18,7 +18,15 @@ import { PASSWORD } from '../helpers/users.ts';
 let dir: string | undefined;
 const started: Array<ReturnType<typeof spawn>> = [];
 afterAll(async () => {
-  for (const child of started) child.kill('SIGTERM');
+  // Stopped, and waited for: a server still shutting down writes into the folder being removed (ENOTEMPTY).
+  await Promise.all(
+    started.map((child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return undefined;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      return exited;
+    }),
+  );
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
