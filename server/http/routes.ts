@@ -280,6 +280,23 @@ const SERVICE_DOCS = {
   },
 } satisfies Record<string, OperationDoc>;
 
+const BEARER = z.object({ authorization: z.string().describe('`Bearer <token>`: the initial access token, or the registration access token') });
+const CLIENT_ID_PARAM = z.object({ clientId: z.string() });
+const BASIC = z.object({ authorization: z.string().optional().describe('`Basic <base64(client_id:client_secret)>`, for `client_secret_basic`; or the client proves itself in the form') });
+/**
+ * The sign-in provider's protocol endpoints, as their standards define them (their answers are
+ * checked by openid-client in the tests, not against this document): forms in, OAuth's JSON out,
+ * OAuth's errors.
+ */
+const PROTOCOL_DOCS = {
+  token: { tag: 'oidc', summary: 'Token endpoint (RFC 6749): a code with its PKCE verifier, or a refresh token, for tokens', session: 'none', headers: BASIC, body: { form: TokenRequestForm }, answer: { json: TokenAnswerBody }, errors: [401], errorBody: 'oauth' },
+  introspect: { tag: 'oidc', summary: 'Token introspection (RFC 7662), for a client that authenticates', session: 'none', headers: BASIC, body: { form: IntrospectionForm }, answer: { json: IntrospectionAnswer }, errors: [401], errorBody: 'oauth' },
+  revoke: { tag: 'oidc', summary: 'Token revocation (RFC 7009): 200 for any token, revoking only what the client proves is its own; 401 invalid_client when the client fails to prove itself, 400 invalid_request without a token', session: 'none', headers: BASIC, body: { form: RevocationForm }, answer: { empty: 200 }, errors: [400, 401], errorBody: 'oauth' },
+  endSession: { tag: 'oidc', summary: 'Sign out (RP-Initiated Logout 1.0): at once with an id_token_hint naming the person signed in, otherwise a "Sign out?" page; then the registered post_logout_redirect_uri with state, or a "You are signed out" page', session: 'optional', query: EndSessionParams, answer: { html: true } },
+  endSessionForm: { tag: 'oidc', summary: 'Sign out (RP-Initiated Logout 1.0), the parameters sent as a form', session: 'optional', body: { form: EndSessionParams }, answer: { html: true } },
+  userinfo: { tag: 'oidc', summary: 'UserInfo (OpenID Connect Core §5.3): the claims of an access token (`Authorization: Bearer`)', session: 'none', answer: { json: UserInfoAnswer }, errors: [401], errorBody: 'oauth' },
+} satisfies Record<string, OperationDoc>;
+
 /**
  * The sign-in provider's client registration (RFC 7591) and its management (RFC 7592). Its own
  * refusals are OAuth's JSON (`error`, `error_description`): 401 `invalid_token` without a valid
@@ -287,23 +304,6 @@ const SERVICE_DOCS = {
  * for metadata it cannot register. What the service answers before any route (a malformed URL, a
  * body too large or too slow) stays the Error body: the document says either.
  */
-const BEARER = z.object({ authorization: z.string().describe('`Bearer <token>`: the initial access token, or the registration access token') });
-const CLIENT_ID_PARAM = z.object({ clientId: z.string() });
-/**
- * The sign-in provider's protocol endpoints, as their standards define them (their answers are
- * checked by openid-client in the tests, not against this document): forms in, OAuth's JSON out,
- * OAuth's errors.
- */
-const BASIC = z.object({ authorization: z.string().optional().describe('`Basic <base64(client_id:client_secret)>`, for `client_secret_basic`; or the client proves itself in the form') });
-const PROTOCOL_DOCS = {
-  token: { tag: 'oidc', summary: 'Token endpoint (RFC 6749): a code with its PKCE verifier, or a refresh token, for tokens', session: 'none', headers: BASIC, body: { form: TokenRequestForm }, answer: { json: TokenAnswerBody }, errors: [401], errorBody: 'oauth' },
-  introspect: { tag: 'oidc', summary: 'Token introspection (RFC 7662), for a client that authenticates', session: 'none', headers: BASIC, body: { form: IntrospectionForm }, answer: { json: IntrospectionAnswer }, errors: [401], errorBody: 'oauth' },
-  revoke: { tag: 'oidc', summary: 'Token revocation (RFC 7009): 200 for any token, revoking only what the client proves is its own; 401 invalid_client when the client fails to prove itself', session: 'none', headers: BASIC, body: { form: RevocationForm }, answer: { empty: 200 }, errors: [401], errorBody: 'oauth' },
-  endSession: { tag: 'oidc', summary: 'Sign out (RP-Initiated Logout 1.0): at once with an id_token_hint naming the person signed in, otherwise a "Sign out?" page; then the registered post_logout_redirect_uri with state, or a "You are signed out" page', session: 'optional', query: EndSessionParams, answer: { html: true } },
-  endSessionForm: { tag: 'oidc', summary: 'Sign out (RP-Initiated Logout 1.0), the parameters sent as a form', session: 'optional', body: { form: EndSessionParams }, answer: { html: true } },
-  userinfo: { tag: 'oidc', summary: 'UserInfo (OpenID Connect Core §5.3): the claims of an access token (`Authorization: Bearer`)', session: 'none', answer: { json: UserInfoAnswer }, errors: [401], errorBody: 'oauth' },
-} satisfies Record<string, OperationDoc>;
-
 const REGISTRATION_DOCS = {
   register: { tag: 'oidc', summary: 'Register a client (RFC 7591)', session: 'none', headers: BEARER, body: { json: ClientMetadata }, answer: { json: ClientRegistration, status: 201 }, errors: [401], errorBody: 'oauth' },
   read: { tag: 'oidc', summary: 'Read a client’s registration (RFC 7592)', session: 'none', headers: BEARER, pathParams: CLIENT_ID_PARAM, answer: { json: ClientRegistration }, errors: [401], errorBody: 'oauth' },

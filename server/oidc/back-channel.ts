@@ -12,8 +12,10 @@ const TICK_MS = 1000;
 const DELIVERY_TIMEOUT_MS = 5000;
 /** How long a process holds a delivery it is sending: past it, another process may try. */
 const LEASE_MS = 30_000;
-/** Attempts before a delivery is given up: with the backoff below, about a day of trying. */
-const MAX_ATTEMPTS = 12;
+/** Attempts before a delivery is given up: with the backoff below (about 68 minutes for the first 12, then hourly), about a day of trying. */
+const MAX_ATTEMPTS = 34;
+/** At most this many deliveries are POSTed at once by a process: a mass sign-out, or receivers that hang, open no more sockets than this. */
+const MAX_SENDING = 50;
 /** The wait before the next attempt: 2, 4, 8 … seconds, at most an hour. */
 const backoffMs = (attempts: number) => Math.min(3600, 2 ** attempts) * 1000;
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -128,7 +130,9 @@ export class LogoutNotifier {
 
   async #deliverDue(): Promise<void> {
     const now = this.#provider.now();
-    const due = await this.#provider.logouts.leaseDue(now, now + LEASE_MS, 20);
+    const room = Math.min(20, MAX_SENDING - this.#sending.size);
+    if (room <= 0) return;
+    const due = await this.#provider.logouts.leaseDue(now, now + LEASE_MS, room);
     for (const delivery of due) {
       const sending: Promise<void> = this.#deliver(delivery)
         .catch((error: unknown) => this.#log.warn({ err: error, client: delivery.clientId }, 'back-channel logout: a delivery could not be recorded'))

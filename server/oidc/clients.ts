@@ -41,8 +41,7 @@ export async function addClient(provider: Provider, input: OidcClientInput): Pro
 
 /**
  * A resource server (`ResourceServerInput`): approved at once, with a secret answered once and
- * stored as a hash (`client_secret_basic` or `client_secret_post` at the introspection
- * endpoint). With no grants and no redirect URIs, the token and authorization endpoints refuse
+ * stored as a hash, sent as `client_secret_basic` at the introspection endpoint. With no grants and no redirect URIs, the token and authorization endpoints refuse
  * it; introspection answers it about the access tokens of the clients it names.
  */
 export async function addResourceServer(provider: Provider, input: ResourceServerInput): Promise<{ client: OidcClient; secret: string }> {

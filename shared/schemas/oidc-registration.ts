@@ -26,22 +26,26 @@ export function redirectUriProblem(uri: string, applicationType: 'web' | 'native
   return 'must use https, or http on the loopback interface';
 }
 
-/** An IPv4 or IPv6 literal of a private network (RFC 1918, RFC 4193) or the link. */
+/**
+ * An IPv4 or IPv6 literal of a private network (RFC 1918, RFC 4193). Not the link-local ranges,
+ * where cloud machines answer their metadata service.
+ */
 function privateAddress(hostname: string): boolean {
   const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(hostname);
   if (v4) {
     const [a, b] = [Number(v4[1]), Number(v4[2])];
-    return a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254);
+    return a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168);
   }
-  return /^\[f[cd][0-9a-f]{2}:/i.test(hostname) || /^\[fe[89ab][0-9a-f]:/i.test(hostname);
+  return /^\[f[cd][0-9a-f]{2}:/i.test(hostname);
 }
 
 /**
  * Why a back-channel logout address cannot be registered, or null when it can. It is called by
  * the service itself, never by a browser, and an install's applications often live beside it:
- * besides https anywhere, plain http is accepted on the loopback interface, on a private
- * network's address (10/8, 172.16/12, 192.168/16, fc00::/7, the link) and on a host name of one
- * label (a container's or a machine's name on the install's own network).
+ * besides https anywhere, plain http is accepted on the loopback interface and on a private
+ * network's address (10/8, 172.16/12, 192.168/16, fc00::/7), written as an address. A host
+ * name over plain http is not: what it resolves to is not known at registration (a name of one
+ * label may be a cloud's metadata service).
  */
 export function backchannelUriProblem(uri: string): string | null {
   const problem = redirectUriProblem(uri, 'web');
@@ -53,8 +57,8 @@ export function backchannelUriProblem(uri: string): string | null {
     return problem;
   }
   if (url.protocol !== 'http:' || uri.includes('#') || uri.includes('*') || url.username !== '' || url.password !== '') return problem;
-  if (privateAddress(url.hostname) || /^[a-z0-9-]+$/i.test(url.hostname)) return null;
-  return 'must use https (plain http only on the loopback interface, a private network address or a one-label host name)';
+  if (privateAddress(url.hostname)) return null;
+  return 'must use https (plain http only on the loopback interface or a private network address)';
 }
 
 /** Members of a JSON Web Key that only its owner may hold (RFC 7518 §6.2.2, §6.3.2, §6.4). */

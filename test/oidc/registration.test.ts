@@ -83,14 +83,14 @@ describe('what a registration may name', () => {
     expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT] })).status).toBe(201);
   }, LONG);
 
-  it('takes a back-channel logout address on the install\'s own network over plain http, and no public one', async () => {
+  it('takes a back-channel logout address on the install\'s own network over plain http, and no public, link-local or named one', async () => {
     const token = await registrationToken(server);
-    for (const uri of ['http://app.example/logout', 'http://8.8.8.8/logout', 'http://10.0.0.5:8080/bc#x', 'javascript:alert(1)']) {
+    for (const uri of ['http://app.example/logout', 'http://8.8.8.8/logout', 'http://10.0.0.5:8080/bc#x', 'javascript:alert(1)', 'http://169.254.169.254/latest', 'http://[fe80::1]/bc', 'http://metadata/bc', 'http://reviews-tool:8000/bc', 'http://localhost.evil.example/bc', 'http://user:pw@10.0.0.5/bc']) {
       const answer = await registerByHttp(server, token, { redirect_uris: [REDIRECT], backchannel_logout_uri: uri });
       expect(answer.status, uri).toBe(400);
       expect(answer.body, uri).toMatchObject({ error: 'invalid_client_metadata' });
     }
-    for (const uri of ['http://10.0.0.5:8080/bc', 'http://192.168.1.20/bc', 'http://172.20.0.3/bc', 'http://[fd00::5]/bc', 'http://reviews-tool:8000/bc', 'https://app.example/bc']) {
+    for (const uri of ['http://10.0.0.5:8080/bc', 'http://192.168.1.20/bc', 'http://172.20.0.3/bc', 'http://[fd00::5]/bc', 'https://reviews-tool:8000/bc', 'https://app.example/bc']) {
       const answer = await registerByHttp(server, await registrationToken(server), { redirect_uris: [REDIRECT], backchannel_logout_uri: uri });
       expect(answer.status, `${uri}: ${JSON.stringify(answer.body)}`).toBe(201);
       expect(answer.body.backchannel_logout_uri).toBe(uri);

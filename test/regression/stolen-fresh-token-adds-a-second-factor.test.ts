@@ -43,6 +43,19 @@ describe('a fresh access token alone', () => {
     expect((await thief.get('/mfa/status')).body).toMatchObject({ enabled: false });
   });
 
+  it('cannot read the authenticator secret the owner is setting up (the page shows it again after a wrong code)', async () => {
+    const { owner, thief } = await stolen();
+    const init = await owner.post('/mfa/setup/totp/init');
+    expect(init.status).toBe(200);
+    const read = await thief.get('/trpc/accounts.mfa.totpWaiting');
+    expect(read.status).toBe(403);
+    expect(JSON.stringify(read.body)).not.toContain(init.body.secret);
+    // The owner's browser, with its refresh cookie, may.
+    const own = await owner.get('/trpc/accounts.mfa.totpWaiting');
+    expect(own.status).toBe(200);
+    expect(own.body.result.data.secret).toBe(init.body.secret);
+  });
+
   it('can once the password is typed again, as the owner of a script would', async () => {
     const { thief } = await stolen();
     // Only someone who knows the password gets past this.

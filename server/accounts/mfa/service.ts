@@ -104,7 +104,9 @@ export class MfaService extends MfaServiceBase {
    * The TOTP setup waiting for its first code, shown again (the account page after a wrong
    * code), from the secret kept server-side; null when none is waiting or it expired.
    */
-  async totpWaiting(viewer: Viewer): Promise<TotpInitResult | null> {
+  async totpWaiting(viewer: Viewer, refreshToken: string | undefined): Promise<TotpInitResult | null> {
+    // It answers the secret, as `totpInit` does: the same recent proof of the person.
+    await this.#requireFreshToAdd(viewer, refreshToken);
     const waiting = await this.#waitingTotp(viewer.profileId, this.now());
     if (waiting === null) return null;
     const profile = await this.#profile(viewer.profileId);
