@@ -21,6 +21,12 @@ export interface RefreshRecord {
   /** When it was rotated: used again after that, it revokes its family. */
   usedAt: number | null;
   revokedAt: number | null;
+  /**
+   * Whether any token of its family is revoked, read with it (`find`): a family revoked while
+   * one of its successors was being stored (on PostgreSQL the revoking statement may not see
+   * it) still ends at that successor's first use.
+   */
+  familyRevoked?: boolean;
 }
 
 const toRecord = (row: Record<string, unknown>): RefreshRecord => ({
@@ -67,9 +73,13 @@ export class RefreshRepository {
     await this.#db('oidc_refresh_tokens').insert(toRow(record));
   }
 
+  /** A token by its hash, with whether its family is revoked (one statement). */
   async find(tokenHash: string): Promise<RefreshRecord | null> {
-    const row = await this.#db('oidc_refresh_tokens').where({ token_hash: tokenHash }).first();
-    return row ? toRecord(row) : null;
+    const row = await this.#db('oidc_refresh_tokens as t')
+      .where('t.token_hash', tokenHash)
+      .first('t.*', this.#db.raw('exists (select 1 from oidc_refresh_tokens f where f.family_id = t.family_id and f.revoked_at is not null) as family_revoked'));
+    if (!row) return null;
+    return { ...toRecord(row), familyRevoked: row.family_revoked === true || Number(row.family_revoked) === 1 };
   }
 
   /**

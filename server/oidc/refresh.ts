@@ -88,12 +88,13 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
 /**
  * checkRefreshToken: known (by its hash) and this client's (another client's token is refused
  * and nothing of its owner's is revoked), not revoked, not expired (its family's end or its own
- * idle end), and not rotated already: a rotated token used again revokes its family.
+ * idle end), and not rotated already: a rotated token used again revokes its family, as does a
+ * token whose family was revoked without it (stored while the revocation ran).
  */
 async function checkRefreshToken(provider: Provider, client: ClientRecord, presented: string, now: number): Promise<RefreshRecord> {
   const record = await provider.refreshTokens.find(hashSecret(presented));
   if (!record || record.clientId !== client.id || record.revokedAt !== null) throw invalidRefresh();
-  if (record.usedAt !== null) {
+  if (record.usedAt !== null || record.familyRevoked) {
     await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }

@@ -189,6 +189,21 @@ describe('refresh tokens', () => {
     await expect(client.refreshTokenGrant(ownerConfig, still.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
   }, LONG);
 
+  it('end at their first use when their family was revoked without them (a successor stored while the revocation ran)', async () => {
+    const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const first = await codeFlow(config, 'openid offline_access', { prompt: 'consent' });
+    const second = await client.refreshTokenGrant(config, first.refresh_token ?? '');
+    seen.push(second.access_token, second.refresh_token ?? '');
+    // The revocation's statement saw the family's first token but not its successor (PostgreSQL's
+    // read committed, a successor committed meanwhile): the successor alone is left unrevoked.
+    const row = (await server.service.db('oidc_refresh_tokens').where({ client_id: app.client_id }).whereNotNull('used_at').first('family_id')) as { family_id: string };
+    await server.service.db('oidc_refresh_tokens').where({ family_id: row.family_id }).whereNotNull('used_at').update({ revoked_at: Date.now() });
+    await expect(client.refreshTokenGrant(config, second.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+    const live = (await server.service.db('oidc_refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').count({ n: '*' }).first()) as { n: number | string };
+    expect(Number(live.n)).toBe(0);
+  }, LONG);
+
   it('are revoked with their family by the client that holds them', async () => {
     const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' });
     const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
