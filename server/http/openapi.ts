@@ -212,14 +212,15 @@ function operationObject(op: Operation, components: Components): JsonSchema {
     responses['304'] = { description: STATUS_TEXT[304] };
   }
   for (const status of errorStatuses(op)) {
-    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: op.errorBody === 'oauth' ? OAUTH_ERROR : ERROR_REF } } };
+    const json = { 'application/json': { schema: op.errorBody === 'oauth' ? OAUTH_ERROR : ERROR_REF } };
+    responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: op.errorBody === 'page' ? { 'text/html': { schema: { type: 'string' } }, ...json } : json };
   }
   const object: JsonSchema = {
     operationId: `${op.method}${openApiPath(op.path).replace(/[{}]/g, '').replace(/(?:^|[/.-])(\w)/g, (_m, c: string) => c.toUpperCase())}`,
     tags: [op.tag],
     summary: op.summary,
     responses,
-    ...(op.errorBody === 'oauth' ? { 'x-error-format': 'oauth' } : {}),
+    ...(op.errorBody ? { 'x-error-format': op.errorBody } : {}),
   };
   const params = [
     ...(op.pathParams ? parameters(op.pathParams, 'path', components) : []),

@@ -15,8 +15,13 @@ export interface Operation {
   body?: { json: z.ZodType } | { multipart: z.ZodObject; file: string } | { form: z.ZodObject };
   /** The answer on success: JSON of a schema (200, or `status`), nothing (204), an HTML page, or a file (with ranges and ETags). */
   answer: { json: z.ZodType; status?: 201 } | { empty: 200 | 204 } | { html: true } | { file: string[] };
-  /** `oauth`: errors are OAuth's JSON (`error`, `error_description`; RFC 6749 §5.2), not the Error body. */
-  errorBody?: 'oauth';
+  /**
+   * `oauth`: errors are OAuth's JSON (`error`, `error_description`; RFC 6749 §5.2), not the Error
+   * body; `page`: a person's browser is answered, so an error is an HTML page saying what went
+   * wrong (with the request id to quote). Either way, what the service answers before any route
+   * (a malformed URL, a body too large) stays the Error body.
+   */
+  errorBody?: 'oauth' | 'page';
   /** Error statuses besides the ones `errorStatuses` adds for every operation of its kind. */
   errors?: number[];
 }

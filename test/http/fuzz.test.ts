@@ -228,8 +228,16 @@ function errorBody(status: number, type: string, text: string): string | null {
  * method, a malformed URL).
  */
 function checkOf(operation: Operation): typeof errorBody {
+  if (operation.op['x-error-format'] === 'page') return (status, type, text) => (pageError(status, type, text) === null ? null : errorBody(status, type, text));
   if (operation.op['x-error-format'] !== 'oauth') return errorBody;
   return (status, type, text) => (oauthError(status, type, text) === null ? null : errorBody(status, type, text));
+}
+
+/** A page's error (`x-error-format: page`): an HTML page with the request id to quote. */
+function pageError(status: number, type: string, text: string): string | null {
+  if (status < 400) return null;
+  if (!/^text\/html/.test(type)) return `not a page (${type})`;
+  return /request id/i.test(text) ? null : `a page without the request id: ${text.slice(0, 200)}`;
 }
 
 function oauthError(status: number, type: string, text: string): string | null {

@@ -134,6 +134,9 @@ describe('the API document', () => {
           const oauth = { anyOf: [{ type: 'object', required: ['error'], properties: { error: { type: 'string' }, error_description: { type: 'string' } } }, { $ref: '#/components/schemas/Error' }] };
           const expected = operation['x-error-format'] === 'oauth' ? oauth : { $ref: '#/components/schemas/Error' };
           expect(response.content['application/json'].schema, `${method} ${path} ${status}`).toEqual(expected);
+          // A page a person's browser is sent (signing out) says its errors as a page, and says so.
+          if (operation['x-error-format'] === 'page') expect(response.content['text/html'].schema, `${method} ${path} ${status}`).toEqual({ type: 'string' });
+          else expect(Object.keys(response.content), `${method} ${path} ${status}`).toEqual(['application/json']);
         }
       }
     }
