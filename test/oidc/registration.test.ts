@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { admin, REDIRECT, registerByHttp, registrationToken } from './helpers.ts';
+import { admin, approvedRegistrationToken, REDIRECT, registerByHttp, registrationToken } from './helpers.ts';
 
 /** Admin commands start a process each. */
 const LONG = 60_000;
@@ -73,7 +73,7 @@ describe('what a registration may name', () => {
   }, LONG);
 
   it('refuses a key set holding private key material, and keeps the token for a corrected request', async () => {
-    const token = await registrationToken(server);
+    const token = await approvedRegistrationToken(server);
     const key = { kty: 'RSA', kid: 'k1', n: 'sXch', e: 'AQAB' };
     for (const secret of [{ d: 'c2VjcmV0' }, { p: 'cA' }, { k: 'c2VjcmV0' }]) {
       const answer = await registerByHttp(server, token, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ ...key, ...secret }] } });
@@ -84,14 +84,14 @@ describe('what a registration may name', () => {
   }, LONG);
 
   it('takes a back-channel logout address on the install\'s own network over plain http, and no public, link-local or named one', async () => {
-    const token = await registrationToken(server);
+    const token = await approvedRegistrationToken(server);
     for (const uri of ['http://app.example/logout', 'http://8.8.8.8/logout', 'http://10.0.0.5:8080/bc#x', 'javascript:alert(1)', 'http://169.254.169.254/latest', 'http://[fe80::1]/bc', 'http://metadata/bc', 'http://reviews-tool:8000/bc', 'http://localhost.evil.example/bc', 'http://user:pw@10.0.0.5/bc']) {
       const answer = await registerByHttp(server, token, { redirect_uris: [REDIRECT], backchannel_logout_uri: uri });
       expect(answer.status, uri).toBe(400);
       expect(answer.body, uri).toMatchObject({ error: 'invalid_client_metadata' });
     }
     for (const uri of ['http://10.0.0.5:8080/bc', 'http://192.168.1.20/bc', 'http://172.20.0.3/bc', 'http://[fd00::5]/bc', 'https://reviews-tool:8000/bc', 'https://app.example/bc']) {
-      const answer = await registerByHttp(server, await registrationToken(server), { redirect_uris: [REDIRECT], backchannel_logout_uri: uri });
+      const answer = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: [REDIRECT], backchannel_logout_uri: uri });
       expect(answer.status, `${uri}: ${JSON.stringify(answer.body)}`).toBe(201);
       expect(answer.body.backchannel_logout_uri).toBe(uri);
     }
