@@ -56,6 +56,23 @@ describe('a fresh access token alone', () => {
     expect(own.body.result.data.secret).toBe(init.body.secret);
   });
 
+  it('nor can a super user impersonating the owner', async () => {
+    const person = await createActiveUser(server);
+    const owner = new Client(server.url);
+    expect((await owner.post('/login', { id: person.email, password: PASSWORD })).status).toBe(200);
+    expect((await owner.post('/mfa/setup/totp/init')).status).toBe(200);
+    const root = await createActiveUser(server, { role: 'superuser' });
+    const admin = new Client(server.url);
+    expect((await admin.post('/login', { id: root.email, password: PASSWORD })).status).toBe(200);
+    const impersonation = await admin.post('/impersonate', { groupId: person.id });
+    expect(impersonation.status).toBe(200);
+    const impersonator = new Client(server.url);
+    impersonator.bearer = impersonation.body.token;
+    const read = await impersonator.get('/trpc/accounts.mfa.totpWaiting');
+    expect(read.status).toBe(403);
+    expect(JSON.stringify(read.body)).toContain('while impersonating');
+  });
+
   it('can once the password is typed again, as the owner of a script would', async () => {
     const { thief } = await stolen();
     // Only someone who knows the password gets past this.

@@ -69,7 +69,7 @@ export const mfaRouter = router({
     .mutation(({ ctx, input }) => ctx.services.mfa.totpVerify(ctx.user, input.code, ctx.credentials.refreshToken)),
 
   /** The setup waiting for its first code, shown again after a wrong one (the account page); null when none is. As fresh a proof as `totpInit`'s: it answers the secret. */
-  totpWaiting: mine.output(TotpInitResult.nullable()).query(({ ctx }) => ctx.services.mfa.totpWaiting(ctx.user, ctx.credentials.refreshToken)),
+  totpWaiting: authedProcedure.output(TotpInitResult.nullable()).query(({ ctx }) => ctx.services.mfa.totpWaiting(ctx.user, ctx.credentials.refreshToken)),
 
   totpDelete: mine.output(MfaChangeResult).mutation(({ ctx }) => ctx.services.mfa.totpDelete(ctx.user)),
 

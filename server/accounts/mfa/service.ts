@@ -105,7 +105,10 @@ export class MfaService extends MfaServiceBase {
    * code), from the secret kept server-side; null when none is waiting or it expired.
    */
   async totpWaiting(viewer: Viewer, refreshToken: string | undefined): Promise<TotpInitResult | null> {
-    // It answers the secret, as `totpInit` does: the same recent proof of the person.
+    // It answers the secret, as `totpInit` does: the same recent proof of the person, and never
+    // to an impersonator (a query, so the procedures' impersonation guard, which stops
+    // mutations, does not see it).
+    if (viewer.impersonator) throw new AppError('ForbiddenError', 'Credentials cannot be changed while impersonating');
     await this.#requireFreshToAdd(viewer, refreshToken);
     const waiting = await this.#waitingTotp(viewer.profileId, this.now());
     if (waiting === null) return null;
