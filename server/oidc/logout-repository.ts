@@ -86,9 +86,7 @@ export class LogoutRepository {
     return this.#db.transaction(async (trx) => {
       const deleted = await trx('oidc_session_clients').where({ session_id: entry.sessionId, client_id: entry.clientId }).delete();
       if (deleted !== 1) return false;
-      if (delivery) {
-        await trx('oidc_logout_deliveries').insert({ client_id: entry.clientId, uri: delivery.uri, logout_token: delivery.logoutToken, attempts: 0, next_attempt_at: now, created_at: now });
-      }
+      if (delivery) await new LogoutRepository(trx).queue(entry.clientId, delivery, now);
       return true;
     });
   }
