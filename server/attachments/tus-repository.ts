@@ -16,6 +16,8 @@ export interface TusUpload {
   concat: 'partial' | 'final' | null;
   /** A final upload's `Upload-Concat` (`final;` and its parts' URLs). */
   concatHeader: string | null;
+  /** A partial upload's place on the local disk: its first byte's position in its span's data file (0 for any other upload). */
+  spanAt: number;
   writer: string | null;
   writerUntil: number | null;
   url: string | null;
@@ -35,6 +37,7 @@ interface Row {
   parts: number | string;
   concat: 'partial' | 'final' | null;
   concat_header: string | null;
+  span_at: number | string | null;
   writer: string | null;
   writer_until: number | string | null;
   url: string | null;
@@ -54,6 +57,7 @@ const toUpload = (r: Row): TusUpload => ({
   parts: Number(r.parts),
   concat: r.concat,
   concatHeader: r.concat_header,
+  spanAt: r.span_at === null ? 0 : Number(r.span_at),
   writer: r.writer,
   writerUntil: r.writer_until === null ? null : Number(r.writer_until),
   url: r.url,
@@ -69,8 +73,12 @@ export class TusRepository {
     this.#db = db;
   }
 
-  async create(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader'> & { concatHeader?: string | null }): Promise<void> {
+  async create(
+    upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'> & { concatHeader?: string | null },
+    span?: { id: string; at: number; end: number | null },
+  ): Promise<void> {
     await this.#db('tus_uploads').insert({
+      ...(span ? { span: span.id, span_at: span.at, span_end: span.end } : {}),
       id: upload.id,
       profile_id: upload.profileId,
       invitation: upload.invitation,
@@ -122,6 +130,32 @@ export class TusRepository {
   async openCount(profileId: string): Promise<number> {
     const row = (await this.#db('tus_uploads').where({ profile_id: profileId }).whereNull('url').count({ n: '*' }).first()) as { n: number | string } | undefined;
     return Number(row?.n ?? 0);
+  }
+
+  /**
+   * The person's latest span still open for a partial upload of that field with that metadata,
+   * begun since `since`: its first upload's id and where the next part would go.
+   */
+  async openSpan(profileId: string, fields: { invitation: string; field: string; metadata: string }, since: number): Promise<{ id: string; end: number } | null> {
+    const row = (await this.#db('tus_uploads')
+      .where({ profile_id: profileId, concat: 'partial', invitation: fields.invitation, field: fields.field, metadata: fields.metadata })
+      .whereRaw('span = id')
+      .whereNotNull('span_end')
+      .whereNull('url')
+      .where('created_at', '>=', since)
+      .orderBy('created_at', 'desc')
+      .first('id', 'span_end')) as { id: string; span_end: number | string } | undefined;
+    return row ? { id: row.id, end: Number(row.span_end) } : null;
+  }
+
+  /** Takes `length` bytes at the end of a span, if its end is still `end` (nobody took them meanwhile). */
+  async extendSpan(id: string, end: number, length: number): Promise<boolean> {
+    return (await this.#db('tus_uploads').where({ id, span_end: end }).update({ span_end: end + length })) === 1;
+  }
+
+  /** The spans of these uploads take no more parts. */
+  async closeSpans(ids: string[]): Promise<void> {
+    if (ids.length > 0) await this.#db('tus_uploads').whereIn('id', ids).whereNotNull('span_end').update({ span_end: null });
   }
 
   /** The person's final upload made of these parts (`Upload-Concat` as sent), if one was made. */

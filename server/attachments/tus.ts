@@ -14,9 +14,13 @@
  *   offset the request names; a second writer gets 423, a stale offset 409.
  * - The bytes are hashed as they arrive (a running SHA-1 per upload in the process that received
  *   them in order); the assembly then only links or concatenates, and hashes what it was not given.
+ * - On the local disk every PATCH after an upload's first is written at its offset into the
+ *   upload's data file, which becomes the stored file: no copy.
  * - Concatenation: partial uploads, each checked at creation like the final one, are assembled
- *   as the final upload straight from their chunks when it is created (one copy on the local
- *   disk, one pass through this process on S3), and forgotten only once its file is kept.
+ *   as the final upload straight from their chunks when it is created, and forgotten only once
+ *   its file is kept. On the local disk they were written side by side into one file when they
+ *   were created in the file's order (`tus-spans.ts`): no copy then; on S3, one pass through
+ *   this process.
  * - A file sent whole in one request is kept as `PUT /attachment` keeps it: no chunk, no assembly.
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
@@ -32,6 +36,7 @@ import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, ChunkRef, FileStore, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
+import { TusSpans } from './tus-spans.ts';
 import { OPEN_UPLOADS_PER_PERSON, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
@@ -120,7 +125,7 @@ function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } 
 /** A new upload's row, before any byte was kept. */
 function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now: number, expiresAt: number, shape: Pick<TusUpload, 'length' | 'offset' | 'concat' | 'concatHeader'>): TusUpload {
   const { fields, metadata } = creation;
-  return { id: randomUUID(), profileId: viewer.profileId, invitation: fields.invitationId, field: fields.name, extension, metadata, parts: 0, writer: null, writerUntil: null, url: null, createdAt: now, expiresAt, ...shape };
+  return { id: randomUUID(), profileId: viewer.profileId, invitation: fields.invitationId, field: fields.name, extension, metadata, parts: 0, spanAt: 0, writer: null, writerUntil: null, url: null, createdAt: now, expiresAt, ...shape };
 }
 
 /** A request's name in an upload's `writer`: its own id, then its process's (`owners.ts`), so a successor can tell it is gone. */
@@ -138,6 +143,7 @@ export class TusService {
   readonly #now: () => number;
   /** The running SHA-1 of uploads this process received in order: the parts it covers (at most `HASHES_KEPT`, the oldest forgotten). */
   readonly #hashes = new Map<string, { parts: number; hash: Hash }>();
+  readonly #spans: TusSpans;
 
   constructor(deps: { db: Db; repo: TusRepository; uploads: UploadsService; store: FileStore; config: Config; logger: Logger; metrics?: Pick<Metrics, 'upload' | 'assembly'>; now?: () => number }) {
     this.#db = deps.db;
@@ -148,6 +154,7 @@ export class TusService {
     this.#logger = deps.logger;
     this.#metrics = deps.metrics;
     this.#now = deps.now ?? Date.now;
+    this.#spans = new TusSpans(deps.repo, deps.store, this.#now);
   }
 
   /**
@@ -170,7 +177,7 @@ export class TusService {
     }
     const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
     const upload = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null });
-    await this.#repo.create(upload);
+    await (upload.concat === 'partial' ? this.#spans.create(upload) : this.#repo.create(upload));
     // Nothing to send (an empty file): complete at once, as a client that sends no PATCH expects.
     if (creation.length === 0 && upload.concat === null) return this.#finishNow(viewer, upload);
     return stateOf(upload);
@@ -307,10 +314,16 @@ export class TusService {
   async #receive(upload: TusUpload, request: TusWrite, room: number): Promise<Received | null> {
     const running = this.#hashes.get(upload.id);
     const continues = upload.concat === 'partial' ? undefined : upload.parts === 0 ? createHash('sha1') : running?.parts === upload.parts ? running.hash.copy() : undefined;
+    // On the local disk the bytes go straight to their place in the upload's data file, but for
+    // an ordinary upload's first part: it becomes that file (`#keepPart`), or the stored file
+    // itself when it is the whole file. Claimed before the body is read from: the checksum's
+    // listener below sets it flowing.
+    const inPlace = upload.parts > 0 || upload.concat === 'partial';
+    const slot = inPlace ? await this.#store.slotAt?.(upload.id, upload.parts + 1, upload.spanAt + upload.offset, room) : undefined;
     const check = request.checksum ? createHash(request.checksum.algorithm) : null;
     const { stream, cut } = keptOnCut(request.body);
     if (check) stream.on('data', (piece: Buffer) => check.update(piece));
-    const received = await this.#store.receive(stream, room, continues ? { continueHash: continues } : { hash: false });
+    const received = await this.#store.receive(stream, room, { ...(continues ? { continueHash: continues } : { hash: false }), ...(slot ? { slot } : {}) });
     const keep = received.size > 0 && !(cut() && check);
     if (keep && check && request.checksum && !check.digest().equals(request.checksum.digest)) {
       await removeQuietly(received.path);
@@ -432,6 +445,7 @@ export class TusService {
     const { extension } = await this.#uploads.admit(viewer, creation.fields, length);
     const now = this.#now();
     const upload = newUpload(viewer, creation, extension, now, expiresAt, { length, offset: length, concat: 'final', concatHeader: concat.header });
+    await this.#spans.close(partials);
     await this.#repo.create(upload);
     await this.#repo.complete(upload.id, length);
     return this.#finishFinal(viewer, upload);

@@ -117,19 +117,25 @@ async function create(length: number, metadata = PDF_FIELD(), person: Person = a
 const patch = (url: string, offset: number, body: Uint8Array, headers: Record<string, string> = {}, person: Person = author) =>
   tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': String(offset), ...headers }, body });
 
+/** The bytes in files being received (`tmp/`) and in uploads' data files (`chunks/<id>/data`, where later parts are written in place). */
+async function bytesReceiving(): Promise<number> {
+  const chunks = path.join(server.dataDir, 'chunks') + path.sep;
+  const files = [...(await temporaryFiles(server.dataDir)), ...(await filesUnder(server.dataDir)).filter((f) => f.startsWith(chunks) && path.basename(f) === 'data')];
+  const sizes = await Promise.all(files.map((f) => stat(f).then((s) => s.size, () => 0)));
+  return sizes.reduce((sum, size) => sum + size, 0);
+}
+
 /**
  * Runs an upload whose connection the line holds after `bytes`, and cuts it once the server is
- * writing the held PATCH's bytes (a file being received in the data folder's `tmp/`): a cut the
- * server sees mid-request, whatever the timing. Answers how the cut client ended.
+ * writing the held PATCH's bytes (a file being received in the data folder's `tmp/`, or an
+ * upload's data file growing): a cut the server sees mid-request, whatever the timing. Answers
+ * how the cut client ended.
  */
 async function cutMidPatch(data: Buffer, opts: tus.UploadOptions, bytes: number): Promise<Outcome> {
+  const before = await bytesReceiving();
   line.holdAfter(bytes);
   const running = runUpload(data, opts);
-  await waitUntil(async () => {
-    if (!line.held) return false;
-    const sizes = await Promise.all((await temporaryFiles(server.dataDir)).map((f) => stat(f).then((s) => s.size, () => 0)));
-    return sizes.some((size) => size > 0);
-  }, 'a PATCH held midway on the server', 15_000);
+  await waitUntil(async () => line.held && (await bytesReceiving()) > before, 'a PATCH held midway on the server', 15_000);
   line.cut();
   return running;
 }

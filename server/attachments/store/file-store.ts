@@ -118,6 +118,19 @@ export interface FileStore {
    * None starts at or past `maxBytes` (the file's limit).
    */
   slotFor?(uploadId: string, index: number, maxBytes: number): Promise<ChunkSlot | null>;
+  /**
+   * A chunk's place at a given position of its upload's data file, at most `room` bytes, claimed
+   * for this request, or null (then it is received into a temporary file). Only the local store
+   * has one: a tus PATCH's bytes go at its upload's offset.
+   */
+  slotAt?(uploadId: string, index: number, position: number, room: number): Promise<ChunkSlot | null>;
+  /**
+   * Makes `uploadId`'s data file the very file of `spanId`'s (the first of a span: pass its own
+   * id to make it), so that parts of one file sent in parallel are written side by side in it at
+   * the positions given to `slotAt`. False when it cannot be (the first upload's file is gone, or
+   * its assembly began): the upload's bytes then go to a file of its own, at the same positions.
+   */
+  shareData?(uploadId: string, spanId: string): Promise<boolean>;
   removeChunk(uploadId: string, index: number): Promise<void>;
   removeChunks(uploadId: string): Promise<void>;
   /** The upload ids that have chunks stored. */
@@ -127,7 +140,8 @@ export interface FileStore {
    * holding the file in memory (the local store links chunks written in place instead of copying
    * them); past `maxBytes` it stops with a 413. Nothing is left on failure. A chunk is an index
    * of `uploadId`, or a chunk of another upload (`ChunkRef`: the parts of tus uploads sent in
-   * parallel, assembled as their final upload without being moved first).
+   * parallel, assembled as their final upload without being moved first; on the local disk,
+   * when they were written side by side in one shared data file, in order, that file is linked).
    */
   assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled>;
   /** Stores an assembled file under its content address (as `keep` does) and drops its temporary copy. */

@@ -44,6 +44,12 @@ type ChunkPart = { file: string } | { position: number; size: number };
  * chunk is in place, one after the other from position 0, the data file is the file: the
  * assembly hashes only what was not hashed as it arrived, cuts off anything past the end, and
  * links it to its content address; otherwise it copies, as before.
+ *
+ * tus uploads use the same data file with explicit positions (`slotAt`: a PATCH's bytes go at
+ * its offset), and the parts of a parallel tus upload share one data file (`shareData`: hard
+ * links to the first part's), each writing at its place in it; their final upload is that file
+ * when its chunks follow one another from 0 and no upload outside it shares the file (its link
+ * count). See ../tus-spans.ts.
  */
 export class LocalFileStore implements FileStore {
   readonly #files: string;
@@ -190,6 +196,16 @@ export class LocalFileStore implements FileStore {
     if (!layout || layout.stride === 0 || !Number.isInteger(index) || index <= layout.first) return null;
     const position = (index - layout.first) * layout.stride;
     if (position >= maxBytes) return null;
+    return this.#slot(uploadId, index, position, layout.stride);
+  }
+
+  async slotAt(uploadId: string, index: number, position: number, room: number): Promise<ChunkSlot | null> {
+    if (!Number.isSafeInteger(index) || index < 0 || !Number.isSafeInteger(position) || position < 0 || !(room > 0)) return null;
+    await mkdir(this.#chunkDir(uploadId), { recursive: true });
+    return this.#slot(uploadId, index, position, room);
+  }
+
+  async #slot(uploadId: string, index: number, position: number, room: number): Promise<ChunkSlot | null> {
     const claim = this.#claimPath(uploadId, index);
     if (!(await this.#claim(claim))) return null;
     // A chunk stored already (a retry) is never written over: its copy is received apart and
@@ -199,7 +215,34 @@ export class LocalFileStore implements FileStore {
       await removeQuietly(claim);
       return null;
     }
-    return { uploadId, index, position, room: layout.stride, claim };
+    return { uploadId, index, position, room, claim };
+  }
+
+  /**
+   * A hard link to the span's data file, made when a partial upload is created. The span's first
+   * upload makes the file (empty). Whichever comes second of this link and the assembly's seal of
+   * the span's first upload sees the other: an assembly counts the file's links after sealing, and
+   * a link made after the seal is taken back.
+   */
+  async shareData(uploadId: string, spanId: string): Promise<boolean> {
+    await mkdir(this.#chunkDir(uploadId), { recursive: true });
+    const spanData = this.#dataPath(spanId);
+    if (uploadId === spanId) {
+      await (await open(spanData, 'a', 0o600)).close();
+      return true;
+    }
+    try {
+      await link(spanData, this.#dataPath(uploadId));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'EEXIST') return false;
+      throw error;
+    }
+    if (await this.#exists(this.#sealPath(spanId))) {
+      await removeQuietly(this.#dataPath(uploadId));
+      return false;
+    }
+    return true;
   }
 
   /**
@@ -325,13 +368,6 @@ export class LocalFileStore implements FileStore {
   }
 
   /** Where a stored chunk's bytes are. */
-  /** Another upload's chunk, which must be a file of its own (only an upload's own chunks are ever in its data file). */
-  async #apart(chunk: ChunkRef): Promise<ChunkPart> {
-    const part = await this.#partOf(chunk.uploadId, chunk.index);
-    if (!('file' in part)) throw new Error(`chunk ${chunk.index} of ${chunk.uploadId} is in its own upload's data file`);
-    return part;
-  }
-
   async #partOf(uploadId: string, index: number): Promise<ChunkPart> {
     const file = this.#chunkPath(uploadId, index);
     const target = await readlink(file).catch((error: NodeJS.ErrnoException) => {
@@ -348,16 +384,22 @@ export class LocalFileStore implements FileStore {
   /**
    * When every chunk is in place one after the other from the data file's start, the data file
    * is the file: only the bytes not hashed as they arrived are read (none, for a client sending
-   * in order to one process), and it is linked under a temporary name. Otherwise into a new
-   * temporary file (opened exclusively), a megabyte at a time through one buffer: a stream's
-   * 64 KiB pieces made this copy take twice as long, and ten assemblies at once hold ten
-   * megabytes. Each piece is hashed while it is being written (the write runs on libuv's
-   * threads), and the first `hashed.chunks` chunks not at all: the uploads service hashed them as they
-   * arrived.
+   * in order to one process), and it is linked under a temporary name. The chunks may be of
+   * several uploads (the parts of a tus upload sent in parallel) whose data files are one file,
+   * linked by `shareData`: it is the file too when no other upload shares it.
+   *
+   * Otherwise into a new temporary file (opened exclusively), a megabyte at a time through one
+   * buffer: a stream's 64 KiB pieces made this copy take twice as long, and ten assemblies at
+   * once hold ten megabytes. Each piece is hashed while it is being written (the write runs on
+   * libuv's threads), and the first `hashed.chunks` chunks not at all: the uploads service hashed
+   * them as they arrived.
    */
   async assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
-    const parts: ChunkPart[] = [];
-    for (const chunk of chunks) parts.push(typeof chunk === 'number' ? await this.#partOf(uploadId, chunk) : await this.#apart(chunk));
+    const parts: Array<ChunkPart & { of: string }> = [];
+    for (const chunk of chunks) {
+      const of = typeof chunk === 'number' ? uploadId : chunk.uploadId;
+      parts.push({ ...(await this.#partOf(of, typeof chunk === 'number' ? chunk : chunk.index)), of });
+    }
     const meter = new Meter(maxBytes, hashed?.hash ?? true, true);
     let end = 0;
     const inPlace = parts.every((part) => {
@@ -365,19 +407,20 @@ export class LocalFileStore implements FileStore {
       if ('position' in part) end += part.size;
       return follows;
     });
-    if (inPlace && (await this.#seal(uploadId))) return this.#assembleInPlace(uploadId, parts as Array<{ position: number; size: number }>, meter, hashed?.chunks ?? 0);
+    const data = inPlace ? await this.#sealedData([...new Set(parts.map((part) => part.of))]) : null;
+    if (data) return this.#assembleInPlace(data, parts as Array<{ position: number; size: number }>, meter, hashed?.chunks ?? 0);
 
     const file = this.#tmp.newPath();
     const buffer = Buffer.allocUnsafe(ASSEMBLY_BUFFER_BYTES);
     const out = await open(file, 'wx', 0o600);
-    let data: FileHandle | null = null;
+    const dataFiles = new Map<string, FileHandle>();
     try {
       for (const [position, part] of parts.entries()) {
         const hashThis = position >= (hashed?.chunks ?? 0);
         const copy = async (handle: FileHandle, from: number, length: number) => {
           for (let offset = 0; offset < length; ) {
             const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, length - offset), from + offset);
-            if (bytesRead === 0) throw new Error(`chunk of ${uploadId} shorter than recorded`);
+            if (bytesRead === 0) throw new Error(`chunk of ${part.of} shorter than recorded`);
             offset += bytesRead;
             const bytes = buffer.subarray(0, bytesRead);
             meter.measure(bytes);
@@ -396,8 +439,9 @@ export class LocalFileStore implements FileStore {
             await handle.close();
           }
         } else {
-          data ??= await open(this.#dataPath(uploadId), 'r');
-          await copy(data, part.position, part.size);
+          let handle = dataFiles.get(part.of);
+          if (!handle) dataFiles.set(part.of, (handle = await open(this.#dataPath(part.of), 'r')));
+          await copy(handle, part.position, part.size);
         }
       }
       await out.close();
@@ -406,7 +450,7 @@ export class LocalFileStore implements FileStore {
       await removeQuietly(file);
       throw error;
     } finally {
-      await data?.close().catch(() => undefined);
+      for (const handle of dataFiles.values()) await handle.close().catch(() => undefined);
     }
     return { temporary: file, ...meter.result() };
   }
@@ -415,24 +459,45 @@ export class LocalFileStore implements FileStore {
    * Before the data file becomes the stored file (the same inode, until the chunks are removed),
    * no request may write into it again: new claims are refused once `sealed` is there, and one
    * already held (a request for an index outside the upload, under way; or a claim left by a
-   * stopped process) means the file is copied instead. False then.
+   * stopped process) means the file is copied instead. False then, or when the upload's folder
+   * is gone.
    */
   async #seal(uploadId: string): Promise<boolean> {
-    await writeFile(this.#sealPath(uploadId), '', { mode: 0o600 });
+    try {
+      await writeFile(this.#sealPath(uploadId), '', { mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw error;
+    }
     return !(await readdir(this.#chunkDir(uploadId))).some((name) => name.endsWith('.claim'));
   }
 
-  async #assembleInPlace(uploadId: string, parts: Array<{ position: number; size: number }>, meter: Meter, hashedChunks: number): Promise<Assembled> {
+  /**
+   * The data file of these uploads, sealed, when it may become the stored file: one upload's
+   * own, or one file that exactly these uploads share (its link count says no other upload
+   * shares it; `shareData` takes back a link made after the seal). Null otherwise: copied then.
+   */
+  async #sealedData(uploads: string[]): Promise<string | null> {
+    for (const upload of uploads) if (!(await this.#seal(upload))) return null;
+    const data = this.#dataPath(uploads[0]!);
+    if (uploads.length === 1) return data;
+    const files = await Promise.all(uploads.map((upload) => stat(this.#dataPath(upload)).catch(() => null)));
+    const first = files[0];
+    const one = first !== null && first !== undefined && files.every((f) => f !== null && f.ino === first.ino && f.dev === first.dev);
+    return one && first.nlink === uploads.length ? data : null;
+  }
+
+  async #assembleInPlace(dataPath: string, parts: Array<{ position: number; size: number }>, meter: Meter, hashedChunks: number): Promise<Assembled> {
     const size = parts.reduce((sum, part) => sum + part.size, 0);
     const hashedBytes = parts.slice(0, hashedChunks).reduce((sum, part) => sum + part.size, 0);
-    const data = await open(this.#dataPath(uploadId), 'r+');
+    const data = await open(dataPath, 'r+');
     const file = this.#tmp.newPath();
     try {
       const buffer = Buffer.allocUnsafe(Math.min(ASSEMBLY_BUFFER_BYTES, Math.max(HEAD_BYTES, size - hashedBytes)));
       const feed = async (from: number, to: number, hash: boolean) => {
         for (let offset = from; offset < to; ) {
           const { bytesRead } = await data.read(buffer, 0, Math.min(buffer.length, to - offset), offset);
-          if (bytesRead === 0) throw new Error(`data file of ${uploadId} shorter than its chunks`);
+          if (bytesRead === 0) throw new Error(`data file ${dataPath} shorter than its chunks`);
           offset += bytesRead;
           const bytes = buffer.subarray(0, bytesRead);
           meter.measure(bytes);
@@ -448,7 +513,7 @@ export class LocalFileStore implements FileStore {
       await data.truncate(size);
       await data.close();
       // Under a temporary name of this process, as a copy would be: the data file goes with the chunks.
-      await link(this.#dataPath(uploadId), file);
+      await link(dataPath, file);
     } catch (error) {
       await data.close().catch(() => undefined);
       await removeQuietly(file);

@@ -1,0 +1,77 @@
+/**
+ * Where the partial uploads of a parallel tus upload put their bytes on the local disk, so that
+ * their final upload is kept without a copy (issue 29).
+ *
+ * A client sending a file in parallel parts (tus-js-client's `parallelUploads`) creates the
+ * parts in the file's order, all with the same `Upload-Metadata`, then names them in that order
+ * in its final upload. Their positions in the file are not known until then, so they are
+ * guessed: a person's partial uploads of one field with the same metadata, created within
+ * `SPAN_WINDOW_MS` of the first, make a span, each placed after the one created before it, and
+ * all writing into one data file (hard links to the first one's, `FileStore.shareData`). A final
+ * upload that names exactly a span's parts in that order is then that file, linked to its
+ * content address; anything else (parts created out of order, by two processes at once, a part
+ * left out) is copied, as before. The guess decides only whether a copy is made: the assembly
+ * checks the chunks' places and the file's links itself.
+ */
+import type { FileStore } from './store/file-store.ts';
+import type { TusRepository, TusUpload } from './tus-repository.ts';
+
+/** How long after a span's first part a part with the same metadata joins it. */
+const SPAN_WINDOW_MS = 60_000;
+/** Tries at taking a span's end, which another process may move meanwhile. */
+const TRIES = 3;
+
+export class TusSpans {
+  readonly #repo: TusRepository;
+  readonly #store: FileStore;
+  readonly #now: () => number;
+  /** Placements under way in this process, by person, field and metadata: one at a time, in the order they came. */
+  readonly #placing = new Map<string, Promise<unknown>>();
+
+  constructor(repo: TusRepository, store: FileStore, now: () => number) {
+    this.#repo = repo;
+    this.#store = store;
+    this.#now = now;
+  }
+
+  /**
+   * Records a new partial upload, placed in a span when the store writes in place and its length
+   * is known; otherwise (S3, a deferred length) as any upload.
+   */
+  async create(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>): Promise<void> {
+    const { length } = upload;
+    if (!this.#store.shareData || length === null) return this.#repo.create(upload);
+    const key = JSON.stringify([upload.profileId, upload.invitation, upload.field, upload.metadata]);
+    const span = await this.#serially(key, async () => {
+      const fields = { invitation: upload.invitation, field: upload.field, metadata: upload.metadata };
+      for (let tries = 0; tries < TRIES; tries += 1) {
+        const open = await this.#repo.openSpan(upload.profileId, fields, this.#now() - SPAN_WINDOW_MS);
+        if (!open) break;
+        if (await this.#repo.extendSpan(open.id, open.end, length)) {
+          await this.#repo.create(upload, { id: open.id, at: open.end, end: null });
+          return open.id;
+        }
+      }
+      await this.#repo.create(upload, { id: upload.id, at: 0, end: length });
+      return upload.id;
+    });
+    // Best effort: a part whose file cannot be shared writes the same positions into a file of its own.
+    await this.#store.shareData(upload.id, span).catch(() => false);
+  }
+
+  /** The spans of these parts take no more: their final upload is being made. */
+  close(parts: TusUpload[]): Promise<void> {
+    return this.#repo.closeSpans(parts.map((part) => part.id));
+  }
+
+  async #serially<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const before = this.#placing.get(key) ?? Promise.resolve();
+    const run = before.then(work, work);
+    const settled = run.catch(() => undefined);
+    this.#placing.set(key, settled);
+    void settled.then(() => {
+      if (this.#placing.get(key) === settled) this.#placing.delete(key);
+    });
+    return run;
+  }
+}
