@@ -22,7 +22,12 @@ export interface Credentials extends BrowserCookies {
 
 export interface Context {
   services: Services;
-  log: Logger;
+  /**
+   * The request's logger, made when first asked for: only failures log from a procedure, and
+   * making a request's logger (a pino child) for every request was a measurable part of a small
+   * request's cost (`npm run bench`).
+   */
+  log(): Logger;
   /** The request's id (also in its log line and `X-Request-Id`), for the Error body's `details.reqId`. */
   requestId?: string | undefined;
   credentials: Credentials;
@@ -44,7 +49,7 @@ export interface Context {
 /** Builds a context from its parts; used by the HTTP adapters and directly by tests. */
 export function createContextInner(opts: {
   services: Services;
-  log: Logger;
+  log: () => Logger;
   credentials?: Credentials;
   cookies?: SessionCookies;
   origin?: RequestOrigin;

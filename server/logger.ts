@@ -26,6 +26,8 @@ const SECRET_PREFIXES: readonly string[][] = [['activate'], ['activatable'], ['a
  */
 const SECRET_QUERY = /token|code|verifier|pass|secret|key|hint|interaction|csrf|input|session|assertion|auth|otp|cookie|jwt|sig|email/i;
 const REDACTED = '[redacted]';
+/** Whatever `SECRET_PREFIXES` and `SECRET_QUERY` could match (`user/confirm` through `confirm`), or a percent sign. */
+const MAYBE_SECRET = new RegExp(`%|activat|reset|confirm|${SECRET_QUERY.source}`, 'i');
 
 /** A path segment as a route would see it: percent-decoded when it can be, lower case. */
 function normalised(segment: string): string {
@@ -68,6 +70,10 @@ function redactPath(path: string): string {
  * A tRPC query carries its whole input in `input`, which may hold a token: it is never logged.
  */
 export function redactUrl(url: string): string {
+  // Most URLs have nothing to redact, and say so without being taken apart: no percent-encoding
+  // (which could spell a word otherwise hidden) and none of the words a secret's path segment or
+  // query parameter name holds.
+  if (!MAYBE_SECRET.test(url)) return url;
   const cut = url.indexOf('?');
   const path = redactPath(cut < 0 ? url : url.slice(0, cut));
   if (cut < 0) return path;

@@ -74,7 +74,7 @@ export function createHttpContext(req: Request, res: Response, services: Service
   const access = accessTokenOf(req, sessionFrom);
   return createContextInner({
     services,
-    log: req.log,
+    log: () => req.log,
     requestId: String(req.id),
     credentials: {
       accessToken: access.token,

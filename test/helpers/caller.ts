@@ -32,7 +32,7 @@ export async function startServices(env: Record<string, string> = {}, options: {
   const services = await createServices(config, db, log, options.now);
   return {
     services,
-    caller: (credentials = {}, cookies) => createCaller(createContextInner({ services, log, credentials, cookies })),
+    caller: (credentials = {}, cookies) => createCaller(createContextInner({ services, log: () => log, credentials, cookies })),
     async close() {
       await services.close();
       await db.destroy();

@@ -48,7 +48,13 @@ describe('redactUrl', () => {
     ['/user/confirm/abc', '/user/confirm/[redacted]'],
     ['/activatable', '/activatable'],
     ['/oidc/authorize?client_id=app&code_verifier=v&state=s', '/oidc/authorize?client_id=app&code_verifier=%5Bredacted%5D&state=s'],
-    ['/profiles?id=~A_B1', '/profiles?id=%7EA_B1'],
+    // Nothing to redact: the URL as the client sent it.
+    ['/profiles?id=~A_B1', '/profiles?id=~A_B1'],
+    ['/tildeusername?first=Ada&last=Lovelace', '/tildeusername?first=Ada&last=Lovelace'],
+    // Percent-encoding may spell a secret's name: taken apart and redacted.
+    ['/%61ctivate/abc', '/%61ctivate/[redacted]'],
+    ['/oidc/authorize?client_id=app&%63ode=c', '/oidc/authorize?client_id=app&code=%5Bredacted%5D'],
+    ['/notes?id=1&emai%6C=a%40b.org', '/notes?id=1&email=%5Bredacted%5D'],
   ])('%s → %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
   });
