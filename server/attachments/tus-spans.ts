@@ -35,36 +35,14 @@ export class TusSpans {
   }
 
   /**
-   * Records a new partial upload, placed in a span when the store writes in place and its length
-   * is known; otherwise (S3, a deferred length) as any upload.
+   * Runs a partial upload's creation (its checks, then `create`) after the creations of the
+   * person's other parts of that field with that metadata that reached this process before it:
+   * the parts are placed in the order they came, which is a client's order when it sends its
+   * creations one after another, as tus-js-client does. (Creations taken by two processes are
+   * placed in whatever order their writes meet: copied then, if not in the file's.)
    */
-  async create(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>): Promise<void> {
-    const { length } = upload;
-    if (!this.#store.shareData || length === null) return this.#repo.create(upload);
-    const key = JSON.stringify([upload.profileId, upload.invitation, upload.field, upload.metadata]);
-    const span = await this.#serially(key, async () => {
-      const fields = { invitation: upload.invitation, field: upload.field, metadata: upload.metadata };
-      for (let tries = 0; tries < TRIES; tries += 1) {
-        const open = await this.#repo.openSpan(upload.profileId, fields, this.#now() - SPAN_WINDOW_MS);
-        if (!open) break;
-        if (await this.#repo.extendSpan(open.id, open.end, length)) {
-          await this.#repo.create(upload, { id: open.id, at: open.end, end: null });
-          return open.id;
-        }
-      }
-      await this.#repo.create(upload, { id: upload.id, at: 0, end: length });
-      return upload.id;
-    });
-    // Best effort: a part whose file cannot be shared writes the same positions into a file of its own.
-    await this.#store.shareData(upload.id, span).catch(() => false);
-  }
-
-  /** The spans of these parts take no more: their final upload is being made. */
-  close(parts: TusUpload[]): Promise<void> {
-    return this.#repo.closeSpans(parts.map((part) => part.id));
-  }
-
-  async #serially<T>(key: string, work: () => Promise<T>): Promise<T> {
+  inTurn<T>(profileId: string, part: { invitation: string; field: string; metadata: string }, work: () => Promise<T>): Promise<T> {
+    const key = JSON.stringify([profileId, part.invitation, part.field, part.metadata]);
     const before = this.#placing.get(key) ?? Promise.resolve();
     const run = before.then(work, work);
     const settled = run.catch(() => undefined);
@@ -73,5 +51,37 @@ export class TusSpans {
       if (this.#placing.get(key) === settled) this.#placing.delete(key);
     });
     return run;
+  }
+
+  /**
+   * Records a new partial upload (in its turn, `inTurn`), placed in a span when the store writes
+   * in place and its length is known; otherwise (S3, a deferred length) as any upload.
+   */
+  async create(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>): Promise<void> {
+    const { length } = upload;
+    if (!this.#store.shareData || length === null) return this.#repo.create(upload);
+    const span = await this.#place(upload, length);
+    // Best effort: a part whose file cannot be shared writes the same positions into a file of its own.
+    await this.#store.shareData(upload.id, span).catch(() => false);
+  }
+
+  /** Records the upload after the person's open span of its field and metadata (taking its end), or as the first of a new one; answers the span. */
+  async #place(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>, length: number): Promise<string> {
+    const fields = { invitation: upload.invitation, field: upload.field, metadata: upload.metadata };
+    for (let tries = 0; tries < TRIES; tries += 1) {
+      const open = await this.#repo.openSpan(upload.profileId, fields, this.#now() - SPAN_WINDOW_MS);
+      if (!open) break;
+      if (await this.#repo.extendSpan(open.id, open.end, length)) {
+        await this.#repo.create(upload, { id: open.id, at: open.end, end: null });
+        return open.id;
+      }
+    }
+    await this.#repo.create(upload, { id: upload.id, at: 0, end: length });
+    return upload.id;
+  }
+
+  /** The spans of these parts take no more: their final upload is being made. */
+  close(parts: TusUpload[]): Promise<void> {
+    return this.#repo.closeSpans(parts.map((part) => part.id));
   }
 }

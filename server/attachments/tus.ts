@@ -34,7 +34,7 @@ import type { Db } from '../../db/knex.ts';
 import { PROCESS_OWNER, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
-import type { Assembled, ChunkRef, FileStore, Received } from './store/file-store.ts';
+import type { Assembled, ChunkRef, ChunkSlot, FileStore, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { TusSpans } from './tus-spans.ts';
 import { OPEN_UPLOADS_PER_PERSON, type UploadsService } from './uploads.ts';
@@ -119,6 +119,13 @@ function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } 
     stream.end();
   });
   body.once('error', () => undefined);
+  // Gone already while the request waited (its lease, its place): its 'close' came and went.
+  if (body.destroyed && !body.readableEnded) {
+    clearTimeout(idle);
+    cut = true;
+    body.unpipe(stream);
+    stream.end();
+  }
   return { stream, cut: () => cut };
 }
 
@@ -164,6 +171,12 @@ export class TusService {
    * against the person's `OPEN_UPLOADS_PER_PERSON`.
    */
   async create(viewer: Viewer, creation: TusCreation, humanToken: string | undefined, address: string): Promise<TusState> {
+    if (creation.concat?.kind !== 'partial') return this.#create(viewer, creation, humanToken, address);
+    const part = { invitation: creation.fields.invitationId, field: creation.fields.name, metadata: creation.metadata };
+    return this.#spans.inTurn(viewer.profileId, part, () => this.#create(viewer, creation, humanToken, address));
+  }
+
+  async #create(viewer: Viewer, creation: TusCreation, humanToken: string | undefined, address: string): Promise<TusState> {
     if (creation.concat?.kind === 'partial') {
       if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     } else {
@@ -314,13 +327,8 @@ export class TusService {
   async #receive(upload: TusUpload, request: TusWrite, room: number): Promise<Received | null> {
     const running = this.#hashes.get(upload.id);
     const continues = upload.concat === 'partial' ? undefined : upload.parts === 0 ? createHash('sha1') : running?.parts === upload.parts ? running.hash.copy() : undefined;
-    // On the local disk the bytes go straight to their place in the upload's data file, but for
-    // an ordinary upload's first part: it becomes that file (`#keepPart`), or the stored file
-    // itself when it is the whole file. Claimed before the body is read from: the checksum's
-    // listener below sets it flowing.
-    const inPlace = upload.parts > 0 || upload.concat === 'partial';
-    const slot = inPlace ? await this.#store.slotAt?.(upload.id, upload.parts + 1, upload.spanAt + upload.offset, room) : undefined;
     const check = request.checksum ? createHash(request.checksum.algorithm) : null;
+    const slot = await this.#slot(upload, room);
     const { stream, cut } = keptOnCut(request.body);
     if (check) stream.on('data', (piece: Buffer) => check.update(piece));
     const received = await this.#store.receive(stream, room, { ...(continues ? { continueHash: continues } : { hash: false }), ...(slot ? { slot } : {}) });
@@ -334,6 +342,21 @@ export class TusService {
       return null;
     }
     return received;
+  }
+
+  /**
+   * On the local disk a PATCH's bytes go straight to their place in the upload's data file, but
+   * for an ordinary upload's first part: it becomes that file (`#keepPart`), or the stored file
+   * itself when it is the whole file. Claimed before the body is read from (the checksum's
+   * listener sets it flowing), and only by the lease's holder, so a part left by a request that
+   * stopped before it counted it is never this part's and goes first. Null: received apart (the
+   * store has no places, another request still holds this one, or a part was kept apart before,
+   * see `LocalFileStore.slotAt`).
+   */
+  async #slot(upload: TusUpload, room: number): Promise<ChunkSlot | null> {
+    if (!this.#store.slotAt || (upload.parts === 0 && upload.concat !== 'partial')) return null;
+    await this.#store.removeChunk(upload.id, upload.parts + 1);
+    return this.#store.slotAt(upload.id, upload.parts + 1, upload.spanAt + upload.offset, room);
   }
 
   /** Stores a received PATCH as the upload's next part; answers the upload's part count. */

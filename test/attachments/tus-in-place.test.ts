@@ -7,7 +7,7 @@
  * under their SHA-1, and nothing written later reaches it. "Written once" is checked where it
  * shows: the stored file is the very inode the bytes were written into.
  */
-import { readdir, readlink, stat } from 'node:fs/promises';
+import { readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,6 +77,22 @@ describe('an upload sent in several PATCHes', () => {
     expect((await stat(storedPath(data))).ino).toBe(written.ino);
     expect((await readBack(data)).equals(data)).toBe(true);
   });
+
+  it('after a part kept apart (its place held by another request), every later part is kept apart too, and the file is still right', async () => {
+    const data = pdfBytes(240_000);
+    const url = await create(data.length);
+    await patch(url, 0, data.subarray(0, 80_000));
+    // A request that lost the upload and may still be writing holds part 2's place.
+    const held = path.join(path.dirname(dataOf(url)), '2.claim');
+    await writeFile(held, 'another request', { flag: 'wx' });
+    await patch(url, 80_000, data.subarray(80_000, 160_000));
+    await rm(held);
+    await patch(url, 160_000, data.subarray(160_000, 200_000));
+    expect(await chunksOf(url)).toEqual({ 1: 'in-place:0:80000', 2: 'apart', 3: 'apart' });
+    const last = await patch(url, 200_000, data.subarray(200_000));
+    expect(last.get('attachment-url')).toBe(`/pdf/${sha1(data)}.pdf`);
+    expect((await readBack(data)).equals(data)).toBe(true);
+  });
 });
 
 describe('parallel parts (concatenation)', () => {
@@ -139,6 +155,18 @@ describe('parallel parts (concatenation)', () => {
     const alone = await create(0, `final;${stray}`);
     expect((await tusRequest(server, 'HEAD', alone, { token: author.token })).headers.get('attachment-url')).toBe(`/pdf/${sha1(later)}.pdf`);
     expect((await readBack(later)).equals(later)).toBe(true);
+  });
+
+  it('a final upload of the first part alone is copied: the part after it, which shares the file, never writes into the stored file', async () => {
+    const first = pdfBytes(90_000);
+    const a = await create(first.length, 'partial');
+    const b = await create(30_000, 'partial');
+    await patch(a, 0, first);
+    expect((await stat(dataOf(a))).ino).toBe((await stat(dataOf(b))).ino);
+    await create(0, `final;${a}`);
+    expect((await stat(storedPath(first))).ino).not.toBe((await stat(dataOf(b))).ino);
+    await patch(b, 0, pdfBytes(30_000));
+    expect((await readBack(first)).equals(first)).toBe(true);
   });
 
   it('tus-js-client\'s parallel upload is kept without a copy', async () => {

@@ -4,6 +4,7 @@
  * place into one data file per upload, so that the assembly of a file sent in order copies
  * nothing. What it promises is the `FileStore` contract (file-store.ts).
  */
+import type { Stats } from 'node:fs';
 import { access, constants, link, lstat, mkdir, open, readdir, readFile, readlink, rm, stat, symlink, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -199,8 +200,18 @@ export class LocalFileStore implements FileStore {
     return this.#slot(uploadId, index, position, layout.stride);
   }
 
+  /**
+   * Only after a part in place (index − 1), or as the first (index 1): once a part was kept apart
+   * (its place was held by a request that had lost its upload, and may still be writing from
+   * there on), every later one is kept apart too, and nothing is ever written again where that
+   * request may still write.
+   */
   async slotAt(uploadId: string, index: number, position: number, room: number): Promise<ChunkSlot | null> {
-    if (!Number.isSafeInteger(index) || index < 0 || !Number.isSafeInteger(position) || position < 0 || !(room > 0)) return null;
+    if (!Number.isSafeInteger(index) || index < 1 || !Number.isSafeInteger(position) || position < 0 || !(room > 0)) return null;
+    if (index > 1) {
+      const before = await this.#partOf(uploadId, index - 1).catch(() => null);
+      if (!before || !('position' in before)) return null;
+    }
     await mkdir(this.#chunkDir(uploadId), { recursive: true });
     return this.#slot(uploadId, index, position, room);
   }
@@ -473,18 +484,28 @@ export class LocalFileStore implements FileStore {
   }
 
   /**
-   * The data file of these uploads, sealed, when it may become the stored file: one upload's
-   * own, or one file that exactly these uploads share (its link count says no other upload
-   * shares it; `shareData` takes back a link made after the seal). Null otherwise: copied then.
+   * The data file of these uploads, sealed, when it may become the stored file: one file that
+   * exactly these uploads have (an upload's own, or the one the parts of a parallel upload
+   * share): no other upload shares it, as its link count says (`shareData` takes back a link made
+   * after the seal). Null otherwise: copied then. Each file is opened before it is asked its
+   * links, so a file system that caches attributes (NFS) answers afresh.
    */
   async #sealedData(uploads: string[]): Promise<string | null> {
     for (const upload of uploads) if (!(await this.#seal(upload))) return null;
-    const data = this.#dataPath(uploads[0]!);
-    if (uploads.length === 1) return data;
-    const files = await Promise.all(uploads.map((upload) => stat(this.#dataPath(upload)).catch(() => null)));
+    const files = await Promise.all(uploads.map((upload) => this.#freshStat(this.#dataPath(upload))));
     const first = files[0];
     const one = first !== null && first !== undefined && files.every((f) => f !== null && f.ino === first.ino && f.dev === first.dev);
-    return one && first.nlink === uploads.length ? data : null;
+    return one && first.nlink === uploads.length ? this.#dataPath(uploads[0]!) : null;
+  }
+
+  async #freshStat(file: string): Promise<Stats | null> {
+    const handle = await open(file, 'r').catch(() => null);
+    if (!handle) return null;
+    try {
+      return await handle.stat();
+    } finally {
+      await handle.close();
+    }
   }
 
   async #assembleInPlace(dataPath: string, parts: Array<{ position: number; size: number }>, meter: Meter, hashedChunks: number): Promise<Assembled> {
