@@ -10,7 +10,9 @@ import type { Knex } from 'knex';
  *   the span); null for every other upload.
  * - `span_at`: where this upload's first byte goes in that file.
  * - `span_end`: on the span's first upload only, where the next partial upload would go; null
- *   once the span takes no more (a final upload named its parts, or it is not kept on disk).
+ *   once the span takes no more (a final upload named its parts).
+ *
+ * On any store the span's first part is the file's start, so it is hashed as it arrives.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('tus_uploads', (t) => {

@@ -11,7 +11,8 @@
  * upload that names exactly a span's parts in that order is then that file, linked to its
  * content address; anything else (parts created out of order, by two processes at once, a part
  * left out) is copied, as before. The guess decides only whether a copy is made: the assembly
- * checks the chunks' places and the file's links itself.
+ * checks the chunks' places and the file's links itself. On any store, the span's first part
+ * is taken as the file's start and hashed as it arrives, so the assembly reads only the others.
  */
 import type { FileStore } from './store/file-store.ts';
 import type { TusRepository, TusUpload } from './tus-repository.ts';
@@ -54,15 +55,16 @@ export class TusSpans {
   }
 
   /**
-   * Records a new partial upload (in its turn, `inTurn`), placed in a span when the store writes
-   * in place and its length is known; otherwise (S3, a deferred length) as any upload.
+   * Records a new partial upload (in its turn, `inTurn`), placed in a span when its length is
+   * known (otherwise as any upload), and on the local disk writing into the span's data file.
+   * The first of a span is hashed as it arrives (`TusService`), whatever the store.
    */
   async create(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>): Promise<void> {
     const { length } = upload;
-    if (!this.#store.shareData || length === null) return this.#repo.create(upload);
+    if (length === null) return this.#repo.create(upload);
     const span = await this.#place(upload, length);
     // Best effort: a part whose file cannot be shared writes the same positions into a file of its own.
-    await this.#store.shareData(upload.id, span).catch(() => false);
+    await this.#store.shareData?.(upload.id, span).catch(() => false);
   }
 
   /** Records the upload after the person's open span of its field and metadata (taking its end), or as the first of a new one; answers the span. */

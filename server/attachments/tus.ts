@@ -34,7 +34,7 @@ import type { Db } from '../../db/knex.ts';
 import { PROCESS_OWNER, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
-import type { Assembled, ChunkRef, ChunkSlot, FileStore, Received } from './store/file-store.ts';
+import type { Assembled, ChunkRef, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { TusSpans } from './tus-spans.ts';
 import { OPEN_UPLOADS_PER_PERSON, type UploadsService } from './uploads.ts';
@@ -312,6 +312,12 @@ export class TusService {
     await this.#store.removeChunks(id);
   }
 
+  /** The running SHA-1 of an upload's `parts` parts, if this process hashed them all as they arrived: the first `parts` chunks of an assembly. */
+  #hashedPrefix(upload: TusUpload, parts: number): HashedPrefix | undefined {
+    const running = this.#hashes.get(upload.id);
+    return running && running.parts === parts && parts > 0 ? { chunks: parts, hash: running.hash } : undefined;
+  }
+
   #remember(id: string, parts: number, hash: Hash): void {
     this.#hashes.delete(id);
     this.#hashes.set(id, { parts, hash });
@@ -320,13 +326,15 @@ export class TusService {
 
   /**
    * A PATCH's body into this machine's temporary folder, hashed as it arrives (continuing the
-   * upload's running SHA-1 when this process has it; a part of a parallel upload is hashed at its
-   * assembly) and checked against its checksum. Null when nothing is to be kept: no byte came, or
-   * a cut body that had a checksum (it cannot be checked).
+   * upload's running SHA-1 when this process has it) and checked against its checksum. Of a
+   * parallel upload's parts only the first of a span is hashed so (its hash is the file's start);
+   * the others are hashed at the assembly, as SHA-1 cannot join hashes of pieces. Null when
+   * nothing is to be kept: no byte came, or a cut body that had a checksum (it cannot be checked).
    */
   async #receive(upload: TusUpload, request: TusWrite, room: number): Promise<Received | null> {
     const running = this.#hashes.get(upload.id);
-    const continues = upload.concat === 'partial' ? undefined : upload.parts === 0 ? createHash('sha1') : running?.parts === upload.parts ? running.hash.copy() : undefined;
+    const hashing = upload.concat !== 'partial' || upload.spanAt === 0;
+    const continues = !hashing ? undefined : upload.parts === 0 ? createHash('sha1') : running?.parts === upload.parts ? running.hash.copy() : undefined;
     const check = request.checksum ? createHash(request.checksum.algorithm) : null;
     const slot = await this.#slot(upload, room);
     const { stream, cut } = keptOnCut(request.body);
@@ -428,14 +436,12 @@ export class TusService {
    * uploader's in one transaction with the upload's end, by the lease's holder only. A file
    * refused as a whole ends the upload; any other failure leaves it complete for a later HEAD.
    */
-  async #finish(viewer: Viewer, upload: TusUpload, writer: string, chunks: Array<number | ChunkRef>): Promise<string> {
+  async #finish(viewer: Viewer, upload: TusUpload, writer: string, chunks: Array<number | ChunkRef>, hashed = this.#hashedPrefix(upload, upload.parts)): Promise<string> {
     const renewal = this.#renewing(upload.id, writer);
     let assembled: Assembled | null = null;
     try {
       const maxBytes = upload.length ?? this.#config.maxUploadBytes;
-      const running = this.#hashes.get(upload.id);
-      const hashed = running?.parts === upload.parts && upload.parts === chunks.length ? { chunks: upload.parts, hash: running.hash } : undefined;
-      assembled = await this.#store.assemble(upload.id, chunks, maxBytes, hashed);
+      assembled = await this.#store.assemble(upload.id, chunks, maxBytes, hashed && hashed.chunks <= chunks.length ? hashed : undefined);
       if (assembled.size !== upload.length) throw new AppError('ValidationError', `The upload holds ${assembled.size} bytes, not its Upload-Length ${upload.length}: send it again`, { path: 'Upload-Length' });
       this.#uploads.checkContent(assembled, upload.extension, maxBytes);
       const file = assembled;
@@ -485,7 +491,9 @@ export class TusService {
     if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
       throw AppError.protocol('BadRequestError', 423, 'This upload is being kept by another request', { retryAfter: 1 });
     }
-    const url = await this.#finish(viewer, { ...upload, parts: chunks.length }, writer, chunks);
+    // The first part's bytes were hashed as they arrived when this process received them in order.
+    const first = (partials as TusUpload[])[0]!;
+    const url = await this.#finish(viewer, { ...upload, parts: chunks.length }, writer, chunks, this.#hashedPrefix(first, first.parts));
     for (const part of partials as TusUpload[]) await this.#forget(part.id);
     return { ...stateOf(upload), url };
   }

@@ -155,6 +155,10 @@ describe('back-channel logout delivery', () => {
 
     clock.advance(3_000);
     await expect.poll(() => [postsTo('/found').length, postsTo('/temporary').length], { timeout: 20_000 }).toSatisfy(([a, b]: number[]) => (a ?? 0) >= 2 && (b ?? 0) >= 2);
+    // An attempt is counted once its answer came, just after the receiver saw it.
+    await expect
+      .poll(async () => (await Promise.all([deliveries(found.id), deliveries(temporary.id)])).map((rows) => Number(rows[0]?.attempts)), { timeout: 20_000 })
+      .toSatisfy(([a, b]: number[]) => (a ?? 0) >= 2 && (b ?? 0) >= 2);
     for (const [{ id }, path] of [[found, '/found'], [temporary, '/temporary']] as const) {
       // The same delivery again (the same logout token), to the same registered URI.
       const [first, second] = postsTo(path);
