@@ -9,8 +9,9 @@ import { createHash } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import * as tus from 'tus-js-client';
 import { Client } from '../helpers/http.ts';
-import type { TestServer } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
+import { venueWithAuthor } from './helpers.ts';
 
 export const TUS_VERSION = '1.0.0';
 export const TUS_EXTENSIONS = 'creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,concatenation';
@@ -30,6 +31,34 @@ export async function signedInPerson(server: TestServer, fullname = 'Tus Author'
   const user = await createActiveUser(server, { fullname });
   const { client, token } = await loggedIn(server, user.email);
   return { id: user.id, email: user.email, client, token };
+}
+
+/**
+ * A server with the uploads venue (no human verification for uploads) and a signed-in author,
+ * started before a file's tests and closed after them (`beforeAll`, `afterAll`): read them
+ * through the getters once started.
+ */
+export function tusServerPerFile(before: (fn: () => Promise<void>) => void, after: (fn: () => Promise<void>) => void): { readonly server: TestServer; readonly author: Person } {
+  let server: TestServer | undefined;
+  let author: Person | undefined;
+  before(async () => {
+    server = await startServer({ UPLOAD_HUMAN_VERIFICATION_AFTER: '0' });
+    await venueWithAuthor(server);
+    author = await signedInPerson(server);
+  });
+  after(async () => {
+    await server?.close();
+  });
+  return {
+    get server() {
+      if (!server) throw new Error('the server is not started yet');
+      return server;
+    },
+    get author() {
+      if (!author) throw new Error('the server is not started yet');
+      return author;
+    },
+  };
 }
 
 /** `Upload-Metadata` for a field of an invitation, as tus-js-client's `metadata` option. */

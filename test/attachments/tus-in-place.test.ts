@@ -11,20 +11,15 @@ import { readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type TestServer } from '../helpers/server.ts';
-import { pdfBytes, sha1, SUBMISSION, venueWithAuthor } from './helpers.ts';
-import { encodeMetadata, metadataFor, RecordingHttpStack, runUpload, signedInPerson, tusRequest, type Person } from './tus-helpers.ts';
+import type { TestServer } from '../helpers/server.ts';
+import { pdfBytes, sha1, SUBMISSION } from './helpers.ts';
+import { encodeMetadata, metadataFor, RecordingHttpStack, runUpload, tusRequest, tusServerPerFile, type Person } from './tus-helpers.ts';
 
+const running = tusServerPerFile(beforeAll, afterAll);
 let server: TestServer;
 let author: Person;
-
-beforeAll(async () => {
-  server = await startServer({ UPLOAD_HUMAN_VERIFICATION_AFTER: '0' });
-  await venueWithAuthor(server);
-  author = await signedInPerson(server);
-});
-afterAll(async () => {
-  await server?.close();
+beforeAll(() => {
+  ({ server, author } = running);
 });
 
 const METADATA = encodeMetadata(metadataFor(SUBMISSION, 'pdf', 'paper.pdf'));

@@ -6,20 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
-import { pdfBytes, sha1, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
-import { encodeMetadata, metadataFor, signedInPerson, tusRequest, type Person } from '../attachments/tus-helpers.ts';
+import type { TestServer } from '../helpers/server.ts';
+import { pdfBytes, sha1, SUBMISSION } from '../attachments/helpers.ts';
+import { encodeMetadata, metadataFor, signedInPerson, tusRequest, tusServerPerFile, type Person } from '../attachments/tus-helpers.ts';
 
+const running = tusServerPerFile(beforeAll, afterAll);
 let server: TestServer;
 let author: Person;
-
-beforeAll(async () => {
-  server = await startServer({ UPLOAD_HUMAN_VERIFICATION_AFTER: '0' });
-  await venueWithAuthor(server);
-  author = await signedInPerson(server);
-});
-afterAll(async () => {
-  await server?.close();
+beforeAll(() => {
+  ({ server, author } = running);
 });
 
 const METADATA = () => encodeMetadata(metadataFor(SUBMISSION, 'pdf', 'paper.pdf'));
