@@ -22,12 +22,18 @@ const SPAN_WINDOW_MS = 60_000;
 /** Tries at taking a span's end, which another process may move meanwhile. */
 const TRIES = 3;
 
+/** A place in line (`TusSpans.line`). */
+export interface SpanTurn {
+  run<T>(work: () => Promise<T>): Promise<T>;
+  leave(): void;
+}
+
 export class TusSpans {
   readonly #repo: TusRepository;
   readonly #store: FileStore;
   readonly #now: () => number;
-  /** Placements under way in this process, by person, field and metadata: one at a time, in the order they came. */
-  readonly #placing = new Map<string, Promise<unknown>>();
+  /** The last place in line for partial uploads' creations in this process, by credential and `Upload-Metadata`. */
+  readonly #placing = new Map<string, Promise<void>>();
 
   constructor(repo: TusRepository, store: FileStore, now: () => number) {
     this.#repo = repo;
@@ -36,26 +42,38 @@ export class TusSpans {
   }
 
   /**
-   * Runs a partial upload's creation (its checks, then `create`) after the creations of the
-   * person's other parts of that field with that metadata that reached this process before it:
-   * the parts are placed in the order they came, which is a client's order when it sends its
-   * creations one after another, as tus-js-client does. (Creations taken by two processes are
-   * placed in whatever order their writes meet: copied then, if not in the file's.)
+   * A place in line for a partial upload's creation, taken at once (before anything is awaited:
+   * who is asking, the checks), so that the parts of one file are placed in the order their
+   * creations reached this process, which is a client's order when it sends them one after
+   * another, as tus-js-client does. `run` does the creation in its turn; every place is run or
+   * let go (`leave`). `key`: the request's credential and its `Upload-Metadata` (the field and
+   * the file name), as sent. (Creations taken by two processes are placed in whatever order their
+   * writes meet: copied then, if not in the file's.)
    */
-  inTurn<T>(profileId: string, part: { invitation: string; field: string; metadata: string }, work: () => Promise<T>): Promise<T> {
-    const key = JSON.stringify([profileId, part.invitation, part.field, part.metadata]);
+  line(key: string): SpanTurn {
     const before = this.#placing.get(key) ?? Promise.resolve();
-    const run = before.then(work, work);
-    const settled = run.catch(() => undefined);
-    this.#placing.set(key, settled);
-    void settled.then(() => {
-      if (this.#placing.get(key) === settled) this.#placing.delete(key);
+    let leave!: () => void;
+    const mine = new Promise<void>((resolve) => (leave = resolve));
+    const after = before.then(() => mine);
+    this.#placing.set(key, after);
+    void after.then(() => {
+      if (this.#placing.get(key) === after) this.#placing.delete(key);
     });
-    return run;
+    return {
+      async run<T>(work: () => Promise<T>): Promise<T> {
+        await before;
+        try {
+          return await work();
+        } finally {
+          leave();
+        }
+      },
+      leave,
+    };
   }
 
   /**
-   * Records a new partial upload (in its turn, `inTurn`), placed in a span when its length is
+   * Records a new partial upload (in its turn, `line`), placed in a span when its length is
    * known (otherwise as any upload), and on the local disk writing into the span's data file.
    * The first of a span is hashed as it arrives (`TusService`), whatever the store.
    */

@@ -36,7 +36,7 @@ import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, ChunkRef, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
-import { TusSpans } from './tus-spans.ts';
+import { TusSpans, type SpanTurn } from './tus-spans.ts';
 import { OPEN_UPLOADS_PER_PERSON, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
@@ -171,12 +171,6 @@ export class TusService {
    * against the person's `OPEN_UPLOADS_PER_PERSON`.
    */
   async create(viewer: Viewer, creation: TusCreation, humanToken: string | undefined, address: string): Promise<TusState> {
-    if (creation.concat?.kind !== 'partial') return this.#create(viewer, creation, humanToken, address);
-    const part = { invitation: creation.fields.invitationId, field: creation.fields.name, metadata: creation.metadata };
-    return this.#spans.inTurn(viewer.profileId, part, () => this.#create(viewer, creation, humanToken, address));
-  }
-
-  async #create(viewer: Viewer, creation: TusCreation, humanToken: string | undefined, address: string): Promise<TusState> {
     if (creation.concat?.kind === 'partial') {
       if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     } else {
@@ -194,6 +188,16 @@ export class TusService {
     // Nothing to send (an empty file): complete at once, as a client that sends no PATCH expects.
     if (creation.length === 0 && upload.concat === null) return this.#finishNow(viewer, upload);
     return stateOf(upload);
+  }
+
+  /**
+   * For a partial upload's creation (`Upload-Concat: partial`), a place in line taken now, before
+   * the request awaits anything, in which to run `create` (see `TusSpans.line`); null for others.
+   * `credential`: the session the request carries, not yet checked, so that requests with other
+   * credentials (another person's, or none) never wait in this line.
+   */
+  creationTurn(concat: string | undefined, metadata: string | undefined, credential: string | undefined): SpanTurn | null {
+    return concat?.trim() === 'partial' && metadata ? this.#spans.line(`${credential ?? ''} ${metadata}`) : null;
   }
 
   /** `HEAD`: where the upload stands. A complete one whose last request was cut before its file was kept is kept now. */

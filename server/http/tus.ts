@@ -143,7 +143,8 @@ export function tusHandlers(services: Services, config: Config) {
     res.status(204).end();
   };
 
-  const create = handle(async (req, res, ctx) => {
+  /** A creation's headers checked and its upload created: who asked, the upload, and whether a body (and its checksum) follows. */
+  const createUpload = async (req: Request, ctx: ReturnType<typeof createHttpContext>) => {
     const viewer = await ctx.viewer();
     const concat = parseConcat(req.get('upload-concat'));
     const length = bytesHeader(req, 'Upload-Length');
@@ -159,12 +160,28 @@ export function tusHandlers(services: Services, config: Config) {
     const { fields, raw } = parseMetadata(req.get('upload-metadata'));
     const creation: TusCreation = { length: concat?.kind === 'final' ? null : (length ?? null), metadata: raw, fields, concat };
     const checksum = parseChecksum(req.get('upload-checksum'));
-    let state = await tus.create(viewer, creation, req.get('cf-turnstile-token'), ctx.origin.address);
+    const state = await tus.create(viewer, creation, req.get('cf-turnstile-token'), ctx.origin.address);
+    return { viewer, state, body, checksum };
+  };
+
+  const create = handle(async (req, res, ctx) => {
+    // The parts of a parallel upload are placed in the order their creations arrive: the place
+    // in line is taken before anything is awaited (see `TusSpans.line`).
+    const turn = tus.creationTurn(req.get('upload-concat'), req.get('upload-metadata'), ctx.credentials.accessToken);
+    let created: Awaited<ReturnType<typeof createUpload>>;
+    try {
+      created = await (turn ? turn.run(() => createUpload(req, ctx)) : createUpload(req, ctx));
+    } finally {
+      turn?.leave();
+    }
+    const { viewer, body, checksum } = created;
+    let { state } = created;
     if (body) {
       // A creation whose bytes are refused (too many, a checksum that does not match) leaves
       // nothing behind: its client never learnt the upload's URL, and starts a new one.
-      state = await tus.write(viewer, state.id, { offset: 0, body: req, ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
-        await tus.terminate(viewer, state.id).catch(() => undefined);
+      const id = state.id;
+      state = await tus.write(viewer, id, { offset: 0, body: req, ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
+        await tus.terminate(viewer, id).catch(() => undefined);
         throw error;
       });
     }
