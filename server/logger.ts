@@ -26,8 +26,8 @@ const SECRET_PREFIXES: readonly string[][] = [['activate'], ['activatable'], ['a
  */
 const SECRET_QUERY = /token|code|verifier|pass|secret|key|hint|interaction|csrf|input|session|assertion|auth|otp|cookie|jwt|sig|email/i;
 const REDACTED = '[redacted]';
-/** Whatever `SECRET_PREFIXES` and `SECRET_QUERY` could match (`user/confirm` through `confirm`), or a percent sign. */
-const MAYBE_SECRET = new RegExp(`%|activat|reset|confirm|${SECRET_QUERY.source}`, 'i');
+/** Whatever `SECRET_PREFIXES` (through each one's last segment) and `SECRET_QUERY` could match, or a percent sign. */
+const MAYBE_SECRET = new RegExp(['%', ...SECRET_PREFIXES.map((prefix) => prefix.at(-1)!), SECRET_QUERY.source].join('|'), 'i');
 
 /** A path segment as a route would see it: percent-decoded when it can be, lower case. */
 function normalised(segment: string): string {

@@ -12,7 +12,8 @@
  * content address; anything else (parts created out of order, by two processes at once, a part
  * left out) is copied, as before. The guess decides only whether a copy is made: the assembly
  * checks the chunks' places and the file's links itself. On any store, the span's first part
- * is taken as the file's start and hashed as it arrives, so the assembly reads only the others.
+ * is taken as the file's start and hashed as it arrives, so the assembly hashes only the others
+ * (and, when the parts are the file, reads only them).
  */
 import type { FileStore } from './store/file-store.ts';
 import type { TusRepository, TusUpload } from './tus-repository.ts';

@@ -193,11 +193,14 @@ export class TusService {
   /**
    * For a partial upload's creation (`Upload-Concat: partial`), a place in line taken now, before
    * the request awaits anything, in which to run `create` (see `TusSpans.line`); null for others.
-   * `credential`: the session the request carries, not yet checked, so that requests with other
-   * credentials (another person's, or none) never wait in this line.
+   * `credential`: the session the request carries, not yet checked (kept only as its SHA-256),
+   * so that requests with another person's never wait in this line; those with none share one,
+   * and are refused at once.
    */
   creationTurn(concat: string | undefined, metadata: string | undefined, credential: string | undefined): SpanTurn | null {
-    return concat?.trim() === 'partial' && metadata ? this.#spans.line(`${credential ?? ''} ${metadata}`) : null;
+    if (concat?.trim() !== 'partial' || !metadata) return null;
+    const who = credential ? createHash('sha256').update(credential).digest('base64url') : '';
+    return this.#spans.line(`${who} ${metadata}`);
   }
 
   /** `HEAD`: where the upload stands. A complete one whose last request was cut before its file was kept is kept now. */
@@ -316,10 +319,14 @@ export class TusService {
     await this.#store.removeChunks(id);
   }
 
-  /** The running SHA-1 of an upload's `parts` parts, if this process hashed them all as they arrived: the first `parts` chunks of an assembly. */
+  /**
+   * The running SHA-1 of an upload's `parts` parts, if this process hashed them all as they
+   * arrived: the first `parts` chunks of an assembly. A copy: the assembly feeds the rest into it
+   * and digests it, and a retried assembly (after a failure) must start again from the parts.
+   */
   #hashedPrefix(upload: TusUpload, parts: number): HashedPrefix | undefined {
     const running = this.#hashes.get(upload.id);
-    return running && running.parts === parts && parts > 0 ? { chunks: parts, hash: running.hash } : undefined;
+    return running && running.parts === parts && parts > 0 ? { chunks: parts, hash: running.hash.copy() } : undefined;
   }
 
   #remember(id: string, parts: number, hash: Hash): void {

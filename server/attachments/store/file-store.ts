@@ -43,7 +43,8 @@ export interface ChunkSlot {
 /**
  * What the uploads service has already hashed of the file being assembled: the first `chunks`
  * chunks (in the order given to `assemble`), as files this process stored and nothing since
- * replaced (a stored chunk never is). The assembly hashes only the rest.
+ * replaced (a stored chunk never is). The assembly hashes only the rest, into `hash`, which it
+ * digests: give it a hash no one else will use again.
  */
 export interface HashedPrefix {
   chunks: number;
