@@ -25,6 +25,9 @@ export interface TusUpload {
   expiresAt: number;
 }
 
+/** A tus upload as it is first recorded: before any byte, any writer, any file. */
+export type NewTusUpload = Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>;
+
 interface Row {
   id: string;
   profile_id: string;
@@ -74,7 +77,7 @@ export class TusRepository {
   }
 
   async create(
-    upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'> & { concatHeader?: string | null },
+    upload: NewTusUpload & { concatHeader?: string | null },
     span?: { id: string; at: number; end: number | null },
   ): Promise<void> {
     await this.#db('tus_uploads').insert({

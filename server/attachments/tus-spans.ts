@@ -16,7 +16,7 @@
  * (and, when the parts are the file, reads only them).
  */
 import type { FileStore } from './store/file-store.ts';
-import type { TusRepository, TusUpload } from './tus-repository.ts';
+import type { NewTusUpload, TusRepository, TusUpload } from './tus-repository.ts';
 
 /** How long after a span's first part a part with the same metadata joins it. */
 const SPAN_WINDOW_MS = 60_000;
@@ -78,7 +78,7 @@ export class TusSpans {
    * known (otherwise as any upload), and on the local disk writing into the span's data file.
    * The first of a span is hashed as it arrives (`TusService`), whatever the store.
    */
-  async create(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>): Promise<void> {
+  async create(upload: NewTusUpload): Promise<void> {
     const { length } = upload;
     if (length === null) return this.#repo.create(upload);
     const span = await this.#place(upload, length);
@@ -87,7 +87,7 @@ export class TusSpans {
   }
 
   /** Records the upload after the person's open span of its field and metadata (taking its end), or as the first of a new one; answers the span. */
-  async #place(upload: Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>, length: number): Promise<string> {
+  async #place(upload: NewTusUpload, length: number): Promise<string> {
     const fields = { invitation: upload.invitation, field: upload.field, metadata: upload.metadata };
     for (let tries = 0; tries < TRIES; tries += 1) {
       const open = await this.#repo.openSpan(upload.profileId, fields, this.#now() - SPAN_WINDOW_MS);
