@@ -28,6 +28,7 @@ import * as createMailOutbox from './20261126060000_create_mail_outbox.ts';
 import * as createTusUploads from './20261126070000_create_tus_uploads.ts';
 import * as oidcResourceServers from './20261126080000_oidc_resource_servers.ts';
 import * as tusSpans from './20261126090000_tus_spans.ts';
+import * as tusS3Spans from './20261126130000_tus_s3_spans.ts';
 
 export interface Migration {
   name: string;
@@ -66,4 +67,5 @@ export const migrations: Migration[] = [
   { name: '20261126070000_create_tus_uploads', ...createTusUploads },
   { name: '20261126080000_oidc_resource_servers', ...oidcResourceServers },
   { name: '20261126090000_tus_spans', ...tusSpans },
+  { name: '20261126130000_tus_s3_spans', ...tusS3Spans },
 ];

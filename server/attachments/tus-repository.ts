@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { SpanPart } from './store/file-store.ts';
 
 /** A tus upload as its row holds it (`create_tus_uploads`). */
 export interface TusUpload {
@@ -18,6 +19,9 @@ export interface TusUpload {
   concatHeader: string | null;
   /** A partial upload's place on the local disk: its first byte's position in its span's data file (0 for any other upload). */
   spanAt: number;
+  /** A partial upload's span (the id of its first upload, `tus-spans.ts`) and its place among the span's parts (from 1); null outside one. */
+  span: string | null;
+  spanPart: number | null;
   writer: string | null;
   writerUntil: number | null;
   url: string | null;
@@ -26,7 +30,17 @@ export interface TusUpload {
 }
 
 /** A tus upload as it is first recorded: before any byte, any writer, any file. */
-export type NewTusUpload = Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt'>;
+export type NewTusUpload = Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt' | 'span' | 'spanPart'>;
+
+/** A span sent as an S3 multipart upload (`tus_spans`). */
+export interface TusSpan {
+  id: string;
+  uploadId: string;
+  /** The parts whose bytes are in the multipart upload, by part number. */
+  kept: SpanPart[];
+  settled: boolean;
+}
+
 
 interface Row {
   id: string;
@@ -41,6 +55,8 @@ interface Row {
   concat: 'partial' | 'final' | null;
   concat_header: string | null;
   span_at: number | string | null;
+  span: string | null;
+  span_part: number | string | null;
   writer: string | null;
   writer_until: number | string | null;
   url: string | null;
@@ -61,6 +77,8 @@ const toUpload = (r: Row): TusUpload => ({
   concat: r.concat,
   concatHeader: r.concat_header,
   spanAt: r.span_at === null ? 0 : Number(r.span_at),
+  span: r.span,
+  spanPart: r.span_part === null ? null : Number(r.span_part),
   writer: r.writer,
   writerUntil: r.writer_until === null ? null : Number(r.writer_until),
   url: r.url,
@@ -78,10 +96,10 @@ export class TusRepository {
 
   async create(
     upload: NewTusUpload & { concatHeader?: string | null },
-    span?: { id: string; at: number; end: number | null },
+    span?: { id: string; at: number; end: number | null; part: number },
   ): Promise<void> {
     await this.#db('tus_uploads').insert({
-      ...(span ? { span: span.id, span_at: span.at, span_end: span.end } : {}),
+      ...(span ? { span: span.id, span_at: span.at, span_end: span.end, span_part: span.part, span_parts: span.end === null ? null : 1 } : {}),
       id: upload.id,
       profile_id: upload.profileId,
       invitation: upload.invitation,
@@ -137,9 +155,9 @@ export class TusRepository {
 
   /**
    * The person's latest span still open for a partial upload of that field with that metadata,
-   * begun since `since`: its first upload's id and where the next part would go.
+   * begun since `since`: its first upload's id, where the next part would go and how many parts it has.
    */
-  async openSpan(profileId: string, fields: { invitation: string; field: string; metadata: string }, since: number): Promise<{ id: string; end: number } | null> {
+  async openSpan(profileId: string, fields: { invitation: string; field: string; metadata: string }, since: number): Promise<{ id: string; end: number; parts: number } | null> {
     const row = (await this.#db('tus_uploads')
       .where({ profile_id: profileId, concat: 'partial', invitation: fields.invitation, field: fields.field, metadata: fields.metadata })
       .whereRaw('span = id')
@@ -147,13 +165,69 @@ export class TusRepository {
       .whereNull('url')
       .where('created_at', '>=', since)
       .orderBy('created_at', 'desc')
-      .first('id', 'span_end')) as { id: string; span_end: number | string } | undefined;
-    return row ? { id: row.id, end: Number(row.span_end) } : null;
+      .first('id', 'span_end', 'span_parts')) as { id: string; span_end: number | string; span_parts: number | string | null } | undefined;
+    return row ? { id: row.id, end: Number(row.span_end), parts: Number(row.span_parts ?? 0) } : null;
   }
 
-  /** Takes `length` bytes at the end of a span, if its end is still `end` (nobody took them meanwhile). */
-  async extendSpan(id: string, end: number, length: number): Promise<boolean> {
-    return (await this.#db('tus_uploads').where({ id, span_end: end }).update({ span_end: end + length })) === 1;
+  /**
+   * Takes `length` bytes at the end of a span and its next part number, if its end is still `end`
+   * (nobody took them meanwhile, so its part count is still `parts`).
+   */
+  async extendSpan(id: string, end: number, parts: number, length: number): Promise<boolean> {
+    return (await this.#db('tus_uploads').where({ id, span_end: end }).update({ span_end: end + length, span_parts: parts + 1 })) === 1;
+  }
+
+  /** Records a span sent as an S3 multipart upload. */
+  async createSpan(id: string, uploadId: string, now: number): Promise<void> {
+    await this.#db('tus_spans').insert({ id, upload_id: uploadId, kept: '', settled: false, created_at: now });
+  }
+
+  async findSpan(id: string): Promise<TusSpan | null> {
+    const row = (await this.#db('tus_spans').where({ id }).first()) as { id: string; upload_id: string; kept: string; settled: boolean | number } | undefined;
+    if (!row) return null;
+    const kept = row.kept.split('\n').filter(Boolean).map((line) => {
+      const [part, etag, size] = line.split(' ');
+      return { part: Number(part), etag: etag ?? '', size: Number(size) };
+    });
+    return { id: row.id, uploadId: row.upload_id, kept, settled: Boolean(row.settled) };
+  }
+
+  /**
+   * Adds a part sent to the span's multipart upload, in one statement: only while the span is
+   * not settled and the part is not there already (the first one stays). Answers whether it was added.
+   */
+  async keepSpanPart(id: string, part: SpanPart): Promise<boolean> {
+    const changed = await this.#db('tus_spans')
+      .where({ id, settled: false })
+      .whereNot('kept', 'like', `%\n${Math.trunc(part.part)} %`)
+      .update({ kept: this.#db.raw('kept || cast(? as text)', [`\n${Math.trunc(part.part)} ${part.etag} ${Math.trunc(part.size)}`]) });
+    return changed === 1;
+  }
+
+  /**
+   * The span takes no more parts: its multipart upload is being completed. Every part added before
+   * is in what `findSpan` answers after it (both touch the one row), and none is added after.
+   */
+  async settleSpan(id: string): Promise<void> {
+    await this.#db('tus_spans').where({ id }).update({ settled: true });
+  }
+
+  async removeSpan(id: string): Promise<void> {
+    await this.#db('tus_spans').where({ id }).delete();
+  }
+
+  /** Whether any upload of the span is left. */
+  async spanInUse(id: string): Promise<boolean> {
+    return (await this.#db('tus_uploads').where({ span: id }).first('id')) !== undefined;
+  }
+
+  /** Spans that no upload refers to any more, recorded before `before` (a crash came between an upload's end and its span's). */
+  async orphanSpans(before: number): Promise<string[]> {
+    const rows = (await this.#db('tus_spans')
+      .where('created_at', '<', before)
+      .whereNotExists((q) => q.select('id').from('tus_uploads').whereRaw('tus_uploads.span = tus_spans.id'))
+      .select('id')) as Array<{ id: string }>;
+    return rows.map((row) => row.id);
   }
 
   /** The spans of these uploads take no more parts. */
@@ -197,6 +271,12 @@ export class TusRepository {
   async finish(id: string, writer: string, file: { url: string; size: number }, expiresAt: number): Promise<boolean> {
     const changed = await this.#db('tus_uploads').where({ id, writer }).update({ url: file.url, upload_offset: file.size, writer: null, writer_until: null, expires_at: expiresAt });
     return changed === 1;
+  }
+
+  /** The span an upload is in, if any. */
+  async spanOf(id: string): Promise<string | null> {
+    const row = (await this.#db('tus_uploads').where({ id }).first('span')) as { span: string | null } | undefined;
+    return row?.span ?? null;
   }
 
   async remove(id: string): Promise<void> {

@@ -11,17 +11,31 @@
  * upload that names exactly a span's parts in that order is then that file, linked to its
  * content address; anything else (parts created out of order, by two processes at once, a part
  * left out) is copied, as before. The guess decides only whether a copy is made: the assembly
- * checks the chunks' places and the file's links itself. On any store, the span's first part
- * is taken as the file's start and hashed as it arrives, so the assembly hashes only the others
- * (and, when the parts are the file, reads only them).
+ * checks the chunks' places and the file's links itself. On the local disk the span's first
+ * part is taken as the file's start and hashed as it arrives, so the assembly hashes only the
+ * others (and, when the parts are the file, reads only them).
+ *
+ * On S3 a span is one multipart upload (`tus_spans`), and a part sent whole in one request is
+ * sent as its part (numbered by its place in the span) rather than as a chunk object. A final
+ * upload first settles the spans its parts are kept in: no part is added after, and the
+ * multipart upload is completed with every part kept, into the span's object. When that object
+ * is exactly the final upload's parts, in order, it is the file: read once for the SHA-1, never
+ * sent again. Otherwise each part kept there is read from its range of it, and copied as before.
+ * The SHA-1 is always of the object's bytes as read (no hash from the parts' arrival is taken
+ * for them), so whatever a part holds, the file is stored under its own content address.
  */
-import type { FileStore } from './store/file-store.ts';
-import type { NewTusUpload, TusRepository, TusUpload } from './tus-repository.ts';
+import { removeQuietly } from './store/disk.ts';
+import type { AssemblyPiece, FileStore, Received } from './store/file-store.ts';
+import type { NewTusUpload, TusRepository, TusSpan, TusUpload } from './tus-repository.ts';
 
 /** How long after a span's first part a part with the same metadata joins it. */
 const SPAN_WINDOW_MS = 60_000;
 /** Tries at taking a span's end, which another process may move meanwhile. */
 const TRIES = 3;
+/** S3's smallest part but for the last: a span's multipart upload takes no smaller one, so that any of its parts complete it. */
+const S3_PART_MIN = 5 * 1024 * 1024;
+/** S3's highest part number. */
+const S3_PARTS_MAX = 10_000;
 
 /** A place in line (`TusSpans.line`). */
 export interface SpanTurn {
@@ -82,6 +96,11 @@ export class TusSpans {
     const { length } = upload;
     if (length === null) return this.#repo.create(upload);
     const span = await this.#place(upload, length);
+    if (span === upload.id && this.#store.openSpan && length >= S3_PART_MIN) {
+      // Best effort: without it, the span's parts are chunk objects, copied at the end.
+      const uploadId = await this.#store.openSpan(span).catch(() => null);
+      if (uploadId) await this.#repo.createSpan(span, uploadId, this.#now()).catch(() => this.#store.dropSpan?.({ id: span, uploadId }));
+    }
     // Best effort: a part whose file cannot be shared writes the same positions into a file of its own.
     await this.#store.shareData?.(upload.id, span).catch(() => false);
   }
@@ -92,13 +111,79 @@ export class TusSpans {
     for (let tries = 0; tries < TRIES; tries += 1) {
       const open = await this.#repo.openSpan(upload.profileId, fields, this.#now() - SPAN_WINDOW_MS);
       if (!open) break;
-      if (await this.#repo.extendSpan(open.id, open.end, length)) {
-        await this.#repo.create(upload, { id: open.id, at: open.end, end: null });
+      if (await this.#repo.extendSpan(open.id, open.end, open.parts, length)) {
+        await this.#repo.create(upload, { id: open.id, at: open.end, end: null, part: open.parts + 1 });
         return open.id;
       }
     }
-    await this.#repo.create(upload, { id: upload.id, at: 0, end: length });
+    await this.#repo.create(upload, { id: upload.id, at: 0, end: length, part: 1 });
     return upload.id;
+  }
+
+  /**
+   * On S3, a part received whole in its first request, sent as its place's part of its span's
+   * multipart upload and counted there (the received file is then removed). False when it is not
+   * (the store has no spans, the part is under S3's smallest, its span is settled or has that
+   * part already): the caller keeps it as a chunk.
+   */
+  async keep(upload: TusUpload, received: Received): Promise<boolean> {
+    const { span, spanPart: part } = upload;
+    if (!this.#store.putSpanPart || !span || part === null || part > S3_PARTS_MAX) return false;
+    if (upload.parts !== 0 || received.size !== upload.length || received.size < S3_PART_MIN) return false;
+    const found = await this.#repo.findSpan(span);
+    if (!found || found.settled || found.kept.some((kept) => kept.part === part)) return false;
+    const etag = await this.#store.putSpanPart(received, { id: span, uploadId: found.uploadId }, part).catch(() => null);
+    if (etag === null || !(await this.#repo.keepSpanPart(span, { part, etag, size: received.size }))) return false;
+    await removeQuietly(received.path);
+    return true;
+  }
+
+  /**
+   * What a final upload is assembled from, in its parts' order: each part's chunks or, for a part
+   * kept in its span's multipart upload, its range of the object the span became (settled here).
+   */
+  async pieces(partials: TusUpload[]): Promise<AssemblyPiece[]> {
+    const spans = new Map<string, TusSpan | null>();
+    const pieces: AssemblyPiece[] = [];
+    for (const part of partials) {
+      const span = part.span !== null && part.spanPart !== null && this.#store.settleSpan ? await this.#settled(part.span, spans) : null;
+      const kept = span?.kept.find((p) => p.part === part.spanPart);
+      if (span && kept) {
+        const start = span.kept.reduce((sum, p) => sum + (p.part < kept.part ? p.size : 0), 0);
+        pieces.push({ span: span.id, range: { start, end: start + kept.size - 1 } });
+      } else {
+        pieces.push(...Array.from({ length: part.parts }, (_, i) => ({ uploadId: part.id, index: i + 1 })));
+      }
+    }
+    return pieces;
+  }
+
+  /** The span, settled and its multipart upload completed (once, whoever asks first), or null when it has none or keeps nothing. */
+  async #settled(id: string, seen: Map<string, TusSpan | null>): Promise<TusSpan | null> {
+    if (seen.has(id)) return seen.get(id) ?? null;
+    let span = await this.#repo.findSpan(id);
+    if (span && !span.settled && span.kept.length > 0) {
+      await this.#repo.settleSpan(id);
+      span = await this.#repo.findSpan(id);
+    }
+    if (span?.settled) await this.#store.settleSpan?.(span, span.kept);
+    const usable = span?.settled ? span : null;
+    seen.set(id, usable);
+    return usable;
+  }
+
+  /** After an upload of the span is forgotten: once none is left, what the span left in the store goes. */
+  async forgotten(id: string): Promise<void> {
+    if (await this.#repo.spanInUse(id)) return;
+    const span = await this.#repo.findSpan(id);
+    if (!span) return;
+    await this.#store.dropSpan?.(span);
+    await this.#repo.removeSpan(id);
+  }
+
+  /** Spans left with no upload (a process stopped between an upload's end and its span's). */
+  async sweep(): Promise<void> {
+    for (const id of await this.#repo.orphanSpans(this.#now() - SPAN_WINDOW_MS)) await this.forgotten(id).catch(() => undefined);
   }
 
   /** The spans of these parts take no more: their final upload is being made. */

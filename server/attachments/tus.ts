@@ -34,7 +34,7 @@ import type { Db } from '../../db/knex.ts';
 import { PROCESS_OWNER, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
-import type { Assembled, ChunkRef, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
+import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { TusSpans, type SpanTurn } from './tus-spans.ts';
 import { OPEN_UPLOADS_PER_PERSON, type UploadsService } from './uploads.ts';
@@ -132,7 +132,7 @@ function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } 
 /** A new upload's row, before any byte was kept. */
 function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now: number, expiresAt: number, shape: Pick<TusUpload, 'length' | 'offset' | 'concat' | 'concatHeader'>): TusUpload {
   const { fields, metadata } = creation;
-  return { id: randomUUID(), profileId: viewer.profileId, invitation: fields.invitationId, field: fields.name, extension, metadata, parts: 0, spanAt: 0, writer: null, writerUntil: null, url: null, createdAt: now, expiresAt, ...shape };
+  return { id: randomUUID(), profileId: viewer.profileId, invitation: fields.invitationId, field: fields.name, extension, metadata, parts: 0, spanAt: 0, span: null, spanPart: null, writer: null, writerUntil: null, url: null, createdAt: now, expiresAt, ...shape };
 }
 
 /** A request's name in an upload's `writer`: its own id, then its process's (`owners.ts`), so a successor can tell it is gone. */
@@ -247,13 +247,15 @@ export class TusService {
         await removeQuietly(received.path);
         throw AppError.protocol('ValidationError', 409, 'The upload was taken over by another request meanwhile', { path: 'Upload-Offset' });
       }
-      const parts = received ? await this.#keepPart(upload, received) : upload.parts;
+      // On S3 a parallel upload's part may go into its span's multipart upload instead (`tus-spans.ts`).
+      const inSpan = received !== null && upload.concat === 'partial' && (await this.#spans.keep(upload, received));
+      const parts = inSpan ? upload.parts + 1 : received ? await this.#keepPart(upload, received) : upload.parts;
       const offset = upload.offset + bytes;
       const expiresAt = received ? this.#now() + this.#config.uploadAbandonSeconds * 1000 : upload.expiresAt;
       if (!(await this.#repo.release(upload.id, writer, received && { offset, parts, expiresAt }))) {
         throw AppError.protocol('ValidationError', 409, 'The upload was ended meanwhile', { path: 'Upload-Offset' });
       }
-      if (received?.continued) this.#remember(upload.id, parts, received.continued);
+      if (received?.continued && !inSpan) this.#remember(upload.id, parts, received.continued);
       this.#metrics?.upload('tus', bytes, 'ok');
       const after: TusUpload = { ...upload, length, offset, parts, expiresAt };
       if (upload.concat === 'partial' || length === null || offset !== length) return stateOf(after);
@@ -280,6 +282,7 @@ export class TusService {
     const expired = await this.#repo.expired(now);
     for (const id of expired) await this.#forget(id);
     for (const id of await this.#repo.finishedBefore(now)) await this.#repo.remove(id);
+    await this.#spans.sweep();
     return expired.length;
   }
 
@@ -315,8 +318,11 @@ export class TusService {
 
   async #forget(id: string): Promise<void> {
     this.#hashes.delete(id);
+    // On S3 a span's multipart upload goes with its last upload.
+    const span = this.#store.dropSpan ? await this.#repo.spanOf(id) : null;
     await this.#repo.remove(id);
     await this.#store.removeChunks(id);
+    if (span) await this.#spans.forgotten(span);
   }
 
   /**
@@ -447,7 +453,7 @@ export class TusService {
    * uploader's in one transaction with the upload's end, by the lease's holder only. A file
    * refused as a whole ends the upload; any other failure leaves it complete for a later HEAD.
    */
-  async #finish(viewer: Viewer, upload: TusUpload, writer: string, chunks: Array<number | ChunkRef>, hashed = this.#hashedPrefix(upload, upload.parts)): Promise<string> {
+  async #finish(viewer: Viewer, upload: TusUpload, writer: string, chunks: AssemblyPiece[], hashed = this.#hashedPrefix(upload, upload.parts)): Promise<string> {
     const renewal = this.#renewing(upload.id, writer);
     let assembled: Assembled | null = null;
     try {
@@ -496,13 +502,14 @@ export class TusService {
     const ids = (upload.concatHeader ?? '').replace(/^final;/, '').trim().split(/\s+/).map((url) => /([0-9a-f-]{36})\/?$/.exec(url)?.[1] ?? '');
     const partials = await Promise.all(ids.map((id) => this.#repo.findOf(viewer.profileId, id)));
     if (partials.some((part) => part === null)) throw new AppError('ValidationError', 'A part of this upload is gone: send the file again', { path: 'Upload-Concat' });
-    const chunks = (partials as TusUpload[]).flatMap((part) => Array.from({ length: part.parts }, (_, i) => ({ uploadId: part.id, index: i + 1 })));
+    const chunks = await this.#spans.pieces(partials as TusUpload[]);
     const writer = newWriter();
     const now = this.#now();
     if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
       throw AppError.protocol('BadRequestError', 423, 'This upload is being kept by another request', { retryAfter: 1 });
     }
-    // The first part's bytes were hashed as they arrived when this process received them in order.
+    // The first part's bytes were hashed as they arrived when this process received them in order
+    // (and kept them as its chunks: one kept in a span's multipart upload is hashed from there).
     const first = (partials as TusUpload[])[0]!;
     const url = await this.#finish(viewer, { ...upload, parts: chunks.length }, writer, chunks, this.#hashedPrefix(first, first.parts));
     for (const part of partials as TusUpload[]) await this.#forget(part.id);

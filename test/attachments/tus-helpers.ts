@@ -11,7 +11,7 @@ import * as tus from 'tus-js-client';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
-import { venueWithAuthor } from './helpers.ts';
+import { SUBMISSION, venueWithAuthor } from './helpers.ts';
 
 export const TUS_VERSION = '1.0.0';
 export const TUS_EXTENSIONS = 'creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,concatenation';
@@ -59,6 +59,12 @@ export function tusServerPerFile(before: (fn: () => Promise<void>) => void, afte
       return author;
     },
   };
+}
+
+/** tus-js-client's options for `person`'s upload of the submission's PDF in four parallel parts, without retries. */
+export function parallelOptions(server: TestServer, person: Person, extra: tus.UploadOptions = {}): tus.UploadOptions {
+  const metadata = metadataFor(SUBMISSION, 'pdf', 'paper.pdf');
+  return { endpoint: `${server.url}/attachment/tus`, headers: { Authorization: `Bearer ${person.token}` }, metadata, metadataForPartialUploads: metadata, parallelUploads: 4, retryDelays: null, ...extra };
 }
 
 /** `Upload-Metadata` for a field of an invitation, as tus-js-client's `metadata` option. */

@@ -13,7 +13,7 @@ import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../helpers/server.ts';
 import { pdfBytes, sha1, SUBMISSION } from './helpers.ts';
-import { encodeMetadata, metadataFor, RecordingHttpStack, runUpload, tusRequest, tusServerPerFile, type Person } from './tus-helpers.ts';
+import { encodeMetadata, metadataFor, parallelOptions, RecordingHttpStack, runUpload, tusRequest, tusServerPerFile, type Person } from './tus-helpers.ts';
 
 const running = tusServerPerFile(beforeAll, afterAll);
 let server: TestServer;
@@ -169,13 +169,7 @@ describe('parallel parts (concatenation)', () => {
     let shared: number | undefined;
     let placedInOrder: boolean | undefined;
     const httpStack = new RecordingHttpStack();
-    const outcome = await runUpload(data, {
-      endpoint: `${server.url}/attachment/tus`,
-      headers: { Authorization: `Bearer ${author.token}` },
-      metadata: metadataFor(SUBMISSION, 'pdf', 'paper.pdf'),
-      metadataForPartialUploads: metadataFor(SUBMISSION, 'pdf', 'paper.pdf'),
-      parallelUploads: 4,
-      retryDelays: null,
+    const outcome = await runUpload(data, parallelOptions(server, author, {
       httpStack,
       // Before the final upload: where the parts were placed, and the file they share.
       onBeforeRequest: async (req: tus.HttpRequest) => {
@@ -191,7 +185,7 @@ describe('parallel parts (concatenation)', () => {
           return follows;
         });
       },
-    });
+    }));
     expect(outcome.ok, outcome.ok ? '' : String(outcome.error)).toBe(true);
     expect(httpStack.of('POST').map((p) => p.status)).toEqual([201, 201, 201, 201, 201]);
     expect(placedInOrder).toBeDefined();

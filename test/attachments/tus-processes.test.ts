@@ -145,4 +145,17 @@ describe.skipIf(!TEST_POSTGRES_URL)('tus uploads on three processes sharing Post
     await expectEverywhere(url, data);
     await waitUntil(async () => (await keys('')).every((k) => k.startsWith('files/')), 'the parts removed from the bucket');
   });
+
+  it('parallel parts sent whole, each through another process, are the parts of one S3 multipart upload', LONG, async () => {
+    // Parts over S3's smallest part (5 MiB): each is sent as its span's part, whichever process takes it.
+    const data = pdfBytes(16 * 1024 * 1024 + 5);
+    const opts = options({ parallelUploads: 3, metadataForPartialUploads: metadataFor(SUBMISSION, 'pdf', 'paper.pdf') });
+    const outcome = await runUpload(data, opts);
+    expect(outcome.ok, outcome.ok ? '' : String(outcome.error)).toBe(true);
+    if (!outcome.ok) return;
+    const url = `/pdf/${sha1(data)}.pdf`;
+    expect(outcome.lastResponse.getHeader('Attachment-Url')).toBe(url);
+    await expectEverywhere(url, data);
+    await waitUntil(async () => (await keys('')).every((k) => k.startsWith('files/')), 'the span and the parts removed from the bucket');
+  });
 });

@@ -57,6 +57,31 @@ export interface ChunkRef {
   index: number;
 }
 
+/**
+ * A byte range (both ends included) of the object a span's multipart upload became (S3,
+ * `settleSpan`): where a part of a parallel tus upload kept in it lies.
+ */
+export interface SpanPiece {
+  span: string;
+  range: ByteRange;
+}
+
+/** What an assembly is made of, in order: chunks of the upload, chunks of others, ranges of settled spans. */
+export type AssemblyPiece = number | ChunkRef | SpanPiece;
+
+/** A span sent as an S3 multipart upload: the span's id and the multipart upload's. */
+export interface SpanUpload {
+  id: string;
+  uploadId: string;
+}
+
+/** A part of a span's multipart upload: its number, the store's ETag for it, its length. */
+export interface SpanPart {
+  part: number;
+  etag: string;
+  size: number;
+}
+
 /** A file assembled from an upload's chunks, held by the store under a temporary name until kept or discarded. */
 export interface Assembled {
   /** The store's own name for it: a path on disk, a key in a bucket. */
@@ -132,6 +157,20 @@ export interface FileStore {
    * its assembly began): the upload's bytes then go to a file of its own, at the same positions.
    */
   shareData?(uploadId: string, spanId: string): Promise<boolean>;
+  /**
+   * S3 only (the local disk has `shareData`): the parts of a parallel tus upload, sent as the
+   * parts of one multipart upload (`tus-spans.ts`). `openSpan` begins it and answers its id.
+   */
+  openSpan?(spanId: string): Promise<string>;
+  /** Sends a received file as part `part` of the span's multipart upload and answers its ETag. The received file stays: the caller removes it. */
+  putSpanPart?(received: Received, span: SpanUpload, part: number): Promise<string>;
+  /**
+   * Completes the span's multipart upload with exactly `parts` (in their numbers' order), once: a
+   * second call, here or in another process, finds it done. Its pieces are then `SpanPiece`s.
+   */
+  settleSpan?(span: SpanUpload, parts: SpanPart[]): Promise<void>;
+  /** Removes what the span left in the store: its multipart upload, or the object it became. */
+  dropSpan?(span: SpanUpload): Promise<void>;
   removeChunk(uploadId: string, index: number): Promise<void>;
   removeChunks(uploadId: string): Promise<void>;
   /** The upload ids that have chunks stored. */
@@ -144,7 +183,7 @@ export interface FileStore {
    * parallel, assembled as their final upload without being moved first; on the local disk,
    * when they were written side by side in one shared data file, in order, that file is linked).
    */
-  assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled>;
+  assemble(uploadId: string, chunks: AssemblyPiece[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled>;
   /** Stores an assembled file under its content address (as `keep` does) and drops its temporary copy. */
   keepAssembled(file: Assembled, extension: string): Promise<string>;
   discard(file: Assembled): Promise<void>;

@@ -12,7 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../../shared/errors.ts';
 import { ownerIsGone, PROCESS_OWNER } from '../owners.ts';
 import { ASSEMBLY_BUFFER_BYTES, removeQuietly, writeAll } from './disk.ts';
-import type { Assembled, ByteRange, ChunkRef, ChunkSlot, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
+import type { Assembled, AssemblyPiece, ByteRange, ChunkSlot, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
 import { HEAD_BYTES, Meter } from './meter.ts';
 import { checkUploadId, storedName, urlOf } from './names.ts';
 import { SlotWriter } from './slot-writer.ts';
@@ -405,9 +405,11 @@ export class LocalFileStore implements FileStore {
    * libuv's threads), and the first `hashed.chunks` chunks not at all: the uploads service hashed
    * them as they arrived.
    */
-  async assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
+  async assemble(uploadId: string, chunks: AssemblyPiece[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
     const parts: Array<ChunkPart & { of: string }> = [];
     for (const chunk of chunks) {
+      // Spans here share a data file (`shareData`); only S3's are multipart uploads.
+      if (typeof chunk === 'object' && 'span' in chunk) throw new Error('no span is a multipart upload on the local disk');
       const of = typeof chunk === 'number' ? uploadId : chunk.uploadId;
       parts.push({ ...(await this.#partOf(of, typeof chunk === 'number' ? chunk : chunk.index)), of });
     }

@@ -8,7 +8,10 @@ import { createReadStream } from 'node:fs';
 import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -16,6 +19,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
   type _Object,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -23,7 +27,7 @@ import { AppError } from '../../../shared/errors.ts';
 import type { StorageTarget } from '../../config.ts';
 import { PROCESS_OWNER } from '../owners.ts';
 import { removeQuietly } from './disk.ts';
-import type { Assembled, ByteRange, ChunkRef, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
+import type { Assembled, AssemblyPiece, ByteRange, FileStore, HashedPrefix, Received, ReceiveOptions, SpanPart, SpanPiece, SpanUpload, StoredInfo } from './file-store.ts';
 import { Meter } from './meter.ts';
 import { checkUploadId, storedName, urlOf } from './names.ts';
 import { TemporaryFolder } from './temporary-folder.ts';
@@ -34,12 +38,15 @@ import { TemporaryFolder } from './temporary-folder.ts';
  */
 const PART_BYTES = 5 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
+/** How long a span's settling waits for another process completing it at the same time. */
+const SETTLE_WAIT = { tries: 10, ms: 200 };
 
 /**
  * Content-addressed file storage in an S3-compatible bucket, shared by every server process
  * whatever machine it runs on. Keys mirror the local layout, under the URL's prefix:
- * `files/pdf/<sha1>.pdf`, `files/attachment/<sha1>.<ext>`, `chunks/<upload id>/<index>`, and
- * `tmp/<owner>~<uuid>` for assemblies under way. A file being received is first written to this
+ * `files/pdf/<sha1>.pdf`, `files/attachment/<sha1>.<ext>`, `chunks/<upload id>/<index>`,
+ * `tmp/<owner>~<uuid>` for assemblies under way, and `spans/<upload id>` for the parts of a
+ * parallel tus upload sent as one multipart upload. A file being received is first written to this
  * machine's `$DATA_DIR/tmp` (the request's own), then sent to the bucket once checked.
  *
  * Never replacing a stored object: a key is checked (HEAD) before it is written, and the write
@@ -232,11 +239,21 @@ export class S3FileStore implements FileStore {
   }
 
   /**
-   * The chunks are read one after the other and go, through the SHA-1, into a multipart upload
+   * The pieces are read one after the other and go, through the SHA-1, into a multipart upload
    * to a temporary key: at most a few parts are ever in memory. Backpressure holds the reading
    * while the parts are sent; a failure of the upload stops the reading at once.
+   *
+   * When the pieces are a settled span's object, whole and in order (the parts of a parallel tus
+   * upload named as they were sent), that object is the file: it is only read, for the SHA-1,
+   * and becomes the assembly's temporary key.
    */
-  async assemble(uploadId: string, chunks: Array<number | ChunkRef>, maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
+  async assemble(uploadId: string, chunks: AssemblyPiece[], maxBytes: number, hashed?: HashedPrefix): Promise<Assembled> {
+    const whole = await this.#wholeSpan(chunks);
+    if (whole) {
+      const meter = new Meter(maxBytes);
+      for await (const piece of await this.#get(whole)) meter.count(piece as Buffer);
+      return { temporary: whole, ...meter.result() };
+    }
     const key = `${this.#prefix}tmp/${this.#owner}~${randomUUID()}`;
     const meter = new Meter(maxBytes, hashed?.hash ?? true, true);
     const body = new PassThrough();
@@ -253,8 +270,7 @@ export class S3FileStore implements FileStore {
       for (const [position, chunk] of chunks.entries()) {
         // The first `hashed.chunks` were hashed by the uploads service as they arrived.
         const hashThis = position >= (hashed?.chunks ?? 0);
-        const key = typeof chunk === 'number' ? this.#chunkKey(uploadId, chunk) : this.#chunkKey(chunk.uploadId, chunk.index);
-        for await (const piece of await this.#get(key)) {
+        for await (const piece of await this.#pieceOf(uploadId, chunk)) {
           const bytes = piece as Buffer;
           meter.count(bytes, hashThis);
           if (!body.write(bytes)) await Promise.race([once(body, 'drain'), sent]);
@@ -272,9 +288,117 @@ export class S3FileStore implements FileStore {
     return { temporary: key, ...meter.result() };
   }
 
+  /** A piece's bytes: a chunk object, or a range of a settled span's object. */
+  async #pieceOf(uploadId: string, chunk: AssemblyPiece): Promise<Readable> {
+    if (typeof chunk === 'number') return this.#get(this.#chunkKey(uploadId, chunk));
+    if (!('span' in chunk)) return this.#get(this.#chunkKey(chunk.uploadId, chunk.index));
+    try {
+      return await this.#get(this.#spanKey(chunk.span), chunk.range);
+    } catch (error) {
+      if (isMissing(error)) throw spanGone();
+      throw error;
+    }
+  }
+
+  /** The span object's key when the pieces are all of it, in order; null otherwise. */
+  async #wholeSpan(chunks: AssemblyPiece[]): Promise<string | null> {
+    const pieces = chunks.filter((chunk): chunk is SpanPiece => typeof chunk === 'object' && 'span' in chunk);
+    const span = pieces[0]?.span;
+    if (!span || pieces.length !== chunks.length) return null;
+    let next = 0;
+    for (const piece of pieces) {
+      if (piece.span !== span || piece.range.start !== next) return null;
+      next = piece.range.end + 1;
+    }
+    const key = this.#spanKey(span);
+    const size = await this.#sizeOf(key);
+    if (size === null) throw spanGone();
+    return size === next ? key : null;
+  }
+
+  async #sizeOf(key: string): Promise<number | null> {
+    try {
+      return Number((await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }))).ContentLength ?? 0);
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+  }
+
+  // ---- spans: the parts of a parallel tus upload as the parts of one multipart upload ----------
+
+  #spanKey(spanId: string): string {
+    return `${this.#prefix}spans/${checkUploadId(spanId)}`;
+  }
+
+  async openSpan(spanId: string): Promise<string> {
+    const answer = await this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#spanKey(spanId) }));
+    if (!answer.UploadId) throw new Error('the store answered no multipart upload id');
+    return answer.UploadId;
+  }
+
+  async putSpanPart(received: Received, span: SpanUpload, part: number): Promise<string> {
+    const answer = await this.#client.send(
+      new UploadPartCommand({
+        Bucket: this.#bucket,
+        Key: this.#spanKey(span.id),
+        UploadId: span.uploadId,
+        PartNumber: part,
+        Body: createReadStream(received.path),
+        ContentLength: received.size,
+      }),
+    );
+    if (!answer.ETag) throw new Error('the store answered no ETag for a part');
+    return answer.ETag;
+  }
+
+  /**
+   * Completes the multipart upload. A completion that fails may have been done already (by
+   * another process at the same moment, or before a crash; a store then answers NoSuchUpload,
+   * s3rver an internal error): the object, at the parts' length, says so; a moment is given to
+   * one being completed. Without it, the parts are gone (a 400: the client sends the file again).
+   */
+  async settleSpan(span: SpanUpload, parts: SpanPart[]): Promise<void> {
+    const key = this.#spanKey(span.id);
+    if (parts.length === 0) return this.#abort(span);
+    const sorted = [...parts].sort((a, b) => a.part - b.part);
+    const size = sorted.reduce((sum, part) => sum + part.size, 0);
+    try {
+      await this.#client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.#bucket,
+          Key: key,
+          UploadId: span.uploadId,
+          MultipartUpload: { Parts: sorted.map((part) => ({ PartNumber: part.part, ETag: part.etag })) },
+        }),
+      );
+    } catch (error) {
+      for (let tries = 0; tries < SETTLE_WAIT.tries; tries += 1) {
+        const found = await this.#sizeOf(key);
+        if (found === size) return;
+        if (found !== null) break;
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT.ms));
+      }
+      if (isClientError(error) || isMissing(error)) throw spanGone();
+      throw error;
+    }
+    if ((await this.#sizeOf(key)) !== size) throw spanGone();
+  }
+
+  async dropSpan(span: SpanUpload): Promise<void> {
+    await this.#abort(span);
+    await this.#delete(this.#spanKey(span.id));
+  }
+
+  /** Stores without AbortMultipartUpload (s3rver) refuse it: the bucket's lifecycle rule is then the cleaner. */
+  async #abort(span: SpanUpload): Promise<void> {
+    await this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#spanKey(span.id), UploadId: span.uploadId })).catch(() => undefined);
+  }
+
   /**
    * Copies the assembly to its content address (a copy inside the store, up to 5 GB) unless a
-   * file is already there, then removes the temporary key.
+   * file is already there, then removes the temporary key. A span's object stays until its last
+   * upload goes (`dropSpan`): an assembly redone after a failure reads it again.
    */
   async keepAssembled(file: Assembled, extension: string): Promise<string> {
     const url = urlOf(file.sha1, extension);
@@ -289,12 +413,12 @@ export class S3FileStore implements FileStore {
         if (!isAlreadyThere(error)) throw error;
       }
     }
-    await this.#delete(file.temporary);
+    await this.discard(file);
     return url;
   }
 
   async discard(file: Assembled): Promise<void> {
-    await this.#delete(file.temporary);
+    if (!file.temporary.startsWith(`${this.#prefix}spans/`)) await this.#delete(file.temporary);
   }
 
   async sweepTemporary(olderThan: number): Promise<void> {
@@ -318,6 +442,14 @@ function isMissing(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
 }
+
+/** The store refused the request as made (a 4xx): an S3 multipart upload's parts that cannot be joined. */
+function isClientError(error: unknown): boolean {
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode ?? 0;
+  return status >= 400 && status < 500;
+}
+
+const spanGone = () => new AppError('ValidationError', 'A part of this upload is gone: send the file again', { path: 'Upload-Concat' });
 
 /** A conditional write refused because the key exists (412), or is being written (409). */
 function isAlreadyThere(error: unknown): boolean {
