@@ -22,6 +22,8 @@ export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('tus_uploads', (t) => {
     t.integer('span_part').nullable();
     t.integer('span_parts').nullable();
+    // Whether a span has uploads left, and which spans have none (`TusRepository.spanInUse`, `orphanSpans`).
+    t.index(['span'], 'tus_uploads_span');
   });
   await db.schema.createTable('tus_spans', (t) => {
     t.text('id').primary();
@@ -35,6 +37,7 @@ export async function up(db: Knex): Promise<void> {
 export async function down(db: Knex): Promise<void> {
   await db.schema.dropTable('tus_spans');
   await db.schema.alterTable('tus_uploads', (t) => {
+    t.dropIndex(['span'], 'tus_uploads_span');
     t.dropColumn('span_part');
     t.dropColumn('span_parts');
   });

@@ -170,11 +170,11 @@ export class TusRepository {
   }
 
   /**
-   * Takes `length` bytes at the end of a span and its next part number, if its end is still `end`
-   * (nobody took them meanwhile, so its part count is still `parts`).
+   * Takes `length` bytes at the end of a span and its next part number, if its end and its part
+   * count are still `end` and `parts` (nobody took them meanwhile; an empty part moves only the count).
    */
   async extendSpan(id: string, end: number, parts: number, length: number): Promise<boolean> {
-    return (await this.#db('tus_uploads').where({ id, span_end: end }).update({ span_end: end + length, span_parts: parts + 1 })) === 1;
+    return (await this.#db('tus_uploads').where({ id, span_end: end, span_parts: parts }).update({ span_end: end + length, span_parts: parts + 1 })) === 1;
   }
 
   /** Records a span sent as an S3 multipart upload. */

@@ -131,7 +131,13 @@ export class TusSpans {
     if (!this.#store.putSpanPart || !span || part === null || part > S3_PARTS_MAX) return false;
     if (upload.parts !== 0 || received.size !== upload.length || received.size < S3_PART_MIN) return false;
     const found = await this.#repo.findSpan(span);
-    if (!found || found.settled || found.kept.some((kept) => kept.part === part)) return false;
+    // Kept already by a request that stopped before it moved the offset on: the part is there
+    // (sending it again would replace bytes a hash may have been taken of).
+    if (found?.kept.some((kept) => kept.part === part)) {
+      await removeQuietly(received.path);
+      return true;
+    }
+    if (!found || found.settled) return false;
     const etag = await this.#store.putSpanPart(received, { id: span, uploadId: found.uploadId }, part).catch(() => null);
     if (etag === null || !(await this.#repo.keepSpanPart(span, { part, etag, size: received.size }))) return false;
     await removeQuietly(received.path);
@@ -140,13 +146,14 @@ export class TusSpans {
 
   /**
    * What a final upload is assembled from, in its parts' order: each part's chunks or, for a part
-   * kept in its span's multipart upload, its range of the object the span became (settled here).
+   * kept in its span's multipart upload, its range of the object the span became (settled here,
+   * only when a part named is kept in it: whether it is was decided before the part was complete).
    */
   async pieces(partials: TusUpload[]): Promise<AssemblyPiece[]> {
-    const spans = new Map<string, TusSpan | null>();
+    const settled = new Map<string, TusSpan>();
     const pieces: AssemblyPiece[] = [];
     for (const part of partials) {
-      const span = part.span !== null && part.spanPart !== null && this.#store.settleSpan ? await this.#settled(part.span, spans) : null;
+      const span = part.span !== null && part.spanPart !== null && this.#store.settleSpan ? await this.#spanKeeping(part.span, part.spanPart, settled) : null;
       const kept = span?.kept.find((p) => p.part === part.spanPart);
       if (span && kept) {
         const start = span.kept.reduce((sum, p) => sum + (p.part < kept.part ? p.size : 0), 0);
@@ -158,18 +165,23 @@ export class TusSpans {
     return pieces;
   }
 
-  /** The span, settled and its multipart upload completed (once, whoever asks first), or null when it has none or keeps nothing. */
-  async #settled(id: string, seen: Map<string, TusSpan | null>): Promise<TusSpan | null> {
-    if (seen.has(id)) return seen.get(id) ?? null;
+  /**
+   * The span, settled and its multipart upload completed (once, whoever asks first), when it
+   * keeps that part; null otherwise.
+   */
+  async #spanKeeping(id: string, part: number, settled: Map<string, TusSpan>): Promise<TusSpan | null> {
+    const known = settled.get(id);
+    if (known) return known;
     let span = await this.#repo.findSpan(id);
-    if (span && !span.settled && span.kept.length > 0) {
+    if (!span?.kept.some((p) => p.part === part)) return null;
+    if (!span.settled) {
       await this.#repo.settleSpan(id);
       span = await this.#repo.findSpan(id);
+      if (!span) return null;
     }
-    if (span?.settled) await this.#store.settleSpan?.(span, span.kept);
-    const usable = span?.settled ? span : null;
-    seen.set(id, usable);
-    return usable;
+    await this.#store.settleSpan?.(span, span.kept);
+    settled.set(id, span);
+    return span;
   }
 
   /** After an upload of the span is forgotten: once none is left, what the span left in the store goes. */

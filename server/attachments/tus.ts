@@ -502,16 +502,20 @@ export class TusService {
     const ids = (upload.concatHeader ?? '').replace(/^final;/, '').trim().split(/\s+/).map((url) => /([0-9a-f-]{36})\/?$/.exec(url)?.[1] ?? '');
     const partials = await Promise.all(ids.map((id) => this.#repo.findOf(viewer.profileId, id)));
     if (partials.some((part) => part === null)) throw new AppError('ValidationError', 'A part of this upload is gone: send the file again', { path: 'Upload-Concat' });
-    const chunks = await this.#spans.pieces(partials as TusUpload[]);
     const writer = newWriter();
     const now = this.#now();
     if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
       throw AppError.protocol('BadRequestError', 423, 'This upload is being kept by another request', { retryAfter: 1 });
     }
+    const chunks = await this.#spans.pieces(partials as TusUpload[]).catch(async (error: unknown) => {
+      await this.#repo.release(upload.id, writer, null).catch(() => undefined);
+      throw error;
+    });
     // The first part's bytes were hashed as they arrived when this process received them in order
-    // (and kept them as its chunks: one kept in a span's multipart upload is hashed from there).
+    // and they are its chunks (a part kept in its span's multipart upload is hashed as read from it).
     const first = (partials as TusUpload[])[0]!;
-    const url = await this.#finish(viewer, { ...upload, parts: chunks.length }, writer, chunks, this.#hashedPrefix(first, first.parts));
+    const ownChunks = first.parts > 0 && chunks.slice(0, first.parts).every((chunk) => typeof chunk === 'object' && 'uploadId' in chunk && chunk.uploadId === first.id);
+    const url = await this.#finish(viewer, { ...upload, parts: chunks.length }, writer, chunks, ownChunks ? this.#hashedPrefix(first, first.parts) : undefined);
     for (const part of partials as TusUpload[]) await this.#forget(part.id);
     return { ...stateOf(upload), url };
   }

@@ -149,12 +149,21 @@ describe.skipIf(!TEST_POSTGRES_URL)('tus uploads on three processes sharing Post
   it('parallel parts sent whole, each through another process, are the parts of one S3 multipart upload', LONG, async () => {
     // Parts over S3's smallest part (5 MiB): each is sent as its span's part, whichever process takes it.
     const data = pdfBytes(16 * 1024 * 1024 + 5);
-    const opts = options({ parallelUploads: 3, metadataForPartialUploads: metadataFor(SUBMISSION, 'pdf', 'paper.pdf') });
+    let chunksBeforeFinal: string[] | undefined;
+    const opts = options({
+      parallelUploads: 3,
+      metadataForPartialUploads: metadataFor(SUBMISSION, 'pdf', 'paper.pdf'),
+      onBeforeRequest: async (req: { getHeader(name: string): string | undefined }) => {
+        if (req.getHeader('Upload-Concat')?.startsWith('final;')) chunksBeforeFinal = await keys('chunks/');
+      },
+    });
     const outcome = await runUpload(data, opts);
     expect(outcome.ok, outcome.ok ? '' : String(outcome.error)).toBe(true);
     if (!outcome.ok) return;
     const url = `/pdf/${sha1(data)}.pdf`;
     expect(outcome.lastResponse.getHeader('Attachment-Url')).toBe(url);
+    // No part was a chunk object: each went into the span's multipart upload.
+    expect(chunksBeforeFinal).toEqual([]);
     await expectEverywhere(url, data);
     await waitUntil(async () => (await keys('')).every((k) => k.startsWith('files/')), 'the span and the parts removed from the bucket');
   });

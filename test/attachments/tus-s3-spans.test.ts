@@ -115,9 +115,11 @@ async function readBack(url: string): Promise<Buffer> {
 
 describe('parallel tus uploads on S3', () => {
   it("tus-js-client's parts are sent once, as the parts of one multipart upload, which becomes the file when they were placed in order", LONG, async () => {
-    const data = pdfBytes(24 * MB + 3);
+    // Three parts just over S3's smallest part.
+    const data = pdfBytes(15 * MB + 5);
     let placedInOrder: boolean | undefined;
     const outcome = await runUpload(data, parallelOptions(server, author, {
+      parallelUploads: 3,
       httpStack: new RecordingHttpStack(),
       onBeforeRequest: async (req: tus.HttpRequest) => {
         const parts = req.getHeader('Upload-Concat')?.match(/^final;(.+)$/)?.[1]?.split(' ');
@@ -179,6 +181,30 @@ describe('parallel tus uploads on S3', () => {
     expect(line.traffic.put.spans ?? 0).toBe(0);
     expect(line.traffic.put.chunks).toBe(data.length);
     expect(await keys('chunks')).toEqual([]);
+  });
+
+  it('a final upload mixing a part kept in the span with a part in chunks is the bytes sent, under their SHA-1', LONG, async () => {
+    const pieces = [pdfBytes(5 * MB + 7), pdfBytes(100_000)];
+    const parts = [await part(pieces[0]!), await part(pieces[1]!)];
+    const url = await final(parts);
+    const data = Buffer.concat(pieces);
+    expect(url).toBe(`/pdf/${sha1(data)}.pdf`);
+    expect((await readBack(url ?? '')).equals(data)).toBe(true);
+  });
+
+  it('a part sent again after it was kept in the span (its request stopped before the offset moved) stays as first kept, and the file is stored under its own SHA-1', LONG, async () => {
+    const kept = pdfBytes(5 * MB + 11);
+    const other = pdfBytes(5 * MB + 11);
+    const small = pdfBytes(50_000);
+    const first = await part(kept);
+    // As if the request had stopped after the part was kept, before it moved the offset on.
+    await server.service.db('tus_uploads').where({ id: first.split('/').pop() }).update({ upload_offset: 0, parts: 0 });
+    const again = await tusRequest(server, 'PATCH', first, { token: author.token, headers: { 'Upload-Offset': '0' }, body: other });
+    expect(again.status, JSON.stringify(again.body)).toBe(204);
+    const url = await final([first, await part(small)]);
+    const stored = await readBack(url ?? '');
+    expect(url).toBe(`/pdf/${sha1(stored)}.pdf`);
+    expect(stored.equals(Buffer.concat([kept, small]))).toBe(true);
   });
 
   it('a terminated span leaves nothing in the bucket or the database', LONG, async () => {

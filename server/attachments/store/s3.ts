@@ -39,7 +39,7 @@ import { TemporaryFolder } from './temporary-folder.ts';
 const PART_BYTES = 5 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
 /** How long a span's settling waits for another process completing it at the same time. */
-const SETTLE_WAIT = { tries: 10, ms: 200 };
+const SETTLE_WAIT = { tries: 50, ms: 200 };
 
 /**
  * Content-addressed file storage in an S3-compatible bucket, shared by every server process
@@ -56,8 +56,9 @@ const SETTLE_WAIT = { tries: 10, ms: 200 };
  * bytes, short of a deliberate collision.
  *
  * What the bucket needs: the objects' read, write, delete and list permissions on the prefix,
- * and, advisably, a lifecycle rule that aborts incomplete multipart uploads after a day (an
- * assembly cut by a crash leaves its parts, which a listing of objects does not show).
+ * and, advisably, a lifecycle rule that aborts incomplete multipart uploads (an assembly cut by a
+ * crash leaves its parts, which a listing of objects does not show) after longer than twice
+ * `UPLOAD_ABANDON_SECONDS`: a parallel tus upload's parts wait in one until its final upload.
  */
 export class S3FileStore implements FileStore {
   readonly #client: S3Client;
@@ -353,10 +354,12 @@ export class S3FileStore implements FileStore {
   }
 
   /**
-   * Completes the multipart upload. A completion that fails may have been done already (by
+   * Completes the multipart upload (whose parts wait in the store until then: the bucket's rule
+   * that aborts incomplete multipart uploads must give them longer than `UPLOAD_ABANDON_SECONDS`). A completion that fails may have been done already (by
    * another process at the same moment, or before a crash; a store then answers NoSuchUpload,
    * s3rver an internal error): the object, at the parts' length, says so; a moment is given to
-   * one being completed. Without it, the parts are gone (a 400: the client sends the file again).
+   * one being completed. When the store says the multipart upload is gone and no object is
+   * there, the parts are gone (a 400: the client sends the file again); otherwise a 503 to retry.
    */
   async settleSpan(span: SpanUpload, parts: SpanPart[]): Promise<void> {
     const key = this.#spanKey(span.id);
@@ -376,11 +379,11 @@ export class S3FileStore implements FileStore {
       for (let tries = 0; tries < SETTLE_WAIT.tries; tries += 1) {
         const found = await this.#sizeOf(key);
         if (found === size) return;
-        if (found !== null) break;
+        if (found !== null) throw spanGone();
         await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT.ms));
       }
-      if (isClientError(error) || isMissing(error)) throw spanGone();
-      throw error;
+      if (isClientError(error)) throw spanGone();
+      throw new AppError('ServiceUnavailableError', 'The parts of this upload are being joined: try again in a moment', { retryAfter: 1 });
     }
     if ((await this.#sizeOf(key)) !== size) throw spanGone();
   }
