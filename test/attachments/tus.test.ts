@@ -117,25 +117,37 @@ async function create(length: number, metadata = PDF_FIELD(), person: Person = a
 const patch = (url: string, offset: number, body: Uint8Array, headers: Record<string, string> = {}, person: Person = author) =>
   tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': String(offset), ...headers }, body });
 
-/** The bytes in files being received (`tmp/`) and in uploads' data files (`chunks/<id>/data`, where later parts are written in place). */
-async function bytesReceiving(): Promise<number> {
+/**
+ * What is being received: the files in `tmp/` (a PATCH's file is made when it begins to read the
+ * body, its bytes written a megabyte at a time) and the bytes of uploads' data files
+ * (`chunks/<id>/data`, where later parts are written in place as they arrive).
+ */
+async function receiving(): Promise<{ files: number; bytes: number }> {
   const chunks = path.join(server.dataDir, 'chunks') + path.sep;
-  const files = [...(await temporaryFiles(server.dataDir)), ...(await filesUnder(server.dataDir)).filter((f) => f.startsWith(chunks) && path.basename(f) === 'data')];
-  const sizes = await Promise.all(files.map((f) => stat(f).then((s) => s.size, () => 0)));
-  return sizes.reduce((sum, size) => sum + size, 0);
+  const data = (await filesUnder(server.dataDir)).filter((f) => f.startsWith(chunks) && path.basename(f) === 'data');
+  const sizes = await Promise.all(data.map((f) => stat(f).then((s) => s.size, () => 0)));
+  return { files: (await temporaryFiles(server.dataDir)).length, bytes: sizes.reduce((sum, size) => sum + size, 0) };
 }
 
 /**
  * Runs an upload whose connection the line holds after `bytes`, and cuts it once the server is
- * writing the held PATCH's bytes (a file being received in the data folder's `tmp/`, or an
+ * receiving the held PATCH's bytes (a file being received in the data folder's `tmp/`, or an
  * upload's data file growing): a cut the server sees mid-request, whatever the timing. Answers
  * how the cut client ended.
  */
 async function cutMidPatch(data: Buffer, opts: tus.UploadOptions, bytes: number): Promise<Outcome> {
-  const before = await bytesReceiving();
+  const before = await receiving();
   line.holdAfter(bytes);
   const running = runUpload(data, opts);
-  await waitUntil(async () => line.held && (await bytesReceiving()) > before, 'a PATCH held midway on the server', 15_000);
+  await waitUntil(
+    async () => {
+      if (!line.held) return false;
+      const now = await receiving();
+      return now.files > before.files || now.bytes > before.bytes;
+    },
+    'a PATCH held midway on the server',
+    15_000,
+  );
   line.cut();
   return running;
 }

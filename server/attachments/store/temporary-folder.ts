@@ -5,7 +5,6 @@
  * what a stopped process left without touching what a running one is writing.
  */
 import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { access, constants, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -14,6 +13,7 @@ import { ownerIsGone, PROCESS_OWNER } from '../owners.ts';
 import { removeQuietly } from './disk.ts';
 import type { Received, ReceiveOptions } from './file-store.ts';
 import { Meter } from './meter.ts';
+import { StagedFileWriter } from './staged-writer.ts';
 
 /**
  * This machine's temporary folder (`$DATA_DIR/tmp`): files being received, and the local store's
@@ -53,7 +53,7 @@ export class TemporaryFolder {
     const file = this.newPath();
     const meter = new Meter(maxBytes, opts.continueHash ?? opts.hash !== false, !opts.continueHash && opts.hash !== false);
     try {
-      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', mode: 0o600 }));
+      await pipeline(source, meter, new StagedFileWriter(file));
     } catch (error) {
       await removeQuietly(file);
       throw error;
