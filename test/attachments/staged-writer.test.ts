@@ -36,6 +36,20 @@ describe('StagedFileWriter', () => {
     }
   });
 
+  it('two files received at once, sharing the pool of staging buffers, are each their own bytes', async () => {
+    const dir = await tempDir();
+    const sources = [pieces(3 * 1024 * 1024 + 101), pieces(4 * 1024 * 1024 + 7)];
+    /** Pieces handed over one turn of the event loop apart, so the two writers interleave. */
+    async function* slowly(parts: Buffer[]) {
+      for (const part of parts) {
+        await new Promise((resolve) => setImmediate(resolve));
+        yield part;
+      }
+    }
+    await Promise.all(sources.map((parts, i) => pipeline(Readable.from(slowly(parts)), new StagedFileWriter(path.join(dir, `both${i}`)))));
+    for (const [i, parts] of sources.entries()) expect((await readFile(path.join(dir, `both${i}`))).equals(Buffer.concat(parts))).toBe(true);
+  });
+
   it('never replaces a file that is there (opened exclusively)', async () => {
     const dir = await tempDir();
     const file = path.join(dir, 'taken');

@@ -118,36 +118,28 @@ const patch = (url: string, offset: number, body: Uint8Array, headers: Record<st
   tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': String(offset), ...headers }, body });
 
 /**
- * What is being received: the files in `tmp/` (a PATCH's file is made when it begins to read the
- * body, its bytes written a megabyte at a time) and the bytes of uploads' data files
- * (`chunks/<id>/data`, where later parts are written in place as they arrive).
+ * The bytes in files being received (`tmp/`, the first 64 KiB written at once, then a growing
+ * buffer at a time) and in uploads' data files (`chunks/<id>/data`, where later parts are written
+ * in place).
  */
-async function receiving(): Promise<{ files: number; bytes: number }> {
+async function bytesReceiving(): Promise<number> {
   const chunks = path.join(server.dataDir, 'chunks') + path.sep;
-  const data = (await filesUnder(server.dataDir)).filter((f) => f.startsWith(chunks) && path.basename(f) === 'data');
-  const sizes = await Promise.all(data.map((f) => stat(f).then((s) => s.size, () => 0)));
-  return { files: (await temporaryFiles(server.dataDir)).length, bytes: sizes.reduce((sum, size) => sum + size, 0) };
+  const files = [...(await temporaryFiles(server.dataDir)), ...(await filesUnder(server.dataDir)).filter((f) => f.startsWith(chunks) && path.basename(f) === 'data')];
+  const sizes = await Promise.all(files.map((f) => stat(f).then((s) => s.size, () => 0)));
+  return sizes.reduce((sum, size) => sum + size, 0);
 }
 
 /**
  * Runs an upload whose connection the line holds after `bytes`, and cuts it once the server is
- * receiving the held PATCH's bytes (a file being received in the data folder's `tmp/`, or an
+ * writing the held PATCH's bytes (a file being received in the data folder's `tmp/`, or an
  * upload's data file growing): a cut the server sees mid-request, whatever the timing. Answers
  * how the cut client ended.
  */
 async function cutMidPatch(data: Buffer, opts: tus.UploadOptions, bytes: number): Promise<Outcome> {
-  const before = await receiving();
+  const before = await bytesReceiving();
   line.holdAfter(bytes);
   const running = runUpload(data, opts);
-  await waitUntil(
-    async () => {
-      if (!line.held) return false;
-      const now = await receiving();
-      return now.files > before.files || now.bytes > before.bytes;
-    },
-    'a PATCH held midway on the server',
-    15_000,
-  );
+  await waitUntil(async () => line.held && (await bytesReceiving()) > before, 'a PATCH held midway on the server', 15_000);
   line.cut();
   return running;
 }
