@@ -4,6 +4,18 @@ import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken
 import type { Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
+/**
+ * A new client's id: 24 characters of base64url (144 random bits) that never begin with `-` or
+ * `_`, so that it reads as a value, not an option, on a command line (`npm run admin --
+ * oidc-client rotate-secret <id>`) and in a shell.
+ */
+export function newClientId(): string {
+  for (;;) {
+    const id = randomToken().slice(0, 24);
+    if (/^[A-Za-z0-9]/.test(id)) return id;
+  }
+}
+
 // Dynamic client registration (RFC 7591) at `/oidc/register`, guarded by an operator's one-use
 // initial access token (`npm run admin -- oidc-client registration-token`), and its management
 // (RFC 7592) at `/oidc/register/{client_id}`, guarded by the registration access token each
@@ -31,7 +43,7 @@ export async function register(provider: Provider, bearer: string | undefined, b
   if (!bearer || !(await provider.registry.registrationTokenLive(hashSecret(bearer), provider.now()))) throw refused();
   const metadata = await checkMetadata(body);
   const now = provider.now();
-  const id = randomToken().slice(0, 24);
+  const id = newClientId();
   const registrationToken = randomToken();
   const secret = METHODS_WITH_SECRETS.has(metadata.token_endpoint_auth_method) ? randomToken() : undefined;
   // The token is used up, the client stored and its secret kept in one transaction: a crash
@@ -67,7 +79,7 @@ export async function registerForPerson(provider: Provider, input: RegisterAppli
     throw new AppError('ValidationError', error.message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
   }
   const now = provider.now();
-  const id = randomToken().slice(0, 24);
+  const id = newClientId();
   const client = recordOf(id, metadata, { status: 'pending', createdAt: now, updatedAt: now, registrationTokenHash: null });
   const secret = METHODS_WITH_SECRETS.has(client.authMethod) ? randomToken() : undefined;
   await provider.repo.transaction(async (repo) => {
