@@ -204,6 +204,12 @@ export class TusRepository {
     return changed === 1;
   }
 
+  /** No longer counts a part (a request sent it again with another length), while the span is not settled. */
+  async dropSpanPart(id: string, part: SpanPart): Promise<boolean> {
+    const line = `\n${Math.trunc(part.part)} ${part.etag} ${Math.trunc(part.size)}`;
+    return (await this.#db('tus_spans').where({ id, settled: false }).update({ kept: this.#db.raw('replace(kept, cast(? as text), cast(? as text))', [line, '']) })) === 1;
+  }
+
   /**
    * The span takes no more parts: its multipart upload is being completed. Every part added before
    * is in what `findSpan` answers after it (both touch the one row), and none is added after.
@@ -216,16 +222,16 @@ export class TusRepository {
     await this.#db('tus_spans').where({ id }).delete();
   }
 
-  /** Whether any upload of the span is left. */
+  /** Whether any upload of the span is left (its parts, or the ordinary upload whose own it is). */
   async spanInUse(id: string): Promise<boolean> {
-    return (await this.#db('tus_uploads').where({ span: id }).first('id')) !== undefined;
+    return (await this.#db('tus_uploads').where({ span: id }).orWhere({ id }).first('id')) !== undefined;
   }
 
   /** Spans that no upload refers to any more, recorded before `before` (a crash came between an upload's end and its span's). */
   async orphanSpans(before: number): Promise<string[]> {
     const rows = (await this.#db('tus_spans')
       .where('created_at', '<', before)
-      .whereNotExists((q) => q.select('id').from('tus_uploads').whereRaw('tus_uploads.span = tus_spans.id'))
+      .whereNotExists((q) => q.select('id').from('tus_uploads').whereRaw('tus_uploads.span = tus_spans.id or tus_uploads.id = tus_spans.id'))
       .select('id')) as Array<{ id: string }>;
     return rows.map((row) => row.id);
   }

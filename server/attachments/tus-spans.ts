@@ -123,23 +123,58 @@ export class TusSpans {
   /**
    * On S3, a part received whole in its first request, sent as its place's part of its span's
    * multipart upload and counted there (the received file is then removed). False when it is not
-   * (the store has no spans, the part is under S3's smallest, its span is settled or has that
-   * part already): the caller keeps it as a chunk.
+   * (the store has no spans, the part is under S3's smallest, its span is settled): the caller
+   * keeps it as a chunk.
    */
   async keep(upload: TusUpload, received: Received): Promise<boolean> {
     const { span, spanPart: part } = upload;
     if (!this.#store.putSpanPart || !span || part === null || part > S3_PARTS_MAX) return false;
     if (upload.parts !== 0 || received.size !== upload.length || received.size < S3_PART_MIN) return false;
     const found = await this.#repo.findSpan(span);
-    // Kept already by a request that stopped before it moved the offset on: the part is there
-    // (sending it again would replace bytes a hash may have been taken of).
-    if (found?.kept.some((kept) => kept.part === part)) {
+    return found ? this.#send(found, part, received) : false;
+  }
+
+  /**
+   * On S3, a request's bytes of an ordinary upload sent in several (tus-js-client's `chunkSize`,
+   * Uppy's chunks), sent as part `index` of the upload's own multipart upload, begun with the
+   * first such part, rather than as a chunk object: each at least S3's smallest part, or the
+   * upload's last bytes. False otherwise: the caller keeps it as a chunk. Its assembly is then
+   * that multipart upload completed, read once for the SHA-1 (`ownPieces`).
+   */
+  async keepOwn(upload: TusUpload, received: Received, index: number): Promise<boolean> {
+    const { openSpan } = this.#store;
+    if (!openSpan || upload.length === null || index > S3_PARTS_MAX) return false;
+    if (received.size < S3_PART_MIN && upload.offset + received.size !== upload.length) return false;
+    let span = await this.#repo.findSpan(upload.id);
+    if (!span) {
+      // Begun only with the first part: with it kept apart, the parts could not be the file.
+      if (index !== 1) return false;
+      const uploadId = await openSpan.call(this.#store, upload.id).catch(() => null);
+      if (!uploadId) return false;
+      // The request holds the upload's lease: only a request that lost it could be making one too.
+      await this.#repo.createSpan(upload.id, uploadId, this.#now()).catch(() => this.#store.dropSpan?.({ id: upload.id, uploadId }));
+      span = await this.#repo.findSpan(upload.id);
+      if (!span) return false;
+    }
+    return this.#send(span, index, received);
+  }
+
+  /**
+   * Sends a received file as a part of the span's multipart upload and counts it there. A part
+   * counted already, by a request that stopped before it moved the offset on, stays when it is as
+   * long (its bytes are the file's there; the SHA-1 is taken from what the store holds); one of
+   * another length is no longer counted, and this one is sent in its place.
+   */
+  async #send(span: TusSpan, part: number, received: Received): Promise<boolean> {
+    const before = span.kept.find((kept) => kept.part === part);
+    if (before?.size === received.size) {
       await removeQuietly(received.path);
       return true;
     }
-    if (!found || found.settled) return false;
-    const etag = await this.#store.putSpanPart(received, { id: span, uploadId: found.uploadId }, part).catch(() => null);
-    if (etag === null || !(await this.#repo.keepSpanPart(span, { part, etag, size: received.size }))) return false;
+    if (span.settled || !this.#store.putSpanPart) return false;
+    if (before && !(await this.#repo.dropSpanPart(span.id, before))) return false;
+    const etag = await this.#store.putSpanPart(received, span, part).catch(() => null);
+    if (etag === null || !(await this.#repo.keepSpanPart(span.id, { part, etag, size: received.size }))) return false;
     await removeQuietly(received.path);
     return true;
   }
@@ -150,38 +185,51 @@ export class TusSpans {
    * only when a part named is kept in it: whether it is was decided before the part was complete).
    */
   async pieces(partials: TusUpload[]): Promise<AssemblyPiece[]> {
-    const settled = new Map<string, TusSpan>();
+    const settled = new Map<string, TusSpan | null>();
     const pieces: AssemblyPiece[] = [];
     for (const part of partials) {
-      const span = part.span !== null && part.spanPart !== null && this.#store.settleSpan ? await this.#spanKeeping(part.span, part.spanPart, settled) : null;
-      const kept = span?.kept.find((p) => p.part === part.spanPart);
-      if (span && kept) {
-        const start = span.kept.reduce((sum, p) => sum + (p.part < kept.part ? p.size : 0), 0);
-        pieces.push({ span: span.id, range: { start, end: start + kept.size - 1 } });
-      } else {
-        pieces.push(...Array.from({ length: part.parts }, (_, i) => ({ uploadId: part.id, index: i + 1 })));
-      }
+      const span = part.span !== null && part.spanPart !== null ? await this.#settled(part.span, part.spanPart, settled) : null;
+      const range = span && part.spanPart !== null ? rangeOf(span, part.spanPart) : null;
+      if (span && range) pieces.push({ span: span.id, range });
+      else pieces.push(...Array.from({ length: part.parts }, (_, i) => ({ uploadId: part.id, index: i + 1 })));
     }
     return pieces;
   }
 
+  /** What an ordinary upload is assembled from: its chunks, and the ranges of its own multipart upload's object for the parts sent there (settled here). */
+  async ownPieces(upload: TusUpload): Promise<AssemblyPiece[]> {
+    const span = await this.#settled(upload.id, null, new Map());
+    return Array.from({ length: upload.parts }, (_, i) => {
+      const range = span ? rangeOf(span, i + 1) : null;
+      return span && range ? { span: span.id, range } : i + 1;
+    });
+  }
+
   /**
    * The span, settled and its multipart upload completed (once, whoever asks first), when it
-   * keeps that part; null otherwise.
+   * keeps that part (or, `part` null, any); null otherwise.
    */
-  async #spanKeeping(id: string, part: number, settled: Map<string, TusSpan>): Promise<TusSpan | null> {
-    const known = settled.get(id);
-    if (known) return known;
+  async #settled(id: string, part: number | null, seen: Map<string, TusSpan | null>): Promise<TusSpan | null> {
+    if (!this.#store.settleSpan) return null;
+    if (seen.has(id)) return seen.get(id) ?? null;
     let span = await this.#repo.findSpan(id);
-    if (!span?.kept.some((p) => p.part === part)) return null;
+    if (!span?.kept.some((p) => part === null || p.part === part)) return null;
     if (!span.settled) {
       await this.#repo.settleSpan(id);
       span = await this.#repo.findSpan(id);
       if (!span) return null;
     }
-    await this.#store.settleSpan?.(span, span.kept);
-    settled.set(id, span);
+    await this.#store.settleSpan(span, span.kept);
+    seen.set(id, span);
     return span;
+  }
+
+  /** An ordinary upload's file is kept: its own multipart upload's object goes. */
+  async kept(id: string): Promise<void> {
+    const span = this.#store.dropSpan ? await this.#repo.findSpan(id) : null;
+    if (!span) return;
+    await this.#store.dropSpan?.(span);
+    await this.#repo.removeSpan(id);
   }
 
   /** After an upload of the span is forgotten: once none is left, what the span left in the store goes. */
@@ -202,4 +250,12 @@ export class TusSpans {
   close(parts: TusUpload[]): Promise<void> {
     return this.#repo.closeSpans(parts.map((part) => part.id));
   }
+}
+
+/** Where a part kept in a settled span lies in the object it became: after every part of a lower number. */
+function rangeOf(span: TusSpan, part: number): { start: number; end: number } | null {
+  const kept = span.kept.find((p) => p.part === part);
+  if (!kept) return null;
+  const start = span.kept.reduce((sum, p) => sum + (p.part < part ? p.size : 0), 0);
+  return { start, end: start + kept.size - 1 };
 }

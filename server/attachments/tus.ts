@@ -15,12 +15,13 @@
  * - The bytes are hashed as they arrive (a running SHA-1 per upload in the process that received
  *   them in order); the assembly then only links or concatenates, and hashes what it was not given.
  * - On the local disk every PATCH after an upload's first is written at its offset into the
- *   upload's data file, which becomes the stored file: no copy.
+ *   upload's data file, which becomes the stored file: no copy. On S3 PATCHes of at least 5 MiB
+ *   are the parts of the upload's own multipart upload, which becomes the file (`tus-spans.ts`).
  * - Concatenation: partial uploads, each checked at creation like the final one, are assembled
  *   as the final upload straight from their chunks when it is created, and forgotten only once
  *   its file is kept. On the local disk they were written side by side into one file when they
- *   were created in the file's order (`tus-spans.ts`): no copy then; on S3, one pass through
- *   this process.
+ *   were created in the file's order (`tus-spans.ts`): no copy then; on S3 they were the parts
+ *   of one multipart upload, which is then the file, read once for its SHA-1.
  * - A file sent whole in one request is kept as `PUT /attachment` keeps it: no chunk, no assembly.
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
@@ -247,8 +248,9 @@ export class TusService {
         await removeQuietly(received.path);
         throw AppError.protocol('ValidationError', 409, 'The upload was taken over by another request meanwhile', { path: 'Upload-Offset' });
       }
-      // On S3 a parallel upload's part may go into its span's multipart upload instead (`tus-spans.ts`).
-      const inSpan = received !== null && upload.concat === 'partial' && (await this.#spans.keep(upload, received));
+      // On S3 the bytes may go into a multipart upload instead: a parallel upload's part into its
+      // span's, an ordinary upload's into its own (`tus-spans.ts`).
+      const inSpan = received !== null && (upload.concat === 'partial' ? await this.#spans.keep(upload, received) : await this.#spans.keepOwn(upload, received, upload.parts + 1));
       const parts = inSpan ? upload.parts + 1 : received ? await this.#keepPart(upload, received) : upload.parts;
       const offset = upload.offset + bytes;
       const expiresAt = received ? this.#now() + this.#config.uploadAbandonSeconds * 1000 : upload.expiresAt;
@@ -318,8 +320,8 @@ export class TusService {
 
   async #forget(id: string): Promise<void> {
     this.#hashes.delete(id);
-    // On S3 a span's multipart upload goes with its last upload.
-    const span = this.#store.dropSpan ? await this.#repo.spanOf(id) : null;
+    // On S3 a span's multipart upload goes with its last upload (an ordinary upload's own, with it).
+    const span = this.#store.dropSpan ? ((await this.#repo.spanOf(id)) ?? id) : null;
     await this.#repo.remove(id);
     await this.#store.removeChunks(id);
     if (span) await this.#spans.forgotten(span);
@@ -431,6 +433,7 @@ export class TusService {
     }
     this.#hashes.delete(upload.id);
     await this.#store.removeChunks(upload.id);
+    await this.#spans.kept(upload.id);
     this.#metrics?.assembly('done');
     this.#logger.info({ uploadId: upload.id, size: file.size }, 'tus upload stored');
     return file.url;
@@ -444,7 +447,22 @@ export class TusService {
       // Another request is keeping it: its answer has the URL; this one says where it stands.
       return stateOf((await this.#repo.findOf(viewer.profileId, upload.id)) ?? upload);
     }
-    return { ...stateOf(upload), url: await this.#finish(viewer, upload, writer, upload.parts > 0 ? Array.from({ length: upload.parts }, (_, i) => i + 1) : []) };
+    // Its chunks, or on S3 the parts sent to its own multipart upload (`TusSpans.keepOwn`).
+    const pieces = await this.#leased(upload.id, writer, () => this.#spans.ownPieces(upload));
+    return { ...stateOf(upload), url: await this.#finish(viewer, upload, writer, pieces) };
+  }
+
+  /** Work done under the upload's lease before its assembly (settling its spans on S3), renewing it; on failure the lease is let go. */
+  async #leased<T>(id: string, writer: string, work: () => Promise<T>): Promise<T> {
+    const renewal = this.#renewing(id, writer);
+    try {
+      return await work();
+    } catch (error) {
+      await this.#repo.release(id, writer, null).catch(() => undefined);
+      throw error;
+    } finally {
+      clearInterval(renewal);
+    }
   }
 
   /**
@@ -458,7 +476,9 @@ export class TusService {
     let assembled: Assembled | null = null;
     try {
       const maxBytes = upload.length ?? this.#config.maxUploadBytes;
-      assembled = await this.#store.assemble(upload.id, chunks, maxBytes, hashed && hashed.chunks <= chunks.length ? hashed : undefined);
+      // What was hashed as it arrived counts only for chunks, never for what a multipart upload holds.
+      const prefix = hashed && hashed.chunks <= chunks.length && chunks.slice(0, hashed.chunks).every((chunk) => typeof chunk === 'number' || !('span' in chunk));
+      assembled = await this.#store.assemble(upload.id, chunks, maxBytes, prefix ? hashed : undefined);
       if (assembled.size !== upload.length) throw new AppError('ValidationError', `The upload holds ${assembled.size} bytes, not its Upload-Length ${upload.length}: send it again`, { path: 'Upload-Length' });
       this.#uploads.checkContent(assembled, upload.extension, maxBytes);
       const file = assembled;
@@ -507,10 +527,7 @@ export class TusService {
     if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
       throw AppError.protocol('BadRequestError', 423, 'This upload is being kept by another request', { retryAfter: 1 });
     }
-    const chunks = await this.#spans.pieces(partials as TusUpload[]).catch(async (error: unknown) => {
-      await this.#repo.release(upload.id, writer, null).catch(() => undefined);
-      throw error;
-    });
+    const chunks = await this.#leased(upload.id, writer, () => this.#spans.pieces(partials as TusUpload[]));
     // The first part's bytes were hashed as they arrived when this process received them in order
     // and they are its chunks (a part kept in its span's multipart upload is hashed as read from it).
     const first = (partials as TusUpload[])[0]!;

@@ -207,6 +207,52 @@ describe('parallel tus uploads on S3', () => {
     expect(stored.equals(Buffer.concat([kept, small]))).toBe(true);
   });
 
+  it("tus-js-client's chunks of at least 5 MiB are the parts of the upload's own multipart upload, which becomes the file", LONG, async () => {
+    const data = pdfBytes(16 * MB + 9);
+    const outcome = await runUpload(data, { ...parallelOptions(server, author), parallelUploads: 1, chunkSize: 5 * MB + 1 });
+    expect(outcome.ok, outcome.ok ? '' : String(outcome.error)).toBe(true);
+    const url = outcome.ok ? outcome.lastResponse.getHeader('Attachment-Url') : '';
+    expect(url).toBe(`/pdf/${sha1(data)}.pdf`);
+    const { put, get } = line.traffic;
+    expect(put.spans).toBe(data.length);
+    expect(put.chunks ?? 0).toBe(0);
+    expect(put.tmp ?? 0).toBe(0);
+    expect(get.spans).toBe(data.length);
+    expect((await readBack(url ?? '')).equals(data)).toBe(true);
+    expect(await keys('spans')).toEqual([]);
+    expect(await server.service.db('tus_spans')).toEqual([]);
+  });
+
+  it('smaller chunks are chunk objects, copied once at the end, as before', LONG, async () => {
+    const data = pdfBytes(3 * MB + 1);
+    const outcome = await runUpload(data, { ...parallelOptions(server, author), parallelUploads: 1, chunkSize: MB });
+    expect(outcome.ok, outcome.ok ? '' : String(outcome.error)).toBe(true);
+    expect(line.traffic.put.spans ?? 0).toBe(0);
+    expect(line.traffic.put.chunks).toBe(data.length);
+    expect((await readBack(`/pdf/${sha1(data)}.pdf`)).equals(data)).toBe(true);
+    expect(await keys('chunks')).toEqual([]);
+  });
+
+  it('a part sent again with another length (its first request stopped before the offset moved) takes the place of the first', LONG, async () => {
+    const first = pdfBytes(6 * MB);
+    const again = pdfBytes(5 * MB + 512);
+    const rest = pdfBytes(MB);
+    const length = again.length + rest.length;
+    const url = await create({ 'Upload-Length': String(length) });
+    const sent = await tusRequest(server, 'PATCH', url, { token: author.token, headers: { 'Upload-Offset': '0' }, body: first.subarray(0, 5 * MB + 700) });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(204);
+    // As if the request had stopped after its part was kept, before it moved the offset on.
+    await server.service.db('tus_uploads').where({ id: url.split('/').pop() }).update({ upload_offset: 0, parts: 0 });
+    for (const [offset, body] of [[0, again], [again.length, rest]] as const) {
+      const res = await tusRequest(server, 'PATCH', url, { token: author.token, headers: { 'Upload-Offset': String(offset) }, body });
+      expect(res.status, JSON.stringify(res.body)).toBe(204);
+    }
+    const head = await tusRequest(server, 'HEAD', url, { token: author.token });
+    const data = Buffer.concat([again, rest]);
+    expect(head.headers.get('attachment-url')).toBe(`/pdf/${sha1(data)}.pdf`);
+    expect((await readBack(`/pdf/${sha1(data)}.pdf`)).equals(data)).toBe(true);
+  });
+
   it('a terminated span leaves nothing in the bucket or the database', LONG, async () => {
     const a = await part(pdfBytes(5 * MB + 1));
     const b = await part(pdfBytes(5 * MB + 1));

@@ -358,8 +358,9 @@ export class S3FileStore implements FileStore {
    * that aborts incomplete multipart uploads must give them longer than `UPLOAD_ABANDON_SECONDS`). A completion that fails may have been done already (by
    * another process at the same moment, or before a crash; a store then answers NoSuchUpload,
    * s3rver an internal error): the object, at the parts' length, says so; a moment is given to
-   * one being completed. When the store says the multipart upload is gone and no object is
-   * there, the parts are gone (a 400: the client sends the file again); otherwise a 503 to retry.
+   * one being completed. When the store refuses the parts, or says the multipart upload is gone
+   * and no object comes, they are gone (a 400: the client sends the file again); otherwise a 503
+   * to retry.
    */
   async settleSpan(span: SpanUpload, parts: SpanPart[]): Promise<void> {
     const key = this.#spanKey(span.id);
@@ -376,13 +377,15 @@ export class S3FileStore implements FileStore {
         }),
       );
     } catch (error) {
+      // Refused as sent (a part's ETag or size): no other completion will make it.
+      if (isClientError(error) && !isMissing(error)) throw spanGone();
       for (let tries = 0; tries < SETTLE_WAIT.tries; tries += 1) {
         const found = await this.#sizeOf(key);
         if (found === size) return;
         if (found !== null) throw spanGone();
         await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT.ms));
       }
-      if (isClientError(error)) throw spanGone();
+      if (isMissing(error)) throw spanGone();
       throw new AppError('ServiceUnavailableError', 'The parts of this upload are being joined: try again in a moment', { retryAfter: 1 });
     }
     if ((await this.#sizeOf(key)) !== size) throw spanGone();
