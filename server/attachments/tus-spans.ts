@@ -96,11 +96,6 @@ export class TusSpans {
     const { length } = upload;
     if (length === null) return this.#repo.create(upload);
     const span = await this.#place(upload, length);
-    if (span === upload.id && this.#store.openSpan && length >= S3_PART_MIN) {
-      // Best effort: without it, the span's parts are chunk objects, copied at the end.
-      const uploadId = await this.#store.openSpan(span).catch(() => null);
-      if (uploadId) await this.#repo.createSpan(span, uploadId, this.#now()).catch(() => this.#store.dropSpan?.({ id: span, uploadId }));
-    }
     // Best effort: a part whose file cannot be shared writes the same positions into a file of its own.
     await this.#store.shareData?.(upload.id, span).catch(() => false);
   }
@@ -116,8 +111,29 @@ export class TusSpans {
         return open.id;
       }
     }
+    // On S3 the span's multipart upload is begun before anyone can join the span, so that no part
+    // finds the span without it. Best effort: without it, the parts are chunk objects, copied at the end.
+    if (length >= S3_PART_MIN) await this.#opened(upload.id);
     await this.#repo.create(upload, { id: upload.id, at: 0, end: length, part: 1 });
     return upload.id;
+  }
+
+  /**
+   * A span's multipart upload begun in the store (S3) and recorded; null when the store has none
+   * or either step failed (what was begun is then let go, and the parts are chunk objects). Only a
+   * span's first upload, or an upload's own request holding its lease, begins one: a second one
+   * for the same span is refused by the record's key, and let go.
+   */
+  async #opened(id: string): Promise<string | null> {
+    const uploadId = await this.#store.openSpan?.(id).catch(() => null);
+    if (!uploadId) return null;
+    try {
+      await this.#repo.createSpan(id, uploadId, this.#now());
+      return uploadId;
+    } catch {
+      await this.#store.dropSpan?.({ id, uploadId }).catch(() => undefined);
+      return null;
+    }
   }
 
   /**
@@ -142,17 +158,14 @@ export class TusSpans {
    * that multipart upload completed, read once for the SHA-1 (`ownPieces`).
    */
   async keepOwn(upload: TusUpload, received: Received, index: number): Promise<boolean> {
-    const { openSpan } = this.#store;
-    if (!openSpan || upload.length === null || index > S3_PARTS_MAX) return false;
+    if (!this.#store.openSpan || upload.length === null || index > S3_PARTS_MAX) return false;
     if (received.size < S3_PART_MIN && upload.offset + received.size !== upload.length) return false;
     let span = await this.#repo.findSpan(upload.id);
     if (!span) {
       // Begun only with the first part: with it kept apart, the parts could not be the file.
       if (index !== 1) return false;
-      const uploadId = await openSpan.call(this.#store, upload.id).catch(() => null);
+      const uploadId = await this.#opened(upload.id);
       if (!uploadId) return false;
-      // The request holds the upload's lease: only a request that lost it could be making one too.
-      await this.#repo.createSpan(upload.id, uploadId, this.#now()).catch(() => this.#store.dropSpan?.({ id: upload.id, uploadId }));
       span = await this.#repo.findSpan(upload.id);
       if (!span) return false;
     }

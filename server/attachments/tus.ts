@@ -324,7 +324,8 @@ export class TusService {
     const span = this.#store.dropSpan ? ((await this.#repo.spanOf(id)) ?? id) : null;
     await this.#repo.remove(id);
     await this.#store.removeChunks(id);
-    if (span) await this.#spans.forgotten(span);
+    // The upload is gone already: what its span left in the store goes now, or with the sweep.
+    if (span) await this.#spans.forgotten(span).catch((error: unknown) => this.#logger.warn({ err: error, span }, 'a span\'s multipart upload is left for the sweep'));
   }
 
   /**
@@ -433,7 +434,8 @@ export class TusService {
     }
     this.#hashes.delete(upload.id);
     await this.#store.removeChunks(upload.id);
-    await this.#spans.kept(upload.id);
+    // The file is kept and recorded: a store that fails to let go of the multipart upload's object now leaves it to the sweep.
+    await this.#spans.kept(upload.id).catch((error: unknown) => this.#logger.warn({ err: error, uploadId: upload.id }, 'a kept upload\'s multipart object is left for the sweep'));
     this.#metrics?.assembly('done');
     this.#logger.info({ uploadId: upload.id, size: file.size }, 'tus upload stored');
     return file.url;
