@@ -29,6 +29,7 @@ import * as createTusUploads from './20261126070000_create_tus_uploads.ts';
 import * as oidcResourceServers from './20261126080000_oidc_resource_servers.ts';
 import * as tusSpans from './20261126090000_tus_spans.ts';
 import * as tusS3Spans from './20261126130000_tus_s3_spans.ts';
+import * as refreshRevokedFamilies from './20261126150000_refresh_revoked_families.ts';
 
 export interface Migration {
   name: string;
@@ -68,4 +69,5 @@ export const migrations: Migration[] = [
   { name: '20261126080000_oidc_resource_servers', ...oidcResourceServers },
   { name: '20261126090000_tus_spans', ...tusSpans },
   { name: '20261126130000_tus_s3_spans', ...tusS3Spans },
+  { name: '20261126150000_refresh_revoked_families', ...refreshRevokedFamilies },
 ];

@@ -1,0 +1,47 @@
+/**
+ * Statements on a hot path whose cost must not grow with what accumulates: checked through
+ * SQLite's query plan (`EXPLAIN QUERY PLAN`) of the statement the repository really sends,
+ * caught from Knex's `query` event. PostgreSQL's planner chooses by its statistics, so its
+ * plans are not asserted; the same indexes exist there.
+ */
+import { rm } from 'node:fs/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import { RefreshRepository } from '../../server/oidc/refresh-repository.ts';
+import { tempDir } from '../helpers/server.ts';
+
+let dir: string;
+let db: Db;
+
+beforeEach(async () => {
+  dir = await tempDir();
+  db = openDatabase({ dataDir: dir });
+  await migrateToLatest(db);
+});
+afterEach(async () => {
+  await db.destroy();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The plan's lines for the statements `work` sends (one statement expected). */
+async function planOf(work: () => Promise<unknown>): Promise<string[]> {
+  const sent: Array<{ sql: string; bindings: unknown[] }> = [];
+  const listener = (query: { sql: string; bindings?: unknown[] }) => sent.push({ sql: query.sql, bindings: query.bindings ?? [] });
+  db.on('query', listener);
+  try {
+    await work();
+  } finally {
+    db.off('query', listener);
+  }
+  expect(sent).toHaveLength(1);
+  const rows = (await db.raw(`explain query plan ${sent[0]!.sql}`, sent[0]!.bindings as never)) as Array<{ detail: string }>;
+  return rows.map((row) => row.detail);
+}
+
+describe('query plans on hot paths', () => {
+  it("a refresh token's lookup asks whether its family was revoked through revoked tokens only, not through every token the family rotated", async () => {
+    const plan = await planOf(() => new RefreshRepository(db).find('a'.repeat(43)));
+    expect(plan.some((line) => /SEARCH t USING INDEX .*\(token_hash=\?\)/.test(line))).toBe(true);
+    expect(plan.some((line) => line.includes('USING INDEX oidc_refresh_tokens_revoked_family (family_id=?)'))).toBe(true);
+  });
+});
