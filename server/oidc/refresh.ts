@@ -4,7 +4,7 @@ import { InvalidGrant, InvalidRequest, InvalidScope } from './errors.ts';
 import { consentCovers, findConsent, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
 import type { RefreshRecord } from './refresh-repository.ts';
 import type { ClientRecord, CodeRecord } from './repository.ts';
-import { idToken, type TokenAnswer } from './id-token.ts';
+import { idTokenMeanwhile, type TokenAnswer } from './id-token.ts';
 
 // Refresh tokens (RFC 6749 §6, OpenID Connect Core §12), for a client registered for the
 // `refresh_token` grant whose person granted `offline_access` on a consent page. Every use
@@ -55,6 +55,9 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
   const { idle } = lifetimesOf(provider, client);
   const rotated: RefreshRecord = { ...record, tokenHash: hashSecret(next), createdAt: now, expiresAt: Math.min(record.familyExpiresAt, now + idle), usedAt: null, revokedAt: null };
   const accessToken = randomToken();
+  const signing = scopes.includes('openid')
+    ? idTokenMeanwhile(provider, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now)
+    : undefined;
   // The successor and its access token are stored first, then the used token is marked, each
   // statement on its own: nobody holds the successor until the answer, so a process that stops
   // (or a write that fails) before the mark leaves the used token live, for the client to try
@@ -79,9 +82,7 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
     throw invalidRefresh();
   }
   const answer: TokenAnswer = { access_token: accessToken, token_type: 'Bearer', expires_in: OIDC_TOKEN_SECONDS, refresh_token: next, scope: scopes.join(' ') };
-  if (scopes.includes('openid')) {
-    answer.id_token = await idToken(provider, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);
-  }
+  if (signing) answer.id_token = await signing;
   return answer;
 }
 

@@ -4,7 +4,7 @@ import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { authenticateClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType } from './errors.ts';
-import { idToken, type TokenAnswer } from './id-token.ts';
+import { idTokenMeanwhile, type TokenAnswer } from './id-token.ts';
 import { familyRecord, refreshGrant } from './refresh.ts';
 import { checkOnce, consentCovers, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
 import type { ClientRecord, CodeRecord, OidcRepository } from './repository.ts';
@@ -37,11 +37,13 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
   checkRedirectUri(field('redirect_uri'), code);
   const { profile, claims } = await checkStillHonoured(provider, code, consentedScopes);
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
-  const { accessToken, refreshToken } = await consumeCode(provider, client, code, now, offline);
+  const accessToken = randomToken();
+  const signing = idTokenMeanwhile(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);
+  const { refreshToken } = await consumeCode(provider, client, code, accessToken, now, offline);
   provider.metrics.oidcTokens(grantType, client.id);
   return {
     access_token: accessToken,
-    id_token: await idToken(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now),
+    id_token: await signing,
     token_type: 'Bearer',
     expires_in: OIDC_TOKEN_SECONDS,
     ...(refreshToken ? { refresh_token: refreshToken } : {}),
@@ -124,15 +126,14 @@ async function checkStillHonoured(provider: Provider, code: CodeRecord, consente
 }
 
 /**
- * consumeCode: issues the access token of the code in one statement, which a second
+ * consumeCode: issues `accessToken` for the code in one statement, which a second
  * redemption of the same code conflicts with (one token per code), and which a code used up
  * (its consent withdrawn) does not pass. With `offline`, the refresh-token family starts in the
  * same transaction, and so does the client's last use when it is due: a crash leaves the code
  * either redeemed with all of them, or not at all. A code presented twice gets `invalid_grant`,
  * is marked used, and every token issued from it is revoked.
  */
-async function consumeCode(provider: Provider, client: ClientRecord, code: CodeRecord, now: number, offline: boolean): Promise<{ accessToken: string; refreshToken?: string }> {
-  const accessToken = randomToken();
+async function consumeCode(provider: Provider, client: ClientRecord, code: CodeRecord, accessToken: string, now: number, offline: boolean): Promise<{ refreshToken?: string }> {
   const refresh = offline ? { token: randomToken(), familyId: randomToken() } : null;
   const use = lastUseDue(provider, code.profileId, client.id, now);
   const issue = async (repo: OidcRepository): Promise<boolean> => {
@@ -155,6 +156,6 @@ async function consumeCode(provider: Provider, client: ClientRecord, code: CodeR
     await provider.repo.revokeTokensOfCode(code.codeHash, now);
     throw invalidCode();
   }
-  return { accessToken, ...(refresh ? { refreshToken: refresh.token } : {}) };
+  return refresh ? { refreshToken: refresh.token } : {};
 }
 
