@@ -5,20 +5,20 @@
  * plans are not asserted; the same indexes exist there.
  */
 import { rm } from 'node:fs/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import { RefreshRepository } from '../../server/oidc/refresh-repository.ts';
 import { tempDir } from '../helpers/server.ts';
 
+/** One migrated database for the file: plans are only read, nothing is written. */
 let dir: string;
 let db: Db;
-
-beforeEach(async () => {
+beforeAll(async () => {
   dir = await tempDir();
   db = openDatabase({ dataDir: dir });
   await migrateToLatest(db);
 });
-afterEach(async () => {
+afterAll(async () => {
   await db.destroy();
   await rm(dir, { recursive: true, force: true });
 });
