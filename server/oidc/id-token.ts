@@ -49,10 +49,11 @@ export async function idToken(provider: Provider, client: ClientRecord, signIn: 
 }
 
 /**
- * The ID token, signed while the grant's statements run (the signature on the thread pool, the
- * statements on the database's), so a token request waits for the longer of the two instead of
+ * The ID token, signed while the grant's statements run: the signature and the statements both
+ * wait on libuv's thread pool (four threads unless `UV_THREADPOOL_SIZE` says otherwise), side by
+ * side while a thread is free, so a token request waits for the longer of the two instead of
  * both. The caller gives it out only once the grant is stored; a grant refused meanwhile leaves
- * it unread, and its failure, if any, handled here.
+ * it unread, and its failure, if any, is handled here (unhandled, it would end the process).
  */
 export function idTokenMeanwhile(...args: Parameters<typeof idToken>): Promise<string> {
   const signing = idToken(...args);

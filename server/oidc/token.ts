@@ -38,12 +38,14 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
   const { profile, claims } = await checkStillHonoured(provider, code, consentedScopes);
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
   const accessToken = randomToken();
-  const signing = idTokenMeanwhile(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);
+  const sign = () => idTokenMeanwhile(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);
+  // A code read as used is refused below (`consumeCode`): its replays cost no signature.
+  const signing = code.usedAt === null ? sign() : null;
   const { refreshToken } = await consumeCode(provider, client, code, accessToken, now, offline);
   provider.metrics.oidcTokens(grantType, client.id);
   return {
     access_token: accessToken,
-    id_token: await signing,
+    id_token: await (signing ?? sign()),
     token_type: 'Bearer',
     expires_in: OIDC_TOKEN_SECONDS,
     ...(refreshToken ? { refresh_token: refreshToken } : {}),
