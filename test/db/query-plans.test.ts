@@ -33,8 +33,9 @@ async function planOf(work: () => Promise<unknown>): Promise<string[]> {
   } finally {
     db.off('query', listener);
   }
-  expect(sent).toHaveLength(1);
-  const rows = (await db.raw(`explain query plan ${sent[0]!.sql}`, sent[0]!.bindings as never)) as Array<{ detail: string }>;
+  const [statement, ...more] = sent;
+  if (!statement || more.length > 0) throw new Error(`expected one statement, got ${sent.length}`);
+  const rows = (await db.raw(`explain query plan ${statement.sql}`, statement.bindings as never)) as Array<{ detail: string }>;
   return rows.map((row) => row.detail);
 }
 
