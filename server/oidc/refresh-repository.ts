@@ -83,13 +83,26 @@ export class RefreshRepository {
   }
 
   /**
-   * Marks a rotated token used, only if it was live (a conditional UPDATE that must change one
-   * row): false when it was rotated or revoked meanwhile (two uses at once: one wins, the other
-   * is a reuse). The rotation stores the successor first (`refresh.ts`), so a process that stops
-   * between the two leaves the old token live and the successor unknown to anyone.
+   * Rotates a token in one statement: stores its successor and marks the used token, only if it
+   * is still live. An upsert of two rows: the successor is new, and the used token's own row meets
+   * itself (its key) and is updated only while neither used nor revoked. True when both rows came
+   * back (the mark held); false when the token was rotated or revoked meanwhile (two uses at
+   * once: one wins, the other is a reuse), and the successor, stored anyway, goes with the
+   * family's revocation. One statement, so no process can stop between the two.
+   *
+   * The used token's row is given in full (with its mark) because an upsert's row must be one
+   * that could be inserted; it is inserted only when the token was deleted since it was read (the
+   * sweep, at the token's very expiry), and then stays marked used until the next sweep.
    */
-  async markUsed(usedHash: string, now: number): Promise<boolean> {
-    return (await this.#db('oidc_refresh_tokens').where({ token_hash: usedHash }).whereNull('used_at').whereNull('revoked_at').update({ used_at: now })) === 1;
+  async rotate(successor: RefreshRecord, used: RefreshRecord, now: number): Promise<boolean> {
+    const rows = await this.#db('oidc_refresh_tokens')
+      .insert([toRow(successor), toRow({ ...used, usedAt: now })])
+      .onConflict('token_hash')
+      .merge(['used_at'])
+      .where('oidc_refresh_tokens.used_at', null)
+      .whereNull('oidc_refresh_tokens.revoked_at')
+      .returning('token_hash');
+    return rows.length === 2;
   }
 
   /** Revokes a family: its refresh tokens, and the access tokens issued with them. */

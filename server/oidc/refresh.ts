@@ -58,15 +58,14 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
   const signing = scopes.includes('openid')
     ? idTokenMeanwhile(provider, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now)
     : undefined;
-  // The successor and its access token are stored first, then the used token is marked, each
-  // statement on its own: nobody holds the successor until the answer, so a process that stops
-  // (or a write that fails) before the mark leaves the used token live, for the client to try
-  // again, and the successor unknown to anyone. Of two uses at once, one marks the token and the
-  // other is a reuse, which revokes the family, successors included. No transaction to open and
-  // commit: three or four statements instead of six round trips.
+  // The new access token is stored first, then the successor together with the used token's
+  // mark, in one statement (`rotate`). Nobody holds the access token or the successor until the
+  // answer, so a process that stops (or a write that fails) before the rotation leaves the used
+  // token live, for the client to try again, and the new tokens unknown to anyone. Of two uses
+  // at once, one marks the token and the other is a reuse, which revokes the family, successors
+  // and their access tokens included. No transaction to open and commit: two or three statements.
   const use = lastUseDue(provider, record.profileId, client.id, now);
   try {
-    await provider.refreshTokens.insert(rotated);
     await provider.repo.insertRefreshedToken(
       { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
       now,
@@ -77,7 +76,7 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
     use.undo();
     throw error;
   }
-  if (!(await provider.refreshTokens.markUsed(record.tokenHash, now))) {
+  if (!(await provider.refreshTokens.rotate(rotated, record, now))) {
     await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }

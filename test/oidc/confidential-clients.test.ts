@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RefreshRepository } from '../../server/oidc/refresh-repository.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { admin, approvedRegistrationToken, REDIRECT, registerByHttp, startLogoutReceiver, UserAgent } from './helpers.ts';
@@ -202,6 +203,53 @@ describe('refresh tokens', () => {
     await expect(client.refreshTokenGrant(config, second.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
     const live = (await server.service.db('oidc_refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').count({ n: '*' }).first()) as { n: number | string };
     expect(Number(live.n)).toBe(0);
+  }, LONG);
+
+  it('used twice at once: at most one use is answered, and the family ends whichever came first', async () => {
+    const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const tokens = await codeFlow(config, 'openid offline_access', { prompt: 'consent' });
+    const uses = await Promise.allSettled([client.refreshTokenGrant(config, tokens.refresh_token ?? ''), client.refreshTokenGrant(config, tokens.refresh_token ?? '')]);
+    const answered = uses.flatMap((use) => (use.status === 'fulfilled' ? [use.value] : []));
+    expect(answered.length).toBeLessThanOrEqual(1);
+    for (const use of uses) if (use.status === 'rejected') expect(use.reason).toMatchObject({ error: 'invalid_grant' });
+    for (const answer of answered) {
+      seen.push(answer.access_token, answer.refresh_token ?? '');
+      await expect(client.refreshTokenGrant(config, answer.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
+      expect((await client.tokenIntrospection(config, answer.access_token)).active).toBe(false);
+    }
+    const live = await server.service.db('oidc_refresh_tokens').where({ client_id: app.client_id }).whereNull('revoked_at').select('token_hash');
+    expect(live).toEqual([]);
+  }, LONG);
+
+  it('rotate in one statement: the successor stored and the used token marked, or, for a token rotated or revoked meanwhile, nothing marked', async () => {
+    const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    await codeFlow(config, 'openid offline_access', { prompt: 'consent' });
+    const db = server.service.db;
+    const repo = new RefreshRepository(db);
+    const hash = ((await db('oidc_refresh_tokens').where({ client_id: app.client_id }).first('token_hash')) as { token_hash: string }).token_hash;
+    const used = (await repo.find(hash))!;
+    const successor = (n: number) => ({ ...used, tokenHash: `successor-${n}-${app.client_id}`.padEnd(43, 'x').slice(0, 64) });
+    const statements: string[] = [];
+    const count = (query: { sql: string }) => statements.push(query.sql);
+    db.on('query', count);
+    try {
+      expect(await repo.rotate(successor(1), used, 1_000)).toBe(true);
+    } finally {
+      db.off('query', count);
+    }
+    expect(statements).toHaveLength(1);
+    expect(await repo.find(successor(1).tokenHash)).toMatchObject({ usedAt: null, familyId: used.familyId });
+    expect(await repo.find(hash)).toMatchObject({ usedAt: 1_000 });
+    // Rotated already: the mark stays the first one's.
+    expect(await repo.rotate(successor(2), used, 2_000)).toBe(false);
+    expect(await repo.find(hash)).toMatchObject({ usedAt: 1_000 });
+    // Revoked (the successor of the first rotation, never used): not marked.
+    const first = (await repo.find(successor(1).tokenHash))!;
+    await db('oidc_refresh_tokens').where({ token_hash: first.tokenHash }).update({ revoked_at: 3_000 });
+    expect(await repo.rotate(successor(3), first, 4_000)).toBe(false);
+    expect(await repo.find(first.tokenHash)).toMatchObject({ usedAt: null, revokedAt: 3_000 });
   }, LONG);
 
   it('are revoked with their family by the client that holds them', async () => {
