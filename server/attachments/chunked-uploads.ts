@@ -18,7 +18,7 @@ import type { AttachmentsRepository, ChunkedUpload } from './repository.ts';
 import { RunningHashes } from './running-hashes.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, ChunkSlot, FileStore } from './store/file-store.ts';
-import { OPEN_UPLOADS_PER_PERSON, type UploadMetrics, type UploadNotes, type UploadRequest, type UploadsService } from './uploads.ts';
+import { OPEN_UPLOADS_PER_PERSON, type InvitationReader, type UploadMetrics, type UploadNotes, type UploadRequest, type UploadsService } from './uploads.ts';
 
 /**
  * An assembly is a lease in the upload's row (`assembly_owner`, `updated_at`), renewed every
@@ -129,7 +129,7 @@ export class ChunkedUploadsService {
    * and stored the chunk (as a chunk received into a temporary file); a request refused or cut
    * gives the place up (`Received.path` is its claim).
    */
-  async placeChunk(viewer: Viewer, fields: Record<string, string>): Promise<ChunkSlot | undefined> {
+  async placeChunk(viewer: Viewer, fields: Record<string, string>, invitations?: InvitationReader): Promise<ChunkSlot | undefined> {
     if (!this.#store.slotFor) return undefined;
     const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
     const index = /^\d{1,9}$/.test(fields.chunkIndex ?? '') ? Number(fields.chunkIndex) : null;
@@ -139,7 +139,7 @@ export class ChunkedUploadsService {
     if (!upload || upload.status !== 'receiving' || upload.totalChunks !== total) return undefined;
     // Only places that start within the field's limit: a refused chunk's bytes stay in its place
     // until the upload is finished or swept, so what an upload holds stays within what it may.
-    const target = await this.#uploads.target(upload.invitation, upload.field).catch(() => null);
+    const target = await this.#uploads.target(upload.invitation, upload.field, invitations).catch(() => null);
     if (!target) return undefined;
     return (await this.#store.slotFor(upload.id, index, target.maxBytes)) ?? undefined;
   }
@@ -155,12 +155,17 @@ export class ChunkedUploadsService {
    * Indices: the spec counts from 0, existing web clients from 1. Index 0 seen means 0-based,
    * index `totalChunks` seen means 1-based, both is a 400; until one is seen the status map is
    * keyed 1-based, as those clients expect.
+   *
+   * Who may post to the invitation is checked when an upload begins (its first request, which
+   * creates it), as tus checks it at an upload's creation: its later chunks are the same
+   * person's bytes for the same invitation and field, within the field's limit, and a file is
+   * attached to a note only by `POST /notes`, which checks it again.
    */
-  saveChunk(viewer: Viewer, request: UploadRequest, announced?: string): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
-    return this.#uploads.counted('chunk', request, () => this.#saveChunk(viewer, request, announced));
+  saveChunk(viewer: Viewer, request: UploadRequest, opts: { announced?: string | undefined; invitations?: InvitationReader } = {}): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+    return this.#uploads.counted('chunk', request, () => this.#saveChunk(viewer, request, opts.announced, opts.invitations));
   }
 
-  async #saveChunk(viewer: Viewer, request: UploadRequest, announced?: string): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+  async #saveChunk(viewer: Viewer, request: UploadRequest, announced?: string, invitations?: InvitationReader): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const file = request.file;
     const arrival = announced ?? randomUUID();
     let arrived = announced !== undefined;
@@ -179,15 +184,15 @@ export class ChunkedUploadsService {
         await this.#arrivals.arrive(arrival, viewer.profileId, fields.clientUploadId);
         arrived = true;
       }
-      const { param, maxBytes, invitation } = await this.#uploads.target(fields.invitationId, fields.name);
-      await this.#notes.requireInvitee(invitation, viewer);
-      const now = this.#now();
-      // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
-      // at most OPEN_UPLOADS_PER_PERSON of them at a time.
-      // Every chunk's file name must have an extension the field allows (the first one's is kept).
-      const extension = this.#uploads.extension(param, file.filename);
+      const { param, maxBytes, invitation } = await this.#uploads.target(fields.invitationId, fields.name, invitations);
       // The upload's row, read (one statement) for every chunk but its first, which creates it.
       const existing = await repo.findUploadOf(viewer.profileId, fields.clientUploadId);
+      if (!existing) await this.#notes.requireInvitee(invitation, viewer);
+      const now = this.#now();
+      // Every chunk's file name must have an extension the field allows (the first one's is kept).
+      const extension = this.#uploads.extension(param, file.filename);
+      // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
+      // at most OPEN_UPLOADS_PER_PERSON of them at a time.
       if (!existing && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
         throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
       }
@@ -280,10 +285,12 @@ export class ChunkedUploadsService {
 
   async #completeOrStatus(viewer: Viewer, given: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const repo = this.#repo;
-    const chunks = await repo.chunksOf(given.id);
-    // Read before a parallel request settled how the client counts: read again, or two last
-    // chunks arriving together could each see the set incomplete and neither assemble it.
-    const upload = given.indexBase === null ? ((await repo.findUpload(given.id)) ?? given) : given;
+    // How the client counts is read again with the chunks: `given` may have been read before a
+    // parallel request settled it, and two last chunks arriving together could then each see the
+    // set incomplete and neither assemble it.
+    const read = await repo.chunksAndBase(given.id);
+    const chunks = read?.chunks ?? new Map<number, number>();
+    const upload = read && given.indexBase === null ? { ...given, indexBase: read.indexBase } : given;
     const indexes = indexesOf(upload);
     const complete = upload.indexBase !== null && indexes.every((i) => chunks.has(i));
     if (!complete) return statusMap(indexes, chunks);

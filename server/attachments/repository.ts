@@ -118,33 +118,50 @@ export class AttachmentsRepository {
 
   /**
    * Records a chunk, in one transaction with its checks: the upload still exists (no other
-   * request refused it meanwhile) and the bytes it received stay within `maxBytes`. The bytes
-   * are counted by one conditional `UPDATE` of the upload's row (`received_bytes + size <=
-   * maxBytes`), which also locks that row until the end of the transaction (PostgreSQL; SQLite
-   * writes one transaction at a time): chunks arriving together on several connections are
-   * counted one after the other, never both against the same total. A chunk already recorded (a
-   * retry) keeps its first record and is not counted again. Answers what happened.
+   * request refused it meanwhile) and the bytes it received stay within `maxBytes`. The chunk's
+   * row is inserted first, only if the upload's row is there and the index is new; then the
+   * bytes are counted, with the upload's `updated_at`, by one conditional `UPDATE` of its row
+   * (`received_bytes + size <= maxBytes`), which also locks that row until the end of the
+   * transaction (PostgreSQL; SQLite writes one transaction at a time): chunks arriving together
+   * on several connections are counted one after the other, never both against the same total,
+   * and a count that fails undoes the chunk's row. A chunk already recorded (a retry) keeps its
+   * first record and is not counted again. Two statements in the transaction when all is well.
+   * Answers what happened.
    */
   async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'too-large'> {
-    return this.#db.transaction(async (trx) => {
-      const touch = () => trx('chunked_uploads').where({ id: uploadId, status: 'receiving' }).update({ updated_at: now });
-      // A chunk row exists only while its upload does (ON DELETE CASCADE).
-      if (await trx('upload_chunks').where({ upload_id: uploadId, chunk_index: index }).first('size')) {
+    const tooLarge = new Error('too large');
+    try {
+      return await this.#db.transaction(async (trx) => {
         // While it is being assembled, `updated_at` is the assembler's lease (see claimAssembly).
-        await touch();
+        const touched = trx.raw('case when status = ? then ? else updated_at end', ['receiving', now]);
+        const result: unknown = await trx.raw(
+          `insert into upload_chunks (upload_id, chunk_index, size)
+           select id, cast(? as integer), cast(? as bigint) from chunked_uploads where id = ?
+           on conflict (upload_id, chunk_index) do nothing
+           returning chunk_index`,
+          [index, size, uploadId],
+        );
+        // SQLite's driver answers the rows; PostgreSQL's a result holding them.
+        const inserted = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
+        if (inserted.length === 0) {
+          // Recorded before (a retry), or the upload is gone (its chunks went with it: ON DELETE CASCADE).
+          if (!(await trx('upload_chunks').where({ upload_id: uploadId, chunk_index: index }).first('size'))) return 'gone';
+          await trx('chunked_uploads').where({ id: uploadId }).update({ updated_at: touched });
+          return 'recorded';
+        }
+        const counted = await trx('chunked_uploads')
+          .where({ id: uploadId })
+          .andWhereRaw('received_bytes + ? <= ?', [size, maxBytes])
+          .update({ received_bytes: trx.raw('received_bytes + ?', [size]), updated_at: touched });
+        // Rolls the chunk's row back.
+        if (counted === 0) throw tooLarge;
         return 'recorded';
-      }
-      const counted = await trx('chunked_uploads')
-        .where({ id: uploadId })
-        .andWhereRaw('received_bytes + ? <= ?', [size, maxBytes])
-        .update({ received_bytes: trx.raw('received_bytes + ?', [size]) });
-      if (counted === 0) return (await trx('chunked_uploads').where({ id: uploadId }).first('id')) ? 'too-large' : 'gone';
-      const inserted = await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore().returning('chunk_index');
-      // The same chunk, recorded meanwhile by a retry that got there first: counted once.
-      if (inserted.length === 0) await trx('chunked_uploads').where({ id: uploadId }).update({ received_bytes: trx.raw('received_bytes - ?', [size]) });
-      await touch();
-      return 'recorded';
-    });
+      });
+    } catch (error) {
+      if (error !== tooLarge) throw error;
+      // Gone meanwhile (refused by another request) or over the limit.
+      return (await this.#db('chunked_uploads').where({ id: uploadId }).first('id')) ? 'too-large' : 'gone';
+    }
   }
 
   /**
@@ -207,6 +224,23 @@ export class AttachmentsRepository {
   async chunksOf(uploadId: string): Promise<Map<number, number>> {
     const rows: Array<{ chunk_index: number; size: number }> = await this.#db('upload_chunks').where({ upload_id: uploadId });
     return new Map(rows.map((r) => [Number(r.chunk_index), Number(r.size)]));
+  }
+
+  /**
+   * An upload's chunks and how its client counts, as of one moment (one statement): null when
+   * the upload is gone. A chunk request asks both after recording its own, to see whether the
+   * set is complete.
+   */
+  async chunksAndBase(uploadId: string): Promise<{ chunks: Map<number, number>; indexBase: 0 | 1 | null } | null> {
+    const rows: Array<{ index_base: number | null; chunk_index: number | null; size: number | null }> = await this.#db('chunked_uploads as u')
+      .leftJoin('upload_chunks as c', 'c.upload_id', 'u.id')
+      .where('u.id', uploadId)
+      .select('u.index_base', 'c.chunk_index', 'c.size');
+    const [first] = rows;
+    if (!first) return null;
+    const chunks = new Map<number, number>();
+    for (const row of rows) if (row.chunk_index !== null) chunks.set(Number(row.chunk_index), Number(row.size));
+    return { chunks, indexBase: first.index_base === null ? null : (Number(first.index_base) as 0 | 1) };
   }
 
   /**

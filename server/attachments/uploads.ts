@@ -41,6 +41,13 @@ export interface UploadRequest {
 /** What uploads ask of venues: the invitation an upload is for. */
 export type UploadVenues = Pick<VenueService, 'invitationById'>;
 
+/**
+ * Reads an invitation by its id. One request asks for its invitation up to three times (its
+ * limit and a chunk's place before the body is read, its checks after): `invitationsOnce` gives
+ * a reader that reads each once, for one request. The checks on what is read run every time.
+ */
+export type InvitationReader = (id: string) => Promise<Invitation | null>;
+
 /** What uploads ask of notes: whether the uploader is invited to post to the invitation. */
 export type UploadNotes = Pick<NoteService, 'requireInvitee'>;
 
@@ -77,6 +84,16 @@ export class UploadsService {
     return this.#store;
   }
 
+  /** An invitation reader for one request (`InvitationReader`): each invitation read once, however often the request asks. */
+  invitationsOnce(): InvitationReader {
+    const read = new Map<string, Promise<Invitation | null>>();
+    return (id) => {
+      let found = read.get(id);
+      if (!found) read.set(id, (found = this.#venues.invitationById(id)));
+      return found;
+    };
+  }
+
   // ---- before the body is read -------------------------------------------------------------
 
   /**
@@ -96,10 +113,10 @@ export class UploadsService {
    * `maxSize` when the invitation and field are known, the server's ceiling otherwise (the
    * field's limit is then checked once the fields are all in).
    */
-  async limitFor(kind: 'whole' | 'chunk', fields: Record<string, string>): Promise<number> {
+  async limitFor(kind: 'whole' | 'chunk', fields: Record<string, string>, invitations?: InvitationReader): Promise<number> {
     const ceiling = kind === 'chunk' ? this.#config.maxChunkBytes : this.#config.maxUploadBytes;
     if (!fields.invitationId || !fields.name) return ceiling;
-    const target = await this.target(fields.invitationId, fields.name).catch(() => null);
+    const target = await this.target(fields.invitationId, fields.name, invitations).catch(() => null);
     return target ? Math.min(ceiling, target.maxBytes) : ceiling;
   }
 
@@ -124,8 +141,8 @@ export class UploadsService {
   }
 
   /** The invitation's file field an upload is for (every kind of upload): it must exist, be open, and be of type `file`. */
-  async target(invitationId: string, name: string): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
-    const invitation = await this.#venues.invitationById(invitationId);
+  async target(invitationId: string, name: string, invitations?: InvitationReader): Promise<{ param: FieldParam; maxBytes: number; invitation: Invitation }> {
+    const invitation = await (invitations ? invitations(invitationId) : this.#venues.invitationById(invitationId));
     if (!invitation) throw new AppError('ValidationError', `Invitation Not Found: ${invitationId}`, { path: 'invitationId' });
     if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
       throw new AppError('ValidationError', `The invitation ${invitationId} is closed`, { path: 'invitationId' });
@@ -165,8 +182,8 @@ export class UploadsService {
   // ---- whole files -------------------------------------------------------------------------------
 
   /** `PUT /attachment`: checks the fields and the file, keeps it, answers its URL. */
-  saveUpload(viewer: Viewer, request: UploadRequest): Promise<{ url: string }> {
-    return this.counted('whole', request, () => this.#saveUpload(viewer, request));
+  saveUpload(viewer: Viewer, request: UploadRequest, invitations?: InvitationReader): Promise<{ url: string }> {
+    return this.counted('whole', request, () => this.#saveUpload(viewer, request, invitations));
   }
 
   /** Runs an upload request, counting it in the metrics: its file's bytes and how it ended. */
@@ -182,12 +199,12 @@ export class UploadsService {
     }
   }
 
-  async #saveUpload(viewer: Viewer, request: UploadRequest): Promise<{ url: string }> {
+  async #saveUpload(viewer: Viewer, request: UploadRequest, invitations?: InvitationReader): Promise<{ url: string }> {
     const file = request.file;
     try {
       const fields = parseOrThrow(UploadFields, request.fields);
       if (!file) throw new AppError('MissingRequiredError', 'The property file is required', { path: 'file' });
-      const { param, maxBytes, invitation } = await this.target(fields.invitationId, fields.name);
+      const { param, maxBytes, invitation } = await this.target(fields.invitationId, fields.name, invitations);
       // A file is for a note: only those who may post to the invitation may send one for it.
       await this.#notes.requireInvitee(invitation, viewer);
       const extension = this.extension(param, file.filename);

@@ -175,6 +175,7 @@ export function fileHandlers(services: Services, config: Config) {
     // A chunk counts as under way from when its fields are in (see `announceChunk`), until
     // `saveChunk` takes it over.
     let announced: string | undefined;
+    const invitations = uploads.invitationsOnce();
     try {
       const parsed = await readUpload(req, {
         store: uploads.store,
@@ -182,19 +183,19 @@ export function fileHandlers(services: Services, config: Config) {
         hash: kind !== 'chunk',
         limitFor: async (fields) => {
           if (kind === 'chunk' && announced === undefined) announced = await chunks.announceChunk(viewer, fields);
-          return uploads.limitFor(kind, fields);
+          return uploads.limitFor(kind, fields, invitations);
         },
         ...(kind === 'chunk'
           ? {
               continueHash: (fields: Record<string, string>) => chunks.continueHash(viewer, fields),
-              placeFor: (fields: Record<string, string>) => chunks.placeChunk(viewer, fields),
+              placeFor: (fields: Record<string, string>) => chunks.placeChunk(viewer, fields, invitations),
             }
           : {}),
       });
       const handedOver = announced;
       announced = undefined;
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.
-      const answer = kind === 'chunk' ? await chunks.saveChunk(viewer, parsed, handedOver) : await uploads.saveUpload(viewer, parsed);
+      const answer = kind === 'chunk' ? await chunks.saveChunk(viewer, parsed, { announced: handedOver, invitations }) : await uploads.saveUpload(viewer, parsed, invitations);
       res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
       refuseUpload(res, error);

@@ -120,6 +120,23 @@ describe('chunked upload', () => {
     expect(await server.service.db('chunked_uploads').where({ client_upload_id: 'too-big' })).toEqual([]);
   });
 
+  it('takes a chunk sent again as a retry, even when counting it twice would pass maxSize', async () => {
+    const root = (await loggedIn(server, (await createActiveUser(server, { role: 'superuser' })).email)).client;
+    const invitationId = `${VENUE}/-/Tiny_Retries`;
+    await root.post('/invitations', { id: invitationId, domain: VENUE, form: { doc: { order: 1, value: { param: { type: 'file', extensions: ['pdf'], maxSize: 0.004 } } } } });
+    const parts = [pdfBytes(2000), pdfBytes(2000), pdfBytes(100)];
+    const send = (index: number) => chunk(author, { clientUploadId: 'retried', chunkIndex: index, totalChunks: 3, name: 'doc', invitationId }, parts[index]!);
+    expect((await send(0)).status).toBe(200);
+    expect((await send(1)).status).toBe(200);
+    // 4,000 bytes received of 4,194 allowed: the first chunk again is the same chunk, not 2,000 more.
+    const again = await send(0);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ 0: 'completed', 1: 'completed', 2: 'missing' });
+    expect(await server.service.db('chunked_uploads').where({ client_upload_id: 'retried' }).first('received_bytes')).toMatchObject({ received_bytes: 4000 });
+    const last = await send(2);
+    expect(last.body).toEqual({ url: expect.stringMatching(/^\/pdf\/[0-9a-f]{40}\.pdf$/) });
+  });
+
   it('sweeps away uploads abandoned for longer than configured', async () => {
     const clock = new TestClock();
     const quick = await startServer({ UPLOAD_ABANDON_SECONDS: '1' }, undefined, { now: clock.now });

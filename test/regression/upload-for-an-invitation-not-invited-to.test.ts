@@ -55,4 +55,15 @@ describe('an upload for an invitation the uploader is not invited to', () => {
     expect((await chunk(author, 'invited')).body).toEqual({ 0: 'completed', 1: 'missing' });
     expect((await whole(root)).status).toBe(200);
   });
+
+  it('is checked when a chunked upload begins, as tus checks it at creation: an upload begun by an invitee goes on, a new one is refused', async () => {
+    const begun = (clientUploadId: string, chunkIndex: number) =>
+      sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'doc', invitationId: REVIEWER_FILES, clientUploadId, chunkIndex, totalChunks: 3 }, { filename: 'd.pdf', data: pdfBytes(4000) });
+    expect((await begun('begun-invited', 0)).status).toBe(200);
+    await server.service.db('group_members').where({ group_id: `${VENUE}/Reviewers`, member: authorId }).delete();
+    expect((await begun('begun-invited', 1)).body).toEqual({ 0: 'completed', 1: 'completed', 2: 'missing' });
+    const fresh = await begun('begun-after', 0);
+    expect(fresh.status).toBe(403);
+    expect(await server.service.db('chunked_uploads').where({ client_upload_id: 'begun-after' })).toEqual([]);
+  });
 });
