@@ -7,6 +7,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { Transform } from 'node:stream';
 import { AppError } from '../../../shared/errors.ts';
 import { tooLargeMessage } from '../../../shared/forms.ts';
+import { bytesReceived } from './received-buffers.ts';
 
 /** How many first bytes are kept: enough for a PDF's `%PDF-` signature. */
 export const HEAD_BYTES = 8;
@@ -65,6 +66,7 @@ export class Meter extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
+    bytesReceived(chunk.length);
     try {
       this.count(chunk);
     } catch (error) {
