@@ -159,7 +159,8 @@ export class ChunkedUploadsService {
    * Who may post to the invitation is checked when an upload begins (its first request, which
    * creates it), as tus checks it at an upload's creation: its later chunks are the same
    * person's bytes for the same invitation and field, within the field's limit, and a file is
-   * attached to a note only by `POST /notes`, which checks it again.
+   * attached to a note only by `POST /notes`, which checks it again. That the person may still
+   * author (not a `Limited` profile) is checked with every chunk: one statement.
    */
   saveChunk(viewer: Viewer, request: UploadRequest, opts: { announced?: string | undefined; invitations?: InvitationReader } = {}): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     return this.#uploads.counted('chunk', request, () => this.#saveChunk(viewer, request, opts.announced, opts.invitations));
@@ -187,7 +188,9 @@ export class ChunkedUploadsService {
       const { param, maxBytes, invitation } = await this.#uploads.target(fields.invitationId, fields.name, invitations);
       // The upload's row, read (one statement) for every chunk but its first, which creates it.
       const existing = await repo.findUploadOf(viewer.profileId, fields.clientUploadId);
-      if (!existing) await this.#notes.requireInvitee(invitation, viewer);
+      // Who may post, when the upload begins; that the person may still author, with every chunk.
+      if (existing) await this.#notes.requireAuthor(viewer);
+      else await this.#notes.requireInvitee(invitation, viewer);
       const now = this.#now();
       // Every chunk's file name must have an extension the field allows (the first one's is kept).
       const extension = this.#uploads.extension(param, file.filename);

@@ -118,49 +118,36 @@ export class AttachmentsRepository {
 
   /**
    * Records a chunk, in one transaction with its checks: the upload still exists (no other
-   * request refused it meanwhile) and the bytes it received stay within `maxBytes`. The chunk's
-   * row is inserted first, only if the upload's row is there and the index is new; then the
-   * bytes are counted, with the upload's `updated_at`, by one conditional `UPDATE` of its row
-   * (`received_bytes + size <= maxBytes`), which also locks that row until the end of the
-   * transaction (PostgreSQL; SQLite writes one transaction at a time): chunks arriving together
-   * on several connections are counted one after the other, never both against the same total,
-   * and a count that fails undoes the chunk's row. A chunk already recorded (a retry) keeps its
-   * first record and is not counted again. Two statements in the transaction when all is well.
-   * Answers what happened.
+   * request refused it meanwhile) and the bytes it received stay within `maxBytes`. The upload's
+   * row is touched first (`updated_at`), which locks it until the end of the transaction
+   * (PostgreSQL; SQLite writes one transaction at a time), so no request deletes it meanwhile
+   * and chunks arriving together on several connections are counted one after the other. The
+   * chunk's row is then inserted if its index is new, and its bytes counted by one conditional
+   * `UPDATE` (`received_bytes + size <= maxBytes`); a count that fails undoes the chunk's row. A
+   * chunk already recorded (a retry) keeps its first record and is not counted again. Three
+   * statements in the transaction when all is well. Answers what happened.
    */
   async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'too-large'> {
     const tooLarge = new Error('too large');
     try {
       return await this.#db.transaction(async (trx) => {
         // While it is being assembled, `updated_at` is the assembler's lease (see claimAssembly).
-        const touched = trx.raw('case when status = ? then ? else updated_at end', ['receiving', now]);
-        const result: unknown = await trx.raw(
-          `insert into upload_chunks (upload_id, chunk_index, size)
-           select id, cast(? as integer), cast(? as bigint) from chunked_uploads where id = ?
-           on conflict (upload_id, chunk_index) do nothing
-           returning chunk_index`,
-          [index, size, uploadId],
-        );
-        // SQLite's driver answers the rows; PostgreSQL's a result holding them.
-        const inserted = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
-        if (inserted.length === 0) {
-          // Recorded before (a retry), or the upload is gone (its chunks went with it: ON DELETE CASCADE).
-          if (!(await trx('upload_chunks').where({ upload_id: uploadId, chunk_index: index }).first('size'))) return 'gone';
-          await trx('chunked_uploads').where({ id: uploadId }).update({ updated_at: touched });
-          return 'recorded';
-        }
+        const touched = await trx('chunked_uploads').where({ id: uploadId }).update({ updated_at: trx.raw('case when status = ? then ? else updated_at end', ['receiving', now]) });
+        if (touched === 0) return 'gone';
+        const inserted = await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore().returning('chunk_index');
+        // Recorded before: a retry.
+        if (inserted.length === 0) return 'recorded';
         const counted = await trx('chunked_uploads')
           .where({ id: uploadId })
           .andWhereRaw('received_bytes + ? <= ?', [size, maxBytes])
-          .update({ received_bytes: trx.raw('received_bytes + ?', [size]), updated_at: touched });
+          .update({ received_bytes: trx.raw('received_bytes + ?', [size]) });
         // Rolls the chunk's row back.
         if (counted === 0) throw tooLarge;
         return 'recorded';
       });
     } catch (error) {
-      if (error !== tooLarge) throw error;
-      // Gone meanwhile (refused by another request) or over the limit.
-      return (await this.#db('chunked_uploads').where({ id: uploadId }).first('id')) ? 'too-large' : 'gone';
+      if (error === tooLarge) return 'too-large';
+      throw error;
     }
   }
 

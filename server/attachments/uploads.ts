@@ -44,12 +44,14 @@ export type UploadVenues = Pick<VenueService, 'invitationById'>;
 /**
  * Reads an invitation by its id. One request asks for its invitation up to three times (its
  * limit and a chunk's place before the body is read, its checks after): `invitationsOnce` gives
- * a reader that reads each once, for one request. The checks on what is read run every time.
+ * a reader that reads each once, for one request. The checks on what is read run every time
+ * (the due date against the clock then); an edit of the invitation while the body arrives is
+ * seen by the next request.
  */
 export type InvitationReader = (id: string) => Promise<Invitation | null>;
 
 /** What uploads ask of notes: whether the uploader is invited to post to the invitation. */
-export type UploadNotes = Pick<NoteService, 'requireInvitee'>;
+export type UploadNotes = Pick<NoteService, 'requireInvitee' | 'requireAuthor'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /**
@@ -89,7 +91,12 @@ export class UploadsService {
     const read = new Map<string, Promise<Invitation | null>>();
     return (id) => {
       let found = read.get(id);
-      if (!found) read.set(id, (found = this.#venues.invitationById(id)));
+      if (!found) {
+        found = this.#venues.invitationById(id);
+        read.set(id, found);
+        // A read that failed is tried again by the next step that asks.
+        found.catch(() => read.delete(id));
+      }
       return found;
     };
   }

@@ -90,19 +90,22 @@ export class RefreshRepository {
    * once: one wins, the other is a reuse), and the successor, stored anyway, goes with the
    * family's revocation. One statement, so no process can stop between the two.
    *
-   * The used token's row is given in full (with its mark) because an upsert's row must be one
-   * that could be inserted; it is inserted only when the token was deleted since it was read (the
-   * sweep, at the token's very expiry), and then stays marked used until the next sweep.
+   * The used token's row is given in full because an upsert's row must be one that could be
+   * inserted. It is inserted only when the token was deleted since it was read (the sweep, at the
+   * token's very expiry, perhaps with its family's revoked rows): it then goes in revoked, and the
+   * rotation is refused, so a deleted token is never brought back live and a use after it is
+   * still a reuse.
    */
   async rotate(successor: RefreshRecord, used: RefreshRecord, now: number): Promise<boolean> {
-    const rows = await this.#db('oidc_refresh_tokens')
-      .insert([toRow(successor), toRow({ ...used, usedAt: now })])
+    const rows: Array<{ token_hash: string; revoked_at: unknown }> = await this.#db('oidc_refresh_tokens')
+      .insert([toRow(successor), toRow({ ...used, usedAt: now, revokedAt: now })])
       .onConflict('token_hash')
       .merge(['used_at'])
       .where('oidc_refresh_tokens.used_at', null)
       .whereNull('oidc_refresh_tokens.revoked_at')
-      .returning('token_hash');
-    return rows.length === 2;
+      .returning(['token_hash', 'revoked_at']);
+    const mark = rows.find((row) => row.token_hash === used.tokenHash);
+    return rows.length === 2 && mark !== undefined && mark.revoked_at === null;
   }
 
   /** Revokes a family: its refresh tokens, and the access tokens issued with them. */

@@ -46,6 +46,10 @@ export class NoteService extends VenuePart {
   }
 
   /** A `Limited` profile may sign in and read, but not author: no notes, files or deletions. */
+  async requireAuthor(reader: Viewer): Promise<void> {
+    await this.#requireAuthor(reader);
+  }
+
   async #requireAuthor(reader: Viewer): Promise<void> {
     if ((await this.repos().people.stateOf(reader.profileId)) === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
   }

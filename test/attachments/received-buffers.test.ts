@@ -41,8 +41,8 @@ describe('received buffers', () => {
     `;
     const { stdout } = await run(process.execPath, ['--expose-gc', '--trace-gc', '--input-type=module', '-e', script], { cwd: ROOT });
     expect(stdout).toContain('received');
-    // V8 names a collection asked for through gc() "testing" (a young one, or the end of a full one under way).
-    const asked = stdout.split('\n').filter((line) => /(Scavenge|Mark-Compact).* testing/.test(line));
+    // V8 names a collection asked for through gc() "testing" (a young one, whichever young collector, or the end of a full one under way).
+    const asked = stdout.split('\n').filter((line) => /(Scavenge|Minor Mark-Sweep|Mark-Compact|Mark-Sweep).* testing/.test(line));
     expect(asked.length).toBeGreaterThanOrEqual(3);
   });
 });

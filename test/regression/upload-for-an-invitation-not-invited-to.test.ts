@@ -66,4 +66,21 @@ describe('an upload for an invitation the uploader is not invited to', () => {
     expect(fresh.status).toBe(403);
     expect(await server.service.db('chunked_uploads').where({ client_upload_id: 'begun-after' })).toEqual([]);
   });
+
+  it('a profile limited by a moderator while its chunked upload is under way can send no more of it', async () => {
+    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [authorId] })).status).toBe(200);
+    const send = (chunkIndex: number) =>
+      sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'doc', invitationId: REVIEWER_FILES, clientUploadId: 'limited-meanwhile', chunkIndex, totalChunks: 3 }, { filename: 'd.pdf', data: pdfBytes(4000) });
+    expect((await send(0)).status).toBe(200);
+    await server.service.db('profiles').where({ id: authorId }).update({ state: 'Limited' });
+    try {
+      const refused = await send(1);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toMatchObject({ name: 'ForbiddenError', message: 'A limited profile cannot author notes' });
+      const chunks = await server.service.db('upload_chunks').join('chunked_uploads', 'chunked_uploads.id', 'upload_chunks.upload_id').where({ client_upload_id: 'limited-meanwhile' }).select('chunk_index');
+      expect(chunks.map((row: { chunk_index: number }) => Number(row.chunk_index))).toEqual([0]);
+    } finally {
+      await server.service.db('profiles').where({ id: authorId }).update({ state: 'Active' });
+    }
+  });
 });
