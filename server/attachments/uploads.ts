@@ -50,7 +50,7 @@ export type UploadVenues = Pick<VenueService, 'invitationById'>;
  */
 export type InvitationReader = (id: string) => Promise<Invitation | null>;
 
-/** What uploads ask of notes: whether the uploader is invited to post to the invitation. */
+/** What uploads ask of notes: whether the uploader is invited to post to the invitation, and may still author at all. */
 export type UploadNotes = Pick<NoteService, 'requireInvitee' | 'requireAuthor'>;
 
 const PDF_SIGNATURE = Buffer.from('%PDF-');
