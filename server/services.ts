@@ -199,7 +199,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     authorConsole: new AuthorConsoleService({ ...venueDeps, venues: venue }),
     uploads,
     chunkedUploads: new ChunkedUploadsService({ repo: attachmentsRepository, store, uploads, notes, config, logger, metrics, now }),
-    tus: new TusService({ db, repo: new TusRepository(db), uploads, store, config, logger, metrics, now }),
+    tus: new TusService({ db, repo: new TusRepository(db), uploads, notes, store, config, logger, metrics, now }),
     downloads: new DownloadsService({ repo: attachmentsRepository, store, venues: venue, notes, config }),
     oidc,
     passkeys,

@@ -38,7 +38,7 @@ import { removeQuietly } from './store/disk.ts';
 import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { TusSpans, type SpanTurn } from './tus-spans.ts';
-import { OPEN_UPLOADS_PER_PERSON, type UploadsService } from './uploads.ts';
+import { OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
 const WRITER_LEASE_MS = 30_000;
@@ -144,6 +144,7 @@ export class TusService {
   readonly #db: Db;
   readonly #repo: TusRepository;
   readonly #uploads: UploadsService;
+  readonly #notes: Pick<UploadNotes, 'requireAuthor'>;
   readonly #store: FileStore;
   readonly #config: Config;
   readonly #logger: Logger;
@@ -153,10 +154,11 @@ export class TusService {
   readonly #hashes = new Map<string, { parts: number; hash: Hash }>();
   readonly #spans: TusSpans;
 
-  constructor(deps: { db: Db; repo: TusRepository; uploads: UploadsService; store: FileStore; config: Config; logger: Logger; metrics?: Pick<Metrics, 'upload' | 'assembly'>; now?: () => number }) {
+  constructor(deps: { db: Db; repo: TusRepository; uploads: UploadsService; notes: Pick<UploadNotes, 'requireAuthor'>; store: FileStore; config: Config; logger: Logger; metrics?: Pick<Metrics, 'upload' | 'assembly'>; now?: () => number }) {
     this.#db = deps.db;
     this.#repo = deps.repo;
     this.#uploads = deps.uploads;
+    this.#notes = deps.notes;
     this.#store = deps.store;
     this.#config = deps.config;
     this.#logger = deps.logger;
@@ -212,10 +214,15 @@ export class TusService {
     return stateOf(upload);
   }
 
-  /** `PATCH`: the bytes at the upload's offset. */
+  /**
+   * `PATCH`: the bytes at the upload's offset. Who may post to the invitation was checked at the
+   * upload's creation; that the person may still author (not a `Limited` profile) is checked
+   * with every `PATCH`, before any byte is read, as with every chunk of `PUT /attachment/chunk`.
+   */
   async write(viewer: Viewer, id: string, request: TusWrite): Promise<TusState> {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const upload = await this.#own(viewer, id);
+    await this.#notes.requireAuthor(viewer);
     if (upload.url !== null || upload.concat === 'final') {
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });

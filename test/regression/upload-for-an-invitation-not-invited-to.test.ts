@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filesUnder, pdfBytes, VENUE, venueWithAuthor } from '../attachments/helpers.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { encodeMetadata, metadataFor, signedInPerson, tusRequest } from '../attachments/tus-helpers.ts';
 
 const REVIEWER_FILES = `${VENUE}/-/Reviewer_Files`;
 let server: TestServer;
@@ -82,5 +83,23 @@ describe('an upload for an invitation the uploader is not invited to', () => {
     } finally {
       await server.service.db('profiles').where({ id: authorId }).update({ state: 'Active' });
     }
+  });
+
+  it('nor of its tus upload: a PATCH after the limit is refused before any byte is kept', async () => {
+    const person = await signedInPerson(server, 'Tus Uploader');
+    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [person.id] })).status).toBe(200);
+    const data = pdfBytes(8000);
+    const metadata = encodeMetadata(metadataFor(REVIEWER_FILES, 'doc', 'd.pdf'));
+    const created = await tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(data.length), 'Upload-Metadata': metadata } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const url = created.headers.get('location') ?? '';
+    const first = await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '0' }, body: data.subarray(0, 4000) });
+    expect(first.status, JSON.stringify(first.body)).toBe(204);
+    await server.service.db('profiles').where({ id: person.id }).update({ state: 'Limited' });
+    const refused = await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '4000' }, body: data.subarray(4000) });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ name: 'ForbiddenError', message: 'A limited profile cannot author notes' });
+    const head = await tusRequest(server, 'HEAD', url, { token: person.token });
+    expect(head.headers.get('upload-offset')).toBe('4000');
   });
 });
