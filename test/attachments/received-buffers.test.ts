@@ -7,7 +7,8 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { COLLECT_EVERY_BYTES, receivedBytesCollector, type ExposedGc } from '../../server/attachments/store/received-buffers.ts';
+import { COLLECT_EVERY_BYTES, receivedBytesCollector } from '../../server/attachments/store/received-buffers.ts';
+import type { ExposedGc } from '../../server/memory.ts';
 import { startCommand } from '../helpers/start-command.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

@@ -14,11 +14,10 @@
  * TypeScript sources) nothing changes.
  */
 
+import { exposedGc, type ExposedGc } from '../../memory.ts';
+
 /** How many received bytes between two young-generation collections. */
 export const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
-
-/** V8's `gc` function, as `--expose-gc` exposes it. */
-export type ExposedGc = (options: { type: 'minor'; execution: 'sync' }) => void;
 
 /** Counts received bytes, collecting the young generation with `gc` every `every` bytes; does nothing without `gc`. */
 export function receivedBytesCollector(gc: ExposedGc | undefined, every = COLLECT_EVERY_BYTES): (bytes: number) => void {
@@ -33,4 +32,4 @@ export function receivedBytesCollector(gc: ExposedGc | undefined, every = COLLEC
 }
 
 /** The process's: every file a store takes in counts its bytes here (`Meter`). */
-export const bytesReceived = receivedBytesCollector((globalThis as { gc?: ExposedGc }).gc);
+export const bytesReceived = receivedBytesCollector(exposedGc);
