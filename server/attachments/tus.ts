@@ -206,12 +206,16 @@ export class TusService {
     return this.#spans.line(`${who} ${metadata}`);
   }
 
-  /** `HEAD`: where the upload stands. A complete one whose last request was cut before its file was kept is kept now. */
+  /**
+   * `HEAD`: where the upload stands. A complete one whose last request was cut before its file
+   * was kept is kept now, if its person may still author (a `Limited` profile: 403).
+   */
   async head(viewer: Viewer, id: string): Promise<TusState> {
     const upload = await this.#own(viewer, id);
     const unkept = upload.url === null && upload.concat !== 'partial' && upload.length !== null && upload.offset === upload.length;
-    if (unkept && !viewer.readOnly) return upload.concat === 'final' ? this.#finishFinal(viewer, upload) : this.#finishNow(viewer, upload);
-    return stateOf(upload);
+    if (!unkept || viewer.readOnly) return stateOf(upload);
+    await this.#notes.requireAuthor(viewer);
+    return upload.concat === 'final' ? this.#finishFinal(viewer, upload) : this.#finishNow(viewer, upload);
   }
 
   /**
@@ -514,7 +518,11 @@ export class TusService {
    */
   async #concatenate(viewer: Viewer, creation: TusCreation, concat: { ids: string[]; header: string }, expiresAt: number): Promise<TusState> {
     const existing = await this.#repo.findFinal(viewer.profileId, concat.header);
-    if (existing) return existing.url ? stateOf(existing) : this.#finishFinal(viewer, existing);
+    if (existing?.url) return stateOf(existing);
+    if (existing) {
+      await this.#notes.requireAuthor(viewer);
+      return this.#finishFinal(viewer, existing);
+    }
     const partials = await this.#partials(viewer, creation, concat.ids);
     const length = partials.reduce((sum, part) => sum + (part.length ?? 0), 0);
     const { extension } = await this.#uploads.admit(viewer, creation.fields, length);

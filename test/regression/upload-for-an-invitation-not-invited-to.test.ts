@@ -6,6 +6,8 @@
  * now follow the rule of `POST /notes`: invitees and super users only; anyone else gets a 403
  * with the Error body, and nothing is kept.
  */
+import { rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filesUnder, pdfBytes, VENUE, venueWithAuthor } from '../attachments/helpers.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
@@ -96,10 +98,71 @@ describe('an upload for an invitation the uploader is not invited to', () => {
     const first = await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '0' }, body: data.subarray(0, 4000) });
     expect(first.status, JSON.stringify(first.body)).toBe(204);
     await server.service.db('profiles').where({ id: person.id }).update({ state: 'Limited' });
+    const before = await filesUnder(server.dataDir);
     const refused = await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '4000' }, body: data.subarray(4000) });
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({ name: 'ForbiddenError', message: 'A limited profile cannot author notes' });
     const head = await tusRequest(server, 'HEAD', url, { token: person.token });
     expect(head.headers.get('upload-offset')).toBe('4000');
+    expect(await filesUnder(server.dataDir)).toEqual(before);
+  });
+
+  it('nor keep by a HEAD a tus upload whose file was not kept when its last PATCH ended', async () => {
+    const person = await signedInPerson(server, 'Tus Keeper');
+    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [person.id] })).status).toBe(200);
+    const data = pdfBytes(8000);
+    const created = await tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(data.length), 'Upload-Metadata': encodeMetadata(metadataFor(REVIEWER_FILES, 'doc', 'k.pdf')) } });
+    const url = created.headers.get('location') ?? '';
+    expect((await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '0' }, body: data.subarray(0, 4000) })).status).toBe(204);
+    await withoutKeeping(async () => {
+      const cut = await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '4000' }, body: data.subarray(4000) });
+      expect(cut.status).toBeGreaterThanOrEqual(500);
+    });
+    await expectKeptOnlyOnceActive(person, () => tusRequest(server, 'HEAD', url, { token: person.token }));
+  });
+
+  it('nor keep by a repeated POST a parallel upload whose file was not kept when it was first asked for', async () => {
+    const person = await signedInPerson(server, 'Tus Joiner');
+    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [person.id] })).status).toBe(200);
+    const data = pdfBytes(8000);
+    const metadata = encodeMetadata(metadataFor(REVIEWER_FILES, 'doc', 'j.pdf'));
+    const parts: string[] = [];
+    for (const piece of [data.subarray(0, 4000), data.subarray(4000)]) {
+      const part = await tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(piece.length), 'Upload-Concat': 'partial', 'Upload-Metadata': metadata } });
+      expect(part.status, JSON.stringify(part.body)).toBe(201);
+      const url = part.headers.get('location') ?? '';
+      expect((await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '0' }, body: piece })).status).toBe(204);
+      parts.push(new URL(url).pathname);
+    }
+    const final = () => tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Concat': `final;${parts.join(' ')}`, 'Upload-Metadata': metadata } });
+    await withoutKeeping(async () => expect((await final()).status).toBeGreaterThanOrEqual(500));
+    await expectKeptOnlyOnceActive(person, final);
   });
 });
+
+/** Runs `work` while the kept files' folder is a plain file, so that keeping a complete upload fails after its bytes are in. */
+async function withoutKeeping(work: () => Promise<void>): Promise<void> {
+  const kept = path.join(server.dataDir, 'files', 'pdf');
+  await rename(kept, `${kept}.aside`);
+  await writeFile(kept, '');
+  try {
+    await work();
+  } finally {
+    await rm(kept);
+    await rename(`${kept}.aside`, kept);
+  }
+}
+
+/** `keep` (a HEAD, a repeated POST) keeps the person's complete upload only while the profile is not `Limited`. */
+async function expectKeptOnlyOnceActive(person: { id: string }, keep: () => Promise<{ status: number; body: unknown }>): Promise<void> {
+  const keptRows = () => server.service.db('uploads').where({ profile_id: person.id });
+  await server.service.db('profiles').where({ id: person.id }).update({ state: 'Limited' });
+  const refused = await keep();
+  expect(refused.status).toBe(403);
+  expect(await keptRows()).toEqual([]);
+  // Active again, the same request keeps it.
+  await server.service.db('profiles').where({ id: person.id }).update({ state: 'Active' });
+  const again = await keep();
+  expect(again.status, JSON.stringify(again.body)).toBeLessThan(300);
+  expect(await keptRows()).toHaveLength(1);
+}
