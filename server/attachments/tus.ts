@@ -221,16 +221,18 @@ export class TusService {
   /**
    * `PATCH`: the bytes at the upload's offset. Who may post to the invitation was checked at the
    * upload's creation; that the person may still author (not a `Limited` profile) is checked
-   * with every `PATCH`, before any byte is read, as with every chunk of `PUT /attachment/chunk`.
+   * with every `PATCH` that could add bytes, before any is read, as with every chunk of
+   * `PUT /attachment/chunk`. A repeated `PATCH` of a complete upload adds nothing and is answered
+   * as before.
    */
   async write(viewer: Viewer, id: string, request: TusWrite): Promise<TusState> {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const upload = await this.#own(viewer, id);
-    await this.#notes.requireAuthor(viewer);
     if (upload.url !== null || upload.concat === 'final') {
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }
+    await this.#notes.requireAuthor(viewer);
     if (request.offset !== upload.offset) throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is at ${upload.offset}`, { path: 'Upload-Offset' });
     if (upload.parts >= MAX_PARTS) throw AppError.tooLarge(`An upload may be sent in at most ${MAX_PARTS} requests: start again with larger ones`, { path: 'Upload-Offset' });
     const writer = await this.#take(viewer, upload);

@@ -6,7 +6,7 @@
  * now follow the rule of `POST /notes`: invitees and super users only; anyone else gets a 403
  * with the Error body, and nothing is kept.
  */
-import { rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filesUnder, pdfBytes, VENUE, venueWithAuthor } from '../attachments/helpers.ts';
@@ -119,6 +119,11 @@ describe('an upload for an invitation the uploader is not invited to', () => {
       expect(cut.status).toBeGreaterThanOrEqual(500);
     });
     await expectKeptOnlyOnceActive(person, () => tusRequest(server, 'HEAD', url, { token: person.token }));
+    // Limited again: a repeated PATCH of the complete upload adds nothing, and is answered as tus answers it.
+    await server.service.db('profiles').where({ id: person.id }).update({ state: 'Limited' });
+    const repeated = await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '8000' }, body: new Uint8Array(0) });
+    expect(repeated.status, JSON.stringify(repeated.body)).toBe(204);
+    expect(repeated.headers.get('upload-offset')).toBe('8000');
   });
 
   it('nor keep by a repeated POST a parallel upload whose file was not kept when it was first asked for', async () => {
@@ -143,6 +148,7 @@ describe('an upload for an invitation the uploader is not invited to', () => {
 /** Runs `work` while the kept files' folder is a plain file, so that keeping a complete upload fails after its bytes are in. */
 async function withoutKeeping(work: () => Promise<void>): Promise<void> {
   const kept = path.join(server.dataDir, 'files', 'pdf');
+  await mkdir(kept, { recursive: true });
   await rename(kept, `${kept}.aside`);
   await writeFile(kept, '');
   try {
