@@ -11,12 +11,13 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import pg from 'pg';
 import sqlite3 from 'sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBMISSION, VENUE } from '../attachments/helpers.ts';
 import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
-import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
+import { openTestDatabase, testDatabaseEnv, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { freePort, killHard, startOnPort } from '../helpers/processes.ts';
 import { startServer, tempDir } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
@@ -32,8 +33,12 @@ let url: string;
 let authorEmail: string;
 let child: ChildProcess | null = null;
 
-/** `node server/main.ts` on the data folder, answering once it listens. */
+/**
+ * `node server/main.ts` on the data folder, answering once it listens. One a failed test left
+ * running is killed first: it would hold the port.
+ */
 async function startChild(): Promise<ChildProcess> {
+  if (child) await kill(child);
   const proc = await startOnPort(dir, port);
   child = proc;
   return proc;
@@ -44,22 +49,33 @@ async function kill(proc: ChildProcess): Promise<void> {
   child = null;
 }
 
-/** A read-only look at the database from outside the server. */
-async function query<T>(sql: string): Promise<T[]> {
+/** A look at the database from outside the server, on one connection until `close`. */
+interface Reader {
+  all<T>(sql: string): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+async function openReader(): Promise<Reader> {
   if (TEST_POSTGRES_URL) {
-    const db = await openTestDatabase(dir);
-    try {
-      return ((await db.raw(sql)) as { rows: T[] }).rows;
-    } finally {
-      await db.destroy();
-    }
+    const client = new pg.Client({ connectionString: (await testDatabaseEnv(dir)).DATABASE_URL });
+    await client.connect();
+    return { all: async <T>(sql: string) => (await client.query(sql)).rows as T[], close: () => client.end() };
   }
   const db = new sqlite3.Database(path.join(dir, 'service.sqlite'), sqlite3.OPEN_READONLY);
   db.configure('busyTimeout', 5000);
+  return {
+    all: <T>(sql: string) => new Promise<T[]>((resolve, reject) => db.all(sql, (err, rows) => (err ? reject(err) : resolve(rows as T[])))),
+    close: () => new Promise<void>((resolve) => db.close(() => resolve())),
+  };
+}
+
+/** One read-only statement on a connection of its own. */
+async function query<T>(sql: string): Promise<T[]> {
+  const reader = await openReader();
   try {
-    return await new Promise<T[]>((resolve, reject) => db.all(sql, (err, rows) => (err ? reject(err) : resolve(rows as T[]))));
+    return await reader.all<T>(sql);
   } finally {
-    await new Promise((resolve) => db.close(resolve));
+    await reader.close();
   }
 }
 
@@ -134,11 +150,15 @@ describe('the server killed with SIGKILL and restarted on the same data folder',
         () => (answered = true),
         () => null,
       );
-      const state = async () => (await query<{ status: string }>(`select status from chunked_uploads where client_upload_id = '${id}'`))[0]?.status;
+      // Watched on one open connection: a new one per look (tens of milliseconds on PostgreSQL)
+      // looked less often than the assembly took, and missed it ten times out of ten.
+      const reader = await openReader();
+      const state = async () => (await reader.all<{ status: string }>(`select status from chunked_uploads where client_upload_id = '${id}'`))[0]?.status;
       let status = await state();
       while (status === 'receiving' && !answered) status = await state();
       proc.kill('SIGSTOP');
       status = await state();
+      await reader.close();
       await kill(proc);
       await last;
       if (status === 'assembling') caught = { id, data };
