@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { answerClientErrors, configureTimeouts, createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
-import { dropTestDatabase, testDatabaseEnv } from './database.ts';
+import { dropTestDatabase, migratedTestDatabaseEnv, testDatabaseEnv } from './database.ts';
 import { serviceOrigins } from './service-origins.ts';
 
 /**
@@ -44,6 +44,8 @@ export async function tempDir(prefix = 'service-test-'): Promise<string> {
  * port the system picks. Its `BASE_URL` is the address it got. Given a `now` (a `TestClock`'s),
  * every service reads that clock, so a test moves time forward instead of sleeping. Given
  * `hostName: 'localhost'`, its address is `http://localhost:port` (still listening on 127.0.0.1).
+ * Without a `dataDir` its new folder's database is a copy of the run's migrated one
+ * (`migratedTestDatabaseEnv`); the server's start then finds no migration left to run.
  */
 export async function startServer(env: Record<string, string> = {}, dataDir?: string, options: { now?: () => number; hostName?: 'localhost' } = {}): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir());
@@ -53,7 +55,9 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   const { port } = server.address() as AddressInfo;
   // `localhost` for passkeys: browsers refuse WebAuthn on an IP address (its RP ID must be a domain).
   const url = `http://${options.hostName ?? '127.0.0.1'}:${port}`;
-  const database = env.DATABASE_URL ? {} : await testDatabaseEnv(dir);
+  // A folder made here starts from a copy of the run's migrated database; a test's own folder
+  // (a first start, a restart on the same data) from what it holds, as `npm start` would.
+  const database = env.DATABASE_URL ? {} : dataDir ? await testDatabaseEnv(dir) : await migratedTestDatabaseEnv(dir);
   const config = loadConfig({ DATA_DIR: dir, BASE_URL: url, LOG_LEVEL: 'info', ...TEST_HASH_COST, ...OUTBOX_ON_ONE_MACHINE, ...database, ...env });
   const logs: string[] = [];
   const sink = new Writable({
