@@ -6,8 +6,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Every HTTP answer a test receives is checked against the API document.
     setupFiles: ['test/setup/validate-responses.ts'],
-    // A run on PostgreSQL drops the databases its tests left behind.
-    globalSetup: ['test/setup/drop-test-databases.ts'],
+    // Makes the run's migrated database that test servers copy; a run on PostgreSQL drops the
+    // databases its tests left behind.
+    globalSetup: ['test/setup/test-databases.ts'],
     // Each test file starts its own server on its own SQLite file: files run in parallel,
     // bounded to the two cores of the machines this runs on. A worker runs file after file
     // without reloading the modules (`isolate: false`): loading the server anew for each of
@@ -19,8 +20,8 @@ export default defineConfig({
     // New passwords are hashed at a test cost (server/accounts/passwords.ts, TEST_SCRYPT): OWASP's
     // takes a third of a second per hash, minutes over the suite. Child processes inherit it;
     // test/accounts/production-hash-cost.test.ts checks that `npm start` hashes at OWASP's cost.
-    // Child processes (servers, the admin command, the command-line client; hundreds a run) start
-    // from Node's compile cache of the sources they load, kept between runs: a server process
+    // Child processes (servers, the admin command, the command-line client; hundreds a run) and
+    // the workers start from Node's compile cache of the sources they load, kept between runs: a server process
     // listens after 0.86 s instead of 1.14 s. Node checks each entry against its source.
     env: { NODE_ENV: 'test', PASSWORD_HASH_COST: 'test', NODE_COMPILE_CACHE: path.resolve(import.meta.dirname, 'node_modules/.cache/node-compile-cache') },
     // A hang shows within 30 s. Tests that take long in normal work on a loaded 2-core machine
