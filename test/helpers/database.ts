@@ -3,7 +3,8 @@
  * own SQLite file. A run on PostgreSQL (`DATABASE_URL` set for `npm test`, as `.ci/run`'s second
  * run does) gives every data folder its own database on that server, made on first use, so tests
  * stay as independent as their folders; `dropTestDatabase` drops it when the test is done with
- * the folder, and the run's teardown drops any a failed test left behind.
+ * the folder, and the run's teardown drops any a failed test left behind. A folder `startServer`
+ * makes itself gets a copy of the run's migrated database instead (`migratedTestDatabaseEnv`).
  */
 import { createHash } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
@@ -48,7 +49,8 @@ export async function onTestServer(sql: string, values: unknown[] = []): Promise
 
 /**
  * The variables that point a server (or a child process) at the database of `dataDir`: none on
- * SQLite, `DATABASE_URL` of the folder's own database (made if new) on PostgreSQL.
+ * SQLite, `DATABASE_URL` of the folder's own database on PostgreSQL. A new one is made empty,
+ * or with `migrated` as a copy of the run's migrated database (`migratedName`).
  */
 export async function testDatabaseEnv(dataDir: string, from: { migrated?: boolean } = {}): Promise<Record<string, string>> {
   if (!TEST_POSTGRES_URL) return {};
@@ -99,34 +101,41 @@ export async function makeMigratedDatabase(): Promise<() => Promise<void>> {
   if (TEST_POSTGRES_URL) {
     const drop = async () => void (await onTestServer(`drop database if exists "${migratedName()}" with (force)`));
     await onTestServer(`create database "${migratedName()}"`);
-    const db = openDatabase({ dataDir: tmpdir(), databaseUrl: urlOf(migratedName()) });
-    try {
-      await migrateToLatest(db);
-    } catch (error) {
-      await db.destroy();
-      await drop();
-      throw error;
-    }
-    await db.destroy();
+    await migrateOnce(openDatabase({ dataDir: tmpdir(), databaseUrl: urlOf(migratedName()) }), drop);
     return drop;
   }
   const dir = await mkdtemp(path.join(tmpdir(), 'service-test-migrated-'));
   const remove = () => rm(dir, { recursive: true, force: true });
-  const db = openDatabase({ dataDir: dir });
-  try {
-    await migrateToLatest(db);
+  const file = path.join(dir, 'service.sqlite');
+  await migrateOnce(openDatabase({ dataDir: dir }), remove, {
     // Everything into the file itself, which is all that is copied.
-    await db.raw('PRAGMA wal_checkpoint(TRUNCATE)');
+    beforeClose: (db) => db.raw('PRAGMA wal_checkpoint(TRUNCATE)'),
+    afterClose: async () => {
+      const wal = await stat(`${file}-wal`).catch(() => null);
+      if (wal && wal.size > 0) throw new Error(`the migrated SQLite database kept ${wal.size} bytes in its write-ahead log`);
+    },
+  });
+  process.env[MIGRATED_SQLITE] = file;
+  return remove;
+}
+
+/**
+ * Migrates `db` (then `beforeClose`), closes it (then `afterClose`); on a failure, once `db` is
+ * closed, `undo` removes what was made.
+ */
+async function migrateOnce(db: Db, undo: () => Promise<void>, steps: { beforeClose?: (db: Db) => Promise<unknown>; afterClose?: () => Promise<void> } = {}): Promise<void> {
+  try {
+    try {
+      await migrateToLatest(db);
+      await steps.beforeClose?.(db);
+    } finally {
+      await db.destroy();
+    }
+    await steps.afterClose?.();
   } catch (error) {
-    await db.destroy();
-    await remove();
+    await undo();
     throw error;
   }
-  await db.destroy();
-  const wal = await stat(path.join(dir, 'service.sqlite-wal')).catch(() => null);
-  if (wal && wal.size > 0) throw new Error(`the migrated SQLite database kept ${wal.size} bytes in its write-ahead log`);
-  process.env[MIGRATED_SQLITE] = path.join(dir, 'service.sqlite');
-  return remove;
 }
 
 /**
