@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { cookieHeader } from '../helpers/cookies.ts';
@@ -31,6 +31,25 @@ export async function filesUnder(dataDir: string): Promise<string[]> {
 export async function temporaryFiles(dataDir: string): Promise<string[]> {
   const tmp = path.join(dataDir, 'tmp') + path.sep;
   return (await filesUnder(dataDir)).filter((f) => f.startsWith(tmp));
+}
+
+/**
+ * Runs `work` while stored PDFs cannot be linked into place (the data folder's `files/pdf` is a
+ * plain file), then puts the folder back: keeping a complete upload fails after its bytes are in.
+ */
+export async function whileStoringFails<T>(dataDir: string, work: () => Promise<T>): Promise<T> {
+  const folder = path.join(dataDir, 'files', 'pdf');
+  const aside = `${folder}.aside`;
+  // Made first if no PDF was kept yet, so that the test runs the same alone.
+  await mkdir(folder, { recursive: true });
+  await rename(folder, aside);
+  await writeFile(folder, 'not a folder');
+  try {
+    return await work();
+  } finally {
+    await rm(folder);
+    await rename(aside, folder);
+  }
 }
 
 export const VENUE = 'Uploads.org/2027';

@@ -6,11 +6,9 @@
  * by a wrong SHA-1. Both for an ordinary upload and for a final upload whose first part was
  * hashed as it arrived.
  */
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../helpers/server.ts';
-import { pdfBytes, sha1, SUBMISSION } from '../attachments/helpers.ts';
+import { pdfBytes, sha1, SUBMISSION, whileStoringFails } from '../attachments/helpers.ts';
 import { encodeMetadata, metadataFor, tusRequest, tusServerPerFile, type Person } from '../attachments/tus-helpers.ts';
 
 const running = tusServerPerFile(beforeAll, afterAll);
@@ -28,20 +26,6 @@ async function create(headers: Record<string, string>): Promise<string> {
   return res.headers.get('location') ?? '';
 }
 const patch = (url: string, offset: number, body: Uint8Array) => tusRequest(server, 'PATCH', url, { token: author.token, headers: { 'Upload-Offset': String(offset) }, body });
-
-/** Runs `work` while stored PDFs cannot be linked into place (their folder is a file), then puts the folder back. */
-async function whileStoringFails<T>(work: () => Promise<T>): Promise<T> {
-  const folder = path.join(server.dataDir, 'files', 'pdf');
-  const aside = `${folder}.aside`;
-  await rename(folder, aside);
-  await writeFile(folder, 'not a folder');
-  try {
-    return await work();
-  } finally {
-    await rm(folder);
-    await rename(aside, folder).catch(async () => mkdir(folder, { recursive: true }));
-  }
-}
 
 async function storedAs(url: string): Promise<string | null> {
   const head = await tusRequest(server, 'HEAD', url, { token: author.token });
@@ -61,7 +45,7 @@ describe('an assembly that failed is tried again from the parts, not from a spen
     const url = await create({ 'Upload-Length': String(data.length) });
     expect((await patch(url, 0, data.subarray(0, 50_000))).status).toBe(204);
     expect((await patch(url, 50_000, data.subarray(50_000, 100_000))).status).toBe(204);
-    const failed = await whileStoringFails(() => patch(url, 100_000, data.subarray(100_000)));
+    const failed = await whileStoringFails(server.dataDir, () => patch(url, 100_000, data.subarray(100_000)));
     expect(failed.status).toBe(500);
     expect(await storedAs(url)).toBe(`/pdf/${sha1(data)}.pdf`);
     expect((await readBack(data)).equals(data)).toBe(true);
@@ -74,7 +58,7 @@ describe('an assembly that failed is tried again from the parts, not from a spen
     expect((await patch(first, 0, data.subarray(0, 70_000))).status).toBe(204);
     expect((await patch(second, 0, data.subarray(70_000))).status).toBe(204);
     const header = `final;${first} ${second}`;
-    const failed = await whileStoringFails(() => tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Metadata': METADATA, 'Upload-Concat': header } }));
+    const failed = await whileStoringFails(server.dataDir, () => tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Metadata': METADATA, 'Upload-Concat': header } }));
     expect(failed.status).toBe(500);
     // The client's repeated POST answers the same final upload, kept now.
     const again = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Metadata': METADATA, 'Upload-Concat': header } });

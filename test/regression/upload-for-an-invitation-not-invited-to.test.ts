@@ -6,10 +6,8 @@
  * now follow the rule of `POST /notes`: invitees and super users only; anyone else gets a 403
  * with the Error body, and nothing is kept.
  */
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { filesUnder, pdfBytes, VENUE, venueWithAuthor } from '../attachments/helpers.ts';
+import { filesUnder, pdfBytes, VENUE, venueWithAuthor, whileStoringFails } from '../attachments/helpers.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { encodeMetadata, metadataFor, signedInPerson, tusRequest } from '../attachments/tus-helpers.ts';
@@ -114,7 +112,7 @@ describe('an upload for an invitation the uploader is not invited to', () => {
     const created = await tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(data.length), 'Upload-Metadata': encodeMetadata(metadataFor(REVIEWER_FILES, 'doc', 'k.pdf')) } });
     const url = created.headers.get('location') ?? '';
     expect((await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '0' }, body: data.subarray(0, 4000) })).status).toBe(204);
-    await withoutKeeping(async () => {
+    await whileStoringFails(server.dataDir, async () => {
       const cut = await tusRequest(server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': '4000' }, body: data.subarray(4000) });
       expect(cut.status).toBeGreaterThanOrEqual(500);
     });
@@ -140,24 +138,10 @@ describe('an upload for an invitation the uploader is not invited to', () => {
       parts.push(new URL(url).pathname);
     }
     const final = () => tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Concat': `final;${parts.join(' ')}`, 'Upload-Metadata': metadata } });
-    await withoutKeeping(async () => expect((await final()).status).toBeGreaterThanOrEqual(500));
+    await whileStoringFails(server.dataDir, async () => expect((await final()).status).toBeGreaterThanOrEqual(500));
     await expectKeptOnlyOnceActive(person, final);
   });
 });
-
-/** Runs `work` while the kept files' folder is a plain file, so that keeping a complete upload fails after its bytes are in. */
-async function withoutKeeping(work: () => Promise<void>): Promise<void> {
-  const kept = path.join(server.dataDir, 'files', 'pdf');
-  await mkdir(kept, { recursive: true });
-  await rename(kept, `${kept}.aside`);
-  await writeFile(kept, '');
-  try {
-    await work();
-  } finally {
-    await rm(kept);
-    await rename(`${kept}.aside`, kept);
-  }
-}
 
 /** `keep` (a HEAD, a repeated POST) keeps the person's complete upload only while the profile is not `Limited`. */
 async function expectKeptOnlyOnceActive(person: { id: string }, keep: () => Promise<{ status: number; body: unknown }>): Promise<void> {
