@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filesUnder, pdfBytes, VENUE, venueWithAuthor, whileStoringFails } from '../attachments/helpers.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { encodeMetadata, metadataFor, signedInPerson, tusRequest } from '../attachments/tus-helpers.ts';
+import { encodeMetadata, metadataFor, signedInPerson, tusRequest, type Person } from '../attachments/tus-helpers.ts';
 
 const REVIEWER_FILES = `${VENUE}/-/Reviewer_Files`;
 let server: TestServer;
@@ -86,8 +86,7 @@ describe('an upload for an invitation the uploader is not invited to', () => {
   });
 
   it('nor of its tus upload: a PATCH after the limit is refused before any byte is kept', async () => {
-    const person = await signedInPerson(server, 'Tus Uploader');
-    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [person.id] })).status).toBe(200);
+    const person = await reviewer('Tus Uploader');
     const data = pdfBytes(8000);
     const metadata = encodeMetadata(metadataFor(REVIEWER_FILES, 'doc', 'd.pdf'));
     const created = await tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(data.length), 'Upload-Metadata': metadata } });
@@ -106,8 +105,7 @@ describe('an upload for an invitation the uploader is not invited to', () => {
   });
 
   it('nor keep by a HEAD a tus upload whose file was not kept when its last PATCH ended', async () => {
-    const person = await signedInPerson(server, 'Tus Keeper');
-    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [person.id] })).status).toBe(200);
+    const person = await reviewer('Tus Keeper');
     const data = pdfBytes(8000);
     const created = await tusRequest(server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(data.length), 'Upload-Metadata': encodeMetadata(metadataFor(REVIEWER_FILES, 'doc', 'k.pdf')) } });
     const url = created.headers.get('location') ?? '';
@@ -125,8 +123,7 @@ describe('an upload for an invitation the uploader is not invited to', () => {
   });
 
   it('nor keep by a repeated POST a parallel upload whose file was not kept when it was first asked for', async () => {
-    const person = await signedInPerson(server, 'Tus Joiner');
-    expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [person.id] })).status).toBe(200);
+    const person = await reviewer('Tus Joiner');
     const data = pdfBytes(8000);
     const metadata = encodeMetadata(metadataFor(REVIEWER_FILES, 'doc', 'j.pdf'));
     const parts: string[] = [];
@@ -142,6 +139,13 @@ describe('an upload for an invitation the uploader is not invited to', () => {
     await expectKeptOnlyOnceActive(person, final);
   });
 });
+
+/** A signed-in person made a reviewer, so invited to upload reviewer files. */
+async function reviewer(fullname: string): Promise<Person> {
+  const person = await signedInPerson(server, fullname);
+  expect((await root.post('/groups/members', { id: `${VENUE}/Reviewers`, members: [person.id] })).status).toBe(200);
+  return person;
+}
 
 /** `keep` (a HEAD, a repeated POST) keeps the person's complete upload only while the profile is not `Limited`. */
 async function expectKeptOnlyOnceActive(person: { id: string }, keep: () => Promise<{ status: number; body: unknown }>): Promise<void> {
