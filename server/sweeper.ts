@@ -17,8 +17,9 @@ const LEASE = 'sweeper';
 
 /**
  * The periodic clean-up (abandoned chunked uploads, expired sign-in requests, codes and tokens,
- * accounts whose deletion is due (`accounts/account-deletion.ts`), sent and failed mail past
- * keeping (`mail/outbox.ts`), expired rate-limit counters), run by one process of the install at a time. Every process
+ * rotated-out refresh tokens past keeping, accounts whose deletion is due
+ * (`accounts/account-deletion.ts`), sent and failed mail past keeping (`mail/outbox.ts`),
+ * expired rate-limit counters), run by one process of the install at a time. Every process
  * wakes up every ten minutes and tries to take the `sweeper` lease, a row of the `leases` table
  * shared through the database; the process that has it sweeps and keeps it by renewing it, the
  * others do nothing. A row, not PostgreSQL's session advisory lock: it works the same on both
@@ -27,7 +28,7 @@ const LEASE = 'sweeper';
  */
 export class Sweeper {
   readonly #db: Db;
-  readonly #services: Pick<Services, 'chunkedUploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>;
+  readonly #services: Pick<Services, 'chunkedUploads' | 'oidc' | 'security' | 'sessions' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>;
   readonly #logger: Logger;
   readonly #now: () => number;
   /** This process's name in the lease: random, as processes on other machines share the table. */
@@ -35,7 +36,7 @@ export class Sweeper {
   #running: Promise<boolean> | null = null;
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(db: Db, services: Pick<Services, 'chunkedUploads' | 'oidc' | 'security' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>, logger: Logger, now: () => number) {
+  constructor(db: Db, services: Pick<Services, 'chunkedUploads' | 'oidc' | 'security' | 'sessions' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>, logger: Logger, now: () => number) {
     this.#db = db;
     this.#services = services;
     this.#logger = logger;
@@ -72,6 +73,7 @@ export class Sweeper {
       ['tus sweep failed', () => this.#services.tus.sweep()],
       ['sign-in sweep failed', () => this.#services.oidc.sweep()],
       ['security-event sweep failed', () => this.#services.security.sweep()],
+      ['session sweep failed', () => this.#services.sessions.sweep()],
       ['multi-factor sweep failed', () => this.#services.mfa.sweep()],
       ['passkey sweep failed', () => this.#services.passkeys.sweep()],
       ['account-deletion sweep failed', () => this.#services.accountDeletion.sweep()],

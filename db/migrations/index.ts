@@ -30,6 +30,7 @@ import * as oidcResourceServers from './20261126080000_oidc_resource_servers.ts'
 import * as tusSpans from './20261126090000_tus_spans.ts';
 import * as tusS3Spans from './20261126130000_tus_s3_spans.ts';
 import * as refreshRevokedFamilies from './20261126150000_refresh_revoked_families.ts';
+import * as sessionRotationInOneStatement from './20261127010000_session_rotation_in_one_statement.ts';
 
 export interface Migration {
   name: string;
@@ -70,4 +71,5 @@ export const migrations: Migration[] = [
   { name: '20261126090000_tus_spans', ...tusSpans },
   { name: '20261126130000_tus_s3_spans', ...tusS3Spans },
   { name: '20261126150000_refresh_revoked_families', ...refreshRevokedFamilies },
+  { name: '20261127010000_session_rotation_in_one_statement', ...sessionRotationInOneStatement },
 ];

@@ -16,6 +16,13 @@ import type { IssuedSession, RefreshOutcome, RequestOrigin, Viewer } from './vie
 export const REFRESH_REUSE_GRACE_MS = 10_000;
 
 /**
+ * How long a refresh token rotated out is remembered (`session_refresh_history`): presenting it
+ * within this time ends its session as reuse; after it, it is merely unknown. The sweeper lets go
+ * of older ones.
+ */
+export const ROTATED_REFRESH_KEPT_MS = 90 * 24 * 60 * 60 * 1000;
+
+/**
  * Sessions: the session a sign-in opens (`sign-in.ts` checks the person first), the access token resolved to its caller, refresh (with reuse detection),
  * logout, and the sessions that activation and impersonation open. Every check of a live
  * session goes through `canHoldSession`.
@@ -26,6 +33,11 @@ export class SessionService extends AccountsBase {
   constructor(deps: AccountsDeps, profiles: ProfileService) {
     super(deps);
     this.#profiles = profiles;
+  }
+
+  /** Lets go of rotated-out refresh tokens older than `ROTATED_REFRESH_KEPT_MS` (the sweeper's). */
+  async sweep(): Promise<void> {
+    await this.deps.repo.sessions.forgetRotatedBefore(this.now() - ROTATED_REFRESH_KEPT_MS);
   }
 
   /**

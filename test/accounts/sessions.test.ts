@@ -15,6 +15,7 @@ afterAll(async () => {
   await server.close();
 });
 
+const DAY = 24 * 60 * 60 * 1000;
 const count = async (table: string) => Number((await server.service.db(table).count({ n: '*' }))[0]?.n);
 
 describe('registration', () => {
@@ -167,6 +168,33 @@ describe('sessions', () => {
     const replay = new Client(server.url);
     replay.jar.set('service.refreshToken', firstRefresh ?? '');
     expect((await replay.post('/refreshToken')).status).toBe(401);
+  });
+
+  it('a rotation records the token rotated out with its successor, and the sweeper lets go of those past 90 days', async () => {
+    const user = await createActiveUser(server);
+    const { client } = await loggedIn(server, user.email);
+    const session = await server.service.db('sessions').where({ profile_id: user.id }).first();
+    const history = () => server.service.db('session_refresh_history').where({ session_id: session.id }).orderBy('rotated_at');
+    const rotatedAt = async () => {
+      const before = clock.now();
+      expect((await client.post('/refreshToken')).status).toBe(200);
+      return [before, clock.now()];
+    };
+    const [firstFrom, firstTo] = await rotatedAt();
+    clock.advance(20 * DAY);
+    const [secondFrom, secondTo] = await rotatedAt();
+    const current = (await server.service.db('sessions').where({ id: session.id }).first()).refresh_hash;
+    const [first, second] = await history();
+    expect(first.refresh_hash).toBe(session.refresh_hash);
+    expect(Number(first.rotated_at)).toBeGreaterThanOrEqual(firstFrom!);
+    expect(Number(first.rotated_at)).toBeLessThanOrEqual(firstTo!);
+    expect(second).toMatchObject({ refresh_hash: first.next_hash, next_hash: current });
+    expect(Number(second.rotated_at)).toBeGreaterThanOrEqual(secondFrom!);
+    expect(Number(second.rotated_at)).toBeLessThanOrEqual(secondTo!);
+
+    clock.advance(71 * DAY);
+    expect(await server.service.sweep()).toBe(true);
+    expect((await history()).map((row) => row.refresh_hash)).toEqual([second.refresh_hash]);
   });
 
   it('refresh with only a bearer token issues a new token for the same session', async () => {

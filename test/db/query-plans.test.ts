@@ -7,6 +7,7 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import { SessionsRepository } from '../../server/accounts/repository/sessions.ts';
 import { RefreshRepository } from '../../server/oidc/refresh-repository.ts';
 import { tempDir } from '../helpers/server.ts';
 
@@ -44,5 +45,13 @@ describe('query plans on hot paths', () => {
     const plan = await planOf(() => new RefreshRepository(db).find('a'.repeat(43)));
     expect(plan.some((line) => /SEARCH t USING INDEX .*\(token_hash=\?\)/.test(line))).toBe(true);
     expect(plan.some((line) => line.includes('USING INDEX oidc_refresh_tokens_revoked_family (family_id=?)'))).toBe(true);
+  });
+
+  it("a session's refresh rotation is one statement that seeks its row, and the sweep reads only the rotated-out tokens past keeping", async () => {
+    const sessions = new SessionsRepository(db);
+    const rotation = await planOf(() => sessions.rotateRefresh('s', 'b'.repeat(64), 1, 'a'.repeat(64), 1));
+    expect(rotation).toEqual([expect.stringMatching(/^SEARCH sessions USING INDEX \w+ \((id|refresh_hash)=\?\)$/)]);
+    const sweep = await planOf(() => sessions.forgetRotatedBefore(1));
+    expect(sweep).toEqual([expect.stringMatching(/^SEARCH session_refresh_history USING (COVERING )?INDEX session_refresh_history_rotated_at \(rotated_at<\?\)$/)]);
   });
 });

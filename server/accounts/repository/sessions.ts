@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import { fromJson as json, numberOrNull } from '../../../db/json.ts';
-import { atomically } from '../../../db/knex.ts';
 import type { Impersonator } from '../../../shared/index.ts';
 import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
 
@@ -130,28 +129,24 @@ export class SessionsRepository {
   }
 
   /**
-   * Gives a live session a new refresh token. With `oldHash`, only if the session still has
-   * that one: when two requests race with the same refresh token, exactly one wins. The token
-   * rotated out is kept (with the one that replaced it), so presenting it again is recognised
-   * as reuse; kept ones older than `keepMs` are let go. Every write is conditional (the update
-   * applies only to the hash read), so it runs `atomically`, not serializable.
+   * Gives a live session a new refresh token, in one statement. With `oldHash`, only if the
+   * session still has that one: when two requests race with the same refresh token, exactly one
+   * updates the row. The token rotated out is recorded with the one that replaced it (so that
+   * presenting it again is recognised as reuse) by the trigger `session_refresh_rotated`
+   * (migration `20261127010000_session_rotation_in_one_statement`), within the same statement:
+   * the record exists exactly when the rotation does. Its time is the `last_seen_at` set here.
    */
-  async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null, now: number, keepMs = 90 * 24 * 60 * 60 * 1000): Promise<boolean> {
-    return atomically(this.#db, async (trx) => {
-      const row = await trx('sessions').where({ id }).whereNull('revoked_at').first('refresh_hash');
-      if (!row || (oldHash !== null && row.refresh_hash !== oldHash)) return false;
-      const changed = await trx('sessions')
-        .where({ id, refresh_hash: row.refresh_hash })
-        .whereNull('revoked_at')
-        .update({ refresh_hash: newHash, expires_at: expiresAt, last_seen_at: now });
-      if (changed !== 1) return false;
-      await trx('session_refresh_history').where({ session_id: id }).where('rotated_at', '<', now - keepMs).delete();
-      await trx('session_refresh_history')
-        .insert({ refresh_hash: row.refresh_hash, session_id: id, next_hash: newHash, rotated_at: now })
-        .onConflict('refresh_hash')
-        .ignore();
-      return true;
-    });
+  async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null, now: number): Promise<boolean> {
+    const changed = await this.#db('sessions')
+      .where(oldHash === null ? { id } : { id, refresh_hash: oldHash })
+      .whereNull('revoked_at')
+      .update({ refresh_hash: newHash, expires_at: expiresAt, last_seen_at: now });
+    return changed === 1;
+  }
+
+  /** Lets go of the rotated-out refresh tokens recorded before `before` (the sweeper's). */
+  async forgetRotatedBefore(before: number): Promise<void> {
+    await this.#db('session_refresh_history').where('rotated_at', '<', before).delete();
   }
 
   /**
