@@ -7,7 +7,7 @@ import path from 'node:path';
 import { loadConfig } from './config.ts';
 import { answerClientErrors, configureTimeouts, createApp } from './http/app.ts';
 import { createLogger } from './logger.ts';
-import { settleAfterStart } from './memory.ts';
+import { settleAfterStart, settleWhenIdle } from './memory.ts';
 import { startMetricsServer } from './metrics/server.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -33,6 +33,8 @@ server.listen(config.port, config.host, () => {
   if (!config.smtpUrl) console.log(`Mail is written to ${path.join(config.dataDir, 'outbox')}`);
   // Start-up's garbage given back before the first request is answered (with `--expose-gc`).
   settleAfterStart();
+  // And a burst's garbage given back once the burst is over.
+  settleWhenIdle(server);
 });
 
 let stopping = false;

@@ -7,8 +7,7 @@
  * outside its heap brought on a full collection (`npm run bench`, rows 11b and 12b), and the
  * allocator then kept most of those pages. A young-generation collection every
  * `COLLECT_EVERY_BYTES` received (across all requests of the process) frees them once used; it
- * costs well under a millisecond, as the young generation is small (`npm start`'s
- * `--max-semi-space-size=4`).
+ * costs well under a millisecond, as an upload's objects die young.
  *
  * Only when Node exposes `gc` (`npm start`'s `--expose-gc`); otherwise (the tests, which run the
  * TypeScript sources) nothing changes.
