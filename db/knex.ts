@@ -67,20 +67,6 @@ export async function exclusively<T>(db: Db, name: string, work: (trx: Knex.Tran
 }
 
 /**
- * Runs `work` all or nothing, for work whose every write is conditional (an update that only
- * applies if the row still holds what was read, an insert that ignores a conflict): such writes
- * cannot lose a concurrent change at any isolation level, so on PostgreSQL the transaction runs
- * at read committed and is never failed for a conflict a serializable one would see (every
- * refresh of every session touches the same index pages, which serializable isolation counts
- * as conflicts). On SQLite, a plain transaction.
- */
-export function atomically<T>(db: Db, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  // Inside a transaction already: a savepoint of it, at its isolation.
-  if (db.isTransaction || !isPostgres(db)) return db.transaction(work);
-  return db.transaction(work, { isolationLevel: 'read committed' });
-}
-
-/**
  * Runs the pending migrations, all in one transaction, bookkeeping included: Knex's own
  * creation of its tables and its lock row happens outside its transactions, so two processes
  * starting on a new database (servers started together, the admin command) could both create

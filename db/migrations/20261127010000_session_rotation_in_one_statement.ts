@@ -13,6 +13,11 @@ import type { Knex } from 'knex';
  * requests rotating the same token one updates the row and the other finds nothing to update.
  * The history's rows past keeping are now let go by the sweeper (`SessionService.sweep`), through
  * the index on `rotated_at` this adds, instead of by every rotation.
+ *
+ * On both databases only a conflict on the hash is ignored; anything else (a rotation that does
+ * not set `last_seen_at`, leaving it null) fails the rotation. A later migration that makes Knex
+ * rebuild `sessions` on SQLite (dropping or altering a column copies the table and its indexes,
+ * not its triggers) must create the trigger again: `test/db/migrations.test.ts` checks it exists.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('session_refresh_history', (t) => {
@@ -37,8 +42,9 @@ export async function up(db: Knex): Promise<void> {
       CREATE TRIGGER session_refresh_rotated AFTER UPDATE OF refresh_hash ON sessions
       FOR EACH ROW WHEN OLD.refresh_hash IS NOT NEW.refresh_hash
       BEGIN
-        INSERT OR IGNORE INTO session_refresh_history (refresh_hash, session_id, next_hash, rotated_at)
-        VALUES (OLD.refresh_hash, OLD.id, NEW.refresh_hash, NEW.last_seen_at);
+        INSERT INTO session_refresh_history (refresh_hash, session_id, next_hash, rotated_at)
+        VALUES (OLD.refresh_hash, OLD.id, NEW.refresh_hash, NEW.last_seen_at)
+        ON CONFLICT (refresh_hash) DO NOTHING;
       END`);
   }
 }

@@ -39,6 +39,15 @@ describe('migrations', () => {
     expect(pending).toHaveLength(0);
   });
 
+  it("leave the trigger that records a session's rotated-out refresh token in place (a table rebuilt by a later migration would lose it)", async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    const triggers = TEST_POSTGRES_URL
+      ? ((await db.raw("select tgname as name from pg_trigger where tgrelid = 'sessions'::regclass and not tgisinternal")) as { rows: Array<{ name: string }> }).rows
+      : ((await db.raw("select name from sqlite_master where type = 'trigger' and tbl_name = 'sessions'")) as Array<{ name: string }>);
+    expect(triggers.map((t) => t.name)).toEqual(['session_refresh_rotated']);
+  });
+
   it('run from several processes at once on a new data folder: they take turns, and leave one lock row', async () => {
     const db = await fresh();
     const migrate = async () => run(process.execPath, ['db/migrate.ts'], { env: await childEnv({ DATA_DIR: dir! }) }).then(({ stdout }) => stdout.trim(), (e: { stderr: string }) => e.stderr);

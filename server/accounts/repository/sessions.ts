@@ -144,9 +144,13 @@ export class SessionsRepository {
     return changed === 1;
   }
 
-  /** Lets go of the rotated-out refresh tokens recorded before `before` (the sweeper's). */
+  /**
+   * Lets go of the rotated-out refresh tokens recorded before `before` (the sweeper's), a
+   * thousand at a time, so that a long backlog never holds SQLite's one connection for long.
+   */
   async forgetRotatedBefore(before: number): Promise<void> {
-    await this.#db('session_refresh_history').where('rotated_at', '<', before).delete();
+    const batch = () => this.#db('session_refresh_history').where('rotated_at', '<', before).select('refresh_hash').limit(1000);
+    while ((await this.#db('session_refresh_history').whereIn('refresh_hash', batch()).delete()) > 0);
   }
 
   /**
