@@ -39,7 +39,9 @@ export const IDLE_GROWTH_BYTES = 16 * 1024 * 1024;
  * resident memory has grown by `IDLE_GROWTH_BYTES` since it last settled, it collects, once
  * (what the collection cannot give back counts as settled): 98–111 MB after the same burst. A
  * request that arrives meanwhile waits for it (about 0.1 s after a burst: two passes), as it
- * would behind any; a busy server is never collected this way. Returns the function that stops it.
+ * would behind any. A server that began a request since the last look is never collected this
+ * way; one long request still going (a slow upload or download) may be paused once as briefly.
+ * Returns the function that stops it.
  */
 export function settleWhenIdle(
   server: { on(event: 'request', listener: () => void): unknown },

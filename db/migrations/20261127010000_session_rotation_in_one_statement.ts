@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isPostgres } from '../postgres.ts';
 
 /**
  * A session's refresh token rotated out is recorded by the database itself, in the same
@@ -23,7 +24,7 @@ export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('session_refresh_history', (t) => {
     t.index(['rotated_at'], 'session_refresh_history_rotated_at');
   });
-  if (db.client.config.client === 'pg') {
+  if (isPostgres(db)) {
     await db.raw(`
       CREATE FUNCTION session_refresh_rotated() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -50,8 +51,12 @@ export async function up(db: Knex): Promise<void> {
 }
 
 export async function down(db: Knex): Promise<void> {
-  await db.raw('DROP TRIGGER IF EXISTS session_refresh_rotated' + (db.client.config.client === 'pg' ? ' ON sessions' : ''));
-  if (db.client.config.client === 'pg') await db.raw('DROP FUNCTION IF EXISTS session_refresh_rotated()');
+  if (isPostgres(db)) {
+    await db.raw('DROP TRIGGER IF EXISTS session_refresh_rotated ON sessions');
+    await db.raw('DROP FUNCTION IF EXISTS session_refresh_rotated()');
+  } else {
+    await db.raw('DROP TRIGGER IF EXISTS session_refresh_rotated');
+  }
   await db.schema.alterTable('session_refresh_history', (t) => {
     t.dropIndex(['rotated_at'], 'session_refresh_history_rotated_at');
   });

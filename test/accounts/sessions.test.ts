@@ -207,6 +207,17 @@ describe('sessions', () => {
     }
   });
 
+  it('the sweeper lets go of a backlog of rotated-out tokens longer than one batch, and keeps the recent ones', async () => {
+    const user = await createActiveUser(server);
+    await loggedIn(server, user.email);
+    const session = await server.service.db('sessions').where({ profile_id: user.id }).first();
+    const old = clock.now() - 91 * DAY;
+    const rows = Array.from({ length: 2_500 }, (_, i) => ({ refresh_hash: `backlog-${i}`, session_id: session.id, next_hash: `backlog-${i + 1}`, rotated_at: old + i }));
+    await server.service.db.batchInsert('session_refresh_history', [...rows, { refresh_hash: 'recent', session_id: session.id, next_hash: 'x', rotated_at: clock.now() }], 500);
+    expect(await server.service.sweep()).toBe(true);
+    expect(await server.service.db('session_refresh_history').where({ session_id: session.id }).pluck('refresh_hash')).toEqual(['recent']);
+  });
+
   it('refresh with only a bearer token issues a new token for the same session', async () => {
     const user = await createActiveUser(server);
     const { token } = await loggedIn(server, user.email);

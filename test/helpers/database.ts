@@ -84,7 +84,8 @@ export async function openTestDatabase(dataDir: string): Promise<Db> {
  * database from nothing took 0.3–0.45 s on PostgreSQL (a copy 0.1–0.15 s) and 0.14 s on SQLite,
  * hundreds of times a run. A test that starts a server on a folder of its own, and a child
  * process or the admin command on a new folder, still begin with an empty database and migrate
- * it, as a first start does; `test/db/migrations.test.ts` and the first-start tests run the migrations themselves.
+ * it, as a first start does; `test/db/migrations.test.ts` and the first-start tests run the
+ * migrations themselves.
  */
 function migratedName(): string {
   return `${runPrefix()}migrated`;

@@ -149,8 +149,11 @@ export class SessionsRepository {
    * thousand at a time, so that a long backlog never holds SQLite's one connection for long.
    */
   async forgetRotatedBefore(before: number): Promise<void> {
-    const batch = () => this.#db('session_refresh_history').where('rotated_at', '<', before).select('refresh_hash').limit(1000);
-    while ((await this.#db('session_refresh_history').whereIn('refresh_hash', batch()).delete()) > 0);
+    const BATCH = 1000;
+    const batch = () => this.#db('session_refresh_history').where('rotated_at', '<', before).select('refresh_hash').limit(BATCH);
+    let deleted: number;
+    do deleted = await this.#db('session_refresh_history').whereIn('refresh_hash', batch()).delete();
+    while (deleted === BATCH);
   }
 
   /**
