@@ -198,12 +198,20 @@ export interface WriteWatch {
 const watches = new WeakMap<Db, Map<string, WriteWatch>>();
 
 /**
+ * The table a plain INSERT, UPDATE or DELETE writes: the one after `insert into`, `update` or
+ * `delete from` (quoted or not, with its schema or not). A statement that starts otherwise has none.
+ */
+const WRITTEN_TABLE = /^\s*(?<verb>insert(?:\s+or\s+\w+)?\s+into|update(?:\s+or\s+\w+)?|delete\s+from)\s+(?:[`"]?\w+[`"]?\.)?[`"]?(?<table>\w+)[`"]?/i;
+
+/**
  * Watches this process's writes to `tables` through `db` (every statement but a `select` that
  * names one of them, in a transaction or not; so a cache that keys its answers to `generation`
  * and keeps only what it read while `settled`, and with the generation unchanged from start to
  * end, never serves an answer that one of this process's writes has made stale, whatever the
  * connection, the transaction or the database). The writes of other processes are not seen:
  * such a cache must expire its answers by time as well. One watch per `db` and set of tables.
+ * A plain INSERT, UPDATE or DELETE counts as a write to the table it writes alone (an insert that
+ * selects from a watched table reads it); any other statement, to every table it names.
  * `insertsIgnored`: tables whose plain inserts (not upserts) cannot make a kept answer stale
  * (a new access token changes no answer about the others), so a sign-in does not drop them.
  */
@@ -215,20 +223,28 @@ export function watchWrites(db: Db, tables: readonly string[], opts: { insertsIg
   const known = byTables.get(key);
   if (known) return known;
 
-  const names = new RegExp(`(^|[^\\w])(${tables.map((t) => t.replace(/\W/g, '')).join('|')})($|[^\\w])`, 'i');
-  const word = (t: string) => t.replace(/\W/g, '');
-  const others = tables.filter((t) => !ignored.includes(t));
-  const namesOthers = others.length > 0 ? new RegExp(`(^|[^\\w])(${others.map(word).join('|')})($|[^\\w])`, 'i') : null;
-  /** A plain insert into a table whose inserts are ignored (not an upsert that may update a row). */
-  const ignoredInsert =
-    ignored.length > 0 ? new RegExp(`^\\s*insert\\s+into\\s+[\`"]?(${ignored.map(word).join('|')})[\`"]?[\\s(]`, 'i') : null;
+  const word = (t: string) => t.replace(/\W/g, '').toLowerCase();
+  const watched = new Set(tables.map(word));
+  const insertsIgnored = new Set(ignored.map(word));
+  const names = new RegExp(`(^|[^\\w])(${[...watched].join('|')})($|[^\\w])`, 'i');
   let generation = 0;
   /** The connections (by Knex's id) that wrote to a watched table and have not been released since. */
   const writers = new Set<string>();
   db.on('query', (query: { sql?: unknown; method?: unknown; __knexUid?: unknown }) => {
     const sql = typeof query.sql === 'string' ? query.sql : '';
-    if (query.method === 'select' || query.method === 'first' || query.method === 'pluck' || /^\s*select\b/i.test(sql) || !names.test(sql)) return;
-    if (ignoredInsert?.test(sql) && !/\bdo\s+update\b/i.test(sql) && !namesOthers?.test(sql)) return;
+    if (query.method === 'select' || query.method === 'first' || query.method === 'pluck' || /^\s*select\b/i.test(sql)) return;
+    // One statement (a `;` followed by more is a script).
+    const target = /;\s*\S/.test(sql) ? undefined : WRITTEN_TABLE.exec(sql)?.groups;
+    if (target) {
+      // A plain INSERT, UPDATE or DELETE writes its own table alone; the others it names are read.
+      const table = word(target.table ?? '');
+      if (!watched.has(table)) return;
+      const plainInsert = /^insert\s+into$/i.test(target.verb ?? '') && !/\bdo\s+update\b/i.test(sql);
+      if (plainInsert && insertsIgnored.has(table)) return;
+    } else if (!names.test(sql)) {
+      // Any other statement (a `WITH`, `REPLACE`, a script) may write any table it names.
+      return;
+    }
     generation += 1;
     writers.add(String(query.__knexUid));
   });

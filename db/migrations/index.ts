@@ -31,6 +31,7 @@ import * as tusSpans from './20261126090000_tus_spans.ts';
 import * as tusS3Spans from './20261126130000_tus_s3_spans.ts';
 import * as refreshRevokedFamilies from './20261126150000_refresh_revoked_families.ts';
 import * as sessionRotationInOneStatement from './20261127010000_session_rotation_in_one_statement.ts';
+import * as sealedAuthorizationCodes from './20261127030000_sealed_authorization_codes.ts';
 
 export interface Migration {
   name: string;
@@ -72,4 +73,5 @@ export const migrations: Migration[] = [
   { name: '20261126130000_tus_s3_spans', ...tusS3Spans },
   { name: '20261126150000_refresh_revoked_families', ...refreshRevokedFamilies },
   { name: '20261127010000_session_rotation_in_one_statement', ...sessionRotationInOneStatement },
+  { name: '20261127030000_sealed_authorization_codes', ...sealedAuthorizationCodes },
 ];

@@ -1,6 +1,5 @@
 import { OIDC_CODE_SECONDS } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import { hashSecret, randomToken } from '../secrets.ts';
 import { ConsentRequired, InvalidRequest, LoginRequired } from './errors.ts';
 import { consentCovers, findConsent, redirectTo, sidOf, signInProof, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
@@ -99,8 +98,9 @@ export async function next(provider: Provider, interaction: Interaction, viewer:
 }
 
 /**
- * Issues the single-use code (stored as a hash, bound to client, redirect URI and challenge,
- * and to the person's `tokenVersion`: a reset or logout-all before it is redeemed voids it).
+ * Issues the single-use code (sealed, not stored: `codes.ts`; bound to client, redirect URI and
+ * challenge, to the consent it was issued under, and to the person's `tokenVersion`: a reset or
+ * logout-all before it is redeemed voids it).
  * A stored interaction is completed first, so a second answer to it (a double submit) fails.
  */
 export async function issueCode(
@@ -114,7 +114,6 @@ export async function issueCode(
   if (stored && !(await provider.repo.completeInteraction(interaction.id, now))) {
     throw new InvalidRequest('This sign-in request was already answered');
   }
-  const code = randomToken();
   const { params } = interaction;
   const sid = sidOf(provider, person.sessionId, params.clientId);
   // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
@@ -126,22 +125,19 @@ export async function issueCode(
       throw error;
     });
   }
-  await provider.repo.insertCode(
-    {
-      codeHash: hashSecret(code),
-      clientId: params.clientId,
-      profileId: person.profileId,
-      redirectUri: params.redirectUri,
-      codeChallenge: params.codeChallenge,
-      scopes: params.scopes,
-      nonce: params.nonce ?? null,
-      authTime,
-      tokenVersion: person.tokenVersion,
-      sid,
-      expiresAt: now + OIDC_CODE_SECONDS * 1000,
-    },
-    now,
-  );
+  const code = provider.codes.seal({
+    clientId: params.clientId,
+    profileId: person.profileId,
+    redirectUri: params.redirectUri,
+    codeChallenge: params.codeChallenge,
+    scopes: params.scopes,
+    nonce: params.nonce ?? null,
+    authTime,
+    tokenVersion: person.tokenVersion,
+    sid,
+    issuedAt: now,
+    expiresAt: now + OIDC_CODE_SECONDS * 1000,
+  });
   // The person is signed in to the application: the sign-in the metrics count as `oidc`.
   provider.metrics.signIn('oidc', 'success');
   return redirectTo(provider, params.redirectUri, { code, state: params.state });

@@ -4,6 +4,7 @@ import { canHoldSession } from '../accounts/session-rule.ts';
 import type { Metrics } from '../metrics/events.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
+import type { CodeSealer } from './codes.ts';
 import type { KeyStore } from './keys.ts';
 import type { LogoutRepository } from './logout-repository.ts';
 import type { OnceInAWhile } from './once-in-a-while.ts';
@@ -25,6 +26,8 @@ export interface Provider {
   sessionClients: OnceInAWhile;
   accounts: AccountsForSignIn;
   keys: KeyStore;
+  /** Seals authorization codes and opens them (`codes.ts`). */
+  codes: CodeSealer;
   /** The client records, each read at most once a second (`KeptClients`). */
   clients: KeptClients;
   /** UserInfo's answers by token hash, each kept for up to a second (`KeptReadings`). */

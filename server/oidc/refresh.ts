@@ -3,7 +3,8 @@ import { hashSecret, randomToken } from '../secrets.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope } from './errors.ts';
 import { consentCovers, findConsent, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
 import type { RefreshRecord } from './refresh-repository.ts';
-import type { ClientRecord, CodeRecord } from './repository.ts';
+import type { CodeRecord } from './codes.ts';
+import type { ClientRecord } from './repository.ts';
 import { idTokenMeanwhile, type TokenAnswer } from './id-token.ts';
 
 // Refresh tokens (RFC 6749 §6, OpenID Connect Core §12), for a client registered for the
@@ -30,7 +31,7 @@ export function familyRecord(provider: Provider, client: ClientRecord, code: Cod
     clientId: client.id,
     profileId: code.profileId,
     scopes: code.scopes,
-    tokenVersion: code.tokenVersion ?? 0,
+    tokenVersion: code.tokenVersion,
     authTime: code.authTime,
     sid: code.sid,
     createdAt: now,

@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
 import { fromJson as json, numberOrNull } from '../../db/json.ts';
 import { exclusively, watchWrites, type WriteWatch } from '../../db/knex.ts';
-import { OIDC_TOKEN_SECONDS, type OidcClient, type OidcScope } from '../../shared/index.ts';
+import type { OidcClient, OidcScope } from '../../shared/index.ts';
 import { LogoutRepository } from './logout-repository.ts';
 import { RefreshRepository } from './refresh-repository.ts';
 import { RegistryRepository } from './registry-repository.ts';
+import type { CodeRecord } from './codes.ts';
 
 /** The authorization request as it arrived, kept while the person signs in and consents. */
 export interface AuthorizationParams {
@@ -28,24 +29,6 @@ export interface Interaction {
   authenticatedAt: number | null;
   expiresAt: number;
   completedAt: number | null;
-}
-
-export interface CodeRecord {
-  codeHash: string;
-  clientId: string;
-  profileId: string;
-  redirectUri: string;
-  /** Null: a confidential client that sent no PKCE challenge (stored as ''). */
-  codeChallenge: string | null;
-  scopes: OidcScope[];
-  nonce: string | null;
-  authTime: number;
-  /** The profile's `tokenVersion` when the code was issued (null: issued before it was kept). */
-  tokenVersion: number | null;
-  /** The browser session it was issued in (the ID token's `sid`; null: none known). */
-  sid: string | null;
-  expiresAt: number;
-  usedAt: number | null;
 }
 
 export interface TokenRecord {
@@ -157,23 +140,6 @@ const clientRow = (client: ClientRecord) => ({
   updated_at: client.updatedAt,
 });
 
-function toCode(row: Record<string, unknown>): CodeRecord {
-  return {
-    codeHash: row.code_hash as string,
-    clientId: row.client_id as string,
-    profileId: row.profile_id as string,
-    redirectUri: row.redirect_uri as string,
-    codeChallenge: row.code_challenge === '' ? null : (row.code_challenge as string),
-    scopes: json<OidcScope[]>(row.scopes),
-    nonce: (row.nonce ?? null) as string | null,
-    authTime: Number(row.auth_time),
-    tokenVersion: numberOrNull(row.token_version),
-    sid: (row.sid ?? null) as string | null,
-    expiresAt: Number(row.expires_at),
-    usedAt: row.used_at === null ? null : Number(row.used_at),
-  };
-}
-
 /** SQL for the sign-in provider. */
 function toToken(row: Record<string, unknown>): TokenRecord {
   return {
@@ -221,10 +187,9 @@ export class OidcRepository {
     return this.#db.transaction((trx) => work(new OidcRepository(trx)));
   }
 
-  /** Deletes what has expired: interactions and access tokens, and codes a token's lifetime after theirs. */
+  /** Deletes what has expired: interactions and access tokens (a code's single use is its token's row: `codes.ts`). */
   async sweep(now: number): Promise<void> {
     await this.#db('oidc_interactions').where('expires_at', '<', now).delete();
-    await this.#db('oidc_codes').where('expires_at', '<', now - OIDC_TOKEN_SECONDS * 1000).delete();
     await this.#db('oidc_tokens').where('expires_at', '<', now).delete();
     await this.registry.sweep(now);
     await this.refreshTokens.sweep(now);
@@ -381,57 +346,21 @@ export class OidcRepository {
 
   // ---- codes and tokens --------------------------------------------------------------------------
 
-  async insertCode(code: Omit<CodeRecord, 'usedAt'>, now: number): Promise<void> {
-    await this.#db('oidc_codes').insert({
-      code_hash: code.codeHash,
-      client_id: code.clientId,
-      profile_id: code.profileId,
-      redirect_uri: code.redirectUri,
-      code_challenge: code.codeChallenge ?? '',
-      scopes: JSON.stringify(code.scopes),
-      nonce: code.nonce,
-      auth_time: code.authTime,
-      token_version: code.tokenVersion,
-      sid: code.sid,
-      created_at: now,
-      expires_at: code.expiresAt,
-    });
-  }
-
   /**
-   * A code with the scopes its person consents to now at its client (null when withdrawn), in
-   * one query: the token endpoint checks both.
+   * Issues the access token of a sealed code (`codes.ts`), in one statement: stored only if the
+   * person's consent to the client is still the one the code was issued under (withdrawing
+   * deletes the row, granting again rewrites its `created_at`), and only once per code (a unique
+   * index on `code_hash`). False when nothing was issued: the code was redeemed before, or its
+   * consent is gone.
    */
-  async findCodeWithConsent(codeHash: string): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null } | null> {
-    const row = await this.#db('oidc_codes')
-      .leftJoin('oidc_consents', (join) => {
-        join.on('oidc_consents.profile_id', '=', 'oidc_codes.profile_id').andOn('oidc_consents.client_id', '=', 'oidc_codes.client_id');
-      })
-      .where('oidc_codes.code_hash', codeHash)
-      .first('oidc_codes.*', 'oidc_consents.scopes as consent_scopes');
-    if (!row) return null;
-    return { code: toCode(row), consentedScopes: row.consent_scopes === null || row.consent_scopes === undefined ? null : json<OidcScope[]>(row.consent_scopes) };
-  }
-
-  /** Uses a code up: one conditional UPDATE that must change exactly one row. */
-  async consumeCode(codeHash: string, now: number): Promise<boolean> {
-    return (await this.#db('oidc_codes').where({ code_hash: codeHash }).whereNull('used_at').update({ used_at: now })) === 1;
-  }
-
-  /**
-   * Issues the access token of a code, in one statement: the token takes the code's client,
-   * person, scopes and `tokenVersion`, and is stored only if the code is not used up (a
-   * withdrawn consent uses its codes up) and has no token yet (one per code: a unique index).
-   * False when nothing was issued: the code was redeemed before, or used up.
-   */
-  async issueTokenOfCode(codeHash: string, tokenHash: string, now: number, expiresAt: number, familyId: string | null = null): Promise<boolean> {
+  async issueTokenOfCode(code: CodeRecord, tokenHash: string, now: number, expiresAt: number, familyId: string | null = null): Promise<boolean> {
     const result: unknown = await this.#db.raw(
       `insert into oidc_tokens (token_hash, code_hash, client_id, profile_id, scopes, token_version, created_at, expires_at, family_id, sid)
-       select cast(? as text), code_hash, client_id, profile_id, scopes, token_version, cast(? as bigint), cast(? as bigint), cast(? as text), sid
-       from oidc_codes where code_hash = ? and used_at is null
+       select cast(? as text), cast(? as text), client_id, profile_id, cast(? as text), cast(? as integer), cast(? as bigint), cast(? as bigint), cast(? as text), cast(? as text)
+       from oidc_consents where profile_id = ? and client_id = ? and created_at <= ?
        on conflict (code_hash) do nothing
        returning token_hash`,
-      [tokenHash, now, expiresAt, familyId, codeHash],
+      [tokenHash, code.codeHash, JSON.stringify(code.scopes), code.tokenVersion, now, expiresAt, familyId, code.sid, code.profileId, code.clientId, code.issuedAt],
     );
     // SQLite's driver answers the rows; PostgreSQL's a result holding them.
     const rows = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
@@ -486,11 +415,11 @@ export class OidcRepository {
 
   /**
    * A person withdrew their consent from a client: every live token of theirs at that client is
-   * revoked and every unused code is used up, so nothing issued before still works.
+   * revoked. Their codes at it need nothing: one is redeemed only under the consent row it was
+   * issued under (`issueTokenOfCode`), which withdrawing deletes.
    */
   async revokeGrants(profileId: string, clientId: string, now: number): Promise<void> {
     await this.#db('oidc_tokens').where({ profile_id: profileId, client_id: clientId }).whereNull('revoked_at').update({ revoked_at: now });
-    await this.#db('oidc_codes').where({ profile_id: profileId, client_id: clientId }).whereNull('used_at').update({ used_at: now });
     await this.#db('oidc_refresh_tokens').where({ profile_id: profileId, client_id: clientId }).whereNull('revoked_at').update({ revoked_at: now });
   }
 

@@ -16,6 +16,7 @@ import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, needsLogin, usable, wantsFreshSecondStep } from './flow.ts';
 import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, interactionCsrfToken } from './interactions.ts';
+import { CodeSealer } from './codes.ts';
 import { KeyStore } from './keys.ts';
 import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
@@ -60,6 +61,7 @@ export class OidcService {
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       pairwiseKey: createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url'),
+      codes: new CodeSealer(deps.csrfKey),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
       // A consent row also goes when its client or its person is deleted (ON DELETE CASCADE), by a

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
-import { OIDC_TOKEN_SECONDS, OidcGrantType, type OidcScope } from '../../shared/index.ts';
+import { OIDC_TOKEN_SECONDS, OidcGrantType } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { authenticateClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
 import { InvalidClient, InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType } from './errors.ts';
 import { idTokenMeanwhile, type TokenAnswer } from './id-token.ts';
 import { familyRecord, refreshGrant } from './refresh.ts';
-import { checkOnce, consentCovers, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
-import type { ClientRecord, CodeRecord, OidcRepository } from './repository.ts';
+import { checkOnce, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
+import { redirectUriHash, type CodeRecord } from './codes.ts';
+import type { ClientRecord, OidcRepository } from './repository.ts';
 
 export type { TokenAnswer } from './id-token.ts';
 
@@ -32,20 +33,18 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
     return refreshed;
   }
   const now = provider.now();
-  const { code, consentedScopes } = await checkCode(provider, client, field('code'), now);
+  const code = checkCode(provider, client, field('code'), now);
   checkVerifier(field('code_verifier'), code.codeChallenge);
   checkRedirectUri(field('redirect_uri'), code);
-  const { profile, claims } = await checkStillHonoured(provider, code, consentedScopes);
+  const { profile, claims } = await checkStillHonoured(provider, code);
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
   const accessToken = randomToken();
-  const sign = () => idTokenMeanwhile(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);
-  // A code read as used is refused below (`consumeCode`): its replays cost no signature.
-  const signing = code.usedAt === null ? sign() : null;
+  const signing = idTokenMeanwhile(provider, client, code, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now);
   const { refreshToken } = await consumeCode(provider, client, code, accessToken, now, offline);
   provider.metrics.oidcTokens(grantType, client.id);
   return {
     access_token: accessToken,
-    id_token: await (signing ?? sign()),
+    id_token: await signing,
     token_type: 'Bearer',
     expires_in: OIDC_TOKEN_SECONDS,
     ...(refreshToken ? { refresh_token: refreshToken } : {}),
@@ -77,12 +76,12 @@ function checkGrantType(client: ClientRecord, grantType: string | undefined): 'a
 }
 
 /**
- * checkCode: the code is known (by its hash), was issued to this client, and has not expired.
- * Read with the scopes its person consents to now, for `checkStillHonoured`.
+ * checkCode: the code opens (`codes.ts`: sealed here, for this client, unaltered) and has not
+ * expired. Whether it was redeemed before is known when its token is stored (`consumeCode`).
  */
-async function checkCode(provider: Provider, client: ClientRecord, code: string | undefined, now: number): Promise<{ code: CodeRecord; consentedScopes: OidcScope[] | null }> {
-  const found = code ? await provider.repo.findCodeWithConsent(hashSecret(code)) : null;
-  if (!found || found.code.clientId !== client.id || found.code.expiresAt <= now) throw invalidCode();
+function checkCode(provider: Provider, client: ClientRecord, code: string | undefined, now: number): CodeRecord {
+  const found = code ? provider.codes.open(code, client.id) : null;
+  if (!found || found.clientId !== client.id || found.expiresAt <= now) throw invalidCode();
   return found;
 }
 
@@ -110,36 +109,35 @@ function checkVerifier(verifier: string | undefined, challenge: string | null): 
 
 /** checkRedirectUri: `redirect_uri` is exactly the one the code was issued for (RFC 6749 §4.1.3). */
 function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): void {
-  if (redirectUri !== code.redirectUri) throw invalidCode();
+  if (redirectUri === undefined || redirectUriHash(redirectUri) !== code.redirectUriHash) throw invalidCode();
 }
 
 /**
  * checkStillHonoured: since the code was issued, its person may have been blocked, deleted or
  * merged, reset their password or signed out everywhere (`stillHolds`: `canHoldSession` with the
- * code's `tokenVersion`; the person as read at most a second ago, `personWithClaims`), or
- * withdrawn their consent to some of its scopes.
+ * code's `tokenVersion`; the person as read at most a second ago, `personWithClaims`). A consent
+ * withdrawn since is found when the token is stored (`consumeCode`), in the same statement.
  */
-async function checkStillHonoured(provider: Provider, code: CodeRecord, consentedScopes: OidcScope[] | null): Promise<{ profile: SignInProfile; claims: PersonClaims }> {
+async function checkStillHonoured(provider: Provider, code: CodeRecord): Promise<{ profile: SignInProfile; claims: PersonClaims }> {
   // The person's standing and the claims the ID token releases, from one reading of the profile.
   const person = await personWithClaims(provider, code.profileId, code.scopes);
   if (!person || !stillHolds(person.profile, code.tokenVersion)) throw invalidCode();
-  if (!consentCovers(consentedScopes, code.scopes)) throw invalidCode();
   return person;
 }
 
 /**
  * consumeCode: issues `accessToken` for the code in one statement, which a second
- * redemption of the same code conflicts with (one token per code), and which a code used up
- * (its consent withdrawn) does not pass. With `offline`, the refresh-token family starts in the
- * same transaction, and so does the client's last use when it is due: a crash leaves the code
+ * redemption of the same code conflicts with (one token per code), and which a code whose
+ * consent was withdrawn since does not pass. With `offline`, the refresh-token family starts in
+ * the same transaction, and so does the client's last use when it is due: a crash leaves the code
  * either redeemed with all of them, or not at all. A code presented twice gets `invalid_grant`,
- * is marked used, and every token issued from it is revoked.
+ * and every token issued from it is revoked.
  */
 async function consumeCode(provider: Provider, client: ClientRecord, code: CodeRecord, accessToken: string, now: number, offline: boolean): Promise<{ refreshToken?: string }> {
   const refresh = offline ? { token: randomToken(), familyId: randomToken() } : null;
   const use = lastUseDue(provider, code.profileId, client.id, now);
   const issue = async (repo: OidcRepository): Promise<boolean> => {
-    if (!(await repo.issueTokenOfCode(code.codeHash, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, refresh?.familyId ?? null))) return false;
+    if (!(await repo.issueTokenOfCode(code, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, refresh?.familyId ?? null))) return false;
     if (refresh) await repo.refreshTokens.insert(familyRecord(provider, client, code, refresh.familyId, hashSecret(refresh.token), now));
     if (use.due) await repo.noteUse(code.profileId, client.id, now);
     return true;
@@ -154,7 +152,6 @@ async function consumeCode(provider: Provider, client: ClientRecord, code: CodeR
   }
   if (!issued) {
     use.undo();
-    await provider.repo.consumeCode(code.codeHash, now);
     await provider.repo.revokeTokensOfCode(code.codeHash, now);
     throw invalidCode();
   }

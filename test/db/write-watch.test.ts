@@ -6,6 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, watchWrites, type Db } from '../../db/knex.ts';
+import { isPostgres } from '../../db/postgres.ts';
 import { dropTestDatabase, openTestDatabase } from '../helpers/database.ts';
 import { tempDir } from '../helpers/server.ts';
 
@@ -84,5 +85,39 @@ describe('watchWrites', () => {
     await db('install_secrets').insert({ name: 'watch-test', value: 'x', created_at: 0 });
     expect(watch.generation()).toBeGreaterThan(beforeSecret);
     await db('install_secrets').where({ name: 'watch-test' }).delete();
+  });
+
+  it('counts a plain insert, update or delete as a write to its own table alone, and anything else to every table it names', async () => {
+    const watch = watchWrites(db, ['install_secrets']);
+    const moves = async (sql: string, bindings: string[] = []) => {
+      const before = watch.generation();
+      await db.raw(sql, bindings);
+      return watch.generation() > before;
+    };
+    // Reads of the watched table inside writes to others: the sign-in's token, stored only under a consent.
+    expect(await moves('insert into rate_limits (key, points, expire) select name, 1, null from install_secrets where name = ?', ['nothing'])).toBe(false);
+    expect(await moves('update rate_limits set points = 2 where key in (select name from install_secrets)')).toBe(false);
+    expect(await moves('delete from rate_limits where key in (select name from install_secrets where name = ?)', ['nothing'])).toBe(false);
+    // Writes to it, however spelled.
+    expect(await moves('insert into "install_secrets" (name, value, created_at) select ?, ?, 0 where 1 = 1', ['watch-five', 'x'])).toBe(true);
+    expect(await moves('update install_secrets set value = ? where name = ?', ['y', 'watch-five'])).toBe(true);
+    expect(await moves('  DELETE  FROM  install_secrets where name = ?', ['watch-five'])).toBe(true);
+    // Anything else that names it, as before: a statement with a WITH may write whatever it names.
+    expect(await moves('with gone as (select name from install_secrets where name = ?) delete from rate_limits where key in (select name from gone)', ['nothing'])).toBe(true);
+  });
+
+  it('ignores plain inserts into an ignored table only: its upserts and replacements count', async () => {
+    const watch = watchWrites(db, ['rate_limits'], { insertsIgnored: ['rate_limits'] });
+    const moves = async (sql: string, bindings: string[] = []) => {
+      const before = watch.generation();
+      await db.raw(sql, bindings);
+      return watch.generation() > before;
+    };
+    expect(await moves('insert into rate_limits (key, points, expire) values (?, 1, null)', ['watch:six'])).toBe(false);
+    expect(await moves('insert into rate_limits (key, points, expire) values (?, 2, null) on conflict (key) do update set points = 2', ['watch:six'])).toBe(true);
+    if (!isPostgres(db)) {
+      expect(await moves('insert or replace into rate_limits (key, points, expire) values (?, 3, null)', ['watch:six'])).toBe(true);
+    }
+    expect(await moves('delete from rate_limits where key = ?', ['watch:six'])).toBe(true);
   });
 });

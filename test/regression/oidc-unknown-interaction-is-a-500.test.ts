@@ -76,8 +76,10 @@ describe('the JSON interaction endpoints', () => {
     const consentPage = await agent.submit(login, { email: owner.email, password: PASSWORD });
     const interactionId = /name="interaction" value="([^"]+)"/.exec(consentPage.html)?.[1] ?? '';
     expect(consentPage.html).toContain('action="/oidc/consent"');
-    const codes = async () => (await server.service.db('oidc_codes').count({ n: '*' }))[0]?.n;
-    const before = await codes();
+    // A code is issued only once its interaction is completed (`issueCode`), and nobody consented.
+    const answered = async () => (await server.service.db('oidc_interactions').where({ id: interactionId }).first('completed_at'))?.completed_at;
+    const consents = async () => (await server.service.db('oidc_consents').count({ n: '*' }))[0]?.n;
+    const before = await consents();
     for (const [path, body] of [
       ['/oidc/authorize/confirm', { interactionId }],
       ['/oidc/authorize/consent', { interactionId, approved: true }],
@@ -86,7 +88,8 @@ describe('the JSON interaction endpoints', () => {
       const res = await api.post(path, body);
       expect(res.body, path).toEqual({ status: 403, name: 'ForbiddenError', message: 'This sign-in request belongs to another person', details: { reqId: expect.any(String) } });
     }
-    expect(await codes()).toBe(before);
+    expect(await answered()).toBeNull();
+    expect(await consents()).toBe(before);
     // The owner can still finish it.
     const done = await agent.submit(consentPage, { decision: 'allow' });
     expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);

@@ -1,0 +1,105 @@
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import type { OidcScope } from '../../shared/index.ts';
+
+// Authorization codes, sealed: a code is its grant, encrypted and authenticated, so the
+// authorization request writes nothing and the token request reads nothing to learn what a code
+// grants (two of a sign-in's three statements; `docs/oidc.md#authorization-codes`).
+//
+// The form is `c1.<id>.<sealed>`, base64url: `id` is 16 random bytes; the grant is AES-256-GCM
+// under a key of its own, HMAC-SHA-256 of the id under the install's code key (derived from the
+// session secret, as every process of an install shares it), with the client's id as associated
+// data, so a code shown to another client does not open. One key per code: no nonce is ever used
+// twice under a key, however many codes an install issues (a random 96-bit nonce under one key
+// would be safe for 2^32 codes only).
+//
+// What storing codes gave, sealing keeps. Single use: a redemption inserts its access token under
+// the code's id (`oidc_tokens.code_hash`, unique), so a second one conflicts, and the tokens of a
+// code presented twice are revoked; a token's row outlives its code (an hour against ten
+// minutes). A withdrawn consent voids the codes issued under it: the token is inserted only if
+// the person's consent row is the one the code was issued under (`created_at` at or before the
+// code's `issuedAt`), which withdrawing deletes and granting again rewrites.
+
+/** What a code grants: its person, client, scopes, sign-in and lifetime. */
+export interface CodeRecord {
+  /** The code's identity for its single use: the SHA-256 (hex) of its id. */
+  codeHash: string;
+  clientId: string;
+  profileId: string;
+  /** SHA-256 (base64url) of the redirect URI it was issued for: the token request must send the same. */
+  redirectUriHash: string;
+  /** Null: a confidential client that sent no PKCE challenge. */
+  codeChallenge: string | null;
+  scopes: OidcScope[];
+  nonce: string | null;
+  authTime: number;
+  /** The profile's `tokenVersion` when the code was issued. */
+  tokenVersion: number;
+  /** The browser session it was issued in (the ID token's `sid`; null: none known). */
+  sid: string | null;
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/** What a code is issued with; its id and hash are made when it is sealed. */
+export type CodeGrant = Omit<CodeRecord, 'codeHash' | 'redirectUriHash'> & { redirectUri: string };
+
+const VERSION = 'c1';
+const ID_BYTES = 16;
+const TAG_BYTES = 16;
+/** One key per code, so a fixed nonce is never used twice under a key. */
+const NONCE = Buffer.alloc(12);
+
+/** SHA-256 of a redirect URI, base64url: what a code holds of it. */
+export function redirectUriHash(redirectUri: string): string {
+  return createHash('sha256').update(redirectUri).digest('base64url');
+}
+
+/** The grant's fields in the sealed JSON, in a fixed order (short: a code travels in a URL). */
+type Wire = [string, string, string, string | null, OidcScope[], string | null, number, number, string | null, number, number];
+
+export class CodeSealer {
+  readonly #key: Buffer;
+
+  /** `secret`: the install's session secret (never the key itself: the key is derived for codes alone). */
+  constructor(secret: string) {
+    this.#key = createHmac('sha256', secret).update('oidc authorization codes, AES-256-GCM').digest();
+  }
+
+  seal(grant: CodeGrant): string {
+    const id = randomBytes(ID_BYTES);
+    const wire: Wire = [grant.clientId, grant.profileId, redirectUriHash(grant.redirectUri), grant.codeChallenge, grant.scopes, grant.nonce, grant.authTime, grant.tokenVersion, grant.sid, grant.issuedAt, grant.expiresAt];
+    const cipher = createCipheriv('aes-256-gcm', this.#keyOf(id), NONCE);
+    cipher.setAAD(Buffer.from(grant.clientId));
+    const body = Buffer.concat([cipher.update(JSON.stringify(wire), 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return `${VERSION}.${id.toString('base64url')}.${body.toString('base64url')}`;
+  }
+
+  /**
+   * The grant of a code `clientId` presents, or null: not a sealed code, sealed under another
+   * key, for another client, or altered. Its expiry is the caller's to check.
+   */
+  open(code: string, clientId: string): CodeRecord | null {
+    const [version, idText, bodyText, extra] = code.split('.');
+    if (version !== VERSION || !idText || !bodyText || extra !== undefined) return null;
+    const id = Buffer.from(idText, 'base64url');
+    const body = Buffer.from(bodyText, 'base64url');
+    if (id.length !== ID_BYTES || body.length <= TAG_BYTES) return null;
+    let wire: Wire;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#keyOf(id), NONCE);
+      decipher.setAAD(Buffer.from(clientId));
+      decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
+      wire = JSON.parse(Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString('utf8')) as Wire;
+    } catch {
+      return null;
+    }
+    const [sealedFor, profileId, uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, issuedAt, expiresAt] = wire;
+    // Every text that opens was sealed here, by `seal`; the id decoded, not the text, names the
+    // code, as base64url text has more than one spelling of the same bytes.
+    return { codeHash: createHash('sha256').update(id).digest('hex'), clientId: sealedFor, profileId, redirectUriHash: uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, issuedAt, expiresAt };
+  }
+
+  #keyOf(id: Buffer): Buffer {
+    return createHmac('sha256', this.#key).update(id).digest();
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Authorization codes are sealed, not stored (`server/oidc/codes.ts`). What a stored code gave
+ * must hold all the same: a code opens only for its client and only as issued, is redeemed once
+ * whatever its spelling, dies with the consent it was issued under, and redeems on any process of
+ * the install. And a sign-in with a session and a consent writes once: the token.
+ */
+import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CodeSealer, type CodeGrant } from '../../server/oidc/codes.ts';
+import { TestClock } from '../helpers/clock.ts';
+import { dropTestDatabase } from '../helpers/database.ts';
+import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+import { authorizationRequest, REDIRECT, relyingParty, UserAgent } from './helpers.ts';
+
+const GRANT: CodeGrant = {
+  clientId: 'app',
+  profileId: '~Ada_Lovelace1',
+  redirectUri: REDIRECT,
+  codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  scopes: ['openid', 'profile'],
+  nonce: 'n-0S6_WzA2Mj',
+  authTime: 1_790_000_000_000,
+  tokenVersion: 3,
+  sid: 'sid-1',
+  issuedAt: 1_790_000_001_000,
+  expiresAt: 1_790_000_601_000,
+};
+
+describe('CodeSealer', () => {
+  const sealer = new CodeSealer('an install secret of at least thirty-two characters');
+
+  it('opens what it sealed, for the client it was sealed for, with its id hashed', () => {
+    const code = sealer.seal(GRANT);
+    expect(code).toMatch(/^c1\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+$/);
+    const { redirectUri, ...rest } = GRANT;
+    expect(sealer.open(code, 'app')).toEqual({
+      ...rest,
+      redirectUriHash: createHash('sha256').update(redirectUri).digest('base64url'),
+      codeHash: createHash('sha256').update(Buffer.from(code.split('.')[1] ?? '', 'base64url')).digest('hex'),
+    });
+    // Every code is new, though the grant is the same.
+    expect(sealer.seal(GRANT)).not.toBe(code);
+    // Nothing of the grant shows through.
+    for (const value of [GRANT.profileId, GRANT.nonce, GRANT.codeChallenge, 'openid']) expect(code).not.toContain(value);
+  });
+
+  it('opens nothing for another client, under another secret, or altered anywhere', () => {
+    const code = sealer.seal(GRANT);
+    expect(sealer.open(code, 'other-app')).toBeNull();
+    expect(new CodeSealer('another install secret of thirty-two characters or more').open(code, 'app')).toBeNull();
+    const flip = (text: string, at: number) => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1);
+    // Every character of the sealed part, and the id's first one.
+    const sealedFrom = code.lastIndexOf('.') + 1;
+    for (let at = sealedFrom; at < code.length - 1; at += 1) expect(sealer.open(flip(code, at), 'app')).toBeNull();
+    expect(sealer.open(flip(code, 3), 'app')).toBeNull();
+  });
+
+  it('opens nothing malformed, and never throws', () => {
+    const code = sealer.seal(GRANT);
+    const [, id, body] = code.split('.');
+    for (const text of ['', 'c1', 'c1.', 'c1..', `c2.${id}.${body}`, `c1.${id}`, `c1.${id}.`, `c1.${id}.${body}.x`, `c1.${id}x.${body}`, `c1.${id}.${body?.slice(0, 20)}`, 'x'.repeat(5000), '\u0000.\u0000.\u0000']) {
+      expect(sealer.open(text, 'app'), text.slice(0, 40)).toBeNull();
+    }
+  });
+});
+
+describe('authorization codes on two processes of one install', () => {
+  const clock = new TestClock();
+  let dir: string;
+  let a: TestServer;
+  let b: TestServer;
+  let person: { id: string; email: string; password: string };
+
+  beforeAll(async () => {
+    dir = await tempDir();
+    a = await startServer({}, dir, { now: clock.now });
+    b = await startServer({}, dir, { now: clock.now });
+    for (const id of ['app', 'other-app']) {
+      await a.service.services.oidc.addClient({ id, name: `App ${id}`, redirectUris: [REDIRECT], scopes: ['openid', 'profile', 'email'] });
+      await a.service.services.oidc.setClientStatus(id, 'approved');
+    }
+    const user = await createActiveUser(a, { fullname: 'Sealed Codes' });
+    person = { ...user, password: PASSWORD };
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    await rm(dir, { recursive: true, force: true });
+    await dropTestDatabase(dir);
+  });
+
+  /** A code from process `at` (signing in and consenting on `agent`'s first visit). */
+  async function codeAt(at: TestServer, agent = new UserAgent(), clientId = 'app') {
+    const request = await authorizationRequest(await relyingParty(at, clientId));
+    const page = await agent.authorize(request.url, person);
+    const code = new URL(page.location ?? 'http://x').searchParams.get('code');
+    expect(code, page.html.slice(0, 300)).toMatch(/^c1\./);
+    return { code: code ?? '', verifier: request.verifier, agent };
+  }
+
+  const redeem = async (at: TestServer, code: string, verifier: string, clientId = 'app') => {
+    const res = await fetch(`${at.url}/oidc/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier }),
+    });
+    return { status: res.status, body: (await res.json()) as { access_token?: string; id_token?: string; error?: string; error_description?: string } };
+  };
+  const refused = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid or expired authorization code' } };
+  const userinfo = async (at: TestServer, token: string | undefined) => (await fetch(`${at.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
+
+  it('a code issued on one process redeems on the other, once', async () => {
+    const { code, verifier } = await codeAt(a);
+    const first = await redeem(b, code, verifier);
+    expect(first.status).toBe(200);
+    expect(first.body.id_token).toBeDefined();
+    expect(await redeem(a, code, verifier)).toEqual(refused);
+    // Presented twice: the token it gave is revoked.
+    expect(await userinfo(b, first.body.access_token)).toBe(401);
+  });
+
+  it('is redeemed once whatever its spelling: base64url text that decodes to the same id is the same code', async () => {
+    const { code, verifier } = await codeAt(a);
+    const [version, id, body] = code.split('.');
+    // 16 bytes are 22 characters of 6 bits: the last one's 4 low bits are not read.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(id?.at(-1) ?? '');
+    const respelled = `${version}.${id?.slice(0, -1)}${alphabet[last ^ 0b0001]}.${body}`;
+    expect(respelled).not.toBe(code);
+    expect(Buffer.from(respelled.split('.')[1] ?? '', 'base64url')).toEqual(Buffer.from(id ?? '', 'base64url'));
+    const first = await redeem(a, code, verifier);
+    expect(first.status).toBe(200);
+    expect(await redeem(a, respelled, verifier)).toEqual(refused);
+    expect(await userinfo(a, first.body.access_token)).toBe(401);
+  });
+
+  it('another client cannot redeem it, nor use it up for the client it was issued to', async () => {
+    const { code, verifier } = await codeAt(a);
+    expect(await redeem(a, code, verifier, 'other-app')).toEqual(refused);
+    const sealed = code.lastIndexOf('.') + 1;
+    const altered = code.slice(0, sealed) + (code[sealed] === 'A' ? 'B' : 'A') + code.slice(sealed + 1);
+    expect(await redeem(a, altered, verifier)).toEqual(refused);
+    expect((await redeem(a, code, verifier)).status).toBe(200);
+  });
+
+  it('dies with the consent it was issued under: withdrawn, or withdrawn and given again', async () => {
+    const agent = new UserAgent();
+    await codeAt(a, agent);
+    const { client: api } = await loggedIn(a, person.email);
+    const { code: kept, verifier } = await codeAt(a, agent);
+    expect((await api.request('DELETE', '/oidc/consents/app')).status).toBe(200);
+    // On the other process at once: the consent's row is read by the token's own insert.
+    expect(await redeem(b, kept, verifier)).toEqual(refused);
+    // Consented again (the consent page once more): the codes of the withdrawn consent stay dead.
+    clock.advance(1);
+    const { code: after, verifier: afterVerifier } = await codeAt(a, agent);
+    expect(await redeem(b, kept, verifier)).toEqual(refused);
+    expect((await redeem(b, after, afterVerifier)).status).toBe(200);
+  });
+
+  it('a sign-in with a session and a consent writes once: the token', async () => {
+    const { agent } = await codeAt(a);
+    // The session's client is recorded on its first code, the client's last use once a minute.
+    const warm = await codeAt(a, agent);
+    expect((await redeem(a, warm.code, warm.verifier)).status).toBe(200);
+    const sent: string[] = [];
+    const listener = (query: { sql: string }) => sent.push(query.sql.replace(/\s+/g, ' ').trim());
+    a.service.db.on('query', listener);
+    try {
+      const { code, verifier } = await codeAt(a, agent);
+      expect((await redeem(a, code, verifier)).status).toBe(200);
+    } finally {
+      a.service.db.off('query', listener);
+    }
+    // Readings kept for a second (the session, the client, the consent, the person) may be read
+    // again on a slow machine; the code itself is neither written nor read.
+    const writes = sent.filter((sql) => /^(insert|update|delete|replace)\b/i.test(sql));
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatch(/^insert into oidc_tokens .* from oidc_consents where/);
+  });
+});
