@@ -16,7 +16,7 @@ export const SWEEP_LEASE_MS = 3 * SWEEP_INTERVAL_MS;
 const LEASE = 'sweeper';
 
 /**
- * The periodic clean-up (abandoned chunked uploads, expired sign-in requests, codes and tokens,
+ * The periodic clean-up (abandoned chunked uploads, expired sign-in requests and tokens,
  * rotated-out refresh tokens past keeping, accounts whose deletion is due
  * (`accounts/account-deletion.ts`), sent and failed mail past keeping (`mail/outbox.ts`),
  * expired rate-limit counters), run by one process of the install at a time. Every process

@@ -1,14 +1,17 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
 
 // Authorization codes, sealed: a code is its grant, encrypted and authenticated, so the
 // authorization request writes nothing and the token request reads nothing to learn what a code
-// grants (two of a sign-in's three statements; `docs/oidc.md#authorization-codes`).
+// grants (two of a sign-in's three statements; `docs/oidc.md`, Codes and access tokens).
 //
 // The form is `c1.<id>.<sealed>`, base64url: `id` is 16 random bytes; the grant is AES-256-GCM
-// under a key of its own, HMAC-SHA-256 of the id under the install's code key (derived from the
-// session secret, as every process of an install shares it), with the client's id as associated
-// data, so a code shown to another client does not open. One key per code: no nonce is ever used
+// under a key of its own, HMAC-SHA-256 of the id under the install's code key (derived with HKDF
+// from the session secret, as every process of an install shares it), with the issuer and the
+// client's id as associated data, so a code shown to another client, or to another install that
+// shares the secret (a staging copy of the database), does not open. Whoever holds the secret
+// could seal codes, as whoever holds the database's signing keys could sign ID tokens: both are
+// in the database unless configured (`docs/operations.md`, Backups). One key per code: no nonce is ever used
 // twice under a key, however many codes an install issues (a random 96-bit nonce under one key
 // would be safe for 2^32 codes only).
 //
@@ -16,8 +19,9 @@ import type { OidcScope } from '../../shared/index.ts';
 // the code's id (`oidc_tokens.code_hash`, unique), so a second one conflicts, and the tokens of a
 // code presented twice are revoked; a token's row outlives its code (an hour against ten
 // minutes). A withdrawn consent voids the codes issued under it: the token is inserted only if
-// the person's consent row is the one the code was issued under (`created_at` at or before the
-// code's `issuedAt`), which withdrawing deletes and granting again rewrites.
+// the person's consent row is the one the code was issued under (its `created_at`, sealed as
+// `consentedAt`), which withdrawing deletes; a consent given again is a new row, and widening one
+// keeps its time.
 
 /** What a code grants: its person, client, scopes, sign-in and lifetime. */
 export interface CodeRecord {
@@ -36,6 +40,8 @@ export interface CodeRecord {
   tokenVersion: number;
   /** The browser session it was issued in (the ID token's `sid`; null: none known). */
   sid: string | null;
+  /** When the consent it was issued under was first given (`oidc_consents.created_at`): the consent that must still be in place. */
+  consentedAt: number;
   issuedAt: number;
   expiresAt: number;
 }
@@ -55,21 +61,23 @@ export function redirectUriHash(redirectUri: string): string {
 }
 
 /** The grant's fields in the sealed JSON, in a fixed order (short: a code travels in a URL). */
-type Wire = [string, string, string, string | null, OidcScope[], string | null, number, number, string | null, number, number];
+type Wire = [string, string, string, string | null, OidcScope[], string | null, number, number, string | null, number, number, number];
 
 export class CodeSealer {
   readonly #key: Buffer;
+  readonly #issuer: string;
 
-  /** `secret`: the install's session secret (never the key itself: the key is derived for codes alone). */
-  constructor(secret: string) {
-    this.#key = createHmac('sha256', secret).update('oidc authorization codes, AES-256-GCM').digest();
+  /** `secret`: the install's session secret (never the key itself: the key is derived for codes alone); `issuer`: the provider's. */
+  constructor(secret: string, issuer: string) {
+    this.#key = Buffer.from(hkdfSync('sha256', secret, 'oidc-codes', 'authorization codes, AES-256-GCM', 32));
+    this.#issuer = issuer;
   }
 
   seal(grant: CodeGrant): string {
     const id = randomBytes(ID_BYTES);
-    const wire: Wire = [grant.clientId, grant.profileId, redirectUriHash(grant.redirectUri), grant.codeChallenge, grant.scopes, grant.nonce, grant.authTime, grant.tokenVersion, grant.sid, grant.issuedAt, grant.expiresAt];
+    const wire: Wire = [grant.clientId, grant.profileId, redirectUriHash(grant.redirectUri), grant.codeChallenge, grant.scopes, grant.nonce, grant.authTime, grant.tokenVersion, grant.sid, grant.consentedAt, grant.issuedAt, grant.expiresAt];
     const cipher = createCipheriv('aes-256-gcm', this.#keyOf(id), NONCE);
-    cipher.setAAD(Buffer.from(grant.clientId));
+    cipher.setAAD(this.#boundTo(grant.clientId));
     const body = Buffer.concat([cipher.update(JSON.stringify(wire), 'utf8'), cipher.final(), cipher.getAuthTag()]);
     return `${VERSION}.${id.toString('base64url')}.${body.toString('base64url')}`;
   }
@@ -87,16 +95,21 @@ export class CodeSealer {
     let wire: Wire;
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.#keyOf(id), NONCE);
-      decipher.setAAD(Buffer.from(clientId));
+      decipher.setAAD(this.#boundTo(clientId));
       decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
       wire = JSON.parse(Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString('utf8')) as Wire;
     } catch {
       return null;
     }
-    const [sealedFor, profileId, uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, issuedAt, expiresAt] = wire;
+    const [sealedFor, profileId, uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt] = wire;
     // Every text that opens was sealed here, by `seal`; the id decoded, not the text, names the
     // code, as base64url text has more than one spelling of the same bytes.
-    return { codeHash: createHash('sha256').update(id).digest('hex'), clientId: sealedFor, profileId, redirectUriHash: uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, issuedAt, expiresAt };
+    return { codeHash: createHash('sha256').update(id).digest('hex'), clientId: sealedFor, profileId, redirectUriHash: uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt };
+  }
+
+  /** The associated data: the issuer and the client, each ended by a newline (neither holds one). */
+  #boundTo(clientId: string): Buffer {
+    return Buffer.from(`${this.#issuer}\n${clientId}\n`);
   }
 
   #keyOf(id: Buffer): Buffer {

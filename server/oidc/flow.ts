@@ -85,8 +85,8 @@ export async function next(provider: Provider, interaction: Interaction, viewer:
     await store?.();
     return { redirect: loginPageUrl(provider, interaction.id) };
   }
-  const covered = consentCovers(await findConsent(provider, viewer.profileId, params.clientId), params.scopes);
-  if (!covered || params.prompt.includes('consent')) {
+  const consent = await findConsent(provider, viewer.profileId, params.clientId);
+  if (!consent || !consentCovers(consent.scopes, params.scopes) || params.prompt.includes('consent')) {
     if (params.prompt.includes('none')) {
       provider.metrics.signIn('oidc', 'failure');
       throw new ConsentRequired('The user has not consented');
@@ -94,20 +94,20 @@ export async function next(provider: Provider, interaction: Interaction, viewer:
     await store?.();
     return { redirect: `${provider.webUrl}/oidc/consent?interaction=${interaction.id}` };
   }
-  return { redirect: await issueCode(provider, interaction, viewer, authTime(interaction, viewer), store === undefined) };
+  return { redirect: await issueCode(provider, interaction, viewer, { authTime: authTime(interaction, viewer), consentedAt: consent.grantedAt }, store === undefined) };
 }
 
 /**
  * Issues the single-use code (sealed, not stored: `codes.ts`; bound to client, redirect URI and
- * challenge, to the consent it was issued under, and to the person's `tokenVersion`: a reset or
- * logout-all before it is redeemed voids it).
+ * challenge, to the consent it was issued under, `consentedAt`, as read when deciding to issue
+ * it, and to the person's `tokenVersion`: a reset or logout-all before it is redeemed voids it).
  * A stored interaction is completed first, so a second answer to it (a double submit) fails.
  */
 export async function issueCode(
   provider: Provider,
   interaction: Interaction,
   person: Pick<Viewer, 'profileId' | 'tokenVersion' | 'sessionId'>,
-  authTime: number,
+  signIn: { authTime: number; consentedAt: number },
   stored = true,
 ): Promise<string> {
   const now = provider.now();
@@ -132,7 +132,8 @@ export async function issueCode(
     codeChallenge: params.codeChallenge,
     scopes: params.scopes,
     nonce: params.nonce ?? null,
-    authTime,
+    authTime: signIn.authTime,
+    consentedAt: signIn.consentedAt,
     tokenVersion: person.tokenVersion,
     sid,
     issuedAt: now,

@@ -92,17 +92,17 @@ export async function consent(provider: Provider, interactionId: string, viewer:
   if (needsLogin(provider, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
   // The scopes given before are read and widened in one transaction: two consents given at once
   // (two tabs, two scopes) both stay, as when given one after the other.
-  const widened = await provider.repo.transaction(async (repo) => {
-    const before = (await repo.findConsent(person.profileId, params.clientId)) ?? [];
+  const { grantedAt, widened } = await provider.repo.transaction(async (repo) => {
+    const before = (await repo.findConsent(person.profileId, params.clientId))?.scopes ?? [];
     const merged = [...new Set([...before, ...params.scopes])];
-    await repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], provider.now());
-    return merged.length > before.length ? merged : null;
+    const grantedAt = await repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], provider.now());
+    return { grantedAt, widened: merged.length > before.length ? merged : null };
   });
   // A consent given, or widened, is in the person's activity log.
   const client = widened ? await provider.clients.find(params.clientId) : null;
   if (widened && client) await provider.accounts.recordApplication(person.profileId, 'app:granted', { clientId: client.id, name: client.name, scopes: widened });
   try {
-    return { redirect: await issueCode(provider, interaction, person, authTime(interaction, person)) };
+    return { redirect: await issueCode(provider, interaction, person, { authTime: authTime(interaction, person), consentedAt: grantedAt }) };
   } catch (error) {
     return redirected(errorOutcome(provider, error, params));
   }

@@ -58,6 +58,6 @@ async function refreshToken(provider: Provider, client: ClientRecord, hash: stri
   if (record.clientId !== client.id || record.revokedAt !== null || record.usedAt !== null || record.expiresAt <= now || record.familyExpiresAt <= now) return INACTIVE;
   const person = await personWithClaims(provider, record.profileId, record.scopes);
   const consented = await provider.repo.findConsent(record.profileId, record.clientId);
-  if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented, record.scopes)) return INACTIVE;
+  if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented?.scopes ?? null, record.scopes)) return INACTIVE;
   return { active: true, token_type: 'refresh_token', scope: record.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, record.profileId), iss: provider.issuer, exp: Math.floor(record.expiresAt / 1000), iat: Math.floor(record.createdAt / 1000) };
 }

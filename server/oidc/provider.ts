@@ -10,7 +10,7 @@ import type { LogoutRepository } from './logout-repository.ts';
 import type { OnceInAWhile } from './once-in-a-while.ts';
 import type { RefreshRepository } from './refresh-repository.ts';
 import type { RegistryRepository } from './registry-repository.ts';
-import type { ClientRecord, OidcRepository } from './repository.ts';
+import type { ClientRecord, ConsentRecord, OidcRepository } from './repository.ts';
 import type { KeptClients } from './kept-clients.ts';
 import type { KeptReadings } from './kept-readings.ts';
 
@@ -33,7 +33,7 @@ export interface Provider {
   /** UserInfo's answers by token hash, each kept for up to a second (`KeptReadings`). */
   userinfoAnswers: KeptReadings<Record<string, unknown>>;
   /** A person's consent to a client (null: none), by `profileId clientId`, kept for up to a second. */
-  consents: KeptReadings<OidcScope[] | null>;
+  consents: KeptReadings<ConsentRecord | null>;
   /** A person's standing and claims (`AccountsForSignIn.profileWithClaims`), by `profileId scopes`, kept for up to a second. */
   people: KeptReadings<{ profile: SignInProfile; claims: PersonClaims } | null>;
   /** How a sign-in was proved (`AccountsForSignIn.signInProof`, for `amr`/`acr`), by `profileId authTime`, kept for up to a second. */
@@ -85,7 +85,7 @@ export function checkOnce(values: Record<string, unknown>, names: readonly strin
 }
 
 /** A person's consent to a client (null: none), read at most once a second (`Provider.consents`). */
-export function findConsent(provider: Pick<Provider, 'repo' | 'consents'>, profileId: string, clientId: string): Promise<OidcScope[] | null> {
+export function findConsent(provider: Pick<Provider, 'repo' | 'consents'>, profileId: string, clientId: string): Promise<ConsentRecord | null> {
   return provider.consents.get(`${profileId} ${clientId}`, async () => ({ value: await provider.repo.findConsent(profileId, clientId) }));
 }
 

@@ -119,7 +119,7 @@ function checkNarrowing(record: RefreshRecord, scope: string | undefined): OidcS
 async function checkStillHonoured(provider: Provider, record: RefreshRecord) {
   const person = await personWithClaims(provider, record.profileId, record.scopes);
   const consented = await findConsent(provider, record.profileId, record.clientId);
-  if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented, record.scopes)) {
+  if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented?.scopes ?? null, record.scopes)) {
     await provider.refreshTokens.revokeFamily(record.familyId, provider.now());
     throw invalidRefresh();
   }

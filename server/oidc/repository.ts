@@ -31,6 +31,12 @@ export interface Interaction {
   completedAt: number | null;
 }
 
+/** A person's consent to a client: the scopes it covers, and when it was first given (widening keeps it). */
+export interface ConsentRecord {
+  scopes: OidcScope[];
+  grantedAt: number;
+}
+
 export interface TokenRecord {
   tokenHash: string;
   codeHash: string;
@@ -300,16 +306,23 @@ export class OidcRepository {
     return (await this.#db('oidc_interactions').where({ id }).whereNull('completed_at').update({ completed_at: now })) === 1;
   }
 
-  async findConsent(profileId: string, clientId: string): Promise<OidcScope[] | null> {
-    const row = await this.#db('oidc_consents').where({ profile_id: profileId, client_id: clientId }).first();
-    return row ? json<OidcScope[]>(row.scopes) : null;
+  async findConsent(profileId: string, clientId: string): Promise<ConsentRecord | null> {
+    const row = await this.#db('oidc_consents').where({ profile_id: profileId, client_id: clientId }).first('scopes', 'created_at');
+    return row ? { scopes: json<OidcScope[]>(row.scopes), grantedAt: Number(row.created_at) } : null;
   }
 
-  async saveConsent(profileId: string, clientId: string, scopes: OidcScope[], now: number): Promise<void> {
-    await this.#db('oidc_consents')
+  /**
+   * Gives or widens a consent (`scopes`: all it covers now). A new consent is given `now`; a
+   * widened one keeps the time it was first given, which names it to the codes issued under it
+   * (`issueTokenOfCode`). Answers that time.
+   */
+  async saveConsent(profileId: string, clientId: string, scopes: OidcScope[], now: number): Promise<number> {
+    const rows: Array<{ created_at: unknown }> = await this.#db('oidc_consents')
       .insert({ profile_id: profileId, client_id: clientId, scopes: JSON.stringify(scopes), created_at: now })
       .onConflict(['profile_id', 'client_id'])
-      .merge({ scopes: JSON.stringify(scopes), created_at: now });
+      .merge({ scopes: JSON.stringify(scopes) })
+      .returning('created_at');
+    return Number(rows[0]?.created_at);
   }
 
   /** A person's consents, with each client's way of authenticating and when its tokens were last issued. */
@@ -348,8 +361,9 @@ export class OidcRepository {
 
   /**
    * Issues the access token of a sealed code (`codes.ts`), in one statement: stored only if the
-   * person's consent to the client is still the one the code was issued under (withdrawing
-   * deletes the row, granting again rewrites its `created_at`), and only once per code (a unique
+   * person's consent to the client is still the one the code was issued under (the row given at
+   * the code's `consentedAt`: withdrawing deletes it, and a consent given again is a new row; a
+   * consent only widens, so it still covers the code's scopes), and only once per code (a unique
    * index on `code_hash`). False when nothing was issued: the code was redeemed before, or its
    * consent is gone.
    */
@@ -357,10 +371,10 @@ export class OidcRepository {
     const result: unknown = await this.#db.raw(
       `insert into oidc_tokens (token_hash, code_hash, client_id, profile_id, scopes, token_version, created_at, expires_at, family_id, sid)
        select cast(? as text), cast(? as text), client_id, profile_id, cast(? as text), cast(? as integer), cast(? as bigint), cast(? as bigint), cast(? as text), cast(? as text)
-       from oidc_consents where profile_id = ? and client_id = ? and created_at <= ?
+       from oidc_consents where profile_id = ? and client_id = ? and created_at = ?
        on conflict (code_hash) do nothing
        returning token_hash`,
-      [tokenHash, code.codeHash, JSON.stringify(code.scopes), code.tokenVersion, now, expiresAt, familyId, code.sid, code.profileId, code.clientId, code.issuedAt],
+      [tokenHash, code.codeHash, JSON.stringify(code.scopes), code.tokenVersion, now, expiresAt, familyId, code.sid, code.profileId, code.clientId, code.consentedAt],
     );
     // SQLite's driver answers the rows; PostgreSQL's a result holding them.
     const rows = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
@@ -427,8 +441,16 @@ export class OidcRepository {
     await this.#db('oidc_tokens').where({ token_hash: tokenHash }).whereNull('revoked_at').update({ revoked_at: now });
   }
 
-  /** Revokes every token issued from a code (the code was presented twice). */
+  /**
+   * Revokes every token issued from a code (the code was presented twice, RFC 6749 §4.1.2): its
+   * access token, and the refresh-token family it started with every access token issued since.
+   */
   async revokeTokensOfCode(codeHash: string, now: number): Promise<void> {
-    await this.#db('oidc_tokens').where({ code_hash: codeHash }).whereNull('revoked_at').update({ revoked_at: now });
+    const families = this.#db('oidc_tokens').where({ code_hash: codeHash }).whereNotNull('family_id').select('family_id');
+    await this.#db('oidc_refresh_tokens').whereIn('family_id', families).whereNull('revoked_at').update({ revoked_at: now });
+    await this.#db('oidc_tokens')
+      .where((tokens) => tokens.where({ code_hash: codeHash }).orWhereIn('family_id', families))
+      .whereNull('revoked_at')
+      .update({ revoked_at: now });
   }
 }

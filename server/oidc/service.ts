@@ -61,7 +61,7 @@ export class OidcService {
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       pairwiseKey: createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url'),
-      codes: new CodeSealer(deps.csrfKey),
+      codes: new CodeSealer(deps.csrfKey, deps.config.baseUrl),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
       // A consent row also goes when its client or its person is deleted (ON DELETE CASCADE), by a
@@ -225,7 +225,7 @@ export class OidcService {
     checkInteractionCsrf(this.#csrfKey, browserSecret, interactionId, token);
   }
 
-  /** Deletes what has expired (interactions, codes, access tokens). */
+  /** Deletes what has expired (interactions, access tokens, refresh tokens and the registry's). */
   sweep(): Promise<void> {
     return this.#provider.repo.sweep(this.#provider.now());
   }

@@ -6,8 +6,9 @@
  * logout of every device, a block or a withdrawn consent holds at once on the process that
  * handled it, and within that second on every other.
  *
- * Two servers on one data folder (one database) stand for two processes; both read one
- * `TestClock`, which the tests move forward instead of sleeping.
+ * Two servers on one data folder (one database) stand for two processes of one install: both
+ * name the first one's address as theirs (the issuer, as behind a load balancer), and both read
+ * one `TestClock`, which the tests move forward instead of sleeping.
  */
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -37,7 +38,7 @@ async function twoServers(clock: TestClock): Promise<[TestServer, TestServer]> {
   const env = { OIDC_KEY_ACTIVATION_SECONDS: '0' };
   const a = await startServer(env, dir, { now: clock.now });
   servers.push(a);
-  const b = await startServer(env, dir, { now: clock.now });
+  const b = await startServer({ ...env, BASE_URL: a.url }, dir, { now: clock.now });
   servers.push(b);
   return [a, b];
 }

@@ -7,7 +7,9 @@
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicClientRecord } from '../../server/oidc/clients.ts';
 import { CodeSealer, type CodeGrant } from '../../server/oidc/codes.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { dropTestDatabase } from '../helpers/database.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
@@ -24,12 +26,14 @@ const GRANT: CodeGrant = {
   authTime: 1_790_000_000_000,
   tokenVersion: 3,
   sid: 'sid-1',
+  consentedAt: 1_789_000_000_000,
   issuedAt: 1_790_000_001_000,
   expiresAt: 1_790_000_601_000,
 };
 
 describe('CodeSealer', () => {
-  const sealer = new CodeSealer('an install secret of at least thirty-two characters');
+  const SECRET = 'an install secret of at least thirty-two characters';
+  const sealer = new CodeSealer(SECRET, 'https://openreview.example.org');
 
   it('opens what it sealed, for the client it was sealed for, with its id hashed', () => {
     const code = sealer.seal(GRANT);
@@ -46,10 +50,13 @@ describe('CodeSealer', () => {
     for (const value of [GRANT.profileId, GRANT.nonce, GRANT.codeChallenge, 'openid']) expect(code).not.toContain(value);
   });
 
-  it('opens nothing for another client, under another secret, or altered anywhere', () => {
+  it('opens nothing for another client, under another secret or issuer, or altered anywhere', () => {
     const code = sealer.seal(GRANT);
     expect(sealer.open(code, 'other-app')).toBeNull();
-    expect(new CodeSealer('another install secret of thirty-two characters or more').open(code, 'app')).toBeNull();
+    expect(new CodeSealer('another install secret of thirty-two characters or more', 'https://openreview.example.org').open(code, 'app')).toBeNull();
+    // A copy of the install (its database, so its secret) under another address: a staging server.
+    expect(new CodeSealer(SECRET, 'https://staging.openreview.example.org').open(code, 'app')).toBeNull();
+    expect(new CodeSealer(SECRET, 'https://openreview.example.org').open(code, 'app')).not.toBeNull();
     const flip = (text: string, at: number) => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1);
     // Every character of the sealed part, and the id's first one.
     const sealedFrom = code.lastIndexOf('.') + 1;
@@ -75,12 +82,15 @@ describe('authorization codes on two processes of one install', () => {
 
   beforeAll(async () => {
     dir = await tempDir();
+    // One install: both name one address as theirs (as behind a load balancer), the issuer.
     a = await startServer({}, dir, { now: clock.now });
-    b = await startServer({}, dir, { now: clock.now });
+    b = await startServer({ BASE_URL: a.url }, dir, { now: clock.now });
     for (const id of ['app', 'other-app']) {
       await a.service.services.oidc.addClient({ id, name: `App ${id}`, redirectUris: [REDIRECT], scopes: ['openid', 'profile', 'email'] });
       await a.service.services.oidc.setClientStatus(id, 'approved');
     }
+    // A public client that may ask for refresh tokens (`offline_access` on the consent page).
+    await new OidcRepository(a.service.db).insertClient({ ...publicClientRecord({ id: 'offline-app', name: 'Offline App', redirectUris: [REDIRECT], scopes: ['openid', 'offline_access'] }, Date.now()), status: 'approved', grantTypes: ['authorization_code', 'refresh_token'] });
     const user = await createActiveUser(a, { fullname: 'Sealed Codes' });
     person = { ...user, password: PASSWORD };
   }, 60_000);
@@ -91,12 +101,18 @@ describe('authorization codes on two processes of one install', () => {
   });
 
   /** A code from process `at` (signing in and consenting on `agent`'s first visit). */
-  async function codeAt(at: TestServer, agent = new UserAgent(), clientId = 'app') {
-    const request = await authorizationRequest(await relyingParty(at, clientId));
-    const page = await agent.authorize(request.url, person);
+  async function codeAt(at: TestServer, agent = new UserAgent(), clientId = 'app', opts: { scope?: string; who?: typeof person } = {}) {
+    const request = await requestAt(at, clientId, opts.scope ? { scope: opts.scope } : {});
+    const page = await agent.authorize(request.url, opts.who ?? person);
     const code = new URL(page.location ?? 'http://x').searchParams.get('code');
     expect(code, page.html.slice(0, 300)).toMatch(/^c1\./);
     return { code: code ?? '', verifier: request.verifier, agent };
+  }
+
+  /** An authorization request sent to process `at` (discovery names the install's address, A's). */
+  async function requestAt(at: TestServer, clientId: string, extra: Record<string, string> = {}) {
+    const request = await authorizationRequest(await relyingParty(a, clientId), extra);
+    return { ...request, url: new URL(`${request.url.pathname}${request.url.search}`, at.url) };
   }
 
   const redeem = async (at: TestServer, code: string, verifier: string, clientId = 'app') => {
@@ -143,6 +159,19 @@ describe('authorization codes on two processes of one install', () => {
     expect((await redeem(a, code, verifier)).status).toBe(200);
   });
 
+  it('presented twice, ends the refresh-token family it started too', async () => {
+    const request = await requestAt(a, 'offline-app', { scope: 'openid offline_access', prompt: 'consent' });
+    const page = await new UserAgent().authorize(request.url, person);
+    const code = new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
+    const first = await redeem(a, code, request.verifier, 'offline-app');
+    const { refresh_token: refreshToken } = first.body as { refresh_token?: string };
+    expect(refreshToken).toEqual(expect.any(String));
+    expect(await redeem(b, code, request.verifier, 'offline-app')).toEqual(refused);
+    const refresh = await fetch(`${a.url}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken ?? '', client_id: 'offline-app' }) });
+    expect(await refresh.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid or expired refresh token' });
+    expect(await userinfo(a, first.body.access_token)).toBe(401);
+  });
+
   it('dies with the consent it was issued under: withdrawn, or withdrawn and given again', async () => {
     const agent = new UserAgent();
     await codeAt(a, agent);
@@ -156,6 +185,37 @@ describe('authorization codes on two processes of one install', () => {
     const { code: after, verifier: afterVerifier } = await codeAt(a, agent);
     expect(await redeem(b, kept, verifier)).toEqual(refused);
     expect((await redeem(b, after, afterVerifier)).status).toBe(200);
+  });
+
+  it('outlives its consent widened: a consent only grows, and keeps the time it was first given', async () => {
+    const user = await createActiveUser(a, { fullname: 'Widening Consent' });
+    const who = { ...user, password: PASSWORD };
+    const agent = new UserAgent();
+    const narrow = await codeAt(a, agent, 'app', { scope: 'openid', who });
+    // Another tab asks for more: the consent page again, and the consent widened.
+    const wide = await codeAt(a, agent, 'app', { scope: 'openid profile email', who });
+    expect((await redeem(b, narrow.code, narrow.verifier)).status).toBe(200);
+    expect((await redeem(b, wide.code, wide.verifier)).status).toBe(200);
+  });
+
+  it('issued from a consent another process withdrew and gave again (narrower) meanwhile, gives no token', async () => {
+    const user = await createActiveUser(a, { fullname: 'Stale Consent' });
+    const who = { ...user, password: PASSWORD };
+    const agent = new UserAgent();
+    expect((await redeem(a, ...(await codeAt(a, agent, 'app', { who }).then((c) => [c.code, c.verifier] as const)))).status).toBe(200);
+    // B reads the consent (and keeps that reading for up to a second).
+    await codeAt(b, agent, 'app', { who });
+    // Another process withdraws it and the person gives a narrower one: writes B does not see.
+    const consents = a.service.db('oidc_consents');
+    await consents.clone().where({ profile_id: user.id, client_id: 'app' }).delete();
+    await consents.clone().insert({ profile_id: user.id, client_id: 'app', scopes: JSON.stringify(['openid']), created_at: clock.now() + 1 });
+    // Within the second B may still issue a code from its old reading; the code must not redeem.
+    // (Past it, B reads the narrower consent and shows the consent page: no code at all.)
+    const request = await requestAt(b, 'app');
+    const page = await agent.go(request.url.toString());
+    const code = page.location ? new URL(page.location).searchParams.get('code') : null;
+    if (code) expect(await redeem(b, code, request.verifier)).toEqual(refused);
+    else expect(page.html).toContain('action="/oidc/consent"');
   });
 
   it('a sign-in with a session and a consent writes once: the token', async () => {
