@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { AppError, type OidcClient, type OidcScope } from '../../shared/index.ts';
+import { AppError, type OidcClient } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
 import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
@@ -92,12 +92,7 @@ export async function consent(provider: Provider, interactionId: string, viewer:
   if (needsLogin(provider, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
   // The scopes given before are read and widened in one transaction: two consents given at once
   // (two tabs, two scopes) both stay, as when given one after the other.
-  const { grantedAt, widened } = await provider.repo.transaction(async (repo) => {
-    const before = (await repo.findConsent(person.profileId, params.clientId))?.scopes ?? [];
-    const merged = [...new Set([...before, ...params.scopes])];
-    const grantedAt = await repo.saveConsent(person.profileId, params.clientId, merged as OidcScope[], provider.now());
-    return { grantedAt, widened: merged.length > before.length ? merged : null };
-  });
+  const { grantedAt, widened } = await provider.repo.transaction((repo) => repo.widenConsent(person.profileId, params.clientId, params.scopes, provider.now()));
   // A consent given, or widened, is in the person's activity log.
   const client = widened ? await provider.clients.find(params.clientId) : null;
   if (widened && client) await provider.accounts.recordApplication(person.profileId, 'app:granted', { clientId: client.id, name: client.name, scopes: widened });

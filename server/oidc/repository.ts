@@ -312,17 +312,24 @@ export class OidcRepository {
   }
 
   /**
-   * Gives or widens a consent (`scopes`: all it covers now). A new consent is given `now`; a
-   * widened one keeps the time it was first given, which names it to the codes issued under it
-   * (`issueTokenOfCode`). Answers that time.
+   * Gives a consent, or widens the one given: it covers `scopes` and every scope it covered
+   * before. A consent is never narrowed (withdrawing deletes it), so the time it was first given
+   * names it to the codes issued under it (`issueTokenOfCode`): a new consent is given `now`, a
+   * widened one keeps its time. Run it in a transaction (the read and the write), as two
+   * consents given at once (two tabs) must both stay. Answers that time, and the scopes it
+   * covers now when they grew (null when it covered them all already).
    */
-  async saveConsent(profileId: string, clientId: string, scopes: OidcScope[], now: number): Promise<number> {
+  async widenConsent(profileId: string, clientId: string, scopes: readonly OidcScope[], now: number): Promise<{ grantedAt: number; widened: OidcScope[] | null }> {
+    const before = (await this.findConsent(profileId, clientId))?.scopes ?? [];
+    const merged = [...new Set([...before, ...scopes])];
     const rows: Array<{ created_at: unknown }> = await this.#db('oidc_consents')
-      .insert({ profile_id: profileId, client_id: clientId, scopes: JSON.stringify(scopes), created_at: now })
+      .insert({ profile_id: profileId, client_id: clientId, scopes: JSON.stringify(merged), created_at: now })
       .onConflict(['profile_id', 'client_id'])
-      .merge({ scopes: JSON.stringify(scopes) })
+      .merge({ scopes: JSON.stringify(merged) })
       .returning('created_at');
-    return Number(rows[0]?.created_at);
+    const grantedAt = Number(rows[0]?.created_at);
+    if (!Number.isFinite(grantedAt)) throw new Error('widenConsent: the consent\'s time did not come back');
+    return { grantedAt, widened: merged.length > before.length ? merged : null };
   }
 
   /** A person's consents, with each client's way of authenticating and when its tokens were last issued. */

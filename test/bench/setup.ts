@@ -84,7 +84,7 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
       await services.oidc.addClient({ id: CLIENT_ID, name: 'Bench App', redirectUris: [REDIRECT_URI], scopes: SCOPES });
       await services.oidc.setClientStatus(CLIENT_ID, 'approved');
       const oidcRepo = new OidcRepository(db);
-      await oidcRepo.saveConsent(signer, CLIENT_ID, SCOPES, Date.now());
+      await oidcRepo.widenConsent(signer, CLIENT_ID, SCOPES, Date.now());
       const oidcRefreshToken = await seedRefreshToken(oidcRepo, signer);
 
       await insertProfiles(db, [
@@ -117,7 +117,7 @@ async function seedRefreshToken(repo: OidcRepository, signer: string): Promise<s
   const now = Date.now();
   const scopes: OidcScope[] = [...SCOPES, 'offline_access'];
   await repo.insertClient({ ...publicClientRecord({ id: OFFLINE_CLIENT_ID, name: 'Bench Offline App', redirectUris: [REDIRECT_URI], scopes }, now), status: 'approved', grantTypes: ['authorization_code', 'refresh_token'] });
-  await repo.saveConsent(signer, OFFLINE_CLIENT_ID, scopes, now);
+  await repo.widenConsent(signer, OFFLINE_CLIENT_ID, scopes, now);
   const token = randomToken();
   const day = 24 * 3600 * 1000;
   await repo.refreshTokens.insert({

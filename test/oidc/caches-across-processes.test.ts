@@ -241,7 +241,7 @@ describe('a sign-in, with two processes on one database', () => {
     const clock = new TestClock();
     const [a, b] = await twoServers(clock);
     const { user, agent, api } = await consented(a, 'consent-app');
-    // A session of the other process's own (a session token names the address it was issued at).
+    // A session of the other process's own.
     const atB = new UserAgent();
     for (const [name, value] of (await loggedIn(b, user.email)).client.jar) atB.jar.set(name, value);
     // Both have read the consent: each answers with a code at once.
@@ -296,7 +296,7 @@ describe('a browser session, with two processes on one database', () => {
     const rp = await relyingParty(a, 'session-app');
     const first = await new UserAgent().authorize((await authorizationRequest(rp, { scope: 'openid' })).url, { email: user.email, password: PASSWORD });
     expect(first.location).toMatch(/code=/);
-    // A session on each process (a session token names the address it was issued at), and more here.
+    // A session on each process, and more here.
     const atA = (await loggedIn(a, user.email)).client;
     const otherAtA = (await loggedIn(a, user.email)).client;
     const alsoAtA = (await loggedIn(a, user.email)).client;
