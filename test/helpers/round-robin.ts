@@ -59,6 +59,11 @@ export async function startRoundRobin(port = 0): Promise<RoundRobin> {
     });
     req.pipe(upstream);
   });
+  // An idle client connection is closed by the client (fetch: after 4 s), never by the
+  // balancer: with Node's default of 5 s, a test process slowed by a loaded machine could send
+  // its next request on a connection the balancer had just closed (ECONNRESET), as a real
+  // balancer set to close first would make clients see.
+  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   balancer.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return balancer;
