@@ -9,10 +9,10 @@ import type { OidcScope } from '../../shared/index.ts';
 // under a key of its own, HMAC-SHA-256 of the id under the install's code key (derived with HKDF
 // from the session secret, as every process of an install shares it), with the issuer and the
 // client's id as associated data, so a code shown to another client, or to another install that
-// shares the secret (a staging copy of the database), does not open. Whoever holds the secret
-// could seal codes, as whoever holds the database's signing keys could sign ID tokens: both are
-// in the database unless configured (`docs/operations.md`, Backups). One key per code: no nonce is ever used
-// twice under a key, however many codes an install issues (a random 96-bit nonce under one key
+// shares the secret (a staging copy of the database), does not open. Whoever holds the secret could
+// seal codes, as whoever holds the database's signing keys could sign ID tokens: both are in the
+// database unless configured (`docs/operations.md`, Backups). One key per code: no nonce is ever
+// used twice under a key, however many codes an install issues (a random 96-bit nonce under one key
 // would be safe for 2^32 codes only).
 //
 // What storing codes gave, sealing keeps. Single use: a redemption inserts its access token under

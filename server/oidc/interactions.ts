@@ -90,9 +90,8 @@ export async function consent(provider: Provider, interactionId: string, viewer:
   }
   const person = usable(viewer);
   if (needsLogin(provider, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
-  // The scopes given before are read and widened in one transaction: two consents given at once
-  // (two tabs, two scopes) both stay, as when given one after the other.
-  const { grantedAt, widened } = await provider.repo.transaction((repo) => repo.widenConsent(person.profileId, params.clientId, params.scopes, provider.now()));
+  // The scopes given before are widened (two consents given at once, in two tabs, both stay).
+  const { grantedAt, widened } = await provider.repo.widenConsent(person.profileId, params.clientId, params.scopes, provider.now());
   // A consent given, or widened, is in the person's activity log.
   const client = widened ? await provider.clients.find(params.clientId) : null;
   if (widened && client) await provider.accounts.recordApplication(person.profileId, 'app:granted', { clientId: client.id, name: client.name, scopes: widened });

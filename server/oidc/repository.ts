@@ -315,11 +315,12 @@ export class OidcRepository {
    * Gives a consent, or widens the one given: it covers `scopes` and every scope it covered
    * before. A consent is never narrowed (withdrawing deletes it), so the time it was first given
    * names it to the codes issued under it (`issueTokenOfCode`): a new consent is given `now`, a
-   * widened one keeps its time. Run it in a transaction (the read and the write), as two
-   * consents given at once (two tabs) must both stay. Answers that time, and the scopes it
-   * covers now when they grew (null when it covered them all already).
+   * widened one keeps its time. The read and the write are one transaction (the caller's, or
+   * one of its own), so two consents given at once (two tabs) both stay. Answers that time, and
+   * the scopes it covers now when they grew (null when it covered them all already).
    */
   async widenConsent(profileId: string, clientId: string, scopes: readonly OidcScope[], now: number): Promise<{ grantedAt: number; widened: OidcScope[] | null }> {
+    if (!this.#db.isTransaction) return this.transaction((repo) => repo.widenConsent(profileId, clientId, scopes, now));
     const before = (await this.findConsent(profileId, clientId))?.scopes ?? [];
     const merged = [...new Set([...before, ...scopes])];
     const rows: Array<{ created_at: unknown }> = await this.#db('oidc_consents')

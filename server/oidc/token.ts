@@ -81,7 +81,7 @@ function checkGrantType(client: ClientRecord, grantType: string | undefined): 'a
  */
 function checkCode(provider: Provider, client: ClientRecord, code: string | undefined, now: number): CodeRecord {
   const found = code ? provider.codes.open(code, client.id) : null;
-  if (!found || found.clientId !== client.id || !(found.expiresAt > now)) throw invalidCode();
+  if (!found || !(found.expiresAt > now)) throw invalidCode();
   return found;
 }
 

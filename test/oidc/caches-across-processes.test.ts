@@ -19,7 +19,7 @@ import { dropTestDatabase } from '../helpers/database.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import type { Client } from '../helpers/http.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
-import { authorizationRequest, REDIRECT, registerClient, relyingParty, UserAgent } from './helpers.ts';
+import { authorizationRequest, REDIRECT, redeemCode, registerClient, relyingParty, UserAgent } from './helpers.ts';
 
 /** Two servers and a full sign-in through the provider per step: slow on a loaded machine. */
 const LONG = { timeout: 60_000 };
@@ -216,13 +216,7 @@ describe('a sign-in, with two processes on one database', () => {
     const code = page.location ? new URL(page.location).searchParams.get('code') : null;
     return code ? { code, verifier } : null;
   }
-  const redeemAt = async (server: TestServer, clientId: string, c: { code: string; verifier: string }) => {
-    const res = await fetch(`${server.url}/oidc/token`, {
-      method: 'POST',
-      body: new URLSearchParams({ grant_type: 'authorization_code', code: c.code, redirect_uri: REDIRECT, client_id: clientId, code_verifier: c.verifier }),
-    });
-    return { status: res.status, body: (await res.json()) as { error?: string } };
-  };
+  const redeemAt = (server: TestServer, clientId: string, c: { code: string; verifier: string }) => redeemCode(server, clientId, c.code, c.verifier);
 
   /** A person who signed in to `clientId` on `a` through the pages (consent given), with their browser and API client. */
   async function consented(a: TestServer, clientId: string) {

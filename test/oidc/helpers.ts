@@ -49,6 +49,15 @@ export async function registerByHttp(server: TestServer, token: string | undefin
   return { status: res.status, headers: res.headers, body: (await res.json().catch(() => null)) as Record<string, unknown> & { client_id: string; client_secret?: string; registration_access_token: string; registration_client_uri: string } };
 }
 
+/** `POST /oidc/token` at `server` redeeming a code of a public client (`REDIRECT`, PKCE): the status and the JSON answer. */
+export async function redeemCode(server: { url: string }, clientId: string, code: string, verifier: string) {
+  const res = await fetch(`${server.url}/oidc/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier }),
+  });
+  return { status: res.status, body: (await res.json()) as { access_token?: string; id_token?: string; refresh_token?: string; error?: string; error_description?: string } };
+}
+
 /** The relying party: openid-client with discovery, signature checks on, plain http allowed for the test. */
 export async function relyingParty(server: TestServer, clientId: string): Promise<client.Configuration> {
   const config = await client.discovery(new URL(server.url), clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });

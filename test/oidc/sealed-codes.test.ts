@@ -14,7 +14,7 @@ import { TestClock } from '../helpers/clock.ts';
 import { dropTestDatabase } from '../helpers/database.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
-import { authorizationRequest, REDIRECT, relyingParty, UserAgent } from './helpers.ts';
+import { authorizationRequest, REDIRECT, redeemCode, relyingParty, UserAgent } from './helpers.ts';
 
 const GRANT: CodeGrant = {
   clientId: 'app',
@@ -115,13 +115,7 @@ describe('authorization codes on two processes of one install', () => {
     return { ...request, url: new URL(`${request.url.pathname}${request.url.search}`, at.url) };
   }
 
-  const redeem = async (at: TestServer, code: string, verifier: string, clientId = 'app') => {
-    const res = await fetch(`${at.url}/oidc/token`, {
-      method: 'POST',
-      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier }),
-    });
-    return { status: res.status, body: (await res.json()) as { access_token?: string; id_token?: string; error?: string; error_description?: string } };
-  };
+  const redeem = (at: TestServer, code: string, verifier: string, clientId = 'app') => redeemCode(at, clientId, code, verifier);
   const refused = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid or expired authorization code' } };
   const userinfo = async (at: TestServer, token: string | undefined) => (await fetch(`${at.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
 
@@ -202,9 +196,9 @@ describe('authorization codes on two processes of one install', () => {
     const repo = new OidcRepository(a.service.db);
     const user = await createActiveUser(a, { fullname: 'Consent Versions' });
     const now = clock.now();
-    const given = await repo.transaction((r) => r.widenConsent(user.id, 'app', ['openid'], now));
+    const given = await repo.widenConsent(user.id, 'app', ['openid'], now);
     expect(given).toEqual({ grantedAt: now, widened: ['openid'] });
-    const widened = await repo.transaction((r) => r.widenConsent(user.id, 'app', ['profile'], now + 5));
+    const widened = await repo.widenConsent(user.id, 'app', ['profile'], now + 5);
     expect(widened).toEqual({ grantedAt: now, widened: ['openid', 'profile'] });
     // Asking for less narrows nothing.
     expect(await repo.transaction((r) => r.widenConsent(user.id, 'app', ['openid'], now + 6))).toEqual({ grantedAt: now, widened: null });
@@ -220,7 +214,7 @@ describe('authorization codes on two processes of one install', () => {
     expect(await issue(underFirst)).toBe(false);
     // Withdrawn and given again: a new consent, a new time; codes of the first give nothing.
     expect(await repo.deleteConsent(user.id, 'app')).toBe(true);
-    const again = await repo.transaction((r) => r.widenConsent(user.id, 'app', ['openid', 'profile'], now + 10));
+    const again = await repo.widenConsent(user.id, 'app', ['openid', 'profile'], now + 10);
     expect(again.grantedAt).toBe(now + 10);
     expect(await issue(code(now))).toBe(false);
     expect(await issue(code(now + 10))).toBe(true);
