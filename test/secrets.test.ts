@@ -1,5 +1,6 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { bearerToken, hashSecret, randomToken, safeEqual } from '../server/secrets.ts';
+import { bearerToken, freshBytes, hashSecret, randomToken, safeEqual, secretKey } from '../server/secrets.ts';
 
 describe('comparing secrets', () => {
   it('equal values are equal, as text or bytes', () => {
@@ -37,5 +38,39 @@ describe('stored secrets', () => {
     const token = randomToken();
     expect(token).toMatch(/^[\w-]{43}$/);
     expect(randomToken()).not.toBe(token);
+  });
+});
+
+describe('random bytes from the pool', () => {
+  it('are never given out twice, across refills of the pool', () => {
+    const seen = new Set<string>();
+    // 16-byte draws over three 4 KiB refills, with odd sizes between them so draws straddle a refill.
+    for (let i = 0; i < 800; i++) {
+      const bytes = freshBytes(i % 7 === 0 ? 23 : 16);
+      expect(bytes.length).toBe(i % 7 === 0 ? 23 : 16);
+      seen.add(bytes.toString('hex'));
+    }
+    expect(seen.size).toBe(800);
+  });
+
+  it('are copies: what a caller does with them leaves the next draw alone', () => {
+    const first = freshBytes(32);
+    const copy = Buffer.from(first);
+    first.fill(0);
+    const second = freshBytes(32);
+    expect(second.equals(Buffer.alloc(32))).toBe(false);
+    expect(second.equals(copy)).toBe(false);
+  });
+
+  it('larger draws come from the generator directly', () => {
+    expect(freshBytes(1000).length).toBe(1000);
+  });
+});
+
+describe('keys made once', () => {
+  it('give the MACs their text or bytes gave, so stored MACs and derived subjects stay the same', () => {
+    for (const key of ['install secret:codes', 'ké ✓', Buffer.from([0, 1, 2, 255])]) {
+      expect(createHmac('sha256', secretKey(key)).update('message').digest('hex')).toBe(createHmac('sha256', key).update('message').digest('hex'));
+    }
   });
 });

@@ -1,5 +1,5 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { safeEqual } from '../secrets.ts';
+import { createHash, createHmac, type KeyObject } from 'node:crypto';
+import { freshBytes, safeEqual, secretKey } from '../secrets.ts';
 
 /**
  * Device cookies, as OWASP's authentication guidance advises against account lockout used as a
@@ -23,15 +23,15 @@ const ENTRIES = 5;
 const ENTRY = /^[\w-]{16}\.[\w-]{22}\.[\w-]{43}$/;
 
 export class DeviceCookies {
-  readonly #key: string;
+  readonly #key: KeyObject;
 
   constructor(secret: string) {
-    this.#key = `${secret}:device-cookies`;
+    this.#key = secretKey(`${secret}:device-cookies`);
   }
 
   /** A new entry for a browser that has just signed in to `profileId`. */
   issue(profileId: string): string {
-    const nonce = randomBytes(16).toString('base64url');
+    const nonce = freshBytes(16).toString('base64url');
     return `${tagOf(profileId)}.${nonce}.${this.#mac(profileId, nonce)}`;
   }
 

@@ -1,7 +1,7 @@
-import { createHmac, randomInt } from 'node:crypto';
+import { createHmac, randomInt, type KeyObject } from 'node:crypto';
 import { AppError } from '../../shared/errors.ts';
 import type { AccountsRepository, TokenKind, TokenRecord } from './repository.ts';
-import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
+import { hashSecret, randomToken, safeEqual, secretKey } from '../secrets.ts';
 
 /** After this many wrong 6-digit codes a token is void. */
 export const MAX_CODE_ATTEMPTS = 5;
@@ -19,10 +19,10 @@ export interface IssuedToken {
  * expiring. Issuing one voids the older ones of its kind.
  */
 export class OneTimeTokens {
-  readonly #codeKey: string;
+  readonly #codeKey: KeyObject;
 
   constructor(codeKey: string) {
-    this.#codeKey = codeKey;
+    this.#codeKey = secretKey(codeKey);
   }
 
   async issue(

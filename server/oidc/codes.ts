@@ -1,5 +1,6 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
+import { freshBytes, secretKey } from '../secrets.ts';
 
 // Authorization codes, sealed: a code is its grant, encrypted and authenticated, so the
 // authorization request writes nothing and the token request reads nothing to learn what a code
@@ -64,17 +65,17 @@ export function redirectUriHash(redirectUri: string): string {
 type Wire = [string, string, string, string | null, OidcScope[], string | null, number, number, string | null, number, number, number];
 
 export class CodeSealer {
-  readonly #key: Buffer;
+  readonly #key: KeyObject;
   readonly #issuer: string;
 
   /** `secret`: the install's session secret (never the key itself: the key is derived for codes alone); `issuer`: the provider's. */
   constructor(secret: string, issuer: string) {
-    this.#key = Buffer.from(hkdfSync('sha256', secret, 'oidc-codes', 'authorization codes, AES-256-GCM', 32));
+    this.#key = secretKey(Buffer.from(hkdfSync('sha256', secret, 'oidc-codes', 'authorization codes, AES-256-GCM', 32)));
     this.#issuer = issuer;
   }
 
   seal(grant: CodeGrant): string {
-    const id = randomBytes(ID_BYTES);
+    const id = freshBytes(ID_BYTES);
     const wire: Wire = [grant.clientId, grant.profileId, redirectUriHash(grant.redirectUri), grant.codeChallenge, grant.scopes, grant.nonce, grant.authTime, grant.tokenVersion, grant.sid, grant.consentedAt, grant.issuedAt, grant.expiresAt];
     const cipher = createCipheriv('aes-256-gcm', this.#keyOf(id), NONCE);
     cipher.setAAD(this.#boundTo(grant.clientId));
@@ -112,7 +113,7 @@ export class CodeSealer {
     return Buffer.from(`${this.#issuer}\n${clientId}\n`);
   }
 
-  #keyOf(id: Buffer): Buffer {
-    return createHmac('sha256', this.#key).update(id).digest();
+  #keyOf(id: Buffer): KeyObject {
+    return createSecretKey(createHmac('sha256', this.#key).update(id).digest());
   }
 }

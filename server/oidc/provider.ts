@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, type KeyObject } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
 import { canHoldSession } from '../accounts/session-rule.ts';
 import type { Metrics } from '../metrics/events.ts';
@@ -41,8 +41,8 @@ export interface Provider {
   /** A refresh-token family's lifetimes when its client sets none: at most, and unused. */
   refreshAbsoluteSeconds: number;
   refreshIdleSeconds: number;
-  /** The key a pairwise `sub` is derived with (`subjectOf`): the install's, never shown. */
-  pairwiseKey: string;
+  /** The key a pairwise `sub` and a `sid` are derived with (`subjectOf`, `sidOf`): the install's, never shown. */
+  pairwiseKey: KeyObject;
   /** What the provider counts (`metrics/events.ts`): sign-ins to applications, tokens issued. */
   metrics: Pick<Metrics, 'signIn' | 'oidcTokens'>;
   /** The provider's issuer: the service's base URL. */

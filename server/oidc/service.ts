@@ -25,6 +25,7 @@ import { token, type TokenAnswer } from './token.ts';
 import { userinfo, USERINFO_TABLES } from './userinfo.ts';
 import { KeptClients } from './kept-clients.ts';
 import { KeptReadings } from './kept-readings.ts';
+import { secretKey } from '../secrets.ts';
 
 export type { Outcome } from './provider.ts';
 
@@ -60,7 +61,7 @@ export class OidcService {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
-      pairwiseKey: createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url'),
+      pairwiseKey: secretKey(createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url')),
       codes: new CodeSealer(deps.csrfKey, deps.config.baseUrl),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),

@@ -1,4 +1,5 @@
-import { createHmac, randomInt } from 'node:crypto';
+import { createHmac, randomInt, type KeyObject } from 'node:crypto';
+import { secretKey } from '../../secrets.ts';
 
 /** Letters and digits that cannot be mistaken for each other (no 0/O, 1/I/L), 31 of them. */
 const RECOVERY_ALPHABET = '23456789ABCDEFGHJKMNPQRSTUVWXYZ';
@@ -10,10 +11,10 @@ export const RECOVERY_CODE_COUNT = 10;
  * copied table not to give them away.
  */
 export class CodeHasher {
-  readonly #key: string;
+  readonly #key: KeyObject;
 
   constructor(key: string) {
-    this.#key = key;
+    this.#key = secretKey(key);
   }
 
   hash(purpose: 'email' | 'recovery', owner: string, code: string): string {
