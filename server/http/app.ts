@@ -250,7 +250,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   mountRoutes(app, routes, mounting);
   app.use(errorHandler);
 
-  // The GETs of literal paths skip the router's walk through the table (`directDispatch`); every
+  // Requests to literal paths skip the router's walk through the table (`directDispatch`); every
   // other request is Express's.
   const direct = directDispatch(app, routes, { ...mounting, before, onError: errorHandler });
   // Express's app function calls `app.handle` (not public in its types) for every request.

@@ -175,6 +175,9 @@ function runSteps(steps: readonly Step[], req: Request, res: Response, done: (er
   next();
 }
 
+/** The methods `directDispatch` takes: those Express's router matches to their own routes only. */
+const DIRECT_METHODS = new Set<Route['method']>(['get', 'post', 'put', 'patch', 'delete']);
+
 /** The pieces of an Express app a direct dispatch borrows: its request and response prototypes. */
 interface ExpressPrototypes {
   request: object;
@@ -182,16 +185,18 @@ interface ExpressPrototypes {
 }
 
 /**
- * The GETs of literal paths (discovery, the JWKS, userinfo, the authorization request, the
- * parameterless reads), dispatched without Express's router: a request to exactly such a path
- * goes through the same app-wide middleware (`before`: the log line, request id, helmet's
- * headers, cookies, the method-override refusal) and the same route middleware and handler as
- * the router would give it, in the same order, but without trying every earlier layer of the
- * table on the way (about a hundred path matches, each with its bookkeeping). Anything else
- * (another method, HEAD, a path in another letter case or with a trailing slash, a path under a
- * route that takes every method, such as `/trpc`) answers false and goes to Express as before.
- * A failure reaches `onError` as it would reach the app's error handler; a request the stack lets
- * through unanswered (none does) reaches `notFound`.
+ * The requests to literal paths (discovery, the JWKS, userinfo, the authorization and token
+ * requests, the session's refresh, the parameterless reads and writes), dispatched without
+ * Express's router: a GET, POST, PUT, PATCH or DELETE of exactly a path the table has with that
+ * method goes through the same app-wide middleware (`before`: the log line, request id, helmet's
+ * headers, cookies, the method-override refusal) and the same route middleware and handler as the
+ * router would give it, in the same order, but without trying every earlier layer of the table on
+ * the way (up to a few hundred path matches, each with its bookkeeping). Anything else (HEAD and
+ * OPTIONS, which Express answers from other methods' routes; a method the path does not have; a
+ * path in another letter case or with a trailing slash; a path under a route that takes every
+ * method, such as `/trpc`) answers false and goes to Express as before. A failure reaches
+ * `onError` as it would reach the app's error handler; a request the stack lets through
+ * unanswered (none does) reaches `notFound`.
  */
 export function directDispatch(
   app: ExpressPrototypes,
@@ -201,15 +206,14 @@ export function directDispatch(
   const under = table.filter((route) => route.method === 'any').map((route) => route.path);
   const direct = new Map<string, Step[]>();
   for (const route of byPrecedence(table)) {
-    if (route.method !== 'get' || /[:*]/.test(route.path)) continue;
+    if (!DIRECT_METHODS.has(route.method) || /[:*]/.test(route.path)) continue;
     if (under.some((prefix) => route.path === prefix || route.path.startsWith(`${prefix}/`))) continue;
-    direct.set(route.path, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
+    direct.set(`${route.method.toUpperCase()} ${route.path}`, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
   }
   return (req, res) => {
-    if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     const cut = url.indexOf('?');
-    const steps = direct.get(cut < 0 ? url : url.slice(0, cut));
+    const steps = direct.get(`${req.method ?? ''} ${cut < 0 ? url : url.slice(0, cut)}`);
     if (!steps) return false;
     // What Express's `app.handle` sets up before its router runs.
     req.res = res;

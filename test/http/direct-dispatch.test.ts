@@ -1,7 +1,8 @@
 /**
- * The GETs of literal paths are dispatched without Express's router (`directDispatch` in
- * mount.ts, issue 16): the same request to the same route with a trailing slash still goes
- * through the router. Both must answer alike: the same status, headers and body, and a log line.
+ * The requests to literal paths are dispatched without Express's router (`directDispatch` in
+ * mount.ts, issue 16; GETs first, the other methods since issue 30): the same request to the same
+ * route with a trailing slash still goes through the router. Both must answer alike: the same
+ * status, headers and body, and a log line.
  */
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,8 +27,8 @@ afterAll(async () => {
 /** What may differ between two answers to the same request: the time and the request id (and an error body's ETag, as the body holds the id). */
 const VARYING = new Set(['date', 'x-request-id']);
 
-async function answer(path: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
+async function answer(path: string, headers: Record<string, string> = {}, init: { method?: string; body?: string } = {}) {
+  const res = await fetch(`${server.url}${path}`, { ...init, headers, redirect: 'manual' });
   const body = await res.text();
   const id = res.headers.get('x-request-id');
   const kept = [...res.headers].filter(([name]) => !VARYING.has(name) && !(name === 'etag' && id && body.includes(id)));
@@ -83,8 +84,31 @@ describe('a GET of a literal path', () => {
   });
 });
 
+describe('a POST, PUT or DELETE of a literal path', () => {
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const json = { 'content-type': 'application/json' };
+  it.each([
+    ['POST', '/oidc/token', form, 'grant_type=authorization_code&code=c1.nothing.here&client_id=nobody'],
+    ['POST', '/oidc/token', form, 'grant_type=refresh_token'],
+    ['POST', '/oidc/token', json, '{}'],
+    ['POST', '/oidc/introspect', form, 'token=abc'],
+    ['POST', '/refreshToken', {}, ''],
+    ['POST', '/login', json, '{not json'],
+    ['POST', '/user/confirm', json, '{}'],
+    ['PUT', '/mfa/preferred', json, '{"method":"totp"}'],
+    ['PUT', '/attachment', {}, ''],
+    ['DELETE', '/notes', {}, ''],
+  ] as Array<[string, string, Record<string, string>, string]>)('%s %s answers as it does through the router', async (method, path, headers, body) => {
+    const direct = await answer(path, headers, { method, body });
+    const routed = await answer(`${path}/`, headers, { method, body });
+    expect(direct.status).toBe(routed.status);
+    expect(direct.headers).toEqual(routed.headers);
+    expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
+  });
+});
+
 describe('directDispatch', () => {
-  it('takes exactly the GETs of the literal paths no route taking every method covers, and runs their stack in order', async () => {
+  it('takes exactly the requests to literal paths, by the methods the table has for them, that no route taking every method covers, and runs their stack in order', async () => {
     const app = express();
     const seen: string[] = [];
     const step =
@@ -106,16 +130,21 @@ describe('directDispatch', () => {
       const taken = direct({ method, url, headers: {} } as unknown as Request, res);
       return { taken, ended };
     };
-    for (const route of routes.filter((r) => r.method === 'get' && !/[:*]/.test(r.path))) {
+    const literal = routes.filter((r) => ['get', 'post', 'put', 'patch', 'delete'].includes(r.method) && !/[:*]/.test(r.path) && r.path !== '/trpc' && !r.path.startsWith('/trpc/'));
+    expect(literal.filter((r) => r.method === 'post').length).toBeGreaterThan(10);
+    for (const route of literal) {
       seen.length = 0;
-      const { taken, ended } = request('GET', `${route.path}?a=1`);
-      expect(taken, route.path).toBe(true);
-      expect(ended).toEqual([`get ${route.path}`]);
+      const { taken, ended } = request(route.method.toUpperCase(), `${route.path}?a=1`);
+      expect(taken, `${route.method} ${route.path}`).toBe(true);
+      expect(ended).toEqual([`${route.method} ${route.path}`]);
       expect(seen).toEqual(['before', 'middleware']);
     }
     for (const [method, url] of [
       ['HEAD', '/oidc/jwks'],
-      ['POST', '/oidc/token'],
+      ['OPTIONS', '/oidc/token'],
+      ['GET', '/oidc/token'],
+      ['PATCH', '/oidc/token'],
+      ['POST', '/oidc/jwks'],
       ['GET', '/oidc/jwks/'],
       ['GET', '/OIDC/jwks'],
       ['GET', '/pdf/abc'],
