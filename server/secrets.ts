@@ -1,11 +1,12 @@
-import { createCipheriv, createDecipheriv, createHash, createSecretKey, hkdfSync, randomBytes, randomFillSync, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, hash, hkdfSync, randomBytes, randomFillSync, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /**
  * How secrets this service makes (refresh tokens, one-time tokens, sign-in codes and access
  * tokens) are stored: their SHA-256, hex. They are random, so no salt or stretching is needed.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  // The one-shot `hash` (Node ≥ 21.7): a third of `createHash`'s time for a token's few bytes.
+  return hash('sha256', secret, 'hex');
 }
 
 /** A fresh random secret (256 bits), base64url. */

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
 import { freshBytes, secretKey } from '../secrets.ts';
 
@@ -58,7 +58,7 @@ const NONCE = Buffer.alloc(12);
 
 /** SHA-256 of a redirect URI, base64url: what a code holds of it. */
 export function redirectUriHash(redirectUri: string): string {
-  return createHash('sha256').update(redirectUri).digest('base64url');
+  return hash('sha256', redirectUri, 'base64url');
 }
 
 /** The grant's fields in the sealed JSON, in a fixed order (short: a code travels in a URL). */
@@ -105,7 +105,7 @@ export class CodeSealer {
     const [sealedFor, profileId, uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt] = wire;
     // Every text that opens was sealed here, by `seal`; the id decoded, not the text, names the
     // code, as base64url text has more than one spelling of the same bytes.
-    return { codeHash: createHash('sha256').update(id).digest('hex'), clientId: sealedFor, profileId, redirectUriHash: uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt };
+    return { codeHash: hash('sha256', id, 'hex'), clientId: sealedFor, profileId, redirectUriHash: uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt };
   }
 
   /** The associated data: the issuer and the client, each ended by a newline (neither holds one). */

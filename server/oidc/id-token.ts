@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
 import type { PersonClaims } from './accounts-for-sign-in.ts';
@@ -63,5 +63,5 @@ export function idTokenMeanwhile(...args: Parameters<typeof idToken>): Promise<s
 
 /** `at_hash` (OpenID Connect Core §3.1.3.6): the left half of the access token's SHA-256, base64url. */
 function atHash(accessToken: string): string {
-  return createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
+  return hash('sha256', accessToken, 'buffer').subarray(0, 16).toString('base64url');
 }

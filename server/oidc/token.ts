@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { OIDC_TOKEN_SECONDS, OidcGrantType } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
@@ -103,7 +103,7 @@ function checkVerifier(verifier: string | undefined, challenge: string | null): 
   if (!CODE_VERIFIER.test(verifier)) {
     throw new InvalidRequest('code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, -, ., _ and ~');
   }
-  const computed = createHash('sha256').update(verifier).digest('base64url');
+  const computed = hash('sha256', verifier, 'base64url');
   if (!safeEqual(computed, challenge)) throw new InvalidGrant('Invalid code_verifier');
 }
 
