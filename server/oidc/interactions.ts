@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, type KeyObject } from 'node:crypto';
 import { AppError, type OidcClient } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
@@ -109,12 +109,12 @@ function redirected(outcome: Outcome): { redirect: string } {
 }
 
 /** A CSRF token for a page's form, bound to the browser (its cookie) and to the interaction. */
-export function interactionCsrfToken(csrfKey: string, browserSecret: string, interactionId: string): string {
+export function interactionCsrfToken(csrfKey: KeyObject, browserSecret: string, interactionId: string): string {
   return createHmac('sha256', csrfKey).update(`${browserSecret}:${interactionId}`).digest('base64url');
 }
 
 /** checkInteractionCsrf: the form's token is the one made for this browser and this interaction. */
-export function checkInteractionCsrf(csrfKey: string, browserSecret: string | undefined, interactionId: string, token: string | undefined): void {
+export function checkInteractionCsrf(csrfKey: KeyObject, browserSecret: string | undefined, interactionId: string, token: string | undefined): void {
   if (!browserSecret || !safeEqual(interactionCsrfToken(csrfKey, browserSecret, interactionId), token ?? '')) {
     throw new AppError('ForbiddenError', 'The form has expired. Please go back and try again.');
   }

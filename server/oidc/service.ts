@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, type KeyObject } from 'node:crypto';
 import type { OidcClient, OidcClientInput, RegisterApplicationInput, RegisteredApplication, ResourceServerInput } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
@@ -52,7 +52,7 @@ export class OidcService {
    */
   readonly sessions: KeptReadings<Viewer | null>;
   readonly #provider: Provider;
-  readonly #csrfKey: string;
+  readonly #csrfKey: KeyObject;
 
   /** Back-channel logout (`back-channel.ts`); the app starts it, a command-line process does not. */
   readonly logouts: LogoutNotifier;
@@ -71,7 +71,7 @@ export class OidcService {
       people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
       proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now),
       metrics: deps.metrics ?? NO_METRICS, issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
-    this.#csrfKey = deps.csrfKey;
+    this.#csrfKey = secretKey(deps.csrfKey);
     this.logouts = new LogoutNotifier(this.#provider, deps.log);
     this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);
   }
