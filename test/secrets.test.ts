@@ -42,15 +42,16 @@ describe('stored secrets', () => {
 });
 
 describe('random bytes from the pool', () => {
-  it('are never given out twice, across refills of the pool', () => {
-    const seen = new Set<string>();
-    // 16-byte draws over three 4 KiB refills, with odd sizes between them so draws straddle a refill.
-    for (let i = 0; i < 800; i++) {
-      const bytes = freshBytes(i % 7 === 0 ? 23 : 16);
-      expect(bytes.length).toBe(i % 7 === 0 ? 23 : 16);
-      seen.add(bytes.toString('hex'));
-    }
-    expect(seen.size).toBe(800);
+  // How draws are cut from the generator's output: `secrets-pool.test.ts`.
+  it('are in memory of their own, not a view of the pool or of a shared slab', () => {
+    const bytes = freshBytes(16);
+    expect(bytes.byteOffset).toBe(0);
+    expect(bytes.buffer.byteLength).toBe(16);
+  });
+
+  it('refuse a count that is not a whole number of bytes', () => {
+    for (const n of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => freshBytes(n)).toThrow(RangeError);
+    expect(freshBytes(0).length).toBe(0);
   });
 
   it('are copies: what a caller does with them leaves the next draw alone', () => {

@@ -105,6 +105,19 @@ describe('a POST, PUT or DELETE of a literal path', () => {
     expect(direct.headers).toEqual(routed.headers);
     expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
   });
+
+  // With the session's cookies, the same-origin rule answers first; both ways refuse alike.
+  it.each([
+    ['POST', '/logout', { 'sec-fetch-site': 'cross-site', ...json }, '{}', 403],
+    ['PUT', '/mfa/preferred', { origin: 'https://elsewhere.example', ...json }, '{"method":"totp"}', 403],
+    ['POST', '/user/confirm', form, 'email=a%40example.com', 400],
+  ] as Array<[string, string, Record<string, string>, string, number]>)('%s %s with cookies, from another site or as a form, is refused as through the router', async (method, path, headers, body, status) => {
+    const direct = await answer(path, { ...headers, cookie }, { method, body });
+    const routed = await answer(`${path}/`, { ...headers, cookie }, { method, body });
+    expect(direct.status).toBe(status);
+    expect(routed.status).toBe(status);
+    expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
+  });
 });
 
 describe('directDispatch', () => {
@@ -119,7 +132,8 @@ describe('directDispatch', () => {
       };
     const direct = directDispatch(app, routes, {
       before: [step('before')],
-      middlewareOf: () => [step('middleware')],
+      // Each route's own middleware, named by what its line asks for.
+      middlewareOf: (needs) => [step(JSON.stringify(needs))],
       handlerOf: (route) => [(_req, res) => void res.end(`${route.method} ${route.path}`)],
       notFound: (_req, res) => void res.end('none'),
       onError: (_error, _req, res) => void res.end('error'),
@@ -137,7 +151,7 @@ describe('directDispatch', () => {
       const { taken, ended } = request(route.method.toUpperCase(), `${route.path}?a=1`);
       expect(taken, `${route.method} ${route.path}`).toBe(true);
       expect(ended).toEqual([`${route.method} ${route.path}`]);
-      expect(seen).toEqual(['before', 'middleware']);
+      expect(seen).toEqual(['before', JSON.stringify(route)]);
     }
     for (const [method, url] of [
       ['HEAD', '/oidc/jwks'],
