@@ -14,10 +14,6 @@ export function randomToken(): string {
   return freshBytes(32).toString('base64url');
 }
 
-const POOL_BYTES = 4096;
-const pool = Buffer.alloc(POOL_BYTES);
-let taken = POOL_BYTES;
-
 /**
  * `n` random bytes from the operating system's generator, as `randomBytes` gives them, drawn from
  * a pool refilled 4 KiB at a time (as Node's `randomUUID` does): each call to OpenSSL's
@@ -27,18 +23,30 @@ let taken = POOL_BYTES;
  * holds the next tokens before they are issued; whoever can read the process's memory reads the
  * session secret and the signing keys there too, from which any token's worth can be minted.
  */
-export function freshBytes(n: number): Buffer {
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`freshBytes: ${n} is not a byte count`);
-  if (n > POOL_BYTES / 16) return randomBytes(n);
-  if (taken + n > POOL_BYTES) {
-    randomFillSync(pool);
-    taken = 0;
-  }
-  const bytes = Buffer.allocUnsafeSlow(n);
-  pool.copy(bytes, 0, taken, taken + n);
-  pool.fill(0, taken, taken + n);
-  taken += n;
-  return bytes;
+export const freshBytes = randomPool(randomFillSync);
+
+/**
+ * Draws from a pool of `size` bytes that `fill` refills whole (`freshBytes`: the generator's; a
+ * test's records what it filled). A draw that does not fit in what is left of the pool is taken
+ * from the start of the next refill; one larger than a sixteenth of the pool comes from
+ * `randomBytes` directly.
+ */
+export function randomPool(fill: (pool: Buffer) => void, size = 4096): (n: number) => Buffer {
+  const pool = Buffer.alloc(size);
+  let taken = size;
+  return (n) => {
+    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`freshBytes: ${n} is not a byte count`);
+    if (n > size / 16) return randomBytes(n);
+    if (taken + n > size) {
+      fill(pool);
+      taken = 0;
+    }
+    const bytes = Buffer.allocUnsafeSlow(n);
+    pool.copy(bytes, 0, taken, taken + n);
+    pool.fill(0, taken, taken + n);
+    taken += n;
+    return bytes;
+  };
 }
 
 /**
