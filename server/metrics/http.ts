@@ -13,9 +13,9 @@ export type RequestLabels = 'route' | 'method' | 'status';
  * The route template a request was answered by: the path of its line of the route table, never
  * the URL. Express leaves its route on the request (`req.route.path`, the table's path, also for
  * a path's other methods, which its 404 answers); tRPC's route takes every path under its own
- * (`req.baseUrl`, matched whatever the letter case); a request to a literal path answered without the
- * router (`directDispatch` in `http/mount.ts`) has exactly its route's path as its URL's path.
- * Anything else reached no route: `unmatched`.
+ * (`req.baseUrl`, matched whatever the letter case); a request to a literal path answered
+ * without the router (`directDispatch` in `http/mount.ts`) has exactly its route's path as its
+ * URL's path. Anything else reached no route: `unmatched`.
  */
 export function routeTemplate(table: readonly Route[]): (req: Request) => string {
   const literal = new Set(table.filter((route) => !/[:*]/.test(route.path)).map((route) => route.path));

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, hash, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hash, hkdfSync, type KeyObject } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
 import { freshBytes, secretKey } from '../secrets.ts';
 
