@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hash, hkdfSync, type KeyObject } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
-import { freshBytes, secretKey } from '../secrets.ts';
+import { freshBytes, hashSecret, secretKey } from '../secrets.ts';
 
 // Authorization codes, sealed: a code is its grant, encrypted and authenticated, so the
 // authorization request writes nothing and the token request reads nothing to learn what a code
@@ -105,7 +105,7 @@ export class CodeSealer {
     const [sealedFor, profileId, uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt] = wire;
     // Every text that opens was sealed here, by `seal`; the id decoded, not the text, names the
     // code, as base64url text has more than one spelling of the same bytes.
-    return { codeHash: hash('sha256', id, 'hex'), clientId: sealedFor, profileId, redirectUriHash: uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt };
+    return { codeHash: hashSecret(id), clientId: sealedFor, profileId, redirectUriHash: uriHash, codeChallenge, scopes, nonce, authTime, tokenVersion, sid, consentedAt, issuedAt, expiresAt };
   }
 
   /** The associated data: the issuer and the client, each ended by a newline (neither holds one). */
