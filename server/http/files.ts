@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Request, RequestHandler, Response } from 'express';
 import mime from 'mime-types';
 import {
@@ -16,6 +15,7 @@ import {
   type NoteEdit,
 } from '../../shared/index.ts';
 import type { StoredFile } from '../attachments/downloads.ts';
+import { sendBody } from '../attachments/store/file-body.ts';
 import type { ByteRange, FileStore } from '../attachments/store/file-store.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
@@ -97,7 +97,7 @@ async function sendStored(req: Request, res: Response, store: FileStore, file: S
       return;
     }
     // A store failing half-way (or the client leaving) cuts the body short: the connection closes with it.
-    await pipeline(body, res).catch(() => undefined);
+    await sendBody(body, res).catch(() => undefined);
   } catch (error) {
     if (res.headersSent) throw error;
     for (const header of FILE_HEADERS) res.removeHeader(header);

@@ -93,7 +93,7 @@ try {
         UPLOAD_HUMAN_VERIFICATION_AFTER: '0',
         ...start.env,
       },
-      nodeFlags: [...start.flags, ...(profileDir && servers === 1 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
+      nodeFlags: [...start.flags, ...(process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean), ...(profileDir && servers === 1 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     });
   };
   // One process: the server on the bench's port. Several: they all name the balancer's address

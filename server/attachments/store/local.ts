@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../../shared/errors.ts';
 import { ownerIsGone, PROCESS_OWNER } from '../owners.ts';
 import { ASSEMBLY_BUFFER_BYTES, removeQuietly, writeAll } from './disk.ts';
+import { FileBody } from './file-body.ts';
 import type { Assembled, AssemblyPiece, ByteRange, ChunkSlot, FileStore, HashedPrefix, Received, ReceiveOptions, StoredInfo } from './file-store.ts';
 import { HEAD_BYTES, Meter } from './meter.ts';
 import { checkUploadId, storedName, urlOf } from './names.ts';
@@ -127,7 +128,7 @@ export class LocalFileStore implements FileStore {
     // Opened before answering, so a file gone meanwhile is a 404 rather than a cut-off body.
     const handle = file ? await open(file, 'r').catch(() => null) : null;
     if (!handle) throw new AppError('NotFoundError', `File Not Found: ${url}`);
-    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+    return range ? new FileBody(handle, range.start, range.end + 1) : new FileBody(handle, 0, Infinity);
   }
 
   // ---- chunks ----------------------------------------------------------------------------------

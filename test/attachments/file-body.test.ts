@@ -1,0 +1,136 @@
+/**
+ * A stored file's body on the local disk (`FileBody`): sent through two reused buffers, it gives
+ * exactly the range's bytes, never reads into a buffer whose bytes the sink has not called back
+ * for, and on any failure closes its file and cuts the sink off; read as a stream (a zip), each
+ * piece is its own.
+ */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { open, writeFile, type FileHandle } from 'node:fs/promises';
+import { createServer, request, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { FileBody } from '../../server/attachments/store/file-body.ts';
+import { tempDir } from '../helpers/server.ts';
+
+/**
+ * A sink that looks at a chunk only when it calls back for it, `delayMs` after the write: the
+ * last moment the writer must leave the chunk's bytes alone. It keeps copies of what it saw.
+ */
+function lateSink(delayMs: number, failAfter = Infinity): Writable & { received: () => Buffer } {
+  const seen: Buffer[] = [];
+  const sink = new Writable({
+    highWaterMark: 1,
+    write(chunk: Buffer, _encoding, done) {
+      setTimeout(() => {
+        if (seen.length >= failAfter) return done(new Error('the client went away'));
+        seen.push(Buffer.from(chunk));
+        done();
+      }, delayMs);
+    },
+  });
+  // A response's socket has its listener; the failure is what `sendTo` rejects with.
+  sink.on('error', () => undefined);
+  return Object.assign(sink, { received: () => Buffer.concat(seen) });
+}
+
+async function fileOf(bytes: Buffer): Promise<string> {
+  const file = path.join(await tempDir(), 'stored.pdf');
+  await writeFile(file, bytes);
+  return file;
+}
+
+describe('FileBody', () => {
+  it('sends the whole file, or a range of it, byte for byte, to a sink that calls back late', async () => {
+    const bytes = randomBytes(5 * 65_536 + 1_234);
+    const file = await fileOf(bytes);
+    const cases: Array<[number, number, Buffer]> = [
+      [0, Infinity, bytes],
+      [10, 200_000, bytes.subarray(10, 200_000)],
+      [65_536, 65_537, bytes.subarray(65_536, 65_537)],
+      [bytes.length - 1, bytes.length, bytes.subarray(bytes.length - 1)],
+    ];
+    for (const [start, stop, expected] of cases) {
+      const handle = await open(file, 'r');
+      const sink = lateSink(2);
+      await new FileBody(handle, start, stop).sendTo(sink);
+      expect(sink.received().equals(expected)).toBe(true);
+      expect(sink.writableFinished).toBe(true);
+      expect(handle.fd).toBe(-1);
+    }
+  });
+
+  it('an empty file is an empty body, ended', async () => {
+    const handle = await open(await fileOf(Buffer.alloc(0)), 'r');
+    const sink = lateSink(0);
+    await new FileBody(handle, 0, Infinity).sendTo(sink);
+    expect(sink.received().length).toBe(0);
+    expect(sink.writableFinished).toBe(true);
+  });
+
+  it('a sink that fails mid-way stops the reading, closes the file and is destroyed', async () => {
+    const handle = await open(await fileOf(randomBytes(10 * 65_536)), 'r');
+    const sink = lateSink(1, 3);
+    await expect(new FileBody(handle, 0, Infinity).sendTo(sink)).rejects.toThrow('the client went away');
+    expect(sink.destroyed).toBe(true);
+    expect(handle.fd).toBe(-1);
+  });
+
+  it('a file that ends inside the range asked for is an error, and the sink is cut off', async () => {
+    const handle = await open(await fileOf(randomBytes(100_000)), 'r');
+    const sink = lateSink(0);
+    await expect(new FileBody(handle, 0, 150_000).sendTo(sink)).rejects.toThrow('ended inside the range');
+    expect(sink.destroyed).toBe(true);
+    expect(sink.writableFinished).toBe(false);
+    expect(handle.fd).toBe(-1);
+  });
+
+  it('read as a stream, every piece is its own memory, and the range is exact', async () => {
+    const bytes = randomBytes(3 * 65_536 + 7);
+    const handle = await open(await fileOf(bytes), 'r');
+    const pieces: Buffer[] = [];
+    for await (const piece of new FileBody(handle, 5, bytes.length - 5)) pieces.push(piece as Buffer);
+    expect(Buffer.concat(pieces).equals(bytes.subarray(5, bytes.length - 5))).toBe(true);
+    expect(new Set(pieces.map((p) => p.buffer)).size).toBe(pieces.length);
+    expect(handle.fd).toBe(-1);
+  });
+
+  it('over a real socket: a whole download is the file, and a client leaving mid-way ends the send and closes the file', async () => {
+    const bytes = randomBytes(8 * 1024 * 1024 + 3);
+    const file = await fileOf(bytes);
+    const sends: Array<{ handle: FileHandle; outcome: Promise<unknown> }> = [];
+    const server = createServer((_req, res) => {
+      void open(file, 'r').then((handle) => {
+        res.writeHead(200, { 'content-length': bytes.length });
+        sends.push({ handle, outcome: new FileBody(handle, 0, Infinity).sendTo(res).then(() => 'sent', (error: Error) => error) });
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      const [whole] = (await once(request(url).end(), 'response')) as [IncomingMessage];
+      const received: Buffer[] = [];
+      for await (const piece of whole) received.push(piece as Buffer);
+      expect(Buffer.concat(received).equals(bytes)).toBe(true);
+      expect(await sends[0]!.outcome).toBe('sent');
+
+      const leaving = request(url).end();
+      leaving.on('error', () => undefined);
+      const [partial] = (await once(leaving, 'response')) as [IncomingMessage];
+      let taken = 0;
+      for await (const piece of partial) {
+        taken += (piece as Buffer).length;
+        if (taken > 100_000) break;
+      }
+      leaving.destroy();
+      expect(await sends[1]!.outcome).toBeInstanceOf(Error);
+      expect(sends.map((send) => send.handle.fd)).toEqual([-1, -1]);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
