@@ -5,6 +5,7 @@ import type { Metrics } from '../metrics/events.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
 import type { CodeSealer } from './codes.ts';
+import type { IssuedHere } from './issued-here.ts';
 import type { KeyStore } from './keys.ts';
 import type { LogoutRepository } from './logout-repository.ts';
 import type { OnceInAWhile } from './once-in-a-while.ts';
@@ -20,6 +21,8 @@ export interface Provider {
   /** Client secrets, initial access tokens, assertions' `jti`s. */
   registry: RegistryRepository;
   refreshTokens: RefreshRepository;
+  /** The refresh tokens this process issued and has not seen presented yet (`IssuedHere`). */
+  issuedHere: IssuedHere;
   logouts: LogoutRepository;
   /** Last-use times (to the minute) and sessions' clients (once), written only when due (`OnceInAWhile`). */
   lastUses: OnceInAWhile;

@@ -85,10 +85,12 @@ export class RefreshRepository {
   /**
    * Rotates a token in one statement: stores its successor and marks the used token, only if it
    * is still live. An upsert of two rows: the successor is new, and the used token's own row meets
-   * itself (its key) and is updated only while neither used nor revoked. True when both rows came
-   * back (the mark held); false when the token was rotated or revoked meanwhile (two uses at
-   * once: one wins, the other is a reuse), and the successor, stored anyway, goes with the
-   * family's revocation. One statement, so no process can stop between the two.
+   * itself (its key) and is updated only while neither used nor revoked, nor any token of its
+   * family revoked. True when both rows came back (the mark held); false when the token was
+   * rotated or revoked meanwhile (two uses at once: one wins, the other is a reuse) or its family
+   * was, and the successor, stored anyway, goes with the family's revocation. One statement, so
+   * no process can stop between the two. It checks everything about the token that can change,
+   * so a rotation may start from a record it did not read (`IssuedHere`).
    *
    * The used token's row is given in full because an upsert's row must be one that could be
    * inserted. It is inserted only when the token was deleted since it was read (the sweep, at the
@@ -103,6 +105,7 @@ export class RefreshRepository {
       .merge(['used_at'])
       .where('oidc_refresh_tokens.used_at', null)
       .whereNull('oidc_refresh_tokens.revoked_at')
+      .whereNotExists((revoked) => revoked.select(1).from('oidc_refresh_tokens as f').whereRaw('f.family_id = oidc_refresh_tokens.family_id').whereNotNull('f.revoked_at'))
       .returning(['token_hash', 'revoked_at']);
     const mark = rows.find((row) => row.token_hash === used.tokenHash);
     return rows.length === 2 && mark !== undefined && mark.revoked_at === null;

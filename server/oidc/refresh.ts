@@ -81,6 +81,7 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
     await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }
+  provider.issuedHere.remember(rotated);
   const answer: TokenAnswer = { access_token: accessToken, token_type: 'Bearer', expires_in: OIDC_TOKEN_SECONDS, refresh_token: next, scope: scopes.join(' ') };
   if (signing) answer.id_token = await signing;
   return answer;
@@ -90,10 +91,13 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
  * checkRefreshToken: known (by its hash) and this client's (another client's token is refused
  * and nothing of its owner's is revoked), not revoked, not expired (its family's end or its own
  * idle end), and not rotated already: a rotated token used again revokes its family, as does a
- * token whose family was revoked without it (stored while the revocation ran).
+ * token whose family was revoked without it (stored while the revocation ran). A token this
+ * process issued is not read back (`IssuedHere`): whether it was rotated or revoked since, or
+ * its family revoked, the rotation's statement finds, with the same outcome.
  */
 async function checkRefreshToken(provider: Provider, client: ClientRecord, presented: string, now: number): Promise<RefreshRecord> {
-  const record = await provider.refreshTokens.find(hashSecret(presented));
+  const tokenHash = hashSecret(presented);
+  const record = provider.issuedHere.take(tokenHash, client.id) ?? (await provider.refreshTokens.find(tokenHash));
   if (!record || record.clientId !== client.id || record.revokedAt !== null) throw invalidRefresh();
   if (record.usedAt !== null || record.familyRevoked) {
     await provider.refreshTokens.revokeFamily(record.familyId, now);

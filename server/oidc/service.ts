@@ -17,6 +17,7 @@ import { discovery } from './discovery.ts';
 import { loginPageUrl, needsLogin, usable, wantsFreshSecondStep } from './flow.ts';
 import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, interactionCsrfToken } from './interactions.ts';
 import { CodeSealer } from './codes.ts';
+import { IssuedHere } from './issued-here.ts';
 import { KeyStore } from './keys.ts';
 import type { Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
@@ -60,7 +61,7 @@ export class OidcService {
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; metrics?: Pick<Metrics, 'signIn' | 'oidcTokens'>; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
+    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, issuedHere: new IssuedHere(), logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       pairwiseKey: secretKey(createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url')),
       codes: new CodeSealer(deps.csrfKey, deps.config.baseUrl),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,

@@ -134,11 +134,12 @@ async function checkStillHonoured(provider: Provider, code: CodeRecord): Promise
  * and every token issued from it is revoked.
  */
 async function consumeCode(provider: Provider, client: ClientRecord, code: CodeRecord, accessToken: string, now: number, offline: boolean): Promise<{ refreshToken?: string }> {
-  const refresh = offline ? { token: randomToken(), familyId: randomToken() } : null;
+  const token = offline ? randomToken() : null;
+  const refresh = token ? familyRecord(provider, client, code, randomToken(), hashSecret(token), now) : null;
   const use = lastUseDue(provider, code.profileId, client.id, now);
   const issue = async (repo: OidcRepository): Promise<boolean> => {
     if (!(await repo.issueTokenOfCode(code, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, refresh?.familyId ?? null))) return false;
-    if (refresh) await repo.refreshTokens.insert(familyRecord(provider, client, code, refresh.familyId, hashSecret(refresh.token), now));
+    if (refresh) await repo.refreshTokens.insert(refresh);
     if (use.due) await repo.noteUse(code.profileId, client.id, now);
     return true;
   };
@@ -155,6 +156,8 @@ async function consumeCode(provider: Provider, client: ClientRecord, code: CodeR
     await provider.repo.revokeTokensOfCode(code.codeHash, now);
     throw invalidCode();
   }
-  return refresh ? { refreshToken: refresh.token } : {};
+  if (!refresh || !token) return {};
+  provider.issuedHere.remember(refresh);
+  return { refreshToken: token };
 }
 
