@@ -32,6 +32,7 @@ import * as tusS3Spans from './20261126130000_tus_s3_spans.ts';
 import * as refreshRevokedFamilies from './20261126150000_refresh_revoked_families.ts';
 import * as sessionRotationInOneStatement from './20261127010000_session_rotation_in_one_statement.ts';
 import * as sealedAuthorizationCodes from './20261127030000_sealed_authorization_codes.ts';
+import * as refreshRotationStoresItsAccessToken from './20261127100000_refresh_rotation_stores_its_access_token.ts';
 
 export interface Migration {
   name: string;
@@ -74,4 +75,5 @@ export const migrations: Migration[] = [
   { name: '20261126150000_refresh_revoked_families', ...refreshRevokedFamilies },
   { name: '20261127010000_session_rotation_in_one_statement', ...sessionRotationInOneStatement },
   { name: '20261127030000_sealed_authorization_codes', ...sealedAuthorizationCodes },
+  { name: '20261127100000_refresh_rotation_stores_its_access_token', ...refreshRotationStoresItsAccessToken },
 ];

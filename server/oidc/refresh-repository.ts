@@ -61,6 +61,13 @@ const toRow = (record: RefreshRecord) => ({
   revoked_at: record.revokedAt,
 });
 
+/** The access token a rotation gives, stored with its successor (by its hash, as every token). */
+export interface AccessTokenOfRotation {
+  tokenHash: string;
+  scopes: OidcScope[];
+  expiresAt: number;
+}
+
 /** SQL for refresh tokens (RFC 9700 §4.14.2: rotated on every use, a reuse revokes the family). */
 export class RefreshRepository {
   readonly #db: Knex;
@@ -83,14 +90,16 @@ export class RefreshRepository {
   }
 
   /**
-   * Rotates a token in one statement: stores its successor and marks the used token, only if it
-   * is still live. An upsert of two rows: the successor is new, and the used token's own row meets
-   * itself (its key) and is updated only while neither used nor revoked, nor any token of its
-   * family revoked. True when both rows came back (the mark held); false when the token was
-   * rotated or revoked meanwhile (two uses at once: one wins, the other is a reuse) or its family
-   * was, and the successor, stored anyway, goes with the family's revocation. One statement, so
-   * no process can stop between the two. It checks everything about the token that can change,
-   * so a rotation may start from a record it did not read (`IssuedHere`).
+   * Rotates a token in one statement: stores its successor with the access token given with it
+   * (inserted into `oidc_tokens` by the trigger `oidc_refresh_access_token`, from the successor's
+   * row: its grant is the successor) and marks the used token, only if it is still live. An
+   * upsert of two rows: the successor is new, and the used token's own row meets itself (its
+   * key) and is updated only while neither used nor revoked, nor any token of its family
+   * revoked. True when both rows came back (the mark held); false when the token was rotated or
+   * revoked meanwhile (two uses at once: one wins, the other is a reuse) or its family was, and
+   * the successor and its access token, stored anyway, go with the family's revocation. One
+   * statement, so no process can stop between the three. It checks everything about the token
+   * that can change, so a rotation may start from a record it did not read (`IssuedHere`).
    *
    * The used token's row is given in full because an upsert's row must be one that could be
    * inserted. It is inserted only when the token was deleted since it was read (the sweep, at the
@@ -98,9 +107,12 @@ export class RefreshRepository {
    * rotation is refused, so a deleted token is never brought back live and a use after it is
    * still a reuse.
    */
-  async rotate(successor: RefreshRecord, used: RefreshRecord, now: number): Promise<boolean> {
+  async rotate(successor: RefreshRecord, access: AccessTokenOfRotation, used: RefreshRecord, now: number): Promise<boolean> {
     const rows: Array<{ token_hash: string; revoked_at: unknown }> = await this.#db('oidc_refresh_tokens')
-      .insert([toRow(successor), toRow({ ...used, usedAt: now, revokedAt: now })])
+      .insert([
+        { ...toRow(successor), access_token_hash: access.tokenHash, access_scopes: JSON.stringify(access.scopes), access_expires_at: access.expiresAt },
+        { ...toRow({ ...used, usedAt: now, revokedAt: now }), access_token_hash: null, access_scopes: null, access_expires_at: null },
+      ])
       .onConflict('token_hash')
       .merge(['used_at'])
       .where('oidc_refresh_tokens.used_at', null)

@@ -59,25 +59,21 @@ export async function refreshGrant(provider: Provider, client: ClientRecord, pre
   const signing = scopes.includes('openid')
     ? idTokenMeanwhile(provider, client, { profileId: record.profileId, authTime: record.authTime, nonce: null, sid: record.sid }, { sub: subjectOf(provider, client, profile.id), ...claims }, accessToken, now)
     : undefined;
-  // The new access token is stored first, then the successor together with the used token's
-  // mark, in one statement (`rotate`). Nobody holds the access token or the successor until the
-  // answer, so a process that stops (or a write that fails) before the rotation leaves the used
-  // token live, for the client to try again, and the new tokens unknown to anyone. Of two uses
-  // at once, one marks the token and the other is a reuse, which revokes the family, successors
-  // and their access tokens included. No transaction to open and commit: two or three statements.
+  // One statement (`rotate`) stores the successor and the new access token and marks the used
+  // token, or, for a token rotated or revoked meanwhile, marks nothing: the family is then
+  // revoked, what the statement stored included. Of two uses at once, one marks the token and
+  // the other is a reuse. A process that stops (or a write that fails) before the statement
+  // leaves the used token live, for the client to try again, and nothing new stored. The
+  // client's last use, when due (to the minute), is noted first.
   const use = lastUseDue(provider, record.profileId, client.id, now);
   try {
-    await provider.repo.insertRefreshedToken(
-      { tokenHash: hashSecret(accessToken), grantHash: rotated.tokenHash, familyId: record.familyId, clientId: client.id, profileId: record.profileId, scopes, tokenVersion: record.tokenVersion, sid: record.sid, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 },
-      now,
-    );
-    // The last use, when due (to the minute).
     if (use.due) await provider.repo.noteUse(record.profileId, client.id, now);
   } catch (error) {
     use.undo();
     throw error;
   }
-  if (!(await provider.refreshTokens.rotate(rotated, record, now))) {
+  const access = { tokenHash: hashSecret(accessToken), scopes, expiresAt: now + OIDC_TOKEN_SECONDS * 1000 };
+  if (!(await provider.refreshTokens.rotate(rotated, access, record, now))) {
     await provider.refreshTokens.revokeFamily(record.familyId, now);
     throw invalidRefresh();
   }

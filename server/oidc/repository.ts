@@ -389,25 +389,6 @@ export class OidcRepository {
     return rows.length === 1;
   }
 
-  /**
-   * Stores an access token issued with a refresh token. Its `code_hash` (the grant it came from,
-   * one token each) is that new refresh token's hash.
-   */
-  async insertRefreshedToken(token: Omit<TokenRecord, 'revokedAt' | 'codeHash' | 'familyId'> & { grantHash: string; familyId: string; sid: string | null }, now: number): Promise<void> {
-    await this.#db('oidc_tokens').insert({
-      token_hash: token.tokenHash,
-      code_hash: token.grantHash,
-      client_id: token.clientId,
-      profile_id: token.profileId,
-      scopes: JSON.stringify(token.scopes),
-      token_version: token.tokenVersion,
-      created_at: now,
-      expires_at: token.expiresAt,
-      family_id: token.familyId,
-      sid: token.sid,
-    });
-  }
-
   async findToken(tokenHash: string): Promise<TokenRecord | null> {
     const row = await this.#db('oidc_tokens').where({ token_hash: tokenHash }).first();
     return row ? toToken(row) : null;

@@ -39,13 +39,16 @@ describe('migrations', () => {
     expect(pending).toHaveLength(0);
   });
 
-  it("leave the trigger that records a session's rotated-out refresh token in place (a table rebuilt by a later migration would lose it)", async () => {
+  it.each([
+    ['sessions', 'session_refresh_rotated', "records a session's rotated-out refresh token"],
+    ['oidc_refresh_tokens', 'oidc_refresh_access_token', 'stores the access token a refresh-token rotation gives'],
+  ])('leave the trigger on %s in place (%s: it %s; a table rebuilt by a later migration would lose it)', async (table, trigger) => {
     const db = await fresh();
     await migrateToLatest(db);
     const triggers = TEST_POSTGRES_URL
-      ? ((await db.raw("select tgname as name from pg_trigger where tgrelid = 'sessions'::regclass and not tgisinternal")) as { rows: Array<{ name: string }> }).rows
-      : ((await db.raw("select name from sqlite_master where type = 'trigger' and tbl_name = 'sessions'")) as Array<{ name: string }>);
-    expect(triggers.map((t) => t.name)).toEqual(['session_refresh_rotated']);
+      ? ((await db.raw('select tgname as name from pg_trigger where tgrelid = ?::regclass and not tgisinternal', [table])) as { rows: Array<{ name: string }> }).rows
+      : ((await db.raw("select name from sqlite_master where type = 'trigger' and tbl_name = ?", [table])) as Array<{ name: string }>);
+    expect(triggers.map((t) => t.name)).toEqual([trigger]);
   });
 
   it('run from several processes at once on a new data folder: they take turns, and leave one lock row', async () => {

@@ -231,6 +231,7 @@ describe('refresh tokens', () => {
     const hash = ((await db('oidc_refresh_tokens').where({ client_id: app.client_id }).first('token_hash')) as { token_hash: string }).token_hash;
     const used = (await repo.find(hash))!;
     const successor = (n: number) => ({ ...used, tokenHash: `successor-${n}-${app.client_id}`.padEnd(43, 'x').slice(0, 64) });
+    const access = (n: number) => ({ tokenHash: `access-${n}-${app.client_id}`.padEnd(43, 'x').slice(0, 64), scopes: used.scopes, expiresAt: 10_000 });
     // Only this table's statements: the server's own background work shares the pool.
     const statements: string[] = [];
     const count = (query: { sql: string }) => {
@@ -238,26 +239,45 @@ describe('refresh tokens', () => {
     };
     db.on('query', count);
     try {
-      expect(await repo.rotate(successor(1), used, 1_000)).toBe(true);
+      expect(await repo.rotate(successor(1), access(1), used, 1_000)).toBe(true);
     } finally {
       db.off('query', count);
     }
     expect(statements).toHaveLength(1);
     expect(await repo.find(successor(1).tokenHash)).toMatchObject({ usedAt: null, familyId: used.familyId });
+    // The access token, stored by the same statement (its trigger), for the successor.
+    const stored = await db('oidc_tokens').where({ token_hash: access(1).tokenHash }).first();
+    expect({ ...stored, expires_at: Number(stored.expires_at), created_at: Number(stored.created_at) }).toMatchObject({
+      code_hash: successor(1).tokenHash,
+      family_id: used.familyId,
+      client_id: app.client_id,
+      profile_id: used.profileId,
+      scopes: JSON.stringify(used.scopes),
+      token_version: used.tokenVersion,
+      sid: used.sid,
+      created_at: used.createdAt,
+      expires_at: 10_000,
+      revoked_at: null,
+    });
     expect(await repo.find(hash)).toMatchObject({ usedAt: 1_000 });
     // Rotated already: the mark stays the first one's.
-    expect(await repo.rotate(successor(2), used, 2_000)).toBe(false);
+    expect(await repo.rotate(successor(2), access(2), used, 2_000)).toBe(false);
     expect(await repo.find(hash)).toMatchObject({ usedAt: 1_000 });
     // Revoked (the successor of the first rotation, never used): not marked.
     const first = (await repo.find(successor(1).tokenHash))!;
     await db('oidc_refresh_tokens').where({ token_hash: first.tokenHash }).update({ revoked_at: 3_000 });
-    expect(await repo.rotate(successor(3), first, 4_000)).toBe(false);
+    expect(await repo.rotate(successor(3), access(3), first, 4_000)).toBe(false);
     expect(await repo.find(first.tokenHash)).toMatchObject({ usedAt: null, revokedAt: 3_000 });
     // Deleted since it was read (the sweep, at its expiry): not brought back live, and refused.
     const live = (await repo.find(successor(3).tokenHash))!;
     await db('oidc_refresh_tokens').where({ token_hash: live.tokenHash }).delete();
-    expect(await repo.rotate(successor(4), live, 5_000)).toBe(false);
+    expect(await repo.rotate(successor(4), access(4), live, 5_000)).toBe(false);
     expect(await repo.find(live.tokenHash)).toMatchObject({ usedAt: 5_000, revokedAt: 5_000 });
+    // The used token's row put back revoked carries no access token, and gave none: its own is
+    // the one its rotation gave (3), and only the successor's insert gave another.
+    expect(await db('oidc_refresh_tokens').where({ token_hash: live.tokenHash }).first('access_token_hash')).toEqual({ access_token_hash: null });
+    expect(await db('oidc_tokens').where({ code_hash: live.tokenHash }).select('token_hash')).toEqual([{ token_hash: access(3).tokenHash }]);
+    expect(await db('oidc_tokens').where({ code_hash: successor(4).tokenHash }).select('token_hash')).toEqual([{ token_hash: access(4).tokenHash }]);
   }, LONG);
 
   it('are revoked with their family by the client that holds them', async () => {

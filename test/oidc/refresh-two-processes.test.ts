@@ -90,15 +90,13 @@ describe('refresh tokens on two processes of one install', () => {
 
   const userinfo = async (at: TestServer, token: string | undefined) => (await fetch(`${at.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
 
-  it('a token issued here rotates without being read back: its rotation is the one statement on refresh tokens', async () => {
+  it('a token issued here rotates without being read back: its rotation, access token included, is one statement', async () => {
     const { refreshToken } = await signIn(a);
     // The successor of a rotation is remembered too.
     const first = await rotate(a, refreshToken);
     expect(first.status).toBe(200);
     const sent: string[] = [];
-    const listener = (query: { sql: string }) => {
-      if (query.sql.includes('oidc_refresh_tokens')) sent.push(query.sql.replace(/\s+/g, ' ').trim());
-    };
+    const listener = (query: { sql: string }) => sent.push(query.sql.replace(/\s+/g, ' ').trim());
     a.service.db.on('query', listener);
     try {
       const second = await rotate(a, first.body.refresh_token ?? '');
@@ -107,8 +105,13 @@ describe('refresh tokens on two processes of one install', () => {
     } finally {
       a.service.db.off('query', listener);
     }
-    expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatch(/^insert into .oidc_refresh_tokens. .* on conflict .* not exists \(select 1 from .oidc_refresh_tokens. as .f./);
+    // Readings kept for a second (the client, the person, the consent) may be read again on a
+    // slow machine; the token itself is not, and the access token is stored by the rotation's
+    // own statement (its trigger). The client's last use was noted by the sign-in just before.
+    expect(sent.filter((sql) => sql.includes('oidc_refresh_tokens') || sql.includes('oidc_tokens'))).toHaveLength(1);
+    const writes = sent.filter((sql) => /^(insert|update|delete|replace)\b/i.test(sql));
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatch(/^insert into .oidc_refresh_tokens. .* on conflict .* not exists \(select 1 from .oidc_refresh_tokens. as .f./);
   });
 
   it('rotated on the other process since: refused where it was issued, and the whole family ends', async () => {
