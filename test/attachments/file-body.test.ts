@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { open, writeFile, type FileHandle } from 'node:fs/promises';
 import { createServer, request, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -131,6 +131,67 @@ describe('FileBody', () => {
     } finally {
       server.closeAllConnections();
       server.close();
+    }
+  });
+
+  /** A server answering every request with the file through `sendTo`; `meddle` may wrap the handle's reads. */
+  async function fileServer(file: string, size: number, meddle: (handle: FileHandle, res: import('node:http').ServerResponse) => void = () => undefined) {
+    const sends: Array<{ handle: FileHandle; outcome: unknown }> = [];
+    const server = createServer((_req, res) => {
+      void open(file, 'r').then((handle) => {
+        const send: { handle: FileHandle; outcome: unknown } = { handle, outcome: 'pending' };
+        sends.push(send);
+        meddle(handle, res);
+        res.writeHead(200, { 'content-length': size });
+        new FileBody(handle, 0, Infinity).sendTo(res).then(
+          () => (send.outcome = 'sent'),
+          (error: unknown) => (send.outcome = error),
+        );
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return { sends, port: (server.address() as AddressInfo).port, close: () => (server.closeAllConnections(), server.close()) };
+  }
+
+  it('ends, and closes the file, when the socket is destroyed just as a read completes (Node drops that write\'s callback)', async () => {
+    const bytes = randomBytes(4 * 1024 * 1024);
+    const served = await fileServer(await fileOf(bytes), bytes.length, (handle, res) => {
+      const read = handle.read.bind(handle) as (...args: unknown[]) => Promise<unknown>;
+      let reads = 0;
+      // The connection drops in the same turn as the fourth read completes, before its write.
+      (handle as unknown as { read: typeof read }).read = async (...args) => {
+        const result = await read(...args);
+        if ((reads += 1) === 4) res.socket?.destroy();
+        return result;
+      };
+    });
+    try {
+      const req = request(`http://127.0.0.1:${served.port}/`, (res) => res.on('data', () => undefined).on('error', () => undefined));
+      req.on('error', () => undefined).end();
+      await expect.poll(() => served.sends[0]?.outcome, { timeout: 5_000 }).toBeInstanceOf(Error);
+      expect(served.sends[0]!.handle.fd).toBe(-1);
+    } finally {
+      served.close();
+    }
+  });
+
+  it('ends, and closes the file, for an answer queued behind another on a connection that drops', async () => {
+    const bytes = randomBytes(4 * 1024 * 1024);
+    const served = await fileServer(await fileOf(bytes), bytes.length);
+    try {
+      // Two requests at once on one connection (pipelined), read by nobody: the second answer waits for the first.
+      const socket = connect(served.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      await once(socket, 'connect');
+      socket.pause();
+      socket.write('GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n');
+      await expect.poll(() => served.sends.length, { timeout: 5_000 }).toBe(2);
+      socket.destroy();
+      await expect.poll(() => served.sends.map((send) => send.outcome instanceof Error), { timeout: 5_000 }).toEqual([true, true]);
+      expect(served.sends.map((send) => send.handle.fd)).toEqual([-1, -1]);
+    } finally {
+      served.close();
     }
   });
 });

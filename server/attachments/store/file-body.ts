@@ -74,23 +74,26 @@ export class FileBody extends Readable {
       const failed = await sent[turn];
       if (failed) throw failed;
     };
+    const { gone, stop } = whenGone(sink);
     try {
       for (let turn = 0; ; turn ^= 1) {
         await settle(turn);
         const read = await this.#readInto(buffers[turn]!);
         if (read === 0) break;
-        sent[turn] = written(sink, buffers[turn]!.subarray(0, read));
+        sent[turn] = Promise.race([written(sink, buffers[turn]!.subarray(0, read)), gone]);
       }
       await settle(0);
       await settle(1);
       sink.end();
-      await finished(sink);
+      const failed = await Promise.race([finished(sink).then(() => null, (error: Error) => error), gone]);
+      if (failed) throw failed;
     } catch (error) {
       // Without an error: the sink's own failure it has reported already, and a failed read is
       // the caller's to handle, not an `error` event on a sink that may have no listener for it.
       sink.destroy();
       throw error;
     } finally {
+      stop();
       this.destroy();
     }
   }
@@ -105,6 +108,30 @@ function written(sink: Writable, chunk: Buffer): Promise<Error | null> {
   return new Promise((resolve) => {
     sink.write(chunk, (error) => resolve(error ?? null));
   });
+}
+
+/**
+ * Settled once `sink` can take no more: it closed, or the request it answers did; with an error
+ * unless it finished first. A write's callback alone cannot be waited for: Node's HTTP answer
+ * drops the callback of a write made after its socket was destroyed and before it closes itself
+ * (in the same turn), and an answer queued behind another on a connection that drops never
+ * closes itself at all; its request does. A request closes only once its answer is done or its
+ * connection gone.
+ */
+function whenGone(sink: Writable): { gone: Promise<Error | null>; stop: () => void } {
+  const request = (sink as Writable & { req?: Readable }).req;
+  let stop = () => undefined as void;
+  const gone = new Promise<Error | null>((resolve) => {
+    const closed = () => resolve(sink.writableFinished ? null : new Error('The client went away'));
+    if (sink.destroyed || request?.destroyed) return closed();
+    sink.once('close', closed);
+    request?.once('close', closed);
+    stop = () => {
+      sink.off('close', closed);
+      request?.off('close', closed);
+    };
+  });
+  return { gone, stop };
 }
 
 /** Writes a stored file's body to an HTTP answer and ends it: a local file through reused buffers, any other stream piped. */
