@@ -129,15 +129,21 @@ export class RefreshRepository {
     await this.#db('oidc_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: now });
   }
 
-  /** The families a person holds at a client (the Applications section shows what an app may do offline). */
+  /**
+   * The families a person holds at a client (the Applications section shows what an app may do
+   * offline). A family with any token revoked is not one, whatever its live tokens: a rotation
+   * refuses them all. That also covers a successor stored by a refused rotation whose family's
+   * revocation never ran (the process stopped in between): nobody holds it.
+   */
   async liveFamilies(profileId: string, now: number): Promise<Array<{ clientId: string; lastUsedAt: number }>> {
-    const rows = await this.#db('oidc_refresh_tokens')
-      .where({ profile_id: profileId })
-      .whereNull('revoked_at')
-      .whereNull('used_at')
-      .where('expires_at', '>', now)
-      .where('family_expires_at', '>', now)
-      .select('client_id', 'created_at');
+    const rows = await this.#db('oidc_refresh_tokens as t')
+      .where({ 't.profile_id': profileId })
+      .whereNull('t.revoked_at')
+      .whereNull('t.used_at')
+      .where('t.expires_at', '>', now)
+      .where('t.family_expires_at', '>', now)
+      .whereNotExists((revoked) => revoked.select(1).from('oidc_refresh_tokens as f').whereRaw('f.family_id = t.family_id').whereNotNull('f.revoked_at'))
+      .select('t.client_id', 't.created_at');
     return rows.map((row: Record<string, unknown>) => ({ clientId: String(row.client_id), lastUsedAt: Number(row.created_at) }));
   }
 
