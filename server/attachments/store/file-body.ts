@@ -16,6 +16,17 @@ import { finished, pipeline } from 'node:stream/promises';
 
 /** One read's size: as `fs.createReadStream`'s default. */
 const PIECE_BYTES = 64 * 1024;
+/**
+ * Buffers kept for the next sends once a send is done with them (512 KiB at most: four downloads
+ * at once reuse them). Without it each download's two buffers would wait, dead, for a collection
+ * that reads and writes on the heap no longer bring on.
+ */
+const POOL_KEPT = 8;
+const pool: Buffer[] = [];
+const take = () => pool.pop() ?? Buffer.allocUnsafeSlow(PIECE_BYTES);
+const giveBack = (buffers: Buffer[]) => {
+  for (const buffer of buffers) if (pool.length < POOL_KEPT) pool.push(buffer);
+};
 
 /** The bytes `[start, stop)` of an open file (`stop` infinite: to its end), which it closes when done or destroyed. */
 export class FileBody extends Readable {
@@ -67,8 +78,7 @@ export class FileBody extends Readable {
    * both: the client sees a body cut short, never a wrong byte.
    */
   async sendTo(sink: Writable): Promise<void> {
-    const size = Math.min(PIECE_BYTES, Math.max(this.#stop - this.#position, 0));
-    const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
+    const buffers = [take(), take()];
     const sent: Array<Promise<Error | null> | null> = [null, null];
     const settle = async (turn: number) => {
       const failed = await sent[turn];
@@ -87,6 +97,9 @@ export class FileBody extends Readable {
       sink.end();
       const failed = await Promise.race([finished(sink).then(() => null, (error: Error) => error), gone]);
       if (failed) throw failed;
+      // Every write called back: nothing holds the buffers any more. After a failure a write may
+      // still be queued on its way to a socket, so they are left to the collector.
+      giveBack(buffers);
     } catch (error) {
       // Without an error: the sink's own failure it has reported already, and a failed read is
       // the caller's to handle, not an `error` event on a sink that may have no listener for it.
