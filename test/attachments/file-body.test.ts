@@ -146,11 +146,16 @@ describe('FileBody', () => {
     }
   });
 
-  /** A server answering every request with the file through `sendTo`; `meddle` may wrap the handle's reads. */
+  /**
+   * A server answering every request with the file through `sendTo`, once it has read the
+   * request's body to its end (as a body parser does; the request then closes, the answer not);
+   * `meddle` may wrap the handle's reads.
+   */
   async function fileServer(file: string, size: number, meddle: (handle: FileHandle, res: import('node:http').ServerResponse) => void = () => undefined) {
     const sends: Array<{ handle: FileHandle; outcome: unknown }> = [];
-    const server = createServer((_req, res) => {
-      void open(file, 'r').then((handle) => {
+    const server = createServer((req, res) => {
+      req.resume();
+      void Promise.all([once(req, 'end'), open(file, 'r')]).then(([, handle]) => {
         const send: { handle: FileHandle; outcome: unknown } = { handle, outcome: 'pending' };
         sends.push(send);
         meddle(handle, res);
@@ -203,6 +208,23 @@ describe('FileBody', () => {
       socket.destroy();
       await expect.poll(() => served.sends.map((send) => send.outcome instanceof Error), { timeout: 5_000 }).toEqual([true, true]);
       expect(served.sends.map((send) => send.handle.fd)).toEqual([-1, -1]);
+    } finally {
+      served.close();
+    }
+  });
+
+  it("sends the whole file after the request's body was read (its request closes before the answer is done)", async () => {
+    const bytes = randomBytes(8 * 1024 * 1024);
+    const served = await fileServer(await fileOf(bytes), bytes.length);
+    try {
+      for (const body of ['{}', '']) {
+        const req = request(`http://127.0.0.1:${served.port}/`, { method: 'GET', headers: { 'content-type': 'application/json', 'content-length': String(body.length) } });
+        const [res] = (await once(req.end(body), 'response')) as [IncomingMessage];
+        const received: Buffer[] = [];
+        for await (const piece of res) received.push(piece as Buffer);
+        expect(Buffer.concat(received).equals(bytes)).toBe(true);
+      }
+      await expect.poll(() => served.sends.map((send) => send.outcome), { timeout: 5_000 }).toEqual(['sent', 'sent']);
     } finally {
       served.close();
     }

@@ -11,7 +11,7 @@
  * ([Performance](../../../docs/performance.md)). Reused buffers allocate nothing per piece.
  */
 import type { FileHandle } from 'node:fs/promises';
-import { Readable, type Writable } from 'node:stream';
+import { Readable, type Duplex, type Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 
 /** One read's size: as `fs.createReadStream`'s default. */
@@ -124,24 +124,25 @@ function written(sink: Writable, chunk: Buffer): Promise<Error | null> {
 }
 
 /**
- * Settled once `sink` can take no more: it closed, or the request it answers did; with an error
- * unless it finished first. A write's callback alone cannot be waited for: Node's HTTP answer
- * drops the callback of a write made after its socket was destroyed and before it closes itself
- * (in the same turn), and an answer queued behind another on a connection that drops never
- * closes itself at all; its request does. A request closes only once its answer is done or its
- * connection gone.
+ * Settled once `sink` can take no more: it closed, or the connection it answers on did; with an
+ * error unless it finished first. A write's callback alone cannot be waited for: Node's HTTP
+ * answer drops the callback of a write made after its socket was destroyed and before it closes
+ * itself (in the same turn), and an answer queued behind another on a connection that drops
+ * never closes itself at all; its request's socket does. (Not the request's own `close`: a
+ * request emits it as soon as its body has been read, while the answer may still be going.)
  */
 function whenGone(sink: Writable): { gone: Promise<Error | null>; stop: () => void } {
-  const request = (sink as Writable & { req?: Readable }).req;
+  const answer = sink as Writable & { req?: { socket?: Duplex | null }; socket?: Duplex | null };
+  const connection = answer.req?.socket ?? answer.socket ?? undefined;
   let stop = () => undefined as void;
   const gone = new Promise<Error | null>((resolve) => {
     const closed = () => resolve(sink.writableFinished ? null : new Error('The client went away'));
-    if (sink.destroyed || request?.destroyed) return closed();
+    if (sink.destroyed || connection?.destroyed) return closed();
     sink.once('close', closed);
-    request?.once('close', closed);
+    connection?.once('close', closed);
     stop = () => {
       sink.off('close', closed);
-      request?.off('close', closed);
+      connection?.off('close', closed);
     };
   });
   return { gone, stop };
