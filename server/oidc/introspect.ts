@@ -55,7 +55,8 @@ async function refreshToken(provider: Provider, client: ClientRecord, hash: stri
   const record = await provider.refreshTokens.find(hash);
   if (!record) return null;
   const now = provider.now();
-  if (record.clientId !== client.id || record.revokedAt !== null || record.usedAt !== null || record.expiresAt <= now || record.familyExpiresAt <= now) return INACTIVE;
+  // A token of a revoked family is refused at its use (`checkRefreshToken`), so it is inactive here too.
+  if (record.clientId !== client.id || record.revokedAt !== null || record.usedAt !== null || record.familyRevoked || record.expiresAt <= now || record.familyExpiresAt <= now) return INACTIVE;
   const person = await personWithClaims(provider, record.profileId, record.scopes);
   const consented = await provider.repo.findConsent(record.profileId, record.clientId);
   if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented?.scopes ?? null, record.scopes)) return INACTIVE;

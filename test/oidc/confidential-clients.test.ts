@@ -200,6 +200,8 @@ describe('refresh tokens', () => {
     // read committed, a successor committed meanwhile): the successor alone is left unrevoked.
     const row = (await server.service.db('oidc_refresh_tokens').where({ client_id: app.client_id }).whereNotNull('used_at').first('family_id')) as { family_id: string };
     await server.service.db('oidc_refresh_tokens').where({ family_id: row.family_id }).whereNotNull('used_at').update({ revoked_at: Date.now() });
+    // Introspection says what a use would find: inactive.
+    expect((await client.tokenIntrospection(config, second.refresh_token ?? '')).active).toBe(false);
     await expect(client.refreshTokenGrant(config, second.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
     const live = (await server.service.db('oidc_refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').count({ n: '*' }).first()) as { n: number | string };
     expect(Number(live.n)).toBe(0);
