@@ -68,6 +68,13 @@ export interface AccessTokenOfRotation {
   expiresAt: number;
 }
 
+/**
+ * Whether a token of the family of the row `familyOf` names (`t.family_id`) is revoked: one seek
+ * of the partial index of revoked tokens (`oidc_refresh_tokens_revoked_family`). Every revocation
+ * revokes whole families, so one revoked token means the family has ended.
+ */
+const familyRevoked = (familyOf: string) => `exists (select 1 from "oidc_refresh_tokens" as "f" where "f"."family_id" = ${familyOf} and "f"."revoked_at" is not null)`;
+
 /** SQL for refresh tokens (RFC 9700 §4.14.2: rotated on every use, a reuse revokes the family). */
 export class RefreshRepository {
   readonly #db: Knex;
@@ -84,7 +91,7 @@ export class RefreshRepository {
   async find(tokenHash: string): Promise<RefreshRecord | null> {
     const row = await this.#db('oidc_refresh_tokens as t')
       .where('t.token_hash', tokenHash)
-      .first('t.*', this.#db.raw('exists (select 1 from oidc_refresh_tokens f where f.family_id = t.family_id and f.revoked_at is not null) as family_revoked'));
+      .first('t.*', this.#db.raw(`${familyRevoked('t.family_id')} as family_revoked`));
     if (!row) return null;
     return { ...toRecord(row), familyRevoked: row.family_revoked === true || Number(row.family_revoked) === 1 };
   }
@@ -117,7 +124,7 @@ export class RefreshRepository {
       .merge(['used_at'])
       .where('oidc_refresh_tokens.used_at', null)
       .whereNull('oidc_refresh_tokens.revoked_at')
-      .whereNotExists((revoked) => revoked.select(1).from('oidc_refresh_tokens as f').whereRaw('f.family_id = oidc_refresh_tokens.family_id').whereNotNull('f.revoked_at'))
+      .whereRaw(`not ${familyRevoked('oidc_refresh_tokens.family_id')}`)
       .returning(['token_hash', 'revoked_at']);
     const mark = rows.find((row) => row.token_hash === used.tokenHash);
     return rows.length === 2 && mark !== undefined && mark.revoked_at === null;
@@ -142,7 +149,7 @@ export class RefreshRepository {
       .whereNull('t.used_at')
       .where('t.expires_at', '>', now)
       .where('t.family_expires_at', '>', now)
-      .whereNotExists((revoked) => revoked.select(1).from('oidc_refresh_tokens as f').whereRaw('f.family_id = t.family_id').whereNotNull('f.revoked_at'))
+      .whereRaw(`not ${familyRevoked('t.family_id')}`)
       .select('t.client_id', 't.created_at');
     return rows.map((row: Record<string, unknown>) => ({ clientId: String(row.client_id), lastUsedAt: Number(row.created_at) }));
   }
