@@ -6,6 +6,8 @@ import * as client from 'openid-client';
 import { cookieHeader, keepCookies } from '../helpers/cookies.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { childEnv } from '../helpers/server.ts';
+import { publicClientRecord } from '../../server/oidc/clients.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 
 const run = promisify(execFile);
 
@@ -17,6 +19,15 @@ export async function admin(server: TestServer, ...args: string[]): Promise<stri
 }
 
 export const REDIRECT = 'http://127.0.0.1:9/callback';
+
+/** An approved public client that may ask for refresh tokens (`offline_access` on the consent page). */
+export async function addOfflineClient(server: TestServer, id: string): Promise<void> {
+  await new OidcRepository(server.service.db).insertClient({
+    ...publicClientRecord({ id, name: 'Offline App', redirectUris: [REDIRECT], scopes: ['openid', 'offline_access'] }, Date.now()),
+    status: 'approved',
+    grantTypes: ['authorization_code', 'refresh_token'],
+  });
+}
 
 /** Registers and approves a client through the admin command line. */
 export async function registerClient(server: TestServer, id: string, opts: { scopes?: string; approve?: boolean; redirect?: string; name?: string } = {}) {

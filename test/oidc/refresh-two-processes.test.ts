@@ -6,15 +6,13 @@
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publicClientRecord } from '../../server/oidc/clients.ts';
 import { IssuedHere } from '../../server/oidc/issued-here.ts';
 import { RefreshRepository, type RefreshRecord } from '../../server/oidc/refresh-repository.ts';
-import { OidcRepository } from '../../server/oidc/repository.ts';
 import { hashSecret } from '../../server/secrets.ts';
 import { dropTestDatabase } from '../helpers/database.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { authorizationRequest, REDIRECT, redeemCode, relyingParty, UserAgent } from './helpers.ts';
+import { addOfflineClient, authorizationRequest, redeemCode, relyingParty, UserAgent } from './helpers.ts';
 
 const CLIENT = 'offline-app';
 const REFUSED = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid or expired refresh token' } };
@@ -59,11 +57,7 @@ describe('refresh tokens on two processes of one install', () => {
     dir = await tempDir();
     a = await startServer({}, dir);
     b = await startServer({ BASE_URL: a.url }, dir);
-    await new OidcRepository(a.service.db).insertClient({
-      ...publicClientRecord({ id: CLIENT, name: 'Offline App', redirectUris: [REDIRECT], scopes: ['openid', 'offline_access'] }, Date.now()),
-      status: 'approved',
-      grantTypes: ['authorization_code', 'refresh_token'],
-    });
+    await addOfflineClient(a, CLIENT);
     person = { ...(await createActiveUser(a, { fullname: 'Offline Person' })), password: PASSWORD };
   }, 60_000);
   afterAll(async () => {

@@ -7,14 +7,13 @@
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publicClientRecord } from '../../server/oidc/clients.ts';
 import { CodeSealer, type CodeGrant, type CodeRecord } from '../../server/oidc/codes.ts';
 import { OidcRepository } from '../../server/oidc/repository.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { dropTestDatabase } from '../helpers/database.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
-import { authorizationRequest, REDIRECT, redeemCode, relyingParty, UserAgent } from './helpers.ts';
+import { addOfflineClient, authorizationRequest, REDIRECT, redeemCode, relyingParty, UserAgent } from './helpers.ts';
 
 const GRANT: CodeGrant = {
   clientId: 'app',
@@ -90,7 +89,7 @@ describe('authorization codes on two processes of one install', () => {
       await a.service.services.oidc.setClientStatus(id, 'approved');
     }
     // A public client that may ask for refresh tokens (`offline_access` on the consent page).
-    await new OidcRepository(a.service.db).insertClient({ ...publicClientRecord({ id: 'offline-app', name: 'Offline App', redirectUris: [REDIRECT], scopes: ['openid', 'offline_access'] }, Date.now()), status: 'approved', grantTypes: ['authorization_code', 'refresh_token'] });
+    await addOfflineClient(a, 'offline-app');
     const user = await createActiveUser(a, { fullname: 'Sealed Codes' });
     person = { ...user, password: PASSWORD };
   }, 60_000);
