@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { open, writeFile, type FileHandle } from 'node:fs/promises';
-import { createServer, request, type IncomingMessage } from 'node:http';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -40,6 +40,39 @@ async function fileOf(bytes: Buffer): Promise<string> {
   const file = path.join(await tempDir(), 'stored.pdf');
   await writeFile(file, bytes);
   return file;
+}
+
+/** A download answered by a `fileServer`: its file handle, and how its send ended ('sent', or the error). */
+interface Send {
+  handle: FileHandle;
+  outcome: unknown;
+  settled: Promise<unknown>;
+}
+
+/**
+ * A server on 127.0.0.1 answering every request with the file through `sendTo`, once it has read
+ * the request's body to its end (as a body parser does; the request then closes, the answer not);
+ * `meddle` may wrap the handle's reads.
+ */
+async function fileServer(file: string, size: number, meddle: (handle: FileHandle, res: ServerResponse) => void = () => undefined) {
+  const sends: Send[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    void Promise.all([once(req, 'end'), open(file, 'r')]).then(([, handle]) => {
+      meddle(handle, res);
+      res.writeHead(200, { 'content-length': size });
+      const send: Send = { handle, outcome: 'pending', settled: Promise.resolve() };
+      send.settled = new FileBody(handle, 0, Infinity).sendTo(res).then(
+        () => (send.outcome = 'sent'),
+        (error: unknown) => (send.outcome = error),
+      );
+      sends.push(send);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  return { sends, port, url: `http://127.0.0.1:${port}/`, close: () => (server.closeAllConnections(), server.close()) };
 }
 
 describe('FileBody', () => {
@@ -111,25 +144,15 @@ describe('FileBody', () => {
 
   it('over a real socket: a whole download is the file, and a client leaving mid-way ends the send and closes the file', async () => {
     const bytes = randomBytes(8 * 1024 * 1024 + 3);
-    const file = await fileOf(bytes);
-    const sends: Array<{ handle: FileHandle; outcome: Promise<unknown> }> = [];
-    const server = createServer((_req, res) => {
-      void open(file, 'r').then((handle) => {
-        res.writeHead(200, { 'content-length': bytes.length });
-        sends.push({ handle, outcome: new FileBody(handle, 0, Infinity).sendTo(res).then(() => 'sent', (error: Error) => error) });
-      });
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const served = await fileServer(await fileOf(bytes), bytes.length);
     try {
-      const [whole] = (await once(request(url).end(), 'response')) as [IncomingMessage];
+      const [whole] = (await once(request(served.url).end(), 'response')) as [IncomingMessage];
       const received: Buffer[] = [];
       for await (const piece of whole) received.push(piece as Buffer);
       expect(Buffer.concat(received).equals(bytes)).toBe(true);
-      expect(await sends[0]!.outcome).toBe('sent');
+      expect(await served.sends[0]!.settled).toBe('sent');
 
-      const leaving = request(url).end();
+      const leaving = request(served.url).end();
       leaving.on('error', () => undefined);
       const [partial] = (await once(leaving, 'response')) as [IncomingMessage];
       let taken = 0;
@@ -138,38 +161,12 @@ describe('FileBody', () => {
         if (taken > 100_000) break;
       }
       leaving.destroy();
-      expect(await sends[1]!.outcome).toBeInstanceOf(Error);
-      expect(sends.map((send) => send.handle.fd)).toEqual([-1, -1]);
+      expect(await served.sends[1]!.settled).toBeInstanceOf(Error);
+      expect(served.sends.map((send) => send.handle.fd)).toEqual([-1, -1]);
     } finally {
-      server.closeAllConnections();
-      server.close();
+      served.close();
     }
   });
-
-  /**
-   * A server answering every request with the file through `sendTo`, once it has read the
-   * request's body to its end (as a body parser does; the request then closes, the answer not);
-   * `meddle` may wrap the handle's reads.
-   */
-  async function fileServer(file: string, size: number, meddle: (handle: FileHandle, res: import('node:http').ServerResponse) => void = () => undefined) {
-    const sends: Array<{ handle: FileHandle; outcome: unknown }> = [];
-    const server = createServer((req, res) => {
-      req.resume();
-      void Promise.all([once(req, 'end'), open(file, 'r')]).then(([, handle]) => {
-        const send: { handle: FileHandle; outcome: unknown } = { handle, outcome: 'pending' };
-        sends.push(send);
-        meddle(handle, res);
-        res.writeHead(200, { 'content-length': size });
-        new FileBody(handle, 0, Infinity).sendTo(res).then(
-          () => (send.outcome = 'sent'),
-          (error: unknown) => (send.outcome = error),
-        );
-      });
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    return { sends, port: (server.address() as AddressInfo).port, close: () => (server.closeAllConnections(), server.close()) };
-  }
 
   it('ends, and closes the file, when the socket is destroyed just as a read completes (Node drops that write\'s callback)', async () => {
     const bytes = randomBytes(4 * 1024 * 1024);

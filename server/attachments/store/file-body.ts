@@ -1,8 +1,8 @@
 /**
  * A stored file's bytes on the local disk (or a range of them), read from a handle opened before
  * the answer starts. As a `Readable` it gives each piece in memory of its own, for consumers
- * that keep pieces (a zip); `sendBody` instead writes it to an HTTP answer through two buffers it
- * reuses, each read into again only once the socket has taken what was written from it.
+ * that keep pieces (a zip); `sendTo` (what `sendBody` calls for an HTTP answer) writes it through
+ * two reused buffers, each read into again only once the socket has taken what was written from it.
  *
  * Why: a download read as a plain stream allocates a 64 KiB buffer per piece, outside V8's heap.
  * They die as soon as they are written, but V8 counts their bytes and, every few dozen
