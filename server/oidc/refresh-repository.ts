@@ -154,8 +154,21 @@ export class RefreshRepository {
     return rows.map((row: Record<string, unknown>) => ({ clientId: String(row.client_id), lastUsedAt: Number(row.created_at) }));
   }
 
-  /** Deletes tokens whose family or own lifetime ended (a reuse of one is refused the same way: unknown). */
+  /**
+   * Deletes tokens whose family or own lifetime ended (a reuse of one is refused the same way:
+   * unknown). First it finishes any family's revocation that did not finish: a refused rotation
+   * stores its successor (and access token) before the family is revoked, and a process that
+   * stops in between leaves them live in a family whose revoked rows are all that say it ended,
+   * and which this very sweep may delete.
+   */
   async sweep(now: number): Promise<void> {
+    const ended = (table: string) =>
+      this.#db(table)
+        .whereNull('revoked_at')
+        .whereIn('family_id', this.#db('oidc_refresh_tokens').whereNotNull('revoked_at').distinct('family_id'))
+        .update({ revoked_at: now });
+    await ended('oidc_refresh_tokens');
+    await ended('oidc_tokens');
     await this.#db('oidc_refresh_tokens').where('family_expires_at', '<', now).orWhere('expires_at', '<', now).delete();
   }
 }
