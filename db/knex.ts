@@ -3,7 +3,7 @@ import knex, { type Knex } from 'knex';
 import type { RateLimiterAbstract, RateLimiterPostgres as PostgresLimiter, RateLimiterRes as LimiterAnswer } from 'rate-limiter-flexible';
 import { migrations } from './migrations/index.ts';
 import { advisoryKey, isPostgres, postgresConfig, retryingSerializable } from './postgres.ts';
-import { sqliteConfig } from './sqlite.ts';
+import { BackgroundCheckpoints, sqliteConfig } from './sqlite.ts';
 
 export type Db = Knex;
 
@@ -18,7 +18,8 @@ export interface DatabaseLocation {
  * connection, transactions that take the write lock when they begin. `DATABASE_URL=postgres://…`
  * chooses PostgreSQL: a pool of connections, shared by as many server processes as an install
  * runs. Repositories use Knex's portable builders and see the same values from both (numbers for
- * counts and bigints, text without length limits).
+ * counts and bigints, text without length limits). `checkpointsInBackground`: the server's
+ * database, whose write-ahead log `BackgroundCheckpoints` copies (SQLite only; `sqlite.ts`).
  *
  * On PostgreSQL every `db.transaction(work)` is SERIALIZABLE and is run again, from the start,
  * when PostgreSQL reports that it conflicted with a concurrent one (two notes numbered at once,
@@ -27,7 +28,7 @@ export interface DatabaseLocation {
  * one at a time. Work passed to `transaction` must therefore only touch the database: anything
  * else (mail, files) happens after it commits.
  */
-export function openDatabase(where: DatabaseLocation): Db {
+export function openDatabase(where: DatabaseLocation, opts: { checkpointsInBackground?: boolean } = {}): Db {
   if (where.databaseUrl) {
     const db = knex({ ...postgresConfig(where.databaseUrl), compileSqlOnError: false, migrations: { migrationSource } });
     retryingSerializable(db);
@@ -35,7 +36,20 @@ export function openDatabase(where: DatabaseLocation): Db {
   }
   // Knex would write the query's values into an error's message; they may be secrets (hashes,
   // emails), and messages are logged.
-  return knex({ ...sqliteConfig(where.dataDir), compileSqlOnError: false, migrations: { migrationSource } });
+  return knex({ ...sqliteConfig(where.dataDir, opts), compileSqlOnError: false, migrations: { migrationSource } });
+}
+
+/**
+ * On SQLite, starts copying the write-ahead log of `db` (opened with `checkpointsInBackground`)
+ * into the database file from a connection of its own (`BackgroundCheckpoints`); on PostgreSQL
+ * there is nothing to do.
+ */
+export async function checkpointInBackground(
+  db: Db,
+  where: DatabaseLocation,
+  log: Parameters<typeof BackgroundCheckpoints.start>[2],
+): Promise<BackgroundCheckpoints | null> {
+  return where.databaseUrl ? null : BackgroundCheckpoints.start(db, where.dataDir, log);
 }
 
 /**

@@ -7,7 +7,7 @@ import express, { type Express, type Request, type RequestHandler, type Response
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { AppError } from '../../shared/errors.ts';
-import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
+import { checkpointInBackground, migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { toAppError } from '../errors.ts';
 import { createLogger, requestLogger } from '../logger.ts';
@@ -214,7 +214,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // Metrics are kept only when something can read them: a metrics listener is configured.
   // prom-client is loaded only then: a process without a metrics listener never pays for it.
   const metrics = config.metricsPort === undefined ? null : (await import('../metrics/registry.ts')).createMetrics({ routes, logger });
-  const db = openDatabase(config);
+  const db = openDatabase(config, { checkpointsInBackground: true });
   metrics?.watchDatabase(db);
   await migrateToLatest(db);
   const services = await createServices(config, db, logger, opts.now, metrics ?? NO_METRICS);
@@ -260,6 +260,8 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     if (!direct(req, res)) handle(req, res, callback);
   };
 
+  // SQLite's log is copied into its file from a connection of its own, not inside requests' commits.
+  const checkpoints = await checkpointInBackground(db, config, logger);
   // One process of the install sweeps at a time (`sweeper.ts`).
   const sweeper = new Sweeper(db, services, logger, opts.now ?? Date.now);
   sweeper.start();
@@ -278,6 +280,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     async close() {
       await sweeper.stop();
       await services.close();
+      await checkpoints?.close();
       await db.destroy();
     },
   };
