@@ -49,7 +49,12 @@ export async function checkpointInBackground(
   where: DatabaseLocation,
   log: Parameters<typeof BackgroundCheckpoints.start>[2],
 ): Promise<BackgroundCheckpoints | null> {
-  return where.databaseUrl ? null : BackgroundCheckpoints.start(db, where.dataDir, log);
+  if (where.databaseUrl) return null;
+  // Not a reason to refuse to start: the service's connection checkpoints at its backstop anyway.
+  return BackgroundCheckpoints.start(db, where.dataDir, log).catch((error: unknown) => {
+    log.warn({ err: error }, 'background checkpoints not started');
+    return null;
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -191,8 +192,12 @@ export function sqliteFile(dataDir: string): string {
  * under writes so steady that a background checkpoint never finds the log still (below).
  */
 export const CHECKPOINT_BACKSTOP_PAGES = 10_000;
-/** How often `BackgroundCheckpoints` looks for pages written since it last copied (ms). */
-const CHECKPOINT_EVERY_MS = 100;
+/** The pages not yet copied at which `BackgroundCheckpoints` copies them: SQLite's own threshold. */
+const CHECKPOINT_AT_PAGES = 1000;
+/** How long after a write `BackgroundCheckpoints` looks at the log (ms). */
+const LOOK_AFTER_MS = 100;
+/** How long `BackgroundCheckpoints` waits after a failed checkpoint before it tries again (ms). */
+const RETRY_AFTER_MS = 5000;
 
 /** What `BackgroundCheckpoints` reports to: its failures, and when they stop. */
 interface CheckpointLog {
@@ -201,108 +206,163 @@ interface CheckpointLog {
 }
 
 /**
+ * The pages in the write-ahead log not yet copied into the database file (`mxFrame − nBackfill`),
+ * read from the WAL-index header at the start of the `-shm` file
+ * (https://sqlite.org/walformat.html: two copies of a 48-byte header, then the checkpoint
+ * information; integers in the machine's byte order). `torn`: caught while SQLite writes it (its
+ * two copies differ); `unknown`: not the format described.
+ */
+function uncopiedPages(fd: number, header: Buffer): number | 'torn' | 'unknown' {
+  if (readSync(fd, header, 0, header.length, 0) < header.length) return 'unknown';
+  if (!header.subarray(0, 48).equals(header.subarray(48, 96))) return 'torn';
+  const u32 = (offset: number) => (endianness() === 'LE' ? header.readUInt32LE(offset) : header.readUInt32BE(offset));
+  // iVersion 3007000, isInit 1.
+  if (u32(0) !== 3007000 || header[12] !== 1) return 'unknown';
+  return Math.max(u32(16) - u32(96), 0);
+}
+
+/**
  * Copies the write-ahead log into the database file from a connection of its own, on its own
- * thread, so that no request waits for it.
+ * thread, so that requests do not wait for it.
  *
  * In WAL mode a commit only appends to the log; a checkpoint copies the logged pages into the
  * database file, with an fsync of the log before and of the database after (2–3 ms each on the
  * machines we measured). SQLite runs one by itself inside the commit that takes the log past
  * 1,000 pages, on the committing connection: with one connection per process, every request's
  * statements then waited behind those fsyncs, several times a second under steady writes
- * (`POST /refreshToken` writes about 7 pages). Here a second connection runs a PASSIVE
- * checkpoint every `CHECKPOINT_EVERY_MS` after the service wrote anything: it takes no lock a
- * writer or a reader waits for, and syncs exactly as SQLite's own does (`synchronous = NORMAL`),
- * so what a crash or a power loss can lose is unchanged.
+ * (`POST /refreshToken` writes about 7 pages). Here, `LOOK_AFTER_MS` after the service's writes,
+ * a second connection reads how many pages are not yet copied and, from 1,000 on, as SQLite
+ * would, runs a PASSIVE checkpoint: it takes no lock a writer or a reader waits for, and syncs
+ * exactly as SQLite's own does (`synchronous = NORMAL`), so what a crash or a power loss can lose
+ * is unchanged.
  *
- * The log starts again from its beginning only once a checkpoint has copied all of it and the
- * next write begins. Under writes too steady for that (each checkpoint finds new pages), it grows
- * until the service's connection checkpoints it itself at `CHECKPOINT_BACKSTOP_PAGES`, by then
- * with at most the last interval's pages left to copy. Several processes on one file each run
- * one; SQLite lets one checkpoint run at a time, and the others skip that turn.
+ * Once a checkpoint has copied the whole log, the next write starts it again from its beginning
+ * and syncs its new header (SQLite does that after its own checkpoints too); as checkpoints run
+ * only from 1,000 pages on, that stays as rare as before. Under writes too steady for any
+ * checkpoint to find the log still (each finds new pages), the log grows until the service's
+ * connection checkpoints it itself at `CHECKPOINT_BACKSTOP_PAGES`, by then with few pages left
+ * to copy; the file then keeps that size until the last connection closes. Several processes
+ * on one file each run one; SQLite lets one checkpoint run at a time, and the others skip that
+ * turn.
  */
 export class BackgroundCheckpoints {
   readonly #connection: sqlite3.Database;
+  /** The `-shm` file, read for the log's header (`uncopiedPages`). */
+  readonly #index: number;
+  readonly #header = Buffer.alloc(136);
   readonly #db: Knex;
   readonly #log: CheckpointLog;
-  readonly #onQuery = (query: { method?: unknown }): void => {
+  /** After a statement has run (Knex's `query-response`), not when it is sent: a commit kept waiting for a lock counts once done. */
+  readonly #onResponse = (_response: unknown, query: { method?: unknown }): void => {
     if (query.method === 'select' || query.method === 'first' || query.method === 'pluck') return;
     this.#written = true;
-    this.#schedule();
+    this.#schedule(LOOK_AFTER_MS);
   };
-  /** Something was written since the last checkpoint began. */
+  /** Something was written since the last look began. */
   #written = false;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
-  #closed = false;
+  #closed: Promise<void> | null = null;
   #failing = false;
-  /** Checkpoints run on a log with pages in it, and what the last one found: its pages, and how many are in the database now. */
-  readonly stats = { checkpoints: 0, last: { log: 0, checkpointed: 0 } };
+  /** Checkpoints run, looks that found the log under the threshold, and what the last checkpoint found: the log's pages, and how many are in the database file now. */
+  readonly stats = { checkpoints: 0, looksUnder: 0, last: { log: 0, checkpointed: 0 } };
 
-  private constructor(connection: sqlite3.Database, db: Knex, log: CheckpointLog) {
+  private constructor(connection: sqlite3.Database, index: number, db: Knex, log: CheckpointLog) {
     this.#connection = connection;
+    this.#index = index;
     this.#db = db;
     this.#log = log;
-    db.on('query', this.#onQuery);
-    // What was written before it started (migrations) is copied too.
+    db.on('query-response', this.#onResponse);
+    // What was written before it started (migrations) is looked at too.
     this.#written = true;
-    this.#schedule();
+    this.#schedule(LOOK_AFTER_MS);
   }
 
-  /** A checkpoint `CHECKPOINT_EVERY_MS` from now, unless one is due or running (which schedules the next when done). */
-  #schedule(): void {
+  /** Opens the checkpointing connection on `dataDir`'s database, which `db` (its service connection) has opened in WAL mode. */
+  static async start(db: Knex, dataDir: string, log: CheckpointLog): Promise<BackgroundCheckpoints> {
+    const driver = createRequire(import.meta.url)('sqlite3') as typeof sqlite3;
+    const file = sqliteFile(dataDir);
+    const connection = await new Promise<sqlite3.Database>((resolve, reject) => {
+      const opened: sqlite3.Database = new driver.Database(file, driver.OPEN_READWRITE, (err) => (err ? reject(err) : resolve(opened)));
+    });
+    try {
+      // It never writes; a checkpoint by another process meanwhile is not waited for. Reading
+      // the schema opens the log's index (`-shm`), which this connection then keeps in place.
+      await new Promise<void>((resolve, reject) =>
+        connection.exec('PRAGMA busy_timeout = 0; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; SELECT count(*) FROM sqlite_schema;', (err) => (err ? reject(err) : resolve())),
+      );
+      const index = openSync(`${file}-shm`, 'r');
+      return new BackgroundCheckpoints(connection, index, db, log);
+    } catch (error) {
+      await new Promise<void>((resolve) => connection.close(() => resolve()));
+      throw error;
+    }
+  }
+
+  /** A look at the log `delay` ms from now, unless one is due or running (a write meanwhile schedules the next once it is done). */
+  #schedule(delay: number): void {
     if (this.#timer || this.#running || this.#closed) return;
     this.#timer = setTimeout(() => {
       this.#timer = null;
-      this.#running = this.#checkpoint().finally(() => {
+      this.#written = false;
+      this.#running = this.#look().then((again) => {
         this.#running = null;
-        if (this.#written) this.#schedule();
+        if (again !== null) this.#schedule(again);
+        else if (this.#written) this.#schedule(LOOK_AFTER_MS);
       });
-    }, CHECKPOINT_EVERY_MS);
+    }, delay);
     // A process with nothing else to do may exit: its last connection to close checkpoints.
     this.#timer.unref();
   }
 
-  /** Opens the checkpointing connection on `dataDir`'s database, which `db` (its service connection) has migrated. */
-  static async start(db: Knex, dataDir: string, log: CheckpointLog): Promise<BackgroundCheckpoints> {
-    const driver = createRequire(import.meta.url)('sqlite3') as typeof sqlite3;
-    const connection = await new Promise<sqlite3.Database>((resolve, reject) => {
-      const opened: sqlite3.Database = new driver.Database(sqliteFile(dataDir), driver.OPEN_READWRITE, (err) => (err ? reject(err) : resolve(opened)));
-    });
-    // It never writes; a checkpoint by another process meanwhile is not waited for.
-    await new Promise<void>((resolve, reject) =>
-      connection.exec('PRAGMA busy_timeout = 0; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;', (err) => (err ? reject(err) : resolve())),
-    );
-    return new BackgroundCheckpoints(connection, db, log);
-  }
-
-  async #checkpoint(): Promise<void> {
-    this.#written = false;
+  /** Looks at the log and checkpoints it if due: when to look again regardless of writes (ms), or null. */
+  async #look(): Promise<number | null> {
+    let pages: ReturnType<typeof uncopiedPages>;
+    try {
+      pages = uncopiedPages(this.#index, this.#header);
+    } catch {
+      pages = 'unknown';
+    }
+    // A header caught mid-write is looked at again shortly.
+    if (pages === 'torn') return LOOK_AFTER_MS;
+    if (pages === 'unknown') {
+      // A SQLite whose log index this does not know: its own checkpoint at the backstop copies the log.
+      if (!this.#failing) this.#log.warn({}, 'background checkpoints cannot read the log index: left to SQLite');
+      this.#failing = true;
+      return null;
+    }
+    if (pages < CHECKPOINT_AT_PAGES) {
+      this.stats.looksUnder += 1;
+      return null;
+    }
     try {
       const row = await new Promise<{ busy: number; log: number; checkpointed: number } | undefined>((resolve, reject) =>
         this.#connection.get('PRAGMA wal_checkpoint(PASSIVE)', (err, found) => (err ? reject(err) : resolve(found as never))),
       );
       if (this.#failing) this.#log.info({}, 'background checkpoints run again');
       this.#failing = false;
-      // Another process's checkpoint was running: this one's pages are left for the next turn.
-      if (row?.busy) this.#written = true;
-      else if (row && row.log > 0) {
-        this.stats.checkpoints += 1;
-        this.stats.last = { log: row.log, checkpointed: row.checkpointed };
-      }
+      // Another process's checkpoint was running: this one's pages are left for the next look.
+      if (!row || row.busy) return LOOK_AFTER_MS;
+      this.stats.checkpoints += 1;
+      this.stats.last = { log: row.log, checkpointed: row.checkpointed };
+      return null;
     } catch (error) {
-      // The next write tries again; the service's connection checkpoints at the backstop anyway.
-      this.#written = true;
+      // Tried again a while later (a full disk, say); the service's connection checkpoints at the backstop anyway.
       if (!this.#failing) this.#log.warn({ err: error }, 'background checkpoint failed');
       this.#failing = true;
+      return RETRY_AFTER_MS;
     }
   }
 
   /** Stops checkpointing (a checkpoint under way finishes first) and closes the connection. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#db.off('query', this.#onQuery);
-    await this.#running;
-    await new Promise<void>((resolve, reject) => this.#connection.close((err) => (err ? reject(err) : resolve())));
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      if (this.#timer) clearTimeout(this.#timer);
+      this.#db.off('query-response', this.#onResponse);
+      await this.#running;
+      closeSync(this.#index);
+      await new Promise<void>((resolve, reject) => this.#connection.close((err) => (err ? reject(err) : resolve())));
+    })();
+    return this.#closed;
   }
 }
