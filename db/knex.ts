@@ -18,8 +18,7 @@ export interface DatabaseLocation {
  * connection, transactions that take the write lock when they begin. `DATABASE_URL=postgres://…`
  * chooses PostgreSQL: a pool of connections, shared by as many server processes as an install
  * runs. Repositories use Knex's portable builders and see the same values from both (numbers for
- * counts and bigints, text without length limits). `checkpointsInBackground`: the server's
- * database, whose write-ahead log `BackgroundCheckpoints` copies (SQLite only; `sqlite.ts`).
+ * counts and bigints, text without length limits).
  *
  * On PostgreSQL every `db.transaction(work)` is SERIALIZABLE and is run again, from the start,
  * when PostgreSQL reports that it conflicted with a concurrent one (two notes numbered at once,
@@ -28,7 +27,7 @@ export interface DatabaseLocation {
  * one at a time. Work passed to `transaction` must therefore only touch the database: anything
  * else (mail, files) happens after it commits.
  */
-export function openDatabase(where: DatabaseLocation, opts: { checkpointsInBackground?: boolean } = {}): Db {
+export function openDatabase(where: DatabaseLocation): Db {
   if (where.databaseUrl) {
     const db = knex({ ...postgresConfig(where.databaseUrl), compileSqlOnError: false, migrations: { migrationSource } });
     retryingSerializable(db);
@@ -36,13 +35,12 @@ export function openDatabase(where: DatabaseLocation, opts: { checkpointsInBackg
   }
   // Knex would write the query's values into an error's message; they may be secrets (hashes,
   // emails), and messages are logged.
-  return knex({ ...sqliteConfig(where.dataDir, opts), compileSqlOnError: false, migrations: { migrationSource } });
+  return knex({ ...sqliteConfig(where.dataDir), compileSqlOnError: false, migrations: { migrationSource } });
 }
 
 /**
- * On SQLite, starts copying the write-ahead log of `db` (opened with `checkpointsInBackground`)
- * into the database file from a connection of its own (`BackgroundCheckpoints`); on PostgreSQL
- * there is nothing to do.
+ * On SQLite, starts copying the write-ahead log of `db` into the database file from a connection
+ * of its own (`BackgroundCheckpoints`, the server's); on PostgreSQL there is nothing to do.
  */
 export async function checkpointInBackground(
   db: Db,
@@ -50,7 +48,7 @@ export async function checkpointInBackground(
   log: Parameters<typeof BackgroundCheckpoints.start>[2],
 ): Promise<BackgroundCheckpoints | null> {
   if (where.databaseUrl) return null;
-  // Not a reason to refuse to start: the service's connection checkpoints at its backstop anyway.
+  // Not a reason to refuse to start: the service's connection then checkpoints as SQLite does by itself.
   return BackgroundCheckpoints.start(db, where.dataDir, log).catch((error: unknown) => {
     log.warn({ err: error }, 'background checkpoints not started');
     return null;

@@ -11,10 +11,8 @@ import type sqlite3 from 'sqlite3';
  * SQLITE-ONLY: this file is the one place that knows the database is SQLite (the driver, the
  * file, the pragmas); `postgres.ts` is its PostgreSQL counterpart.
  */
-export function sqliteConfig(dataDir: string, opts: { checkpointsInBackground?: boolean } = {}): Knex.Config {
+export function sqliteConfig(dataDir: string): Knex.Config {
   mkdirSync(dataDir, { recursive: true });
-  // SQLite's default (1,000 pages), unless `BackgroundCheckpoints` copies the log meanwhile.
-  const autocheckpoint = opts.checkpointsInBackground ? CHECKPOINT_BACKSTOP_PAGES : 1000;
   return {
     // Knex takes a client class in place of a driver name; its types only know its own base class.
     client: PreparingSqliteClient as unknown as Knex.Config['client'],
@@ -33,9 +31,8 @@ export function sqliteConfig(dataDir: string, opts: { checkpointsInBackground?: 
         // lose the last commits before it. See the README's Performance section.
         // busy_timeout first: setting WAL mode needs the lock another process starting on the
         // same new file may hold.
-        conn.exec(
-          `PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = ${autocheckpoint};`,
-          (err) => done(err, conn),
+        conn.exec('PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;', (err) =>
+          done(err, conn),
         );
       },
     },
@@ -188,12 +185,14 @@ export function sqliteFile(dataDir: string): string {
 
 /**
  * How long the write-ahead log may grow (in pages of 4 KiB, about 40 MB) before the service's own
- * connection copies it into the database file itself, when `BackgroundCheckpoints` runs: only
+ * connection copies it into the database file itself, while `BackgroundCheckpoints` runs: only
  * under writes so steady that a background checkpoint never finds the log still (below).
  */
 export const CHECKPOINT_BACKSTOP_PAGES = 10_000;
-/** The pages not yet copied at which `BackgroundCheckpoints` copies them: SQLite's own threshold. */
-const CHECKPOINT_AT_PAGES = 1000;
+/** SQLite's own threshold: a connection checkpoints in the commit that takes the log to this many pages. */
+const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
+/** The pages not yet copied at which `BackgroundCheckpoints` copies them (SQLite's own threshold). */
+const CHECKPOINT_AT_PAGES = SQLITE_AUTOCHECKPOINT_PAGES;
 /** How long after a write `BackgroundCheckpoints` looks at the log (ms). */
 const LOOK_AFTER_MS = 100;
 /** How long `BackgroundCheckpoints` waits after a failed checkpoint before it tries again (ms). */
@@ -230,20 +229,22 @@ function uncopiedPages(fd: number, header: Buffer): number | 'torn' | 'unknown' 
  * machines we measured). SQLite runs one by itself inside the commit that takes the log past
  * 1,000 pages, on the committing connection: with one connection per process, every request's
  * statements then waited behind those fsyncs, several times a second under steady writes
- * (`POST /refreshToken` writes about 7 pages). Here, `LOOK_AFTER_MS` after the service's writes,
- * a second connection reads how many pages are not yet copied and, from 1,000 on, as SQLite
- * would, runs a PASSIVE checkpoint: it takes no lock a writer or a reader waits for, and syncs
- * exactly as SQLite's own does (`synchronous = NORMAL`), so what a crash or a power loss can lose
- * is unchanged.
+ * (`POST /refreshToken` writes about 7 pages). While this runs, the service's connection
+ * checkpoints only at `CHECKPOINT_BACKSTOP_PAGES`; `LOOK_AFTER_MS` after a connection that wrote
+ * goes back to the pool (its statement or its transaction's commit done), a second connection
+ * reads how many pages of the log are not yet copied and, from 1,000 on, runs a PASSIVE
+ * checkpoint: it takes no lock a writer or a reader waits for, and syncs exactly as SQLite's own
+ * does (`synchronous = NORMAL`), so what a crash or a power loss can lose is unchanged.
  *
  * Once a checkpoint has copied the whole log, the next write starts it again from its beginning
  * and syncs its new header (SQLite does that after its own checkpoints too); as checkpoints run
- * only from 1,000 pages on, that stays as rare as before. Under writes too steady for any
- * checkpoint to find the log still (each finds new pages), the log grows until the service's
- * connection checkpoints it itself at `CHECKPOINT_BACKSTOP_PAGES`, by then with few pages left
- * to copy; the file then keeps that size until the last connection closes. Several processes
- * on one file each run one; SQLite lets one checkpoint run at a time, and the others skip that
- * turn.
+ * only from 1,000 uncopied pages on, that stays as rare as before. Under writes too steady for
+ * any checkpoint to find the log still (each finds new pages), the log grows until the service's
+ * connection checkpoints it itself at the backstop, by then with few pages left to copy; the
+ * file then keeps that size until the last connection closes. Several processes on one file each
+ * run one; SQLite lets one checkpoint run at a time, and the others skip that turn. If it cannot
+ * read the log's index, or when it closes, the service's connection gets SQLite's own threshold
+ * back (as does a connection the pool opens anew meanwhile, which is safe either way).
  */
 export class BackgroundCheckpoints {
   readonly #connection: sqlite3.Database;
@@ -251,10 +252,17 @@ export class BackgroundCheckpoints {
   readonly #index: number;
   readonly #header = Buffer.alloc(136);
   readonly #db: Knex;
+  readonly #pool: Pool;
   readonly #log: CheckpointLog;
-  /** After a statement has run (Knex's `query-response`), not when it is sent: a commit kept waiting for a lock counts once done. */
-  readonly #onResponse = (_response: unknown, query: { method?: unknown }): void => {
-    if (query.method === 'select' || query.method === 'first' || query.method === 'pluck') return;
+  /** A write was sent on the service's connection since it last went back to the pool. */
+  #sent = false;
+  readonly #onQuery = (query: { method?: unknown }): void => {
+    if (query.method !== 'select' && query.method !== 'first' && query.method !== 'pluck') this.#sent = true;
+  };
+  /** A connection goes back to the pool once its statement, or its transaction's commit, is done. */
+  readonly #onRelease = (): void => {
+    if (!this.#sent) return;
+    this.#sent = false;
     this.#written = true;
     this.#schedule(LOOK_AFTER_MS);
   };
@@ -263,16 +271,20 @@ export class BackgroundCheckpoints {
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
   #closed: Promise<void> | null = null;
+  /** The log's index could not be read: checkpoints are left to SQLite. */
+  #handedBack = false;
   #failing = false;
   /** Checkpoints run, looks that found the log under the threshold, and what the last checkpoint found: the log's pages, and how many are in the database file now. */
   readonly stats = { checkpoints: 0, looksUnder: 0, last: { log: 0, checkpointed: 0 } };
 
-  private constructor(connection: sqlite3.Database, index: number, db: Knex, log: CheckpointLog) {
+  private constructor(connection: sqlite3.Database, index: number, db: Knex, pool: Pool, log: CheckpointLog) {
     this.#connection = connection;
     this.#index = index;
     this.#db = db;
+    this.#pool = pool;
     this.#log = log;
-    db.on('query-response', this.#onResponse);
+    db.on('query', this.#onQuery);
+    pool.on('release', this.#onRelease);
     // What was written before it started (migrations) is looked at too.
     this.#written = true;
     this.#schedule(LOOK_AFTER_MS);
@@ -280,20 +292,25 @@ export class BackgroundCheckpoints {
 
   /** Opens the checkpointing connection on `dataDir`'s database, which `db` (its service connection) has opened in WAL mode. */
   static async start(db: Knex, dataDir: string, log: CheckpointLog): Promise<BackgroundCheckpoints> {
+    const pool = (db.client as { pool?: Pool }).pool;
+    if (!pool) throw new Error('BackgroundCheckpoints: the database has no connection pool');
     const driver = createRequire(import.meta.url)('sqlite3') as typeof sqlite3;
     const file = sqliteFile(dataDir);
     const connection = await new Promise<sqlite3.Database>((resolve, reject) => {
       const opened: sqlite3.Database = new driver.Database(file, driver.OPEN_READWRITE, (err) => (err ? reject(err) : resolve(opened)));
     });
+    let index: number | null = null;
     try {
       // It never writes; a checkpoint by another process meanwhile is not waited for. Reading
       // the schema opens the log's index (`-shm`), which this connection then keeps in place.
       await new Promise<void>((resolve, reject) =>
         connection.exec('PRAGMA busy_timeout = 0; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; SELECT count(*) FROM sqlite_schema;', (err) => (err ? reject(err) : resolve())),
       );
-      const index = openSync(`${file}-shm`, 'r');
-      return new BackgroundCheckpoints(connection, index, db, log);
+      index = openSync(`${file}-shm`, 'r');
+      await db.raw(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
+      return new BackgroundCheckpoints(connection, index, db, pool, log);
     } catch (error) {
+      if (index !== null) closeSync(index);
       await new Promise<void>((resolve) => connection.close(() => resolve()));
       throw error;
     }
@@ -301,7 +318,7 @@ export class BackgroundCheckpoints {
 
   /** A look at the log `delay` ms from now, unless one is due or running (a write meanwhile schedules the next once it is done). */
   #schedule(delay: number): void {
-    if (this.#timer || this.#running || this.#closed) return;
+    if (this.#timer || this.#running || this.#closed || this.#handedBack) return;
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#written = false;
@@ -326,9 +343,9 @@ export class BackgroundCheckpoints {
     // A header caught mid-write is looked at again shortly.
     if (pages === 'torn') return LOOK_AFTER_MS;
     if (pages === 'unknown') {
-      // A SQLite whose log index this does not know: its own checkpoint at the backstop copies the log.
-      if (!this.#failing) this.#log.warn({}, 'background checkpoints cannot read the log index: left to SQLite');
-      this.#failing = true;
+      // A SQLite whose log index this does not know: checkpoints are SQLite's own again.
+      this.#log.warn({}, 'background checkpoints cannot read the log index: left to SQLite');
+      await this.#handBack();
       return null;
     }
     if (pages < CHECKPOINT_AT_PAGES) {
@@ -354,15 +371,29 @@ export class BackgroundCheckpoints {
     }
   }
 
-  /** Stops checkpointing (a checkpoint under way finishes first) and closes the connection. */
+  /** The service's connection checkpoints at SQLite's own threshold again. */
+  async #handBack(): Promise<void> {
+    this.#handedBack = true;
+    await this.#db.raw(`PRAGMA wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`).catch((error: unknown) => this.#log.warn({ err: error }, 'checkpoints not handed back to SQLite'));
+  }
+
+  /** Stops checkpointing (a checkpoint under way finishes first), hands checkpoints back to the service's connection and closes its own. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       if (this.#timer) clearTimeout(this.#timer);
-      this.#db.off('query-response', this.#onResponse);
+      this.#db.off('query', this.#onQuery);
+      this.#pool.removeListener('release', this.#onRelease);
       await this.#running;
+      if (!this.#handedBack) await this.#handBack();
       closeSync(this.#index);
       await new Promise<void>((resolve, reject) => this.#connection.close((err) => (err ? reject(err) : resolve())));
     })();
     return this.#closed;
   }
+}
+
+/** The part of Knex's connection pool (tarn) `BackgroundCheckpoints` listens to. */
+interface Pool {
+  on(event: 'release', listener: () => void): void;
+  removeListener(event: 'release', listener: () => void): void;
 }

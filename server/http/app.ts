@@ -214,7 +214,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // Metrics are kept only when something can read them: a metrics listener is configured.
   // prom-client is loaded only then: a process without a metrics listener never pays for it.
   const metrics = config.metricsPort === undefined ? null : (await import('../metrics/registry.ts')).createMetrics({ routes, logger });
-  const db = openDatabase(config, { checkpointsInBackground: true });
+  const db = openDatabase(config);
   metrics?.watchDatabase(db);
   await migrateToLatest(db);
   const services = await createServices(config, db, logger, opts.now, metrics ?? NO_METRICS);

@@ -3,10 +3,12 @@
  * connection of its own, instead of inside the commit that takes the log past 1,000 pages: a log
  * under 1,000 uncopied pages is left alone (each complete checkpoint makes the next write start
  * the log again and sync its header, so checkpoints stay as rare as SQLite's own), one past it is
- * copied after the service's writes, two processes' checkpointers on one file take turns, and a
- * checkpointer that cannot start leaves the server to SQLite's own checkpoints.
+ * copied after the service's writes or a transaction's commit, two connections' checkpointers on
+ * one file take turns, and the service's connection checkpoints as SQLite does by itself whenever
+ * none runs.
  */
-import { rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { checkpointInBackground, openDatabase, type Db } from '../../db/knex.ts';
 import { BackgroundCheckpoints, CHECKPOINT_BACKSTOP_PAGES, sqliteFile } from '../../db/sqlite.ts';
@@ -30,7 +32,7 @@ afterEach(async () => {
 });
 
 async function serviceDatabase(): Promise<Db> {
-  const db = openDatabase({ dataDir: dir }, { checkpointsInBackground: true });
+  const db = openDatabase({ dataDir: dir });
   opened.push(db);
   if (!(await db.schema.hasTable('filler'))) {
     await db.schema.createTable('filler', (t) => {
@@ -54,12 +56,14 @@ async function writeRows(db: Db, from: number, count: number): Promise<void> {
 }
 
 const fileBytes = async () => (await stat(sqliteFile(dir))).size;
+const autocheckpoint = async (db: Db) => ((await db.raw('PRAGMA wal_autocheckpoint')) as Array<{ wal_autocheckpoint: number }>)[0]?.wal_autocheckpoint;
 
 it('leaves a log under 1,000 uncopied pages alone, and copies one past it from its own connection', async () => {
   const db = await serviceDatabase();
-  // The service's connection checkpoints only at the backstop.
-  expect(await db.raw('PRAGMA wal_autocheckpoint')).toEqual([{ wal_autocheckpoint: CHECKPOINT_BACKSTOP_PAGES }]);
+  expect(await autocheckpoint(db)).toBe(1000);
   const checkpoints = await checkpointer(db);
+  // While it runs, the service's connection checkpoints only at the backstop.
+  expect(await autocheckpoint(db)).toBe(CHECKPOINT_BACKSTOP_PAGES);
   const before = await fileBytes();
 
   await writeRows(db, 0, 200);
@@ -77,14 +81,27 @@ it('leaves a log under 1,000 uncopied pages alone, and copies one past it from i
   expect(await fileBytes()).toBeGreaterThan(before + 1_000_000);
   expect(warnings).toEqual([]);
 
-  const listening = db.listenerCount('query-response');
+  const listening = db.listenerCount('query');
   await checkpoints.close();
   await checkpoints.close();
-  // Closed: it no longer follows the service's writes.
-  expect(db.listenerCount('query-response')).toBe(listening - 1);
+  // Closed: it no longer follows the service's writes, and SQLite checkpoints by itself again.
+  expect(db.listenerCount('query')).toBe(listening - 1);
+  expect(await autocheckpoint(db)).toBe(1000);
 });
 
-it('runs beside another process’s checkpointer on the same file: one checkpoint at a time, no error', async () => {
+it('looks at the log once a transaction has committed, not while it runs', async () => {
+  const db = await serviceDatabase();
+  const checkpoints = await checkpointer(db);
+  // Long enough for looks to fall inside it, which see none of its pages yet.
+  await db.transaction(async (trx) => {
+    for (let i = 0; i < 1100; i += 1) await trx('filler').insert({ id: i, body: Buffer.alloc(4000, i % 251) });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  });
+  await waitUntil(() => checkpoints.stats.checkpoints > 0, 'checkpointed');
+  expect(checkpoints.stats.last.checkpointed).toBeGreaterThanOrEqual(1000);
+});
+
+it('runs beside another connection’s checkpointer on the same file (as in another process): one checkpoint at a time, no error', async () => {
   const first = await serviceDatabase();
   const second = await serviceDatabase();
   const a = await checkpointer(first);
@@ -95,9 +112,22 @@ it('runs beside another process’s checkpointer on the same file: one checkpoin
   expect(warnings).toEqual([]);
 });
 
-it('leaves the server to SQLite’s own checkpoints when it cannot start, and does nothing on PostgreSQL', async () => {
-  // No database file to open (the service's connection would have made it).
-  expect(await checkpointInBackground({} as Db, { dataDir: dir }, log)).toBeNull();
+it('leaves the server to SQLite’s own checkpoints when it cannot start or cannot read the log’s index, and does nothing on PostgreSQL', async () => {
+  // A database not opened yet: no file for the checkpointer's connection to open.
+  const unopened = openDatabase({ dataDir: path.join(dir, 'unopened') });
+  opened.push(unopened);
+  expect(await checkpointInBackground(unopened, { dataDir: path.join(dir, 'unopened') }, log)).toBeNull();
   expect(warnings).toHaveLength(1);
-  expect(await checkpointInBackground({} as Db, { dataDir: dir, databaseUrl: 'postgres://nowhere/db' }, log)).toBeNull();
+
+  // The log's index replaced by something that is not one: a folder, which opens but cannot be read.
+  const db = await serviceDatabase();
+  await rm(`${sqliteFile(dir)}-shm`);
+  await mkdir(`${sqliteFile(dir)}-shm`);
+  const checkpoints = await checkpointer(db);
+  expect(await autocheckpoint(db)).toBe(CHECKPOINT_BACKSTOP_PAGES);
+  await waitUntil(async () => (await autocheckpoint(db)) === 1000, 'handed back to SQLite');
+  expect(warnings).toHaveLength(2);
+  expect(checkpoints.stats.checkpoints).toBe(0);
+
+  expect(await checkpointInBackground(db, { dataDir: dir, databaseUrl: 'postgres://nowhere/db' }, log)).toBeNull();
 });
