@@ -162,6 +162,8 @@ type Step = (req: Request, res: Response, next: (error?: unknown) => void) => un
 function runSteps(steps: readonly Step[], req: Request, res: Response, done: (error?: unknown) => void): void {
   let i = 0;
   const next = (error?: unknown): void => {
+    // As the router leaves it: Express's own helpers report through it (`res.sendFile` without a callback).
+    req.next = next;
     if (error !== undefined) return done(error);
     const step = steps[i++];
     if (!step) return done();
@@ -193,9 +195,11 @@ interface ExpressPrototypes {
  * router would give it, in the same order, but without trying every earlier layer of the table on
  * the way (up to a few hundred path matches, each with its bookkeeping). Anything else (HEAD and
  * OPTIONS, which Express answers from other methods' routes; a method the path does not have; a
- * path in another letter case or with a trailing slash; a path under a route that takes every
- * method, such as `/trpc`) answers false and goes to Express as before. A failure reaches
- * `onError` as it would reach the app's error handler; a request the stack lets through
+ * path in another letter case or with a trailing slash) answers false and goes to Express as
+ * before. A GET or POST under a route that takes every method (`/trpc`, whose first segment no
+ * other route can match: `mountedAlone`) is dispatched the same way, its own middleware and
+ * handler seeing the URL trimmed of the prefix as the router trims a mounted path. A failure
+ * reaches `onError` as it would reach the app's error handler; a request the stack lets through
  * unanswered (none does) reaches `notFound`.
  */
 export function directDispatch(
@@ -210,11 +214,14 @@ export function directDispatch(
     if (under.some((prefix) => route.path === prefix || route.path.startsWith(`${prefix}/`))) continue;
     direct.set(`${route.method.toUpperCase()} ${route.path}`, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
   }
+  const mounted = mountedAlone(table).map((route) => ({ prefix: route.path, steps: [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[] }));
   return (req, res) => {
     const url = req.url ?? '';
     const cut = url.indexOf('?');
-    const steps = direct.get(`${req.method ?? ''} ${cut < 0 ? url : url.slice(0, cut)}`);
-    if (!steps) return false;
+    const path = cut < 0 ? url : url.slice(0, cut);
+    const steps = direct.get(`${req.method ?? ''} ${path}`);
+    const mountedHere = steps || !MOUNTED_METHODS.has(req.method ?? '') ? undefined : mounted.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`));
+    if (!steps && !mountedHere) return false;
     // What Express's `app.handle` sets up before its router runs.
     req.res = res;
     res.req = req;
@@ -225,10 +232,50 @@ export function directDispatch(
     req.originalUrl ??= url;
     req.baseUrl = '';
     req.params = {};
-    runSteps(steps, req, res, (error) => {
+    const done = (error?: unknown) => {
+      // What its router gives back when a mounted route lets the request go on.
+      req.url = url;
+      req.baseUrl = '';
       if (error !== undefined) mount.onError(error, req, res, () => undefined);
       else mount.notFound(req, res, () => undefined);
-    });
+    };
+    if (steps) {
+      runSteps(steps, req, res, done);
+      return true;
+    }
+    const { prefix, steps: mountedSteps } = mountedHere!;
+    const before = mount.before.length;
+    // The app-wide middleware sees the whole URL; the mounted route's own, the rest of it, as
+    // Express's router trims a mounted path: `req.baseUrl` the prefix, `req.url` what follows.
+    const trim: Step = (_req, _res, next) => {
+      req.url = url.slice(prefix.length);
+      if (!req.url.startsWith('/')) req.url = `/${req.url}`;
+      req.baseUrl = prefix;
+      next();
+    };
+    runSteps([...mountedSteps.slice(0, before), trim, ...mountedSteps.slice(before)], req, res, done);
     return true;
   };
+}
+
+/** The methods `directDispatch` takes under a route that takes every method: tRPC's queries and mutations. */
+const MOUNTED_METHODS = new Set(['GET', 'POST']);
+
+/**
+ * The routes taking every method under their path (tRPC's) that Express's router would reach for
+ * any path under them, whatever layers it tried first: no other route of the table can match a
+ * path under theirs, as every other route's first segment is a literal of another name.
+ */
+function mountedAlone(table: readonly Route[]): Route[] {
+  const firstSegment = (path: string) => path.split('/')[1] ?? '';
+  return table.filter(
+    (route) =>
+      route.method === 'any' &&
+      !/[:*]/.test(route.path) &&
+      table.every((other) => {
+        if (other === route) return true;
+        const first = firstSegment(other.path);
+        return !/[:*]/.test(first) && first.toLowerCase() !== firstSegment(route.path).toLowerCase();
+      }),
+  );
 }

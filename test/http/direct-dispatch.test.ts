@@ -1,8 +1,8 @@
 /**
  * The requests to literal paths are dispatched without Express's router (`directDispatch` in
- * mount.ts, issue 16; GETs first, the other methods since issue 30): the same request to the same
- * route with a trailing slash still goes through the router. Both must answer alike: the same
- * status, headers and body, and a log line.
+ * mount.ts, issue 16; GETs first, the other methods and tRPC's GETs and POSTs since issue 30): the
+ * same request to the same route with a trailing slash (under `/TRPC` for tRPC's) still goes
+ * through the router. Both must answer alike: the same status, headers and body, and a log line.
  */
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -120,6 +120,37 @@ describe('a POST, PUT or DELETE of a literal path', () => {
   });
 });
 
+describe('a GET or POST under /trpc', () => {
+  const json = { 'content-type': 'application/json' };
+  const input = encodeURIComponent(JSON.stringify({ fullname: 'Ada Lovelace' }));
+  it.each([
+    ['GET', `/accounts.tildeUsername?input=${input}`, {}, undefined],
+    ['GET', `/accounts.tildeUsername,accounts.tildeUsername?batch=1&input=${encodeURIComponent(JSON.stringify({ 0: { fullname: 'Ada Lovelace' }, 1: {} }))}`, {}, undefined],
+    ['GET', '/accounts.tildeUsername', {}, undefined],
+    ['GET', '/no.such.procedure', {}, undefined],
+    ['GET', '', {}, undefined],
+    ['GET', '/', {}, undefined],
+    // Refused by the route's own middleware (`trpcGuard`): the error handler sees the whole URL again.
+    ['GET', `/${Array(11).fill('accounts.tildeUsername').join(',')}?batch=1`, {}, undefined],
+    ['POST', '/accounts.tildeUsername', json, '{}'],
+    ['POST', '/accounts.logout', json, '{not json'],
+  ] as Array<[string, string, Record<string, string>, string | undefined]>)('%s /trpc%s answers as it does through the router', async (method, rest, headers, body) => {
+    // The router matches paths in any letter case; the direct dispatch takes `/trpc` alone.
+    const direct = await answer(`/trpc${rest}`, headers, { method, ...(body === undefined ? {} : { body }) });
+    const routed = await answer(`/TRPC${rest}`, headers, { method, ...(body === undefined ? {} : { body }) });
+    expect(direct.status).toBe(routed.status);
+    expect(direct.headers).toEqual(routed.headers);
+    expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
+  });
+
+  it('with a signed-in session, answers as the router does', async () => {
+    const direct = await answer('/trpc/accounts.sessions', { cookie });
+    const routed = await answer('/TRPC/accounts.sessions', { cookie });
+    expect(direct.status).toBe(200);
+    expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
+  });
+});
+
 describe('directDispatch', () => {
   it('takes exactly the requests to literal paths, by the methods the table has for them, that no route taking every method covers, and runs their stack in order', async () => {
     const app = express();
@@ -162,10 +193,75 @@ describe('directDispatch', () => {
       ['GET', '/oidc/jwks/'],
       ['GET', '/OIDC/jwks'],
       ['GET', '/pdf/abc'],
-      ['GET', '/trpc/accounts.tildeUsername'],
+      ['HEAD', '/trpc/accounts.tildeUsername'],
+      ['OPTIONS', '/trpc/accounts.tildeUsername'],
+      ['PUT', '/trpc/accounts.tildeUsername'],
+      ['GET', '/TRPC/accounts.tildeUsername'],
+      ['GET', '/trpcs/accounts.tildeUsername'],
       ['GET', '/nowhere'],
     ] as const) {
       expect(request(method, url).taken, `${method} ${url}`).toBe(false);
+    }
+  });
+
+  it('takes a GET or POST under /trpc through the app-wide middleware, then the route’s own with the prefix trimmed, as the router mounts it', () => {
+    const app = express();
+    const seen: Array<[string, string, string]> = [];
+    const step =
+      (name: string): RequestHandler =>
+      (req, _res, next) => {
+        seen.push([name, req.url, req.baseUrl]);
+        next();
+      };
+    const direct = directDispatch(app, routes, {
+      before: [step('before')],
+      middlewareOf: () => [step('middleware')],
+      handlerOf: (route) => [(req, res) => void res.end(`${route.path} ${req.url} ${req.originalUrl}`)],
+      notFound: (_req, res) => void res.end('none'),
+      onError: (_error, _req, res) => void res.end('error'),
+    });
+    for (const [method, url, trimmed] of [
+      ['GET', '/trpc/accounts.tildeUsername?input=%7B%7D', '/accounts.tildeUsername?input=%7B%7D'],
+      ['POST', '/trpc/a.b,c.d?batch=1', '/a.b,c.d?batch=1'],
+      ['GET', '/trpc', '/'],
+      ['GET', '/trpc?batch=1', '/?batch=1'],
+    ] as const) {
+      seen.length = 0;
+      const ended: string[] = [];
+      const res = { setHeader: () => undefined, end: (body: string) => ended.push(body) } as unknown as Response;
+      expect(direct({ method, url, headers: {} } as unknown as Request, res)).toBe(true);
+      expect(seen).toEqual([
+        ['before', url, ''],
+        ['middleware', trimmed, '/trpc'],
+      ]);
+      expect(ended).toEqual([`/trpc ${trimmed} ${url}`]);
+    }
+  });
+
+  it('leaves /trpc to the router when another route could match a path under it', () => {
+    const app = express();
+    const handlers = { before: [], middlewareOf: () => [], handlerOf: () => [], notFound: () => undefined, onError: () => undefined };
+    const request = (table: typeof routes) => directDispatch(app, table, handlers)({ method: 'GET', url: '/trpc/accounts.tildeUsername', headers: {} } as unknown as Request, {} as Response);
+    expect(request(routes)).toBe(true);
+    for (const path of ['/:anything/x', '/*rest', '/TRPC/other'])
+      expect(request([...routes, { kind: 'page', method: 'get', path, handler: 'x' } as unknown as (typeof routes)[number]]), path).toBe(false);
+  });
+
+  it('lets a step report a failure through `req.next`, as Express’s own helpers do', () => {
+    const app = express();
+    const direct = directDispatch(app, routes, {
+      before: [],
+      middlewareOf: () => [],
+      // As `res.sendFile` reports a file it cannot send, with no callback given.
+      handlerOf: () => [(req) => void req.next?.(new Error('cannot send'))],
+      notFound: (_req, res) => void res.end('none'),
+      onError: (error, _req, res) => void res.end(`error: ${(error as Error).message}`),
+    });
+    for (const url of ['/oidc/jwks', '/trpc/accounts.tildeUsername']) {
+      const ended: string[] = [];
+      const res = { setHeader: () => undefined, end: (body: string) => ended.push(body) } as unknown as Response;
+      expect(direct({ method: 'GET', url, headers: {} } as unknown as Request, res)).toBe(true);
+      expect(ended, url).toEqual(['error: cannot send']);
     }
   });
 });
