@@ -178,9 +178,12 @@ function finalize(statement: sqlite3.Statement): Promise<void> {
 }
 
 
+/** The database file's name in a data folder (backups keep it under the same name). */
+export const SQLITE_FILE = 'service.sqlite';
+
 /** The database file of a data folder. */
 export function sqliteFile(dataDir: string): string {
-  return path.join(dataDir, 'service.sqlite');
+  return path.join(dataDir, SQLITE_FILE);
 }
 
 /**
@@ -204,6 +207,9 @@ interface CheckpointLog {
   info(details: object, message: string): void;
 }
 
+/** The WAL-index holds its integers in the machine's byte order. */
+const LITTLE_ENDIAN = endianness() === 'LE';
+
 /**
  * The pages in the write-ahead log not yet copied into the database file (`mxFrame − nBackfill`),
  * read from the WAL-index header at the start of the `-shm` file
@@ -214,7 +220,7 @@ interface CheckpointLog {
 function uncopiedPages(fd: number, header: Buffer): number | 'torn' | 'unknown' {
   if (readSync(fd, header, 0, header.length, 0) < header.length) return 'unknown';
   if (!header.subarray(0, 48).equals(header.subarray(48, 96))) return 'torn';
-  const u32 = (offset: number) => (endianness() === 'LE' ? header.readUInt32LE(offset) : header.readUInt32BE(offset));
+  const u32 = (offset: number) => (LITTLE_ENDIAN ? header.readUInt32LE(offset) : header.readUInt32BE(offset));
   // iVersion 3007000, isInit 1.
   if (u32(0) !== 3007000 || header[12] !== 1) return 'unknown';
   return Math.max(u32(16) - u32(96), 0);

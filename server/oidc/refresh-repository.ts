@@ -132,8 +132,15 @@ export class RefreshRepository {
 
   /** Revokes a family: its refresh tokens, and the access tokens issued with them. */
   async revokeFamily(familyId: string, now: number): Promise<void> {
-    await this.#db('oidc_refresh_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: now });
-    await this.#db('oidc_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: now });
+    await this.#revokeFamilies(familyId, now);
+  }
+
+  /** Revokes every live refresh and access token of the families named: one, or those a subquery selects. */
+  async #revokeFamilies(families: string | Knex.QueryBuilder, now: number): Promise<void> {
+    for (const table of ['oidc_refresh_tokens', 'oidc_tokens']) {
+      const live = this.#db(table).whereNull('revoked_at');
+      await (typeof families === 'string' ? live.where({ family_id: families }) : live.whereIn('family_id', families)).update({ revoked_at: now });
+    }
   }
 
   /**
@@ -162,13 +169,7 @@ export class RefreshRepository {
    * and which this very sweep may delete.
    */
   async sweep(now: number): Promise<void> {
-    const ended = (table: string) =>
-      this.#db(table)
-        .whereNull('revoked_at')
-        .whereIn('family_id', this.#db('oidc_refresh_tokens').whereNotNull('revoked_at').distinct('family_id'))
-        .update({ revoked_at: now });
-    await ended('oidc_refresh_tokens');
-    await ended('oidc_tokens');
+    await this.#revokeFamilies(this.#db('oidc_refresh_tokens').whereNotNull('revoked_at').distinct('family_id'), now);
     await this.#db('oidc_refresh_tokens').where('family_expires_at', '<', now).orWhere('expires_at', '<', now).delete();
   }
 }
