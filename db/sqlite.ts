@@ -28,16 +28,28 @@ export function sqliteConfig(dataDir: string): Knex.Config {
         // synchronous = NORMAL: in WAL mode a commit no longer waits for an fsync (2 to 3 ms
         // each on the machines we measured, and every write request waited behind it on the one
         // connection); the database stays consistent after a crash, and a power loss can only
-        // lose the last commits before it. See the README's Performance section.
+        // lose the last commits before it. See docs/performance.md, Durability.
         // busy_timeout first: setting WAL mode needs the lock another process starting on the
         // same new file may hold.
-        conn.exec('PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;', (err) =>
-          done(err, conn),
+        // journal_size_limit: see `WAL_SIZE_LIMIT`.
+        conn.exec(
+          `PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT};`,
+          (err) => done(err, conn),
         );
       },
     },
   };
 }
+
+/**
+ * The size the write-ahead log's file is cut back to when the log starts again after a complete
+ * checkpoint (bytes; SQLite's `journal_size_limit`, whose default keeps the file at the largest
+ * size it ever reached until the last connection closes). A log that stays under the checkpoint
+ * threshold (1,000 pages, about 4 MB) never reaches it; one that a burst of writes grew (up to
+ * the backstop's 40 MB, `CHECKPOINT_BACKSTOP_PAGES`) gives the disk back at the first commit after
+ * it is copied: SQLite truncates the file then, without a sync.
+ */
+export const WAL_SIZE_LIMIT = 8 * 1024 * 1024;
 
 /** The part of Knex's own sqlite3 client this file relies on (Knex ships no types for it). */
 interface KnexSqliteClient {
@@ -247,10 +259,10 @@ function uncopiedPages(fd: number, header: Buffer): number | 'torn' | 'unknown' 
  * only from 1,000 uncopied pages on, that stays as rare as before. Under writes too steady for
  * any checkpoint to find the log still (each finds new pages), the log grows until the service's
  * connection checkpoints it itself at the backstop, by then with few pages left to copy; the
- * file then keeps that size until the last connection closes. Several processes on one file each
- * run one; SQLite lets one checkpoint run at a time, and the others skip that turn. If it cannot
- * read the log's index, or when it closes, the service's connection gets SQLite's own threshold
- * back (as does a connection the pool opens anew meanwhile, which is safe either way).
+ * file is cut back to `WAL_SIZE_LIMIT` when the log next starts again. Several processes on one
+ * file each run one; SQLite lets one checkpoint run at a time, and the others skip that turn. If
+ * it cannot read the log's index, or when it closes, the service's connection gets SQLite's own
+ * threshold back (as does a connection the pool opens anew meanwhile, which is safe either way).
  */
 export class BackgroundCheckpoints {
   readonly #connection: sqlite3.Database;

@@ -4,14 +4,14 @@
  * under 1,000 uncopied pages is left alone (each complete checkpoint makes the next write start
  * the log again and sync its header, so checkpoints stay as rare as SQLite's own), one past it is
  * copied after the service's writes or a transaction's commit, two connections' checkpointers on
- * one file take turns, and the service's connection checkpoints as SQLite does by itself whenever
- * none runs.
+ * one file take turns, the log's file a burst grew is cut back once copied, and the service's
+ * connection checkpoints as SQLite does by itself whenever none runs.
  */
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { checkpointInBackground, openDatabase, type Db } from '../../db/knex.ts';
-import { BackgroundCheckpoints, CHECKPOINT_BACKSTOP_PAGES, sqliteFile } from '../../db/sqlite.ts';
+import { BackgroundCheckpoints, CHECKPOINT_BACKSTOP_PAGES, sqliteFile, WAL_SIZE_LIMIT } from '../../db/sqlite.ts';
 import { tempDir } from '../helpers/server.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -99,6 +99,20 @@ it('looks at the log once a transaction has committed, not while it runs', async
   });
   await waitUntil(() => checkpoints.stats.checkpoints > 0, 'checkpointed');
   expect(checkpoints.stats.last.checkpointed).toBeGreaterThanOrEqual(1000);
+});
+
+it('gives the disk back: the log’s file a burst grew is cut back at the first commit after it is copied', async () => {
+  const db = await serviceDatabase();
+  const checkpoints = await checkpointer(db);
+  const logBytes = async () => (await stat(`${sqliteFile(dir)}-wal`)).size;
+  await db.transaction(async (trx) => {
+    for (let i = 0; i < 3000; i += 1) await trx('filler').insert({ id: i, body: Buffer.alloc(4000, i % 251) });
+  });
+  await waitUntil(() => checkpoints.stats.checkpoints > 0 && checkpoints.stats.last.checkpointed === checkpoints.stats.last.log, 'all of it copied');
+  expect(await logBytes()).toBeGreaterThan(WAL_SIZE_LIMIT);
+  await writeRows(db, 3000, 1);
+  expect(await logBytes()).toBeLessThanOrEqual(WAL_SIZE_LIMIT);
+  expect(await db('filler').count({ n: '*' })).toEqual([{ n: 3001 }]);
 });
 
 it('runs beside another connection’s checkpointer on the same file (as in another process): one checkpoint at a time, no error', async () => {
