@@ -211,7 +211,7 @@ const CHECKPOINT_AT_PAGES = SQLITE_AUTOCHECKPOINT_PAGES;
 /** How long after a write `BackgroundCheckpoints` looks at the log (ms). */
 const LOOK_AFTER_MS = 100;
 /** How long `BackgroundCheckpoints` waits after a failed checkpoint before it tries again (ms). */
-const RETRY_AFTER_MS = 5000;
+export const RETRY_AFTER_MS = 5000;
 
 /** What `BackgroundCheckpoints` reports to: its failures, and when they stop. */
 interface CheckpointLog {

@@ -4,14 +4,16 @@
  * under 1,000 uncopied pages is left alone (each complete checkpoint makes the next write start
  * the log again and sync its header, so checkpoints stay as rare as SQLite's own), one past it is
  * copied after the service's writes or a transaction's commit, two connections' checkpointers on
- * one file take turns, the log's file a burst grew is cut back once copied, and the service's
- * connection checkpoints as SQLite does by itself whenever none runs.
+ * one file take turns, a failed checkpoint is tried again after a pause (not at every write), the
+ * log's file a burst grew is cut back once copied, and the service's connection checkpoints as
+ * SQLite does by itself whenever none runs.
  */
+import { createRequire } from 'node:module';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { checkpointInBackground, openDatabase, type Db } from '../../db/knex.ts';
-import { BackgroundCheckpoints, CHECKPOINT_BACKSTOP_PAGES, sqliteFile, WAL_SIZE_LIMIT } from '../../db/sqlite.ts';
+import { BackgroundCheckpoints, CHECKPOINT_BACKSTOP_PAGES, RETRY_AFTER_MS, sqliteFile, WAL_SIZE_LIMIT } from '../../db/sqlite.ts';
 import { tempDir } from '../helpers/server.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -19,11 +21,13 @@ let dir: string;
 const opened: Db[] = [];
 const started: BackgroundCheckpoints[] = [];
 const warnings: unknown[] = [];
-const log = { warn: (details: object) => warnings.push(details), info: () => undefined };
+const notices: string[] = [];
+const log = { warn: (details: object) => warnings.push(details), info: (_details: object, message: string) => notices.push(message) };
 
 beforeEach(async () => {
   dir = await tempDir();
   warnings.length = 0;
+  notices.length = 0;
 });
 afterEach(async () => {
   await Promise.all(started.splice(0).map((checkpoints) => checkpoints.close()));
@@ -100,6 +104,37 @@ it('looks at the log once a transaction has committed, not while it runs', async
   await waitUntil(() => checkpoints.stats.checkpoints > 0, 'checkpointed');
   expect(checkpoints.stats.last.checkpointed).toBeGreaterThanOrEqual(1000);
 });
+
+it('tries a failed checkpoint again after a pause, not at every write, and says once that it failed and once that it runs again', async () => {
+  const db = await serviceDatabase();
+  const checkpoints = await checkpointer(db);
+  // The checkpointing connection's driver fails its checkpoints, as on a full disk.
+  const { Database } = createRequire(import.meta.url)('sqlite3') as typeof import('sqlite3');
+  const get = Database.prototype.get;
+  let failures = 0;
+  let failedAt = 0;
+  Database.prototype.get = function (this: InstanceType<typeof Database>, sql: string, ...rest: unknown[]) {
+    if (!sql.startsWith('PRAGMA wal_checkpoint')) return get.call(this, sql, ...(rest as []));
+    failures += 1;
+    failedAt = performance.now();
+    const callback = rest.at(-1) as (err: Error) => void;
+    setImmediate(() => callback(Object.assign(new Error('SQLITE_FULL: database or disk is full'), { code: 'SQLITE_FULL' })));
+    return this;
+  } as typeof get;
+  try {
+    await writeRows(db, 0, 1100);
+    await waitUntil(() => failures > 0, 'tried');
+    // Writes meanwhile do not bring the next try forward.
+    await writeRows(db, 1100, 20);
+  } finally {
+    Database.prototype.get = get;
+  }
+  await waitUntil(() => checkpoints.stats.checkpoints > 0, 'checkpointed again', RETRY_AFTER_MS + 5000);
+  expect(performance.now() - failedAt).toBeGreaterThanOrEqual(RETRY_AFTER_MS - 50);
+  expect(failures).toBe(1);
+  expect(warnings).toHaveLength(1);
+  expect(notices).toEqual(['background checkpoints run again']);
+}, RETRY_AFTER_MS + 15_000);
 
 it('gives the disk back: the log’s file a burst grew is cut back at the first commit after it is copied', async () => {
   const db = await serviceDatabase();
