@@ -46,10 +46,11 @@ export async function checkpointInBackground(
   db: Db,
   where: DatabaseLocation,
   log: Parameters<typeof BackgroundCheckpoints.start>[2],
+  options?: Parameters<typeof BackgroundCheckpoints.start>[3],
 ): Promise<BackgroundCheckpoints | null> {
   if (where.databaseUrl) return null;
   // Not a reason to refuse to start: the service's connection then checkpoints as SQLite does by itself.
-  return BackgroundCheckpoints.start(db, where.dataDir, log).catch((error: unknown) => {
+  return BackgroundCheckpoints.start(db, where.dataDir, log, options).catch((error: unknown) => {
     log.warn({ err: error }, 'background checkpoints not started');
     return null;
   });

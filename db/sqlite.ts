@@ -210,8 +210,8 @@ const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
 const CHECKPOINT_AT_PAGES = SQLITE_AUTOCHECKPOINT_PAGES;
 /** How long after a write `BackgroundCheckpoints` looks at the log (ms). */
 const LOOK_AFTER_MS = 100;
-/** How long `BackgroundCheckpoints` waits after a failed checkpoint before it tries again (ms). */
-export const RETRY_AFTER_MS = 5000;
+/** How long `BackgroundCheckpoints` waits after a failed checkpoint before it tries again (ms), unless told otherwise (`start`'s `retryAfterMs`). */
+const RETRY_AFTER_MS = 5000;
 
 /** What `BackgroundCheckpoints` reports to: its failures, and when they stop. */
 interface CheckpointLog {
@@ -272,6 +272,7 @@ export class BackgroundCheckpoints {
   readonly #db: Knex;
   readonly #pool: Pool;
   readonly #log: CheckpointLog;
+  readonly #retryAfterMs: number;
   /** A write was sent on the service's connection since it last went back to the pool. */
   #sent = false;
   readonly #onQuery = (query: { method?: unknown }): void => {
@@ -295,12 +296,13 @@ export class BackgroundCheckpoints {
   /** Checkpoints run, looks that found the log under the threshold, and what the last checkpoint found: the log's pages, and how many are in the database file now. */
   readonly stats = { checkpoints: 0, looksUnder: 0, last: { log: 0, checkpointed: 0 } };
 
-  private constructor(connection: sqlite3.Database, index: number, db: Knex, pool: Pool, log: CheckpointLog) {
+  private constructor(connection: sqlite3.Database, index: number, db: Knex, pool: Pool, log: CheckpointLog, retryAfterMs: number) {
     this.#connection = connection;
     this.#index = index;
     this.#db = db;
     this.#pool = pool;
     this.#log = log;
+    this.#retryAfterMs = retryAfterMs;
     db.on('query', this.#onQuery);
     pool.on('release', this.#onRelease);
     // What was written before it started (migrations) is looked at too.
@@ -309,7 +311,7 @@ export class BackgroundCheckpoints {
   }
 
   /** Opens the checkpointing connection on `dataDir`'s database, which `db` (its service connection) has opened in WAL mode. */
-  static async start(db: Knex, dataDir: string, log: CheckpointLog): Promise<BackgroundCheckpoints> {
+  static async start(db: Knex, dataDir: string, log: CheckpointLog, { retryAfterMs = RETRY_AFTER_MS }: { retryAfterMs?: number } = {}): Promise<BackgroundCheckpoints> {
     const pool = (db.client as { pool?: Pool }).pool;
     if (!pool) throw new Error('BackgroundCheckpoints: the database has no connection pool');
     const driver = createRequire(import.meta.url)('sqlite3') as typeof sqlite3;
@@ -326,7 +328,7 @@ export class BackgroundCheckpoints {
       );
       index = openSync(`${file}-shm`, 'r');
       await db.raw(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
-      return new BackgroundCheckpoints(connection, index, db, pool, log);
+      return new BackgroundCheckpoints(connection, index, db, pool, log, retryAfterMs);
     } catch (error) {
       if (index !== null) closeSync(index);
       await new Promise<void>((resolve) => connection.close(() => resolve()));
@@ -385,7 +387,7 @@ export class BackgroundCheckpoints {
       // Tried again a while later (a full disk, say); the service's connection checkpoints at the backstop anyway.
       if (!this.#failing) this.#log.warn({ err: error }, 'background checkpoint failed');
       this.#failing = true;
-      return RETRY_AFTER_MS;
+      return this.#retryAfterMs;
     }
   }
 
