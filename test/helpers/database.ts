@@ -48,6 +48,19 @@ export async function onTestServer(sql: string, values: unknown[] = []): Promise
 }
 
 /**
+ * How a test database is copied from its template. PostgreSQL 15 copies it page by page through
+ * the write-ahead log by default; copying the files instead took a third of the time (50 against
+ * 155–170 ms for the run's migrated database, hundreds of times a run), and the log's safety is
+ * worth nothing on a server whose databases are thrown away. Older servers have only the file copy,
+ * and no `STRATEGY` to name.
+ */
+let copyStrategy: Promise<string> | undefined;
+function strategyClause(): Promise<string> {
+  copyStrategy ??= onTestServer('show server_version_num').then((result) => (Number((result.rows[0] as { server_version_num: string }).server_version_num) >= 150000 ? ' strategy file_copy' : ''));
+  return copyStrategy;
+}
+
+/**
  * The variables that point a server (or a child process) at the database of `dataDir`: none on
  * SQLite, `DATABASE_URL` of the folder's own database on PostgreSQL. A new one is made empty,
  * or with `migrated` as a copy of the run's migrated database (`migratedName`).
@@ -58,7 +71,7 @@ export async function testDatabaseEnv(dataDir: string, from: { migrated?: boolea
   const exists = await onTestServer('select 1 from pg_database where datname = $1', [name]);
   if (exists.rowCount === 0) {
     try {
-      await onTestServer(`create database "${name}"${from.migrated ? ` template "${migratedName()}"` : ''}`);
+      await onTestServer(`create database "${name}"${from.migrated ? ` template "${migratedName()}"` : ''}${await strategyClause()}`);
     } catch (error) {
       // Made meanwhile by another server of the same test on the same folder.
       if ((error as { code?: string }).code !== '42P04' && (error as { code?: string }).code !== '23505') throw error;
