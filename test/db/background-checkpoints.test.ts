@@ -78,9 +78,11 @@ it('leaves a log under 1,000 uncopied pages alone, and copies one past it from i
 
   await writeRows(db, 200, 1100);
   await waitUntil(() => checkpoints.stats.checkpoints > 0, 'checkpointed');
-  // All of the log as the checkpoint found it, now in the database file.
+  // The log as the checkpoint found it, in the database file: all of it, or nearly when the writes
+  // were still going on (a PASSIVE checkpoint copies no frame past what a reader of the service's
+  // connection may still need; on a loaded machine 3 of 3,226 were left once).
   expect(checkpoints.stats.last.log).toBeGreaterThanOrEqual(1000);
-  expect(checkpoints.stats.last.checkpointed).toBe(checkpoints.stats.last.log);
+  expect(checkpoints.stats.last.checkpointed).toBeGreaterThan(checkpoints.stats.last.log - 50);
   // Each commit logs its row's page and rewrites the pages above it: 1,000 logged pages hold a few hundred rows.
   expect(await fileBytes()).toBeGreaterThan(before + 1_000_000);
   expect(warnings).toEqual([]);
@@ -107,33 +109,38 @@ it('looks at the log once a transaction has committed, not while it runs', async
 
 it('tries a failed checkpoint again after a pause, not at every write, and says once that it failed and once that it runs again', async () => {
   const db = await serviceDatabase();
-  // Well above the 100 ms between looks, which a retry at every write would take.
+  // Well above the 100 ms between looks, which a retry at every write would take; well below the 5 s default.
   const retryAfterMs = 600;
   const checkpoints = await checkpointer(db, { retryAfterMs });
-  // The checkpointing connection's driver fails its checkpoints, as on a full disk.
+  // The checkpointing connection's driver fails its first two checkpoints, as on a full disk, then runs them.
   const { Database } = createRequire(import.meta.url)('sqlite3') as typeof import('sqlite3');
   const get = Database.prototype.get;
-  let failures = 0;
-  let failedAt = 0;
+  const tries: number[] = [];
   Database.prototype.get = function (this: InstanceType<typeof Database>, sql: string, ...rest: unknown[]) {
     if (!sql.startsWith('PRAGMA wal_checkpoint')) return get.call(this, sql, ...(rest as []));
-    failures += 1;
-    failedAt = performance.now();
+    tries.push(performance.now());
+    if (tries.length > 2) return get.call(this, sql, ...(rest as []));
     const callback = rest.at(-1) as (err: Error) => void;
     setImmediate(() => callback(Object.assign(new Error('SQLITE_FULL: database or disk is full'), { code: 'SQLITE_FULL' })));
     return this;
   } as typeof get;
+  let triedBeforeSuccess: number[];
   try {
     await writeRows(db, 0, 1100);
-    await waitUntil(() => failures > 0, 'tried');
+    await waitUntil(() => tries.length > 0, 'tried');
     // Writes meanwhile do not bring the next try forward.
     await writeRows(db, 1100, 20);
+    await waitUntil(() => checkpoints.stats.checkpoints > 0, 'checkpointed again', 15_000);
+    triedBeforeSuccess = [...tries];
   } finally {
     Database.prototype.get = get;
   }
-  await waitUntil(() => checkpoints.stats.checkpoints > 0, 'checkpointed again', retryAfterMs + 10_000);
-  expect(performance.now() - failedAt).toBeGreaterThanOrEqual(retryAfterMs - 50);
-  expect(failures).toBe(1);
+  expect(triedBeforeSuccess).toHaveLength(3);
+  const [first, second, third] = triedBeforeSuccess as [number, number, number];
+  expect(second - first).toBeGreaterThanOrEqual(retryAfterMs - 50);
+  expect(third - second).toBeGreaterThanOrEqual(retryAfterMs - 50);
+  // The pause it was given, not the default's 5 s.
+  expect(third - first).toBeLessThan(4000);
   expect(warnings).toHaveLength(1);
   expect(notices).toEqual(['background checkpoints run again']);
 }, 30_000);
