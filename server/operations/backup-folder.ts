@@ -18,7 +18,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { AppError } from '../../shared/errors.ts';
 import type { Config } from '../config.ts';
-import { DATABASE_FILE } from './sqlite-copy.ts';
+import { SQLITE_FILE, sqliteFile } from '../../db/sqlite.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 /** The older installs' secret file (`accounts/session-tokens.ts` adopts it into the database at start). */
@@ -77,7 +77,7 @@ export function refuseUnsupported(config: Pick<Config, 'databaseUrl' | 'storage'
   }
   if (bucket) {
     lines.push('- the files are in a bucket (STORAGE_URL): keep them with the bucket\'s versioning and replication to another bucket; stored objects are never replaced or removed.');
-    if (!postgres) lines.push(`- the database is SQLite: copy it with sqlite3 ${path.join(config.dataDir, DATABASE_FILE)} "VACUUM INTO '/backups/${DATABASE_FILE}'" (safe while the server runs).`);
+    if (!postgres) lines.push(`- the database is SQLite: copy it with sqlite3 ${sqliteFile(config.dataDir)} "VACUUM INTO '/backups/${SQLITE_FILE}'" (safe while the server runs).`);
   } else {
     lines.push(
       verb === 'backup'

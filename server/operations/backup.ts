@@ -25,7 +25,8 @@ import {
   type Entry,
   type Manifest,
 } from './backup-folder.ts';
-import { DATABASE_FILE, dropProcessState, integrityProblem, readContents, snapshotInto } from './sqlite-copy.ts';
+import { SQLITE_FILE, sqliteFile } from '../../db/sqlite.ts';
+import { dropProcessState, integrityProblem, readContents, snapshotInto } from './sqlite-copy.ts';
 
 export type BackupConfig = Pick<Config, 'dataDir' | 'databaseUrl' | 'storage' | 'sessionSecret' | 'mfaEncryptionKey'>;
 
@@ -67,7 +68,7 @@ export interface BackupSummary {
 export async function backup(config: BackupConfig, to: string, now: () => number = Date.now): Promise<BackupSummary> {
   refuseUnsupported(config, 'backup');
   const target = path.resolve(to);
-  const source = path.join(config.dataDir, DATABASE_FILE);
+  const source = sqliteFile(config.dataDir);
   if (!(await lstat(source).catch(() => null))?.isFile()) {
     throw new AppError('ValidationError', `There is no database at ${source}: is DATA_DIR right? (It is ${config.dataDir}.)`);
   }
@@ -82,7 +83,7 @@ export async function backup(config: BackupConfig, to: string, now: () => number
   const aside = await folderBeside(target, 'incomplete');
   try {
     const createdAt = new Date(now()).toISOString();
-    const database = path.join(aside, DATABASE_FILE);
+    const database = path.join(aside, SQLITE_FILE);
     await snapshotInto(source, database);
     await chmod(database, FILE_MODE);
     const unfinishedUploads = await dropProcessState(database);
@@ -91,7 +92,7 @@ export async function backup(config: BackupConfig, to: string, now: () => number
       throw new AppError('ValidationError', `The database at ${source} fails SQLite's integrity check (${problem}): this backup would not restore. The last good backup is the one to keep; see docs/operations.md.`);
     }
     const contents = await readContents(database);
-    const databaseEntry = { path: DATABASE_FILE, ...(await flushed(database)) };
+    const databaseEntry = { path: SQLITE_FILE, ...(await flushed(database)) };
 
     const files = await copyStoredFiles(config.dataDir, aside, contents.files);
     const state: Entry[] = [];

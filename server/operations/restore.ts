@@ -25,7 +25,8 @@ import {
   syncFolder,
   type Entry,
 } from './backup-folder.ts';
-import { DATABASE_FILE, integrityProblem, readContents } from './sqlite-copy.ts';
+import { SQLITE_FILE, sqliteFile } from '../../db/sqlite.ts';
+import { integrityProblem, readContents } from './sqlite-copy.ts';
 
 export interface RestoreSummary {
   dataDir: string;
@@ -52,7 +53,7 @@ export async function restore(config: Pick<Config, 'dataDir' | 'databaseUrl' | '
 
   const aside = await folderBeside(target, 'restoring');
   try {
-    const database = path.join(aside, DATABASE_FILE);
+    const database = sqliteFile(aside);
     await copyChecked(source, aside, manifest.database);
     const problem = await integrityProblem(database);
     if (problem) throw damaged(source, `its database fails SQLite's integrity check (${problem})`);
@@ -100,7 +101,7 @@ async function readManifest(source: string): Promise<Manifest> {
     throw new AppError('ValidationError', `${path.join(source, MANIFEST_FILE)} is not a manifest this version can read (damaged, or written by another version).`);
   }
   const wrong = [
-    ...(parsed.database.path === DATABASE_FILE ? [] : [parsed.database.path]),
+    ...(parsed.database.path === SQLITE_FILE ? [] : [parsed.database.path]),
     ...parsed.files.filter((entry) => !entry.path.startsWith('files/') || addressOf(entry.path.slice('files/'.length)) === null).map((entry) => entry.path),
     ...parsed.state.filter((entry) => entry.path !== SESSION_SECRET_FILE).map((entry) => entry.path),
   ];

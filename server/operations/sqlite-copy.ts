@@ -5,11 +5,7 @@
  * the server's connection settings, because a copy must never be changed by being looked at.
  */
 import sqlite3 from 'sqlite3';
-import { SQLITE_FILE } from '../../db/sqlite.ts';
 import { storedName } from '../attachments/store/names.ts';
-
-/** The database file in a data folder, as `db/sqlite.ts` names it. */
-export const DATABASE_FILE = SQLITE_FILE;
 
 /** One connection to one file, as promises. */
 class SqliteFile {
