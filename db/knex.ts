@@ -3,6 +3,7 @@ import knex, { type Knex } from 'knex';
 import type { RateLimiterAbstract, RateLimiterPostgres as PostgresLimiter, RateLimiterRes as LimiterAnswer } from 'rate-limiter-flexible';
 import { migrations } from './migrations/index.ts';
 import { advisoryKey, isPostgres, postgresConfig, retryingSerializable } from './postgres.ts';
+import { readsOnly } from './queries.ts';
 import { BackgroundCheckpoints, sqliteConfig } from './sqlite.ts';
 
 export type Db = Knex;
@@ -249,8 +250,8 @@ export function watchWrites(db: Db, tables: readonly string[], opts: { insertsIg
   /** The connections (by Knex's id) that wrote to a watched table and have not been released since. */
   const writers = new Set<string>();
   db.on('query', (query: { sql?: unknown; method?: unknown; __knexUid?: unknown }) => {
+    if (readsOnly(query)) return;
     const sql = typeof query.sql === 'string' ? query.sql : '';
-    if (query.method === 'select' || query.method === 'first' || query.method === 'pluck' || /^\s*select\b/i.test(sql)) return;
     // One statement (a `;` followed by more is a script).
     const target = /;\s*\S/.test(sql) ? undefined : WRITTEN_TABLE.exec(sql)?.groups;
     if (target) {

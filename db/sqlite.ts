@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import type sqlite3 from 'sqlite3';
+import { readsOnly, type SentQuery } from './queries.ts';
 
 /**
  * The SQLite database of an embedded install: a file at `$DATA_DIR/service.sqlite`.
@@ -275,8 +276,8 @@ export class BackgroundCheckpoints {
   readonly #retryAfterMs: number;
   /** A write was sent on the service's connection since it last went back to the pool. */
   #sent = false;
-  readonly #onQuery = (query: { method?: unknown }): void => {
-    if (query.method !== 'select' && query.method !== 'first' && query.method !== 'pluck') this.#sent = true;
+  readonly #onQuery = (query: SentQuery): void => {
+    if (!readsOnly(query)) this.#sent = true;
   };
   /** A connection goes back to the pool once its statement, or its transaction's commit, is done. */
   readonly #onRelease = (): void => {
