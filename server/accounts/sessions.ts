@@ -8,6 +8,9 @@ import type { AccountsRepository, ProfileRecord, SessionRecord } from './reposit
 import { canHoldSession, sessionEnded } from './session-rule.ts';
 import type { IssuedSession, RefreshOutcome, RequestOrigin, Viewer } from './viewer.ts';
 
+/** The groups whose direct members hold a role a request's caller is given (`Viewer`). */
+const ROLES = [SUPER_USERS_GROUP, MODERATORS_GROUP] as const;
+
 /**
  * How long after a rotation the refresh token just rotated out is still taken as the same
  * browser's second simultaneous refresh (it gets a new access token, no new refresh token);
@@ -156,8 +159,8 @@ export class SessionService extends AccountsBase {
     const claims = await this.deps.tokens.verify(accessToken);
     const repo = this.deps.repo;
     // Every signed-in request comes through here: the session, its profile and the roles take
-    // two queries, not four.
-    const found = await repo.sessions.findWithProfile({ id: claims.sid });
+    // one query, not three.
+    const found = await repo.sessions.findWithProfile({ id: claims.sid }, { rolesAmong: ROLES });
     const session = found?.session;
     if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw sessionEnded();
     const profile = found.profile;
@@ -165,7 +168,7 @@ export class SessionService extends AccountsBase {
     if (!(await this.#parentLive(session))) throw sessionEnded();
     // A read-only impersonation never lends the target's privileges to the impersonator.
     const privileged = !session.readOnly;
-    const roles = privileged ? await repo.groups.groupsWithMember(profile.id, [SUPER_USERS_GROUP, MODERATORS_GROUP]) : new Set<string>();
+    const roles = privileged ? found.roles : new Set<string>();
     return {
       profileId: profile.id,
       sessionId: session.id,

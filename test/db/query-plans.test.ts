@@ -55,4 +55,15 @@ describe('query plans on hot paths', () => {
     expect(sweep).toContainEqual(expect.stringMatching(/^SEARCH session_refresh_history USING (COVERING )?INDEX session_refresh_history_rotated_at \(rotated_at<\?\)$/));
     expect(sweep.filter((line) => line.startsWith('SCAN'))).toEqual([]);
   });
+
+  it("a signed-in request's session, profile and roles are one statement that seeks each row by its key", async () => {
+    const plan = await planOf(() => new SessionsRepository(db).findWithProfile({ id: 's' }, { rolesAmong: ['~Super_User1', 'moderators'] }));
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH sessions USING INDEX \w+ \(id=\?\)$/));
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH profiles USING INDEX \w+ \(id=\?\)( LEFT-JOIN)?$/));
+    expect(plan.filter((line) => line.includes('group_members'))).toEqual([
+      expect.stringMatching(/^SEARCH group_members USING (COVERING )?INDEX \w+ \(group_id=\? AND member=\?\)$/),
+      expect.stringMatching(/^SEARCH group_members USING (COVERING )?INDEX \w+ \(group_id=\? AND member=\?\)$/),
+    ]);
+    expect(plan.filter((line) => line.startsWith('SCAN'))).toEqual([]);
+  });
 });

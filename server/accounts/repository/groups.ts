@@ -82,10 +82,4 @@ export class GroupsRepository {
   async isMember(groupId: string, member: string): Promise<boolean> {
     return (await this.#db('group_members').where({ group_id: groupId, member }).first('member')) !== undefined;
   }
-
-  /** Which of `groupIds` have `member` as a direct member: one query for several role checks. */
-  async groupsWithMember(member: string, groupIds: readonly string[]): Promise<Set<string>> {
-    const rows: Array<{ group_id: string }> = await this.#db('group_members').where({ member }).whereIn('group_id', groupIds).select('group_id');
-    return new Set(rows.map((row) => row.group_id));
-  }
 }

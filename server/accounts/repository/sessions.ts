@@ -116,16 +116,26 @@ export class SessionsRepository {
 
   /**
    * A session and its profile (null when the profile is gone) in one query, by session id or by
-   * refresh-token hash: every signed-in request and every refresh needs both.
+   * refresh-token hash: every signed-in request and every refresh needs both. With `rolesAmong`,
+   * the same statement also answers which of those groups have the profile as a direct member
+   * (`roles`; empty without), so a signed-in request's caller and roles take one round trip.
    */
   async findWithProfile(
     by: { id: string } | { refreshHash: string },
-  ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string } | null> {
+    opts: { rolesAmong?: readonly string[] } = {},
+  ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string; roles: Set<string> } | null> {
+    const groups = opts.rolesAmong ?? [];
+    // One `exists` per group: a primary-key lookup each. SQLite answers 0 or 1, PostgreSQL a boolean.
+    const roleColumns = groups.map((group, i) =>
+      this.#db.raw(`exists (select 1 from group_members where group_members.group_id = ? and group_members.member = profiles.id) as role_${i}`, [group]),
+    );
     const row = (await this.#db('sessions')
       .leftJoin('profiles', 'profiles.id', 'sessions.profile_id')
       .where('id' in by ? { 'sessions.id': by.id } : { 'sessions.refresh_hash': by.refreshHash })
-      .first('sessions.*', ...JOINED_PROFILE)) as (SessionRow & Record<string, unknown>) | undefined;
-    return row ? { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash } : null;
+      .first('sessions.*', ...JOINED_PROFILE, ...roleColumns)) as (SessionRow & Record<string, unknown>) | undefined;
+    if (!row) return null;
+    const roles = new Set(groups.filter((_, i) => Number(row[`role_${i}`]) === 1));
+    return { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash, roles };
   }
 
   /**
