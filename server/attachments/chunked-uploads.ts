@@ -38,6 +38,15 @@ function statusMap(indexes: number[], chunks: Map<number, number>): Record<strin
   return Object.fromEntries(indexes.map((i) => [String(i), chunks.has(i) ? ('completed' as const) : ('missing' as const)]));
 }
 
+/**
+ * Reads a person's chunked upload by the id their client gave it. One chunk request asks for it
+ * twice (its place before the body is read, its checks after): `uploadsOnce` gives a reader that
+ * reads it once, for one request. What may change while the body arrives (the upload refused,
+ * finished or swept by another request) is decided by the chunk's record, whose transaction
+ * finds the row gone, and by the status read after it, as when the change comes a moment later.
+ */
+export type UploadReader = (profileId: string, clientUploadId: string) => Promise<ChunkedUpload | null>;
+
 export class ChunkedUploadsService {
   readonly #repo: AttachmentsRepository;
   readonly #store: FileStore;
@@ -72,6 +81,22 @@ export class ChunkedUploadsService {
     this.#now = deps.now ?? Date.now;
     // Parts of this service rather than collaborators: the arrivals are held by its lease holder.
     this.#arrivals = new ChunkArrivals({ repo: deps.repo, holder: this.#holder, logger: deps.logger, now: this.#now });
+  }
+
+  /** An upload reader for one chunk request (`UploadReader`): the row read once, however often the request asks. */
+  uploadsOnce(): UploadReader {
+    const read = new Map<string, Promise<ChunkedUpload | null>>();
+    return (profileId, clientUploadId) => {
+      const key = `${profileId}\n${clientUploadId}`;
+      let found = read.get(key);
+      if (!found) {
+        found = this.#repo.findUploadOf(profileId, clientUploadId);
+        read.set(key, found);
+        // A read that failed is tried again by the next step that asks.
+        found.catch(() => read.delete(key));
+      }
+      return found;
+    };
   }
 
   /**
@@ -129,17 +154,17 @@ export class ChunkedUploadsService {
    * and stored the chunk (as a chunk received into a temporary file); a request refused or cut
    * gives the place up (`Received.path` is its claim).
    */
-  async placeChunk(viewer: Viewer, fields: Record<string, string>, invitations?: InvitationReader): Promise<ChunkSlot | undefined> {
+  async placeChunk(viewer: Viewer, fields: Record<string, string>, reading: { invitations?: InvitationReader; uploads?: UploadReader } = {}): Promise<ChunkSlot | undefined> {
     if (!this.#store.slotFor) return undefined;
     const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
     const index = /^\d{1,9}$/.test(fields.chunkIndex ?? '') ? Number(fields.chunkIndex) : null;
     const total = /^\d{1,9}$/.test(fields.totalChunks ?? '') ? Number(fields.totalChunks) : null;
     if (!named.success || index === null || total === null || index > total) return undefined;
-    const upload = await this.#repo.findUploadOf(viewer.profileId, named.data);
+    const upload = await (reading.uploads ?? this.uploadsOnce())(viewer.profileId, named.data);
     if (!upload || upload.status !== 'receiving' || upload.totalChunks !== total) return undefined;
     // Only places that start within the field's limit: a refused chunk's bytes stay in its place
     // until the upload is finished or swept, so what an upload holds stays within what it may.
-    const target = await this.#uploads.target(upload.invitation, upload.field, invitations).catch(() => null);
+    const target = await this.#uploads.target(upload.invitation, upload.field, reading.invitations).catch(() => null);
     if (!target) return undefined;
     return (await this.#store.slotFor(upload.id, index, target.maxBytes)) ?? undefined;
   }
@@ -162,11 +187,21 @@ export class ChunkedUploadsService {
    * attached to a note only by `POST /notes`, which checks it again. That the person may still
    * author (not a `Limited` profile) is checked with every chunk: one statement.
    */
-  saveChunk(viewer: Viewer, request: UploadRequest, opts: { announced?: string | undefined; invitations?: InvitationReader } = {}): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
-    return this.#uploads.counted('chunk', request, () => this.#saveChunk(viewer, request, opts.announced, opts.invitations));
+  saveChunk(
+    viewer: Viewer,
+    request: UploadRequest,
+    opts: { announced?: string | undefined; invitations?: InvitationReader; uploads?: UploadReader } = {},
+  ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+    return this.#uploads.counted('chunk', request, () => this.#saveChunk(viewer, request, opts.announced, opts.invitations, opts.uploads ?? this.uploadsOnce()));
   }
 
-  async #saveChunk(viewer: Viewer, request: UploadRequest, announced?: string, invitations?: InvitationReader): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
+  async #saveChunk(
+    viewer: Viewer,
+    request: UploadRequest,
+    announced: string | undefined,
+    invitations: InvitationReader | undefined,
+    uploads: UploadReader,
+  ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const file = request.file;
     const arrival = announced ?? randomUUID();
     let arrived = announced !== undefined;
@@ -186,8 +221,9 @@ export class ChunkedUploadsService {
         arrived = true;
       }
       const { param, maxBytes, invitation } = await this.#uploads.target(fields.invitationId, fields.name, invitations);
-      // The upload's row, read (one statement) for every chunk but its first, which creates it.
-      const existing = await repo.findUploadOf(viewer.profileId, fields.clientUploadId);
+      // The upload's row (read once per request: see `UploadReader`), there for every chunk but
+      // its first, which creates it.
+      const existing = await uploads(viewer.profileId, fields.clientUploadId);
       // Who may post, when the upload begins; that the person may still author, with every chunk.
       if (existing) await this.#notes.requireAuthor(viewer);
       else await this.#notes.requireInvitee(invitation, viewer);
@@ -224,11 +260,19 @@ export class ChunkedUploadsService {
       }
 
       const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
-      if (base !== null && !(await repo.settleIndexBase(upload.id, base))) {
-        throw new AppError('ValidationError', 'The chunks of one upload must count either from 0 or from 1, not both', { path: 'chunkIndex' });
+      if (base !== null) {
+        // The row as it is now: the one read before the body may be of an upload finished or
+        // refused meanwhile, whose chunks are answered as any of a finished or refused upload.
+        const settled = await repo.settleIndexBase(upload.id, base);
+        if (!settled) throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+        if (settled.status === 'done' && settled.url) return { url: settled.url };
+        if (settled.indexBase !== base) {
+          throw new AppError('ValidationError', 'The chunks of one upload must count either from 0 or from 1, not both', { path: 'chunkIndex' });
+        }
+        upload = settled;
       }
       // Once settled, the index base never changes: the row is read again only while it is unknown
-      // (this chunk, or a parallel one, may have just settled it).
+      // (a parallel chunk may have just settled it).
       if (upload.indexBase === null) upload = (await repo.findUpload(upload.id)) ?? upload;
 
       // Received in place for an upload refused and begun again meanwhile: its bytes are in the old one's file.
@@ -240,6 +284,13 @@ export class ChunkedUploadsService {
       const origin = fields.chunkIndex === first && fields.chunkIndex - first < upload.totalChunks - 1;
       const placed = await this.#store.keepChunk(file, upload.id, fields.chunkIndex, { origin });
       const outcome = await repo.recordChunk(upload.id, fields.chunkIndex, file.size, maxBytes, now);
+      if (outcome === 'finished') {
+        // Finished while this chunk's body arrived: its chunks are no longer needed, this one either.
+        await this.#store.removeChunks(upload.id);
+        const finished = await repo.findUpload(upload.id);
+        if (finished?.url) return { url: finished.url };
+        throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+      }
       if (outcome !== 'recorded') {
         if (placed) await this.#store.removeChunk(upload.id, fields.chunkIndex);
         if (outcome === 'gone') {

@@ -110,10 +110,13 @@ export class AttachmentsRepository {
     return row ? toUpload(row) : null;
   }
 
-  /** Records how the client counts, once; false when it was already known otherwise. */
-  async settleIndexBase(id: string, base: 0 | 1): Promise<boolean> {
+  /**
+   * Records how the client counts, once, and answers the upload's row as it then is (null when
+   * it is gone): its `indexBase` is another than `base` when it was already known otherwise.
+   */
+  async settleIndexBase(id: string, base: 0 | 1): Promise<ChunkedUpload | null> {
     await this.#db('chunked_uploads').where({ id }).whereNull('index_base').update({ index_base: base });
-    return (await this.findUpload(id))?.indexBase === base;
+    return this.findUpload(id);
   }
 
   /**
@@ -124,16 +127,20 @@ export class AttachmentsRepository {
    * and chunks arriving together on several connections are counted one after the other. The
    * chunk's row is then inserted if its index is new, and its bytes counted by one conditional
    * `UPDATE` (`received_bytes + size <= maxBytes`); a count that fails undoes the chunk's row. A
-   * chunk already recorded (a retry) keeps its first record and is not counted again. Three
-   * statements in the transaction when all is well. Answers what happened.
+   * chunk already recorded (a retry) keeps its first record and is not counted again, and nothing
+   * is recorded for an upload already finished (`finished`: a chunk whose upload was read before
+   * its body arrived). Three statements in the transaction when all is well. Answers what happened.
    */
-  async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'too-large'> {
+  async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'finished' | 'too-large'> {
     const tooLarge = new Error('too large');
     try {
       return await this.#db.transaction(async (trx) => {
         // While it is being assembled, `updated_at` is the assembler's lease (see claimAssembly).
-        const touched = await trx('chunked_uploads').where({ id: uploadId }).update({ updated_at: trx.raw('case when status = ? then ? else updated_at end', ['receiving', now]) });
-        if (touched === 0) return 'gone';
+        const [touched]: Array<{ status: string }> = await trx('chunked_uploads')
+          .where({ id: uploadId })
+          .update({ updated_at: trx.raw('case when status = ? then ? else updated_at end', ['receiving', now]) }, ['status']);
+        if (!touched) return 'gone';
+        if (touched.status === 'done') return 'finished';
         const inserted = await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore().returning('chunk_index');
         // Recorded before: a retry.
         if (inserted.length === 0) return 'recorded';

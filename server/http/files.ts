@@ -176,6 +176,7 @@ export function fileHandlers(services: Services, config: Config) {
     // `saveChunk` takes it over.
     let announced: string | undefined;
     const invitations = uploads.invitationsOnce();
+    const uploadRows = chunks.uploadsOnce();
     try {
       const parsed = await readUpload(req, {
         store: uploads.store,
@@ -188,14 +189,14 @@ export function fileHandlers(services: Services, config: Config) {
         ...(kind === 'chunk'
           ? {
               continueHash: (fields: Record<string, string>) => chunks.continueHash(viewer, fields),
-              placeFor: (fields: Record<string, string>) => chunks.placeChunk(viewer, fields, invitations),
+              placeFor: (fields: Record<string, string>) => chunks.placeChunk(viewer, fields, { invitations, uploads: uploadRows }),
             }
           : {}),
       });
       const handedOver = announced;
       announced = undefined;
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.
-      const answer = kind === 'chunk' ? await chunks.saveChunk(viewer, parsed, { announced: handedOver, invitations }) : await uploads.saveUpload(viewer, parsed, invitations);
+      const answer = kind === 'chunk' ? await chunks.saveChunk(viewer, parsed, { announced: handedOver, invitations, uploads: uploadRows }) : await uploads.saveUpload(viewer, parsed, invitations);
       res.json('url' in answer && typeof answer.url === 'string' ? UploadResult.parse(answer) : ChunkStatus.parse(answer));
     } catch (error) {
       refuseUpload(res, error);

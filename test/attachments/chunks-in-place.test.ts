@@ -208,6 +208,27 @@ describe('chunks written in place into their upload’s data file', () => {
     expect(await readBack(done.body.url)).toEqual(data);
   });
 
+  it('a chunk sent again while the upload completes answers its URL and leaves nothing behind', async () => {
+    const size = 64 * KB;
+    const data = pdfBytes(3 * size);
+    const parts = cut(data, size, 3);
+    const id = 'sent-again';
+    for (const index of [0, 1]) expect((await chunk(author, { clientUploadId: id, chunkIndex: index, totalChunks: 3 }, parts[index]!)).status).toBe(200);
+    // Chunk 1 again (a client's retry): stored already, so received apart, held before its last kilobyte…
+    let release!: () => void;
+    const held = sendHeldChunk(author, fieldsOf({ clientUploadId: id, chunkIndex: 1, totalChunks: 3 }), parts[1]!, new Promise<void>((resolve) => (release = resolve)));
+    for (let i = 0; i < 100 && (await temporaryFiles(server.dataDir)).length === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await temporaryFiles(server.dataDir)).toHaveLength(1);
+    // …when the last chunk completes the upload, and its chunks go.
+    const done = await chunk(author, { clientUploadId: id, chunkIndex: 2, totalChunks: 3 }, parts[2]!);
+    expect(done.body).toEqual({ url: `/pdf/${sha1(data)}.pdf` });
+    release();
+    expect((await held).body).toEqual(done.body);
+    expect(await readdir(chunksDir())).toEqual([]);
+    expect(await temporaryFiles(server.dataDir)).toEqual([]);
+    expect(await readBack(done.body.url)).toEqual(data);
+  });
+
   it('an index whose claim a stopped process left behind is received apart, and the upload completes', async () => {
     const size = 32 * KB;
     const data = pdfBytes(3 * size - 5);

@@ -21,7 +21,7 @@ afterAll(() => server.close());
 const send = (chunkIndex: number) =>
   sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId: 'counted', chunkIndex, totalChunks: 3 }, { filename: 'p.pdf', data: pdfBytes(50_000) });
 
-it('a middle chunk reads its invitation once, checks no invitee rule again, and is recorded in three statements', async () => {
+it('a middle chunk reads its invitation and its upload once, checks no invitee rule again, and is recorded in three statements', async () => {
   expect((await send(1)).status).toBe(200);
   const sent: Array<{ sql: string; tx: string | undefined }> = [];
   const listener = (query: { sql: string; __knexTxId?: string }) => sent.push({ sql: query.sql.replace(/\s+/g, ' ').trim(), tx: query.__knexTxId });
@@ -33,6 +33,8 @@ it('a middle chunk reads its invitation once, checks no invitee rule again, and 
   }
   const reading = (table: string) => sent.filter(({ sql }) => new RegExp(`^select .* from [\`"]?${table}[\`"]?( |$)`, 'i').test(sql));
   expect(reading('invitations')).toHaveLength(1);
+  // Its upload's row, by the client's id: read for its place before the body, and used again after it.
+  expect(sent.filter(({ sql }) => /^select \* from [`"]?chunked_uploads[`"]? where [`"]?profile_id[`"]? = (\?|\$1)/i.test(sql))).toHaveLength(1);
   // The invitee rule's readings (the person's usernames and emails) are the first chunk's only.
   expect(reading('profile_usernames')).toHaveLength(0);
   expect(reading('profile_emails')).toHaveLength(0);
