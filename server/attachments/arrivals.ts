@@ -18,7 +18,7 @@ import type { AttachmentsRepository } from './repository.ts';
  */
 const ARRIVAL_LEASE_MS = 15_000;
 
-type ArrivalsRepository = Pick<AttachmentsRepository, 'arrive' | 'renewArrivals' | 'leave' | 'othersArriving' | 'holdersStillArriving' | 'arrivalHolders' | 'sweepArrivals'>;
+type ArrivalsRepository = Pick<AttachmentsRepository, 'arrive' | 'renewArrivals' | 'leave' | 'holdersStillArriving' | 'arrivalHolders' | 'sweepArrivals'>;
 
 export class ChunkArrivals {
   readonly #repo: ArrivalsRepository;
@@ -56,16 +56,16 @@ export class ChunkArrivals {
   }
 
   /**
-   * Waits until no other chunk request of the upload that is under way now (in any process)
-   * still is, or a minute has passed. True when there was one to wait for: where the upload
-   * stands is then worth reading again.
+   * Waits until none of `others` (the other chunk requests of the upload under way when this one
+   * read where it stands: `AttachmentsRepository.standing`) still is, in any process, or a minute
+   * has passed. True when there was one to wait for: where the upload stands is then worth
+   * reading again.
    */
-  async awaitOthers(profileId: string, clientUploadId: string, arrival: string): Promise<boolean> {
-    // Only the requests under way now were sent together with this one: a chunk arriving later
+  async awaitOthers(others: ReadonlyArray<{ id: string; holder: string }>): Promise<boolean> {
+    // Only the requests under way then were sent together with this one: a chunk arriving later
     // sees this one's chunk recorded, and waiting for it too would let a client that keeps
     // sending hold this answer back until the deadline.
     // A request whose process stopped (its holder gone, or its lease run out) is not waited for.
-    const others = await this.#repo.othersArriving(profileId, clientUploadId, arrival, this.#now());
     const together = others.filter((other) => !ownerIsGone(other.holder)).map((other) => other.id);
     const stillArriving = async () => (await this.#repo.holdersStillArriving(together, this.#now())).some((holder) => !ownerIsGone(holder));
     const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;

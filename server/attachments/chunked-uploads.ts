@@ -304,15 +304,19 @@ export class ChunkedUploadsService {
         this.#hashes.advance(upload, fields.chunkIndex, file.continued);
         this.#metrics?.chunkStored();
       }
-      const answer = await this.#completeOrStatus(viewer, upload, maxBytes);
-      if ('url' in answer) return answer;
       // Other chunks of this upload may be being saved alongside this one, here or in another
-      // process: answer as of after them, so the last chunks sent together all answer the URL
-      // (one of them assembles the file). This request stops counting first, or two of them
-      // would wait for each other.
+      // process: the answer is as of after them, so the last chunks sent together all answer the
+      // URL (one of them assembles the file). This request stops counting as under way first (its
+      // chunk is recorded), or two of them would wait for each other; then where the upload
+      // stands and who else is under way are read as of one moment.
       await this.#arrivals.leave(arrival);
       arrived = false;
-      return await this.#afterOthers(viewer, fields.clientUploadId, arrival, upload, maxBytes, answer);
+      const standing = await repo.standing(upload.id, { profileId: viewer.profileId, clientUploadId: fields.clientUploadId, except: arrival, now: this.#now() });
+      const answer = await this.#completeOrStatus(viewer, upload, maxBytes, standing.upload);
+      if ('url' in answer || !(await this.#arrivals.awaitOthers(standing.others))) return answer;
+      const current = await repo.findUpload(upload.id);
+      if (current?.status === 'done' && current.url) return { url: current.url };
+      return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
     } finally {
       if (arrived) await this.#arrivals.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
       if (file) await removeQuietly(file.path);
@@ -320,29 +324,21 @@ export class ChunkedUploadsService {
   }
 
   /**
-   * Waits until no other chunk request of the upload is under way (in any process), then answers
-   * where the upload stands: its URL once done or complete, its status map otherwise.
+   * Assembles the upload when its chunks are all in (or waits for the request assembling it),
+   * and answers its URL; answers the status map otherwise. `read` is where it stands, when the
+   * caller has just read it (`AttachmentsRepository.standing`).
    */
-  async #afterOthers(
+  async #completeOrStatus(
     viewer: Viewer,
-    clientUploadId: string,
-    arrival: string,
-    upload: ChunkedUpload,
+    given: ChunkedUpload,
     maxBytes: number,
-    answer: Record<string, 'missing' | 'completed'>,
+    read?: { chunks: Map<number, number>; indexBase: 0 | 1 | null } | null,
   ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
-    if (!(await this.#arrivals.awaitOthers(viewer.profileId, clientUploadId, arrival))) return answer;
-    const current = await this.#repo.findUpload(upload.id);
-    if (current?.status === 'done' && current.url) return { url: current.url };
-    return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
-  }
-
-  async #completeOrStatus(viewer: Viewer, given: ChunkedUpload, maxBytes: number): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const repo = this.#repo;
     // How the client counts is read again with the chunks: `given` may have been read before a
     // parallel request settled it, and two last chunks arriving together could then each see the
     // set incomplete and neither assemble it.
-    const read = await repo.chunksAndBase(given.id);
+    if (read === undefined) read = (await repo.standing(given.id)).upload;
     const chunks = read?.chunks ?? new Map<number, number>();
     const upload = read && given.indexBase === null ? { ...given, indexBase: read.indexBase } : given;
     const indexes = indexesOf(upload);

@@ -182,15 +182,6 @@ export class AttachmentsRepository {
     await this.#db('upload_arrivals').where({ id: arrivalId }).delete();
   }
 
-  /** The chunk requests of this person's upload, other than `arrivalId`, whose lease still holds at `now`, with their holders. */
-  async othersArriving(profileId: string, clientUploadId: string, arrivalId: string, now: number): Promise<Array<{ id: string; holder: string }>> {
-    return this.#db('upload_arrivals')
-      .where({ profile_id: profileId, client_upload_id: clientUploadId })
-      .whereNot({ id: arrivalId })
-      .where('held_until', '>', now)
-      .select('id', 'holder');
-  }
-
   /** The holders of those of these chunk requests whose lease still holds at `now`. */
   async holdersStillArriving(arrivalIds: string[], now: number): Promise<string[]> {
     return this.#db('upload_arrivals').whereIn('id', arrivalIds).where('held_until', '>', now).pluck('holder');
@@ -221,20 +212,43 @@ export class AttachmentsRepository {
   }
 
   /**
-   * An upload's chunks and how its client counts, as of one moment (one statement): null when
-   * the upload is gone. A chunk request asks both after recording its own, to see whether the
-   * set is complete.
+   * Where an upload stands, as of one moment (one statement): its chunks and how its client
+   * counts (`upload`, null when the upload is gone), and with `arriving`, the person's other
+   * chunk requests of it whose lease still holds at `now` (`others`, with their holders). A chunk
+   * request asks this once it has recorded its chunk and stopped counting as under way: every
+   * other chunk sent with it is then in one of the two (an arrival is noted before its chunk is
+   * recorded, and leaves only after).
    */
-  async chunksAndBase(uploadId: string): Promise<{ chunks: Map<number, number>; indexBase: 0 | 1 | null } | null> {
-    const rows: Array<{ index_base: number | null; chunk_index: number | null; size: number | null }> = await this.#db('chunked_uploads as u')
+  async standing(
+    uploadId: string,
+    arriving?: { profileId: string; clientUploadId: string; except: string; now: number },
+  ): Promise<{ upload: { chunks: Map<number, number>; indexBase: 0 | 1 | null } | null; others: Array<{ id: string; holder: string }> }> {
+    const db = this.#db;
+    const upload = db('chunked_uploads as u')
       .leftJoin('upload_chunks as c', 'c.upload_id', 'u.id')
       .where('u.id', uploadId)
-      .select('u.index_base', 'c.chunk_index', 'c.size');
-    const [first] = rows;
-    if (!first) return null;
-    const chunks = new Map<number, number>();
-    for (const row of rows) if (row.chunk_index !== null) chunks.set(Number(row.chunk_index), Number(row.size));
-    return { chunks, indexBase: first.index_base === null ? null : (Number(first.index_base) as 0 | 1) };
+      .select(db.raw("'upload' as kind"), 'u.index_base', 'c.chunk_index', 'c.size', db.raw('null as arrival'), db.raw('null as holder'));
+    const query = arriving
+      ? upload.unionAll(
+          db('upload_arrivals')
+            .where({ profile_id: arriving.profileId, client_upload_id: arriving.clientUploadId })
+            .whereNot({ id: arriving.except })
+            .where('held_until', '>', arriving.now)
+            .select(db.raw("'arrival'"), db.raw('null'), db.raw('null'), db.raw('null'), 'id', 'holder'),
+        )
+      : upload;
+    const rows: Array<{ kind: string; index_base: number | null; chunk_index: number | null; size: number | null; arrival: string | null; holder: string | null }> = await query;
+    let found: { chunks: Map<number, number>; indexBase: 0 | 1 | null } | null = null;
+    const others: Array<{ id: string; holder: string }> = [];
+    for (const row of rows) {
+      if (row.kind === 'arrival') {
+        others.push({ id: row.arrival!, holder: row.holder! });
+        continue;
+      }
+      found ??= { chunks: new Map(), indexBase: row.index_base === null ? null : (Number(row.index_base) as 0 | 1) };
+      if (row.chunk_index !== null) found.chunks.set(Number(row.chunk_index), Number(row.size));
+    }
+    return { upload: found, others };
   }
 
   /**

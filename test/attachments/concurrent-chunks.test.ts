@@ -89,6 +89,22 @@ describe.each([
     expect(await repo(0).chunksOf(upload.id)).toEqual(new Map([[7, 1000]]));
   });
 
+  it.skipIf(!available)('read where an upload stands with the other requests under way, and nothing for an upload gone', async () => {
+    const upload = await newUpload('standing');
+    await repo(1).recordChunk(upload.id, 0, 1000, 10_000, Date.now());
+    await repo(2).recordChunk(upload.id, 3, 500, 10_000, Date.now());
+    const now = Date.now();
+    await repo(0).arrive({ id: 'mine', profileId: '~Concurrent_Uploader1', clientUploadId: 'standing', holder: 'p0' }, now, now + 15_000);
+    await repo(1).arrive({ id: 'theirs', profileId: '~Concurrent_Uploader1', clientUploadId: 'standing', holder: 'p1' }, now, now + 15_000);
+    const arriving = { profileId: '~Concurrent_Uploader1', clientUploadId: 'standing', except: 'mine', now };
+    expect(await repo(2).standing(upload.id, arriving)).toEqual({ upload: { chunks: new Map([[0, 1000], [3, 500]]), indexBase: null }, others: [{ id: 'theirs', holder: 'p1' }] });
+    expect(await repo(0).standing(upload.id)).toEqual({ upload: { chunks: new Map([[0, 1000], [3, 500]]), indexBase: null }, others: [] });
+    await repo(0).deleteUpload(upload.id);
+    expect(await repo(1).standing(upload.id, arriving)).toEqual({ upload: null, others: [{ id: 'theirs', holder: 'p1' }] });
+    const fresh = await newUpload('standing-empty');
+    expect(await repo(0).standing(fresh.id)).toEqual({ upload: { chunks: new Map(), indexBase: null }, others: [] });
+  });
+
   it.skipIf(!available)('answer "gone" once the upload was refused meanwhile', async () => {
     const upload = await newUpload('refused');
     await repo(1).deleteUpload(upload.id);
@@ -102,19 +118,23 @@ describe.each([
     expect(claims.filter(Boolean)).toHaveLength(1);
   });
 
+  /** The other chunk requests of the upload `together` that connection `i` sees, as a chunk request reads them (with where the upload stands). */
+  const othersArriving = async (i: number, except: string, now: number) =>
+    (await repo(i).standing('no-such-upload', { profileId: '~Concurrent_Uploader1', clientUploadId: 'together', except, now })).others;
+
   it.skipIf(!available)('see the chunk requests under way, whichever connection noted them, until they leave', async () => {
     const now = Date.now();
     const lease = now + 15_000;
     await repo(0).arrive({ id: 'a', profileId: '~Concurrent_Uploader1', clientUploadId: 'together', holder: 'p0' }, now, lease);
     await repo(1).arrive({ id: 'b', profileId: '~Concurrent_Uploader1', clientUploadId: 'together', holder: 'p1' }, now, lease);
-    expect(await repo(2).othersArriving('~Concurrent_Uploader1', 'together', 'a', now)).toEqual([{ id: 'b', holder: 'p1' }]);
+    expect(await othersArriving(2, 'a', now)).toEqual([{ id: 'b', holder: 'p1' }]);
     expect(await repo(0).holdersStillArriving(['b'], now)).toEqual(['p1']);
     await repo(2).leave('b');
     expect(await repo(0).holdersStillArriving(['b'], now)).toEqual([]);
-    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now)).toEqual([]);
+    expect(await othersArriving(0, 'a', now)).toEqual([]);
     // One whose lease its process stopped renewing was cut by a stop of that process: not waited for.
     await repo(1).arrive({ id: 'c', profileId: '~Concurrent_Uploader1', clientUploadId: 'together', holder: 'p1' }, now - 60_000, now - 45_000);
-    expect(await repo(0).othersArriving('~Concurrent_Uploader1', 'together', 'a', now)).toEqual([]);
+    expect(await othersArriving(0, 'a', now)).toEqual([]);
     // Renewed, it is waited for again.
     await repo(1).renewArrivals(['c'], lease);
     expect(await repo(0).holdersStillArriving(['c'], now)).toEqual(['p1']);

@@ -38,6 +38,11 @@ it('a middle chunk reads its invitation and its upload once, checks no invitee r
   // The invitee rule's readings (the person's usernames and emails) are the first chunk's only.
   expect(reading('profile_usernames')).toHaveLength(0);
   expect(reading('profile_emails')).toHaveLength(0);
+  // Once recorded, it stops counting as under way, then reads where its upload stands and which
+  // other chunk requests of it are under way in one statement.
+  const left = sent.findIndex(({ sql }) => /^delete from [`"]?upload_arrivals/i.test(sql));
+  expect(left).toBeGreaterThan(-1);
+  expect(sent.slice(left + 1).map(({ sql }) => sql)).toEqual([expect.stringMatching(/upload_chunks.* union all .*upload_arrivals/i)]);
   // The chunk's transaction: the one that writes its row.
   const tx = sent.find(({ sql, tx }) => tx !== undefined && /upload_chunks/.test(sql))?.tx;
   expect(tx).toBeDefined();
