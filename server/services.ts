@@ -221,5 +221,5 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
  * sweeper's deletion of an account, which acts for no session.
  */
 function personOnly(profileId: string): Viewer {
-  return { profileId, sessionId: '', loginEmail: '', tokenVersion: 0, isSuperUser: false, isModerator: false, impersonator: null, parentSessionId: null, readOnly: false, authTime: 0, accessExpiresAt: 0 };
+  return { profileId, sessionId: '', loginEmail: '', tokenVersion: 0, isSuperUser: false, isModerator: false, mayAuthor: false, impersonator: null, parentSessionId: null, readOnly: false, authTime: 0, accessExpiresAt: 0 };
 }

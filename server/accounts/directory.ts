@@ -29,11 +29,6 @@ export class Directory {
     return (await this.#repo.emails.emailsOf(profileId)).filter((e) => e.confirmed).map((e) => e.email);
   }
 
-  /** A profile's state, by its id. */
-  async stateOf(profileId: string): Promise<ProfileState | null> {
-    return (await this.#repo.profiles.find(profileId))?.state ?? null;
-  }
-
   /** The profile a tilde username or an email names, as every form lets people name one. */
   async profileNamed(idOrEmail: string): Promise<{ id: string; state: ProfileState } | null> {
     const profile = await this.#repo.profiles.findByIdOrEmail(idOrEmail);

@@ -176,6 +176,7 @@ export class SessionService extends AccountsBase {
       tokenVersion: profile.tokenVersion,
       isSuperUser: roles.has(SUPER_USERS_GROUP),
       isModerator: roles.has(MODERATORS_GROUP),
+      mayAuthor: profile.state !== 'Limited',
       impersonator: session.impersonator,
       parentSessionId: session.parentSessionId,
       readOnly: session.readOnly,

@@ -13,6 +13,11 @@ export interface Viewer {
   tokenVersion: number;
   isSuperUser: boolean;
   isModerator: boolean;
+  /**
+   * Whether the person may author (notes, files, deletions): a `Limited` profile may sign in and
+   * read, but not author. Read with the session, as the roles are: as of the request's start.
+   */
+  mayAuthor: boolean;
   /** Set when this session is an impersonation: who is really acting. */
   impersonator: Impersonator | null;
   /** The impersonator's own session, to return to. */

@@ -225,7 +225,7 @@ export class ChunkedUploadsService {
       // its first, which creates it.
       const existing = await uploads(viewer.profileId, fields.clientUploadId);
       // Who may post, when the upload begins; that the person may still author, with every chunk.
-      if (existing) await this.#notes.requireAuthor(viewer);
+      if (existing) this.#notes.requireAuthor(viewer);
       else await this.#notes.requireInvitee(invitation, viewer);
       const now = this.#now();
       // Every chunk's file name must have an extension the field allows (the first one's is kept).

@@ -214,7 +214,7 @@ export class TusService {
     const upload = await this.#own(viewer, id);
     const unkept = upload.url === null && upload.concat !== 'partial' && upload.length !== null && upload.offset === upload.length;
     if (!unkept || viewer.readOnly) return stateOf(upload);
-    await this.#notes.requireAuthor(viewer);
+    this.#notes.requireAuthor(viewer);
     return upload.concat === 'final' ? this.#finishFinal(viewer, upload) : this.#finishNow(viewer, upload);
   }
 
@@ -232,7 +232,7 @@ export class TusService {
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }
-    await this.#notes.requireAuthor(viewer);
+    this.#notes.requireAuthor(viewer);
     if (request.offset !== upload.offset) throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is at ${upload.offset}`, { path: 'Upload-Offset' });
     if (upload.parts >= MAX_PARTS) throw AppError.tooLarge(`An upload may be sent in at most ${MAX_PARTS} requests: start again with larger ones`, { path: 'Upload-Offset' });
     const writer = await this.#take(viewer, upload);
@@ -522,7 +522,7 @@ export class TusService {
     const existing = await this.#repo.findFinal(viewer.profileId, concat.header);
     if (existing?.url) return stateOf(existing);
     if (existing) {
-      await this.#notes.requireAuthor(viewer);
+      this.#notes.requireAuthor(viewer);
       return this.#finishFinal(viewer, existing);
     }
     const partials = await this.#partials(viewer, creation, concat.ids);

@@ -22,7 +22,6 @@ export interface People {
   within(trx: Knex.Transaction): People;
   usernamesOf(profileId: string): Promise<string[]>;
   confirmedEmailsOf(profileId: string): Promise<string[]>;
-  stateOf(profileId: string): Promise<ProfileState | null>;
   profileNamed(idOrEmail: string): Promise<{ id: string; state: ProfileState } | null>;
   findGroup(id: string): Promise<GroupView | null>;
   groupsAmong(ids: readonly string[]): Promise<Array<{ id: string; data: Record<string, unknown>; tcdate: number; tmdate: number }>>;

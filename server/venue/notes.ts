@@ -41,13 +41,13 @@ export class NoteService extends VenuePart {
 
   /** Refuses (403) an upload for an invitation the reader may not post to: the rule of `POST /notes`. */
   async requireInvitee(invitation: Invitation, reader: Viewer): Promise<void> {
-    await this.requireAuthor(reader);
+    this.requireAuthor(reader);
     this.#requireInvitee(invitation, reader, await this.readers.identities(reader));
   }
 
-  /** A `Limited` profile may sign in and read, but not author: no notes, files or deletions. */
-  async requireAuthor(reader: Viewer): Promise<void> {
-    if ((await this.repos().people.stateOf(reader.profileId)) === 'Limited') throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
+  /** A `Limited` profile may sign in and read, but not author: no notes, files or deletions (`Viewer.mayAuthor`). */
+  requireAuthor(reader: Viewer): void {
+    if (!reader.mayAuthor) throw new AppError('ForbiddenError', 'A limited profile cannot author notes');
   }
 
   /**
@@ -105,7 +105,7 @@ export class NoteService extends VenuePart {
   }
 
   async #delete(id: string, reader: Viewer): Promise<{ note: Note; editId: string }> {
-    await this.requireAuthor(reader);
+    this.requireAuthor(reader);
     const now = this.now();
     return this.transaction(async (repos) => {
       const note = await repos.venues.findNote(id);
@@ -121,7 +121,7 @@ export class NoteService extends VenuePart {
   async #post(input: PostNoteInput, reader: Viewer): Promise<{ note: Note; editId: string }> {
     const now = this.now();
     const repos = this.repos();
-    await this.requireAuthor(reader);
+    this.requireAuthor(reader);
     const invitation = await repos.venues.findInvitation(input.invitation);
     if (!invitation) throw new AppError('NotFoundError', `Invitation Not Found: ${input.invitation}`);
     if (invitation.duedate !== undefined && now > invitation.duedate) {

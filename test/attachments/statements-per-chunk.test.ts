@@ -38,6 +38,8 @@ it('a middle chunk reads its invitation and its upload once, checks no invitee r
   // The invitee rule's readings (the person's usernames and emails) are the first chunk's only.
   expect(reading('profile_usernames')).toHaveLength(0);
   expect(reading('profile_emails')).toHaveLength(0);
+  // Whether the person may still author (`Viewer.mayAuthor`) and their roles are read with the session, in its statement.
+  expect(sent.filter(({ sql }) => /\b(profiles|group_members)\b/.test(sql)).map(({ sql }) => sql)).toEqual([expect.stringMatching(/ from [`"]?sessions[`"]? left join [`"]?profiles[`"]? /i)]);
   // Once recorded, it stops counting as under way, then reads where its upload stands and which
   // other chunk requests of it are under way in one statement.
   const left = sent.findIndex(({ sql }) => /^delete from [`"]?upload_arrivals/i.test(sql));
