@@ -43,7 +43,8 @@ function statusMap(indexes: number[], chunks: Map<number, number>): Record<strin
  * twice (its place before the body is read, its checks after): `uploadsOnce` gives a reader that
  * reads it once, for one request. What may change while the body arrives (the upload refused,
  * finished or swept by another request) is decided by the chunk's record, whose transaction
- * finds the row gone, and by the status read after it, as when the change comes a moment later.
+ * finds the row gone or finished, and by the status read after it, as when the change comes a
+ * moment later. A row not there before the body is read again after it (`#saveChunk`).
  */
 export type UploadReader = (profileId: string, clientUploadId: string) => Promise<ChunkedUpload | null>;
 
@@ -222,8 +223,9 @@ export class ChunkedUploadsService {
       }
       const { param, maxBytes, invitation } = await this.#uploads.target(fields.invitationId, fields.name, invitations);
       // The upload's row (read once per request: see `UploadReader`), there for every chunk but
-      // its first, which creates it.
-      const existing = await uploads(viewer.profileId, fields.clientUploadId);
+      // its first, which creates it. Not there before the body: read again, as another first
+      // chunk sent alongside may have created it meanwhile (it is not a new upload to count).
+      const existing = (await uploads(viewer.profileId, fields.clientUploadId)) ?? (await repo.findUploadOf(viewer.profileId, fields.clientUploadId));
       // Who may post, when the upload begins; that the person may still author, with every chunk.
       if (existing) this.#notes.requireAuthor(viewer);
       else await this.#notes.requireInvitee(invitation, viewer);

@@ -5,9 +5,10 @@
  * already open is always taken.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pdfBytes, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
+import { pdfBytes, sendHeldChunk, SUBMISSION, venueWithAuthor } from '../attachments/helpers.ts';
 import { sendMultipart, type Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 let server: TestServer;
 let author: Client;
@@ -28,5 +29,30 @@ describe('unfinished chunked uploads', () => {
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({ status: 429, name: 'TooManyError' });
     expect((await firstChunk('open-3')).status).toBe(200);
+  });
+
+  it('a first chunk whose upload another first chunk created while its body arrived is taken at the limit', async () => {
+    const other = await startServer({ UPLOAD_HUMAN_VERIFICATION_AFTER: '0' });
+    try {
+      const { author: person } = await venueWithAuthor(other);
+      const send = (clientUploadId: string) =>
+        sendMultipart(person, 'PUT', '/attachment/chunk', { invitationId: SUBMISSION, name: 'pdf', clientUploadId, chunkIndex: 0, totalChunks: 2 }, { filename: 'p.pdf', data: pdfBytes(2000) });
+      for (let i = 0; i < 19; i += 1) expect((await send(`open-${i}`)).status).toBe(200);
+      // The twentieth upload's first chunk, its fields in (noted as under way) and its body held…
+      let release!: () => void;
+      const fields = { invitationId: SUBMISSION, name: 'pdf', clientUploadId: 'twentieth', chunkIndex: 0, totalChunks: 2 };
+      const held = sendHeldChunk(person, fields, pdfBytes(2000), new Promise<void>((resolve) => (release = resolve)));
+      await waitUntil(async () => (await other.service.db('upload_arrivals').count({ n: '*' }).first())?.n == 1, 'the held chunk noted as under way');
+      // …while the same chunk, sent again, creates the upload: the person's twentieth (its answer
+      // waits for the held one, sent alongside).
+      const again = send('twentieth');
+      await waitUntil(async () => (await other.service.db('upload_chunks').count({ n: '*' }).first())?.n == 20, 'the upload created by the chunk sent again');
+      release();
+      // The held one is a chunk of that upload, not a twenty-first.
+      expect(await held).toMatchObject({ status: 200, body: { 0: 'completed', 1: 'missing' } });
+      expect(await again).toMatchObject({ status: 200, body: { 0: 'completed', 1: 'missing' } });
+    } finally {
+      await other.close();
+    }
   });
 });
