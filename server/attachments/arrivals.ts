@@ -58,8 +58,9 @@ export class ChunkArrivals {
   /**
    * Waits until none of `others` (the other chunk requests of the upload under way when this one
    * read where it stands: `AttachmentsRepository.standing`) still is, in any process, or a minute
-   * has passed. True when there was one to wait for: where the upload stands is then worth
-   * reading again.
+   * has passed. True when there was one (not of a stopped process): where the upload stands is
+   * then worth reading again, even if it was done before the first look (its chunk may have been
+   * recorded, and the file assembled, after this one read).
    */
   async awaitOthers(others: ReadonlyArray<{ id: string; holder: string }>): Promise<boolean> {
     // Only the requests under way then were sent together with this one: a chunk arriving later
@@ -68,14 +69,10 @@ export class ChunkArrivals {
     // A request whose process stopped (its holder gone, or its lease run out) is not waited for.
     const together = others.filter((other) => !ownerIsGone(other.holder)).map((other) => other.id);
     const stillArriving = async () => (await this.#repo.holdersStillArriving(together, this.#now())).some((holder) => !ownerIsGone(holder));
+    if (together.length === 0) return false;
     const deadline = performance.now() + WAIT_FOR_OTHER_PROCESS_MS;
-    let waited = false;
-    while (together.length > 0 && (await stillArriving())) {
-      if (performance.now() >= deadline) break;
-      waited = true;
-      await sleep(OTHER_PROCESS_POLL_MS);
-    }
-    return waited;
+    while ((await stillArriving()) && performance.now() < deadline) await sleep(OTHER_PROCESS_POLL_MS);
+    return true;
   }
 
   /** Forgets chunk requests whose process stopped: their lease ran out, or their holder is a stopped process of this machine. */

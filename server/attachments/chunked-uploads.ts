@@ -14,7 +14,7 @@ import type { Config } from '../config.ts';
 import { ChunkArrivals } from './arrivals.ts';
 import { LEASE_RENEW_MS, OTHER_PROCESS_POLL_MS, sleep, WAIT_FOR_OTHER_PROCESS_MS } from './lease-timing.ts';
 import { newOwner, ownerIsGone } from './owners.ts';
-import type { AttachmentsRepository, ChunkedUpload } from './repository.ts';
+import type { AttachmentsRepository, ChunkedUpload, UploadStanding } from './repository.ts';
 import { RunningHashes } from './running-hashes.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, ChunkSlot, FileStore } from './store/file-store.ts';
@@ -44,9 +44,10 @@ function statusMap(indexes: number[], chunks: Map<number, number>): Record<strin
  * reads it once, for one request. What may change while the body arrives (the upload refused,
  * finished or swept by another request) is decided by the chunk's record, whose transaction
  * finds the row gone or finished, and by the status read after it, as when the change comes a
- * moment later. A row not there before the body is read again after it (`#saveChunk`).
+ * moment later. With `againIfNone`, a row that was not there when first read is read again
+ * (another first chunk sent alongside may have created it meanwhile).
  */
-export type UploadReader = (profileId: string, clientUploadId: string) => Promise<ChunkedUpload | null>;
+export type UploadReader = (profileId: string, clientUploadId: string, opts?: { againIfNone?: boolean }) => Promise<ChunkedUpload | null>;
 
 export class ChunkedUploadsService {
   readonly #repo: AttachmentsRepository;
@@ -87,9 +88,10 @@ export class ChunkedUploadsService {
   /** An upload reader for one chunk request (`UploadReader`): the row read once, however often the request asks. */
   uploadsOnce(): UploadReader {
     const read = new Map<string, Promise<ChunkedUpload | null>>();
-    return (profileId, clientUploadId) => {
+    return (profileId, clientUploadId, opts = {}) => {
       const key = `${profileId}\n${clientUploadId}`;
       let found = read.get(key);
+      if (found && opts.againIfNone) return found.then((row) => row ?? this.#repo.findUploadOf(profileId, clientUploadId));
       if (!found) {
         found = this.#repo.findUploadOf(profileId, clientUploadId);
         read.set(key, found);
@@ -186,7 +188,7 @@ export class ChunkedUploadsService {
    * creates it), as tus checks it at an upload's creation: its later chunks are the same
    * person's bytes for the same invitation and field, within the field's limit, and a file is
    * attached to a note only by `POST /notes`, which checks it again. That the person may still
-   * author (not a `Limited` profile) is checked with every chunk: one statement.
+   * author (not a `Limited` profile) is checked with every chunk (`Viewer.mayAuthor`, read with the session).
    */
   saveChunk(
     viewer: Viewer,
@@ -225,7 +227,7 @@ export class ChunkedUploadsService {
       // The upload's row (read once per request: see `UploadReader`), there for every chunk but
       // its first, which creates it. Not there before the body: read again, as another first
       // chunk sent alongside may have created it meanwhile (it is not a new upload to count).
-      const existing = (await uploads(viewer.profileId, fields.clientUploadId)) ?? (await repo.findUploadOf(viewer.profileId, fields.clientUploadId));
+      const existing = await uploads(viewer.profileId, fields.clientUploadId, { againIfNone: true });
       // Who may post, when the upload begins; that the person may still author, with every chunk.
       if (existing) this.#notes.requireAuthor(viewer);
       else await this.#notes.requireInvitee(invitation, viewer);
@@ -266,7 +268,10 @@ export class ChunkedUploadsService {
         // The row as it is now: the one read before the body may be of an upload finished or
         // refused meanwhile, whose chunks are answered as any of a finished or refused upload.
         const settled = await repo.settleIndexBase(upload.id, base);
-        if (!settled) throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+        if (!settled) {
+          await this.#store.removeChunks(upload.id);
+          throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+        }
         if (settled.status === 'done' && settled.url) return { url: settled.url };
         if (settled.indexBase !== base) {
           throw new AppError('ValidationError', 'The chunks of one upload must count either from 0 or from 1, not both', { path: 'chunkIndex' });
@@ -316,9 +321,8 @@ export class ChunkedUploadsService {
       const standing = await repo.standing(upload.id, { profileId: viewer.profileId, clientUploadId: fields.clientUploadId, except: arrival, now: this.#now() });
       const answer = await this.#completeOrStatus(viewer, upload, maxBytes, standing.upload);
       if ('url' in answer || !(await this.#arrivals.awaitOthers(standing.others))) return answer;
-      const current = await repo.findUpload(upload.id);
-      if (current?.status === 'done' && current.url) return { url: current.url };
-      return current ? await this.#completeOrStatus(viewer, current, maxBytes) : answer;
+      const again = (await repo.standing(upload.id)).upload;
+      return again ? await this.#completeOrStatus(viewer, upload, maxBytes, again) : answer;
     } finally {
       if (arrived) await this.#arrivals.leave(arrival).catch((error: unknown) => this.#logger.error({ err: error }, 'chunk arrival not cleared'));
       if (file) await removeQuietly(file.path);
@@ -334,13 +338,15 @@ export class ChunkedUploadsService {
     viewer: Viewer,
     given: ChunkedUpload,
     maxBytes: number,
-    read?: { chunks: Map<number, number>; indexBase: 0 | 1 | null } | null,
+    read?: UploadStanding | null,
   ): Promise<{ url: string } | Record<string, 'missing' | 'completed'>> {
     const repo = this.#repo;
     // How the client counts is read again with the chunks: `given` may have been read before a
     // parallel request settled it, and two last chunks arriving together could then each see the
     // set incomplete and neither assemble it.
     if (read === undefined) read = (await repo.standing(given.id)).upload;
+    // Finished meanwhile (its chunks' rows went in the same transaction): its URL.
+    if (read?.status === 'done' && read.url) return { url: read.url };
     const chunks = read?.chunks ?? new Map<number, number>();
     const upload = read && given.indexBase === null ? { ...given, indexBase: read.indexBase } : given;
     const indexes = indexesOf(upload);

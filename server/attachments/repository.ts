@@ -61,6 +61,18 @@ export interface UploadRecord {
   sha1: string;
 }
 
+/**
+ * Where an upload stands (`AttachmentsRepository.standing`): its status and URL, how its client
+ * counts, and its chunks recorded (none once it is done: they go with the transaction that
+ * finishes it).
+ */
+export interface UploadStanding {
+  status: ChunkedUpload['status'];
+  url: string | null;
+  chunks: Map<number, number>;
+  indexBase: 0 | 1 | null;
+}
+
 /** SQL for uploads: the files each user stored, and chunked uploads with their chunks. */
 export class AttachmentsRepository {
   readonly #db: Knex;
@@ -222,30 +234,39 @@ export class AttachmentsRepository {
   async standing(
     uploadId: string,
     arriving?: { profileId: string; clientUploadId: string; except: string; now: number },
-  ): Promise<{ upload: { chunks: Map<number, number>; indexBase: 0 | 1 | null } | null; others: Array<{ id: string; holder: string }> }> {
+  ): Promise<{ upload: UploadStanding | null; others: Array<{ id: string; holder: string }> }> {
     const db = this.#db;
     const upload = db('chunked_uploads as u')
       .leftJoin('upload_chunks as c', 'c.upload_id', 'u.id')
       .where('u.id', uploadId)
-      .select(db.raw("'upload' as kind"), 'u.index_base', 'c.chunk_index', 'c.size', db.raw('null as arrival'), db.raw('null as holder'));
+      .select(db.raw("'upload' as kind"), 'u.status', 'u.url', 'u.index_base', 'c.chunk_index', 'c.size', db.raw('null as arrival'), db.raw('null as holder'));
     const query = arriving
       ? upload.unionAll(
           db('upload_arrivals')
             .where({ profile_id: arriving.profileId, client_upload_id: arriving.clientUploadId })
             .whereNot({ id: arriving.except })
             .where('held_until', '>', arriving.now)
-            .select(db.raw("'arrival'"), db.raw('null'), db.raw('null'), db.raw('null'), 'id', 'holder'),
+            .select(db.raw("'arrival'"), db.raw('null'), db.raw('null'), db.raw('null'), db.raw('null'), db.raw('null'), 'id', 'holder'),
         )
       : upload;
-    const rows: Array<{ kind: string; index_base: number | null; chunk_index: number | null; size: number | null; arrival: string | null; holder: string | null }> = await query;
-    let found: { chunks: Map<number, number>; indexBase: 0 | 1 | null } | null = null;
+    const rows: Array<{
+      kind: string;
+      status: ChunkedUpload['status'] | null;
+      url: string | null;
+      index_base: number | null;
+      chunk_index: number | null;
+      size: number | null;
+      arrival: string | null;
+      holder: string | null;
+    }> = await query;
+    let found: UploadStanding | null = null;
     const others: Array<{ id: string; holder: string }> = [];
     for (const row of rows) {
       if (row.kind === 'arrival') {
         others.push({ id: row.arrival!, holder: row.holder! });
         continue;
       }
-      found ??= { chunks: new Map(), indexBase: row.index_base === null ? null : (Number(row.index_base) as 0 | 1) };
+      found ??= { status: row.status!, url: row.url, chunks: new Map(), indexBase: row.index_base === null ? null : (Number(row.index_base) as 0 | 1) };
       if (row.chunk_index !== null) found.chunks.set(Number(row.chunk_index), Number(row.size));
     }
     return { upload: found, others };

@@ -97,12 +97,16 @@ describe.each([
     await repo(0).arrive({ id: 'mine', profileId: '~Concurrent_Uploader1', clientUploadId: 'standing', holder: 'p0' }, now, now + 15_000);
     await repo(1).arrive({ id: 'theirs', profileId: '~Concurrent_Uploader1', clientUploadId: 'standing', holder: 'p1' }, now, now + 15_000);
     const arriving = { profileId: '~Concurrent_Uploader1', clientUploadId: 'standing', except: 'mine', now };
-    expect(await repo(2).standing(upload.id, arriving)).toEqual({ upload: { chunks: new Map([[0, 1000], [3, 500]]), indexBase: null }, others: [{ id: 'theirs', holder: 'p1' }] });
-    expect(await repo(0).standing(upload.id)).toEqual({ upload: { chunks: new Map([[0, 1000], [3, 500]]), indexBase: null }, others: [] });
+    const receiving = { status: 'receiving', url: null, chunks: new Map([[0, 1000], [3, 500]]), indexBase: null };
+    expect(await repo(2).standing(upload.id, arriving)).toEqual({ upload: receiving, others: [{ id: 'theirs', holder: 'p1' }] });
+    expect(await repo(0).standing(upload.id)).toEqual({ upload: receiving, others: [] });
     await repo(0).deleteUpload(upload.id);
     expect(await repo(1).standing(upload.id, arriving)).toEqual({ upload: null, others: [{ id: 'theirs', holder: 'p1' }] });
     const fresh = await newUpload('standing-empty');
-    expect(await repo(0).standing(fresh.id)).toEqual({ upload: { chunks: new Map(), indexBase: null }, others: [] });
+    expect(await repo(0).standing(fresh.id)).toEqual({ upload: { status: 'receiving', url: null, chunks: new Map(), indexBase: null }, others: [] });
+    // Finished (as `finish` leaves it: done, with its URL, its chunks' rows gone).
+    await connections.all[0]!('chunked_uploads').where({ id: fresh.id }).update({ status: 'done', url: '/pdf/standing.pdf' });
+    expect(await repo(0).standing(fresh.id)).toEqual({ upload: { status: 'done', url: '/pdf/standing.pdf', chunks: new Map(), indexBase: null }, others: [] });
   });
 
   it.skipIf(!available)('answer "gone" once the upload was refused meanwhile', async () => {
