@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json, numberOrNull } from '../../../db/json.ts';
+import { isPostgres } from '../../../db/postgres.ts';
 import type { Impersonator } from '../../../shared/index.ts';
 import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
 
@@ -117,15 +118,24 @@ export class SessionsRepository {
   /**
    * A session and its profile (null when the profile is gone) in one query, by session id or by
    * refresh-token hash: every signed-in request and every refresh needs both. With `rolesAmong`,
-   * the same statement also answers which of those groups have the profile as a direct member
-   * (`roles`; empty without), so a signed-in request's caller and roles take one round trip.
+   * it also answers which of those groups have the profile as a direct member (`roles`; empty
+   * without): on SQLite in the same statement, so a signed-in request's caller and roles take one
+   * round trip on the one connection; on PostgreSQL in a second statement, as planning the
+   * `EXISTS` columns (each statement is planned anew) costs more there than the round trip
+   * (measured: docs/performance.md).
    */
   async findWithProfile(
     by: { id: string } | { refreshHash: string },
     opts: { rolesAmong?: readonly string[] } = {},
   ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string; roles: Set<string> } | null> {
     const groups = opts.rolesAmong ?? [];
-    // One `exists` per group: a primary-key lookup each. SQLite answers 0 or 1, PostgreSQL a boolean.
+    if (groups.length > 0 && isPostgres(this.#db)) {
+      const found = await this.findWithProfile(by);
+      if (!found?.profile) return found;
+      const rows: Array<{ group_id: string }> = await this.#db('group_members').where({ member: found.profile.id }).whereIn('group_id', groups).select('group_id');
+      return { ...found, roles: new Set(rows.map((row) => row.group_id)) };
+    }
+    // One `exists` per group: a primary-key lookup each, answered 0 or 1.
     const roleColumns = groups.map((group, i) =>
       this.#db.raw(`exists (select 1 from group_members where group_members.group_id = ? and group_members.member = profiles.id) as role_${i}`, [group]),
     );
