@@ -239,6 +239,8 @@ export class ChunkedUploadsService {
       if (!existing && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
         throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
       }
+      // How this chunk says its client counts: index 0 means from 0, index `totalChunks` from 1.
+      const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
       let upload =
         existing ??
         (await repo.openUpload(
@@ -250,6 +252,7 @@ export class ChunkedUploadsService {
             field: fields.name,
             extension,
             totalChunks: fields.totalChunks,
+            indexBase: base,
           },
           now,
         ));
@@ -263,10 +266,12 @@ export class ChunkedUploadsService {
         throw AppError.tooLarge(`A chunk may be at most ${formatBytes(this.#config.maxChunkBytes)}`, { path: 'file' });
       }
 
-      const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
-      if (base !== null) {
-        // The row as it is now: the one read before the body may be of an upload finished or
-        // refused meanwhile, whose chunks are answered as any of a finished or refused upload.
+      // Settled once (by the chunk that creates the upload, when it tells): only a chunk that says
+      // otherwise than the row goes to the database. The row as it is then: the one read before
+      // the body may be of an upload finished or refused meanwhile, whose chunks are answered as
+      // any of a finished or refused upload (and a stale row that agrees is caught by the
+      // chunk's record: `finished`, `gone`).
+      if (base !== null && upload.indexBase !== base) {
         const settled = await repo.settleIndexBase(upload.id, base);
         if (!settled) {
           await this.#store.removeChunks(upload.id);

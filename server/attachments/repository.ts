@@ -87,8 +87,11 @@ export class AttachmentsRepository {
     return Number(row?.n ?? 0);
   }
 
-  /** The upload of `(profile, clientUploadId)`, created on its first chunk. */
-  async openUpload(upload: Omit<ChunkedUpload, 'indexBase' | 'status' | 'url' | 'updatedAt' | 'assemblyOwner'>, now: number): Promise<ChunkedUpload> {
+  /**
+   * The upload of `(profile, clientUploadId)`, created on its first chunk (with how its client
+   * counts, when that chunk tells), or as another request created it first.
+   */
+  async openUpload(upload: Omit<ChunkedUpload, 'indexBase' | 'status' | 'url' | 'updatedAt' | 'assemblyOwner'> & { indexBase?: 0 | 1 | null }, now: number): Promise<ChunkedUpload> {
     await this.#db('chunked_uploads')
       .insert({
         id: upload.id,
@@ -98,6 +101,7 @@ export class AttachmentsRepository {
         field: upload.field,
         extension: upload.extension,
         total_chunks: upload.totalChunks,
+        index_base: upload.indexBase ?? null,
         status: 'receiving',
         created_at: now,
         updated_at: now,

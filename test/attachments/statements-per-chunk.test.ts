@@ -56,3 +56,18 @@ it('a middle chunk reads its invitation and its upload once, checks no invitee r
   const inside = sent.filter((query) => query.tx === tx && !/^(begin|commit)/i.test(query.sql));
   expect(inside).toHaveLength(3);
 });
+
+it('a first chunk creates its upload with how its client counts, and no statement settles it after', async () => {
+  const sent: string[] = [];
+  const listener = (query: { sql: string }) => sent.push(query.sql.replace(/\s+/g, ' ').trim());
+  server.service.db.on('query', listener);
+  try {
+    const first = await sendMultipart(author, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId: 'counted-from-0', chunkIndex: 0, totalChunks: 2 }, { filename: 'p.pdf', data: pdfBytes(50_000) });
+    expect(first.body).toEqual({ 0: 'completed', 1: 'missing' });
+  } finally {
+    server.service.db.off('query', listener);
+  }
+  expect(sent.filter((sql) => /^insert into [`"]?chunked_uploads[`"]? .*index_base/i.test(sql))).toHaveLength(1);
+  expect(sent.filter((sql) => /^update [`"]?chunked_uploads[`"]? set [`"]?index_base/i.test(sql))).toEqual([]);
+  expect(await server.service.db('chunked_uploads').where({ client_upload_id: 'counted-from-0' }).first('index_base')).toEqual({ index_base: 0 });
+});
