@@ -38,6 +38,9 @@ function statusMap(indexes: number[], chunks: Map<number, number>): Record<strin
   return Object.fromEntries(indexes.map((i) => [String(i), chunks.has(i) ? ('completed' as const) : ('missing' as const)]));
 }
 
+/** The answer to a chunk of an upload refused (its row deleted) while the chunk was on its way. */
+const refusedMeanwhile = () => new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+
 /**
  * Reads a person's chunked upload by the id their client gave it. One chunk request asks for it
  * twice (its place before the body is read, its checks after): `uploadsOnce` gives a reader that
@@ -273,10 +276,7 @@ export class ChunkedUploadsService {
       // chunk's record: `finished`, `gone`).
       if (base !== null && upload.indexBase !== base) {
         const settled = await repo.settleIndexBase(upload.id, base);
-        if (!settled) {
-          await this.#store.removeChunks(upload.id);
-          throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
-        }
+        if (!settled) return await this.#refusedMeanwhile(upload.id);
         if (settled.status === 'done' && settled.url) return { url: settled.url };
         if (settled.indexBase !== base) {
           throw new AppError('ValidationError', 'The chunks of one upload must count either from 0 or from 1, not both', { path: 'chunkIndex' });
@@ -289,7 +289,7 @@ export class ChunkedUploadsService {
 
       // Received in place for an upload refused and begun again meanwhile: its bytes are in the old one's file.
       if (file.inPlace && file.inPlace.uploadId !== upload.id) {
-        throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+        throw refusedMeanwhile();
       }
       // The first chunk of the upload (as the client counts) sets where the others go, unless it is also its last.
       const first = upload.indexBase ?? (fields.chunkIndex === 0 ? 0 : 1);
@@ -301,14 +301,11 @@ export class ChunkedUploadsService {
         await this.#store.removeChunks(upload.id);
         const finished = await repo.findUpload(upload.id);
         if (finished?.url) return { url: finished.url };
-        throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
+        throw refusedMeanwhile();
       }
       if (outcome !== 'recorded') {
         if (placed) await this.#store.removeChunk(upload.id, fields.chunkIndex);
-        if (outcome === 'gone') {
-          await this.#store.removeChunks(upload.id);
-          throw new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
-        }
+        if (outcome === 'gone') return await this.#refusedMeanwhile(upload.id);
         await this.#discard(upload);
         throw AppError.tooLarge(tooLargeMessage(maxBytes), { path: 'file' });
       }
@@ -473,6 +470,12 @@ export class ChunkedUploadsService {
     await this.#arrivals.sweep();
     for (const id of await repo.finishedAmong(await this.#store.chunkUploads())) await this.#store.removeChunks(id);
     if (released > 0 || removed > 0) this.#logger.info({ assemblies: released, temporaryFiles: removed }, 'uploads cut by a stop recovered');
+  }
+
+  /** A chunk of an upload refused meanwhile: whatever of it reached the store goes too (a late chunk may have put it back). */
+  async #refusedMeanwhile(uploadId: string): Promise<never> {
+    await this.#store.removeChunks(uploadId);
+    throw refusedMeanwhile();
   }
 
   async #discard(upload: ChunkedUpload): Promise<void> {

@@ -186,16 +186,25 @@ describe('chunks written in place into their upload’s data file', () => {
     expect(await readBack(done.body.url)).toEqual(data);
   });
 
-  it('a request writing into the data file while the upload completes never writes into the stored file', async () => {
+  /**
+   * An upload of three 64 KB chunks counted from 0, its first two in, and a request for chunk
+   * `index` of it (`bytes`, or that chunk's own) held before its last kilobyte.
+   */
+  async function twoInAndOneHeld(id: string, index: number, bytes?: Buffer) {
     const size = 64 * KB;
     const data = pdfBytes(3 * size);
     const parts = cut(data, size, 3);
+    for (const i of [0, 1]) expect((await chunk(author, { clientUploadId: id, chunkIndex: i, totalChunks: 3 }, parts[i]!)).status).toBe(200);
+    let release!: () => void;
+    const held = sendHeldChunk(author, fieldsOf({ clientUploadId: id, chunkIndex: index, totalChunks: 3 }), bytes ?? parts[index]!, new Promise<void>((resolve) => (release = resolve)));
+    return { data, parts, held, release: () => release() };
+  }
+
+  it('a request writing into the data file while the upload completes never writes into the stored file', async () => {
     const id = 'written-while-completing';
-    for (const index of [0, 1]) expect((await chunk(author, { clientUploadId: id, chunkIndex: index, totalChunks: 3 }, parts[index]!)).status).toBe(200);
     // Index 3 of chunks counted from 0: no chunk of this upload, but its request has a slot (just
     // past the file's end) and is writing there, held before its last kilobyte…
-    let release!: () => void;
-    const held = sendHeldChunk(author, fieldsOf({ clientUploadId: id, chunkIndex: 3, totalChunks: 3 }), pdfBytes(size), new Promise<void>((resolve) => (release = resolve)));
+    const { data, parts, held, release } = await twoInAndOneHeld(id, 3, pdfBytes(64 * KB));
     const dir = await uploadDir();
     for (let i = 0; i < 100 && !(await readdir(dir)).includes('3.claim'); i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await readdir(dir)).toContain('3.claim');
@@ -209,14 +218,9 @@ describe('chunks written in place into their upload’s data file', () => {
   });
 
   it('a chunk sent again while the upload completes answers its URL and leaves nothing behind', async () => {
-    const size = 64 * KB;
-    const data = pdfBytes(3 * size);
-    const parts = cut(data, size, 3);
     const id = 'sent-again';
-    for (const index of [0, 1]) expect((await chunk(author, { clientUploadId: id, chunkIndex: index, totalChunks: 3 }, parts[index]!)).status).toBe(200);
     // Chunk 1 again (a client's retry): stored already, so received apart, held before its last kilobyte…
-    let release!: () => void;
-    const held = sendHeldChunk(author, fieldsOf({ clientUploadId: id, chunkIndex: 1, totalChunks: 3 }), parts[1]!, new Promise<void>((resolve) => (release = resolve)));
+    const { data, parts, held, release } = await twoInAndOneHeld(id, 1);
     for (let i = 0; i < 100 && (await temporaryFiles(server.dataDir)).length === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await temporaryFiles(server.dataDir)).toHaveLength(1);
     // …when the last chunk completes the upload, and its chunks go.
