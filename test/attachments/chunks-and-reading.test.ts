@@ -4,7 +4,8 @@ import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
-import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, VENUE, venueWithAuthor } from './helpers.ts';
+import { waitUntil } from '../helpers/wait.ts';
+import { filesUnder, pdfBytes, sendHeldChunk, sha1, SUBMISSION, submissionContent, submitPaper, VENUE, venueWithAuthor } from './helpers.ts';
 
 let server: TestServer;
 let author: Client;
@@ -45,8 +46,15 @@ describe('chunked upload', () => {
     // Chunk 3 again: accepted once.
     const retry = await chunk(author, { clientUploadId: id, chunkIndex: 3, totalChunks: 10 }, parts[3] ?? Buffer.alloc(0));
     expect(retry.body).toEqual(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [String(i), [4, 6].includes(i) ? 'missing' : 'completed'])));
-    // The last two together: both answer the same URL.
-    const [a, b] = await Promise.all([4, 6].map((index) => chunk(author, { clientUploadId: id, chunkIndex: index, totalChunks: 10 }, parts[index] ?? Buffer.alloc(0))));
+    // The last two together (both under way, each held before its last kilobyte, then both let
+    // go): both answer the same URL. Sent at once without holding, one could be in and answered
+    // before the other's first bytes left a busy client, which is not "together" to any server.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const together = [4, 6].map((index) => sendHeldChunk(author, { name: 'pdf', invitationId: SUBMISSION, clientUploadId: id, chunkIndex: index, totalChunks: 10 }, parts[index]!, released));
+    await waitUntil(async () => Number((await server.service.db('upload_arrivals').count({ n: '*' }).first())?.n) === 2, 'both chunks under way');
+    release();
+    const [a, b] = await Promise.all(together);
     const url = `/pdf/${sha1(data)}.pdf`;
     expect(a?.body).toEqual({ url });
     expect(b?.body).toEqual({ url });
