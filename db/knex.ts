@@ -98,6 +98,11 @@ export async function migrateToLatest(db: Db): Promise<void> {
 }
 
 /** Where the rate limiters keep their counters, and how to let go of it. */
+/** The rows of a `db.raw` statement's answer: SQLite's driver answers the rows, PostgreSQL's a result holding them. */
+export function rawRows<T = unknown>(answer: unknown): T[] {
+  return (Array.isArray(answer) ? answer : ((answer as { rows?: T[] }).rows ?? [])) as T[];
+}
+
 export interface RateLimiterStore {
   limiter(rule: { keyPrefix: string; points: number; duration: number }): RateLimiterAbstract;
   close(): Promise<void>;

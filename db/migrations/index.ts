@@ -33,6 +33,7 @@ import * as refreshRevokedFamilies from './20261126150000_refresh_revoked_famili
 import * as sessionRotationInOneStatement from './20261127010000_session_rotation_in_one_statement.ts';
 import * as sealedAuthorizationCodes from './20261127030000_sealed_authorization_codes.ts';
 import * as refreshRotationStoresItsAccessToken from './20261127100000_refresh_rotation_stores_its_access_token.ts';
+import * as chunkRecordCountsItself from './20261127200000_chunk_record_counts_itself.ts';
 
 export interface Migration {
   name: string;
@@ -76,4 +77,5 @@ export const migrations: Migration[] = [
   { name: '20261127010000_session_rotation_in_one_statement', ...sessionRotationInOneStatement },
   { name: '20261127030000_sealed_authorization_codes', ...sealedAuthorizationCodes },
   { name: '20261127100000_refresh_rotation_stores_its_access_token', ...refreshRotationStoresItsAccessToken },
+  { name: '20261127200000_chunk_record_counts_itself', ...chunkRecordCountsItself },
 ];

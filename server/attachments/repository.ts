@@ -1,4 +1,18 @@
 import type { Knex } from 'knex';
+import { rawRows } from '../../db/knex.ts';
+import { isPostgres } from '../../db/postgres.ts';
+
+/**
+ * A chunk's record (`recordChunk`): its row, selected from its upload's while the upload is not
+ * done and within its limit; the trigger `upload_chunk_counted` counts it. Written by hand, as
+ * Knex leaves `ON CONFLICT` and `RETURNING` out of SQLite's `INSERT … SELECT`; the casts give
+ * PostgreSQL the parameters' types.
+ */
+const RECORD_CHUNK = `insert into upload_chunks (upload_id, chunk_index, size, recorded_at)
+  select id, cast(? as integer), cast(? as bigint), cast(? as bigint) from chunked_uploads
+  where id = ? and status <> 'done' and received_bytes + ? <= ?
+  on conflict (upload_id, chunk_index) do nothing
+  returning chunk_index`;
 
 export type UploadStatus = 'receiving' | 'assembling' | 'done';
 
@@ -136,42 +150,31 @@ export class AttachmentsRepository {
   }
 
   /**
-   * Records a chunk, in one transaction with its checks: the upload still exists (no other
-   * request refused it meanwhile) and the bytes it received stay within `maxBytes`. The upload's
-   * row is touched first (`updated_at`), which locks it until the end of the transaction
-   * (PostgreSQL; SQLite writes one transaction at a time), so no request deletes it meanwhile
-   * and chunks arriving together on several connections are counted one after the other. The
-   * chunk's row is then inserted if its index is new, and its bytes counted by one conditional
-   * `UPDATE` (`received_bytes + size <= maxBytes`); a count that fails undoes the chunk's row. A
-   * chunk already recorded (a retry) keeps its first record and is not counted again, and nothing
-   * is recorded for an upload already finished (`finished`: a chunk whose upload was read before
-   * its body arrived). Three statements in the transaction when all is well. Answers what happened.
+   * Records a chunk with its checks, in one statement: the chunk's row is inserted from its
+   * upload's row only while the upload is not done and the bytes it received stay within
+   * `maxBytes` with this chunk's, and a trigger counts its bytes into the upload's row and moves
+   * its `updated_at` on (migration `20261127200000_chunk_record_counts_itself`), so the count
+   * and the record are one. A chunk already recorded (a retry) keeps its first record and is
+   * not counted again. On SQLite, which writes one statement at a time, that is all; on
+   * PostgreSQL the upload's row is locked first, in a transaction, so chunks arriving together
+   * on several connections are counted one after the other and no request deletes the upload
+   * meanwhile. When nothing was recorded, one more read tells why: the upload is gone (another
+   * request refused it meanwhile), finished (a chunk whose upload was read before its body
+   * arrived), already holds the chunk (`recorded`), or the chunk is over the limit.
    */
   async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'finished' | 'too-large'> {
-    const tooLarge = new Error('too large');
-    try {
-      return await this.#db.transaction(async (trx) => {
-        // While it is being assembled, `updated_at` is the assembler's lease (see claimAssembly).
-        const [touched]: Array<{ status: string }> = await trx('chunked_uploads')
-          .where({ id: uploadId })
-          .update({ updated_at: trx.raw('case when status = ? then ? else updated_at end', ['receiving', now]) }, ['status']);
-        if (!touched) return 'gone';
-        if (touched.status === 'done') return 'finished';
-        const inserted = await trx('upload_chunks').insert({ upload_id: uploadId, chunk_index: index, size }).onConflict(['upload_id', 'chunk_index']).ignore().returning('chunk_index');
-        // Recorded before: a retry.
-        if (inserted.length === 0) return 'recorded';
-        const counted = await trx('chunked_uploads')
-          .where({ id: uploadId })
-          .andWhereRaw('received_bytes + ? <= ?', [size, maxBytes])
-          .update({ received_bytes: trx.raw('received_bytes + ?', [size]) });
-        // Rolls the chunk's row back.
-        if (counted === 0) throw tooLarge;
-        return 'recorded';
-      });
-    } catch (error) {
-      if (error === tooLarge) return 'too-large';
-      throw error;
-    }
+    const db = this.#db;
+    const record = async (q: Knex | Knex.Transaction) => rawRows(await q.raw(RECORD_CHUNK, [index, size, now, uploadId, size, maxBytes])).length > 0;
+    const recorded = isPostgres(db)
+      ? await db.transaction(async (trx) => (await trx('chunked_uploads').where({ id: uploadId }).forUpdate().first('id')) !== undefined && (await record(trx)))
+      : await record(db);
+    if (recorded) return 'recorded';
+    const row: { status: string; kept: unknown } | undefined = await db('chunked_uploads')
+      .where({ id: uploadId })
+      .first('status', db.raw('exists (select 1 from upload_chunks where upload_id = ? and chunk_index = ?) as kept', [uploadId, index]));
+    if (!row) return 'gone';
+    if (row.status === 'done') return 'finished';
+    return row.kept === true || Number(row.kept) === 1 ? 'recorded' : 'too-large';
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json, numberOrNull } from '../../db/json.ts';
-import { exclusively, watchWrites, type WriteWatch } from '../../db/knex.ts';
+import { exclusively, rawRows, watchWrites, type WriteWatch } from '../../db/knex.ts';
 import type { OidcClient, OidcScope } from '../../shared/index.ts';
 import { LogoutRepository } from './logout-repository.ts';
 import { RefreshRepository } from './refresh-repository.ts';
@@ -384,9 +384,7 @@ export class OidcRepository {
        returning token_hash`,
       [tokenHash, code.codeHash, JSON.stringify(code.scopes), code.tokenVersion, now, expiresAt, familyId, code.sid, code.profileId, code.clientId, code.consentedAt],
     );
-    // SQLite's driver answers the rows; PostgreSQL's a result holding them.
-    const rows = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
-    return rows.length === 1;
+    return rawRows(result).length === 1;
   }
 
   async findToken(tokenHash: string): Promise<TokenRecord | null> {

@@ -115,6 +115,23 @@ describe.each([
     expect(await repo(2).recordChunk(upload.id, 0, 10, 10_000, Date.now())).toBe('gone');
   });
 
+  it.skipIf(!available)('move the upload on with each chunk recorded while it receives, and record nothing for an upload finished', async () => {
+    const upload = await newUpload('touched');
+    const updatedAt = async () => Number((await connections.all[0]!('chunked_uploads').where({ id: upload.id }).first('updated_at')).updated_at);
+    expect(await repo(1).recordChunk(upload.id, 0, 1000, 10_000, 5_000_000_000_000)).toBe('recorded');
+    expect(await updatedAt()).toBe(5_000_000_000_000);
+    // A chunk sent again over the limit is the chunk recorded before, not a refusal.
+    expect(await repo(2).recordChunk(upload.id, 0, 1000, 1500, 5_000_000_000_001)).toBe('recorded');
+    expect(await receivedBytes(upload.id)).toBe(1000);
+    // While it is assembled, `updated_at` is the assembler's lease: a chunk does not move it.
+    expect(await repo(0).claimAssembly(upload.id, 'assembler', 6_000_000_000_000, 0)).toBe(true);
+    expect(await repo(1).recordChunk(upload.id, 1, 1000, 10_000, 7_000_000_000_000)).toBe('recorded');
+    expect([await updatedAt(), await receivedBytes(upload.id)]).toEqual([6_000_000_000_000, 2000]);
+    await connections.all[0]!('chunked_uploads').where({ id: upload.id }).update({ status: 'done', url: '/pdf/touched.pdf' });
+    expect(await repo(2).recordChunk(upload.id, 2, 1000, 10_000, Date.now())).toBe('finished');
+    expect(await repo(0).chunksOf(upload.id)).toEqual(new Map([[0, 1000], [1, 1000]]));
+  });
+
   it.skipIf(!available)('let exactly one of many claim the assembly', async () => {
     const upload = await newUpload('claimed');
     const now = Date.now();

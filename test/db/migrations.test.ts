@@ -42,6 +42,7 @@ describe('migrations', () => {
   it.each([
     ['sessions', 'session_refresh_rotated', "records a session's rotated-out refresh token"],
     ['oidc_refresh_tokens', 'oidc_refresh_access_token', 'stores the access token a refresh-token rotation gives'],
+    ['upload_chunks', 'upload_chunk_counted', "counts a recorded chunk's bytes into its upload"],
   ])('leave the trigger on %s in place (%s: it %s; a table rebuilt by a later migration would lose it)', async (table, trigger) => {
     const db = await fresh();
     await migrateToLatest(db);
