@@ -97,12 +97,12 @@ export async function migrateToLatest(db: Db): Promise<void> {
   await exclusively(db, 'migrations', (trx) => trx.migrate.latest());
 }
 
-/** Where the rate limiters keep their counters, and how to let go of it. */
 /** The rows of a `db.raw` statement's answer: SQLite's driver answers the rows, PostgreSQL's a result holding them. */
 export function rawRows<T = unknown>(answer: unknown): T[] {
   return (Array.isArray(answer) ? answer : ((answer as { rows?: T[] }).rows ?? [])) as T[];
 }
 
+/** Where the rate limiters keep their counters, and how to let go of it. */
 export interface RateLimiterStore {
   limiter(rule: { keyPrefix: string; points: number; duration: number }): RateLimiterAbstract;
   close(): Promise<void>;

@@ -13,13 +13,21 @@ import { isPostgres } from '../postgres.ts';
  * failed), five round trips to SQLite's one connection with `BEGIN IMMEDIATE` and `COMMIT`, on
  * the path of every chunk. One statement and its trigger are as atomic: the bytes are counted
  * exactly when the chunk is recorded, a crash keeps both or neither, and a chunk over the limit
- * records nothing. On SQLite, whose statements write one at a time, that is the whole record; on
- * PostgreSQL the statement runs after the upload's row is locked, in a transaction, so chunks
- * arriving together on several connections are counted one after the other.
+ * records nothing. On SQLite, whose write statements take the write lock before they read, that
+ * is the whole record; on PostgreSQL the statement runs after the upload's row is locked, in a
+ * transaction, so chunks arriving together on several connections are counted one after the other.
  *
- * Rows inserted before this have no `recorded_at`: the trigger then leaves `updated_at` alone. A
- * later migration that makes Knex rebuild `upload_chunks` on SQLite (which copies a table without
- * its triggers) must create it again: `test/db/migrations.test.ts` checks it exists.
+ * Only rows with a `recorded_at` are counted: the code before this inserts none and counts its
+ * chunks itself, so a process not yet restarted on this version (several processes share a
+ * database during an upgrade) does not count its chunks twice. A chunk sent again (already
+ * recorded) inserts nothing, so it no longer moves `updated_at` on; its upload was moved on
+ * when the chunk was first recorded.
+ *
+ * Tables a later migration changes through Knex on SQLite are rebuilt (copied, dropped and
+ * renamed), which loses the triggers on them and fails while another table's trigger names
+ * them: a migration that rebuilds `upload_chunks` must create this trigger again, and one that
+ * rebuilds `chunked_uploads` must drop it first and create it again after.
+ * `test/db/migrations.test.ts` checks it exists.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('upload_chunks', (t) => {
@@ -28,7 +36,7 @@ export async function up(db: Knex): Promise<void> {
   const count = `
     UPDATE chunked_uploads
     SET received_bytes = received_bytes + NEW.size,
-        updated_at = CASE WHEN status = 'receiving' AND NEW.recorded_at IS NOT NULL THEN NEW.recorded_at ELSE updated_at END
+        updated_at = CASE WHEN status = 'receiving' THEN NEW.recorded_at ELSE updated_at END
     WHERE id = NEW.upload_id;`;
   if (isPostgres(db)) {
     await db.raw(`
@@ -38,11 +46,11 @@ export async function up(db: Knex): Promise<void> {
         RETURN NULL;
       END
       $$`);
-    await db.raw('CREATE TRIGGER upload_chunk_counted AFTER INSERT ON upload_chunks FOR EACH ROW EXECUTE FUNCTION upload_chunk_counted()');
+    await db.raw('CREATE TRIGGER upload_chunk_counted AFTER INSERT ON upload_chunks FOR EACH ROW WHEN (NEW.recorded_at IS NOT NULL) EXECUTE FUNCTION upload_chunk_counted()');
   } else {
     await db.raw(`
       CREATE TRIGGER upload_chunk_counted AFTER INSERT ON upload_chunks
-      FOR EACH ROW
+      FOR EACH ROW WHEN NEW.recorded_at IS NOT NULL
       BEGIN
         ${count}
       END`);

@@ -155,18 +155,23 @@ export class AttachmentsRepository {
    * `maxBytes` with this chunk's, and a trigger counts its bytes into the upload's row and moves
    * its `updated_at` on (migration `20261127200000_chunk_record_counts_itself`), so the count
    * and the record are one. A chunk already recorded (a retry) keeps its first record and is
-   * not counted again. On SQLite, which writes one statement at a time, that is all; on
-   * PostgreSQL the upload's row is locked first, in a transaction, so chunks arriving together
-   * on several connections are counted one after the other and no request deletes the upload
-   * meanwhile. When nothing was recorded, one more read tells why: the upload is gone (another
-   * request refused it meanwhile), finished (a chunk whose upload was read before its body
-   * arrived), already holds the chunk (`recorded`), or the chunk is over the limit.
+   * not counted again (nor does it move `updated_at` on). On SQLite, which writes one statement
+   * at a time, that is all; on PostgreSQL the upload's row is locked first, in a read-committed
+   * transaction (as `exclusively` takes), so chunks arriving together on several connections
+   * wait for each other and are then counted one after the other, each reading the count as the
+   * one before left it, where a serialisable transaction would fail and be run again; and no
+   * request deletes the upload meanwhile. When nothing was recorded, one more read tells why: the
+   * upload is gone (another request refused it meanwhile), finished (a chunk whose upload was
+   * read before its body arrived), already holds the chunk (`recorded`), or the chunk is over
+   * the limit.
    */
   async recordChunk(uploadId: string, index: number, size: number, maxBytes: number, now: number): Promise<'recorded' | 'gone' | 'finished' | 'too-large'> {
     const db = this.#db;
     const record = async (q: Knex | Knex.Transaction) => rawRows(await q.raw(RECORD_CHUNK, [index, size, now, uploadId, size, maxBytes])).length > 0;
     const recorded = isPostgres(db)
-      ? await db.transaction(async (trx) => (await trx('chunked_uploads').where({ id: uploadId }).forUpdate().first('id')) !== undefined && (await record(trx)))
+      ? await db.transaction(async (trx) => (await trx('chunked_uploads').where({ id: uploadId }).forUpdate().first('id')) !== undefined && (await record(trx)), {
+          isolationLevel: 'read committed',
+        })
       : await record(db);
     if (recorded) return 'recorded';
     const row: { status: string; kept: unknown } | undefined = await db('chunked_uploads')

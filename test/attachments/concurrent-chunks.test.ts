@@ -132,6 +132,15 @@ describe.each([
     expect(await repo(0).chunksOf(upload.id)).toEqual(new Map([[0, 1000], [1, 1000]]));
   });
 
+  it.skipIf(!available)('leave chunks recorded as the code before the trigger did to that code, which counts them itself (processes not yet upgraded)', async () => {
+    const upload = await newUpload('upgrading');
+    await connections.all[0]!('upload_chunks').insert({ upload_id: upload.id, chunk_index: 0, size: 250 });
+    await connections.all[0]!('chunked_uploads').where({ id: upload.id }).increment('received_bytes', 250);
+    expect(await repo(1).recordChunk(upload.id, 1, 250, 500, Date.now())).toBe('recorded');
+    expect(await repo(2).recordChunk(upload.id, 2, 250, 500, Date.now())).toBe('too-large');
+    expect(await receivedBytes(upload.id)).toBe(500);
+  });
+
   it.skipIf(!available)('let exactly one of many claim the assembly', async () => {
     const upload = await newUpload('claimed');
     const now = Date.now();
