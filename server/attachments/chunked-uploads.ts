@@ -110,9 +110,9 @@ export class ChunkedUploadsService {
    * send only what is missing. Another person's upload of the same id does not exist for them.
    */
   async chunkedUpload(viewer: Viewer, clientUploadId: string): Promise<ChunkedUploadState> {
-    const upload = await this.#repo.findUploadOf(viewer.profileId, clientUploadId);
-    if (!upload) throw new AppError('NotFoundError', `Upload Not Found: ${clientUploadId}`, { path: 'clientUploadId' });
-    const chunks = await this.#repo.chunksOf(upload.id);
+    const found = await this.#repo.findUploadWithChunks(viewer.profileId, clientUploadId);
+    if (!found) throw new AppError('NotFoundError', `Upload Not Found: ${clientUploadId}`, { path: 'clientUploadId' });
+    const { upload, chunks } = found;
     const indexes = indexesOf(upload);
     return {
       clientUploadId,

@@ -135,6 +135,18 @@ export class AttachmentsRepository {
     return row ? toUpload(row) : null;
   }
 
+  /** A person's upload by the id their client gave it, with its chunks recorded, in one statement. */
+  async findUploadWithChunks(profileId: string, clientUploadId: string): Promise<{ upload: ChunkedUpload; chunks: Map<number, number> } | null> {
+    const rows: Array<UploadRow & { chunk_index: number | null; size: number | null }> = await this.#db('chunked_uploads as u')
+      .leftJoin('upload_chunks as c', 'c.upload_id', 'u.id')
+      .where({ 'u.profile_id': profileId, 'u.client_upload_id': clientUploadId })
+      .select('u.*', 'c.chunk_index', 'c.size');
+    if (rows.length === 0) return null;
+    const chunks = new Map<number, number>();
+    for (const row of rows) if (row.chunk_index !== null) chunks.set(Number(row.chunk_index), Number(row.size));
+    return { upload: toUpload(rows[0]!), chunks };
+  }
+
   async findUpload(id: string): Promise<ChunkedUpload | null> {
     const row = await this.#db<UploadRow>('chunked_uploads').where({ id }).first();
     return row ? toUpload(row) : null;
@@ -228,11 +240,6 @@ export class AttachmentsRepository {
   /** Every upload whose chunks the store may hold: chunked ones and tus ones (`tus.ts`). */
   async uploadIds(): Promise<Set<string>> {
     return new Set([...(await this.#db('chunked_uploads').pluck('id')), ...(await this.#db('tus_uploads').pluck('id'))]);
-  }
-
-  async chunksOf(uploadId: string): Promise<Map<number, number>> {
-    const rows: Array<{ chunk_index: number; size: number }> = await this.#db('upload_chunks').where({ upload_id: uploadId });
-    return new Map(rows.map((r) => [Number(r.chunk_index), Number(r.size)]));
   }
 
   /**

@@ -86,7 +86,7 @@ describe.each([
     const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => repo(i).recordChunk(upload.id, 7, 1000, 10_000, Date.now())));
     expect(new Set(outcomes)).toEqual(new Set(['recorded']));
     expect(await receivedBytes(upload.id)).toBe(1000);
-    expect(await repo(0).chunksOf(upload.id)).toEqual(new Map([[7, 1000]]));
+    expect((await repo(0).standing(upload.id)).upload?.chunks).toEqual(new Map([[7, 1000]]));
   });
 
   it.skipIf(!available)('read where an upload stands with the other requests under way, and nothing for an upload gone', async () => {
@@ -109,6 +109,16 @@ describe.each([
     expect(await repo(0).standing(fresh.id)).toEqual({ upload: { status: 'done', url: '/pdf/standing.pdf', chunks: new Map(), indexBase: null }, others: [] });
   });
 
+  it.skipIf(!available)("read a person's upload by its client id with its chunks, and nothing for another id", async () => {
+    const upload = await newUpload('with-chunks');
+    expect(await repo(1).findUploadWithChunks('~Concurrent_Uploader1', 'with-chunks')).toEqual({ upload, chunks: new Map() });
+    await repo(0).recordChunk(upload.id, 2, 700, 10_000, upload.updatedAt);
+    await repo(0).recordChunk(upload.id, 5, 300, 10_000, upload.updatedAt);
+    expect(await repo(2).findUploadWithChunks('~Concurrent_Uploader1', 'with-chunks')).toEqual({ upload, chunks: new Map([[2, 700], [5, 300]]) });
+    expect(await repo(0).findUploadWithChunks('~Concurrent_Uploader1', 'no-such-upload')).toBeNull();
+    expect(await repo(0).findUploadWithChunks('~Someone_Else1', 'with-chunks')).toBeNull();
+  });
+
   it.skipIf(!available)('answer "gone" once the upload was refused meanwhile', async () => {
     const upload = await newUpload('refused');
     await repo(1).deleteUpload(upload.id);
@@ -129,7 +139,7 @@ describe.each([
     expect([await updatedAt(), await receivedBytes(upload.id)]).toEqual([6_000_000_000_000, 2000]);
     await connections.all[0]!('chunked_uploads').where({ id: upload.id }).update({ status: 'done', url: '/pdf/touched.pdf' });
     expect(await repo(2).recordChunk(upload.id, 2, 1000, 10_000, Date.now())).toBe('finished');
-    expect(await repo(0).chunksOf(upload.id)).toEqual(new Map([[0, 1000], [1, 1000]]));
+    expect((await repo(0).standing(upload.id)).upload?.chunks).toEqual(new Map([[0, 1000], [1, 1000]]));
   });
 
   it.skipIf(!available)('leave chunks recorded as the code before the trigger did to that code, which counts them itself (processes not yet upgraded)', async () => {
