@@ -19,6 +19,8 @@ import { isPostgres } from '../postgres.ts';
  * not set `last_seen_at`, leaving it null) fails the rotation. A later migration that makes Knex
  * rebuild `sessions` on SQLite (dropping or altering a column copies the table and its indexes,
  * not its triggers) must create the trigger again: `test/db/migrations.test.ts` checks it exists.
+ * One that rebuilds `session_refresh_history`, which the trigger names, must drop the trigger
+ * first (SQLite refuses to rename a table into place while a trigger names it) and create it after.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('session_refresh_history', (t) => {

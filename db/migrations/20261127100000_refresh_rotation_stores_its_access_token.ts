@@ -19,7 +19,9 @@ import { isPostgres } from '../postgres.ts';
  * On both databases the trigger fires only for rows inserted, never for the used token's own row
  * met by the upsert's conflict. A later migration that makes Knex rebuild `oidc_refresh_tokens`
  * on SQLite (which copies a table without its triggers) must create it again:
- * `test/db/migrations.test.ts` checks it exists.
+ * `test/db/migrations.test.ts` checks it exists. One that rebuilds `oidc_tokens`, which the
+ * trigger names, must drop the trigger first (SQLite refuses to rename a table into place while
+ * a trigger names it) and create it after.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('oidc_refresh_tokens', (t) => {
