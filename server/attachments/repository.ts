@@ -48,6 +48,16 @@ interface UploadRow {
   assembly_owner: string | null;
 }
 
+/** How an upload's client counts, as stored (null until a chunk tells). */
+function indexBaseOf(row: { index_base: number | null }): 0 | 1 | null {
+  return row.index_base === null ? null : (Number(row.index_base) as 0 | 1);
+}
+
+/** Adds a chunk read by a left join of an upload's chunks (none when the upload has no chunk yet). */
+function addChunk(chunks: Map<number, number>, row: { chunk_index: number | null; size: number | null }): void {
+  if (row.chunk_index !== null) chunks.set(Number(row.chunk_index), Number(row.size));
+}
+
 function toUpload(row: UploadRow): ChunkedUpload {
   return {
     id: row.id,
@@ -57,7 +67,7 @@ function toUpload(row: UploadRow): ChunkedUpload {
     field: row.field,
     extension: row.extension,
     totalChunks: Number(row.total_chunks),
-    indexBase: row.index_base === null ? null : (Number(row.index_base) as 0 | 1),
+    indexBase: indexBaseOf(row),
     status: row.status as UploadStatus,
     url: row.url,
     updatedAt: Number(row.updated_at),
@@ -143,7 +153,7 @@ export class AttachmentsRepository {
       .select('u.*', 'c.chunk_index', 'c.size');
     if (rows.length === 0) return null;
     const chunks = new Map<number, number>();
-    for (const row of rows) if (row.chunk_index !== null) chunks.set(Number(row.chunk_index), Number(row.size));
+    for (const row of rows) addChunk(chunks, row);
     return { upload: toUpload(rows[0]!), chunks };
   }
 
@@ -285,8 +295,8 @@ export class AttachmentsRepository {
         others.push({ id: row.arrival!, holder: row.holder! });
         continue;
       }
-      found ??= { status: row.status!, url: row.url, chunks: new Map(), indexBase: row.index_base === null ? null : (Number(row.index_base) as 0 | 1) };
-      if (row.chunk_index !== null) found.chunks.set(Number(row.chunk_index), Number(row.size));
+      found ??= { status: row.status!, url: row.url, chunks: new Map(), indexBase: indexBaseOf(row) };
+      addChunk(found.chunks, row);
     }
     return { upload: found, others };
   }

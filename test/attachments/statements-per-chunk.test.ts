@@ -2,8 +2,9 @@
  * What a chunk of an upload under way asks the database (rows 6 and 11 of `npm run bench`): its
  * invitation and its upload's row are read once per request, however many steps ask for them
  * (the limit and the place before the body is read, the checks after), and the chunk is
- * recorded by one statement (on PostgreSQL, after its upload's row is locked, in a transaction). Counted from Knex's `query` event, by table
- * and transaction: the server's background work (mail, logout deliveries) shares the pool.
+ * recorded by one statement (on PostgreSQL, after its upload's row is locked, in a transaction).
+ * Counted from Knex's `query` event, by table and transaction: the server's background work
+ * (mail, logout deliveries) shares the pool.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Client, sendMultipart } from '../helpers/http.ts';
