@@ -263,7 +263,8 @@ function uncopiedPages(fd: number, header: Buffer): number | 'torn' | 'unknown' 
  * file is cut back to `WAL_SIZE_LIMIT` when the log next starts again. Several processes on one
  * file each run one; SQLite lets one checkpoint run at a time, and the others skip that turn. If
  * it cannot read the log's index, or when it closes, the service's connection gets SQLite's own
- * threshold back (as does a connection the pool opens anew meanwhile, which is safe either way).
+ * threshold back. A connection the pool opens anew meanwhile (after one was disposed of) is
+ * given the backstop as it opens.
  */
 export class BackgroundCheckpoints {
   readonly #connection: sqlite3.Database;
@@ -286,6 +287,16 @@ export class BackgroundCheckpoints {
     this.#written = true;
     this.#schedule(LOOK_AFTER_MS);
   };
+  /**
+   * A connection the pool opens anew (after one was disposed of) checkpoints at the backstop too,
+   * as the one it replaces did. The pragma is queued on it before the statement it was opened for.
+   */
+  readonly #onCreate = (_eventId: number, connection: sqlite3.Database): void => {
+    if (this.#handedBack || this.#closed) return;
+    connection.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`, (err) => {
+      if (err) this.#log.warn({ err }, 'a new connection checkpoints at SQLite\'s own threshold');
+    });
+  };
   /** Something was written since the last look began. */
   #written = false;
   #timer: NodeJS.Timeout | null = null;
@@ -306,6 +317,7 @@ export class BackgroundCheckpoints {
     this.#retryAfterMs = retryAfterMs;
     db.on('query', this.#onQuery);
     pool.on('release', this.#onRelease);
+    pool.on('createSuccess', this.#onCreate);
     // What was written before it started (migrations) is looked at too.
     this.#written = true;
     this.#schedule(LOOK_AFTER_MS);
@@ -404,6 +416,7 @@ export class BackgroundCheckpoints {
       if (this.#timer) clearTimeout(this.#timer);
       this.#db.off('query', this.#onQuery);
       this.#pool.removeListener('release', this.#onRelease);
+      this.#pool.removeListener('createSuccess', this.#onCreate);
       await this.#running;
       if (!this.#handedBack) await this.#handBack();
       closeSync(this.#index);
@@ -416,5 +429,7 @@ export class BackgroundCheckpoints {
 /** The part of Knex's connection pool (tarn) `BackgroundCheckpoints` listens to. */
 interface Pool {
   on(event: 'release', listener: () => void): void;
+  on(event: 'createSuccess', listener: (eventId: number, connection: sqlite3.Database) => void): void;
   removeListener(event: 'release', listener: () => void): void;
+  removeListener(event: 'createSuccess', listener: (eventId: number, connection: sqlite3.Database) => void): void;
 }

@@ -5,12 +5,14 @@
  * the log again and sync its header, so checkpoints stay as rare as SQLite's own), one past it is
  * copied after the service's writes or a transaction's commit, two connections' checkpointers on
  * one file take turns, a failed checkpoint is tried again after a pause (not at every write), the
- * log's file a burst grew is cut back once copied, and the service's connection checkpoints as
+ * log's file a burst grew is cut back once copied, a connection the pool opens in place of a
+ * disposed one checkpoints at the backstop too, and the service's connection checkpoints as
  * SQLite does by itself whenever none runs.
  */
 import { createRequire } from 'node:module';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type sqlite3 from 'sqlite3';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { checkpointInBackground, openDatabase, type Db } from '../../db/knex.ts';
 import { BackgroundCheckpoints, CHECKPOINT_BACKSTOP_PAGES, sqliteFile, WAL_SIZE_LIMIT } from '../../db/sqlite.ts';
@@ -93,6 +95,29 @@ it('leaves a log under 1,000 uncopied pages alone, and copies one past it from i
   // Closed: it no longer follows the service's writes, and SQLite checkpoints by itself again.
   expect(db.listenerCount('query')).toBe(listening - 1);
   expect(await autocheckpoint(db)).toBe(1000);
+});
+
+/** Marks the pool's connection as the driver's error handling does (`dispose`): the pool replaces it at the next statement. */
+async function disposeConnection(db: Db): Promise<sqlite3.Database> {
+  const client = db.client as { acquireConnection(): Promise<sqlite3.Database>; releaseConnection(connection: sqlite3.Database): Promise<void> };
+  const connection = await client.acquireConnection();
+  (connection as sqlite3.Database & { __knex__disposed?: unknown }).__knex__disposed = new Error('disposed by the test');
+  await client.releaseConnection(connection);
+  return connection;
+}
+
+it('gives a connection the pool opens anew the backstop while it runs, and SQLite\'s threshold once closed', async () => {
+  const db = await serviceDatabase();
+  const checkpoints = await checkpointer(db);
+  const first = await disposeConnection(db);
+  expect(await autocheckpoint(db)).toBe(CHECKPOINT_BACKSTOP_PAGES);
+  const second = await disposeConnection(db);
+  expect(second).not.toBe(first);
+
+  await checkpoints.close();
+  await disposeConnection(db);
+  expect(await autocheckpoint(db)).toBe(1000);
+  expect(warnings).toEqual([]);
 });
 
 it('looks at the log once a transaction has committed, not while it runs', async () => {
