@@ -4,13 +4,14 @@
  *
  * Why: a process started from `.ts` files loads Node's type stripper and holds every module's
  * source twice (about 34 MB resident more, docs/performance.md); the bundle is JavaScript, one
- * file and a few chunks. The
- * packages stay in `node_modules` (not bundled: `sqlite3` is native, and Knex and the AWS SDK load
- * parts of themselves by name) but tRPC's server (see `httpByRequire`), and the optional back ends
- * stay separate chunks loaded with `import()` only when configured (the S3 store, the metrics
- * registry). The start script's flags are in package.json ([Operators](../docs/operations.md)). Nothing is minified: a stack
- * trace names the bundle's lines, which read as the sources do, each module under a
- * `// server/…` comment. The tests and `npm run admin` run the TypeScript itself.
+ * file and a few chunks. The packages stay in `node_modules` (not bundled: `sqlite3` is native,
+ * and Knex and the AWS SDK load parts of themselves by name) but tRPC's server, whose HTTP adapter
+ * imports `node:http` the way the bundle does and whose object-spread helper is written with the
+ * language's spread (`build-plugins.ts`); the optional back ends stay separate chunks loaded with
+ * `import()` only when configured (the S3 store, the metrics registry). The start script's flags
+ * are in package.json ([Operators](../docs/operations.md)). Nothing is minified: a stack trace
+ * names the bundle's lines, which read as the sources do, each module under a `// server/…`
+ * comment. The tests and `npm run admin` run the TypeScript itself, and tRPC as published.
  *
  * Each output file is written aside and renamed into place, the chunks before `main.js`, so a
  * process starting while another `npm start` builds reads the old bundle or the new one, never
@@ -19,30 +20,9 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build, transform, type Plugin } from 'esbuild';
+import { build, transform } from 'esbuild';
+import { httpByRequire, trpcNativeSpread } from './build-plugins.ts';
 import { fromRoot } from './root.ts';
-
-/**
- * `node:http` through `require`, for the modules in the bundle. An ES `import` of a built-in
- * module builds its namespace from every export, and reading `http.WebSocket` loads Node's fetch
- * implementation (undici, with TLS and HTTP/2: about 12 MB resident) into a server that never uses
- * it. The names are the ones `node:http` has; one it lacks fails the build, not the server.
- */
-const HTTP_EXPORTS = ['METHODS', 'STATUS_CODES', 'Agent', 'ClientRequest', 'IncomingMessage', 'OutgoingMessage', 'Server', 'ServerResponse', 'createServer', 'validateHeaderName', 'validateHeaderValue', 'get', 'request', 'maxHeaderSize', 'globalAgent'];
-const httpByRequire: Plugin = {
-  name: 'node-http-by-require',
-  setup(on) {
-    on.onResolve({ filter: /^(node:)?http$/ }, () => ({ path: 'node:http', namespace: 'http-by-require' }));
-    on.onLoad({ filter: /.*/, namespace: 'http-by-require' }, () => ({
-      contents: `import { createRequire } from 'node:module';\nconst http = createRequire(import.meta.url)('node:http');\nexport default http;\nexport const { ${HTTP_EXPORTS.join(', ')} } = http;\n`,
-      loader: 'js',
-    }));
-    // tRPC's HTTP adapter imports `node:http` itself: it is bundled (the rest of the packages
-    // stay in node_modules) so that its import goes through the same door.
-    on.onResolve({ filter: /^@trpc\/server(\/|$)/ }, (args) => ({ path: fileURLToPath(import.meta.resolve(args.path)) }));
-  },
-};
 
 /**
  * A file's text as ASCII. esbuild escapes the non-ASCII characters of the code (its default
@@ -74,7 +54,7 @@ const result = await build({
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
   outdir,
-  plugins: [httpByRequire],
+  plugins: [httpByRequire, trpcNativeSpread],
   write: false,
   logLevel: 'warning',
 });
