@@ -107,6 +107,10 @@ describe('the build of tRPC with the replacement', () => {
     expect(text.match(/function _objectSpread2\(/g)).toHaveLength(1);
   });
 
+  it('fails when nothing it bundles holds the helper (a tRPC that no longer carries it needs looking at again)', async () => {
+    await expect(bundle('export const nothing = 1;\n')).rejects.toThrow(/was not found in the bundle/);
+  });
+
   /** A copy of tRPC's published modules under the temporary folder, with `change` made to the one that defines the helper; that one's path. */
   async function changedTrpc(change: (text: string) => string): Promise<string> {
     const copy = path.join(dir, `copy-${(copies += 1)}`, 'node_modules', '@trpc', 'server', 'dist');
