@@ -5,7 +5,7 @@
  * that reach it; the build refuses a tRPC whose helper or calls are not what the replacement was
  * checked against.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -100,9 +100,10 @@ describe('the build of tRPC with the replacement', () => {
     return result.outputFiles[0]!.text;
   }
 
-  it("replaces the helper in tRPC's server", async () => {
-    const text = await bundle("export { initTRPC } from '@trpc/server';\n");
+  it("replaces the helper in tRPC's server, whose adapters' calls are checked too", async () => {
+    const text = await bundle("export { initTRPC } from '@trpc/server';\nexport { createExpressMiddleware } from '@trpc/server/adapters/express';\n");
     expect(text).toContain('e = { ...e, ...arguments[r] }');
+    expect(text).toContain('function createExpressMiddleware(');
     expect(text).not.toMatch(/getOwnPropertyDescriptors/);
     expect(text.match(/function _objectSpread2\(/g)).toHaveLength(1);
   });
@@ -111,28 +112,38 @@ describe('the build of tRPC with the replacement', () => {
     await expect(bundle('export const nothing = 1;\n')).rejects.toThrow(/was not found in the bundle/);
   });
 
-  /** A copy of tRPC's published modules under the temporary folder, with `change` made to the one that defines the helper; that one's path. */
-  async function changedTrpc(change: (text: string) => string): Promise<string> {
+  /** A copy of tRPC's published modules (its adapters too) under the temporary folder, with `change` made to `file` (a path under `dist`); the changed file's path. */
+  async function changedTrpc(file: string, change: (text: string) => string): Promise<string> {
     const copy = path.join(dir, `copy-${(copies += 1)}`, 'node_modules', '@trpc', 'server', 'dist');
-    await mkdir(copy, { recursive: true });
-    let defining = '';
-    for (const name of await readdir(TRPC_DIST)) {
-      if (!name.endsWith('.mjs')) continue;
-      const text = await readFile(path.join(TRPC_DIST, name), 'utf8');
-      if (text.includes('function _objectSpread2(')) defining = path.join(copy, name);
-      await writeFile(path.join(copy, name), text.includes('function _objectSpread2(') ? change(text) : text);
-    }
-    return defining;
+    await cp(TRPC_DIST, copy, { recursive: true, filter: (source) => !/\.(map|cjs|d\.[cm]ts)$/.test(source) });
+    const changed = path.join(copy, file);
+    await writeFile(changed, change(await readFile(changed, 'utf8')));
+    return changed;
   }
 
+  /** The module of tRPC's package that defines the helper, by its name under `dist`. */
+  async function definingModule(): Promise<string> {
+    for (const name of await readdir(TRPC_DIST)) {
+      if (name.endsWith('.mjs') && (await readFile(path.join(TRPC_DIST, name), 'utf8')).includes('function _objectSpread2(')) return name;
+    }
+    throw new Error("tRPC's _objectSpread2 was not found");
+  }
+
+  const added = (code: string) => (text: string) => `${text}\n${code}\n`;
   it.each([
-    ['a helper not written as it was', (text: string) => text.replace('r % 2 ? ownKeys', 'r % 3 ? ownKeys'), /not the helper/],
-    ['a call whose first argument is not a literal', (text: string) => `${text}\nexport const odd = (a, b) => _objectSpread2(a, b);\n`, /first argument/],
-    ['a call whose even argument is not a literal', (text: string) => `${text}\nexport const odd = (a, b) => _objectSpread2({}, {}, b);\n`, /even argument/],
-    ['an accessor in an object literal', (text: string) => `${text}\nexport const odd = { get size() { return 1; } };\n`, /accessor/],
-  ])('fails on %s', async (name, change, message) => {
-    const module = await changedTrpc(change);
-    expect(TRPC_SPREAD_HELPER.test(await readFile(module, 'utf8'))).toBe(name !== 'a helper not written as it was');
+    ['a helper not written as it was', 'defining', (text: string) => text.replace('r % 2 ? ownKeys', 'r % 3 ? ownKeys'), /not the helper/],
+    ['a call whose first argument is not a literal', 'defining', added('export const odd = (a, b) => _objectSpread2(a, b);'), /first argument/],
+    ['such a call in an adapter', 'adapters/express.mjs', added('export const odd = (a, b) => _objectSpread2(a, b);'), /first argument/],
+    ['a call whose even argument is not a literal', 'defining', added('export const odd = (a, b) => _objectSpread2({}, {}, b);'), /even argument/],
+    ['the helper called through .call', 'adapters/express.mjs', added('export const odd = (a) => _objectSpread2.call(null, {}, a);'), /other than by a direct call/],
+    ['the helper passed as a value', 'defining', added('export const odd = (list) => list.reduce(_objectSpread2, {});'), /other than by a direct call/],
+    ['an accessor in an object literal', 'defining', added('export const odd = { get size() { return 1; } };'), /accessor/],
+    ['an accessor with a quoted name', 'adapters/express.mjs', added('export const odd = { get "size"() { return 1; } };'), /accessor/],
+    ['a literal that sets its prototype', 'defining', added('export const odd = (a) => _objectSpread2({ __proto__: null }, a);'), /prototype/],
+  ])('fails on %s', async (name, file, change, message) => {
+    const defining = await definingModule();
+    const module = await changedTrpc(file === 'defining' ? defining : file, change);
+    if (file === 'defining') expect(TRPC_SPREAD_HELPER.test(await readFile(module, 'utf8'))).toBe(name !== 'a helper not written as it was');
     await expect(bundle(`export * from ${JSON.stringify(module)};\n`)).rejects.toThrow(message);
   });
 });
