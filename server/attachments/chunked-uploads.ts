@@ -46,8 +46,9 @@ const refusedMeanwhile = () => new AppError('ValidationError', 'This upload was 
  * twice (its place before the body is read, its checks after): `uploadsOnce` gives a reader that
  * reads it once, for one request. What may change while the body arrives (the upload refused,
  * finished or swept by another request) is decided by the chunk's record, which finds the row
- * gone or finished, and by the status read after it, as when the change comes a moment later. With `againIfNone`, a row that was not there when first read is read again
- * (another first chunk sent alongside may have created it meanwhile).
+ * gone or finished, and by the status read after it, as when the change comes a moment later.
+ * With `againIfNone`, a row that was not there when first read is read again (another first
+ * chunk sent alongside may have created it meanwhile).
  */
 export type UploadReader = (profileId: string, clientUploadId: string, opts?: { againIfNone?: boolean }) => Promise<ChunkedUpload | null>;
 
