@@ -135,9 +135,13 @@ export class SessionService extends AccountsBase {
     repo = this.deps.repo,
     accessNotAfter?: number,
   ): Promise<IssuedSession> {
-    const accessToken = await this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter);
+    // The signature (on the thread pool) and the emails' read go side by side.
+    const [accessToken, simplified] = await Promise.all([
+      this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter),
+      this.#profiles.simplify(profile, repo),
+    ]);
     return {
-      result: { token: accessToken, user: { id: session.loginEmail, profile: await this.#profiles.simplify(profile, repo) } },
+      result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } },
       accessToken,
       accessSeconds: session.accessSeconds,
       refreshToken,
@@ -267,9 +271,14 @@ export class SessionService extends AccountsBase {
     const live = session as SessionRecord;
     const refreshToken = randomToken();
     const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, live.accessSeconds);
-    const rotated = await repo.sessions.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now);
+    // The answer (the access token's signature, the profile's emails) is made while the rotation
+    // runs, and given out only once it held: a rotation refused drops it unseen.
+    const [rotated, issued] = await Promise.all([
+      repo.sessions.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now),
+      this.#issue(profile, live, refreshToken, refreshSeconds),
+    ]);
     if (!rotated) throw sessionEnded();
-    return this.#issue(profile, live, refreshToken, refreshSeconds);
+    return issued;
   }
 
   /**

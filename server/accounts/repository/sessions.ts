@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { fromJson as json, numberOrNull } from '../../../db/json.ts';
+import { CompiledQuery } from '../../../db/compiled.ts';
 import { isPostgres } from '../../../db/postgres.ts';
 import type { Impersonator } from '../../../shared/index.ts';
 import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
@@ -63,6 +64,38 @@ function toSession(row: SessionRow): SessionRecord {
     lastSeenAt: numberOrNull(row.last_seen_at),
   };
 }
+
+/** The session statements every signed-in request or refresh sends, compiled once (`db/compiled.ts`). */
+const withProfileQueries = new Map<string, CompiledQuery<'key'>>();
+
+/** The session by id or by refresh-token hash with its profile and, for each of `groups`, whether the profile is a direct member. */
+function sessionWithProfile(by: 'id' | 'refreshHash', groups: readonly string[]): CompiledQuery<'key'> {
+  const name = `${by} ${groups.join(' ')}`;
+  let query = withProfileQueries.get(name);
+  if (!query) {
+    query = new CompiledQuery(['key'], (db, param) =>
+      db('sessions')
+        .leftJoin('profiles', 'profiles.id', 'sessions.profile_id')
+        .where(by === 'id' ? { 'sessions.id': param.key } : { 'sessions.refresh_hash': param.key })
+        .first(
+          'sessions.*',
+          ...JOINED_PROFILE,
+          // One `exists` per group: a primary-key lookup each, answered 0 or 1.
+          ...groups.map((group, i) => db.raw(`exists (select 1 from group_members where group_members.group_id = ? and group_members.member = profiles.id) as role_${i}`, [group])),
+        ),
+    );
+    withProfileQueries.set(name, query);
+  }
+  return query;
+}
+
+const rotated = (param: Record<'newHash' | 'expiresAt' | 'now', string>) => ({ refresh_hash: param.newHash, expires_at: param.expiresAt, last_seen_at: param.now });
+const ROTATE_REFRESH = new CompiledQuery(['id', 'newHash', 'expiresAt', 'now'], (db, param) =>
+  db('sessions').where({ id: param.id }).whereNull('revoked_at').update(rotated(param), ['id']),
+);
+const ROTATE_REFRESH_FROM = new CompiledQuery(['id', 'oldHash', 'newHash', 'expiresAt', 'now'], (db, param) =>
+  db('sessions').where({ id: param.id, refresh_hash: param.oldHash }).whereNull('revoked_at').update(rotated(param), ['id']),
+);
 
 /** SQL for `sessions` and `session_refresh_history` (the refresh tokens rotated out). Given its Knex (or a transaction). */
 export class SessionsRepository {
@@ -135,14 +168,7 @@ export class SessionsRepository {
       const rows: Array<{ group_id: string }> = await this.#db('group_members').where({ member: found.profile.id }).whereIn('group_id', groups).select('group_id');
       return { ...found, roles: new Set(rows.map((row) => row.group_id)) };
     }
-    // One `exists` per group: a primary-key lookup each, answered 0 or 1.
-    const roleColumns = groups.map((group, i) =>
-      this.#db.raw(`exists (select 1 from group_members where group_members.group_id = ? and group_members.member = profiles.id) as role_${i}`, [group]),
-    );
-    const row = (await this.#db('sessions')
-      .leftJoin('profiles', 'profiles.id', 'sessions.profile_id')
-      .where('id' in by ? { 'sessions.id': by.id } : { 'sessions.refresh_hash': by.refreshHash })
-      .first('sessions.*', ...JOINED_PROFILE, ...roleColumns)) as (SessionRow & Record<string, unknown>) | undefined;
+    const [row] = await sessionWithProfile('id' in by ? 'id' : 'refreshHash', groups).rows<SessionRow & Record<string, unknown>>(this.#db, { key: 'id' in by ? by.id : by.refreshHash });
     if (!row) return null;
     const roles = new Set(groups.filter((_, i) => Number(row[`role_${i}`]) === 1));
     return { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash, roles };
@@ -157,11 +183,10 @@ export class SessionsRepository {
    * the record exists exactly when the rotation does. Its time is the `last_seen_at` set here.
    */
   async rotateRefresh(id: string, newHash: string, expiresAt: number, oldHash: string | null, now: number): Promise<boolean> {
-    const changed = await this.#db('sessions')
-      .where(oldHash === null ? { id } : { id, refresh_hash: oldHash })
-      .whereNull('revoked_at')
-      .update({ refresh_hash: newHash, expires_at: expiresAt, last_seen_at: now });
-    return changed === 1;
+    const changed = oldHash === null
+      ? await ROTATE_REFRESH.rows(this.#db, { id, newHash, expiresAt, now })
+      : await ROTATE_REFRESH_FROM.rows(this.#db, { id, oldHash, newHash, expiresAt, now });
+    return changed.length === 1;
   }
 
   /**
