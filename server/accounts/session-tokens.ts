@@ -4,6 +4,7 @@ import path from 'node:path';
 import { errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
 import { AppError } from '../../shared/errors.ts';
 import type { Db } from '../../db/knex.ts';
+import { hashSecret } from '../secrets.ts';
 
 /** What a session's access token carries. */
 export interface SessionClaims {
@@ -22,6 +23,14 @@ const MAX_TOKEN_SECONDS = 7 * 24 * 60 * 60;
 /** How far ahead of this clock another process's clock may be. */
 const CLOCK_SKEW_SECONDS = 60;
 
+/**
+ * How many verified tokens a process remembers (by their SHA-256), so that a browser's next
+ * request with the same token is not checked by WebCrypto again: an HMAC through WebCrypto is a
+ * job on libuv's thread pool, 130–190 µs of the main thread's CPU a token here against a few for
+ * the lookup (docs/performance.md).
+ */
+const VERIFIED_KEPT = 1000;
+
 /** A verified token's claims, with when it was issued and when it expires (seconds since the epoch). */
 export interface VerifiedClaims extends SessionClaims {
   iat: number;
@@ -39,6 +48,9 @@ export class SessionTokens {
 
   /** The key imported once: given the raw bytes, jose imports them again for every token. */
   readonly #cryptoKey: Promise<CryptoKey>;
+
+  /** Tokens this process verified, by hash, with their claims; the oldest goes first past `VERIFIED_KEPT`. */
+  readonly #verified = new Map<string, VerifiedClaims>();
 
   constructor(secret: string, issuer: string, now: () => number = Date.now) {
     this.#issuer = issuer;
@@ -71,6 +83,22 @@ export class SessionTokens {
    * forever), issued not in the future and for no longer than a session may last.
    */
   async verify(token: string): Promise<VerifiedClaims> {
+    // The same text verified before has the same signature and claims; only the time checks can
+    // change their answer, and they are made again. Past its expiry it goes to jose, which says so.
+    const key = hashSecret(token);
+    const known = this.#verified.get(key);
+    if (known) {
+      const now = Math.floor(this.#now() / 1000);
+      if (known.exp > now && known.iat <= now + CLOCK_SKEW_SECONDS) return { ...known };
+      this.#verified.delete(key);
+    }
+    const claims = await this.#verifyOnce(token);
+    if (this.#verified.size >= VERIFIED_KEPT) this.#verified.delete(this.#verified.keys().next().value!);
+    this.#verified.set(key, claims);
+    return { ...claims };
+  }
+
+  async #verifyOnce(token: string): Promise<VerifiedClaims> {
     try {
       const { payload } = await jwtVerify(token, await this.#cryptoKey, {
         algorithms: ['HS256'],

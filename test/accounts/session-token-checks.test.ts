@@ -1,0 +1,74 @@
+/**
+ * `SessionTokens.verify` remembers the tokens it verified: the same token presented again is not
+ * checked by WebCrypto again, while its expiry and issue time are, and any other text is.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SessionTokens } from '../../server/accounts/session-tokens.ts';
+
+const SECRET = 'a-session-secret-of-at-least-thirty-two-characters';
+const ISSUER = 'https://accounts.example.org';
+const claims = { sub: '~Ada_Lovelace1', sid: 'session-1', ver: 0, loginEmail: 'ada@example.org' };
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('verified session tokens', () => {
+  it('checks a token presented again without WebCrypto, and each of its copies stays the caller’s own', async () => {
+    let now = Date.UTC(2026, 10, 28, 12);
+    const tokens = new SessionTokens(SECRET, ISSUER, () => now);
+    const token = await tokens.sign(claims, 600);
+    const checks = vi.spyOn(crypto.subtle, 'verify');
+    const first = await tokens.verify(token);
+    expect(checks).toHaveBeenCalledTimes(1);
+    first.sub = 'changed by the caller';
+    now += 60_000;
+    expect(await tokens.verify(token)).toMatchObject({ sub: claims.sub, sid: claims.sid, ver: 0 });
+    expect(checks).toHaveBeenCalledTimes(1);
+  });
+
+  it('refuses a remembered token once it expired, and one whose signature or claims differ by a character', async () => {
+    let now = Date.UTC(2026, 10, 28, 12);
+    const tokens = new SessionTokens(SECRET, ISSUER, () => now);
+    const token = await tokens.sign(claims, 600);
+    await tokens.verify(token);
+    const [header, payload, signature] = token.split('.') as [string, string, string];
+    const flipped = (text: string) => text.slice(0, -2) + (text.at(-2) === 'A' ? 'B' : 'A') + text.slice(-1);
+    await expect(tokens.verify(`${header}.${payload}.${flipped(signature)}`)).rejects.toMatchObject({ name: 'UnauthorizedError' });
+    await expect(tokens.verify(`${header}.${flipped(payload)}.${signature}`)).rejects.toMatchObject({ name: 'UnauthorizedError' });
+    now += 600_000;
+    await expect(tokens.verify(token)).rejects.toMatchObject({ name: 'TokenExpiredError' });
+    // A clock set back (another machine's, or corrected) does not bring it back without a check.
+    now -= 300_000;
+    const checks = vi.spyOn(crypto.subtle, 'verify');
+    expect(await tokens.verify(token)).toMatchObject({ sid: claims.sid });
+    expect(checks).toHaveBeenCalledTimes(1);
+  });
+
+  it('refuses a remembered token whose issue time the clock has not reached, and forgets the oldest past a thousand', async () => {
+    let now = Date.UTC(2026, 10, 28, 12);
+    const tokens = new SessionTokens(SECRET, ISSUER, () => now);
+    const early = await tokens.sign(claims, 600);
+    await tokens.verify(early);
+    now -= 120_000;
+    await expect(tokens.verify(early)).rejects.toMatchObject({ name: 'UnauthorizedError' });
+    now += 120_000;
+
+    const many = await Promise.all(Array.from({ length: 1001 }, (_, i) => tokens.sign({ ...claims, sid: `session-${i}` }, 600)));
+    for (const token of many) await tokens.verify(token);
+    const checks = vi.spyOn(crypto.subtle, 'verify');
+    await tokens.verify(many[1000]!);
+    expect(checks).toHaveBeenCalledTimes(0);
+    expect(await tokens.verify(many[0]!)).toMatchObject({ sid: 'session-0' });
+    expect(checks).toHaveBeenCalledTimes(1);
+  });
+
+  it('does not take a token signed with another secret for one it remembers', async () => {
+    const now = () => Date.UTC(2026, 10, 28, 12);
+    const ours = new SessionTokens(SECRET, ISSUER, now);
+    const theirs = new SessionTokens(`${SECRET}-other`, ISSUER, now);
+    const token = await theirs.sign(claims, 600);
+    await theirs.verify(token);
+    await expect(ours.verify(token)).rejects.toMatchObject({ name: 'UnauthorizedError' });
+  });
+});
