@@ -9,7 +9,7 @@ import {
   type SimplifiedProfile,
 } from '../../shared/index.ts';
 import { AccountsBase } from './service-base.ts';
-import type { ProfileRecord } from './repository.ts';
+import type { EmailsAndUsernames, ProfileRecord } from './repository.ts';
 import { ACTIVE_STATES } from './session-rule.ts';
 import { tildeBase } from './tilde.ts';
 import type { Viewer } from './viewer.ts';
@@ -158,8 +158,9 @@ export class ProfileService extends AccountsBase {
     };
   }
 
-  async simplify(profile: ProfileRecord, repo = this.deps.repo): Promise<SimplifiedProfile> {
-    const { emails, usernames } = await repo.emails.emailsAndUsernamesOf(profile.id);
+  /** A profile's simplified view; `known`: its emails and usernames, when they were read with it. */
+  async simplify(profile: ProfileRecord, repo = this.deps.repo, known?: EmailsAndUsernames): Promise<SimplifiedProfile> {
+    const { emails, usernames } = known ?? (await repo.emails.emailsAndUsernamesOf(profile.id));
     const name = profile.content.names?.find((n) => n.preferred) ?? profile.content.names?.[0];
     const preferred = preferredEmail(profile, emails);
     return {

@@ -4,7 +4,7 @@ import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import { MODERATORS_GROUP, SUPER_USERS_GROUP } from './roles.ts';
 import { AccountsBase, type AccountsDeps } from './service-base.ts';
 import type { ProfileService } from './profiles.ts';
-import type { AccountsRepository, ProfileRecord, SessionRecord } from './repository.ts';
+import type { AccountsRepository, EmailsAndUsernames, ProfileRecord, SessionRecord } from './repository.ts';
 import { canHoldSession, sessionEnded } from './session-rule.ts';
 import type { IssuedSession, RefreshOutcome, RequestOrigin, Viewer } from './viewer.ts';
 
@@ -134,11 +134,12 @@ export class SessionService extends AccountsBase {
     refreshSeconds: number,
     repo = this.deps.repo,
     accessNotAfter?: number,
+    knownEmails?: EmailsAndUsernames,
   ): Promise<IssuedSession> {
     // The signature (on the thread pool) and the emails' read go side by side.
     const [accessToken, simplified] = await Promise.all([
       this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter),
-      this.#profiles.simplify(profile, repo),
+      this.#profiles.simplify(profile, repo, knownEmails),
     ]);
     return {
       result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } },
@@ -204,10 +205,11 @@ export class SessionService extends AccountsBase {
     const repo = this.deps.repo;
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
-      const found = await repo.sessions.findWithProfile({ refreshHash: oldHash });
+      // The answer shows the profile's emails: they come with the session, in the same statement.
+      const found = await repo.sessions.findWithProfile({ refreshHash: oldHash }, { withEmails: true });
       if (found) {
         try {
-          return { rotated: await this.resumeSession(found.session, oldHash, found.profile) };
+          return { rotated: await this.resumeSession(found.session, oldHash, found.profile, found.emails) };
         } catch (error) {
           // Lost a race with a simultaneous refresh of the same token: that one rotated it.
           if (!(await repo.sessions.findRotatedRefresh(oldHash))) throw error;
@@ -262,9 +264,9 @@ export class SessionService extends AccountsBase {
    * Issues a new access token for an existing session, rotating its refresh token (only if it
    * is still `oldHash`, when given; the token rotated out is kept to recognise its reuse). The
    * session must be live and its profile's `tokenVersion` unchanged since it was opened.
-   * `known` is the session's profile, when the caller has read it.
+   * `known` is the session's profile, and `knownEmails` its emails and usernames, when the caller has read them.
    */
-  async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null): Promise<IssuedSession> {
+  async resumeSession(session: SessionRecord | null, oldHash: string | null, known?: ProfileRecord | null, knownEmails?: EmailsAndUsernames): Promise<IssuedSession> {
     const repo = this.deps.repo;
     const now = this.now();
     const profile = await this.#liveSession(session, known);
@@ -275,7 +277,7 @@ export class SessionService extends AccountsBase {
     // runs, and given out only once it held: a rotation refused drops it unseen.
     const [rotated, issued] = await Promise.all([
       repo.sessions.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now),
-      this.#issue(profile, live, refreshToken, refreshSeconds),
+      this.#issue(profile, live, refreshToken, refreshSeconds, repo, undefined, knownEmails),
     ]);
     if (!rotated) throw sessionEnded();
     return issued;

@@ -1,10 +1,46 @@
 import type { Knex } from 'knex';
 import { CompiledQuery } from '../../../db/compiled.ts';
+import { isPostgres } from '../../../db/postgres.ts';
 import { normaliseEmail } from '../ids.ts';
 
 export interface EmailRecord {
   email: string;
   confirmed: boolean;
+}
+
+/** A profile's emails and usernames: what a signed-in person's answers show of them. */
+export interface EmailsAndUsernames {
+  emails: EmailRecord[];
+  usernames: string[];
+}
+
+/**
+ * A profile's emails and usernames as two columns (`p_emails`, `p_usernames`) of a statement
+ * that reads `profiles`, each a JSON array in the order `emailsAndUsernamesOf` answers (emails by
+ * when they were added, then by address; usernames by name). Read them with `emailsAndUsernamesIn`.
+ */
+export function emailsAndUsernamesColumns(db: Knex): Knex.Raw[] {
+  return isPostgres(db)
+    ? [
+        db.raw(`(select coalesce(json_agg(json_build_array(email, confirmed) order by created_at, email), '[]'::json) from profile_emails where profile_id = profiles.id) as p_emails`),
+        db.raw(`(select coalesce(json_agg(username order by username), '[]'::json) from profile_usernames where profile_id = profiles.id) as p_usernames`),
+      ]
+    : [
+        db.raw('(select json_group_array(json_array(email, confirmed) order by created_at, email) from profile_emails where profile_id = profiles.id) as p_emails'),
+        db.raw('(select json_group_array(username order by username) from profile_usernames where profile_id = profiles.id) as p_usernames'),
+      ];
+}
+
+/** The emails and usernames of a row read with `emailsAndUsernamesColumns` (PostgreSQL's driver parses JSON, SQLite's answers text). */
+export function emailsAndUsernamesIn(row: Record<string, unknown>): EmailsAndUsernames {
+  const parsed = (value: unknown): unknown[] => (typeof value === 'string' ? JSON.parse(value) : (value ?? [])) as unknown[];
+  return {
+    emails: parsed(row.p_emails).map((pair) => {
+      const [email, confirmed] = pair as [string, unknown];
+      return { email, confirmed: Boolean(confirmed) };
+    }),
+    usernames: parsed(row.p_usernames) as string[],
+  };
 }
 
 /** A profile's emails and usernames in one statement, emails first (compiled once: every refresh and sign-in sends it). */
@@ -88,7 +124,7 @@ export class EmailsRepository {
    * A profile's emails (in `emailsOf`'s order) and usernames (in `usernamesOf`'s) in one query:
    * every answer that carries a session shows both.
    */
-  async emailsAndUsernamesOf(profileId: string): Promise<{ emails: EmailRecord[]; usernames: string[] }> {
+  async emailsAndUsernamesOf(profileId: string): Promise<EmailsAndUsernames> {
     const rows = await EMAILS_AND_USERNAMES.rows<{ kind: string; value: string; confirmed: unknown }>(this.#db, { profileId });
     return {
       emails: rows.filter((row) => row.kind === 'email').map((row) => ({ email: row.value, confirmed: Boolean(row.confirmed) })),

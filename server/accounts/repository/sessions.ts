@@ -3,6 +3,7 @@ import { fromJson as json, numberOrNull } from '../../../db/json.ts';
 import { CompiledQuery } from '../../../db/compiled.ts';
 import { isPostgres } from '../../../db/postgres.ts';
 import type { Impersonator } from '../../../shared/index.ts';
+import { emailsAndUsernamesColumns, emailsAndUsernamesIn, type EmailsAndUsernames } from './emails.ts';
 import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
 
 export interface SessionRecord {
@@ -69,8 +70,8 @@ function toSession(row: SessionRow): SessionRecord {
 const withProfileQueries = new Map<string, CompiledQuery<'key'>>();
 
 /** The session by id or by refresh-token hash with its profile and, for each of `groups`, whether the profile is a direct member. */
-function sessionWithProfile(by: 'id' | 'refreshHash', groups: readonly string[]): CompiledQuery<'key'> {
-  const name = `${by} ${groups.join(' ')}`;
+function sessionWithProfile(by: 'id' | 'refreshHash', groups: readonly string[], withEmails: boolean): CompiledQuery<'key'> {
+  const name = `${by} ${groups.join(' ')}${withEmails ? ' emails' : ''}`;
   let query = withProfileQueries.get(name);
   if (!query) {
     query = new CompiledQuery(['key'], (db, param) =>
@@ -82,6 +83,7 @@ function sessionWithProfile(by: 'id' | 'refreshHash', groups: readonly string[])
           ...JOINED_PROFILE,
           // One `exists` per group: a primary-key lookup each, answered 0 or 1.
           ...groups.map((group, i) => db.raw(`exists (select 1 from group_members where group_members.group_id = ? and group_members.member = profiles.id) as role_${i}`, [group])),
+          ...(withEmails ? emailsAndUsernamesColumns(db) : []),
         ),
     );
     withProfileQueries.set(name, query);
@@ -155,23 +157,27 @@ export class SessionsRepository {
    * without): on SQLite in the same statement, so a signed-in request's caller and roles take one
    * round trip on the one connection; on PostgreSQL in a second statement, as planning the
    * `EXISTS` columns (each statement is planned anew) costs more there than the round trip
-   * (measured: docs/performance.md).
+   * (measured: docs/performance.md). With `withEmails`, the profile's emails and usernames come
+   * in the same statement (`emails`; `EmailsRepository.emailsAndUsernamesOf`'s answer), for a
+   * refresh's answer.
    */
   async findWithProfile(
     by: { id: string } | { refreshHash: string },
-    opts: { rolesAmong?: readonly string[] } = {},
-  ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string; roles: Set<string> } | null> {
+    opts: { rolesAmong?: readonly string[]; withEmails?: boolean } = {},
+  ): Promise<{ session: SessionRecord; profile: ProfileRecord | null; currentRefreshHash: string; roles: Set<string>; emails?: EmailsAndUsernames } | null> {
     const groups = opts.rolesAmong ?? [];
+    const withEmails = opts.withEmails ?? false;
     if (groups.length > 0 && isPostgres(this.#db)) {
-      const found = await this.findWithProfile(by);
+      const found = await this.findWithProfile(by, { withEmails });
       if (!found?.profile) return found;
       const rows: Array<{ group_id: string }> = await this.#db('group_members').where({ member: found.profile.id }).whereIn('group_id', groups).select('group_id');
       return { ...found, roles: new Set(rows.map((row) => row.group_id)) };
     }
-    const [row] = await sessionWithProfile('id' in by ? 'id' : 'refreshHash', groups).rows<SessionRow & Record<string, unknown>>(this.#db, { key: 'id' in by ? by.id : by.refreshHash });
+    const [row] = await sessionWithProfile('id' in by ? 'id' : 'refreshHash', groups, withEmails).rows<SessionRow & Record<string, unknown>>(this.#db, { key: 'id' in by ? by.id : by.refreshHash });
     if (!row) return null;
     const roles = new Set(groups.filter((_, i) => Number(row[`role_${i}`]) === 1));
-    return { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash, roles };
+    const found = { session: toSession(row), profile: joinedProfile(row), currentRefreshHash: row.refresh_hash, roles };
+    return withEmails ? { ...found, emails: emailsAndUsernamesIn(row) } : found;
   }
 
   /**
