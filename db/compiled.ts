@@ -16,7 +16,7 @@ interface Compiled {
  * A builder query compiled once per database dialect, for the statements the service sends on
  * every request. Knex compiles a builder query anew on every call, walking its clauses and
  * quoting its identifiers: 11–18 µs in a loop, against 2–4 µs for the same SQL given as text
- * (docs/performance.md). Here the query is built once, with a mark standing for each parameter,
+ * (docs/performance.md, row 3a). Here the query is built once, with a mark standing for each parameter,
  * and every call sends that SQL through `knex.raw` with its own values in the marks' places: the
  * same text, so the driver's cache of prepared statements (`db/sqlite.ts`) finds it too.
  *
@@ -36,8 +36,12 @@ export class CompiledQuery<P extends string> {
     this.#build = build;
   }
 
-  /** The statement's rows, on `db` (the database or a transaction). */
-  async rows<T>(db: Knex | Knex.Transaction, values: Record<P, unknown>): Promise<T[]> {
+  /**
+   * The statement's rows, on `db` (the database or a transaction). Values are plain ones only:
+   * Knex's raw would write a builder or a raw given here into the SQL, and it sends null as a
+   * value, so `= null` matches nothing where the builder would have written `is null`.
+   */
+  async rows<T>(db: Knex | Knex.Transaction, values: Record<P, string | number | boolean>): Promise<T[]> {
     const compiled = this.#compiled(db);
     const bindings = compiled.slots.map((slot) => ('param' in slot ? values[slot.param as P] : slot.value));
     return rawRows<T>(await db.raw(compiled.sql, bindings as Knex.RawBinding[]));

@@ -26,8 +26,8 @@ const CLOCK_SKEW_SECONDS = 60;
 /**
  * How many verified tokens a process remembers (by their SHA-256), so that a browser's next
  * request with the same token is not checked by WebCrypto again: an HMAC through WebCrypto is a
- * job on libuv's thread pool, 130–190 µs of the main thread's CPU a token here against a few for
- * the lookup (docs/performance.md).
+ * job on libuv's thread pool (140–190 µs of the main thread's CPU to sign a token in a loop here,
+ * and a check is the same job) against a few for the lookup (docs/performance.md).
  */
 const VERIFIED_KEPT = 1000;
 

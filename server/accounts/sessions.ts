@@ -273,14 +273,17 @@ export class SessionService extends AccountsBase {
     const live = session as SessionRecord;
     const refreshToken = randomToken();
     const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, live.accessSeconds);
-    // The answer (the access token's signature, the profile's emails) is made while the rotation
-    // runs, and given out only once it held: a rotation refused drops it unseen.
-    const [rotated, issued] = await Promise.all([
+    // The answer (the access token's signature, the profile's view) is made while the rotation
+    // runs, and given out only once it held: a rotation refused drops it unseen. Both are waited
+    // for, so that whoever handles a failure finds the rotation done or not, never under way.
+    const [rotation, answer] = await Promise.allSettled([
       repo.sessions.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now),
       this.#issue(profile, live, refreshToken, refreshSeconds, repo, undefined, knownEmails),
     ]);
-    if (!rotated) throw sessionEnded();
-    return issued;
+    if (rotation.status === 'rejected') throw rotation.reason;
+    if (!rotation.value) throw sessionEnded();
+    if (answer.status === 'rejected') throw answer.reason;
+    return answer.value;
   }
 
   /**

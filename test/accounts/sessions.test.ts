@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccountsRepository } from '../../server/accounts/repository.ts';
+import { hashSecret } from '../../server/secrets.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
@@ -168,6 +170,26 @@ describe('sessions', () => {
     const replay = new Client(server.url);
     replay.jar.set('service.refreshToken', firstRefresh ?? '');
     expect((await replay.post('/refreshToken')).status).toBe(401);
+  });
+
+  it('a rotation refused while its answer is being made gives out nothing: no token, no new cookie, no record', async () => {
+    const user = await createActiveUser(server);
+    const { client } = await loggedIn(server, user.email);
+    const refresh = client.jar.get('service.refreshToken') ?? '';
+    const { services, db } = server.service;
+    const oldHash = hashSecret(refresh);
+    const found = await new AccountsRepository(db).sessions.findWithProfile({ refreshHash: oldHash }, { withEmails: true });
+    if (!found) throw new Error('no session');
+    // Ended after it was read, before its rotation: the rotation's statement finds it revoked,
+    // while the signature and the profile's view are under way beside it.
+    await db('sessions').where({ id: found.session.id }).update({ revoked_at: Date.now() });
+    await expect(services.sessions.resumeSession(found.session, oldHash, found.profile, found.emails)).rejects.toMatchObject({ name: 'UnauthorizedError' });
+    expect((await db('sessions').where({ id: found.session.id }).first()).refresh_hash).toBe(oldHash);
+    expect(await db('session_refresh_history').where({ refresh_hash: oldHash })).toEqual([]);
+    const res = await client.post('/refreshToken');
+    expect(res.status).toBe(401);
+    // The cookie is the one it had, or cleared: never a new token.
+    expect([refresh, undefined, '']).toContain(client.jar.get('service.refreshToken'));
   });
 
   it('a rotation records the token rotated out with its successor, and the sweeper lets go of those past 90 days', async () => {

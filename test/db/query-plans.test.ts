@@ -56,6 +56,15 @@ describe('query plans on hot paths', () => {
     expect(sweep.filter((line) => line.startsWith('SCAN'))).toEqual([]);
   });
 
+  it("a refresh's session, profile, emails and usernames are one statement that seeks each by an index", async () => {
+    const plan = await planOf(() => new SessionsRepository(db).findWithProfile({ refreshHash: 'a'.repeat(64) }, { withEmails: true }));
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH sessions USING INDEX \w+ \(refresh_hash=\?\)$/));
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH profiles USING INDEX \w+ \(id=\?\)( LEFT-JOIN)?$/));
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH profile_emails USING INDEX \w+ \(profile_id=\?\)$/));
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH profile_usernames USING INDEX \w+ \(profile_id=\?\)$/));
+    expect(plan.filter((line) => line.startsWith('SCAN'))).toEqual([]);
+  });
+
   it("a signed-in request's session, profile and roles are one statement that seeks each row by its key", async () => {
     const plan = await planOf(() => new SessionsRepository(db).findWithProfile({ id: 's' }, { rolesAmong: ['~Super_User1', 'moderators'] }));
     expect(plan).toContainEqual(expect.stringMatching(/^SEARCH sessions USING INDEX \w+ \(id=\?\)$/));

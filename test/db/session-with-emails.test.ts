@@ -42,7 +42,7 @@ async function session(id: string, profileId: string): Promise<string> {
 
 describe('a session read with its profile’s emails and usernames', () => {
   it('answers what emailsAndUsernamesOf answers, in its order, confirmed or not', async () => {
-    // Added out of order, two at the same instant, addresses that sort differently by case.
+    // Added out of order, two at the same instant; usernames that differ only by case (addresses are stored lower-cased).
     await person(
       '~Ada_Lovelace1',
       [

@@ -71,7 +71,7 @@ const withProfileQueries = new Map<string, CompiledQuery<'key'>>();
 
 /** The session by id or by refresh-token hash with its profile and, for each of `groups`, whether the profile is a direct member. */
 function sessionWithProfile(by: 'id' | 'refreshHash', groups: readonly string[], withEmails: boolean): CompiledQuery<'key'> {
-  const name = `${by} ${groups.join(' ')}${withEmails ? ' emails' : ''}`;
+  const name = JSON.stringify([by, groups, withEmails]);
   let query = withProfileQueries.get(name);
   if (!query) {
     query = new CompiledQuery(['key'], (db, param) =>
