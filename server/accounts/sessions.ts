@@ -124,7 +124,7 @@ export class SessionService extends AccountsBase {
       ...(opts.readOnly ? { readOnly: opts.readOnly } : {}),
       ...(opts.origin ? { device: opts.origin } : {}),
     });
-    return this.#issue(profile, session, refreshToken, refreshSeconds, repo, opts.accessNotAfter);
+    return this.#issue(profile, session, refreshToken, refreshSeconds, { repo, accessNotAfter: opts.accessNotAfter });
   }
 
   async #issue(
@@ -132,14 +132,12 @@ export class SessionService extends AccountsBase {
     session: Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'>,
     refreshToken: string,
     refreshSeconds: number,
-    repo = this.deps.repo,
-    accessNotAfter?: number,
-    knownEmails?: EmailsAndUsernames,
+    opts: { repo?: AccountsRepository; accessNotAfter?: number | undefined; knownEmails?: EmailsAndUsernames | undefined } = {},
   ): Promise<IssuedSession> {
-    // The signature (on the thread pool) and the emails' read go side by side.
+    // The signature (on the thread pool) and the profile's view (a read, unless its emails are known) go side by side.
     const [accessToken, simplified] = await Promise.all([
-      this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, accessNotAfter),
-      this.#profiles.simplify(profile, repo, knownEmails),
+      this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, opts.accessNotAfter),
+      this.#profiles.simplify(profile, opts.repo, opts.knownEmails),
     ]);
     return {
       result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } },
@@ -278,7 +276,7 @@ export class SessionService extends AccountsBase {
     // for, so that whoever handles a failure finds the rotation done or not, never under way.
     const [rotation, answer] = await Promise.allSettled([
       repo.sessions.rotateRefresh(live.id, hashSecret(refreshToken), now + refreshSeconds * 1000, oldHash, now),
-      this.#issue(profile, live, refreshToken, refreshSeconds, repo, undefined, knownEmails),
+      this.#issue(profile, live, refreshToken, refreshSeconds, { knownEmails }),
     ]);
     if (rotation.status === 'rejected') throw rotation.reason;
     if (!rotation.value) throw sessionEnded();

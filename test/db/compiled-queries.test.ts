@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CompiledQuery } from '../../db/compiled.ts';
 import { migrateToLatest, watchWrites, type Db } from '../../db/knex.ts';
-import { dropTestDatabase, openTestDatabase } from '../helpers/database.ts';
+import { dropTestDatabase, openTestDatabase, statementsSent } from '../helpers/database.ts';
 import { tempDir } from '../helpers/server.ts';
 
 let dir: string;
@@ -27,18 +27,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The statements `work` sends, as Knex's `query` event reports them. */
-async function sent(work: () => Promise<unknown>): Promise<Array<{ sql: string; bindings: unknown[] }>> {
-  const seen: Array<{ sql: string; bindings: unknown[] }> = [];
-  const listener = (query: { sql: string; bindings?: unknown[] }) => seen.push({ sql: query.sql, bindings: query.bindings ?? [] });
-  db.on('query', listener);
-  try {
-    await work();
-  } finally {
-    db.off('query', listener);
-  }
-  return seen;
-}
+/** The statements `work` sends. */
+const sent = (work: () => Promise<unknown>) => statementsSent(db, work);
 
 describe('a query compiled once', () => {
   const byKeyAndPoints = new CompiledQuery(['key', 'least'], (q, param) =>

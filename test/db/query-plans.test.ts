@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import { SessionsRepository } from '../../server/accounts/repository/sessions.ts';
 import { RefreshRepository } from '../../server/oidc/refresh-repository.ts';
+import { statementsSent } from '../helpers/database.ts';
 import { tempDir } from '../helpers/server.ts';
 
 /** One migrated database for the file: plans are only read, nothing is written. */
@@ -26,14 +27,7 @@ afterAll(async () => {
 
 /** The plan's lines for the statements `work` sends (one statement expected). */
 async function planOf(work: () => Promise<unknown>): Promise<string[]> {
-  const sent: Array<{ sql: string; bindings: unknown[] }> = [];
-  const listener = (query: { sql: string; bindings?: unknown[] }) => sent.push({ sql: query.sql, bindings: query.bindings ?? [] });
-  db.on('query', listener);
-  try {
-    await work();
-  } finally {
-    db.off('query', listener);
-  }
+  const sent = await statementsSent(db, work);
   const [statement, ...more] = sent;
   if (!statement || more.length > 0) throw new Error(`expected one statement, got ${sent.length}`);
   const rows = (await db.raw(`explain query plan ${statement.sql}`, statement.bindings as never)) as Array<{ detail: string }>;

@@ -1,8 +1,9 @@
 /**
  * A refresh reads the session, its profile and the profile's emails and usernames in one
  * statement (`SessionsRepository.findWithProfile` with `withEmails`): the emails and usernames
- * must be exactly what `EmailsRepository.emailsAndUsernamesOf` answers, in its order. Runs on
- * SQLite, and on PostgreSQL in the suite's PostgreSQL run.
+ * must be exactly what `EmailsRepository.emailsAndUsernamesOf` answers, and what `emailsOf` and
+ * `usernamesOf` answer, in their orders. Runs on SQLite, and on PostgreSQL in the suite's
+ * PostgreSQL run.
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,6 +62,8 @@ describe('a session read with its profile’s emails and usernames', () => {
     const expected = await repo.emails.emailsAndUsernamesOf('~Ada_Lovelace1');
     expect(expected.emails).toHaveLength(4);
     expect(expected.usernames).toHaveLength(3);
+    // Both read the same columns; the separate readers, each its own query, say what they must be.
+    expect(expected).toEqual({ emails: await repo.emails.emailsOf('~Ada_Lovelace1'), usernames: await repo.emails.usernamesOf('~Ada_Lovelace1') });
     const byHash = await repo.sessions.findWithProfile({ refreshHash }, { withEmails: true });
     expect(byHash?.emails).toEqual(expected);
     expect(byHash?.profile?.id).toBe('~Ada_Lovelace1');
@@ -74,5 +77,7 @@ describe('a session read with its profile’s emails and usernames', () => {
     await person('~No_Address1', [], []);
     const refreshHash = await session('session-without-emails', '~No_Address1');
     expect((await repo.sessions.findWithProfile({ refreshHash }, { withEmails: true }))?.emails).toEqual({ emails: [], usernames: [] });
+    expect(await repo.emails.emailsAndUsernamesOf('~No_Address1')).toEqual({ emails: [], usernames: [] });
+    expect(await repo.emails.emailsAndUsernamesOf('~No_Such_Person1')).toEqual({ emails: [], usernames: [] });
   });
 });

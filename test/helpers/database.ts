@@ -93,6 +93,25 @@ export async function dropTestDatabase(dataDir: string): Promise<void> {
   await onTestServer(`drop database if exists "${nameFor(dataDir)}" with (force)`);
 }
 
+/** A statement as Knex's `query` event reports it. */
+export interface SentStatement {
+  sql: string;
+  bindings: unknown[];
+}
+
+/** The statements `work` sends through `db`, in order, as Knex's `query` event reports them. */
+export async function statementsSent(db: Db, work: () => Promise<unknown>): Promise<SentStatement[]> {
+  const sent: SentStatement[] = [];
+  const listener = (query: { sql: string; bindings?: unknown[] }) => sent.push({ sql: query.sql, bindings: query.bindings ?? [] });
+  db.on('query', listener);
+  try {
+    await work();
+  } finally {
+    db.off('query', listener);
+  }
+  return sent;
+}
+
 /** The database of `dataDir` opened directly (no server), as the server would open it. */
 export async function openTestDatabase(dataDir: string): Promise<Db> {
   return openDatabase({ dataDir, databaseUrl: (await testDatabaseEnv(dataDir)).DATABASE_URL });

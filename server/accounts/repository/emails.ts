@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { CompiledQuery } from '../../../db/compiled.ts';
+import { fromJson } from '../../../db/json.ts';
 import { isPostgres } from '../../../db/postgres.ts';
 import { normaliseEmail } from '../ids.ts';
 
@@ -16,7 +17,7 @@ export interface EmailsAndUsernames {
 
 /**
  * A profile's emails and usernames as two columns (`p_emails`, `p_usernames`) of a statement
- * that reads `profiles`, each a JSON array in the order `emailsAndUsernamesOf` answers (emails by
+ * that reads `profiles`, each a JSON array in `emailsOf`'s and `usernamesOf`'s orders (emails by
  * when they were added, then by address; usernames by name). Read them with `emailsAndUsernamesIn`.
  */
 export function emailsAndUsernamesColumns(db: Knex): Knex.Raw[] {
@@ -31,31 +32,16 @@ export function emailsAndUsernamesColumns(db: Knex): Knex.Raw[] {
       ];
 }
 
-/** The emails and usernames of a row read with `emailsAndUsernamesColumns` (PostgreSQL's driver parses JSON, SQLite's answers text). */
+/** The emails and usernames of a row read with `emailsAndUsernamesColumns`. */
 export function emailsAndUsernamesIn(row: Record<string, unknown>): EmailsAndUsernames {
-  const parsed = (value: unknown): unknown[] => (typeof value === 'string' ? JSON.parse(value) : (value ?? [])) as unknown[];
   return {
-    emails: parsed(row.p_emails).map((pair) => {
-      const [email, confirmed] = pair as [string, unknown];
-      return { email, confirmed: Boolean(confirmed) };
-    }),
-    usernames: parsed(row.p_usernames) as string[],
+    emails: fromJson<Array<[string, unknown]>>(row.p_emails).map(([email, confirmed]) => ({ email, confirmed: Boolean(confirmed) })),
+    usernames: fromJson<string[]>(row.p_usernames),
   };
 }
 
-/** A profile's emails and usernames in one statement, emails first (compiled once: every refresh and sign-in sends it). */
-const EMAILS_AND_USERNAMES = new CompiledQuery(['profileId'], (db, param) =>
-  db('profile_emails')
-    .where({ profile_id: param.profileId })
-    .select(db.raw("'email' as kind"), 'email as value', 'confirmed', 'created_at as sort')
-    .unionAll((usernames) =>
-      usernames
-        .from('profile_usernames')
-        .where({ profile_id: param.profileId })
-        .select(db.raw("'username' as kind"), 'username as value', db.raw('null as confirmed'), db.raw('0 as sort')),
-    )
-    .orderBy(['kind', 'sort', 'value']),
-);
+/** A profile's emails and usernames by its id, in one statement (compiled once: every sign-in sends it). */
+const EMAILS_AND_USERNAMES = new CompiledQuery(['profileId'], (db, param) => db('profiles').where({ id: param.profileId }).select(...emailsAndUsernamesColumns(db)));
 
 /**
  * SQL for `profile_emails`, `profile_usernames` and `reserved_usernames`: the addresses and
@@ -122,14 +108,11 @@ export class EmailsRepository {
 
   /**
    * A profile's emails (in `emailsOf`'s order) and usernames (in `usernamesOf`'s) in one query:
-   * every answer that carries a session shows both.
+   * every answer that carries a session shows both. None for a profile that does not exist.
    */
   async emailsAndUsernamesOf(profileId: string): Promise<EmailsAndUsernames> {
-    const rows = await EMAILS_AND_USERNAMES.rows<{ kind: string; value: string; confirmed: unknown }>(this.#db, { profileId });
-    return {
-      emails: rows.filter((row) => row.kind === 'email').map((row) => ({ email: row.value, confirmed: Boolean(row.confirmed) })),
-      usernames: rows.filter((row) => row.kind === 'username').map((row) => row.value),
-    };
+    const [row] = await EMAILS_AND_USERNAMES.rows<Record<string, unknown>>(this.#db, { profileId });
+    return row ? emailsAndUsernamesIn(row) : { emails: [], usernames: [] };
   }
 
   /** Numbers taken for a username base: by any profile (merged ones included), or reserved. */
