@@ -171,8 +171,7 @@ export class SignInService extends AccountsBase {
    * or this browser is remembered), otherwise the person's methods and preferred one.
    */
   async afterPassword(profile: ProfileRecord, trustedDevice: string | undefined): Promise<{ methods: MfaFactorMethod[]; preferred: MfaFactorMethod } | null> {
-    const methods = await this.#signInDeps.factors.methodsOf(profile.id);
-    const preferred = await this.#signInDeps.factors.preferred(profile.id, methods);
+    const { methods, preferred } = await this.#signInDeps.factors.summary(profile.id);
     if (preferred === null) return null;
     if (trustedDevice && (await this.#signInDeps.mfa.useTrusted(profile.id, profile.tokenVersion, hashSecret(trustedDevice), this.now()))) return null;
     return { methods, preferred };

@@ -7,6 +7,7 @@
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClock } from '../helpers/clock.ts';
+import { statementsSent } from '../helpers/database.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -76,6 +77,15 @@ describe('TOTP', () => {
     expect(new Set(recoveryCodes).size).toBe(10);
     const status = await client.get('/mfa/status');
     expect(status.body).toEqual({ enabled: true, methods: ['totp'], preferredMethod: 'totp', recoveryCodesRemaining: 10, trustedDevicesCount: 0 });
+  });
+
+  it('the status reads the factors once: the methods and the preferred one come from the same row', async () => {
+    const { client } = await loggedIn(server, (await createActiveUser(server)).email);
+    await enableTotp(client);
+    const sent = await statementsSent(server.service.db, async () => {
+      expect((await client.get('/mfa/status')).body).toMatchObject({ enabled: true, methods: ['totp'], preferredMethod: 'totp', recoveryCodesRemaining: 10 });
+    });
+    expect(sent.filter((s) => /\bmfa_factors\b/.test(s.sql))).toHaveLength(1);
   });
 
   it('stores the secret encrypted and the recovery codes hashed', async () => {

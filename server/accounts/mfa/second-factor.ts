@@ -48,18 +48,20 @@ export class SecondFactors extends MfaServiceBase {
 
   /** The factors a person has on, in a fixed order. */
   async methodsOf(profileId: string): Promise<MfaFactorMethod[]> {
-    const factors = await this.#factorDeps.mfa.factors(profileId);
+    return (await this.summary(profileId)).methods;
+  }
+
+  /**
+   * The factors a person has on, in a fixed order, and the preferred one among them (the stored
+   * choice while it is on, otherwise the first; null when none is on), from one reading of each.
+   */
+  async summary(profileId: string): Promise<{ methods: MfaFactorMethod[]; preferred: MfaFactorMethod | null }> {
+    const [factors, passkeys] = await Promise.all([this.#factorDeps.mfa.factors(profileId), this.#factorDeps.passkeys.count(profileId)]);
     const methods: MfaFactorMethod[] = [];
     if (factors?.totpSecret) methods.push('totp');
     if (factors?.emailEnabledAt !== null && factors?.emailEnabledAt !== undefined) methods.push('emailOtp');
-    if ((await this.#factorDeps.passkeys.count(profileId)) > 0) methods.push('passkey');
-    return methods;
-  }
-
-  /** The person's preferred method among `methods`, or the first; null when none is on. */
-  async preferred(profileId: string, methods: MfaFactorMethod[]): Promise<MfaFactorMethod | null> {
-    const stored = (await this.#factorDeps.mfa.factors(profileId))?.preferredMethod;
-    return methods.find((m) => m === stored) ?? methods[0] ?? null;
+    if (passkeys > 0) methods.push('passkey');
+    return { methods, preferred: methods.find((m) => m === factors?.preferredMethod) ?? methods[0] ?? null };
   }
 
   /** The method when the person has it on (recovery codes: when any factor is on); otherwise a 400. */

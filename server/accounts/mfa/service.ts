@@ -52,11 +52,11 @@ export class MfaService extends MfaServiceBase {
 
   async status(viewer: Viewer): Promise<MfaStatus> {
     const id = viewer.profileId;
-    const methods = await this.#mfaDeps.factors.methodsOf(id);
+    const { methods, preferred } = await this.#mfaDeps.factors.summary(id);
     return {
       enabled: methods.length > 0,
       methods,
-      preferredMethod: await this.#mfaDeps.factors.preferred(id, methods),
+      preferredMethod: preferred,
       recoveryCodesRemaining: methods.length > 0 ? await this.#mfaDeps.mfa.recoveryCodesRemaining(id) : 0,
       trustedDevicesCount: methods.length > 0 ? await this.#mfaDeps.mfa.trustedCount(id, viewer.tokenVersion, this.now()) : 0,
     };
