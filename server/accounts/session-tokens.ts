@@ -18,6 +18,15 @@ export interface SessionClaims {
 
 const AUDIENCE = 'session';
 
+/**
+ * The issuer of session tokens. The platform's web client decodes the access token (without
+ * checking its signature) and treats a person as signed out unless `iss` starts with `openreview`
+ * (`app/auth.js` `getTokenPayload`, used by its server-rendered pages and by `middleware.js` after
+ * a refresh; older releases ask for exactly `openreview`), so the token names the issuer as the
+ * platform's own API does. The signature under the install's secret is what makes a token ours.
+ */
+export const SESSION_TOKEN_ISSUER = 'openreview';
+
 /** The longest a session token may live (`MAX_SESSION_SECONDS`, one week): a longer one was not issued here. */
 const MAX_TOKEN_SECONDS = 7 * 24 * 60 * 60;
 /** How far ahead of this clock another process's clock may be. */
@@ -38,12 +47,13 @@ export interface VerifiedClaims extends SessionClaims {
 }
 
 /**
- * Signs and checks access tokens: JWTs, HS256, with the issuer set to the service's address.
- * A valid signature is not enough to be let in: the session row and the profile's
- * `tokenVersion` are checked by the accounts service.
+ * Signs and checks access tokens: JWTs, HS256, issued by `SESSION_TOKEN_ISSUER`. A valid
+ * signature is not enough to be let in: the session row and the profile's `tokenVersion` are
+ * checked by the accounts service.
  */
 export class SessionTokens {
-  readonly #issuer: string;
+  /** Issuers a token may name: ours, and the service's address, which tokens issued before named. */
+  readonly #issuers: string[];
   readonly #now: () => number;
 
   /** The key imported once: given the raw bytes, jose imports them again for every token. */
@@ -52,8 +62,9 @@ export class SessionTokens {
   /** Tokens this process verified, by hash, with their claims; the oldest goes first past `VERIFIED_KEPT`. */
   readonly #verified = new Map<string, VerifiedClaims>();
 
-  constructor(secret: string, issuer: string, now: () => number = Date.now) {
-    this.#issuer = issuer;
+  /** `formerIssuer`: the service's address, which tokens signed before `SESSION_TOKEN_ISSUER` name (a session's access token lives a week at most). */
+  constructor(secret: string, formerIssuer: string, now: () => number = Date.now) {
+    this.#issuers = [SESSION_TOKEN_ISSUER, formerIssuer];
     this.#now = now;
     this.#cryptoKey = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
@@ -69,7 +80,7 @@ export class SessionTokens {
     return new SignJWT({ sid: claims.sid, ver: claims.ver, user: { id: claims.loginEmail, profile: { id: claims.sub } } })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
-      .setIssuer(this.#issuer)
+      .setIssuer(SESSION_TOKEN_ISSUER)
       .setAudience(AUDIENCE)
       .setIssuedAt(now)
       // Two tokens issued in the same second still differ.
@@ -102,7 +113,7 @@ export class SessionTokens {
     try {
       const { payload } = await jwtVerify(token, await this.#cryptoKey, {
         algorithms: ['HS256'],
-        issuer: this.#issuer,
+        issuer: this.#issuers,
         audience: AUDIENCE,
         requiredClaims: ['exp', 'iat', 'sub'],
         currentDate: new Date(this.#now()),

@@ -2,8 +2,9 @@
  * `SessionTokens.verify` remembers the tokens it verified: the same token presented again is not
  * checked by WebCrypto again, while its expiry and issue time are, and any other text is.
  */
+import { decodeJwt, SignJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SessionTokens } from '../../server/accounts/session-tokens.ts';
+import { SESSION_TOKEN_ISSUER, SessionTokens } from '../../server/accounts/session-tokens.ts';
 
 const SECRET = 'a-session-secret-of-at-least-thirty-two-characters';
 const ISSUER = 'https://accounts.example.org';
@@ -70,5 +71,24 @@ describe('verified session tokens', () => {
     const token = await theirs.sign(claims, 600);
     await theirs.verify(token);
     await expect(ours.verify(token)).rejects.toMatchObject({ name: 'UnauthorizedError' });
+  });
+
+  it('issues tokens as the platform names its own, and still takes those issued under the service\'s address, but no other issuer', async () => {
+    const now = Date.UTC(2026, 10, 28, 12);
+    const tokens = new SessionTokens(SECRET, ISSUER, () => now);
+    expect(decodeJwt(await tokens.sign(claims, 600)).iss).toBe(SESSION_TOKEN_ISSUER);
+    const key = new TextEncoder().encode(SECRET);
+    const issuedBy = (issuer: string) =>
+      new SignJWT({ sid: claims.sid, ver: 0 })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(claims.sub)
+        .setIssuer(issuer)
+        .setAudience('session')
+        .setIssuedAt(Math.floor(now / 1000))
+        .setExpirationTime(Math.floor(now / 1000) + 600)
+        .sign(key);
+    expect(await tokens.verify(await issuedBy(ISSUER))).toMatchObject({ sub: claims.sub, sid: claims.sid });
+    await expect(tokens.verify(await issuedBy('https://elsewhere.example.org'))).rejects.toMatchObject({ name: 'UnauthorizedError' });
+    await expect(tokens.verify(await issuedBy('openreview-elsewhere'))).rejects.toMatchObject({ name: 'UnauthorizedError' });
   });
 });
