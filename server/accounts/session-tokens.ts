@@ -3,6 +3,7 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
 import { AppError } from '../../shared/errors.ts';
+import type { Impersonator, SimplifiedProfile } from '../../shared/index.ts';
 import type { Db } from '../../db/knex.ts';
 import { hashSecret } from '../secrets.ts';
 
@@ -71,13 +72,25 @@ export class SessionTokens {
 
   /**
    * A token for `seconds`, or until `notAfter` (seconds since the epoch) when that comes first.
-   * `loginEmail` goes into it as `user: {id, profile: {id}}` (the answer's `user`, without
-   * anything secret): the real platform's clients, given only a token, read the profile id there.
+   * It carries the answer's `user` (nothing secret): `{id: loginEmail, profile}`, the profile as
+   * `SimplifiedProfile` when given (else its id alone), and the `impersonator` of an impersonation.
+   * The platform's clients, given only a token, read it there: openreview-py the profile id, the
+   * web client's pages the name, the emails and whether someone impersonates
+   * (`app/(Home)/NavLg.js`, `NavNotificationCount.js`: `user.profile.emails[0]`).
    */
-  async sign(claims: SessionClaims & { loginEmail: string }, seconds: number, notAfter?: number): Promise<string> {
+  async sign(
+    claims: SessionClaims & { loginEmail: string; profile?: SimplifiedProfile; impersonator?: Impersonator | null },
+    seconds: number,
+    notAfter?: number,
+  ): Promise<string> {
     const now = Math.floor(this.#now() / 1000);
     const exp = Math.min(now + seconds, notAfter ?? Number.POSITIVE_INFINITY);
-    return new SignJWT({ sid: claims.sid, ver: claims.ver, user: { id: claims.loginEmail, profile: { id: claims.sub } } })
+    const user = {
+      id: claims.loginEmail,
+      profile: claims.profile ? { ...claims.profile, id: claims.sub } : { id: claims.sub },
+      ...(claims.impersonator ? { impersonator: claims.impersonator } : {}),
+    };
+    return new SignJWT({ sid: claims.sid, ver: claims.ver, user })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
       .setIssuer(SESSION_TOKEN_ISSUER)

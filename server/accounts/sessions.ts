@@ -124,21 +124,23 @@ export class SessionService extends AccountsBase {
       ...(opts.readOnly ? { readOnly: opts.readOnly } : {}),
       ...(opts.origin ? { device: opts.origin } : {}),
     });
-    return this.#issue(profile, session, refreshToken, refreshSeconds, { repo, accessNotAfter: opts.accessNotAfter });
+    return this.#issue(profile, { ...session, impersonator: opts.impersonator ?? null }, refreshToken, refreshSeconds, { repo, accessNotAfter: opts.accessNotAfter });
   }
 
   async #issue(
     profile: ProfileRecord,
-    session: Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'>,
+    session: Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'> & { impersonator?: Impersonator | null },
     refreshToken: string,
     refreshSeconds: number,
     opts: { repo?: AccountsRepository; accessNotAfter?: number | undefined; knownEmails?: EmailsAndUsernames | undefined } = {},
   ): Promise<IssuedSession> {
-    // The signature (on the thread pool) and the profile's view (a read, unless its emails are known) go side by side.
-    const [accessToken, simplified] = await Promise.all([
-      this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, opts.accessNotAfter),
-      this.#profiles.simplify(profile, opts.repo, opts.knownEmails),
-    ]);
+    // The token carries the profile's view (a read, unless its emails are known).
+    const simplified = await this.#profiles.simplify(profile, opts.repo, opts.knownEmails);
+    const accessToken = await this.deps.tokens.sign(
+      { sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail, profile: simplified, impersonator: session.impersonator ?? null },
+      session.accessSeconds,
+      opts.accessNotAfter,
+    );
     return {
       result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } },
       accessToken,
@@ -254,8 +256,13 @@ export class SessionService extends AccountsBase {
 
   /** A new access token for a session, no new refresh token; never past `notAfter` (seconds since the epoch). */
   async #issueAccess(profile: ProfileRecord, session: SessionRecord, notAfter?: number): Promise<{ result: SessionResult }> {
-    const accessToken = await this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail }, session.accessSeconds, notAfter);
-    return { result: { token: accessToken, user: { id: session.loginEmail, profile: await this.#profiles.simplify(profile) } } };
+    const simplified = await this.#profiles.simplify(profile);
+    const accessToken = await this.deps.tokens.sign(
+      { sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail, profile: simplified, impersonator: session.impersonator },
+      session.accessSeconds,
+      notAfter,
+    );
+    return { result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } } };
   }
 
   /**
