@@ -139,6 +139,12 @@ export interface Config {
    */
   webUrl: string;
   /**
+   * This service's own pages (`${BASE_URL}/account`, `server/web/`), whatever `WEB_URL` says: the
+   * mailed links to pages the platform's web client does not have (an added address's
+   * confirmation, the undo of an email change) lead here.
+   */
+  pagesUrl: string;
+  /**
    * Where the sign-in provider sends a browser to sign in and consent (`/oidc/login`,
    * `/oidc/consent` under it): a frontend set as `WEB_URL` serves them itself (the real
    * platform's web client does); otherwise this service's own provider pages under `BASE_URL`.
@@ -272,6 +278,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     baseUrl,
     devBaseUrl: e.DEV_BASE_URL ?? baseUrl,
     webUrl: e.WEB_URL ?? `${baseUrl}${PAGES_PREFIX}`,
+    pagesUrl: `${baseUrl}${PAGES_PREFIX}`,
     signInPagesUrl: e.WEB_URL ?? baseUrl,
     sessionSecret: e.SESSION_SECRET,
     mfaEncryptionKey: e.MFA_ENCRYPTION_KEY,

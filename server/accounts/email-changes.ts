@@ -120,7 +120,7 @@ export class EmailChangeService extends AccountsPart {
     // The token names the address it gives back (removed, preferred) or takes away (added).
     const restores = change === 'added' ? email : to;
     const { token } = await this.deps.oneTime.issueLink(repo, { kind: KIND_OF[change], profileId, email: restores, seconds: EMAIL_UNDO_SECONDS, now });
-    await this.deps.mailer.queue(repo, { to, ...emailChangedMail({ webUrl: this.deps.config.webUrl, profileId, change, email, token, validForSeconds: EMAIL_UNDO_SECONDS }) });
+    await this.deps.mailer.queue(repo, { to, ...emailChangedMail({ pagesUrl: this.deps.config.pagesUrl, profileId, change, email, token, validForSeconds: EMAIL_UNDO_SECONDS }) });
   }
 
   /** The live undo token a secret is, of whichever change. */

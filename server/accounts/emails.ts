@@ -107,7 +107,7 @@ export class EmailService extends AccountsPart {
         to: alternate,
         ...(duplicate
           ? duplicateProfileMail({ profileId, email: alternate, duplicateId: duplicate, code, validForSeconds })
-          : emailConfirmationMail({ webUrl: this.deps.config.webUrl, profileId, token, code, validForSeconds })),
+          : emailConfirmationMail({ pagesUrl: this.deps.config.pagesUrl, profileId, token, code, validForSeconds })),
       });
     });
     return { alternate };

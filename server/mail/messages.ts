@@ -46,9 +46,9 @@ export function resetLink(webUrl: string, token: string): string {
   return `${webUrl}/user/password?token=${encodeURIComponent(token)}`;
 }
 
-/** The page that confirms an added address, where the mailed code is typed. */
-export function emailConfirmationLink(webUrl: string, token: string): string {
-  return `${webUrl}/confirm?token=${encodeURIComponent(token)}`;
+/** The page that confirms an added address, where the mailed code is typed: one of this service's own pages (`Config.pagesUrl`). */
+export function emailConfirmationLink(pagesUrl: string, token: string): string {
+  return `${pagesUrl}/confirm?token=${encodeURIComponent(token)}`;
 }
 
 /** The page that asks for a reset mail, for someone who did not expect the mail. */
@@ -143,14 +143,14 @@ export function passwordChangedMail(m: { webUrl: string; profileId: string; othe
 // ---- added addresses ----------------------------------------------------------------------------
 
 /** The code (and its page) that confirms an address a profile asked to add. */
-export function emailConfirmationMail(m: { webUrl: string; profileId: string; token: string; code: string; validForSeconds: number }): MailContent {
+export function emailConfirmationMail(m: { pagesUrl: string; profileId: string; token: string; code: string; validForSeconds: number }): MailContent {
   return {
     kind: 'email-confirmation',
     subject: 'Email confirmation',
     text:
       `The profile ${m.profileId} asked to add this address.\n\n` +
       `To confirm it, enter this code: ${m.code}\n` +
-      `or open ${emailConfirmationLink(m.webUrl, m.token)} and enter it there.\n\n` +
+      `or open ${emailConfirmationLink(m.pagesUrl, m.token)} and enter it there.\n\n` +
       `The code expires in ${Math.round(m.validForSeconds / 3600)} hours. If this was not you, ignore this message.\n`,
   };
 }
@@ -194,9 +194,9 @@ export function signInSettingsChangedMail(m: { what: string; profileId: string; 
 
 // ---- a person's emails and data (issue 27) -------------------------------------------------------
 
-/** The page that undoes a change to a person's emails (the old address's mail). */
-export function emailUndoLink(webUrl: string, token: string): string {
-  return `${webUrl}/emails/undo?token=${encodeURIComponent(token)}`;
+/** The page that undoes a change to a person's emails (the old address's mail): one of this service's own pages (`Config.pagesUrl`). */
+export function emailUndoLink(pagesUrl: string, token: string): string {
+  return `${pagesUrl}/emails/undo?token=${encodeURIComponent(token)}`;
 }
 
 /**
@@ -204,7 +204,7 @@ export function emailUndoLink(webUrl: string, token: string): string {
  * removed address; the preferred one before the change; the preferred one, of an added address),
  * with a link that undoes it for `validForSeconds`.
  */
-export function emailChangedMail(m: { webUrl: string; profileId: string; change: 'added' | 'removed' | 'preferred'; email: string; token: string; validForSeconds: number }): MailContent {
+export function emailChangedMail(m: { pagesUrl: string; profileId: string; change: 'added' | 'removed' | 'preferred'; email: string; token: string; validForSeconds: number }): MailContent {
   const what = {
     added: { subject: 'An email address was added to your account', line: `The address ${m.email} was added to your account ${m.profileId}.` },
     removed: { subject: 'This email address was removed from your account', line: `The address ${m.email} was removed from your account ${m.profileId}. Mail for the account no longer comes here, and it cannot be used to sign in or reset the password.` },
@@ -216,7 +216,7 @@ export function emailChangedMail(m: { webUrl: string; profileId: string; change:
     text:
       `${what.line}\n\n` +
       `If this was you, there is nothing to do.\n` +
-      `If it was not you, undo it within ${Math.round(m.validForSeconds / 86400)} days: ${emailUndoLink(m.webUrl, m.token)}\n` +
+      `If it was not you, undo it within ${Math.round(m.validForSeconds / 86400)} days: ${emailUndoLink(m.pagesUrl, m.token)}\n` +
       'Undoing it signs the account out everywhere; then reset your password.\n',
   };
 }

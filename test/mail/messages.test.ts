@@ -87,7 +87,7 @@ describe('the accounts mails say', () => {
   });
 
   it('the code that confirms an added address, and its page', () => {
-    expect(emailConfirmationMail({ webUrl: WEB, profileId: '~Grace_Hopper1', token: 'tok_EN-3', code: '654321', validForSeconds: 48 * 3600 })).toEqual({
+    expect(emailConfirmationMail({ pagesUrl: WEB, profileId: '~Grace_Hopper1', token: 'tok_EN-3', code: '654321', validForSeconds: 48 * 3600 })).toEqual({
       kind: 'email-confirmation',
       subject: 'Email confirmation',
       text:
@@ -141,7 +141,7 @@ describe('the multi-factor mails say', () => {
       `${line}\n\nIf this was you, there is nothing to do.\n` +
       'If it was not you, undo it within 7 days: https://web.example.org/account/emails/undo?token=tok_EN-9\n' +
       'Undoing it signs the account out everywhere; then reset your password.\n';
-    const m = { webUrl: WEB, profileId: '~Ada_Lovelace1', email: 'ada@example.org', token: 'tok_EN-9', validForSeconds: 7 * 86400 };
+    const m = { pagesUrl: WEB, profileId: '~Ada_Lovelace1', email: 'ada@example.org', token: 'tok_EN-9', validForSeconds: 7 * 86400 };
     expect(emailChangedMail({ ...m, change: 'added' })).toEqual({
       kind: 'email-changed', subject: 'An email address was added to your account', text: undo('The address ada@example.org was added to your account ~Ada_Lovelace1.') });
     expect(emailChangedMail({ ...m, change: 'removed' })).toEqual({

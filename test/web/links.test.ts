@@ -8,7 +8,7 @@ import { loadConfig } from '../../server/config.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { createActiveUser } from '../helpers/users.ts';
+import { createActiveUser, loggedIn } from '../helpers/users.ts';
 import { authorizationRequest, registerClient, relyingParty } from '../oidc/helpers.ts';
 
 /** Follows every mailed link in Chromium. */
@@ -65,6 +65,13 @@ describe('WEB_URL', () => {
       const { url } = await authorizationRequest(await relyingParty(server, 'links-app'));
       const res = await fetch(url, { redirect: 'manual' });
       expect(res.headers.get('location')).toMatch(/^https:\/\/web\.example\.org\/oidc\/login\?interaction=/);
+    });
+
+    it('links to this service\'s own pages what the web client has no page for: an added address\'s confirmation, an email change\'s undo', async () => {
+      const person = await createActiveUser(server);
+      const { client } = await loggedIn(server, person.email);
+      expect((await client.post('/user/confirm', { alternate: 'added-elsewhere@example.org' })).status).toBe(200);
+      expect((await lastMailTo(server.dataDir, 'added-elsewhere@example.org')).text).toContain(`${server.url}/account/confirm?token=`);
     });
   });
 });
