@@ -72,11 +72,7 @@ export class SessionTokens {
 
   /**
    * A token for `seconds`, or until `notAfter` (seconds since the epoch) when that comes first.
-   * It carries the answer's `user` (nothing secret): `{id: loginEmail, profile}`, the profile as
-   * `SimplifiedProfile` when given (else its id alone), and the `impersonator` of an impersonation.
-   * The platform's clients, given only a token, read it there: openreview-py the profile id, the
-   * web client's pages the name, the emails and whether someone impersonates
-   * (`app/(Home)/NavLg.js`, `NavNotificationCount.js`: `user.profile.emails[0]`).
+   * It carries the answer's `user` as far as clients read it from the token alone (`tokenUser`).
    */
   async sign(
     claims: SessionClaims & { loginEmail: string; profile?: SimplifiedProfile; impersonator?: Impersonator | null },
@@ -85,11 +81,7 @@ export class SessionTokens {
   ): Promise<string> {
     const now = Math.floor(this.#now() / 1000);
     const exp = Math.min(now + seconds, notAfter ?? Number.POSITIVE_INFINITY);
-    const user = {
-      id: claims.loginEmail,
-      profile: claims.profile ? { ...claims.profile, id: claims.sub } : { id: claims.sub },
-      ...(claims.impersonator ? { impersonator: claims.impersonator } : {}),
-    };
+    const user = tokenUser(claims.loginEmail, claims.sub, claims.profile, claims.impersonator ?? null);
     return new SignJWT({ sid: claims.sid, ver: claims.ver, user })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
@@ -144,6 +136,33 @@ export class SessionTokens {
       throw new AppError('UnauthorizedError', 'Invalid session token. Please log in again.');
     }
   }
+}
+
+/**
+ * The `user` a session token carries: the login email, and of the profile what the platform's
+ * clients read from a token alone (openreview-py the id; the web client's menu the name and
+ * `emails[0]`, the address its message count asks about, and whether someone impersonates:
+ * `app/(Home)/NavLg.js`, `NavNotificationCount.js`). One name and the preferred address only,
+ * not every email and username, so that the token stays well under the 4 kB a browser keeps of a
+ * cookie however many a profile holds, an impersonation's too. Nothing secret.
+ */
+function tokenUser(loginEmail: string, profileId: string, profile: SimplifiedProfile | undefined, impersonator: Impersonator | null) {
+  const preferred = profile?.preferredEmail ?? profile?.emails[0];
+  const named = profile
+    ? {
+        fullname: profile.fullname,
+        ...(profile.first ? { first: profile.first } : {}),
+        ...(profile.middle ? { middle: profile.middle } : {}),
+        ...(profile.last ? { last: profile.last } : {}),
+        preferredId: profile.preferredId,
+        ...(preferred ? { preferredEmail: preferred, emails: [preferred] } : { emails: [] }),
+      }
+    : {};
+  return {
+    id: loginEmail,
+    profile: { id: profileId, ...named },
+    ...(impersonator ? { impersonator: { id: impersonator.id, ...(impersonator.profile ? { profile: { id: impersonator.profile.id, fullname: impersonator.profile.fullname } } : {}) } } : {}),
+  };
 }
 
 /** The row of `install_secrets` that holds the generated session secret. */

@@ -91,4 +91,30 @@ describe('verified session tokens', () => {
     await expect(tokens.verify(await issuedBy('https://elsewhere.example.org'))).rejects.toMatchObject({ name: 'UnauthorizedError' });
     await expect(tokens.verify(await issuedBy('openreview-elsewhere'))).rejects.toMatchObject({ name: 'UnauthorizedError' });
   });
+
+  it('carries of the profile what clients read, the preferred address first, and stays small however many addresses and names a profile has', async () => {
+    const now = Date.UTC(2026, 10, 28, 12);
+    const tokens = new SessionTokens(SECRET, ISSUER, () => now);
+    const many = (n: number, at: string) => Array.from({ length: n }, (_, i) => `someone.with.a.long.address.${i}@${at}.example.org`);
+    const profile = (id: string, preferredEmail: string) => ({
+      id,
+      first: 'Ada',
+      last: 'Lovelace',
+      fullname: 'Ada Lovelace',
+      emails: [...many(200, id.slice(1)), preferredEmail],
+      preferredEmail,
+      usernames: Array.from({ length: 50 }, (_, i) => `~Ada_Lovelace${i + 1}`),
+      preferredId: id,
+      state: 'Active' as const,
+      tokenVersion: 3,
+    });
+    const impersonator = { id: 'admin@example.org', isSuperUser: true, profile: profile('~Admin_One1', 'admin@example.org'), impersonator: { id: 'root@example.org', profile: profile('~Root_One1', 'root@example.org') } };
+    const token = await tokens.sign({ ...claims, profile: profile(claims.sub, 'ada@example.org'), impersonator }, 600);
+    expect(token.length).toBeLessThan(1500);
+    expect(decodeJwt(token).user).toEqual({
+      id: claims.loginEmail,
+      profile: { id: claims.sub, fullname: 'Ada Lovelace', first: 'Ada', last: 'Lovelace', preferredId: claims.sub, preferredEmail: 'ada@example.org', emails: ['ada@example.org'] },
+      impersonator: { id: 'admin@example.org', profile: { id: '~Admin_One1', fullname: 'Ada Lovelace' } },
+    });
+  });
 });

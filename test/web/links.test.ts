@@ -67,7 +67,7 @@ describe('WEB_URL', () => {
       expect(res.headers.get('location')).toMatch(/^https:\/\/web\.example\.org\/oidc\/login\?interaction=/);
     });
 
-    it('links to this service\'s own pages what the web client has no page for: an added address\'s confirmation, an email change\'s undo', async () => {
+    it('links an added address\'s confirmation, which the web client has no page for, to this service\'s own page', async () => {
       const person = await createActiveUser(server);
       const { client } = await loggedIn(server, person.email);
       expect((await client.post('/user/confirm', { alternate: 'added-elsewhere@example.org' })).status).toBe(200);
