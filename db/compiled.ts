@@ -16,9 +16,9 @@ interface Compiled {
  * A builder query compiled once per database dialect, for the statements the service sends on
  * every request. Knex compiles a builder query anew on every call, walking its clauses and
  * quoting its identifiers: 11–18 µs in a loop, against 2–4 µs for the same SQL given as text
- * (docs/performance.md, row 3a). Here the query is built once, with a mark standing for each parameter,
- * and every call sends that SQL through `knex.raw` with its own values in the marks' places: the
- * same text, so the driver's cache of prepared statements (`db/sqlite.ts`) finds it too.
+ * (docs/performance.md, row 3a). Here the query is built once, with a mark standing for each
+ * parameter, and every call sends that SQL through `knex.raw` with its own values in the marks'
+ * places: the same text, so the driver's cache of prepared statements (`db/sqlite.ts`) finds it too.
  *
  * `build` must put each parameter where Knex binds a value (a `where`, an `update`'s value), as
  * it is: a parameter folded into other text (a `like` pattern, a concatenation) is refused when

@@ -270,6 +270,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = parsed.data;
   const baseUrl = e.BASE_URL ?? defaultBaseUrl(e.HOST, e.PORT);
+  const pagesUrl = `${baseUrl}${PAGES_PREFIX}`;
   return {
     port: e.PORT,
     host: e.HOST,
@@ -277,8 +278,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: e.DATABASE_URL,
     baseUrl,
     devBaseUrl: e.DEV_BASE_URL ?? baseUrl,
-    webUrl: e.WEB_URL ?? `${baseUrl}${PAGES_PREFIX}`,
-    pagesUrl: `${baseUrl}${PAGES_PREFIX}`,
+    webUrl: e.WEB_URL ?? pagesUrl,
+    pagesUrl,
     signInPagesUrl: e.WEB_URL ?? baseUrl,
     sessionSecret: e.SESSION_SECRET,
     mfaEncryptionKey: e.MFA_ENCRYPTION_KEY,

@@ -63,7 +63,10 @@ export class SessionTokens {
   /** Tokens this process verified, by hash, with their claims; the oldest goes first past `VERIFIED_KEPT`. */
   readonly #verified = new Map<string, VerifiedClaims>();
 
-  /** `formerIssuer`: the service's address, which tokens signed before `SESSION_TOKEN_ISSUER` name (a session's access token lives a week at most). */
+  /**
+   * `formerIssuer`: the service's address, which tokens signed before `SESSION_TOKEN_ISSUER` name
+   * (a session's access token lives a week at most).
+   */
   constructor(secret: string, formerIssuer: string, now: () => number = Date.now) {
     this.#issuers = [SESSION_TOKEN_ISSUER, formerIssuer];
     this.#now = now;
@@ -158,11 +161,8 @@ function tokenUser(loginEmail: string, profileId: string, profile: SimplifiedPro
         ...(preferred ? { preferredEmail: preferred, emails: [preferred] } : { emails: [] }),
       }
     : {};
-  return {
-    id: loginEmail,
-    profile: { id: profileId, ...named },
-    ...(impersonator ? { impersonator: { id: impersonator.id, ...(impersonator.profile ? { profile: { id: impersonator.profile.id, fullname: impersonator.profile.fullname } } : {}) } } : {}),
-  };
+  const by = impersonator?.profile ? { profile: { id: impersonator.profile.id, fullname: impersonator.profile.fullname } } : {};
+  return { id: loginEmail, profile: { id: profileId, ...named }, ...(impersonator ? { impersonator: { id: impersonator.id, ...by } } : {}) };
 }
 
 /** The row of `install_secrets` that holds the generated session secret. */

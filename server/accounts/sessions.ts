@@ -137,7 +137,7 @@ export class SessionService extends AccountsBase {
     // The token carries the profile's view (a read, unless its emails are known).
     const simplified = await this.#profiles.simplify(profile, opts.repo, opts.knownEmails);
     const accessToken = await this.deps.tokens.sign(
-      { sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail, profile: simplified, impersonator: session.impersonator ?? null },
+      { sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail, profile: simplified, impersonator: session.impersonator },
       session.accessSeconds,
       opts.accessNotAfter,
     );

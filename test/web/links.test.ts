@@ -20,6 +20,7 @@ describe('WEB_URL', () => {
     expect(loadConfig({ BASE_URL: 'https://review.example.org', WEB_URL: 'https://web.example.org/' })).toMatchObject({
       webUrl: 'https://web.example.org',
       signInPagesUrl: 'https://web.example.org',
+      pagesUrl: 'https://review.example.org/account',
     });
   });
 
