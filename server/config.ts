@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -48,6 +49,9 @@ const StorageUrl = z.string().transform((text, ctx): StorageTarget => {
   return { kind: 's3', bucket: url.hostname, prefix: prefix && `${prefix}/`, endpoint, region, forcePathStyle: forcePathStyle === 'true' };
 });
 
+/** A domain name in lower case, such as `example.org`. */
+const DOMAIN_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
 /** The environment variables the service reads, validated once at start-up. */
 const Env = z.object({
   PORT: Port.default(3000),
@@ -59,6 +63,7 @@ const Env = z.object({
   BASE_URL: Url.optional(),
   DEV_BASE_URL: Url.optional(),
   WEB_URL: Url.optional(),
+  COOKIE_DOMAIN: z.string().regex(DOMAIN_NAME, 'COOKIE_DOMAIN is a domain name such as example.org').optional(),
   SESSION_SECRET: z.string().min(32, 'SESSION_SECRET must be at least 32 characters').optional(),
   MFA_ENCRYPTION_KEY: z.string().min(32, 'MFA_ENCRYPTION_KEY must be at least 32 characters').optional(),
   SMTP_URL: z.string().min(1).optional(),
@@ -95,10 +100,7 @@ const Env = z.object({
    */
   PASSWORD_HASH_COST: z.enum(['owasp', 'test']).default('owasp'),
   NODE_ENV: z.string().optional(),
-  WEBAUTHN_RP_ID: z
-    .string()
-    .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'WEBAUTHN_RP_ID is a domain name such as example.org')
-    .optional(),
+  WEBAUTHN_RP_ID: z.string().regex(DOMAIN_NAME, 'WEBAUTHN_RP_ID is a domain name such as example.org').optional(),
 })
   // The outbox is a folder of one machine: with several processes (PostgreSQL), mail written by
   // one is not seen on another machine. Not refused outright: one machine with a few processes on
@@ -150,6 +152,19 @@ export interface Config {
    * platform's web client does); otherwise this service's own provider pages under `BASE_URL`.
    */
   signInPagesUrl: string;
+  /**
+   * The origin of a web application on another origin than this service (`WEB_URL`'s, when it
+   * differs from `BASE_URL`'s): its pages call the API from the browser with the person's
+   * cookies, so its requests (and only its) are answered with credentialed CORS (`http/cors.ts`).
+   * Undefined when `WEB_URL` is unset or on this service's origin.
+   */
+  frontendOrigin: string | undefined;
+  /**
+   * The `Domain` of the session cookies (`COOKIE_DOMAIN`): unset, they are this host's alone. Set
+   * to a domain that both `BASE_URL` and `WEB_URL` are under, so that a web application's own
+   * server reads the session it renders pages for, as the platform's web client does.
+   */
+  cookieDomain: string | undefined;
   sessionSecret: string | undefined;
   /**
    * The key (32+ characters, hashed to 256 bits) that encrypts TOTP secrets at rest; unset, one
@@ -251,6 +266,24 @@ export function webAuthnSettings(baseUrl: string, webUrl: string, rpIdSetting: s
 }
 
 /**
+ * `COOKIE_DOMAIN`, checked: a cookie for a domain that `BASE_URL`'s host is not under would be
+ * refused by every browser, and one that `WEB_URL`'s is not under would never reach the web
+ * application it is set for.
+ */
+export function cookieDomain(baseUrl: string, webUrl: string | undefined, setting: string | undefined): string | undefined {
+  if (setting === undefined) return undefined;
+  // A top-level domain (or `localhost`) is no cookie domain a browser accepts, nor is an address.
+  if (!setting.includes('.') || isIP(setting) !== 0) throw new Error(`Invalid configuration:\n  COOKIE_DOMAIN: ${setting} must be a domain name under a top-level domain, such as example.org`);
+  for (const [name, url] of [['BASE_URL', baseUrl], ['WEB_URL', webUrl]] as const) {
+    if (url === undefined) continue;
+    const host = new URL(url).hostname;
+    if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) throw new Error(`Invalid configuration:\n  COOKIE_DOMAIN: ${name} is an address (${host}), which no cookie domain covers`);
+    if (!isUnder(host, setting)) throw new Error(`Invalid configuration:\n  COOKIE_DOMAIN: ${setting} must be the host of ${name} (${host}) or a domain it is under`);
+  }
+  return setting;
+}
+
+/**
  * The service's address when `BASE_URL` is unset. A loopback install (the default `HOST`) is
  * `http://localhost:PORT`, not its IP: browsers refuse passkeys on an IP address, and every
  * mailed link and redirect follows this address, so a person who opened `127.0.0.1` would be
@@ -281,6 +314,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webUrl: e.WEB_URL ?? pagesUrl,
     pagesUrl,
     signInPagesUrl: e.WEB_URL ?? baseUrl,
+    frontendOrigin: e.WEB_URL !== undefined && new URL(e.WEB_URL).origin !== new URL(baseUrl).origin ? new URL(e.WEB_URL).origin : undefined,
+    cookieDomain: cookieDomain(baseUrl, e.WEB_URL, e.COOKIE_DOMAIN),
     sessionSecret: e.SESSION_SECRET,
     mfaEncryptionKey: e.MFA_ENCRYPTION_KEY,
     smtpUrl: e.SMTP_URL,

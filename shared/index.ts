@@ -18,6 +18,11 @@ export const OIDC_CODE_SECONDS = 10 * 60;
 /** The session cookies (the spec names the first). */
 export const ACCESS_TOKEN_COOKIE = 'service.accessToken';
 export const REFRESH_TOKEN_COOKIE = 'service.refreshToken';
+/**
+ * Who is signed in, readable by the pages' scripts (the platform's web client reads it as its
+ * `USER_TOKEN_NAME`, `openreview.user` there): the access token's `user`, as JSON. No credential.
+ */
+export const USER_COOKIE = 'service.user';
 /** A browser that signed in to an account keeps its own sign-in allowance for it (server/accounts/device-cookies.ts). */
 export const DEVICE_COOKIE = 'service.device';
 export * from './schemas/oidc.ts';

@@ -10,7 +10,7 @@ import type { AccountsRepository } from './repository.ts';
 import type { Mail } from '../mail/mailer.ts';
 import { checkNewPassword, personalContext } from './password-policy.ts';
 import { preferredEmail } from './profiles.ts';
-import { accountLimitKey, deviceDetails } from './sessions.ts';
+import { accountLimitKey, deviceDetails, type KeptSession } from './sessions.ts';
 import { hashSecret } from '../secrets.ts';
 
 const INVALID_RESET = 'Reset token is not valid';
@@ -101,12 +101,33 @@ export class PasswordResetService extends AccountsPart {
 
   /**
    * `PUT /reset/{token}`: sets the new password, ends every session (the `tokenVersion` moves
-   * on) and voids every outstanding reset token. One transaction, which checks the token again
-   * (it may have been used while the password was hashed). `endSessions: false` is the reset
-   * page's "Log me out of all other sessions" left unticked (the API always ends them): the
-   * sessions stay, the reset is still audited and every reset token still voided.
+   * on) and voids every outstanding reset token, in one transaction, which checks the token
+   * again (it may have been used while the password was hashed). A caller signed in to the same
+   * account (`browser.viewer`) keeps that session, with fresh tokens (`rotated`, for the holder of
+   * its refresh cookie): the platform's web client resets from a signed-in browser and then asks
+   * `POST /logout-all-devices` with its session, which finds the others already ended. Refused in
+   * an impersonation: only the person may reset their password.
    */
-  async reset(request: ResetPasswordRequest, origin: RequestOrigin, opts: { endSessions?: boolean } = {}): Promise<{ status: string }> {
+  async reset(request: ResetPasswordRequest, origin: RequestOrigin, browser: SignedInBrowser = { viewer: null }): Promise<{ rotated?: IssuedSession }> {
+    return this.#reset(request, origin, browser, true);
+  }
+
+  /**
+   * The reset page's form, as the platform's web client behaves: "Log me out of all other
+   * sessions" (`logoutOtherSessions`) is `reset`; left unticked, every session stays.
+   */
+  async resetInBrowser(
+    request: ResetPasswordRequest & { logoutOtherSessions: boolean },
+    origin: RequestOrigin,
+    browser: SignedInBrowser,
+  ): Promise<{ signedInHere: boolean; rotated?: IssuedSession }> {
+    const outcome = await this.#reset({ token: request.token, password: request.password }, origin, browser, request.logoutOtherSessions);
+    return { signedInHere: this.#signedInHere(browser.viewer, outcome.profileId), ...(outcome.rotated ? { rotated: outcome.rotated } : {}) };
+  }
+
+  async #reset(request: ResetPasswordRequest, origin: RequestOrigin, browser: SignedInBrowser, endSessions: boolean): Promise<{ profileId: string; rotated?: IssuedSession }> {
+    const { viewer } = browser;
+    if (viewer?.impersonator) throw new AppError('ForbiddenError', 'A password cannot be reset while impersonating');
     // Every try counts against the address, and a token that is not live is refused before
     // any hashing: made-up tokens cannot fill the hashing queue and starve sign-ins.
     await this.deps.limits.consume('setPasswordAddress', addressKey(origin.address));
@@ -114,40 +135,37 @@ export class PasswordResetService extends AccountsPart {
     checkNewPassword(request.password, await personalContext(this.deps.repo, live.profileId));
     const passwordHash = await this.deps.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
-    await this.deps.repo.transaction(async (repo) => {
+    const sessions = this.core.sessions;
+    const { profileId, kept } = await this.deps.repo.transaction(async (repo) => {
       const record = await this.deps.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
       await this.deps.oneTime.consume(repo, record, now, INVALID_RESET);
       const profile = await repo.profiles.find(record.profileId);
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
       await repo.profiles.update(profile.id, { passwordHash }, now);
       await repo.tokens.voidAll(profile.id, 'reset', now);
-      if (opts.endSessions ?? true) await this.core.sessions.endAllSessions(repo, profile.id, now);
-      await repo.settings.audit({ actor: profile.id, action: 'password:reset', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: opts.endSessions ?? true } }, now);
+      const here = this.#signedInHere(viewer, profile.id) ? viewer : null;
+      let kept: KeptSession | null = null;
+      if (endSessions && here) kept = await sessions.endOtherSessions(repo, here, browser.refreshToken, now);
+      else if (endSessions) await sessions.endAllSessions(repo, profile.id, now);
+      const ended = !endSessions ? 'none' : here ? 'others' : 'all';
+      await repo.settings.audit({ actor: profile.id, action: 'password:reset', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: ended } }, now);
+      return { profileId: profile.id, kept };
     });
-    return { status: 'ok' };
+    if (!kept || !viewer) return { profileId };
+    const outcome = await sessions.keptSessionTokens(kept, viewer);
+    return { profileId, ...('rotated' in outcome ? { rotated: outcome.rotated } : {}) };
   }
 
-  /**
-   * The reset page's form, as the real platform's web client behaves: "Log me out of all other
-   * sessions" (`logoutOtherSessions`) ends every session but this browser's when the browser is
-   * signed in to the same account (`viewer`), and every session otherwise; left unticked, the
-   * sessions stay. Refused in an impersonation: only the person may reset their password.
-   * `rotated`: this browser's session, rotated when the others were ended.
-   */
-  async resetInBrowser(
-    request: ResetPasswordRequest & { logoutOtherSessions: boolean },
-    origin: RequestOrigin,
-    browser: { viewer: Viewer | null; refreshToken?: string | undefined },
-  ): Promise<{ signedInHere: boolean; rotated?: IssuedSession }> {
-    const { viewer } = browser;
-    if (viewer?.impersonator) throw new AppError('ForbiddenError', 'A password cannot be reset while impersonating');
-    const { username } = (await this.resettable(request.token)).resettable;
-    const here = viewer !== null && viewer.profileId === username;
-    await this.reset({ token: request.token, password: request.password }, origin, { endSessions: request.logoutOtherSessions && !here });
-    if (!here || !request.logoutOtherSessions) return { signedInHere: here };
-    const outcome = await this.core.sessions.logoutOtherDevices(viewer, browser.refreshToken);
-    return { signedInHere: true, ...('rotated' in outcome ? { rotated: outcome.rotated } : {}) };
+  /** Whether the browser is signed in to the account being reset (`viewer` of that profile). */
+  #signedInHere(viewer: Viewer | null, profileId: string): viewer is Viewer {
+    return viewer !== null && viewer.profileId === profileId;
   }
+}
+
+/** The browser a reset comes from: who it is signed in as (if anyone), and its refresh cookie. */
+export interface SignedInBrowser {
+  viewer: Viewer | null;
+  refreshToken?: string | undefined;
 }
 
 const GROUP_LISTS = ['readers', 'writers', 'signatures', 'signatories', 'nonreaders', 'impersonators'] as const;

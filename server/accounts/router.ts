@@ -197,10 +197,15 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .input(ResetPasswordRequest)
     .output(StatusResult)
-    .mutation(({ ctx, input }) => ctx.services.passwordReset.reset(input, ctx.origin)),
+    .mutation(async ({ ctx, input }) => {
+      // A browser signed in to the same account keeps its session (`PasswordResetService.reset`).
+      const outcome = await ctx.services.passwordReset.reset(input, ctx.origin, { viewer: await ctx.viewerIfValid(), refreshToken: ctx.credentials.refreshToken });
+      if (outcome.rotated) ctx.cookies.set(outcome.rotated);
+      return { status: 'ok' };
+    }),
 
-  // The reset page's form (not in the spec): "Log me out of all other sessions" keeps this
-  // browser's session when it is the same account's. Its impersonation refusal is the service's.
+  // The reset page's form (not in the spec): "Log me out of all other sessions" unticked keeps
+  // every session. Its impersonation refusal is the service's.
   resetPasswordInBrowser: publicProcedure
     .meta({ whileImpersonating: 'allowed' })
     .input(ResetPasswordInBrowserInput)

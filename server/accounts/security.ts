@@ -88,17 +88,20 @@ export class SecurityService extends AccountsPart {
     const passwordHash = await this.deps.hasher.hash(input.newPassword, addressKey(origin.address));
     const endOthers = input.logoutOtherSessions ?? true;
     const now = this.now();
-    await repo.transaction(async (trx) => {
+    const sessions = this.core.sessions;
+    const kept = await repo.transaction(async (trx) => {
       await trx.profiles.update(profile.id, { passwordHash }, now);
       // A reset link asked for before the change must not undo it.
       await trx.tokens.voidAll(profile.id, 'reset', now);
       await trx.settings.audit({ actor: profile.id, action: 'password:change', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: endOthers } }, now);
       const email = preferredEmail(profile, await trx.emails.emailsOf(profile.id));
       if (email) await this.deps.mailer.queue(trx, { to: email, ...passwordChangedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, otherSessionsEnded: endOthers }) });
+      // Exactly what "log out of all other devices" does (the token version moves on, so the
+      // sign-in provider's tokens end too), with the new password or not at all.
+      return endOthers ? sessions.endOtherSessions(trx, viewer, refreshToken, now) : null;
     });
-    // Exactly what "log out of all other devices" does (the token version moves on, so the
-    // sign-in provider's tokens end too); this session gets a fresh token.
-    return endOthers ? this.core.sessions.logoutOtherDevices(viewer, refreshToken) : null;
+    // This session gets a fresh token.
+    return kept ? sessions.keptSessionTokens(kept, viewer) : null;
   }
 
   /** The person's live sessions, this one first. */

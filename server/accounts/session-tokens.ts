@@ -74,18 +74,13 @@ export class SessionTokens {
   }
 
   /**
-   * A token for `seconds`, or until `notAfter` (seconds since the epoch) when that comes first.
-   * It carries the answer's `user` as far as clients read it from the token alone (`tokenUser`).
+   * A token for `seconds`, or until `notAfter` (seconds since the epoch) when that comes first,
+   * carrying `user`: who the session is, as far as clients read it from the token alone (`tokenUser`).
    */
-  async sign(
-    claims: SessionClaims & { loginEmail: string; profile?: SimplifiedProfile; impersonator?: Impersonator | null },
-    seconds: number,
-    notAfter?: number,
-  ): Promise<string> {
+  async sign(claims: SessionClaims & { user: TokenUser }, seconds: number, notAfter?: number): Promise<string> {
     const now = Math.floor(this.#now() / 1000);
     const exp = Math.min(now + seconds, notAfter ?? Number.POSITIVE_INFINITY);
-    const user = tokenUser(claims.loginEmail, claims.sub, claims.profile, claims.impersonator ?? null);
-    return new SignJWT({ sid: claims.sid, ver: claims.ver, user })
+    return new SignJWT({ sid: claims.sid, ver: claims.ver, user: claims.user })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
       .setIssuer(SESSION_TOKEN_ISSUER)
@@ -147,9 +142,11 @@ export class SessionTokens {
  * `emails[0]`, the address its message count asks about, and whether someone impersonates:
  * `app/(Home)/NavLg.js`, `NavNotificationCount.js`). One name and the preferred address only,
  * not every email and username, so that the token stays well under the 4 kB a browser keeps of a
- * cookie however many a profile holds, an impersonation's too. Nothing secret.
+ * cookie however many a profile holds, an impersonation's too. Nothing secret. The same view is
+ * the browser's readable `service.user` cookie (`http/context.ts`). Without a profile's view
+ * (tests), the profile's id alone.
  */
-function tokenUser(loginEmail: string, profileId: string, profile: SimplifiedProfile | undefined, impersonator: Impersonator | null) {
+export function tokenUser(loginEmail: string, profileId: string, profile?: SimplifiedProfile, impersonator: Impersonator | null = null): TokenUser {
   const preferred = profile?.preferredEmail ?? profile?.emails[0];
   const named = profile
     ? {
@@ -163,6 +160,13 @@ function tokenUser(loginEmail: string, profileId: string, profile: SimplifiedPro
     : {};
   const by = impersonator?.profile ? { profile: { id: impersonator.profile.id, fullname: impersonator.profile.fullname } } : {};
   return { id: loginEmail, profile: { id: profileId, ...named }, ...(impersonator ? { impersonator: { id: impersonator.id, ...by } } : {}) };
+}
+
+export interface TokenUser {
+  /** The login email. */
+  id: string;
+  profile: Partial<Pick<SimplifiedProfile, 'fullname' | 'first' | 'middle' | 'last' | 'preferredId' | 'preferredEmail' | 'emails'>> & { id: string };
+  impersonator?: { id: string; profile?: { id: string; fullname: string } };
 }
 
 /** The row of `install_secrets` that holds the generated session secret. */

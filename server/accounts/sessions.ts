@@ -6,10 +6,21 @@ import { AccountsBase, type AccountsDeps } from './service-base.ts';
 import type { ProfileService } from './profiles.ts';
 import type { AccountsRepository, EmailsAndUsernames, ProfileRecord, SessionRecord } from './repository.ts';
 import { canHoldSession, sessionEnded } from './session-rule.ts';
+import { tokenUser } from './session-tokens.ts';
 import type { IssuedSession, RefreshOutcome, RequestOrigin, Viewer } from './viewer.ts';
 
 /** The groups whose direct members hold a role a request's caller is given (`Viewer`). */
 const ROLES = [SUPER_USERS_GROUP, MODERATORS_GROUP] as const;
+
+/** A session kept by `endOtherSessions`: its profile and row, and its new refresh token when it was rotated. */
+export interface KeptSession {
+  profile: ProfileRecord;
+  session: SessionRecord;
+  newRefresh: string | null;
+}
+
+/** What of a session its access token names. */
+type SignedSession = Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'> & { impersonator?: Impersonator | null };
 
 /**
  * How long after a rotation the refresh token just rotated out is still taken as the same
@@ -129,25 +140,28 @@ export class SessionService extends AccountsBase {
 
   async #issue(
     profile: ProfileRecord,
-    session: Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'> & { impersonator?: Impersonator | null },
+    session: SignedSession,
     refreshToken: string,
     refreshSeconds: number,
     opts: { repo?: AccountsRepository; accessNotAfter?: number | undefined; knownEmails?: EmailsAndUsernames | undefined } = {},
   ): Promise<IssuedSession> {
-    // The token carries the profile's view (a read, unless its emails are known).
+    const access = await this.#access(profile, session, { repo: opts.repo, knownEmails: opts.knownEmails, notAfter: opts.accessNotAfter });
+    return { ...access, accessSeconds: session.accessSeconds, refreshToken, refreshSeconds };
+  }
+
+  /**
+   * An access token for a session, never past `notAfter` (seconds since the epoch), and the
+   * answer's body. The token carries the profile's view (a read, unless its emails are known).
+   */
+  async #access(
+    profile: ProfileRecord,
+    session: SignedSession,
+    opts: { repo?: AccountsRepository | undefined; knownEmails?: EmailsAndUsernames | undefined; notAfter?: number | undefined } = {},
+  ): Promise<Pick<IssuedSession, 'result' | 'accessToken' | 'user'>> {
     const simplified = await this.#profiles.simplify(profile, opts.repo, opts.knownEmails);
-    const accessToken = await this.deps.tokens.sign(
-      { sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail, profile: simplified, impersonator: session.impersonator },
-      session.accessSeconds,
-      opts.accessNotAfter,
-    );
-    return {
-      result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } },
-      accessToken,
-      accessSeconds: session.accessSeconds,
-      refreshToken,
-      refreshSeconds,
-    };
+    const user = tokenUser(session.loginEmail, profile.id, simplified, session.impersonator ?? null);
+    const accessToken = await this.deps.tokens.sign({ sub: profile.id, sid: session.id, ver: profile.tokenVersion, user }, session.accessSeconds, opts.notAfter);
+    return { result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } }, accessToken, user };
   }
 
   /** Ends every session of a profile: its `tokenVersion` moves on and every session row is closed. */
@@ -256,13 +270,7 @@ export class SessionService extends AccountsBase {
 
   /** A new access token for a session, no new refresh token; never past `notAfter` (seconds since the epoch). */
   async #issueAccess(profile: ProfileRecord, session: SessionRecord, notAfter?: number): Promise<{ result: SessionResult }> {
-    const simplified = await this.#profiles.simplify(profile);
-    const accessToken = await this.deps.tokens.sign(
-      { sub: profile.id, sid: session.id, ver: profile.tokenVersion, loginEmail: session.loginEmail, profile: simplified, impersonator: session.impersonator },
-      session.accessSeconds,
-      notAfter,
-    );
-    return { result: { token: accessToken, user: { id: session.loginEmail, profile: simplified } } };
+    return { result: (await this.#access(profile, session, { notAfter })).result };
   }
 
   /**
@@ -340,27 +348,37 @@ export class SessionService extends AccountsBase {
    * for the holder of its refresh cookie, a fresh refresh cookie).
    */
   async logoutOtherDevices(viewer: Viewer, refreshToken?: string): Promise<RefreshOutcome> {
-    const now = this.now();
+    const kept = await this.deps.repo.transaction((repo) => this.endOtherSessions(repo, viewer, refreshToken, this.now()));
+    return this.keptSessionTokens(kept, viewer);
+  }
+
+  /**
+   * In the caller's transaction (`repo`): every session of the viewer's profile but the viewer's
+   * own ends, with the impersonations made from them, and the profile's `tokenVersion` moves on;
+   * the viewer's session takes the new version. Its refresh token is rotated only for the holder
+   * of its current refresh cookie: a caller with nothing but an access token (perhaps a stolen
+   * one) gets a new access token from `keptSessionTokens` and no refresh token.
+   */
+  async endOtherSessions(repo: AccountsRepository, viewer: Viewer, refreshToken: string | undefined, now: number): Promise<KeptSession> {
+    const version = await repo.profiles.incrementTokenVersion(viewer.profileId, now);
+    await repo.sessions.revokeOthers(viewer.profileId, viewer.sessionId, now);
+    await repo.sessions.revokeImpersonationsFrom(viewer.profileId, now);
+    await repo.sessions.setVersion(viewer.sessionId, version);
+    const found = await repo.sessions.findWithProfile({ id: viewer.sessionId });
+    if (!found?.profile) throw sessionEnded();
+    const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
+    if (!holdsCookie) return { profile: found.profile, session: found.session, newRefresh: null };
     const newRefresh = randomToken();
-    const { profile, session, rotated } = await this.deps.repo.transaction(async (repo) => {
-      const version = await repo.profiles.incrementTokenVersion(viewer.profileId, now);
-      await repo.sessions.revokeOthers(viewer.profileId, viewer.sessionId, now);
-      await repo.sessions.revokeImpersonationsFrom(viewer.profileId, now);
-      await repo.sessions.setVersion(viewer.sessionId, version);
-      const found = await repo.sessions.findWithProfile({ id: viewer.sessionId });
-      if (!found?.profile) throw sessionEnded();
-      // Only the holder of this session's refresh cookie gets a new one: a caller with nothing
-      // but an access token (perhaps a stolen one) gets a new access token and no refresh token.
-      const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
-      if (holdsCookie) {
-        const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, found.session.accessSeconds);
-        await repo.sessions.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
-      }
-      return { profile: found.profile, session: found.session, rotated: holdsCookie };
-    });
-    if (!rotated) return { accessOnly: (await this.#issueAccess(profile, session, viewer.accessExpiresAt)).result };
-    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, session.accessSeconds);
-    return { rotated: await this.#issue(profile, session, newRefresh, refreshSeconds) };
+    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, found.session.accessSeconds);
+    await repo.sessions.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
+    return { profile: found.profile, session: found.session, newRefresh };
+  }
+
+  /** The tokens of a session `endOtherSessions` kept, once its transaction is committed. */
+  async keptSessionTokens(kept: KeptSession, viewer: Viewer): Promise<RefreshOutcome> {
+    if (kept.newRefresh === null) return { accessOnly: (await this.#issueAccess(kept.profile, kept.session, viewer.accessExpiresAt)).result };
+    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, kept.session.accessSeconds);
+    return { rotated: await this.#issue(kept.profile, kept.session, kept.newRefresh, refreshSeconds) };
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Impersonator, SessionResult } from '../../shared/index.ts';
+import type { TokenUser } from './session-tokens.ts';
 
 /**
  * What accounts hand to the rest of the service about a request's caller and the sessions it
@@ -52,6 +53,8 @@ export interface IssuedSession {
   accessSeconds: number;
   refreshToken: string;
   refreshSeconds: number;
+  /** Who the session is, as its access token says (`tokenUser`): the browser's readable `service.user` cookie. */
+  user: TokenUser;
   /** After a sign-in: this browser's new device-cookie entry for the account (`device-cookies.ts`), for the transport to keep. */
   deviceEntry?: string;
 }

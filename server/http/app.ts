@@ -16,7 +16,7 @@ import { createServices, type Services } from '../services.ts';
 import { Sweeper } from '../sweeper.ts';
 import { BODY_DEADLINE_MS, bodyDeadline, JSON_BODY_BYTES, jsonBody, trpcGuard } from './body.ts';
 import { createHttpContext } from './context.ts';
-import { answerPreflight, protocolCors, readOnlyCors } from './cors.ts';
+import { answerPreflight, frontendCors, protocolCors, readOnlyCors } from './cors.ts';
 import { docsHandlers } from './docs.ts';
 import { fileHandlers } from './files.ts';
 import { asTusAnswer, tusHandlers } from './tus.ts';
@@ -237,6 +237,8 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     // Over plain http (an offline install), asking browsers to upgrade every request to https
     // would break the pages; behind https the upgrade stays on.
     onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })),
+    // A web application on another origin (`WEB_URL`) calls the API with the person's cookies.
+    ...(config.frontendOrigin ? [frontendCors(config.frontendOrigin)] : []),
     cookieParser(),
     endUnreadBodies,
     refuseMethodOverride,

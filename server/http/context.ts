@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { ACCESS_TOKEN_COOKIE, DEVICE_COOKIE, REFRESH_TOKEN_COOKIE, TRUSTED_DEVICE_COOKIE } from '../../shared/index.ts';
+import { ACCESS_TOKEN_COOKIE, DEVICE_COOKIE, REFRESH_TOKEN_COOKIE, TRUSTED_DEVICE_COOKIE, USER_COOKIE } from '../../shared/index.ts';
 import { DEVICE_COOKIE_SECONDS, withDeviceEntry } from '../accounts/device-cookies.ts';
 import type { Config } from '../config.ts';
 import { createContextInner, type Context, type SessionCookies } from '../context.ts';
@@ -35,18 +35,33 @@ function cookieOf(req: Request, name: string): string | undefined {
 }
 
 /**
- * Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https. A
- * sign-in also adds its entry to the browser's device cookie (kept across logouts, as it
- * remembers the browser, not a session). A session set is also the request's own from then on
- * (`req.cookies`), so a context made after it in the same request (a page that signs in, then
+ * Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https, for
+ * `COOKIE_DOMAIN` when it is set (so that a web application's own server under it reads them),
+ * else for this host alone. Beside them `service.user`, readable by scripts, says who is signed
+ * in (the access token's `user`: no credential) for as long as the access token lives. A sign-in
+ * also adds its entry to the browser's device cookie (kept across logouts, as it remembers the
+ * browser, not a session; this host's alone). A session set is also the request's own from then
+ * on (`req.cookies`), so a context made after it in the same request (a page that signs in, then
  * goes on) sees the new session, and never offers the rotated refresh token again.
  */
 export function httpCookies(res: Response, config: Config): SessionCookies {
   const base = { httpOnly: true, sameSite: 'lax', secure: config.baseUrl.startsWith('https:'), path: '/' } as const;
+  const shared = config.cookieDomain ? { ...base, domain: config.cookieDomain } : base;
+  const readable = { ...shared, httpOnly: false };
+  // This host's own session cookies, from before `COOKIE_DOMAIN` was set, go whenever the
+  // domain's are set or cleared: a browser would send both, the older first, and the rotated-out
+  // refresh token it holds would end the session as a replayed one.
+  const clearHostOnly = () => {
+    res.clearCookie(ACCESS_TOKEN_COOKIE, base);
+    res.clearCookie(REFRESH_TOKEN_COOKIE, base);
+    res.clearCookie(USER_COOKIE, { ...base, httpOnly: false });
+  };
   return {
     set(session) {
-      res.cookie(ACCESS_TOKEN_COOKIE, session.accessToken, { ...base, maxAge: session.accessSeconds * 1000 });
-      res.cookie(REFRESH_TOKEN_COOKIE, session.refreshToken, { ...base, maxAge: session.refreshSeconds * 1000 });
+      if (config.cookieDomain) clearHostOnly();
+      res.cookie(ACCESS_TOKEN_COOKIE, session.accessToken, { ...shared, maxAge: session.accessSeconds * 1000 });
+      res.cookie(REFRESH_TOKEN_COOKIE, session.refreshToken, { ...shared, maxAge: session.refreshSeconds * 1000 });
+      res.cookie(USER_COOKIE, JSON.stringify(session.user), { ...readable, maxAge: session.accessSeconds * 1000 });
       if (res.req) res.req.cookies = { ...res.req.cookies, [ACCESS_TOKEN_COOKIE]: session.accessToken, [REFRESH_TOKEN_COOKIE]: session.refreshToken };
       if (session.deviceEntry) {
         const name = deviceCookieName(config);
@@ -55,8 +70,12 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
       }
     },
     clear() {
-      res.clearCookie(ACCESS_TOKEN_COOKIE, base);
-      res.clearCookie(REFRESH_TOKEN_COOKIE, base);
+      clearHostOnly();
+      if (config.cookieDomain) {
+        res.clearCookie(ACCESS_TOKEN_COOKIE, shared);
+        res.clearCookie(REFRESH_TOKEN_COOKIE, shared);
+        res.clearCookie(USER_COOKIE, readable);
+      }
     },
     // Kept across logouts: it remembers the browser, not a session.
     trustDevice(cookie) {

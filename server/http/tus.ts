@@ -12,6 +12,7 @@ import { AppError } from '../../shared/index.ts';
 import type { TusConcat, TusCreation, TusFields, TusState, TusWrite } from '../attachments/tus.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
+import { allowAnyOrigin } from './cors.ts';
 import { createHttpContext } from './context.ts';
 import { sendError } from './send-error.ts';
 
@@ -26,7 +27,7 @@ const ALLOWED = 'Authorization, Content-Type, Tus-Resumable, Upload-Length, Uplo
 /** Headers every tus answer has, the refusals' included. */
 function commonHeaders(res: Response): void {
   res.setHeader('Tus-Resumable', VERSION);
-  res.setHeader('Access-Control-Allow-Origin', '*');
+  allowAnyOrigin(res);
   res.setHeader('Access-Control-Expose-Headers', EXPOSED);
   res.setHeader('Cache-Control', 'no-store');
 }

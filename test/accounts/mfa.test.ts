@@ -116,7 +116,7 @@ describe('TOTP', () => {
     const res = await client.post('/mfa/verify', { mfaPendingToken: pending, method: 'totp', code: codeAt(secret, clock.now()) });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ token: expect.any(String), user: { id: user.email, profile: { id: user.id } } });
-    expect(Object.keys(res.cookies).sort()).toEqual(['service.accessToken', 'service.device', 'service.refreshToken']);
+    expect(Object.keys(res.cookies).sort()).toEqual(['service.accessToken', 'service.device', 'service.refreshToken', 'service.user']);
     const me = await client.get('/profiles');
     expect(me.status).toBe(200);
     const again = await new Client(server.url).post('/mfa/verify', { mfaPendingToken: pending, method: 'totp', code: codeAt(secret, clock.now()) });

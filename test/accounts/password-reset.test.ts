@@ -75,6 +75,47 @@ describe('password reset', () => {
     expect(reused.body.message).toBe('Reset token is not valid');
   });
 
+  it('from a browser signed in to the same account, keeps that session and ends every other, as the web client expects', async () => {
+    const user = await createActiveUser(server);
+    const { client: here } = await loggedIn(server, user.email);
+    const { client: elsewhere } = await loggedIn(server, user.email);
+    const before = { ...Object.fromEntries(here.jar) };
+    await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
+    const token = await resetLink(user.email);
+
+    // openreview-web `app/user/password/ResetForm.js`: `PUT /reset/{token}`, then, signed in and
+    // "Log me out of all other sessions" ticked (its default), `POST /logout-all-devices`.
+    const done = await here.request('PUT', `/reset/${token}`, { password: 'Brand-New-Pass9' });
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ status: 'ok' });
+    // The session is kept with fresh tokens: the old ones carry the token version left behind.
+    expect(Object.keys(done.cookies).sort()).toEqual(['service.accessToken', 'service.refreshToken', 'service.user']);
+    expect(here.jar.get('service.refreshToken')).not.toBe(before['service.refreshToken']);
+    expect((await here.post('/logout-all-devices')).status).toBe(200);
+    expect((await here.get('/profiles')).status).toBe(200);
+
+    expect((await elsewhere.get('/profiles')).status).toBe(401);
+    expect((await elsewhere.post('/refreshToken')).status).toBe(401);
+    const stale = new Client(server.url);
+    stale.jar.set('service.accessToken', before['service.accessToken']!);
+    expect((await stale.get('/profiles')).status).toBe(401);
+    const audit = await server.service.db('audit_log').where({ target: user.id, action: 'password:reset' }).first();
+    expect(typeof audit.details === 'string' ? JSON.parse(audit.details) : audit.details).toMatchObject({ sessionsEnded: 'others' });
+  });
+
+  it('from a browser signed in to another account, ends every session of the account reset and keeps the browser\'s', async () => {
+    const [user, other] = [await createActiveUser(server), await createActiveUser(server)];
+    const { client: owner } = await loggedIn(server, user.email);
+    const { client: browser } = await loggedIn(server, other.email);
+    await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
+    const token = await resetLink(user.email);
+    const done = await browser.request('PUT', `/reset/${token}`, { password: 'Brand-New-Pass9' });
+    expect(done.status).toBe(200);
+    expect(done.cookies).toEqual({});
+    expect((await owner.get('/profiles')).status).toBe(401);
+    expect((await browser.get('/profiles')).status).toBe(200);
+  });
+
   it('a new request voids the previous link, and a password change voids every outstanding one', async () => {
     const user = await createActiveUser(server);
     await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });

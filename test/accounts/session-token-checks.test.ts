@@ -4,11 +4,11 @@
  */
 import { decodeJwt, SignJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SESSION_TOKEN_ISSUER, SessionTokens } from '../../server/accounts/session-tokens.ts';
+import { SESSION_TOKEN_ISSUER, SessionTokens, tokenUser } from '../../server/accounts/session-tokens.ts';
 
 const SECRET = 'a-session-secret-of-at-least-thirty-two-characters';
 const ISSUER = 'https://accounts.example.org';
-const claims = { sub: '~Ada_Lovelace1', sid: 'session-1', ver: 0, loginEmail: 'ada@example.org' };
+const claims = { sub: '~Ada_Lovelace1', sid: 'session-1', ver: 0, user: tokenUser('ada@example.org', '~Ada_Lovelace1') };
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -109,10 +109,10 @@ describe('verified session tokens', () => {
       tokenVersion: 3,
     });
     const impersonator = { id: 'admin@example.org', isSuperUser: true, profile: profile('~Admin_One1', 'admin@example.org'), impersonator: { id: 'root@example.org', profile: profile('~Root_One1', 'root@example.org') } };
-    const token = await tokens.sign({ ...claims, profile: profile(claims.sub, 'ada@example.org'), impersonator }, 600);
+    const token = await tokens.sign({ ...claims, user: tokenUser('ada@example.org', claims.sub, profile(claims.sub, 'ada@example.org'), impersonator) }, 600);
     expect(token.length).toBeLessThan(1500);
     expect(decodeJwt(token).user).toEqual({
-      id: claims.loginEmail,
+      id: 'ada@example.org',
       profile: { id: claims.sub, fullname: 'Ada Lovelace', first: 'Ada', last: 'Lovelace', preferredId: claims.sub, preferredEmail: 'ada@example.org', emails: ['ada@example.org'] },
       impersonator: { id: 'admin@example.org', profile: { id: '~Admin_One1', fullname: 'Ada Lovelace' } },
     });

@@ -203,7 +203,7 @@ describe('the web client', () => {
     const code = await emailedCode(user.email);
     const verified = await browser.send('POST', '/mfa/verify', { mfaPendingToken, method: 'emailOtp', code, rememberDevice: true });
     expect(verified.status).toBe(200);
-    expect(Object.keys(cookiesOf(verified)).sort()).toEqual(['service.accessToken', 'service.device', 'service.mfaTrustedDevice', 'service.refreshToken']);
+    expect(Object.keys(cookiesOf(verified)).sort()).toEqual(['service.accessToken', 'service.device', 'service.mfaTrustedDevice', 'service.refreshToken', 'service.user']);
     // completeLogin: the session is the cookies.
     expect((await browser.send('GET', '/mfa/status')).json.trustedDevicesCount).toBe(1);
     await browser.send('POST', '/logout');

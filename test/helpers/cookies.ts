@@ -1,12 +1,13 @@
 /**
  * Cookies as the tests' clients keep and send them: the `Cookie` request header built from a jar,
- * and the `Set-Cookie` lines of an answer read back. Every cookie this service sets holds
- * URL-safe characters only, so a value read decoded is the one sent back.
+ * and the `Set-Cookie` lines of an answer read back. A jar keeps a value as it was set (encoded,
+ * as a browser keeps it: `service.user` is URL-encoded JSON) and sends it back so.
  */
 
-/** One cookie an answer sets: its value (URL-decoded) and the attributes after it. */
+/** One cookie an answer sets: its value (URL-decoded), as set (`raw`), and the attributes after it. */
 export interface SetCookie {
   value: string;
+  raw: string;
   attributes: string;
 }
 
@@ -39,7 +40,7 @@ export function keepCookies(jar: Map<string, string>, answer: Headers | { readon
     const { name, ...cookie } = parseSetCookie(line);
     cookies[name] = cookie;
     if (cookie.value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) jar.delete(name);
-    else jar.set(name, cookie.value);
+    else jar.set(name, cookie.raw);
   }
   return cookies;
 }
@@ -50,14 +51,15 @@ export function keepCookies(jar: Map<string, string>, answer: Headers | { readon
  */
 export function sentBack(answer: Headers | { readonly headers: Headers }, ...names: string[]): string {
   const set = Object.entries(cookiesOf(answer)).filter(([name]) => names.length === 0 || names.includes(name));
-  return cookieHeader(set.map(([name, cookie]) => [name, cookie.value] as const));
+  return cookieHeader(set.map(([name, cookie]) => [name, cookie.raw] as const));
 }
 
 /** One `Set-Cookie` line: the cookie's name, its value (URL-decoded) and its attributes. */
 function parseSetCookie(line: string): SetCookie & { name: string } {
   const [pair = '', ...attributes] = line.split(';');
   const eq = pair.indexOf('=');
-  return { name: pair.slice(0, eq).trim(), value: decodeURIComponent(pair.slice(eq + 1).trim()), attributes: attributes.join(';').trim() };
+  const raw = pair.slice(eq + 1).trim();
+  return { name: pair.slice(0, eq).trim(), value: decodeURIComponent(raw), raw, attributes: attributes.join(';').trim() };
 }
 
 function setCookieLines(answer: Headers | { readonly headers: Headers }): string[] {

@@ -43,11 +43,12 @@ export async function tempDir(prefix = 'service-test-'): Promise<string> {
  * in a run on PostgreSQL: `database.ts`) in a temporary folder, listening on 127.0.0.1 at a
  * port the system picks. Its `BASE_URL` is the address it got. Given a `now` (a `TestClock`'s),
  * every service reads that clock, so a test moves time forward instead of sleeping. Given
- * `hostName: 'localhost'`, its address is `http://localhost:port` (still listening on 127.0.0.1).
+ * `hostName` (`localhost`, or a name a browser maps to 127.0.0.1), its address is `http://hostName:port`
+ * (still listening on 127.0.0.1).
  * Without a `dataDir` its new folder's database is a copy of the run's migrated one
  * (`migratedTestDatabaseEnv`); the server's start then finds no migration left to run.
  */
-export async function startServer(env: Record<string, string> = {}, dataDir?: string, options: { now?: () => number; hostName?: 'localhost' } = {}): Promise<TestServer> {
+export async function startServer(env: Record<string, string> = {}, dataDir?: string, options: { now?: () => number; hostName?: string } = {}): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir());
   const server: Server = createServer();
   answerClientErrors(server);

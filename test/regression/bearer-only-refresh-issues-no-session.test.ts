@@ -9,7 +9,7 @@
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionTokens } from '../../server/accounts/session-tokens.ts';
+import { SessionTokens, tokenUser } from '../../server/accounts/session-tokens.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer, sessionSecret } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -57,7 +57,7 @@ describe('a refresh with only a bearer token', () => {
     const { token } = await loggedIn(server, user.email);
     // A token of the same session that has only a minute left, signed as the service signs.
     const secret = await sessionSecret(server);
-    const short = await new SessionTokens(secret, server.url).sign({ sub: user.id, sid: decodeJwt(token).sid as string, ver: 0, loginEmail: user.email }, 60);
+    const short = await new SessionTokens(secret, server.url).sign({ sub: user.id, sid: decodeJwt(token).sid as string, ver: 0, user: tokenUser(user.email, user.id) }, 60);
     const thief = new Client(server.url);
     thief.bearer = short;
     const res = await thief.post('/refreshToken');

@@ -9,7 +9,7 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, type Db } from '../../db/knex.ts';
-import { loadSessionSecret, SessionTokens } from '../../server/accounts/session-tokens.ts';
+import { loadSessionSecret, SessionTokens, tokenUser } from '../../server/accounts/session-tokens.ts';
 import { dropTestDatabase, openTestDatabase } from '../helpers/database.ts';
 import { tempDir } from '../helpers/server.ts';
 
@@ -37,7 +37,7 @@ async function database(dir: string): Promise<Db> {
 }
 
 const OLD_SECRET = 'an-older-install-s-secret-of-48-characters-abcdefgh';
-const claims = { sub: '~Ada_Lovelace1', sid: 'session-1', ver: 0, loginEmail: 'ada@example.org' };
+const claims = { sub: '~Ada_Lovelace1', sid: 'session-1', ver: 0, user: tokenUser('ada@example.org', '~Ada_Lovelace1') };
 
 describe('the generated session secret, with processes on several machines', () => {
   it('a token signed by a process on one machine is accepted by a process on another', async () => {

@@ -17,7 +17,7 @@ async function checkedFetch(input: string | URL | Request, init?: RequestInit): 
   const text = /^application\/json\b/.test(contentType) ? await response.clone().text() : undefined;
   // Loaded on the first answer to check: a test that starts no service never builds the document.
   const { problemsOf } = await import('../helpers/api-document.ts');
-  const problems = problemsOf({ method: method.toUpperCase(), path: url.pathname, status: response.status, contentType, text });
+  const problems = problemsOf({ method: method.toUpperCase(), path: url.pathname, status: response.status, contentType, text, allowOrigin: response.headers.get('access-control-allow-origin') });
   if (problems.length > 0) throw new Error(`The answer does not match the API document:\n${problems.join('\n')}`);
   return response;
 }
