@@ -147,9 +147,10 @@ export interface Config {
    */
   pagesUrl: string;
   /**
-   * Where the sign-in provider sends a browser to sign in and consent (`/oidc/login`,
-   * `/oidc/consent` under it): a frontend set as `WEB_URL` serves them itself (the real
-   * platform's web client does); otherwise this service's own provider pages under `BASE_URL`.
+   * Where the sign-in provider sends a browser to sign in and consent: a frontend set as
+   * `WEB_URL` serves one page for both (`/oidc/authorize?interaction=`, as the real platform's
+   * web client does: `oidc/flow.ts` `loginPageUrl`); otherwise this service's own provider pages
+   * under `BASE_URL` (`/oidc/login`, `/oidc/consent`).
    */
   signInPagesUrl: string;
   /**

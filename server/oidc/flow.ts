@@ -55,7 +55,7 @@ export function wantsFreshSecondStep(interaction: Interaction): boolean {
  * (their second step is then asked even in a remembered browser), unless they did during this
  * request; whether that sign-in used a second factor is `afterLogin`'s to check.
  */
-async function needsSecondFactor(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
+export async function needsSecondFactor(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
   if (!asksSecondFactor(interaction) || signedInHere(interaction, viewer)) return false;
   return (await signInProof(provider, viewer.profileId, viewer.authTime))?.acr !== '2';
 }
@@ -65,9 +65,25 @@ export function authTime(interaction: Interaction, viewer: Viewer): number {
   return signedInHere(interaction, viewer) ? (interaction.authenticatedAt as number) : viewer.authTime;
 }
 
-/** The login page of an interaction. */
-export function loginPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: string): string {
-  return `${provider.webUrl}/oidc/login?interaction=${interactionId}`;
+/**
+ * Where a browser signs in for an interaction: this service's login page, unless a web
+ * application is set as `WEB_URL` (`provider.webUrl` is then not the issuer). That one serves a
+ * single page for both steps, as the platform's web client does (`app/oidc/authorize/page.js`:
+ * its own login first, then `POST /oidc/authorize/confirm` and `/consent`), and it is sent there
+ * when nobody is signed in (`signedIn` false). Someone signed in who must sign in again
+ * (`prompt=login`, `max_age`, a second factor) always comes here: only this page asks for that.
+ */
+export function loginPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, interactionId: string, signedIn: boolean): string {
+  return !signedIn && provider.webUrl !== provider.issuer ? frontendPageUrl(provider, interactionId) : `${provider.issuer}/oidc/login?interaction=${interactionId}`;
+}
+
+/** Where a browser consents for an interaction: the web application's page (`loginPageUrl`), or this service's. */
+export function consentPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, interactionId: string): string {
+  return provider.webUrl !== provider.issuer ? frontendPageUrl(provider, interactionId) : `${provider.issuer}/oidc/consent?interaction=${interactionId}`;
+}
+
+function frontendPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: string): string {
+  return `${provider.webUrl}/oidc/authorize?interaction=${interactionId}`;
 }
 
 /**
@@ -83,7 +99,7 @@ export async function next(provider: Provider, interaction: Interaction, viewer:
       throw new LoginRequired('The user is not signed in');
     }
     await store?.();
-    return { redirect: loginPageUrl(provider, interaction.id) };
+    return { redirect: loginPageUrl(provider, interaction.id, viewer !== null) };
   }
   const consent = await findConsent(provider, viewer.profileId, params.clientId);
   if (!consent || !consentCovers(consent.scopes, params.scopes) || params.prompt.includes('consent')) {
@@ -92,7 +108,7 @@ export async function next(provider: Provider, interaction: Interaction, viewer:
       throw new ConsentRequired('The user has not consented');
     }
     await store?.();
-    return { redirect: `${provider.webUrl}/oidc/consent?interaction=${interaction.id}` };
+    return { redirect: consentPageUrl(provider, interaction.id) };
   }
   return { redirect: await issueCode(provider, interaction, viewer, { authTime: authTime(interaction, viewer), consentedAt: consent.grantedAt }, store === undefined) };
 }

@@ -3,7 +3,7 @@ import { AppError, type OidcClient } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
 import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
-import { asksSecondFactor, authTime, issueCode, loginPageUrl, needsLogin, next, usable } from './flow.ts';
+import { asksSecondFactor, authTime, consentPageUrl, issueCode, loginPageUrl, needsLogin, needsSecondFactor, next, usable } from './flow.ts';
 import { errorOutcome, signInProof, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
@@ -63,19 +63,33 @@ async function resume(provider: Provider, interaction: Interaction, viewer: View
   }
 }
 
-/** `POST /oidc/authorize/confirm`: already consented → the redirect; otherwise what to ask. */
+/**
+ * `POST /oidc/authorize/confirm`, a web application's page for an interaction: where to send the
+ * browser (a sign-in again on this service's page; back to the client when consent was given
+ * before), or what to ask (the client's name and the scopes). `viaBearer`: the caller holds an
+ * access token, not the browser session (the platform's web client asks from its server with the
+ * token it read from the cookie): it is shown what is asked and never completes a sign-in, which
+ * then takes the browser's own `POST /oidc/authorize/consent`. A stolen token alone signs no one
+ * in to an application.
+ */
 export async function confirm(
   provider: Provider,
   interactionId: string,
   viewer: Viewer,
+  viaBearer: boolean,
 ): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: string[] }> {
   const { interaction, client } = await findInteraction(provider, interactionId);
-  checkOwner(interaction, usable(viewer));
-  // A fresh sign-in is needed first (prompt=login, max_age): the frontend goes to the login page.
-  if (needsLogin(provider, interaction, usable(viewer))) return { redirectUri: loginPageUrl(provider, interaction.id) };
+  const person = usable(viewer);
+  checkOwner(interaction, person);
+  const asked = { client: { clientName: client.name }, scopes: interaction.params.scopes };
+  // A fresh sign-in (prompt=login, max_age) or a second factor is needed first: this service's login page.
+  if (needsLogin(provider, interaction, person) || (await needsSecondFactor(provider, interaction, person))) {
+    return { redirectUri: loginPageUrl(provider, interaction.id, true) };
+  }
+  if (viaBearer) return asked;
   const outcome = await resume(provider, interaction, viewer);
-  if ('redirect' in outcome && !outcome.redirect.startsWith(`${provider.webUrl}/oidc/`)) return { redirectUri: outcome.redirect };
-  return { client: { clientName: client.name }, scopes: interaction.params.scopes };
+  if ('redirect' in outcome && outcome.redirect !== consentPageUrl(provider, interaction.id)) return { redirectUri: outcome.redirect };
+  return asked;
 }
 
 /** The consent page's answer: "Allow" saves the consent and returns to the client with a code. */
@@ -89,7 +103,9 @@ export async function consent(provider: Provider, interactionId: string, viewer:
     return redirected(errorOutcome(provider, new AccessDenied('The user denied the request'), params));
   }
   const person = usable(viewer);
-  if (needsLogin(provider, interaction, person)) throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
+  if (needsLogin(provider, interaction, person) || (await needsSecondFactor(provider, interaction, person))) {
+    throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
+  }
   // The scopes given before are widened (two consents given at once, in two tabs, both stay).
   const { grantedAt, widened } = await provider.repo.widenConsent(person.profileId, params.clientId, params.scopes, provider.now());
   // A consent given, or widened, is in the person's activity log.

@@ -50,7 +50,7 @@ export interface Provider {
   metrics: Pick<Metrics, 'signIn' | 'oidcTokens'>;
   /** The provider's issuer: the service's base URL. */
   issuer: string;
-  /** Where the login and consent pages are (the web frontend's base URL). */
+  /** Where the login and consent pages are: the issuer (this service's own), or a web application set as `WEB_URL` (`flow.ts` `loginPageUrl`). */
   webUrl: string;
   now: () => number;
 }

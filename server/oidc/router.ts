@@ -93,10 +93,9 @@ export const oidcRouter = router({
   confirmInteraction: authedProcedure
     .input(InteractionInput)
     .output(InteractionResult)
-    .mutation(({ ctx, input }) => {
-      browserSessionOnly(ctx.credentials);
-      return asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user));
-    }),
+    // An access token may ask what a request needs (a web application's server asks with the
+    // one it read from the cookie), but only the browser session completes a sign-in.
+    .mutation(({ ctx, input }) => asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user, ctx.credentials.viaBearer === true))),
 
   consentInteraction: authedProcedure
     .input(InteractionConsentInput)

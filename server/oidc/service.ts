@@ -203,16 +203,17 @@ export class OidcService {
     return wantsFreshSecondStep(interaction);
   }
 
-  loginPageUrl(interactionId: string): string {
-    return loginPageUrl(this.#provider, interactionId);
+  /** Where the consent page sends someone who must sign in (again) first (`flow.ts` `loginPageUrl`). */
+  loginPageUrl(interactionId: string, signedIn: boolean): string {
+    return loginPageUrl(this.#provider, interactionId, signedIn);
   }
 
   afterLogin(interactionId: string, viewer: Viewer): Promise<Outcome> {
     return afterLogin(this.#provider, interactionId, viewer);
   }
 
-  confirm(interactionId: string, viewer: Viewer) {
-    return confirm(this.#provider, interactionId, viewer);
+  confirm(interactionId: string, viewer: Viewer, viaBearer: boolean) {
+    return confirm(this.#provider, interactionId, viewer, viaBearer);
   }
 
   consent(interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {

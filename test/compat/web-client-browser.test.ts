@@ -8,7 +8,9 @@
  * does. The API runs with `WEB_URL` naming the pages and `COOKIE_DOMAIN=review.test`.
  */
 import { createServer, type Server } from 'node:http';
+import { createHash, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { decodeJwt } from 'jose';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.ts';
@@ -16,6 +18,8 @@ import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+import { publicClientRecord } from '../../server/oidc/clients.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 
 let api: TestServer;
 let web: Server;
@@ -34,6 +38,13 @@ beforeAll(async () => {
       res.end(JSON.stringify({ cookie: req.headers.cookie ?? '' }));
       return;
     }
+    if (req.url?.startsWith('/oidc/authorize?')) {
+      authorizePage(req.url, req.headers.cookie ?? '').then(
+        (page) => (page.redirect ? res.writeHead(302, { location: page.redirect }).end() : res.writeHead(200, { 'content-type': 'text/html' }).end(page.html)),
+        () => res.writeHead(500).end(),
+      );
+      return;
+    }
     res.setHeader('content-type', 'text/html');
     res.end('<!doctype html><title>web</title>');
   });
@@ -50,6 +61,25 @@ afterAll(async () => {
   await api?.close();
   await new Promise((resolve) => web?.close(resolve));
 });
+
+/**
+ * The web client's sign-in page for an application (`app/oidc/authorize/page.js`), on its server:
+ * the access token from the cookie (`serverAuth`), then `POST /oidc/authorize/confirm` with it as
+ * the bearer; a `redirectUri` is followed, otherwise the page asks (`AuthorizeForm.js`).
+ */
+async function authorizePage(url: string, cookie: string): Promise<{ redirect?: string; html?: string }> {
+  const interactionId = new URL(url, webUrl).searchParams.get('interaction') ?? '';
+  const token = /(?:^|; )service\.accessToken=([^;]+)/.exec(cookie)?.[1];
+  if (!token) return { redirect: `/login?redirect=${encodeURIComponent(url)}` };
+  const res = await fetch(`${direct}/oidc/authorize/confirm`, {
+    method: 'POST',
+    headers: { Accept: 'application/json,text/*;q=0.99', Authorization: `Bearer ${token}`, 'Content-Type': 'application/json; charset=UTF-8', 'X-Forwarded-For': '203.0.113.9' },
+    body: JSON.stringify({ interactionId }),
+  });
+  const answer = (await res.json()) as { redirectUri?: string; client?: { clientName: string }; scopes?: string[] };
+  if (answer.redirectUri) return { redirect: answer.redirectUri };
+  return { html: `<!doctype html><title>authorize</title><h1>Sign in to ${answer.client?.clientName}</h1><p id="scopes">${answer.scopes?.join(' ')}</p>` };
+}
 
 interface Answer {
   status: number;
@@ -155,5 +185,56 @@ it('answers no other origin of the same site with the session: it cannot read, a
   await other.evaluate(`fetch(${JSON.stringify(`${apiUrl}/logout`)}, { method: 'POST', mode: 'no-cors', credentials: 'include' }).catch(() => null)`);
   await expect.poll(refusals).toBe(before + 1);
   expect((await calls(page, ['GET', '/profiles']))[0]?.status).toBe(200);
+  await context.close();
+});
+
+it('signs a person in to an application through the web client\'s own page, asking them first and not again', async () => {
+  const { id, email } = await createActiveUser(api);
+  // The application's callback (the web stand-in answers it too): the browser arrives there with the code.
+  const redirectUri = `${webUrl.replace('review.test', '127.0.0.1')}/callback`;
+  await new OidcRepository(api.service.db).insertClient({
+    ...publicClientRecord({ id: 'web-app', name: 'Web App', redirectUris: [redirectUri], scopes: ['openid', 'profile', 'email'] }, Date.now()),
+    status: 'approved',
+  });
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${webUrl}/`);
+  expect((await calls(page, ['POST', '/login', { id: email, password: PASSWORD }]))[0]?.status).toBe(200);
+
+  const authorize = () => {
+    const verifier = randomBytes(32).toString('base64url');
+    const state = randomBytes(8).toString('hex');
+    const query = new URLSearchParams({ client_id: 'web-app', redirect_uri: redirectUri, response_type: 'code', scope: 'openid profile email', state, code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256' });
+    return { url: `${apiUrl}/oidc/authorize?${query}`, verifier, state };
+  };
+  const codeOf = (url: string, state: string) => {
+    const back = new URL(url);
+    expect(back.searchParams.get('state')).toBe(state);
+    return back.searchParams.get('code') ?? '';
+  };
+  const redeem = async (code: string, verifier: string) => {
+    const res = await fetch(`${direct}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: 'web-app', code_verifier: verifier }) });
+    expect(res.status).toBe(200);
+    return decodeJwt(((await res.json()) as { id_token: string }).id_token);
+  };
+
+  // The provider sends the browser to the web client's page, whose server asks what is asked.
+  const first = authorize();
+  await page.goto(first.url);
+  expect(new URL(page.url()).pathname).toBe('/oidc/authorize');
+  expect(await page.textContent('h1')).toBe('Sign in to Web App');
+  expect(await page.textContent('#scopes')).toBe('openid profile email');
+  // "Allow": `AuthorizeForm.js` posts the decision from the browser, with its session.
+  const interactionId = new URL(page.url()).searchParams.get('interaction');
+  const [decided] = await calls(page, ['POST', '/oidc/authorize/consent', { interactionId, approved: true }]);
+  expect(decided?.status).toBe(200);
+  const idToken = await redeem(codeOf(String(decided?.body?.redirectUri), first.state), first.verifier);
+  expect(idToken).toMatchObject({ iss: apiUrl, sub: id, aud: 'web-app' });
+
+  // Consented before: the provider answers at once, without the page.
+  const again = authorize();
+  await page.goto(again.url);
+  expect(page.url().startsWith(`${redirectUri}?`)).toBe(true);
+  expect(await redeem(codeOf(page.url(), again.state), again.verifier)).toMatchObject({ sub: id });
   await context.close();
 });

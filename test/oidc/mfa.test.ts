@@ -11,6 +11,7 @@ import { Secret, TOTP } from 'otpauth';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.ts';
+import { cookieHeader } from '../helpers/cookies.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -126,6 +127,21 @@ describe('acr_values=2: a sign-in proved with a second factor', () => {
     expect(page.status).toBe(403);
     expect(page.location).toBeNull();
     expect(page.html).toContain('This application asks you to confirm it is you with a second factor');
+  });
+
+  it('is not passed by the JSON endpoints a web application uses: a password-only session is sent to sign in again', async () => {
+    const person = await createActiveUser(server);
+    const { client: browser } = await loggedIn(server, person.email);
+    const request = await authorizationRequest(rp, { acr_values: '2' });
+    const started = await fetch(request.url, { redirect: 'manual', headers: { cookie: cookieHeader(browser) } });
+    const interactionId = new URL(started.headers.get('location') ?? '').searchParams.get('interaction');
+    expect(interactionId).toBeTruthy();
+    // The session's sign-in was the password alone: the login page takes it from there.
+    const confirm = await browser.post('/oidc/authorize/confirm', { interactionId });
+    expect(confirm.body.redirectUri).toBe(`${server.url}/oidc/login?interaction=${interactionId}`);
+    const consent = await browser.post('/oidc/authorize/consent', { interactionId, approved: true });
+    expect(consent.status).toBe(401);
+    expect(consent.body.message).toBe('Please sign in (again) before consenting.');
   });
 
   it('asks the second step of a person with one, even in a remembered browser, and then signs them in with acr "2"', async () => {

@@ -4,7 +4,9 @@
  * `POST /oidc/authorize/consent {interactionId, approved: true}` consented for them: the code
  * then gave the thief an application's tokens and an ID token as the person, which outlived
  * both the stolen token and the person's logout. Signing in to an application now takes the
- * browser session (the cookie), never a bearer token.
+ * browser session (the cookie), never a bearer token. (A bearer token may ask what a request
+ * needs, `POST /oidc/authorize/confirm`, as the platform's web client does from its server: it is
+ * told, and gets no code.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type * as client from 'openid-client';
@@ -39,21 +41,36 @@ describe('an access token alone, at the sign-in provider', () => {
     expect(new URL(res.headers.get('location') ?? '', server.url).pathname).toBe('/oidc/login');
   });
 
-  it('cannot confirm or consent to a sign-in request, which stays unanswered', async () => {
+  it('cannot consent to a sign-in request, nor complete one by confirming it; the request stays unanswered', async () => {
     const request = await authorizationRequest(rp);
     const cookie = cookieHeader(victim);
     const res = await fetch(request.url, { redirect: 'manual', headers: { cookie } });
     const interactionId = new URL(res.headers.get('location') ?? '', server.url).searchParams.get('interaction');
     expect(interactionId).toBeTruthy();
-    for (const [path, body] of [
-      ['/oidc/authorize/confirm', { interactionId }],
-      ['/oidc/authorize/consent', { interactionId, approved: true }],
-    ] as const) {
-      const answer = await thief.post(path, body);
-      expect(answer.status, path).toBe(403);
-      expect(answer.body, path).toMatchObject({ status: 403, name: 'ForbiddenError' });
-    }
+    const consent = await thief.post('/oidc/authorize/consent', { interactionId, approved: true });
+    expect(consent.status).toBe(403);
+    expect(consent.body).toMatchObject({ status: 403, name: 'ForbiddenError' });
+    // A web application's server asks with the token it read from the cookie (the platform's web
+    // client does): it is told what is asked, and nothing more.
+    const confirm = await thief.post('/oidc/authorize/confirm', { interactionId });
+    expect(confirm.body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'] });
     // The person, in their browser, still can.
     expect((await victim.post('/oidc/authorize/consent', { interactionId, approved: true })).status).toBe(200);
+  });
+
+  it('gets no code by confirming a request to an application the person consented to before', async () => {
+    // The person's consent is given (above); a request the thief starts with the token is then
+    // one this service would answer at once for the person's browser, with a code.
+    const request = await authorizationRequest(rp);
+    const own = await fetch(request.url, { redirect: 'manual', headers: { cookie: cookieHeader(victim) } });
+    expect(own.headers.get('location')).toMatch(/\/callback\?code=/);
+    const started = await fetch((await authorizationRequest(rp)).url, { redirect: 'manual' });
+    const interactionId = new URL(started.headers.get('location') ?? '', server.url).searchParams.get('interaction');
+    expect(interactionId).toBeTruthy();
+    const confirm = await thief.post('/oidc/authorize/confirm', { interactionId });
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'] });
+    expect(JSON.stringify(confirm.body)).not.toContain('code=');
+    expect((await thief.post('/oidc/authorize/consent', { interactionId, approved: true })).status).toBe(403);
   });
 });

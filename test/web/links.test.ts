@@ -65,7 +65,8 @@ describe('WEB_URL', () => {
       await registerClient(server, 'links-app');
       const { url } = await authorizationRequest(await relyingParty(server, 'links-app'));
       const res = await fetch(url, { redirect: 'manual' });
-      expect(res.headers.get('location')).toMatch(/^https:\/\/web\.example\.org\/oidc\/login\?interaction=/);
+      // The web client's one page for both steps (`app/oidc/authorize/page.js`).
+      expect(res.headers.get('location')).toMatch(/^https:\/\/web\.example\.org\/oidc\/authorize\?interaction=/);
     });
 
     it('links an added address\'s confirmation, which the web client has no page for, to this service\'s own page', async () => {

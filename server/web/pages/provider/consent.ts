@@ -17,8 +17,9 @@ export function providerConsentPages(kit: ProviderKit) {
     const context = createHttpContext(req, res, services, config, 'cookie');
     // No session (an impersonation's does not count), or one that does not satisfy prompt=login
     // or max_age: sign in first.
-    if (oidc.needsLogin(interaction, await context.viewerIfValid())) {
-      res.redirect(303, oidc.loginPageUrl(interaction.id));
+    const viewer = await context.viewerIfValid();
+    if (oidc.needsLogin(interaction, viewer)) {
+      res.redirect(303, oidc.loginPageUrl(interaction.id, viewer !== null));
       return;
     }
     const profile = await createCaller(context).accounts.me();
