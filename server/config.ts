@@ -267,6 +267,19 @@ export function webAuthnSettings(baseUrl: string, webUrl: string, rpIdSetting: s
 }
 
 /**
+ * `WEB_URL`'s origin when it is not the service's own (`Config.frontendOrigin`). Over plain http
+ * beside an https service it is refused: its pages, which anyone on the network could change,
+ * would act with the person's cookies.
+ */
+export function frontendOrigin(baseUrl: string, webUrl: string | undefined): string | undefined {
+  if (webUrl === undefined) return undefined;
+  const [base, web] = [new URL(baseUrl), new URL(webUrl)];
+  if (web.origin === base.origin) return undefined;
+  if (base.protocol === 'https:' && web.protocol !== 'https:') throw new Error(`Invalid configuration:\n  WEB_URL: ${web.origin} must be https, as BASE_URL is: its pages call the API with the person's cookies`);
+  return web.origin;
+}
+
+/**
  * `COOKIE_DOMAIN`, checked: a cookie for a domain that `BASE_URL`'s host is not under would be
  * refused by every browser, and one that `WEB_URL`'s is not under would never reach the web
  * application it is set for.
@@ -315,7 +328,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webUrl: e.WEB_URL ?? pagesUrl,
     pagesUrl,
     signInPagesUrl: e.WEB_URL ?? baseUrl,
-    frontendOrigin: e.WEB_URL !== undefined && new URL(e.WEB_URL).origin !== new URL(baseUrl).origin ? new URL(e.WEB_URL).origin : undefined,
+    frontendOrigin: frontendOrigin(baseUrl, e.WEB_URL),
     cookieDomain: cookieDomain(baseUrl, e.WEB_URL, e.COOKIE_DOMAIN),
     sessionSecret: e.SESSION_SECRET,
     mfaEncryptionKey: e.MFA_ENCRYPTION_KEY,

@@ -102,9 +102,9 @@ export class PasswordResetService extends AccountsPart {
   /**
    * `PUT /reset/{token}`: sets the new password, ends every session (the `tokenVersion` moves
    * on) and voids every outstanding reset token, in one transaction, which checks the token
-   * again (it may have been used while the password was hashed). A caller signed in to the same
-   * account (`browser.viewer`) keeps that session, with fresh tokens (`rotated`, for the holder of
-   * its refresh cookie): the platform's web client resets from a signed-in browser and then asks
+   * again (it may have been used while the password was hashed). A browser signed in to the same
+   * account (`browser.viewer`, with that session's refresh cookie) keeps its session, with fresh
+   * tokens (`rotated`): the platform's web client resets from a signed-in browser and then asks
    * `POST /logout-all-devices` with its session, which finds the others already ended. Refused in
    * an impersonation: only the person may reset their password.
    */
@@ -122,10 +122,12 @@ export class PasswordResetService extends AccountsPart {
     browser: SignedInBrowser,
   ): Promise<{ signedInHere: boolean; rotated?: IssuedSession }> {
     const outcome = await this.#reset({ token: request.token, password: request.password }, origin, browser, request.logoutOtherSessions);
-    return { signedInHere: this.#signedInHere(browser.viewer, outcome.profileId), ...(outcome.rotated ? { rotated: outcome.rotated } : {}) };
+    // Still signed in here: every session stayed, or this one was kept.
+    const signedInHere = this.#signedInHere(browser.viewer, outcome.profileId) && (!request.logoutOtherSessions || outcome.kept);
+    return { signedInHere, ...(outcome.rotated ? { rotated: outcome.rotated } : {}) };
   }
 
-  async #reset(request: ResetPasswordRequest, origin: RequestOrigin, browser: SignedInBrowser, endSessions: boolean): Promise<{ profileId: string; rotated?: IssuedSession }> {
+  async #reset(request: ResetPasswordRequest, origin: RequestOrigin, browser: SignedInBrowser, endSessions: boolean): Promise<{ profileId: string; kept: boolean; rotated?: IssuedSession }> {
     const { viewer } = browser;
     if (viewer?.impersonator) throw new AppError('ForbiddenError', 'A password cannot be reset while impersonating');
     // Every try counts against the address, and a token that is not live is refused before
@@ -136,6 +138,9 @@ export class PasswordResetService extends AccountsPart {
     const passwordHash = await this.deps.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
     const sessions = this.core.sessions;
+    // Only the browser's own session is kept, both its cookies: an access token alone (perhaps a
+    // stolen one, or one planted in this browser) must not outlive the reset.
+    const browserSession = viewer !== null && (await sessions.holdsRefreshCookie(viewer.sessionId, browser.refreshToken));
     const { profileId, kept } = await this.deps.repo.transaction(async (repo) => {
       const record = await this.deps.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
       await this.deps.oneTime.consume(repo, record, now, INVALID_RESET);
@@ -143,7 +148,7 @@ export class PasswordResetService extends AccountsPart {
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
       await repo.profiles.update(profile.id, { passwordHash }, now);
       await repo.tokens.voidAll(profile.id, 'reset', now);
-      const here = this.#signedInHere(viewer, profile.id) ? viewer : null;
+      const here = browserSession && this.#signedInHere(viewer, profile.id) ? viewer : null;
       let kept: KeptSession | null = null;
       if (endSessions && here) kept = await sessions.endOtherSessions(repo, here, browser.refreshToken, now);
       else if (endSessions) await sessions.endAllSessions(repo, profile.id, now);
@@ -151,9 +156,9 @@ export class PasswordResetService extends AccountsPart {
       await repo.settings.audit({ actor: profile.id, action: 'password:reset', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: ended } }, now);
       return { profileId: profile.id, kept };
     });
-    if (!kept || !viewer) return { profileId };
+    if (!kept || !viewer) return { profileId, kept: false };
     const outcome = await sessions.keptSessionTokens(kept, viewer);
-    return { profileId, ...('rotated' in outcome ? { rotated: outcome.rotated } : {}) };
+    return { profileId, kept: true, ...('rotated' in outcome ? { rotated: outcome.rotated } : {}) };
   }
 
   /** Whether the browser is signed in to the account being reset (`viewer` of that profile). */

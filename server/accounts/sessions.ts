@@ -174,7 +174,22 @@ export class SessionService extends AccountsBase {
    * Resolves an access token to its caller: the signature and expiry, then the session row
    * (not logged out), then the profile (still active, same `tokenVersion`).
    */
-  async authenticate(accessToken: string): Promise<Viewer> {
+  authenticate(accessToken: string): Promise<Viewer> {
+    return this.#authenticate(accessToken, null);
+  }
+
+  /**
+   * The browser's session: the access cookie resolved as `authenticate` does, and the refresh
+   * cookie the same session's current one, read in the same query. What signs a person in to an
+   * application, or keeps their session through a reset, must be their browser: an access token
+   * alone (perhaps a stolen one, sent as a cookie as easily as a header) is not.
+   */
+  authenticateBrowser(accessToken: string, refreshToken: string | undefined): Promise<Viewer> {
+    if (refreshToken === undefined) return Promise.reject(sessionEnded());
+    return this.#authenticate(accessToken, hashSecret(refreshToken));
+  }
+
+  async #authenticate(accessToken: string, refreshHash: string | null): Promise<Viewer> {
     const claims = await this.deps.tokens.verify(accessToken);
     const repo = this.deps.repo;
     // Every signed-in request comes through here: the session, its profile and the roles take
@@ -182,6 +197,7 @@ export class SessionService extends AccountsBase {
     const found = await repo.sessions.findWithProfile({ id: claims.sid }, { rolesAmong: ROLES });
     const session = found?.session;
     if (!session || session.revokedAt !== null || session.profileId !== claims.sub) throw sessionEnded();
+    if (refreshHash !== null && !safeEqual(refreshHash, found.currentRefreshHash)) throw sessionEnded();
     const profile = found.profile;
     if (!canHoldSession(profile, claims.ver)) throw sessionEnded();
     if (!(await this.#parentLive(session))) throw sessionEnded();
@@ -365,7 +381,7 @@ export class SessionService extends AccountsBase {
     await repo.sessions.revokeImpersonationsFrom(viewer.profileId, now);
     await repo.sessions.setVersion(viewer.sessionId, version);
     const found = await repo.sessions.findWithProfile({ id: viewer.sessionId });
-    if (!found?.profile) throw sessionEnded();
+    if (!found?.profile || found.session.revokedAt !== null) throw sessionEnded();
     const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
     if (!holdsCookie) return { profile: found.profile, session: found.session, newRefresh: null };
     const newRefresh = randomToken();

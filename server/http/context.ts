@@ -34,6 +34,9 @@ function cookieOf(req: Request, name: string): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/** The longest `service.user` value set, encoded. */
+export const USER_COOKIE_BYTES = 3500;
+
 /**
  * Session cookies: HttpOnly, SameSite=Lax, Secure when the service is served over https, for
  * `COOKIE_DOMAIN` when it is set (so that a web application's own server under it reads them),
@@ -61,7 +64,11 @@ export function httpCookies(res: Response, config: Config): SessionCookies {
       if (config.cookieDomain) clearHostOnly();
       res.cookie(ACCESS_TOKEN_COOKIE, session.accessToken, { ...shared, maxAge: session.accessSeconds * 1000 });
       res.cookie(REFRESH_TOKEN_COOKIE, session.refreshToken, { ...shared, maxAge: session.refreshSeconds * 1000 });
-      res.cookie(USER_COOKIE, JSON.stringify(session.user), { ...readable, maxAge: session.accessSeconds * 1000 });
+      // Past what a browser keeps of a cookie (4 kB with its attributes; names in some scripts
+      // take 9 bytes a letter encoded) it is not set: the web client then asks who is signed in.
+      const user = encodeURIComponent(JSON.stringify(session.user));
+      if (user.length <= USER_COOKIE_BYTES) res.cookie(USER_COOKIE, user, { ...readable, encode: String, maxAge: session.accessSeconds * 1000 });
+      else res.clearCookie(USER_COOKIE, readable);
       if (res.req) res.req.cookies = { ...res.req.cookies, [ACCESS_TOKEN_COOKIE]: session.accessToken, [REFRESH_TOKEN_COOKIE]: session.refreshToken };
       if (session.deviceEntry) {
         const name = deviceCookieName(config);
@@ -108,11 +115,14 @@ export function createHttpContext(req: Request, res: Response, services: Service
 }
 
 /**
- * Who is signed in by the browser's session only, or null: signing someone in to an application
- * (and signing them out of it) takes their browser, not an access token alone, perhaps a stolen one.
+ * Who is signed in by the browser's session only (both its cookies: `authenticateBrowser`), or
+ * null: signing someone in to an application (and signing them out of it) takes their browser,
+ * not an access token alone, perhaps a stolen one, in a header or a cookie.
  */
-export function browserViewer(req: Request, res: Response, services: Services, config: Config): Promise<Viewer | null> {
-  return createHttpContext(req, res, services, config, 'cookie').viewerIfValid();
+export async function browserViewer(req: Request, services: Services): Promise<Viewer | null> {
+  const access = cookieOf(req, ACCESS_TOKEN_COOKIE);
+  if (access === undefined) return null;
+  return services.sessions.authenticateBrowser(access, cookieOf(req, REFRESH_TOKEN_COOKIE)).catch(() => null);
 }
 
 /** A string field of a form body (undefined when absent or not a string). */

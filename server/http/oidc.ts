@@ -20,7 +20,7 @@ import { bearerOf, browserViewer, formValue } from './context.ts';
 import { withLengthCheck } from './body.ts';
 import { requestError, sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
-import { ACCESS_TOKEN_COOKIE } from '../../shared/index.ts';
+import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
 
 /** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
 const FORM_BYTES = 64 * 1024;
@@ -112,18 +112,20 @@ export function pageForm(req: Request, res: Response, next: NextFunction): void 
  */
 export function oidcHandlers(services: Services, config: Config) {
   const oidc = services.oidc;
-  const viewerOf = (req: Request, res: Response) => browserViewer(req, res, services, config);
+  const viewerOf = (req: Request) => browserViewer(req, services);
   /**
    * The same, for the authorization endpoint, where a person with a session and a consent is
    * sent straight back with a code: the check of that session is kept for up to a second
    * (`OidcService.sessions`), so signing in to applications one after the other does not check
    * it against the database each time. A session that fails the check is checked again.
    */
-  const keptViewerOf = (req: Request, res: Response): Promise<Viewer | null> => {
+  const keptViewerOf = (req: Request): Promise<Viewer | null> => {
     const token: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
-    if (typeof token !== 'string' || token === '') return viewerOf(req, res);
-    return oidc.sessions.get(hashSecret(token), async () => {
-      const viewer = await viewerOf(req, res);
+    if (typeof token !== 'string' || token === '') return viewerOf(req);
+    // Kept under both cookies: the access cookie alone never finds what its browser found.
+    const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
+    return oidc.sessions.get(hashSecret(`${token} ${typeof refresh === 'string' ? refresh : ''}`), async () => {
+      const viewer = await viewerOf(req);
       return { value: viewer, until: viewer ? viewer.accessExpiresAt * 1000 : 0 };
     });
   };
@@ -149,7 +151,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
   const authorize = providerPage(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
-    sendOutcome(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req, res)));
+    sendOutcome(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req)));
   });
 
   // ---- token, userinfo, revocation ---------------------------------------------------------------

@@ -70,11 +70,16 @@ export function authTime(interaction: Interaction, viewer: Viewer): number {
  * application is set as `WEB_URL` (`provider.webUrl` is then not the issuer). That one serves a
  * single page for both steps, as the platform's web client does (`app/oidc/authorize/page.js`:
  * its own login first, then `POST /oidc/authorize/confirm` and `/consent`), and it is sent there
- * when nobody is signed in (`signedIn` false). Someone signed in who must sign in again
- * (`prompt=login`, `max_age`, a second factor) always comes here: only this page asks for that.
+ * when nobody is signed in (`signedIn` false) and the request asks for no more than a sign-in.
+ * A request that asks for a fresh one or a second factor (`prompt=login`, `max_age`,
+ * `acr_values=2`), and someone signed in who must sign in again, always come here: only this
+ * page asks for that.
  */
-export function loginPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, interactionId: string, signedIn: boolean): string {
-  return !signedIn && provider.webUrl !== provider.issuer ? frontendPageUrl(provider, interactionId) : `${provider.issuer}/oidc/login?interaction=${interactionId}`;
+export function loginPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, interaction: Interaction, signedIn: boolean): string {
+  const { params } = interaction;
+  const fresh = params.prompt.includes('login') || params.maxAge !== undefined || asksSecondFactor(interaction);
+  if (!signedIn && !fresh && provider.webUrl !== provider.issuer) return frontendPageUrl(provider, interaction.id);
+  return `${provider.issuer}/oidc/login?interaction=${interaction.id}`;
 }
 
 /** Where a browser consents for an interaction: the web application's page (`loginPageUrl`), or this service's. */
@@ -99,7 +104,7 @@ export async function next(provider: Provider, interaction: Interaction, viewer:
       throw new LoginRequired('The user is not signed in');
     }
     await store?.();
-    return { redirect: loginPageUrl(provider, interaction.id, viewer !== null) };
+    return { redirect: loginPageUrl(provider, interaction, viewer !== null) };
   }
   const consent = await findConsent(provider, viewer.profileId, params.clientId);
   if (!consent || !consentCovers(consent.scopes, params.scopes) || params.prompt.includes('consent')) {

@@ -10,6 +10,19 @@ import type { Interaction } from './repository.ts';
 // The pages of a stored authorization request (an "interaction"): the login page, the consent
 // page, and the JSON endpoints a separate frontend uses instead of them.
 
+/** What each scope means, in plain words. */
+const SCOPE_WORDS: Record<string, string> = {
+  openid: 'Know who you are (your profile id)',
+  profile: 'See your name',
+  email: 'See your email address and whether it is confirmed',
+  offline_access: 'Keep this access while you are away, until you revoke it under Applications (signing out of the app does not end it)',
+};
+
+/** A scope in plain words (the scope itself when it has none). */
+export function scopeWords(scope: string): string {
+  return SCOPE_WORDS[scope] ?? scope;
+}
+
 /** A live interaction and its client; an `invalid_request` page when it expired, was answered, or never was. */
 export async function findInteraction(provider: Provider, id: string | undefined): Promise<{ interaction: Interaction; client: OidcClient }> {
   const interaction = id ? await provider.repo.findInteraction(id, provider.now()) : null;
@@ -77,14 +90,15 @@ export async function confirm(
   interactionId: string,
   viewer: Viewer,
   viaBearer: boolean,
-): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: string[] }> {
+): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: Array<{ scope: string; description: string }> }> {
   const { interaction, client } = await findInteraction(provider, interactionId);
   const person = usable(viewer);
   checkOwner(interaction, person);
-  const asked = { client: { clientName: client.name }, scopes: interaction.params.scopes };
+  // Each scope as the web client's form lists it (`AuthorizeForm.js` reads `scope`), in our words too.
+  const asked = { client: { clientName: client.name }, scopes: interaction.params.scopes.map((scope) => ({ scope, description: scopeWords(scope) })) };
   // A fresh sign-in (prompt=login, max_age) or a second factor is needed first: this service's login page.
   if (needsLogin(provider, interaction, person) || (await needsSecondFactor(provider, interaction, person))) {
-    return { redirectUri: loginPageUrl(provider, interaction.id, true) };
+    return { redirectUri: loginPageUrl(provider, interaction, true) };
   }
   if (viaBearer) return asked;
   const outcome = await resume(provider, interaction, viewer);

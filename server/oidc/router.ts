@@ -16,7 +16,7 @@ import {
   AppError,
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import type { Credentials } from '../context.ts';
+import type { Context, Credentials } from '../context.ts';
 import { authedProcedure, router } from '../trpc.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
 
@@ -95,24 +95,28 @@ export const oidcRouter = router({
     .output(InteractionResult)
     // An access token may ask what a request needs (a web application's server asks with the
     // one it read from the cookie), but only the browser session completes a sign-in.
-    .mutation(({ ctx, input }) => asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user, ctx.credentials.viaBearer === true))),
+    .mutation(async ({ ctx, input }) => asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user, !(await isBrowserSession(ctx))))),
 
   consentInteraction: authedProcedure
     .input(InteractionConsentInput)
     .output(RedirectResult)
     .mutation(async ({ ctx, input }) => {
-      browserSessionOnly(ctx.credentials);
+      if (!(await isBrowserSession(ctx))) throw new AppError('ForbiddenError', 'Signing in to an application needs your browser session, not an access token');
       return { redirectUri: (await asJson(ctx.services.oidc.consent(input.interactionId, ctx.user, input.approved))).redirect };
     }),
 });
 
 /**
  * Signing a person in to an application (and consenting for them) takes their browser session,
- * the cookie: an access token alone, perhaps a stolen one, would otherwise sign its thief in to
- * every application as that person, for longer than the token lives.
+ * both its cookies (`SessionService.authenticateBrowser`): an access token alone, perhaps a stolen
+ * one, in a header or a cookie, would otherwise sign its thief in to every application as that
+ * person, for longer than the token lives.
  */
-function browserSessionOnly(credentials: Credentials): void {
-  if (credentials.viaBearer) {
-    throw new AppError('ForbiddenError', 'Signing in to an application needs your browser session, not an access token');
-  }
+async function isBrowserSession(ctx: { credentials: Credentials; services: Context['services'] }): Promise<boolean> {
+  const { accessToken, refreshToken, viaBearer } = ctx.credentials;
+  if (viaBearer || accessToken === undefined) return false;
+  return ctx.services.sessions.authenticateBrowser(accessToken, refreshToken).then(
+    () => true,
+    () => false,
+  );
 }

@@ -14,7 +14,7 @@ import { introspect } from './introspect.ts';
 import { deleteRegistration, readRegistration, register, registerForPerson, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
-import { loginPageUrl, needsLogin, usable, wantsFreshSecondStep } from './flow.ts';
+import { loginPageUrl, needsLogin, needsSecondFactor, usable, wantsFreshSecondStep } from './flow.ts';
 import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, interactionCsrfToken } from './interactions.ts';
 import { CodeSealer } from './codes.ts';
 import { IssuedHere } from './issued-here.ts';
@@ -193,19 +193,23 @@ export class OidcService {
     return findInteraction(this.#provider, id);
   }
 
-  /** Whether the person must sign in (again) first; an impersonation session never signs anyone in to another application. */
-  needsLogin(interaction: Interaction, viewer: Viewer | null): boolean {
-    return needsLogin(this.#provider, interaction, usable(viewer));
-  }
-
   /** Whether the login page asks for the second step even in a remembered browser (`acr_values=2`, `prompt=login` with `max_age`). */
   wantsFreshSecondStep(interaction: Interaction): boolean {
     return wantsFreshSecondStep(interaction);
   }
 
+  /**
+   * Whether the person must sign in (again) first, a second factor included (`acr_values=2`); an
+   * impersonation session never signs anyone in to another application.
+   */
+  async mustSignIn(interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
+    const person = usable(viewer);
+    return needsLogin(this.#provider, interaction, person) || (await needsSecondFactor(this.#provider, interaction, person));
+  }
+
   /** Where the consent page sends someone who must sign in (again) first (`flow.ts` `loginPageUrl`). */
-  loginPageUrl(interactionId: string, signedIn: boolean): string {
-    return loginPageUrl(this.#provider, interactionId, signedIn);
+  loginPageUrl(interaction: Interaction, signedIn: boolean): string {
+    return loginPageUrl(this.#provider, interaction, signedIn);
   }
 
   afterLogin(interactionId: string, viewer: Viewer): Promise<Outcome> {

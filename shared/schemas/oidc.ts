@@ -103,7 +103,7 @@ export const InteractionInput = z.strictObject({ interactionId: z.string().min(1
 export const InteractionConsentInput = z.strictObject({ interactionId: z.string().min(1).max(64), approved: z.boolean() });
 export const InteractionResult = z.union([
   z.strictObject({ redirectUri: z.string() }),
-  z.strictObject({ client: z.strictObject({ clientName: z.string() }), scopes: z.array(z.string()) }),
+  z.strictObject({ client: z.strictObject({ clientName: z.string() }), scopes: z.array(z.strictObject({ scope: z.string(), description: z.string() })) }),
 ]);
 export const RedirectResult = z.strictObject({ redirectUri: z.string() });
 

@@ -103,6 +103,29 @@ describe('password reset', () => {
     expect(typeof audit.details === 'string' ? JSON.parse(audit.details) : audit.details).toMatchObject({ sessionsEnded: 'others' });
   });
 
+  it('keeps no session named by an access token alone, in a header or a cookie: every session ends', async () => {
+    const user = await createActiveUser(server);
+    const { client: owner, token } = await loggedIn(server, user.email);
+    await new Client(server.url).post('/resettable', { id: user.email, token: 'dev-ok' });
+    const link = await resetLink(user.email);
+    // An access cookie planted in the browser that resets (a sibling host under COOKIE_DOMAIN can).
+    const planted = new Client(server.url);
+    planted.jar.set('service.accessToken', token);
+    const done = await planted.request('PUT', `/reset/${link}`, { password: 'Brand-New-Pass9' });
+    expect(done.status).toBe(200);
+    expect(done.cookies).toEqual({});
+    expect((await owner.get('/profiles')).status).toBe(401);
+    expect((await owner.post('/refreshToken')).status).toBe(401);
+
+    const other = await createActiveUser(server);
+    const bearer = (await loggedIn(server, other.email)).token;
+    await new Client(server.url).post('/resettable', { id: other.email, token: 'dev-ok' });
+    const byHeader = new Client(server.url);
+    byHeader.bearer = bearer;
+    expect((await byHeader.request('PUT', `/reset/${await resetLink(other.email)}`, { password: 'Brand-New-Pass9' })).status).toBe(200);
+    expect((await byHeader.get('/profiles')).status).toBe(401);
+  });
+
   it('from a browser signed in to another account, ends every session of the account reset and keeps the browser\'s', async () => {
     const [user, other] = [await createActiveUser(server), await createActiveUser(server)];
     const { client: owner } = await loggedIn(server, user.email);

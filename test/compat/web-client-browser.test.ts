@@ -76,9 +76,10 @@ async function authorizePage(url: string, cookie: string): Promise<{ redirect?: 
     headers: { Accept: 'application/json,text/*;q=0.99', Authorization: `Bearer ${token}`, 'Content-Type': 'application/json; charset=UTF-8', 'X-Forwarded-For': '203.0.113.9' },
     body: JSON.stringify({ interactionId }),
   });
-  const answer = (await res.json()) as { redirectUri?: string; client?: { clientName: string }; scopes?: string[] };
+  const answer = (await res.json()) as { redirectUri?: string; client?: { clientName: string }; scopes?: Array<{ scope: string }> };
   if (answer.redirectUri) return { redirect: answer.redirectUri };
-  return { html: `<!doctype html><title>authorize</title><h1>Sign in to ${answer.client?.clientName}</h1><p id="scopes">${answer.scopes?.join(' ')}</p>` };
+  // `AuthorizeForm.js` lists each `scope` of the answer's objects.
+  return { html: `<!doctype html><title>authorize</title><h1>Sign in to ${answer.client?.clientName}</h1><p id="scopes">${answer.scopes?.map(({ scope }) => scope).join(' ')}</p>` };
 }
 
 interface Answer {

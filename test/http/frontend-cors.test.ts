@@ -4,7 +4,11 @@
  * (`http/context.ts`). The browser's side of it: `test/compat/web-client-browser.test.ts`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Response } from 'express';
 import { loadConfig } from '../../server/config.ts';
+import { tokenUser } from '../../server/accounts/session-tokens.ts';
+import type { IssuedSession } from '../../server/accounts/viewer.ts';
+import { httpCookies, USER_COOKIE_BYTES } from '../../server/http/context.ts';
 import { cookiesOf } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -17,6 +21,7 @@ describe('the configuration', () => {
     expect(loadConfig({ BASE_URL: 'https://api.example.org' }).frontendOrigin).toBeUndefined();
     expect(loadConfig({ BASE_URL: 'https://api.example.org', WEB_URL: 'https://api.example.org/pages' }).frontendOrigin).toBeUndefined();
     expect(loadConfig({ BASE_URL: 'https://api.example.org', WEB_URL: 'https://example.org/app/' }).frontendOrigin).toBe('https://example.org');
+    expect(() => loadConfig({ BASE_URL: 'https://api.example.org', WEB_URL: 'http://example.org' })).toThrow('WEB_URL: http://example.org must be https, as BASE_URL is');
   });
 
   it('takes a cookie domain that both addresses are under, and refuses any other', () => {
@@ -111,5 +116,31 @@ describe('with a web application on another origin', () => {
     expect(user).toEqual({ id: email, profile: { id, fullname: 'Grace Hopper', first: 'Grace', last: 'Hopper', preferredId: id, preferredEmail: email, emails: [email] } });
     const token = ((await login.json()) as { token: string }).token;
     expect(user).toEqual(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).user);
+  });
+});
+
+describe('the readable user cookie', () => {
+  it('is left out, and an older one cleared, when it would outgrow what a browser keeps', () => {
+    const calls: string[] = [];
+    const res = { cookie: (name: string) => calls.push(`set ${name}`), clearCookie: (name: string) => calls.push(`clear ${name}`) } as unknown as Response;
+    const cookies = httpCookies(res, loadConfig({ BASE_URL: 'https://api.example.org' }));
+    const session = (fullname: string): IssuedSession => ({
+      result: { token: 't', user: { id: 'ada@example.org', profile: { id: '~Ada_Lovelace1' } } } as IssuedSession['result'],
+      accessToken: 'a',
+      accessSeconds: 60,
+      refreshToken: 'r',
+      refreshSeconds: 60,
+      user: tokenUser('ada@example.org', '~Ada_Lovelace1', { id: '~Ada_Lovelace1', fullname, emails: ['ada@example.org'], usernames: ['~Ada_Lovelace1'], preferredId: '~Ada_Lovelace1', preferredEmail: 'ada@example.org' } as never),
+    });
+    cookies.set(session('Ada Lovelace'));
+    expect(calls).toContain('set service.user');
+    calls.length = 0;
+    // 300 letters of a script URL-encoded at 9 bytes each, and an impersonator's as long.
+    const long = '漢'.repeat(300);
+    const big = session(long);
+    big.user = tokenUser('ada@example.org', '~Ada_Lovelace1', { id: '~Ada_Lovelace1', fullname: long, first: '漢'.repeat(100), last: '漢'.repeat(100), emails: [], usernames: [], preferredId: '~Ada_Lovelace1' } as never);
+    expect(encodeURIComponent(JSON.stringify(big.user)).length).toBeGreaterThan(USER_COOKIE_BYTES);
+    cookies.set(big);
+    expect(calls).toEqual(['set service.accessToken', 'set service.refreshToken', 'clear service.user']);
   });
 });

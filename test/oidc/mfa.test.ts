@@ -142,6 +142,10 @@ describe('acr_values=2: a sign-in proved with a second factor', () => {
     const consent = await browser.post('/oidc/authorize/consent', { interactionId, approved: true });
     expect(consent.status).toBe(401);
     expect(consent.body.message).toBe('Please sign in (again) before consenting.');
+    // The consent page sends it to the login page too, rather than a form that ends in an error.
+    const page = await fetch(`${server.url}/oidc/consent?interaction=${interactionId}`, { redirect: 'manual', headers: { cookie: cookieHeader(browser) } });
+    expect(page.status).toBe(303);
+    expect(page.headers.get('location')).toBe(`${server.url}/oidc/login?interaction=${interactionId}`);
   });
 
   it('asks the second step of a person with one, even in a remembered browser, and then signs them in with acr "2"', async () => {

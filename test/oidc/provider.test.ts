@@ -403,7 +403,7 @@ describe('consents and the JSON interaction endpoints', () => {
     const request = await authorizationRequest(rp);
     const res = await fetch(request.url, { redirect: 'manual', headers: { cookie: cookieHeader(api) } });
     const interactionId = new URL(res.headers.get('location') ?? '').searchParams.get('interaction') ?? '';
-    expect((await api.post('/oidc/authorize/confirm', { interactionId })).body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'] });
+    expect((await api.post('/oidc/authorize/confirm', { interactionId })).body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'].map((scope) => ({ scope, description: expect.any(String) })) });
     const consent = await api.post('/oidc/authorize/consent', { interactionId, approved: true });
     expect(consent.body.redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
   });

@@ -53,7 +53,7 @@ describe('an access token alone, at the sign-in provider', () => {
     // A web application's server asks with the token it read from the cookie (the platform's web
     // client does): it is told what is asked, and nothing more.
     const confirm = await thief.post('/oidc/authorize/confirm', { interactionId });
-    expect(confirm.body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'] });
+    expect(confirm.body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'].map((scope) => ({ scope, description: expect.any(String) })) });
     // The person, in their browser, still can.
     expect((await victim.post('/oidc/authorize/consent', { interactionId, approved: true })).status).toBe(200);
   });
@@ -69,8 +69,24 @@ describe('an access token alone, at the sign-in provider', () => {
     expect(interactionId).toBeTruthy();
     const confirm = await thief.post('/oidc/authorize/confirm', { interactionId });
     expect(confirm.status).toBe(200);
-    expect(confirm.body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'] });
+    expect(confirm.body).toEqual({ client: { clientName: 'App app' }, scopes: ['openid', 'profile', 'email'].map((scope) => ({ scope, description: expect.any(String) })) });
     expect(JSON.stringify(confirm.body)).not.toContain('code=');
     expect((await thief.post('/oidc/authorize/consent', { interactionId, approved: true })).status).toBe(403);
+  });
+
+  it('is no browser session sent as a cookie either: no code, no consent, and the authorization asks for a sign-in', async () => {
+    // Found by a review of the web client's sign-in: the check was whether the token came in a
+    // header, and a script puts the same token in a Cookie header as easily.
+    const asCookie = new Client(server.url);
+    asCookie.jar.set('service.accessToken', thief.bearer!);
+    const started = await fetch((await authorizationRequest(rp)).url, { redirect: 'manual', headers: { cookie: cookieHeader(asCookie) } });
+    expect(started.status).toBe(303);
+    expect(new URL(started.headers.get('location') ?? '', server.url).pathname).toBe('/oidc/login');
+    const interactionId = new URL(started.headers.get('location') ?? '', server.url).searchParams.get('interaction');
+    expect((await asCookie.post('/oidc/authorize/consent', { interactionId, approved: true })).status).toBe(403);
+    const confirm = await asCookie.post('/oidc/authorize/confirm', { interactionId });
+    expect(JSON.stringify(confirm.body)).not.toContain('code=');
+    const page = await fetch(`${server.url}/oidc/consent?interaction=${interactionId}`, { redirect: 'manual', headers: { cookie: cookieHeader(asCookie) } });
+    expect(page.status).toBe(303);
   });
 });

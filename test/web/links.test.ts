@@ -67,6 +67,12 @@ describe('WEB_URL', () => {
       const res = await fetch(url, { redirect: 'manual' });
       // The web client's one page for both steps (`app/oidc/authorize/page.js`).
       expect(res.headers.get('location')).toMatch(/^https:\/\/web\.example\.org\/oidc\/authorize\?interaction=/);
+      // A fresh sign-in or a second factor is asked on this service's login page, the only one
+      // that asks for them: the web client's would sign the person in, then send them here again.
+      for (const asked of [{ prompt: 'login' }, { max_age: '0' }, { acr_values: '2' }] as Array<Record<string, string>>) {
+        const fresh = await fetch((await authorizationRequest(await relyingParty(server, 'links-app'), asked)).url, { redirect: 'manual' });
+        expect(fresh.headers.get('location'), JSON.stringify(asked)).toMatch(new RegExp(`^${server.url}/oidc/login\\?interaction=`));
+      }
     });
 
     it('links an added address\'s confirmation, which the web client has no page for, to this service\'s own page', async () => {

@@ -5,7 +5,7 @@
  */
 import type { Request, Response } from 'express';
 import { PAGES_PREFIX } from '../../config.ts';
-import { SCOPE_WORDS } from './provider/views.ts';
+import { scopeWords } from '../../oidc/interactions.ts';
 import { iso, sendPage, when, type FieldError } from '../render.ts';
 import { frame, type SignedInPage } from './kit.ts';
 import { METHOD_WORDS } from './second-step.ts';
@@ -35,7 +35,7 @@ export const WORDS = {
   signInWords,
   eventWords,
   eventFrom,
-  scopeWords: (scope: string) => SCOPE_WORDS[scope] ?? scope,
+  scopeWords,
 };
 
 /** What an area's page shows, read through the procedures the REST paths call. */

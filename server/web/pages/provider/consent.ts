@@ -14,15 +14,14 @@ export function providerConsentPages(kit: ProviderKit) {
   const consentForm = providerPage(async (req, res) => {
     const id = typeof req.query.interaction === 'string' ? req.query.interaction : undefined;
     const { interaction, client } = await oidc.interaction(id);
-    const context = createHttpContext(req, res, services, config, 'cookie');
-    // No session (an impersonation's does not count), or one that does not satisfy prompt=login
-    // or max_age: sign in first.
-    const viewer = await context.viewerIfValid();
-    if (oidc.needsLogin(interaction, viewer)) {
-      res.redirect(303, oidc.loginPageUrl(interaction.id, viewer !== null));
+    // No browser session (an impersonation's does not count), or one that does not satisfy
+    // prompt=login, max_age or acr_values=2: sign in first.
+    const viewer = await viewerOf(req);
+    if (await oidc.mustSignIn(interaction, viewer)) {
+      res.redirect(303, oidc.loginPageUrl(interaction, viewer !== null));
       return;
     }
-    const profile = await createCaller(context).accounts.me();
+    const profile = await createCaller(createHttpContext(req, res, services, config, 'cookie')).accounts.me();
     const csrf = csrfFor(res, interaction.id);
     sendProviderPage(res, 200, consentPage({ interactionId: interaction.id, csrf, clientName: client.name, scopes: interaction.params.scopes, userName: profile.fullname }), [
       interaction.params.redirectUri,
@@ -32,7 +31,7 @@ export function providerConsentPages(kit: ProviderKit) {
     const id = field(req, 'interaction') ?? '';
     const { interaction } = await oidc.interaction(id);
     checkFormToken(req, interaction.id);
-    const outcome = await oidc.consent(interaction.id, await viewerOf(req, res), field(req, 'decision') === 'allow');
+    const outcome = await oidc.consent(interaction.id, await viewerOf(req), field(req, 'decision') === 'allow');
     res.redirect(303, outcome.redirect);
   }, true);
 

@@ -47,7 +47,7 @@ export type ProviderKit = ReturnType<typeof providerKit>;
 
 export function providerKit(services: Services, config: Config) {
   const oidc = services.oidc;
-  const viewerOf = (req: Request, res: Response) => browserViewer(req, res, services, config);
+  const viewerOf = (req: Request) => browserViewer(req, services);
   // The cookie that binds a page's CSRF token to the browser that loaded the page (`web/csrf.ts`).
   const csrf = csrfCookie(config, 'service.oidc-csrf', '/oidc');
   /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */

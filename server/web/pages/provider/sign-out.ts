@@ -30,7 +30,7 @@ export function providerSignOutPages(kit: ProviderKit) {
   };
   const endSession = providerPage(async (req, res) => {
     const params = (req.method === 'POST' ? req.body : req.query) as Record<string, unknown>;
-    const viewer = await viewerOf(req, res);
+    const viewer = await viewerOf(req);
     const outcome = await oidc.endSession(params ?? {}, viewer);
     if (!outcome.confirm) {
       if (viewer) await signOut(req, res);
@@ -53,7 +53,7 @@ export function providerSignOutPages(kit: ProviderKit) {
     // The question's answers, checked again: a registered address only.
     const params = { client_id: field(req, 'client_id'), post_logout_redirect_uri: field(req, 'post_logout_redirect_uri'), state: field(req, 'state') };
     const outcome = await oidc.endSession(params, null);
-    if (await viewerOf(req, res)) await signOut(req, res);
+    if (await viewerOf(req)) await signOut(req, res);
     afterSignOut(res, outcome);
   }, true);
 

@@ -7,15 +7,9 @@
  * Every error these pages show comes with the request's id, to quote to support.
  */
 import { renderPage } from '../../render.ts';
+import { scopeWords } from '../../../oidc/interactions.ts';
 import { secondStepData } from '../second-step.ts';
 
-/** What each scope means, in plain words. */
-export const SCOPE_WORDS: Record<string, string> = {
-  openid: 'Know who you are (your profile id)',
-  profile: 'See your name',
-  email: 'See your email address and whether it is confirmed',
-  offline_access: 'Keep this access while you are away, until you revoke it under Applications (signing out of the app does not end it)',
-};
 
 /** `verification`: the account's attempts ran out for this browser, so the form asks for human verification too. */
 export function loginPage(opts: {
@@ -64,7 +58,7 @@ export function secondStepPage(opts: {
 }
 
 export function consentPage(opts: { interactionId: string; csrf: string; clientName: string; scopes: string[]; userName: string }): string {
-  return renderPage('oidc/consent', { title: `${opts.clientName} wants to sign you in`, ...opts, scopes: opts.scopes.map((s) => SCOPE_WORDS[s] ?? s) });
+  return renderPage('oidc/consent', { title: `${opts.clientName} wants to sign you in`, ...opts, scopes: opts.scopes.map(scopeWords) });
 }
 
 /** RP-initiated logout's question, when the application's request does not show whose session it ends (no `id_token_hint`). */
