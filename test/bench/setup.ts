@@ -35,8 +35,8 @@ export interface Seeded {
   adminToken: string;
   authorToken: string;
   authorId: string;
-  /** The person who signs in to the bench's client: a live session and a consent already given. */
-  signer: { id: string; accessToken: string };
+  /** The person who signs in to the bench's client: a live browser session (both cookies) and a consent already given. */
+  signer: { id: string; accessToken: string; refreshToken: string };
   loginIds: string[];
   refreshTokens: string[];
   /** A refresh token of the signer's at `OFFLINE_CLIENT_ID`, as a code with `offline_access` gives one. */
@@ -95,7 +95,7 @@ export async function seed(dataDir: string, baseUrl: string): Promise<Seeded> {
         adminToken: (await session(admin)).accessToken,
         authorToken: (await session(author)).accessToken,
         authorId: author,
-        signer: { id: signer, accessToken: signerSession.accessToken },
+        signer: { id: signer, accessToken: signerSession.accessToken, refreshToken: signerSession.refreshToken },
         loginIds: logins,
         refreshTokens,
         oidcRefreshToken,

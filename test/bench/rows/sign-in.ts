@@ -7,7 +7,7 @@ import type autocannon from 'autocannon';
 import { decodeProtectedHeader } from 'jose';
 import { openDatabase } from '../../../db/knex.ts';
 import { loadConfig } from '../../../server/config.ts';
-import { ACCESS_TOKEN_COOKIE } from '../../../shared/index.ts';
+import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../../shared/index.ts';
 import { cookieHeader, keepCookies } from '../../helpers/cookies.ts';
 import { alternate, combine, expectOnly, load, type Load, type LoadOptions } from '../load.ts';
 import { runJson } from '../processes.ts';
@@ -152,9 +152,12 @@ async function rotations(base: string, first: string, seconds: number): Promise<
 
 const tokens = new WeakMap<BenchContext, Promise<string>>();
 
-/** The `Cookie` header of the seeded signer's session (its access token cookie). */
+/** The `Cookie` header of the seeded signer's browser session (both its cookies: the provider takes no less). */
 function seededSession(ctx: BenchContext): string {
-  return cookieHeader([[ACCESS_TOKEN_COOKIE, ctx.seeded.signer.accessToken]]);
+  return cookieHeader([
+    [ACCESS_TOKEN_COOKIE, ctx.seeded.signer.accessToken],
+    [REFRESH_TOKEN_COOKIE, ctx.seeded.signer.refreshToken],
+  ]);
 }
 
 /** One sign-in with a session whose consent was given: a code at once, then the token; its access token. */
