@@ -222,6 +222,10 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // admin command (maybe outside the server's container) cannot tell which processes run.
   await services.chunkedUploads.recover();
 
+  if (config.frontendOrigin && config.cookieDomain === undefined && new URL(config.frontendOrigin).hostname !== new URL(config.baseUrl).hostname) {
+    logger.warn({ webUrl: config.frontendOrigin }, 'WEB_URL is on another host and COOKIE_DOMAIN is unset: the web application\'s own server will not see the session cookies (docs/security.md#cors)');
+  }
+
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');

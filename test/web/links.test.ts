@@ -75,6 +75,10 @@ describe('WEB_URL', () => {
       }
     });
 
+    it('warns at start that its server will not see the session without COOKIE_DOMAIN', () => {
+      expect(server.logs.some((line) => line.includes('WEB_URL is on another host and COOKIE_DOMAIN is unset'))).toBe(true);
+    });
+
     it('links an added address\'s confirmation, which the web client has no page for, to this service\'s own page', async () => {
       const person = await createActiveUser(server);
       const { client } = await loggedIn(server, person.email);
