@@ -8,6 +8,7 @@ import type { Response } from 'express';
 import { loadConfig } from '../../server/config.ts';
 import { tokenUser } from '../../server/accounts/session-tokens.ts';
 import type { IssuedSession } from '../../server/accounts/viewer.ts';
+import type { SimplifiedProfile } from '../../shared/index.ts';
 import { httpCookies, USER_COOKIE_BYTES } from '../../server/http/context.ts';
 import { cookiesOf } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -120,25 +121,36 @@ describe('with a web application on another origin', () => {
 });
 
 describe('the readable user cookie', () => {
+  /** A profile's view with `fullname` (and as long a first and last name). */
+  const profile = (fullname: string, names: { first?: string; last?: string } = {}): SimplifiedProfile => ({
+    id: '~Ada_Lovelace1',
+    fullname,
+    ...names,
+    emails: ['ada@example.org'],
+    preferredEmail: 'ada@example.org',
+    usernames: ['~Ada_Lovelace1'],
+    preferredId: '~Ada_Lovelace1',
+    state: 'Active',
+    tokenVersion: 0,
+  });
+  const session = (view: SimplifiedProfile): IssuedSession => ({
+    result: { token: 't', user: { id: 'ada@example.org', profile: view } },
+    accessToken: 'a',
+    accessSeconds: 60,
+    refreshToken: 'r',
+    refreshSeconds: 60,
+    user: tokenUser('ada@example.org', view.id, view),
+  });
+
   it('is left out, and an older one cleared, when it would outgrow what a browser keeps', () => {
     const calls: string[] = [];
     const res = { cookie: (name: string) => calls.push(`set ${name}`), clearCookie: (name: string) => calls.push(`clear ${name}`) } as unknown as Response;
     const cookies = httpCookies(res, loadConfig({ BASE_URL: 'https://api.example.org' }));
-    const session = (fullname: string): IssuedSession => ({
-      result: { token: 't', user: { id: 'ada@example.org', profile: { id: '~Ada_Lovelace1' } } } as IssuedSession['result'],
-      accessToken: 'a',
-      accessSeconds: 60,
-      refreshToken: 'r',
-      refreshSeconds: 60,
-      user: tokenUser('ada@example.org', '~Ada_Lovelace1', { id: '~Ada_Lovelace1', fullname, emails: ['ada@example.org'], usernames: ['~Ada_Lovelace1'], preferredId: '~Ada_Lovelace1', preferredEmail: 'ada@example.org' } as never),
-    });
-    cookies.set(session('Ada Lovelace'));
+    cookies.set(session(profile('Ada Lovelace')));
     expect(calls).toContain('set service.user');
     calls.length = 0;
-    // 300 letters of a script URL-encoded at 9 bytes each, and an impersonator's as long.
-    const long = '漢'.repeat(300);
-    const big = session(long);
-    big.user = tokenUser('ada@example.org', '~Ada_Lovelace1', { id: '~Ada_Lovelace1', fullname: long, first: '漢'.repeat(100), last: '漢'.repeat(100), emails: [], usernames: [], preferredId: '~Ada_Lovelace1' } as never);
+    // The longest names a profile may have, in a script URL-encoded at 9 bytes a letter.
+    const big = session(profile('漢'.repeat(300), { first: '漢'.repeat(100), last: '漢'.repeat(100) }));
     expect(encodeURIComponent(JSON.stringify(big.user)).length).toBeGreaterThan(USER_COOKIE_BYTES);
     cookies.set(big);
     expect(calls).toEqual(['set service.accessToken', 'set service.refreshToken', 'clear service.user']);
