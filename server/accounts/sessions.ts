@@ -93,7 +93,7 @@ export class SessionService extends AccountsBase {
     if (!session || session.profileId !== profile.id || session.impersonator !== null || session.parentSessionId !== null) return null;
     if (session.revokedAt !== null || session.expiresAt <= now || session.tokenVersion !== profile.tokenVersion) return null;
     const newRefresh = randomToken();
-    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, accessSeconds);
+    const refreshSeconds = this.#refreshSeconds(accessSeconds);
     if (!(await repo.sessions.rotateRefresh(session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, oldHash, now))) return null;
     await repo.sessions.signInAgain(session.id, { loginEmail, accessSeconds, now, device: origin });
     return this.#issue(profile, { id: session.id, loginEmail, accessSeconds }, newRefresh, refreshSeconds);
@@ -117,7 +117,7 @@ export class SessionService extends AccountsBase {
   ): Promise<IssuedSession> {
     const now = this.now();
     const refreshToken = randomToken();
-    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, opts.accessSeconds);
+    const refreshSeconds = this.#refreshSeconds(opts.accessSeconds);
     const session = {
       id: randomUUID(),
       profileId: profile.id,
@@ -136,6 +136,11 @@ export class SessionService extends AccountsBase {
       ...(opts.origin ? { device: opts.origin } : {}),
     });
     return this.#issue(profile, { ...session, impersonator: opts.impersonator ?? null }, refreshToken, refreshSeconds, { repo, accessNotAfter: opts.accessNotAfter });
+  }
+
+  /** How long a session's refresh token lives: the configured lifetime, never shorter than its access token's. */
+  #refreshSeconds(accessSeconds: number): number {
+    return Math.max(this.deps.config.refreshTokenSeconds, accessSeconds);
   }
 
   async #issue(
@@ -301,7 +306,7 @@ export class SessionService extends AccountsBase {
     const profile = await this.#liveSession(session, known);
     const live = session as SessionRecord;
     const refreshToken = randomToken();
-    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, live.accessSeconds);
+    const refreshSeconds = this.#refreshSeconds(live.accessSeconds);
     // The answer (the access token's signature, the profile's view) is made while the rotation
     // runs, and given out only once it held: a rotation refused drops it unseen. Both are waited
     // for, so that whoever handles a failure finds the rotation done or not, never under way.
@@ -385,7 +390,7 @@ export class SessionService extends AccountsBase {
     const holdsCookie = refreshToken !== undefined && safeEqual(hashSecret(refreshToken), found.currentRefreshHash);
     if (!holdsCookie) return { profile: found.profile, session: found.session, newRefresh: null };
     const newRefresh = randomToken();
-    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, found.session.accessSeconds);
+    const refreshSeconds = this.#refreshSeconds(found.session.accessSeconds);
     await repo.sessions.rotateRefresh(found.session.id, hashSecret(newRefresh), now + refreshSeconds * 1000, null, now);
     return { profile: found.profile, session: found.session, newRefresh };
   }
@@ -393,7 +398,7 @@ export class SessionService extends AccountsBase {
   /** The tokens of a session `endOtherSessions` kept, once its transaction is committed. */
   async keptSessionTokens(kept: KeptSession, viewer: Viewer): Promise<RefreshOutcome> {
     if (kept.newRefresh === null) return { accessOnly: (await this.#issueAccess(kept.profile, kept.session, viewer.accessExpiresAt)).result };
-    const refreshSeconds = Math.max(this.deps.config.refreshTokenSeconds, kept.session.accessSeconds);
+    const refreshSeconds = this.#refreshSeconds(kept.session.accessSeconds);
     return { rotated: await this.#issue(kept.profile, kept.session, kept.newRefresh, refreshSeconds) };
   }
 }

@@ -55,9 +55,18 @@ export function wantsFreshSecondStep(interaction: Interaction): boolean {
  * (their second step is then asked even in a remembered browser), unless they did during this
  * request; whether that sign-in used a second factor is `afterLogin`'s to check.
  */
-export async function needsSecondFactor(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
+async function needsSecondFactor(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
   if (!asksSecondFactor(interaction) || signedInHere(interaction, viewer)) return false;
   return (await signInProof(provider, viewer.profileId, viewer.authTime))?.acr !== '2';
+}
+
+/**
+ * Whether this request must go (back) to the login page before it can go on: `needsLogin`, or a
+ * session short of `acr_values=2`. Every path that goes on asks this one question: the
+ * authorization, the consent page, and the JSON confirm and consent.
+ */
+export async function mustSignIn(provider: Provider, interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
+  return needsLogin(provider, interaction, viewer) || (await needsSecondFactor(provider, interaction, viewer));
 }
 
 /** The sign-in time the ID token reports: this request's sign-in, or the session's. */
@@ -98,7 +107,7 @@ function frontendPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: stri
  */
 export async function next(provider: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
   const { params } = interaction;
-  if (needsLogin(provider, interaction, viewer) || (await needsSecondFactor(provider, interaction, viewer))) {
+  if (!viewer || (await mustSignIn(provider, interaction, viewer))) {
     if (params.prompt.includes('none')) {
       provider.metrics.signIn('oidc', 'failure');
       throw new LoginRequired('The user is not signed in');

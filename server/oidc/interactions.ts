@@ -3,7 +3,7 @@ import { AppError, type OidcClient } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
 import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
-import { asksSecondFactor, authTime, consentPageUrl, issueCode, loginPageUrl, needsLogin, needsSecondFactor, next, usable } from './flow.ts';
+import { asksSecondFactor, authTime, consentPageUrl, issueCode, loginPageUrl, mustSignIn, next, usable } from './flow.ts';
 import { errorOutcome, signInProof, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
@@ -79,17 +79,17 @@ async function resume(provider: Provider, interaction: Interaction, viewer: View
 /**
  * `POST /oidc/authorize/confirm`, a web application's page for an interaction: where to send the
  * browser (a sign-in again on this service's page; back to the client when consent was given
- * before), or what to ask (the client's name and the scopes). `viaBearer`: the caller holds an
- * access token, not the browser session (the platform's web client asks from its server with the
- * token it read from the cookie): it is shown what is asked and never completes a sign-in, which
- * then takes the browser's own `POST /oidc/authorize/consent`. A stolen token alone signs no one
- * in to an application.
+ * before), or what to ask (the client's name and the scopes). Only `fromBrowser` (the browser
+ * session, both its cookies) completes a sign-in here; a caller with an access token alone (the
+ * platform's web client asks from its server with the token it read from the cookie) is shown
+ * what is asked, and the sign-in then takes the browser's own `POST /oidc/authorize/consent`. A
+ * stolen token alone signs no one in to an application.
  */
 export async function confirm(
   provider: Provider,
   interactionId: string,
   viewer: Viewer,
-  viaBearer: boolean,
+  fromBrowser: boolean,
 ): Promise<{ redirectUri: string } | { client: { clientName: string }; scopes: Array<{ scope: string; description: string }> }> {
   const { interaction, client } = await findInteraction(provider, interactionId);
   const person = usable(viewer);
@@ -97,10 +97,10 @@ export async function confirm(
   // Each scope as the web client's form lists it (`AuthorizeForm.js` reads `scope`), in our words too.
   const asked = { client: { clientName: client.name }, scopes: interaction.params.scopes.map((scope) => ({ scope, description: scopeWords(scope) })) };
   // A fresh sign-in (prompt=login, max_age) or a second factor is needed first: this service's login page.
-  if (needsLogin(provider, interaction, person) || (await needsSecondFactor(provider, interaction, person))) {
+  if (await mustSignIn(provider, interaction, person)) {
     return { redirectUri: loginPageUrl(provider, interaction, true) };
   }
-  if (viaBearer) return asked;
+  if (!fromBrowser) return asked;
   const outcome = await resume(provider, interaction, viewer);
   if ('redirect' in outcome && outcome.redirect !== consentPageUrl(provider, interaction.id)) return { redirectUri: outcome.redirect };
   return asked;
@@ -117,7 +117,7 @@ export async function consent(provider: Provider, interactionId: string, viewer:
     return redirected(errorOutcome(provider, new AccessDenied('The user denied the request'), params));
   }
   const person = usable(viewer);
-  if (needsLogin(provider, interaction, person) || (await needsSecondFactor(provider, interaction, person))) {
+  if (!person || (await mustSignIn(provider, interaction, person))) {
     throw new AppError('UnauthorizedError', 'Please sign in (again) before consenting.');
   }
   // The scopes given before are widened (two consents given at once, in two tabs, both stay).

@@ -95,7 +95,7 @@ export const oidcRouter = router({
     .output(InteractionResult)
     // An access token may ask what a request needs (a web application's server asks with the
     // one it read from the cookie), but only the browser session completes a sign-in.
-    .mutation(async ({ ctx, input }) => asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user, !(await isBrowserSession(ctx))))),
+    .mutation(async ({ ctx, input }) => asJson(ctx.services.oidc.confirm(input.interactionId, ctx.user, await isBrowserSession(ctx)))),
 
   consentInteraction: authedProcedure
     .input(InteractionConsentInput)

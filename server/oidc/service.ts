@@ -14,7 +14,7 @@ import { introspect } from './introspect.ts';
 import { deleteRegistration, readRegistration, register, registerForPerson, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
 import { discovery } from './discovery.ts';
-import { loginPageUrl, needsLogin, needsSecondFactor, usable, wantsFreshSecondStep } from './flow.ts';
+import { loginPageUrl, mustSignIn, usable, wantsFreshSecondStep } from './flow.ts';
 import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, interactionCsrfToken } from './interactions.ts';
 import { CodeSealer } from './codes.ts';
 import { IssuedHere } from './issued-here.ts';
@@ -202,9 +202,8 @@ export class OidcService {
    * Whether the person must sign in (again) first, a second factor included (`acr_values=2`); an
    * impersonation session never signs anyone in to another application.
    */
-  async mustSignIn(interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
-    const person = usable(viewer);
-    return needsLogin(this.#provider, interaction, person) || (await needsSecondFactor(this.#provider, interaction, person));
+  mustSignIn(interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
+    return mustSignIn(this.#provider, interaction, usable(viewer));
   }
 
   /** Where the consent page sends someone who must sign in (again) first (`flow.ts` `loginPageUrl`). */
@@ -216,8 +215,8 @@ export class OidcService {
     return afterLogin(this.#provider, interactionId, viewer);
   }
 
-  confirm(interactionId: string, viewer: Viewer, viaBearer: boolean) {
-    return confirm(this.#provider, interactionId, viewer, viaBearer);
+  confirm(interactionId: string, viewer: Viewer, fromBrowser: boolean) {
+    return confirm(this.#provider, interactionId, viewer, fromBrowser);
   }
 
   consent(interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
