@@ -254,13 +254,23 @@ export interface WebAuthnSettings {
   origins: string[];
 }
 
+/** The start-up error for settings that cannot be used, one line each. */
+function invalidConfiguration(lines: readonly string[]): Error {
+  return new Error(`Invalid configuration:\n${lines.map((line) => `  ${line}`).join('\n')}`);
+}
+
+/** The start-up error for one setting that cannot be used. */
+function invalidSetting(name: string, message: string): Error {
+  return invalidConfiguration([`${name}: ${message}`]);
+}
+
 /** Whether `host` is `domain` or a name under it. */
 const isUnder = (host: string, domain: string) => host === domain || host.endsWith(`.${domain}`);
 
 export function webAuthnSettings(baseUrl: string, webUrl: string, rpIdSetting: string | undefined): WebAuthnSettings {
   const base = new URL(baseUrl);
   const rpId = rpIdSetting ?? base.hostname;
-  if (!isUnder(base.hostname, rpId)) throw new Error(`Invalid configuration:\n  WEBAUTHN_RP_ID: ${rpId} must be the host of BASE_URL (${base.hostname}) or a domain it is under`);
+  if (!isUnder(base.hostname, rpId)) throw invalidSetting('WEBAUTHN_RP_ID', `${rpId} must be the host of BASE_URL (${base.hostname}) or a domain it is under`);
   const web = new URL(webUrl);
   const origins = [base.origin, ...(web.origin !== base.origin && isUnder(web.hostname, rpId) ? [web.origin] : [])];
   return { rpId, rpName: 'Peer Review', origins };
@@ -275,7 +285,7 @@ export function frontendOrigin(baseUrl: string, webUrl: string | undefined): str
   if (webUrl === undefined) return undefined;
   const [base, web] = [new URL(baseUrl), new URL(webUrl)];
   if (web.origin === base.origin) return undefined;
-  if (base.protocol === 'https:' && web.protocol !== 'https:') throw new Error(`Invalid configuration:\n  WEB_URL: ${web.origin} must be https, as BASE_URL is: its pages call the API with the person's cookies`);
+  if (base.protocol === 'https:' && web.protocol !== 'https:') throw invalidSetting('WEB_URL', `${web.origin} must be https, as BASE_URL is: its pages call the API with the person's cookies`);
   return web.origin;
 }
 
@@ -287,12 +297,12 @@ export function frontendOrigin(baseUrl: string, webUrl: string | undefined): str
 export function cookieDomain(baseUrl: string, webUrl: string | undefined, setting: string | undefined): string | undefined {
   if (setting === undefined) return undefined;
   // A top-level domain (or `localhost`) is no cookie domain a browser accepts, nor is an address.
-  if (!setting.includes('.') || isIP(setting) !== 0) throw new Error(`Invalid configuration:\n  COOKIE_DOMAIN: ${setting} must be a domain name under a top-level domain, such as example.org`);
+  if (!setting.includes('.') || isIP(setting) !== 0) throw invalidSetting('COOKIE_DOMAIN', `${setting} must be a domain name under a top-level domain, such as example.org`);
   for (const [name, url] of [['BASE_URL', baseUrl], ['WEB_URL', webUrl]] as const) {
     if (url === undefined) continue;
     const host = new URL(url).hostname;
-    if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) throw new Error(`Invalid configuration:\n  COOKIE_DOMAIN: ${name} is an address (${host}), which no cookie domain covers`);
-    if (!isUnder(host, setting)) throw new Error(`Invalid configuration:\n  COOKIE_DOMAIN: ${setting} must be the host of ${name} (${host}) or a domain it is under`);
+    if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) throw invalidSetting('COOKIE_DOMAIN', `${name} is an address (${host}), which no cookie domain covers`);
+    if (!isUnder(host, setting)) throw invalidSetting('COOKIE_DOMAIN', `${setting} must be the host of ${name} (${host}) or a domain it is under`);
   }
   return setting;
 }
@@ -312,8 +322,8 @@ export function defaultBaseUrl(host: string, port: number): string {
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = Env.safeParse(env);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+    const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw invalidConfiguration(lines);
   }
   const e = parsed.data;
   const baseUrl = e.BASE_URL ?? defaultBaseUrl(e.HOST, e.PORT);
