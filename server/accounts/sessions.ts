@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Impersonator, ProfileState, SessionResult } from '../../shared/index.ts';
+import { AppError } from '../../shared/errors.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import { MODERATORS_GROUP, SUPER_USERS_GROUP } from './roles.ts';
 import { AccountsBase, type AccountsDeps } from './service-base.ts';
@@ -184,14 +185,20 @@ export class SessionService extends AccountsBase {
   }
 
   /**
-   * The browser's session: the access cookie resolved as `authenticate` does, and the refresh
-   * cookie the same session's current one, read in the same query. What signs a person in to an
+   * The browser's session, or null: the access cookie resolved as `authenticate` does, and the
+   * refresh cookie the same session's current one, read in the same query. What signs a person in to an
    * application, or keeps their session through a reset, must be their browser: an access token
    * alone (perhaps a stolen one, sent as a cookie as easily as a header) is not.
    */
-  authenticateBrowser(accessToken: string, refreshToken: string | undefined): Promise<Viewer> {
-    if (refreshToken === undefined) return Promise.reject(sessionEnded());
-    return this.#authenticate(accessToken, hashSecret(refreshToken));
+  async browserViewer(accessToken: string | undefined, refreshToken: string | undefined): Promise<Viewer | null> {
+    if (accessToken === undefined || refreshToken === undefined) return null;
+    try {
+      return await this.#authenticate(accessToken, hashSecret(refreshToken));
+    } catch (error) {
+      // Cookies that make no live session are no browser; a database that fails still fails.
+      if (error instanceof AppError) return null;
+      throw error;
+    }
   }
 
   async #authenticate(accessToken: string, refreshHash: string | null): Promise<Viewer> {

@@ -115,14 +115,12 @@ export function createHttpContext(req: Request, res: Response, services: Service
 }
 
 /**
- * Who is signed in by the browser's session only (both its cookies: `authenticateBrowser`), or
+ * Who is signed in by the browser's session only (both its cookies: `SessionService.browserViewer`), or
  * null: signing someone in to an application (and signing them out of it) takes their browser,
  * not an access token alone, perhaps a stolen one, in a header or a cookie.
  */
-export async function browserViewer(req: Request, services: Services): Promise<Viewer | null> {
-  const access = cookieOf(req, ACCESS_TOKEN_COOKIE);
-  if (access === undefined) return null;
-  return services.sessions.authenticateBrowser(access, cookieOf(req, REFRESH_TOKEN_COOKIE)).catch(() => null);
+export function browserViewer(req: Request, services: Services): Promise<Viewer | null> {
+  return services.sessions.browserViewer(cookieOf(req, ACCESS_TOKEN_COOKIE), cookieOf(req, REFRESH_TOKEN_COOKIE));
 }
 
 /** A string field of a form body (undefined when absent or not a string). */

@@ -108,15 +108,11 @@ export const oidcRouter = router({
 
 /**
  * Signing a person in to an application (and consenting for them) takes their browser session,
- * both its cookies (`SessionService.authenticateBrowser`): an access token alone, perhaps a stolen
+ * both its cookies (`SessionService.browserViewer`): an access token alone, perhaps a stolen
  * one, in a header or a cookie, would otherwise sign its thief in to every application as that
  * person, for longer than the token lives.
  */
 async function isBrowserSession(ctx: { credentials: Credentials; services: Context['services'] }): Promise<boolean> {
   const { accessToken, refreshToken, viaBearer } = ctx.credentials;
-  if (viaBearer || accessToken === undefined) return false;
-  return ctx.services.sessions.authenticateBrowser(accessToken, refreshToken).then(
-    () => true,
-    () => false,
-  );
+  return !viaBearer && (await ctx.services.sessions.browserViewer(accessToken, refreshToken)) !== null;
 }

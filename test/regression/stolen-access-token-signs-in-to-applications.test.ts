@@ -8,7 +8,8 @@
  * needs, `POST /oidc/authorize/confirm`, as the platform's web client does from its server: it is
  * told, and gets no code.)
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SessionsRepository } from '../../server/accounts/repository/sessions.ts';
 import type * as client from 'openid-client';
 import { cookieHeader } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
@@ -88,5 +89,16 @@ describe('an access token alone, at the sign-in provider', () => {
     expect(JSON.stringify(confirm.body)).not.toContain('code=');
     const page = await fetch(`${server.url}/oidc/consent?interaction=${interactionId}`, { redirect: 'manual', headers: { cookie: cookieHeader(asCookie) } });
     expect(page.status).toBe(303);
+  });
+
+  it('is told from a database that fails: that is no signed-out browser', async () => {
+    const cookies = [...victim.jar].map(([name, value]) => [name, value] as const);
+    const cookie = (name: string) => cookies.find(([n]) => n === name)?.[1];
+    const sessions = server.service.services.sessions;
+    expect(await sessions.browserViewer(cookie('service.accessToken'), cookie('service.refreshToken'))).not.toBeNull();
+    expect(await sessions.browserViewer(cookie('service.accessToken'), undefined)).toBeNull();
+    const failing = vi.spyOn(SessionsRepository.prototype, 'findWithProfile').mockRejectedValueOnce(new Error('the database is gone'));
+    await expect(sessions.browserViewer(cookie('service.accessToken'), cookie('service.refreshToken'))).rejects.toThrow('the database is gone');
+    failing.mockRestore();
   });
 });
