@@ -247,7 +247,11 @@ export class SessionService extends AccountsBase {
     const repo = this.deps.repo;
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
-      // The answer shows the profile's emails: they come with the session, in the same statement.
+      const rotated = await this.#rotateAtOnce(oldHash);
+      if (rotated) return { rotated };
+      // Nothing was rotated: the session's row says why (an impersonation's parents to check, a
+      // rule broken, a race lost, a token rotated out). The answer shows the profile's emails:
+      // they come with the session, in the same statement.
       const found = await repo.sessions.findWithProfile({ refreshHash: oldHash }, { withEmails: true });
       if (found) {
         try {
@@ -264,6 +268,19 @@ export class SessionService extends AccountsBase {
     const found = await repo.sessions.findWithProfile({ id: viewer.sessionId });
     const profile = await this.#liveSession(found?.session ?? null, found?.profile ?? null);
     return { accessOnly: (await this.#issueAccess(profile, found!.session, viewer.accessExpiresAt)).result };
+  }
+
+  /**
+   * The common refresh in one statement (`SessionsRepository.rotateLive`): the token is a live
+   * session's current one, the session no impersonation, and its profile may hold it. Then the
+   * answer is made from the row the rotation returns, as `resumeSession` makes it from the row it
+   * read first. Null when nothing was rotated, and nothing was written.
+   */
+  async #rotateAtOnce(oldHash: string): Promise<IssuedSession | null> {
+    const refreshToken = randomToken();
+    const done = await this.deps.repo.sessions.rotateLive(oldHash, hashSecret(refreshToken), this.deps.config.refreshTokenSeconds, this.now());
+    if (!done) return null;
+    return this.#issue(done.profile, done.session, refreshToken, this.#refreshSeconds(done.session.accessSeconds), { knownEmails: done.emails });
   }
 
   /** A refresh token that is not any session's current one: the grace case, or reuse. */

@@ -172,6 +172,28 @@ describe('sessions', () => {
     expect((await replay.post('/refreshToken')).status).toBe(401);
   });
 
+  it('a refresh of a live session sends one statement, and its answer shows the profile as a login does', async () => {
+    const user = await createActiveUser(server);
+    const client = new Client(server.url);
+    const login = await client.post('/login', { id: user.email, password: PASSWORD });
+    expect(login.status).toBe(200);
+    const sent: string[] = [];
+    const listener = (query: { sql: string }) => sent.push(query.sql.replace(/\s+/g, ' ').trim());
+    server.service.db.on('query', listener);
+    let res;
+    try {
+      res = await client.post('/refreshToken');
+    } finally {
+      server.service.db.off('query', listener);
+    }
+    expect(res.status).toBe(200);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^update sessions set refresh_hash = /);
+    expect(res.body.user).toEqual(login.body.user);
+    // The new token names the same session and person; the old one is rotated out.
+    expect((await client.get('/profiles')).body.profiles[0].id).toBe(user.id);
+  });
+
   it('a rotation refused while its answer is being made gives out nothing: no token, no new cookie, no record', async () => {
     const user = await createActiveUser(server);
     const { client } = await loggedIn(server, user.email);

@@ -21,14 +21,19 @@ export interface EmailsAndUsernames {
  * when they were added, then by address; usernames by name). Read them with `emailsAndUsernamesIn`.
  */
 export function emailsAndUsernamesColumns(db: Knex): Knex.Raw[] {
-  return isPostgres(db)
+  return emailsAndUsernamesSql(isPostgres(db), 'profiles.id').map((sql) => db.raw(sql));
+}
+
+/** `emailsAndUsernamesColumns` as SQL text, for the profile whose id is `idColumn`. */
+export function emailsAndUsernamesSql(postgres: boolean, idColumn: string): [string, string] {
+  return postgres
     ? [
-        db.raw(`(select coalesce(json_agg(json_build_array(email, confirmed) order by created_at, email), '[]'::json) from profile_emails where profile_id = profiles.id) as p_emails`),
-        db.raw(`(select coalesce(json_agg(username order by username), '[]'::json) from profile_usernames where profile_id = profiles.id) as p_usernames`),
+        `(select coalesce(json_agg(json_build_array(email, confirmed) order by created_at, email), '[]'::json) from profile_emails where profile_id = ${idColumn}) as p_emails`,
+        `(select coalesce(json_agg(username order by username), '[]'::json) from profile_usernames where profile_id = ${idColumn}) as p_usernames`,
       ]
     : [
-        db.raw('(select json_group_array(json_array(email, confirmed) order by created_at, email) from profile_emails where profile_id = profiles.id) as p_emails'),
-        db.raw('(select json_group_array(username order by username) from profile_usernames where profile_id = profiles.id) as p_usernames'),
+        `(select json_group_array(json_array(email, confirmed) order by created_at, email) from profile_emails where profile_id = ${idColumn}) as p_emails`,
+        `(select json_group_array(username order by username) from profile_usernames where profile_id = ${idColumn}) as p_usernames`,
       ];
 }
 

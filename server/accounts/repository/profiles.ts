@@ -80,6 +80,21 @@ export function joinedProfile(row: Record<string, unknown>): ProfileRecord | nul
   return toProfile(Object.fromEntries(PROFILE_COLUMNS.map((column) => [column, row[`p_${column}`]])) as unknown as ProfileRow);
 }
 
+/**
+ * The profile whose id is `idColumn` as one JSON object column, on SQLite: an `UPDATE … RETURNING`
+ * there may not name another table's columns, but may select them in a subquery. Its keys are the
+ * stored columns' names (each a seek of the key; one seek here against one a column). Read it with
+ * `profileFromJson`.
+ */
+export function profileAsJsonSqlite(idColumn: string): string {
+  return `(select json_object(${PROFILE_COLUMNS.map((column) => `'${column}', ${column}`).join(', ')}) from profiles where profiles.id = ${idColumn})`;
+}
+
+/** The profile in a column made by `profileAsJsonSqlite` (null when none was found). */
+export function profileFromJson(value: unknown): ProfileRecord | null {
+  return value === null || value === undefined ? null : toProfile(json<ProfileRow>(value));
+}
+
 /** SQL for `profiles`: a person's account, its state, content and token version. Given its Knex (or a transaction). */
 export class ProfilesRepository {
   readonly #db: Knex;

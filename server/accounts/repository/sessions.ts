@@ -3,8 +3,10 @@ import { fromJson as json, numberOrNull } from '../../../db/json.ts';
 import { CompiledQuery } from '../../../db/compiled.ts';
 import { isPostgres } from '../../../db/postgres.ts';
 import type { Impersonator } from '../../../shared/index.ts';
-import { emailsAndUsernamesColumns, emailsAndUsernamesIn, type EmailsAndUsernames } from './emails.ts';
-import { JOINED_PROFILE, joinedProfile, type ProfileRecord } from './profiles.ts';
+import { rawRows } from '../../../db/knex.ts';
+import { ACTIVE_STATES } from '../session-rule.ts';
+import { emailsAndUsernamesColumns, emailsAndUsernamesIn, emailsAndUsernamesSql, type EmailsAndUsernames } from './emails.ts';
+import { JOINED_PROFILE, joinedProfile, profileAsJsonSqlite, profileFromJson, type ProfileRecord } from './profiles.ts';
 
 export interface SessionRecord {
   id: string;
@@ -98,6 +100,29 @@ const ROTATE_REFRESH = new CompiledQuery(['id', 'newHash', 'expiresAt', 'now'], 
 const ROTATE_REFRESH_FROM = new CompiledQuery(['id', 'oldHash', 'newHash', 'expiresAt', 'now'], (db, param) =>
   db('sessions').where({ id: param.id, refresh_hash: param.oldHash }).whereNull('revoked_at').update(rotated(param), ['id']),
 );
+
+/**
+ * `SessionsRepository.rotateLive`'s statement in each dialect. Its conditions are THE RULE
+ * (`canHoldSession` in `session-rule.ts`: the profile exists, is not deleted, is in one of
+ * `ACTIVE_STATES`, and still has the session's token version) and `resumeSession`'s own (the
+ * session not ended, not expired, its refresh token the one presented), for a session with no
+ * parent: an impersonation, whose parent sessions must be live too, is left to the full path.
+ * Bindings: the new hash, now, the shortest refresh lifetime in seconds, now; the presented hash,
+ * now, then the states.
+ */
+const ROTATE_LIVE = {
+  sqlite: `update sessions set refresh_hash = ?, expires_at = ? + max(?, access_seconds) * 1000, last_seen_at = ?
+    where refresh_hash = ? and revoked_at is null and expires_at > ? and parent_session_id is null
+      and exists (select 1 from profiles where profiles.id = sessions.profile_id and profiles.ddate is null
+        and profiles.state in (${[...ACTIVE_STATES].map(() => '?').join(', ')}) and profiles.token_version = sessions.token_version)
+    returning *, ${profileAsJsonSqlite('sessions.profile_id')} as p_json, ${emailsAndUsernamesSql(false, 'sessions.profile_id').join(', ')}`,
+  postgres: `update sessions set refresh_hash = ?, expires_at = ?::bigint + greatest(?::integer, sessions.access_seconds)::bigint * 1000, last_seen_at = ?
+    from profiles
+    where sessions.refresh_hash = ? and sessions.revoked_at is null and sessions.expires_at > ? and sessions.parent_session_id is null
+      and profiles.id = sessions.profile_id and profiles.ddate is null
+      and profiles.state in (${[...ACTIVE_STATES].map(() => '?').join(', ')}) and profiles.token_version = sessions.token_version
+    returning sessions.*, ${JOINED_PROFILE.join(', ')}, ${emailsAndUsernamesSql(true, 'profiles.id').join(', ')}`,
+};
 
 /** SQL for `sessions` and `session_refresh_history` (the refresh tokens rotated out). Given its Knex (or a transaction). */
 export class SessionsRepository {
@@ -193,6 +218,27 @@ export class SessionsRepository {
       ? await ROTATE_REFRESH.rows(this.#db, { id, newHash, expiresAt, now })
       : await ROTATE_REFRESH_FROM.rows(this.#db, { id, oldHash, newHash, expiresAt, now });
     return changed.length === 1;
+  }
+
+  /**
+   * A refresh in one statement: the session whose current refresh token is `oldHash` is given
+   * `newHash`, when it may still be used (see `ROTATE_LIVE`), and comes back with its profile and
+   * the profile's emails and usernames, as `findWithProfile` answers them after `rotateRefresh`.
+   * Its refresh token then lives `max(minRefreshSeconds, access_seconds)` from `now`, as
+   * `SessionService` computes it. The trigger of `rotateRefresh` records the token rotated out.
+   * Null when nothing was rotated, for whatever reason: the caller then asks why, through
+   * `findWithProfile` and `findRotatedRefresh`, as a refresh always did. On SQLite's one
+   * connection, every refresh thus holds it for one statement rather than two.
+   */
+  async rotateLive(oldHash: string, newHash: string, minRefreshSeconds: number, now: number): Promise<{ session: SessionRecord; profile: ProfileRecord; emails: EmailsAndUsernames } | null> {
+    const postgres = isPostgres(this.#db);
+    const [row] = rawRows<SessionRow & Record<string, unknown>>(
+      await this.#db.raw(postgres ? ROTATE_LIVE.postgres : ROTATE_LIVE.sqlite, [newHash, now, minRefreshSeconds, now, oldHash, now, ...ACTIVE_STATES]),
+    );
+    const profile = row ? (postgres ? joinedProfile(row) : profileFromJson(row.p_json)) : null;
+    // The statement joins the profile, so a row always comes with one.
+    if (!row || !profile) return null;
+    return { session: toSession(row), profile, emails: emailsAndUsernamesIn(row) };
   }
 
   /**
