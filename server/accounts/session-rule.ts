@@ -20,6 +20,10 @@ export interface SessionHolder {
  * - and, when the credential recorded the profile's `tokenVersion` when it was issued, still
  *   has that version: a password reset, logging out of all devices, a block, a deletion and a
  *   merge move the version on, and so end every credential issued before.
+ *
+ * A refresh of a live session checks it in SQL instead, in the statement that rotates the
+ * session (`ROTATE_LIVE` in `repository/sessions.ts`): a change here must be made there too,
+ * and `test/db/refresh-in-one-statement.test.ts` given the new case.
  */
 export function canHoldSession(profile: SessionHolder | null | undefined, tokenVersion?: number): profile is SessionHolder {
   if (!profile || profile.ddate !== null || !ACTIVE_STATES.has(profile.state)) return false;

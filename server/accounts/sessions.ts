@@ -40,7 +40,8 @@ export const ROTATED_REFRESH_KEPT_MS = 90 * 24 * 60 * 60 * 1000;
 /**
  * Sessions: the session a sign-in opens (`sign-in.ts` checks the person first), the access token resolved to its caller, refresh (with reuse detection),
  * logout, and the sessions that activation and impersonation open. Every check of a live
- * session goes through `canHoldSession`.
+ * session goes through `canHoldSession`, or, for a refresh, its SQL twin in the rotation's
+ * statement (`SessionsRepository.rotateLive`).
  */
 export class SessionService extends AccountsBase {
   readonly #profiles: ProfileService;
@@ -247,8 +248,14 @@ export class SessionService extends AccountsBase {
     const repo = this.deps.repo;
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
-      const rotated = await this.#rotateAtOnce(oldHash);
-      if (rotated) return { rotated };
+      try {
+        const rotated = await this.#rotateAtOnce(oldHash);
+        if (rotated) return { rotated };
+      } catch (error) {
+        // Rotated, but the answer failed: the token presented is now the one just rotated out.
+        if (!(await repo.sessions.findRotatedRefresh(oldHash))) throw error;
+        return { accessOnly: await this.#replayed(oldHash) };
+      }
       // Nothing was rotated: the session's row says why (an impersonation's parents to check, a
       // rule broken, a race lost, a token rotated out). The answer shows the profile's emails:
       // they come with the session, in the same statement.

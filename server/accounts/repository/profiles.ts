@@ -82,9 +82,9 @@ export function joinedProfile(row: Record<string, unknown>): ProfileRecord | nul
 
 /**
  * The profile whose id is `idColumn` as one JSON object column, on SQLite: an `UPDATE … RETURNING`
- * there may not name another table's columns, but may select them in a subquery. Its keys are the
- * stored columns' names (each a seek of the key; one seek here against one a column). Read it with
- * `profileFromJson`.
+ * there may not name another table's columns, but may select them in a subquery. One subquery
+ * (one seek of the key) rather than one a column; its keys are the stored columns' names. Read it
+ * with `profileFromJson`.
  */
 export function profileAsJsonSqlite(idColumn: string): string {
   return `(select json_object(${PROFILE_COLUMNS.map((column) => `'${column}', ${column}`).join(', ')}) from profiles where profiles.id = ${idColumn})`;

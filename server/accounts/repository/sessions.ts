@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { fromJson as json, numberOrNull } from '../../../db/json.ts';
 import { CompiledQuery } from '../../../db/compiled.ts';
+import { fromJson as json, numberOrNull } from '../../../db/json.ts';
+import { rawRows } from '../../../db/knex.ts';
 import { isPostgres } from '../../../db/postgres.ts';
 import type { Impersonator } from '../../../shared/index.ts';
-import { rawRows } from '../../../db/knex.ts';
 import { ACTIVE_STATES } from '../session-rule.ts';
 import { emailsAndUsernamesColumns, emailsAndUsernamesIn, emailsAndUsernamesSql, type EmailsAndUsernames } from './emails.ts';
 import { JOINED_PROFILE, joinedProfile, profileAsJsonSqlite, profileFromJson, type ProfileRecord } from './profiles.ts';
@@ -103,7 +103,8 @@ const ROTATE_REFRESH_FROM = new CompiledQuery(['id', 'oldHash', 'newHash', 'expi
 
 /**
  * `SessionsRepository.rotateLive`'s statement in each dialect. Its conditions are THE RULE
- * (`canHoldSession` in `session-rule.ts`: the profile exists, is not deleted, is in one of
+ * (`canHoldSession` in `session-rule.ts`, written again here in SQL and held to it by
+ * `test/db/refresh-in-one-statement.test.ts`: the profile exists, is not deleted, is in one of
  * `ACTIVE_STATES`, and still has the session's token version) and `resumeSession`'s own (the
  * session not ended, not expired, its refresh token the one presented), for a session with no
  * parent: an impersonation, whose parent sessions must be live too, is left to the full path.
@@ -116,7 +117,7 @@ const ROTATE_LIVE = {
       and exists (select 1 from profiles where profiles.id = sessions.profile_id and profiles.ddate is null
         and profiles.state in (${[...ACTIVE_STATES].map(() => '?').join(', ')}) and profiles.token_version = sessions.token_version)
     returning *, ${profileAsJsonSqlite('sessions.profile_id')} as p_json, ${emailsAndUsernamesSql(false, 'sessions.profile_id').join(', ')}`,
-  postgres: `update sessions set refresh_hash = ?, expires_at = ?::bigint + greatest(?::integer, sessions.access_seconds)::bigint * 1000, last_seen_at = ?
+  postgres: `update sessions set refresh_hash = ?, expires_at = ?::bigint + greatest(?::bigint, sessions.access_seconds) * 1000, last_seen_at = ?
     from profiles
     where sessions.refresh_hash = ? and sessions.revoked_at is null and sessions.expires_at > ? and sessions.parent_session_id is null
       and profiles.id = sessions.profile_id and profiles.ddate is null
@@ -235,9 +236,10 @@ export class SessionsRepository {
     const [row] = rawRows<SessionRow & Record<string, unknown>>(
       await this.#db.raw(postgres ? ROTATE_LIVE.postgres : ROTATE_LIVE.sqlite, [newHash, now, minRefreshSeconds, now, oldHash, now, ...ACTIVE_STATES]),
     );
-    const profile = row ? (postgres ? joinedProfile(row) : profileFromJson(row.p_json)) : null;
-    // The statement joins the profile, so a row always comes with one.
-    if (!row || !profile) return null;
+    if (!row) return null;
+    const profile = postgres ? joinedProfile(row) : profileFromJson(row.p_json);
+    // The statement rotates only a session whose profile exists; a row without one is a broken statement, not a refusal.
+    if (!profile) throw new Error('rotateLive: the rotated session came back without its profile');
     return { session: toSession(row), profile, emails: emailsAndUsernamesIn(row) };
   }
 
