@@ -93,7 +93,7 @@ export class SecurityService extends AccountsPart {
       await trx.profiles.update(profile.id, { passwordHash }, now);
       // A reset link asked for before the change must not undo it.
       await trx.tokens.voidAll(profile.id, 'reset', now);
-      await trx.settings.audit({ actor: profile.id, action: 'password:change', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: endOthers } }, now);
+      await trx.settings.audit({ actor: profile.id, action: 'password:change', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: endOthers ? 'others' : 'none' } }, now);
       const email = preferredEmail(profile, await trx.emails.emailsOf(profile.id));
       if (email) await this.deps.mailer.queue(trx, { to: email, ...passwordChangedMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, otherSessionsEnded: endOthers }) });
       // Exactly what "log out of all other devices" does (the token version moves on, so the

@@ -13,6 +13,12 @@ import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { approvedRegistrationToken, REDIRECT, registerByHttp, UserAgent } from '../oidc/helpers.ts';
 import * as oidcClient from 'openid-client';
 
+/** The details of the person's newest password change in the audit log (a JSON column: text on SQLite). */
+async function auditDetails(profileId: string): Promise<unknown> {
+  const entry = await server.service.db('audit_log').where({ target: profileId, action: 'password:change' }).orderBy('id', 'desc').first();
+  return typeof entry?.details === 'string' ? JSON.parse(entry.details) : entry?.details;
+}
+
 const FIREFOX = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:132.0) Gecko/20100101 Firefox/132.0';
 let server: TestServer;
 beforeAll(async () => {
@@ -84,6 +90,8 @@ describe('password & security procedures', () => {
     const actions = (await laptop.get('/security/events')).body.events.map((e: { action: string }) => e.action);
     // The old password, tried after the change, is a failed sign-in in the activity log.
     expect(actions.slice(0, 3)).toEqual(['sign-in', 'sign-in:failed', 'password:change']);
+    // Which sessions ended, in the words a reset's entry uses ('all', 'others' or 'none').
+    expect(await auditDetails(user.id)).toMatchObject({ sessionsEnded: 'others' });
   });
 
   it('keeps the other sessions when told to', async () => {
@@ -93,6 +101,7 @@ describe('password & security procedures', () => {
     const changed = await laptop.post('/password', { currentPassword: PASSWORD, newPassword: 'Brand-New-Horse-2', logoutOtherSessions: false });
     expect(changed.body).toEqual({ status: 'ok' });
     expect((await phone.get('/profiles')).status).toBe(200);
+    expect(await auditDetails(user.id)).toMatchObject({ sessionsEnded: 'none' });
   });
 
   it('records every sign-in in the person’s events, with the browser', async () => {
