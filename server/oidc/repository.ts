@@ -431,6 +431,7 @@ export class OidcRepository {
   /**
    * Revokes every token issued from a code (the code was presented twice, RFC 6749 §4.1.2): its
    * access token, and the refresh-token family it started with every access token issued since.
+   * Two statements: run it in a transaction (`transaction`).
    */
   async revokeTokensOfCode(codeHash: string, now: number): Promise<void> {
     const families = this.#db('oidc_tokens').where({ code_hash: codeHash }).whereNotNull('family_id').select('family_id');

@@ -153,7 +153,8 @@ async function consumeCode(provider: Provider, client: ClientRecord, code: CodeR
   }
   if (!issued) {
     use.undo();
-    await provider.repo.revokeTokensOfCode(code.codeHash, now);
+    // Both its writes or neither: a process stopped between them would leave the code's access tokens live.
+    await provider.repo.transaction((repo) => repo.revokeTokensOfCode(code.codeHash, now));
     throw invalidCode();
   }
   if (!refresh || !token) return {};

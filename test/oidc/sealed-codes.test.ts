@@ -159,7 +159,20 @@ describe('authorization codes on two processes of one install', () => {
     const first = await redeem(a, code, request.verifier, 'offline-app');
     const { refresh_token: refreshToken } = first.body as { refresh_token?: string };
     expect(refreshToken).toEqual(expect.any(String));
-    expect(await redeem(b, code, request.verifier, 'offline-app')).toEqual(refused);
+    // Its revocations are written together: one transaction, both tables.
+    const writes: Array<{ sql: string; tx: unknown }> = [];
+    const listener = (query: { sql: string; __knexTxId?: unknown }) => {
+      if (/^update /i.test(query.sql)) writes.push({ sql: query.sql, tx: query.__knexTxId });
+    };
+    b.service.db.on('query', listener);
+    try {
+      expect(await redeem(b, code, request.verifier, 'offline-app')).toEqual(refused);
+    } finally {
+      b.service.db.off('query', listener);
+    }
+    expect(writes.map(({ sql }) => /^update [`"]?(\w+)/i.exec(sql)?.[1])).toEqual(['oidc_refresh_tokens', 'oidc_tokens']);
+    expect(writes[0]!.tx).toEqual(expect.any(String));
+    expect(writes[1]!.tx).toBe(writes[0]!.tx);
     const refresh = await fetch(`${a.url}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken ?? '', client_id: 'offline-app' }) });
     expect(await refresh.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid or expired refresh token' });
     expect(await userinfo(a, first.body.access_token)).toBe(401);
