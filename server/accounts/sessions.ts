@@ -249,24 +249,12 @@ export class SessionService extends AccountsBase {
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
       try {
-        const rotated = await this.#rotateAtOnce(oldHash);
+        const rotated = (await this.#rotateAtOnce(oldHash)) ?? (await this.#rotateAfterReading(oldHash));
         if (rotated) return { rotated };
       } catch (error) {
-        // Rotated, but the answer failed: the token presented is now the one just rotated out.
+        // Refused, yet the token is now rotated out: a simultaneous refresh of it won the race,
+        // or this one rotated and its answer failed. `#replayed` answers it as any rotated-out token.
         if (!(await repo.sessions.findRotatedRefresh(oldHash))) throw error;
-        return { accessOnly: await this.#replayed(oldHash) };
-      }
-      // Nothing was rotated: the session's row says why (an impersonation's parents to check, a
-      // rule broken, a race lost, a token rotated out). The answer shows the profile's emails:
-      // they come with the session, in the same statement.
-      const found = await repo.sessions.findWithProfile({ refreshHash: oldHash }, { withEmails: true });
-      if (found) {
-        try {
-          return { rotated: await this.resumeSession(found.session, oldHash, found.profile, found.emails) };
-        } catch (error) {
-          // Lost a race with a simultaneous refresh of the same token: that one rotated it.
-          if (!(await repo.sessions.findRotatedRefresh(oldHash))) throw error;
-        }
       }
       return { accessOnly: await this.#replayed(oldHash) };
     }
@@ -288,6 +276,17 @@ export class SessionService extends AccountsBase {
     const done = await this.deps.repo.sessions.rotateLive(oldHash, hashSecret(refreshToken), this.deps.config.refreshTokenSeconds, this.now());
     if (!done) return null;
     return this.#issue(done.profile, done.session, refreshToken, this.#refreshSeconds(done.session.accessSeconds), { knownEmails: done.emails });
+  }
+
+  /**
+   * Every refresh the one statement does not rotate: the session's row says why (an
+   * impersonation's parents to check, a rule broken, a race lost). Null when the token is no
+   * session's current one. The answer shows the profile's emails: they come with the session, in
+   * the same statement.
+   */
+  async #rotateAfterReading(oldHash: string): Promise<IssuedSession | null> {
+    const found = await this.deps.repo.sessions.findWithProfile({ refreshHash: oldHash }, { withEmails: true });
+    return found ? this.resumeSession(found.session, oldHash, found.profile, found.emails) : null;
   }
 
   /** A refresh token that is not any session's current one: the grace case, or reuse. */

@@ -111,17 +111,18 @@ const ROTATE_REFRESH_FROM = new CompiledQuery(['id', 'oldHash', 'newHash', 'expi
  * Bindings: the new hash, now, the shortest refresh lifetime in seconds, now; the presented hash,
  * now, then the states.
  */
+const STATE_MARKS = [...ACTIVE_STATES].map(() => '?').join(', ');
 const ROTATE_LIVE = {
   sqlite: `update sessions set refresh_hash = ?, expires_at = ? + max(?, access_seconds) * 1000, last_seen_at = ?
     where refresh_hash = ? and revoked_at is null and expires_at > ? and parent_session_id is null
       and exists (select 1 from profiles where profiles.id = sessions.profile_id and profiles.ddate is null
-        and profiles.state in (${[...ACTIVE_STATES].map(() => '?').join(', ')}) and profiles.token_version = sessions.token_version)
+        and profiles.state in (${STATE_MARKS}) and profiles.token_version = sessions.token_version)
     returning *, ${profileAsJsonSqlite('sessions.profile_id')} as p_json, ${emailsAndUsernamesSql(false, 'sessions.profile_id').join(', ')}`,
   postgres: `update sessions set refresh_hash = ?, expires_at = ?::bigint + greatest(?::bigint, sessions.access_seconds) * 1000, last_seen_at = ?
     from profiles
     where sessions.refresh_hash = ? and sessions.revoked_at is null and sessions.expires_at > ? and sessions.parent_session_id is null
       and profiles.id = sessions.profile_id and profiles.ddate is null
-      and profiles.state in (${[...ACTIVE_STATES].map(() => '?').join(', ')}) and profiles.token_version = sessions.token_version
+      and profiles.state in (${STATE_MARKS}) and profiles.token_version = sessions.token_version
     returning sessions.*, ${JOINED_PROFILE.join(', ')}, ${emailsAndUsernamesSql(true, 'profiles.id').join(', ')}`,
 };
 
