@@ -138,9 +138,6 @@ export class PasswordResetService extends AccountsPart {
     const passwordHash = await this.deps.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
     const sessions = this.core.sessions;
-    // Only the browser's own session is kept, both its cookies: an access token alone (perhaps a
-    // stolen one, or one planted in this browser) must not outlive the reset.
-    const browserSession = viewer !== null && (await sessions.holdsRefreshCookie(viewer.sessionId, browser.refreshToken));
     const { profileId, kept } = await this.deps.repo.transaction(async (repo) => {
       const record = await this.deps.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
       await this.deps.oneTime.consume(repo, record, now, INVALID_RESET);
@@ -148,11 +145,14 @@ export class PasswordResetService extends AccountsPart {
       if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
       await repo.profiles.update(profile.id, { passwordHash }, now);
       await repo.tokens.voidAll(profile.id, 'reset', now);
-      const here = browserSession && this.#signedInHere(viewer, profile.id) ? viewer : null;
       let kept: KeptSession | null = null;
-      if (endSessions && here) kept = await sessions.endOtherSessions(repo, here, browser.refreshToken, now);
-      else if (endSessions) await sessions.endAllSessions(repo, profile.id, now);
-      const ended = !endSessions ? 'none' : here ? 'others' : 'all';
+      if (endSessions && this.#signedInHere(viewer, profile.id)) kept = await sessions.endOtherSessions(repo, viewer, browser.refreshToken, now);
+      // Only the browser's own session is kept, both its cookies (checked in this transaction):
+      // an access token alone (perhaps a stolen one, or one planted in this browser) must not
+      // outlive the reset, and ends with the rest.
+      if (kept?.newRefresh === null) kept = null;
+      if (endSessions && !kept) await sessions.endAllSessions(repo, profile.id, now);
+      const ended = !endSessions ? 'none' : kept ? 'others' : 'all';
       await repo.settings.audit({ actor: profile.id, action: 'password:reset', target: profile.id, details: { ...deviceDetails(origin), sessionsEnded: ended } }, now);
       return { profileId: profile.id, kept };
     });

@@ -108,11 +108,11 @@ export const oidcRouter = router({
 
 /**
  * Signing a person in to an application (and consenting for them) takes their browser session,
- * both its cookies (`SessionService.browserViewer`): an access token alone, perhaps a stolen
- * one, in a header or a cookie, would otherwise sign its thief in to every application as that
- * person, for longer than the token lives.
+ * both its cookies: the caller (`ctx.user`, from the access cookie) and that session's current
+ * refresh cookie. An access token alone, perhaps a stolen one, in a header or a cookie, would
+ * otherwise sign its thief in to every application as that person, for longer than the token lives.
  */
-async function isBrowserSession(ctx: { credentials: Credentials; services: Context['services'] }): Promise<boolean> {
-  const { accessToken, refreshToken, viaBearer } = ctx.credentials;
-  return !viaBearer && (await ctx.services.sessions.browserViewer(accessToken, refreshToken)) !== null;
+async function isBrowserSession(ctx: { user: Viewer; credentials: Credentials; services: Context['services'] }): Promise<boolean> {
+  const { refreshToken, viaBearer } = ctx.credentials;
+  return !viaBearer && (await ctx.services.sessions.holdsRefreshCookie(ctx.user.sessionId, refreshToken));
 }

@@ -45,7 +45,7 @@ export type { TokenAnswer } from './token.ts';
 export class OidcService {
   readonly keys: KeyStore;
   /**
-   * The browser sessions the authorization endpoint has checked, by the access token's hash,
+   * The browser sessions the authorization endpoint has checked, by a hash of both its cookies,
    * each kept for up to a second and never past the token's expiry (`KeptReadings`). Watched:
    * the tables `SessionService.authenticate` reads (the session's row and its parent's, the
    * profile, the roles), so a logout, a logout of every device, a reset or a block made through
