@@ -281,7 +281,7 @@ export function webAuthnSettings(baseUrl: string, webUrl: string, rpIdSetting: s
  * beside an https service it is refused: its pages, which anyone on the network could change,
  * would act with the person's cookies.
  */
-export function frontendOrigin(baseUrl: string, webUrl: string | undefined): string | undefined {
+function frontendOrigin(baseUrl: string, webUrl: string | undefined): string | undefined {
   if (webUrl === undefined) return undefined;
   const [base, web] = [new URL(baseUrl), new URL(webUrl)];
   if (web.origin === base.origin) return undefined;
@@ -294,7 +294,7 @@ export function frontendOrigin(baseUrl: string, webUrl: string | undefined): str
  * refused by every browser, and one that `WEB_URL`'s is not under would never reach the web
  * application it is set for.
  */
-export function cookieDomain(baseUrl: string, webUrl: string | undefined, setting: string | undefined): string | undefined {
+function cookieDomain(baseUrl: string, webUrl: string | undefined, setting: string | undefined): string | undefined {
   if (setting === undefined) return undefined;
   // A top-level domain (or `localhost`) is no cookie domain a browser accepts, nor is an address.
   if (!setting.includes('.') || isIP(setting) !== 0) throw invalidSetting('COOKIE_DOMAIN', `${setting} must be a domain name under a top-level domain, such as example.org`);

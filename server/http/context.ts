@@ -29,7 +29,7 @@ export function deviceCookieName(config: Pick<Config, 'baseUrl'>): string {
 }
 
 /** A cookie of the request, when it is a non-empty string. */
-function cookieOf(req: Request, name: string): string | undefined {
+export function cookieOf(req: Request, name: string): string | undefined {
   const value: unknown = req.cookies?.[name];
   return typeof value === 'string' && value !== '' ? value : undefined;
 }

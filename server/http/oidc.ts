@@ -16,7 +16,7 @@ import type { RegistrationAnswer } from '../oidc/registration.ts';
 import { requestIdOf } from '../web/render.ts';
 import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider/kit.ts';
 import type { Services } from '../services.ts';
-import { bearerOf, browserViewer, formValue } from './context.ts';
+import { bearerOf, browserViewer, cookieOf, formValue } from './context.ts';
 import { withLengthCheck } from './body.ts';
 import { requestError, sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
@@ -120,11 +120,10 @@ export function oidcHandlers(services: Services, config: Config) {
    * it against the database each time. A session that fails the check is checked again.
    */
   const keptViewerOf = (req: Request): Promise<Viewer | null> => {
-    const token: unknown = req.cookies?.[ACCESS_TOKEN_COOKIE];
-    if (typeof token !== 'string' || token === '') return viewerOf(req);
+    const token = cookieOf(req, ACCESS_TOKEN_COOKIE);
+    if (token === undefined) return viewerOf(req);
     // Kept under both cookies: the access cookie alone never finds what its browser found.
-    const refresh: unknown = req.cookies?.[REFRESH_TOKEN_COOKIE];
-    return oidc.sessions.get(hashSecret(`${token} ${typeof refresh === 'string' ? refresh : ''}`), async () => {
+    return oidc.sessions.get(hashSecret(`${token} ${cookieOf(req, REFRESH_TOKEN_COOKIE) ?? ''}`), async () => {
       const viewer = await viewerOf(req);
       return { value: viewer, until: viewer ? viewer.accessExpiresAt * 1000 : 0 };
     });

@@ -22,7 +22,7 @@ function signedInHere(interaction: Interaction, viewer: Viewer): boolean {
  * `prompt=login` without a sign-in during this request; or a session older than `max_age`
  * (a sign-in during this request always satisfies `max_age`, even 0).
  */
-export function needsLogin(provider: Pick<Provider, 'now'>, interaction: Interaction, viewer: Viewer | null): viewer is null {
+function needsLogin(provider: Pick<Provider, 'now'>, interaction: Interaction, viewer: Viewer | null): viewer is null {
   if (!viewer) return true;
   if (signedInHere(interaction, viewer)) return false;
   const { params } = interaction;
@@ -85,15 +85,19 @@ export function authTime(interaction: Interaction, viewer: Viewer): number {
  * page asks for that.
  */
 export function loginPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, interaction: Interaction, signedIn: boolean): string {
-  const { params } = interaction;
-  const fresh = params.prompt.includes('login') || params.maxAge !== undefined || asksSecondFactor(interaction);
-  if (!signedIn && !fresh && provider.webUrl !== provider.issuer) return frontendPageUrl(provider, interaction.id);
+  if (!signedIn && !asksMoreThanASignIn(interaction) && provider.webUrl !== provider.issuer) return frontendPageUrl(provider, interaction.id);
   return `${provider.issuer}/oidc/login?interaction=${interaction.id}`;
 }
 
 /** Where a browser consents for an interaction: the web application's page (`loginPageUrl`), or this service's. */
 export function consentPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, interactionId: string): string {
   return provider.webUrl !== provider.issuer ? frontendPageUrl(provider, interactionId) : `${provider.issuer}/oidc/consent?interaction=${interactionId}`;
+}
+
+/** Whether the request asks for a fresh sign-in (`prompt=login`, `max_age`) or a second factor (`acr_values=2`). */
+function asksMoreThanASignIn(interaction: Interaction): boolean {
+  const { params } = interaction;
+  return params.prompt.includes('login') || params.maxAge !== undefined || asksSecondFactor(interaction);
 }
 
 function frontendPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: string): string {

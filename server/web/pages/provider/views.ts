@@ -10,7 +10,6 @@ import { renderPage } from '../../render.ts';
 import { scopeWords } from '../../../oidc/interactions.ts';
 import { secondStepData } from '../second-step.ts';
 
-
 /** `verification`: the account's attempts ran out for this browser, so the form asks for human verification too. */
 export function loginPage(opts: {
   interactionId: string;
