@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
+import { errors, jwtVerify, type CryptoKey } from 'jose';
 import { AppError } from '../../shared/errors.ts';
 import type { Impersonator, SimplifiedProfile } from '../../shared/index.ts';
 import type { Db } from '../../db/knex.ts';
+import { signJwt } from '../jwt.ts';
 import { hashSecret } from '../secrets.ts';
 
 /** What a session's access token carries. */
@@ -80,16 +81,12 @@ export class SessionTokens {
   async sign(claims: SessionClaims & { user: TokenUser }, seconds: number, notAfter?: number): Promise<string> {
     const now = Math.floor(this.#now() / 1000);
     const exp = Math.min(now + seconds, notAfter ?? Number.POSITIVE_INFINITY);
-    return new SignJWT({ sid: claims.sid, ver: claims.ver, user: claims.user })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-      .setSubject(claims.sub)
-      .setIssuer(SESSION_TOKEN_ISSUER)
-      .setAudience(AUDIENCE)
-      .setIssuedAt(now)
-      // Two tokens issued in the same second still differ.
-      .setJti(randomUUID())
-      .setExpirationTime(exp)
-      .sign(await this.#cryptoKey);
+    return signJwt(
+      // Two tokens issued in the same second still differ by `jti`.
+      { sid: claims.sid, ver: claims.ver, user: claims.user, sub: claims.sub, iss: SESSION_TOKEN_ISSUER, aud: AUDIENCE, iat: now, jti: randomUUID(), exp },
+      { alg: 'HS256', typ: 'JWT' },
+      await this.#cryptoKey,
+    );
   }
 
   /**

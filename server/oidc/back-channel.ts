@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { SignJWT } from 'jose';
 import type { Logger } from 'pino';
 import type { Delivery, SessionClient } from './logout-repository.ts';
+import { signJwt } from '../jwt.ts';
 import { sessionClientKey } from './flow.ts';
 import { subjectOf, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
@@ -116,16 +116,21 @@ export class LogoutNotifier {
   async #logoutToken(profileId: string, sid: string | null, client: ClientRecord): Promise<string> {
     const { kid, key } = await this.#provider.keys.signer();
     const now = Math.floor(this.#provider.now() / 1000);
-    return new SignJWT({ events: { [EVENT]: {} }, ...(sid === null ? {} : { sid }) })
-      .setProtectedHeader({ alg: 'RS256', kid, typ: 'logout+jwt' })
-      .setIssuer(this.#provider.issuer)
-      .setAudience(client.id)
-      .setSubject(subjectOf(this.#provider, client, profileId))
-      .setIssuedAt(now)
-      // Long enough for the retries of a day: a client checks `iat` and `jti`, not a short `exp`.
-      .setExpirationTime(now + 2 * 24 * 3600)
-      .setJti(randomUUID())
-      .sign(key);
+    return signJwt(
+      {
+        events: { [EVENT]: {} },
+        ...(sid === null ? {} : { sid }),
+        iss: this.#provider.issuer,
+        aud: client.id,
+        sub: subjectOf(this.#provider, client, profileId),
+        iat: now,
+        // Long enough for the retries of a day: a client checks `iat` and `jti`, not a short `exp`.
+        exp: now + 2 * 24 * 3600,
+        jti: randomUUID(),
+      },
+      { alg: 'RS256', kid, typ: 'logout+jwt' },
+      key,
+    );
   }
 
   async #deliverDue(): Promise<void> {

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
-import { SignJWT } from 'jose';
 import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
+import { signJwt } from '../jwt.ts';
 import type { PersonClaims } from './accounts-for-sign-in.ts';
 import { signInProof, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
@@ -32,20 +32,23 @@ export async function idToken(provider: Provider, client: ClientRecord, signIn: 
   const { kid, key } = await provider.keys.signer();
   // How the sign-in was proved (RFC 8176 `amr`, and `acr`), when accounts know it.
   const proof = await signInProof(provider, signIn.profileId, signIn.authTime);
-  return new SignJWT({
-    ...claims,
-    auth_time: Math.floor(signIn.authTime / 1000),
-    ...(proof ?? {}),
-    ...(signIn.nonce !== null ? { nonce: signIn.nonce } : {}),
-    ...(signIn.sid !== null ? { sid: signIn.sid } : {}),
-    at_hash: atHash(accessToken),
-  })
-    .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
-    .setIssuer(provider.issuer)
-    .setAudience(client.id)
-    .setIssuedAt(Math.floor(now / 1000))
-    .setExpirationTime(Math.floor(now / 1000) + OIDC_TOKEN_SECONDS)
-    .sign(key);
+  const iat = Math.floor(now / 1000);
+  return signJwt(
+    {
+      ...claims,
+      auth_time: Math.floor(signIn.authTime / 1000),
+      ...(proof ?? {}),
+      ...(signIn.nonce !== null ? { nonce: signIn.nonce } : {}),
+      ...(signIn.sid !== null ? { sid: signIn.sid } : {}),
+      at_hash: atHash(accessToken),
+      iss: provider.issuer,
+      aud: client.id,
+      iat,
+      exp: iat + OIDC_TOKEN_SECONDS,
+    },
+    { alg: 'RS256', kid, typ: 'JWT' },
+    key,
+  );
 }
 
 /**
