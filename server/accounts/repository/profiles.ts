@@ -80,14 +80,19 @@ export function joinedProfile(row: Record<string, unknown>): ProfileRecord | nul
   return toProfile(Object.fromEntries(PROFILE_COLUMNS.map((column) => [column, row[`p_${column}`]])) as unknown as ProfileRow);
 }
 
+/** The profile's columns that hold JSON text. */
+const JSON_COLUMNS: ReadonlySet<string> = new Set(['content', 'past_states'] satisfies Array<keyof ProfileRow>);
+
 /**
  * The profile whose id is `idColumn` as one JSON object column, on SQLite: an `UPDATE … RETURNING`
  * there may not name another table's columns, but may select them in a subquery. One subquery
- * (one seek of the key) rather than one a column; its keys are the stored columns' names. Read it
+ * (one seek of the key) rather than one a column; its keys are the stored columns' names, and its
+ * JSON columns are nested as JSON (`json(…)`), not as text to be parsed a second time. Read it
  * with `profileFromJson`.
  */
 export function profileAsJsonSqlite(idColumn: string): string {
-  return `(select json_object(${PROFILE_COLUMNS.map((column) => `'${column}', ${column}`).join(', ')}) from profiles where profiles.id = ${idColumn})`;
+  const values = PROFILE_COLUMNS.map((column) => `'${column}', ${JSON_COLUMNS.has(column) ? `json(${column})` : column}`);
+  return `(select json_object(${values.join(', ')}) from profiles where profiles.id = ${idColumn})`;
 }
 
 /** The profile in a column made by `profileAsJsonSqlite` (null when none was found). */
