@@ -227,6 +227,38 @@ const watches = new WeakMap<Db, Map<string, WriteWatch>>();
  */
 const WRITTEN_TABLE = /^\s*(?<verb>insert(?:\s+or\s+\w+)?\s+into|update(?:\s+or\s+\w+)?|delete\s+from)\s+(?:[`"]?\w+[`"]?\.)?[`"]?(?<table>\w+)[`"]?/i;
 
+/** A table's name as watches compare them: its word characters, in lower case. */
+const tableWord = (name: string) => name.replace(/\W/g, '').toLowerCase();
+
+/** What a statement writes, as `watchWrites` reads it: one table (and whether as a plain insert), or any table it names. */
+type Written = { table: string; plainInsert: boolean } | 'any named';
+
+/** Statements read by `writtenBy`, by their text (up to `WRITTEN_KEPT_LENGTH` characters); the oldest goes first past `WRITTEN_KEPT`. */
+const writtenKept = new Map<string, Written>();
+const WRITTEN_KEPT = 200;
+const WRITTEN_KEPT_LENGTH = 8192;
+
+/**
+ * What `sql` writes. Read once per text and kept: every watch looks at every statement that is
+ * not a plain read, most of them the same few texts, and reading a long one (the refresh's
+ * rotation is 2 kB) took 1–2 % of a busy main thread when each watch read it again.
+ */
+function writtenBy(sql: string): Written {
+  const kept = writtenKept.get(sql);
+  if (kept !== undefined) return kept;
+  // One statement (a `;` followed by more is a script).
+  const target = /;\s*\S/.test(sql) ? undefined : WRITTEN_TABLE.exec(sql)?.groups;
+  // A plain INSERT, UPDATE or DELETE writes its own table alone; the others it names are read.
+  // Any other statement (a `WITH`, `REPLACE`, a script) may write any table it names.
+  const written: Written = target
+    ? { table: tableWord(target.table ?? ''), plainInsert: /^insert\s+into$/i.test(target.verb ?? '') && !/\bdo\s+update\b/i.test(sql) }
+    : 'any named';
+  if (sql.length > WRITTEN_KEPT_LENGTH) return written;
+  writtenKept.set(sql, written);
+  if (writtenKept.size > WRITTEN_KEPT) writtenKept.delete(writtenKept.keys().next().value as string);
+  return written;
+}
+
 /**
  * Watches this process's writes to `tables` through `db` (every statement but a `select` that
  * names one of them, in a transaction or not; so a cache that keys its answers to `generation`
@@ -247,9 +279,8 @@ export function watchWrites(db: Db, tables: readonly string[], opts: { insertsIg
   const known = byTables.get(key);
   if (known) return known;
 
-  const word = (t: string) => t.replace(/\W/g, '').toLowerCase();
-  const watched = new Set(tables.map(word));
-  const insertsIgnored = new Set(ignored.map(word));
+  const watched = new Set(tables.map(tableWord));
+  const insertsIgnored = new Set(ignored.map(tableWord));
   const names = new RegExp(`(^|[^\\w])(${[...watched].join('|')})($|[^\\w])`, 'i');
   let generation = 0;
   /** The connections (by Knex's id) that wrote to a watched table and have not been released since. */
@@ -257,16 +288,11 @@ export function watchWrites(db: Db, tables: readonly string[], opts: { insertsIg
   db.on('query', (query: { sql?: unknown; method?: unknown; __knexUid?: unknown }) => {
     if (readsOnly(query)) return;
     const sql = typeof query.sql === 'string' ? query.sql : '';
-    // One statement (a `;` followed by more is a script).
-    const target = /;\s*\S/.test(sql) ? undefined : WRITTEN_TABLE.exec(sql)?.groups;
-    if (target) {
-      // A plain INSERT, UPDATE or DELETE writes its own table alone; the others it names are read.
-      const table = word(target.table ?? '');
-      if (!watched.has(table)) return;
-      const plainInsert = /^insert\s+into$/i.test(target.verb ?? '') && !/\bdo\s+update\b/i.test(sql);
-      if (plainInsert && insertsIgnored.has(table)) return;
+    const written = writtenBy(sql);
+    if (written !== 'any named') {
+      if (!watched.has(written.table)) return;
+      if (written.plainInsert && insertsIgnored.has(written.table)) return;
     } else if (!names.test(sql)) {
-      // Any other statement (a `WITH`, `REPLACE`, a script) may write any table it names.
       return;
     }
     generation += 1;

@@ -120,4 +120,30 @@ describe('watchWrites', () => {
     }
     expect(await moves('delete from rate_limits where key = ?', ['watch:six'])).toBe(true);
   });
+
+  it('reads a statement the same for every watch, made before or after it was first sent, however many texts came between, and however long', async () => {
+    const secrets = watchWrites(db, ['install_secrets']);
+    const limits = watchWrites(db, ['rate_limits']);
+    const moved = async (sql: string, bindings: string[]) => {
+      const before = [secrets.generation(), limits.generation()];
+      await db.raw(sql, bindings);
+      return [secrets.generation() > before[0]!, limits.generation() > before[1]!];
+    };
+    const insert = 'insert into install_secrets (name, value, created_at) values (?, ?, 0)';
+    expect(await moved(insert, ['watch-seven', 'x'])).toEqual([true, false]);
+    // A watch made after the text was first read, ignoring plain inserts into it.
+    const later = watchWrites(db, ['install_secrets', 'rate_limits'], { insertsIgnored: ['install_secrets'] });
+    const laterBefore = later.generation();
+    expect(await moved(insert, ['watch-eight', 'x'])).toEqual([true, false]);
+    expect(later.generation()).toBe(laterBefore);
+    // Many other texts between.
+    for (let i = 0; i < 300; i += 1) await db.raw(`delete from rate_limits where key = ? -- text ${i}`, [`watch:none:${i}`]);
+    const update = 'update install_secrets set value = ? where name = ?';
+    expect(await moved(update, ['y', 'watch-seven'])).toEqual([true, false]);
+    expect(later.generation()).toBeGreaterThan(laterBefore);
+    // A text too long to be kept is read every time, the same way.
+    const long = `delete from install_secrets where name = ? /* ${'x'.repeat(9000)} */`;
+    expect(await moved(long, ['watch-seven'])).toEqual([true, false]);
+    expect(await moved(long, ['watch-eight'])).toEqual([true, false]);
+  });
 });
