@@ -5,7 +5,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, watchWrites, type Db } from '../../db/knex.ts';
+import { migrateToLatest, watchWrites, writtenTextsKept, type Db } from '../../db/knex.ts';
 import { isPostgres } from '../../db/postgres.ts';
 import { dropTestDatabase, openTestDatabase } from '../helpers/database.ts';
 import { tempDir } from '../helpers/server.ts';
@@ -138,6 +138,7 @@ describe('watchWrites', () => {
     expect(later.generation()).toBe(laterBefore);
     // Many other texts between.
     for (let i = 0; i < 300; i += 1) await db.raw(`delete from rate_limits where key = ? -- text ${i}`, [`watch:none:${i}`]);
+    expect(writtenTextsKept()).toBeLessThanOrEqual(200);
     const update = 'update install_secrets set value = ? where name = ?';
     expect(await moved(update, ['y', 'watch-seven'])).toEqual([true, false]);
     expect(later.generation()).toBeGreaterThan(laterBefore);

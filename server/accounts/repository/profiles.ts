@@ -80,7 +80,11 @@ export function joinedProfile(row: Record<string, unknown>): ProfileRecord | nul
   return toProfile(Object.fromEntries(PROFILE_COLUMNS.map((column) => [column, row[`p_${column}`]])) as unknown as ProfileRow);
 }
 
-/** The profile's columns that hold JSON text. */
+/**
+ * The profile's columns that hold JSON text: always an object or an array, as `JSON.stringify`
+ * wrote it from validated content (SQLite's `json(…)` reads a JSON string inside as JSON again,
+ * and accepts JSON5, neither of which these columns hold).
+ */
 const JSON_COLUMNS: ReadonlySet<string> = new Set(['content', 'past_states'] satisfies Array<keyof ProfileRow>);
 
 /**
