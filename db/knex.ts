@@ -238,16 +238,16 @@ const writtenKept = new Map<string, Written>();
 const WRITTEN_KEPT = 200;
 const WRITTEN_KEPT_LENGTH = 8192;
 
-/**
- * What `sql` writes. Read once per text and kept: every watch looks at every statement that is
- * not a plain read, most of them the same few texts, and reading a long one (the refresh's
- * rotation is 2 kB) took 1–2 % of a busy main thread when each watch read it again.
- */
 /** How many statements' texts `writtenBy` keeps now (never more than `WRITTEN_KEPT`). */
 export function writtenTextsKept(): number {
   return writtenKept.size;
 }
 
+/**
+ * What `sql` writes. Read once per text and kept: every watch looks at every statement that is
+ * not a plain read, most of them the same few texts, and reading a long one (the refresh's
+ * rotation is 2 kB) took 1–2 % of a busy main thread when each watch read it again.
+ */
 function writtenBy(sql: string): Written {
   const kept = writtenKept.get(sql);
   if (kept !== undefined) return kept;
