@@ -4,7 +4,6 @@
  * puts before them, and the stylesheet of its pages. The pages a person fills in (login, second
  * step, consent, sign-out) are `server/web/pages/provider/`.
  */
-import { createHash } from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/viewer.ts';
@@ -20,6 +19,7 @@ import { bearerOf, browserViewer, cookieOf, formValue } from './context.ts';
 import { withLengthCheck } from './body.ts';
 import { requestError, sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
+import { contentEtag } from '../etag.ts';
 import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
 
 /** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
@@ -39,7 +39,7 @@ export interface JsonText {
 }
 
 function jsonText(body: string): JsonText {
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, length: Buffer.byteLength(body) };
+  return { body, etag: contentEtag(body), length: Buffer.byteLength(body) };
 }
 
 /**

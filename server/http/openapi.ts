@@ -189,17 +189,17 @@ const ERROR_REF = { $ref: '#/components/schemas/Error' };
  */
 const OAUTH_ERROR = { anyOf: [{ type: 'object', required: ['error'], properties: { error: { type: 'string' }, error_description: { type: 'string' } } }, ERROR_REF] };
 
+const IF_NONE_MATCH = { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' }, description: 'The ETag of a copy already held (answered 304)' };
 /** What a file download honours: a byte range (206), and the ETag it was given before (304). */
-const FILE_REQUEST_HEADERS = [
-  { name: 'Range', in: 'header', required: false, schema: { type: 'string', examples: ['bytes=0-1023'] }, description: 'One byte range (answered 206)' },
-  { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' }, description: 'The ETag of a copy already held (answered 304)' },
-];
+const FILE_REQUEST_HEADERS = [{ name: 'Range', in: 'header', required: false, schema: { type: 'string', examples: ['bytes=0-1023'] }, description: 'One byte range (answered 206)' }, IF_NONE_MATCH];
 
 function operationObject(op: Operation, components: Components): JsonSchema {
   const responses: Record<string, JsonSchema> = {};
   if ('json' in op.answer) {
     const status = op.answer.status ?? 200;
-    responses[String(status)] = { description: STATUS_TEXT[status], content: { 'application/json': { schema: components.of(op.answer.json, 'output') } } };
+    const headers = op.etag ? { headers: { ETag: { description: 'Of this text, quoted', schema: { type: 'string' } } } } : {};
+    responses[String(status)] = { description: STATUS_TEXT[status], ...headers, content: { 'application/json': { schema: components.of(op.answer.json, 'output') } } };
+    if (op.etag) responses['304'] = { description: STATUS_TEXT[304] };
   } else if ('empty' in op.answer) {
     responses[String(op.answer.empty)] = { description: op.answer.empty === 204 ? STATUS_TEXT[204] : 'OK, with no body' };
   } else if ('html' in op.answer) {
@@ -227,6 +227,7 @@ function operationObject(op: Operation, components: Components): JsonSchema {
     ...(op.query ? parameters(op.query, 'query', components) : []),
     ...(op.headers ? parameters(op.headers, 'header', components) : []),
     ...('file' in op.answer ? FILE_REQUEST_HEADERS : []),
+    ...(op.etag ? [IF_NONE_MATCH] : []),
   ];
   if (params.length > 0) object.parameters = params;
   if (op.body && 'json' in op.body) {

@@ -15,6 +15,8 @@ export interface Operation {
   body?: { json: z.ZodType } | { multipart: z.ZodObject; file: string } | { form: z.ZodObject };
   /** The answer on success: JSON of a schema (200, or `status`), nothing (204), an HTML page, or a file (with ranges and ETags). */
   answer: { json: z.ZodType; status?: 201 } | { empty: 200 | 204 } | { html: true } | { file: string[] };
+  /** The JSON answer is the same text until the service changes: it carries an ETag, and a request naming it with `If-None-Match` gets a 304. */
+  etag?: true;
   /**
    * `oauth`: errors are OAuth's JSON (`error`, `error_description`; RFC 6749 §5.2), not the Error
    * body; `page`: a person's browser is answered, so an error is an HTML page saying what went

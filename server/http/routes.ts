@@ -277,6 +277,7 @@ const SERVICE_DOCS = {
     summary: 'This document',
     session: 'none',
     answer: { json: z.record(z.string(), z.unknown()) },
+    etag: true,
   },
 } satisfies Record<string, OperationDoc>;
 

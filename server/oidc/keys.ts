@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
 import type { KeyRecord, OidcRepository } from './repository.ts';
+import { contentEtag } from '../etag.ts';
 
 /** The JWKS as sent on the wire. */
 export interface JwksBody {
@@ -148,5 +148,5 @@ export class KeyStore {
 /** The JWKS document of `keys`, serialised once. */
 function jwksBody(keys: KeyRecord[]): JwksBody {
   const body = JSON.stringify({ keys: keys.map((k) => k.publicJwk) });
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, length: Buffer.byteLength(body) };
+  return { body, etag: contentEtag(body), length: Buffer.byteLength(body) };
 }

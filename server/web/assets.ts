@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
+import { contentEtag } from '../etag.ts';
 import { fromRoot } from '../root.ts';
 
 const DIR = fromRoot('server', 'web', 'assets');
@@ -20,11 +21,13 @@ export interface Asset {
   url: string;
   type: 'css' | 'js';
   body: string;
+  /** Made once: a browser past the short cache of an old name asks again with it and gets a 304. */
+  etag: string;
 }
 
 function asset(name: string, type: Asset['type'], body: string): Asset {
   const hash = createHash('sha256').update(body).digest('hex').slice(0, 16);
-  return { url: `/assets/${name}.${hash}.${type}`, type, body };
+  return { url: `/assets/${name}.${hash}.${type}`, type, body, etag: contentEtag(body) };
 }
 
 const read = (file: string) => readFileSync(path.join(DIR, file), 'utf8');
@@ -66,12 +69,12 @@ export const serveAsset: RequestHandler = (req, res, next) => {
     next();
     return;
   }
-  res.type(found.type).setHeader('Cache-Control', 'public, max-age=31536000, immutable').send(found.body);
+  res.type(found.type).setHeader('Cache-Control', 'public, max-age=31536000, immutable').setHeader('ETag', found.etag).send(found.body);
 };
 
 /** An asset under its old name, without a hash: an hour's cache. */
 export function serveUnhashed(found: Asset): RequestHandler {
   return (_req, res) => {
-    res.type(found.type).setHeader('Cache-Control', 'public, max-age=3600').send(found.body);
+    res.type(found.type).setHeader('Cache-Control', 'public, max-age=3600').setHeader('ETag', found.etag).send(found.body);
   };
 }

@@ -124,4 +124,17 @@ describe('operations', () => {
     expect(res.headers.get('content-security-policy')).toBeTruthy();
     expect(res.headers.get('x-powered-by')).toBeNull();
   });
+
+  it('hashes no ETag from a personal answer: an API answer and an error body are no-store, and a matching If-None-Match is not a 304', async () => {
+    const answer = await http.get('/tildeusername?first=Ada&last=Lovelace');
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(answer.headers.get('etag')).toBeNull();
+    const again = await http.get('/tildeusername?first=Ada&last=Lovelace', { 'if-none-match': '*' });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(answer.body);
+    const missing = await http.get('/no/such/path');
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('etag')).toBeNull();
+  });
 });

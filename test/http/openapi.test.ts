@@ -181,4 +181,20 @@ describe('the reference page', () => {
     expect(script.status).toBe(200);
     expect(script.headers.get('content-type')).toMatch(/javascript/);
   });
+
+  it('sends its texts with an ETag made once, answering 304 to a browser that names it', async () => {
+    for (const path of ['/openapi.json', '/docs', '/docs/init.js', '/docs/swagger-ui.css']) {
+      const first = await fetch(`${server.url}${path}`);
+      expect(first.status, path).toBe(200);
+      const etag = first.headers.get('etag');
+      expect(etag, path).toMatch(/^"[\w-]{27}"$/);
+      const again = await fetch(`${server.url}${path}`, { headers: { 'if-none-match': etag!, 'cache-control': 'max-age=0' } });
+      expect(again.status, path).toBe(304);
+    }
+    const script = await fetch(`${server.url}/docs/swagger-ui-bundle.js`);
+    const modified = script.headers.get('last-modified');
+    expect(modified).toBeTruthy();
+    const again = await fetch(`${server.url}/docs/swagger-ui-bundle.js`, { headers: { 'if-modified-since': modified!, 'cache-control': 'max-age=0' } });
+    expect(again.status).toBe(304);
+  });
 });

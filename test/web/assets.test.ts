@@ -41,4 +41,20 @@ describe('the pages’ assets', () => {
     expect(old.headers.get('cache-control')).toBe('public, max-age=3600');
     expect(await old.text()).toContain('SimpleWebAuthnBrowser');
   });
+
+  it('carry an ETag of their content, and a browser that names it gets a 304 without the body', async () => {
+    const html = await (await fetch(`${server.url}/account/login`)).text();
+    const hashed = /href="(\/assets\/pages\.[0-9a-f]{16}\.css)"/.exec(html)![1]!;
+    for (const url of [hashed, '/account/pages.css']) {
+      const first = await fetch(`${server.url}${url}`);
+      const etag = first.headers.get('etag');
+      expect(etag).toMatch(/^"[\w-]{27}"$/);
+      const again = await fetch(`${server.url}${url}`, { headers: { 'if-none-match': etag!, 'cache-control': 'max-age=0' } });
+      expect(again.status).toBe(304);
+      expect(await again.text()).toBe('');
+      const other = await fetch(`${server.url}${url}`, { headers: { 'if-none-match': '"another"', 'cache-control': 'max-age=0' } });
+      expect(other.status).toBe(200);
+      expect(other.headers.get('etag')).toBe(etag);
+    }
+  });
 });
