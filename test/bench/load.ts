@@ -85,15 +85,21 @@ export function combine(loads: Load[]): Load {
 /**
  * A figure and its baseline measured in turns (a warm-up of `warmupSeconds` each, then `rounds`
  * rounds of `seconds` each), so that anything else the machine does meanwhile weighs on both alike.
+ * Each round swaps which goes first (AB BA AB …): whatever one load leaves behind for the next (the
+ * generator's garbage, a core just woken) falls on each side as often, with an even count of rounds.
  */
-export async function alternate(a: LoadOptions, b: LoadOptions, rounds = 3, seconds = 2, warmupSeconds = 2): Promise<[Load, Load]> {
+export async function alternate(a: LoadOptions, b: LoadOptions, rounds = 4, seconds = 2, warmupSeconds = 2): Promise<[Load, Load]> {
   await load({ ...a, seconds: warmupSeconds, warmupSeconds: 0 });
   await load({ ...b, seconds: warmupSeconds, warmupSeconds: 0 });
   const first: Load[] = [];
   const second: Load[] = [];
   for (let i = 0; i < rounds; i += 1) {
-    first.push(await load({ ...a, seconds, warmupSeconds: 0 }));
-    second.push(await load({ ...b, seconds, warmupSeconds: 0 }));
+    const turns: Array<[LoadOptions, Load[]]> = [
+      [a, first],
+      [b, second],
+    ];
+    if (i % 2 === 1) turns.reverse();
+    for (const [options, results] of turns) results.push(await load({ ...options, seconds, warmupSeconds: 0 }));
   }
   return [combine(first), combine(second)];
 }

@@ -261,7 +261,7 @@ export class SignInRows {
           if (!check(body, base)) throw new Error(`${base}${path} answered ${JSON.stringify(body).slice(0, 300)}`);
           return { url: `${base}${path}`, connections: 16, seconds: 1, headers };
         };
-        const [a, b] = await alternate(await options(ours, tokens?.[0]), await options(peer, tokens?.[1]), 2, 1, 1);
+        const [a, b] = await alternate(await options(ours, tokens?.[0]), await options(peer, tokens?.[1]), 4, 1, 1);
         expectOnly(`${what}, ours`, a, ['2xx']);
         expectOnly(`${what}, node-oidc-provider`, b, ['2xx']);
         rows.push(
