@@ -6,15 +6,23 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
+/** How long a browser may keep a preflight's answer (Chromium keeps it two hours at most). */
+const PREFLIGHT_SECONDS = '600';
+
 /** Any origin may read the answer, unless the web application's credentialed CORS already answers its own origin. */
 export function allowAnyOrigin(res: Response): void {
   if (!res.hasHeader('Access-Control-Allow-Origin')) res.setHeader('Access-Control-Allow-Origin', '*');
 }
 
-export function protocolCors(_req: Request, res: Response, next: NextFunction): void {
+export function protocolCors(req: Request, res: Response, next: NextFunction): void {
   allowAnyOrigin(res);
-  res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type');
-  res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+  // What a request may send is read from a preflight's answer only (Fetch, "CORS-preflight
+  // fetch"); on the request's own answer these headers would mean nothing.
+  if (req.method === 'OPTIONS') {
+    res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type');
+    res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+    res.setHeader('Access-Control-Max-Age', PREFLIGHT_SECONDS);
+  }
   next();
 }
 
@@ -50,8 +58,6 @@ const FRONTEND_HEADERS = [
   'Upload-Checksum',
 ].join(', ');
 const FRONTEND_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
-/** How long a browser may keep a preflight's answer (Chromium keeps it two hours at most). */
-const PREFLIGHT_SECONDS = '600';
 
 /**
  * Credentialed CORS for one origin, the web application's (`config.frontendOrigin`), on every

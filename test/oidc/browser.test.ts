@@ -127,4 +127,54 @@ describe('signing in to an application in a real browser', () => {
     await checkPage(page, 'oidc-error');
     await context.close();
   });
+
+  it('lets an application in the browser on another origin redeem its code and read the user and the keys (CORS)', async () => {
+    const someone = await createActiveUser(server, { fullname: 'Chien-Shiung Wu' });
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const request = await start();
+    await page.goto(request.url.toString());
+    await page.getByLabel('Email').fill(someone.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((url) => url.toString().startsWith(callback));
+    const code = new URL(page.url()).searchParams.get('code');
+    expect(code).toBeTruthy();
+    expect(new URL(page.url()).origin).not.toBe(server.url);
+
+    // The application's own script, on its own origin: a form POST (no preflight), then a
+    // bearer GET (preflighted for its Authorization header), then the keys.
+    const seen = await page.evaluate(
+      async ({ base, code, verifier, redirectUri }) => {
+        const form = new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, client_id: 'browser-app' });
+        const tokens = (await (await fetch(`${base}/oidc/token`, { method: 'POST', body: form })).json()) as { access_token: string; id_token: string };
+        const user = (await (await fetch(`${base}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).json()) as { sub: string; name: string };
+        const keys = (await (await fetch(`${base}/oidc/jwks`)).json()) as { keys: unknown[] };
+        return { hasIdToken: typeof tokens.id_token === 'string', user, keys: keys.keys.length };
+      },
+      { base: server.url, code: code!, verifier: request.verifier, redirectUri: callback },
+    );
+    expect(seen).toEqual({ hasIdToken: true, user: expect.objectContaining({ sub: someone.id, name: 'Chien-Shiung Wu' }), keys: expect.any(Number) });
+    expect(seen.keys).toBeGreaterThan(0);
+    await context.close();
+  });
+
+  it('names what a request may send in the preflight’s answer only, and any origin on every answer', async () => {
+    const preflight = await fetch(`${server.url}/oidc/userinfo`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('Authorization, Content-Type');
+    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, POST, OPTIONS');
+    expect(preflight.headers.get('access-control-max-age')).toBe('600');
+    for (const path of ['/oidc/jwks', '/.well-known/openid-configuration']) {
+      const answer = await fetch(`${server.url}${path}`, { headers: { origin: 'https://app.example' } });
+      expect(answer.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(answer.headers.get('access-control-allow-methods'), path).toBeNull();
+      expect(answer.headers.get('access-control-allow-headers'), path).toBeNull();
+    }
+  });
 });
