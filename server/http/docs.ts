@@ -8,13 +8,7 @@ import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { RequestHandler, Response } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
-import { contentEtag } from '../etag.ts';
-
-/** A text sent again and again unchanged, with its ETag. */
-interface Kept {
-  body: string;
-  etag: string;
-}
+import { keptText, type KeptText } from '../etag.ts';
 
 const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'] as const;
@@ -102,31 +96,30 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif}
 export function docsHandlers(document: () => string) {
   // Each text with its ETag, made once. The viewer's files are sent from disk with their
   // modification time, which a browser's `If-Modified-Since` is checked against.
-  const kept = (body: string): Kept => ({ body, etag: contentEtag(body) });
-  const send = (res: Response, type: string, text: Kept) => res.type(type).setHeader('ETag', text.etag).send(text.body);
-  let text: Kept | undefined;
+  const send = (res: Response, type: string, text: KeptText) => res.type(type).setHeader('ETag', text.etag).send(text.body);
+  let text: KeptText | undefined;
   const viewerFile =
     (file: (typeof VIEWER_FILES)[number]): RequestHandler =>
     (_req, res) =>
       res.sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' });
   const apiDocument: RequestHandler = (_req, res) => {
-    text ??= kept(document());
+    text ??= keptText(document());
     send(res, 'json', text);
   };
-  const page = kept(PAGE);
+  const page = keptText(PAGE);
   const referencePage: RequestHandler = (req, res) => {
     // The page's links are relative to `/docs`: `/docs/` would look for its files in `/docs/docs/`.
     if (req.path.endsWith('/')) return res.redirect(301, '../docs');
     send(res, 'html', page);
   };
-  const script = kept(INIT);
+  const script = keptText(INIT);
   const referenceScript: RequestHandler = (_req, res) => {
     send(res, 'js', script);
   };
   // Swagger UI's stylesheet with ours after it, read at the first request for it, then kept.
-  let css: Kept | undefined;
+  let css: KeptText | undefined;
   const viewerCss: RequestHandler = (_req, res) => {
-    css ??= kept(`${readFileSync(path.join(VIEWER_DIR, 'swagger-ui.css'), 'utf8')}\n${OVERRIDES}`);
+    css ??= keptText(`${readFileSync(path.join(VIEWER_DIR, 'swagger-ui.css'), 'utf8')}\n${OVERRIDES}`);
     send(res.setHeader('Cache-Control', 'public, max-age=86400'), 'css', css);
   };
   return {

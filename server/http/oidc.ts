@@ -19,7 +19,7 @@ import { bearerOf, browserViewer, cookieOf, formValue } from './context.ts';
 import { withLengthCheck } from './body.ts';
 import { requestError, sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
-import { contentEtag } from '../etag.ts';
+import { keptText, type KeptText } from '../etag.ts';
 import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
 
 /** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
@@ -31,23 +31,12 @@ function formError(error: unknown): AppError {
   return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
 }
 
-/** A JSON document serialised once, its length and its ETag. */
-export interface JsonText {
-  body: string;
-  etag: string;
-  length?: number;
-}
-
-function jsonText(body: string): JsonText {
-  return { body, etag: contentEtag(body), length: Buffer.byteLength(body) };
-}
-
 /**
  * Sends a JSON document serialised once, with the headers and the 304 Express's `res.send`
  * would give it, without its per-request work (parsing and formatting the content type,
  * measuring the body): the JWKS and discovery are the protocol's most frequent requests.
  */
-function sendJsonText(req: Request, res: Response, text: JsonText): void {
+function sendJsonText(req: Request, res: Response, text: KeptText): void {
   res.setHeader('ETag', text.etag);
   if (req.fresh) {
     res.statusCode = 304;
@@ -55,7 +44,7 @@ function sendJsonText(req: Request, res: Response, text: JsonText): void {
     return;
   }
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', String(text.length ?? Buffer.byteLength(text.body)));
+  res.setHeader('Content-Length', String(text.length));
   res.end(text.body);
 }
 
@@ -134,7 +123,7 @@ export function oidcHandlers(services: Services, config: Config) {
   // Discovery never changes while the process runs, and the key set at most once per rotation:
   // both are sent as text serialised once, with their own ETag, by `sendJsonText` (neither
   // re-serialised nor hashed per request; a matching If-None-Match is answered with 304).
-  const discoveryText = jsonText(JSON.stringify(oidc.discovery()));
+  const discoveryText = keptText(JSON.stringify(oidc.discovery()));
   const discovery: RequestHandler = (req, res) => {
     sendJsonText(req, res, discoveryText);
   };

@@ -1,19 +1,11 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
 import type { KeyRecord, OidcRepository } from './repository.ts';
-import { contentEtag } from '../etag.ts';
-
-/** The JWKS as sent on the wire. */
-export interface JwksBody {
-  body: string;
-  etag: string;
-  /** The body's length in bytes. */
-  length: number;
-}
+import { keptText, type KeptText } from '../etag.ts';
 
 interface PublishedKeys {
   keys: KeyRecord[];
-  jwks: JwksBody;
+  jwks: KeptText;
   until: number;
 }
 
@@ -135,18 +127,17 @@ export class KeyStore {
   }
 
   /** The JWKS as sent, if the key list was read within the last second (no reading is started); else null. */
-  jwksBodyNow(): JwksBody | null {
+  jwksBodyNow(): KeptText | null {
     return this.#read && this.#now() < this.#read.until ? this.#read.jwks : null;
   }
 
   /** The JWKS as sent: its JSON text and an ETag of it, made once per change of the key set. */
-  async jwksBody(): Promise<JwksBody> {
+  async jwksBody(): Promise<KeptText> {
     return (await this.#current()).jwks;
   }
 }
 
 /** The JWKS document of `keys`, serialised once. */
-function jwksBody(keys: KeyRecord[]): JwksBody {
-  const body = JSON.stringify({ keys: keys.map((k) => k.publicJwk) });
-  return { body, etag: contentEtag(body), length: Buffer.byteLength(body) };
+function jwksBody(keys: KeyRecord[]): KeptText {
+  return keptText(JSON.stringify({ keys: keys.map((k) => k.publicJwk) }));
 }

@@ -11,23 +11,21 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
-import { contentEtag } from '../etag.ts';
+import { keptText, type KeptText } from '../etag.ts';
 import { fromRoot } from '../root.ts';
 
 const DIR = fromRoot('server', 'web', 'assets');
 
-export interface Asset {
+/** With its ETag: a browser past the short cache of an old name asks again with it and gets a 304. */
+export interface Asset extends KeptText {
   /** Where a page links it: the name with the content's hash. */
   url: string;
   type: 'css' | 'js';
-  body: string;
-  /** Made once: a browser past the short cache of an old name asks again with it and gets a 304. */
-  etag: string;
 }
 
 function asset(name: string, type: Asset['type'], body: string): Asset {
   const hash = createHash('sha256').update(body).digest('hex').slice(0, 16);
-  return { url: `/assets/${name}.${hash}.${type}`, type, body, etag: contentEtag(body) };
+  return { url: `/assets/${name}.${hash}.${type}`, type, ...keptText(body) };
 }
 
 const read = (file: string) => readFileSync(path.join(DIR, file), 'utf8');
