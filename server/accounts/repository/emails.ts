@@ -45,6 +45,13 @@ export function emailsAndUsernamesIn(row: Record<string, unknown>): EmailsAndUse
   };
 }
 
+/** The numbers taken for a username base (`usedNumbers`), compiled once: every `GET /tildeusername` and every sign-up asks. */
+const USED_NUMBERS = new CompiledQuery(['base'], (db, param) =>
+  db('profile_usernames')
+    .where({ base: param.base })
+    .select('number')
+    .unionAll((reserved) => reserved.from('reserved_usernames').where({ base: param.base }).select('number')),
+);
 /** A profile's emails and usernames by its id, in one statement (compiled once: every sign-in sends it). */
 const EMAILS_AND_USERNAMES = new CompiledQuery(['profileId'], (db, param) => db('profiles').where({ id: param.profileId }).select(...emailsAndUsernamesColumns(db)));
 
@@ -122,11 +129,8 @@ export class EmailsRepository {
 
   /** Numbers taken for a username base: by any profile (merged ones included), or reserved. */
   async usedNumbers(base: string): Promise<number[]> {
-    const rows = await this.#db('profile_usernames')
-      .where({ base })
-      .select('number')
-      .unionAll((reserved) => reserved.from('reserved_usernames').where({ base }).select('number'));
-    return rows.map((row: { number: number }) => Number(row.number));
+    const rows = await USED_NUMBERS.rows<{ number: number | string }>(this.#db, { base });
+    return rows.map((row) => Number(row.number));
   }
 
   /**
