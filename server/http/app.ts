@@ -229,8 +229,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   const app = express();
   app.disable('x-powered-by');
   // No ETag hashed from every answer's body: the API's answers are personal and `no-store`, the
-  // pages too. What a cache may keep carries an ETag made once with it (`etag.ts`); files sent
-  // from disk carry their modification time.
+  // pages too. What a cache may keep carries an ETag made once with it (`etag.ts`).
   app.set('etag', false);
   app.set('query parser', 'simple');
   // Behind a load balancer every request comes from its address: the client is then the one it

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { RequestHandler, Response } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
-import { keptText, type KeptText } from '../etag.ts';
+import { installedFileEtag, keptText, type KeptText } from '../etag.ts';
 
 const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'] as const;
@@ -94,14 +94,13 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif}
  * it: about 0.5 MB of text, and several times that in garbage while the schemas are converted).
  */
 export function docsHandlers(document: () => string) {
-  // Each text with its ETag, made once. The viewer's files are sent from disk with their
-  // modification time, which a browser's `If-Modified-Since` is checked against.
+  // Each text with its ETag, made once; the viewer's files are sent from disk with theirs.
   const send = (res: Response, type: string, text: KeptText) => res.type(type).setHeader('ETag', text.etag).send(text.body);
   let text: KeptText | undefined;
-  const viewerFile =
-    (file: (typeof VIEWER_FILES)[number]): RequestHandler =>
-    (_req, res) =>
-      res.sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' });
+  const viewerFile = (file: (typeof VIEWER_FILES)[number]): RequestHandler => {
+    const etag = installedFileEtag(path.join(VIEWER_DIR, file));
+    return (_req, res) => res.setHeader('ETag', etag()).sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' });
+  };
   const apiDocument: RequestHandler = (_req, res) => {
     text ??= keptText(document());
     send(res, 'json', text);

@@ -436,10 +436,12 @@ export const routes: Route[] = [
   { kind: 'docs', method: 'get', path: '/docs/favicon-32x32.png', handler: 'viewerIcon' },
   { kind: 'trpc', method: 'any', path: '/trpc' },
   // ---- the sign-in provider: protocol endpoints (described by the discovery document) -------------
+  // Discovery and the JWKS answer `OPTIONS` with what they allow, and a CORS preflight (a script
+  // sending a header of its own) as the other protocol endpoints do.
   { kind: 'oauth', method: 'get', path: '/.well-known/openid-configuration', cors: 'protocol', handler: 'discovery' },
-  { kind: 'allow', method: 'options', path: '/.well-known/openid-configuration' },
+  { kind: 'allow', method: 'options', path: '/.well-known/openid-configuration', cors: 'protocol' },
   { kind: 'oauth', method: 'get', path: '/oidc/jwks', cors: 'protocol', handler: 'jwks' },
-  { kind: 'allow', method: 'options', path: '/oidc/jwks' },
+  { kind: 'allow', method: 'options', path: '/oidc/jwks', cors: 'protocol' },
   { kind: 'oauth', method: 'post', path: '/oidc/token', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'token', doc: PROTOCOL_DOCS.token },
   { kind: 'preflight', method: 'options', path: '/oidc/token', body: 'none', cors: 'protocol', sameOrigin: false },
   { kind: 'oauth', method: 'get', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false, handler: 'userinfo', doc: PROTOCOL_DOCS.userinfo },

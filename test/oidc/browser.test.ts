@@ -171,6 +171,14 @@ describe('signing in to an application in a real browser', () => {
     expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, POST, OPTIONS');
     expect(preflight.headers.get('access-control-max-age')).toBe('600');
     for (const path of ['/oidc/jwks', '/.well-known/openid-configuration']) {
+      const asked = await fetch(`${server.url}${path}`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      });
+      expect(asked.status, path).toBe(200);
+      expect(asked.headers.get('allow'), path).toBe('GET, HEAD');
+      expect(asked.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(asked.headers.get('access-control-allow-methods'), path).toBe('GET, POST, OPTIONS');
       const answer = await fetch(`${server.url}${path}`, { headers: { origin: 'https://app.example' } });
       expect(answer.headers.get('access-control-allow-origin'), path).toBe('*');
       expect(answer.headers.get('access-control-allow-methods'), path).toBeNull();
