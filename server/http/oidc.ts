@@ -48,11 +48,21 @@ function sendJsonText(req: Request, res: Response, text: KeptText): void {
   res.end(text.body);
 }
 
+/**
+ * A challenge (RFC 6750 §3, RFC 6749 §5.2), which a script on another origin may read: it says
+ * why a token was refused, which the status alone does not.
+ */
+function challenge(res: Response, value: string): void {
+  res.setHeader('WWW-Authenticate', value);
+  const exposed = res.getHeader('Access-Control-Expose-Headers');
+  res.setHeader('Access-Control-Expose-Headers', exposed === undefined ? 'WWW-Authenticate' : `${String(exposed)}, WWW-Authenticate`);
+}
+
 function sendOAuthError(res: Response, error: unknown): void {
   if (error instanceof OAuthError) {
     // RFC 6749 §5.2: a client that tried the Authorization header is answered with its scheme's challenge.
-    if (error instanceof InvalidClient && error.basic) res.setHeader('WWW-Authenticate', 'Basic realm="oidc"');
-    if (error instanceof InvalidToken) res.setHeader('WWW-Authenticate', `Bearer error="invalid_token", error_description="${error.description}"`);
+    if (error instanceof InvalidClient && error.basic) challenge(res, 'Basic realm="oidc"');
+    if (error instanceof InvalidToken && !res.hasHeader('WWW-Authenticate')) challenge(res, `Bearer error="invalid_token", error_description="${error.description}"`);
     res.status(error.status).json({ error: error.error, error_description: error.description });
     return;
   }
@@ -165,7 +175,7 @@ export function oidcHandlers(services: Services, config: Config) {
     const token = header ?? fromBody;
     if (!token) {
       // RFC 6750: no credentials, no error code.
-      res.setHeader('WWW-Authenticate', realm);
+      challenge(res, realm);
       res.status(401).end();
       return;
     }
@@ -173,7 +183,7 @@ export function oidcHandlers(services: Services, config: Config) {
       res.setHeader('Cache-Control', 'no-store');
       res.json(await oidc.userinfo(token));
     } catch (error) {
-      if (error instanceof OAuthError) res.setHeader('WWW-Authenticate', `${realm}, error="${error.error}", error_description="${error.description}"`);
+      if (error instanceof OAuthError) challenge(res, `${realm}, error="${error.error}", error_description="${error.description}"`);
       sendOAuthError(res, error);
     }
   };

@@ -151,11 +151,18 @@ describe('signing in to an application in a real browser', () => {
         const tokens = (await (await fetch(`${base}/oidc/token`, { method: 'POST', body: form })).json()) as { access_token: string; id_token: string };
         const user = (await (await fetch(`${base}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).json()) as { sub: string; name: string };
         const keys = (await (await fetch(`${base}/oidc/jwks`)).json()) as { keys: unknown[] };
-        return { hasIdToken: typeof tokens.id_token === 'string', user, keys: keys.keys.length };
+        // Why a token is refused is in the challenge, which the script may read.
+        const refused = await fetch(`${base}/oidc/userinfo`, { headers: { authorization: 'Bearer not-a-token' } });
+        return { hasIdToken: typeof tokens.id_token === 'string', user, keys: keys.keys.length, refused: [refused.status, refused.headers.get('www-authenticate')] };
       },
       { base: server.url, code: code!, verifier: request.verifier, redirectUri: callback },
     );
-    expect(seen).toEqual({ hasIdToken: true, user: expect.objectContaining({ sub: someone.id, name: 'Chien-Shiung Wu' }), keys: expect.any(Number) });
+    expect(seen).toEqual({
+      hasIdToken: true,
+      user: expect.objectContaining({ sub: someone.id, name: 'Chien-Shiung Wu' }),
+      keys: expect.any(Number),
+      refused: [401, expect.stringContaining('error="invalid_token"')],
+    });
     expect(seen.keys).toBeGreaterThan(0);
     await context.close();
   });
