@@ -4,8 +4,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Every HTTP answer a test receives is checked against the API document.
-    setupFiles: ['test/setup/validate-responses.ts'],
+    // Every HTTP answer a test receives is checked against the API document; the temporary
+    // folders a test file made are removed after it.
+    setupFiles: ['test/setup/validate-responses.ts', 'test/setup/temp-dirs.ts'],
     // Makes the run's migrated database that test servers copy; a run on PostgreSQL drops the
     // databases its tests left behind.
     globalSetup: ['test/setup/test-databases.ts'],

@@ -1,14 +1,13 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { answerClientErrors, configureTimeouts, createApp, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
 import { dropTestDatabase, migratedTestDatabaseEnv, testDatabaseEnv } from './database.ts';
 import { serviceOrigins } from './service-origins.ts';
+import { tempDir } from './temp-dirs.ts';
 
 /**
  * Tests read mail from the outbox, also on PostgreSQL, where the service asks for `SMTP_URL`
@@ -33,10 +32,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** A fresh temporary folder, removed by `cleanup`. */
-export async function tempDir(prefix = 'service-test-'): Promise<string> {
-  return mkdtemp(path.join(tmpdir(), prefix));
-}
+export { tempDir };
 
 /**
  * The real service on a real database (the folder's SQLite file, or its own PostgreSQL database
