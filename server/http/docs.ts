@@ -6,9 +6,9 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
-import type { RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
-import { installedFileEtag, keptText, type KeptText } from '../etag.ts';
+import { installedFileEtag, keptText, sendKeptText, type KeptText } from '../etag.ts';
 
 const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'] as const;
@@ -95,31 +95,30 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif}
  */
 export function docsHandlers(document: () => string) {
   // Each text with its ETag, made once; the viewer's files are sent from disk with theirs.
-  const send = (res: Response, type: string, text: KeptText) => res.type(type).setHeader('ETag', text.etag).send(text.body);
   let text: KeptText | undefined;
   const viewerFile = (file: (typeof VIEWER_FILES)[number]): RequestHandler => {
     const etag = installedFileEtag(path.join(VIEWER_DIR, file));
     return (_req, res) => res.setHeader('ETag', etag()).sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' });
   };
-  const apiDocument: RequestHandler = (_req, res) => {
-    text ??= keptText(document());
-    send(res, 'json', text);
+  const apiDocument: RequestHandler = (req, res) => {
+    text ??= keptText(document(), 'json');
+    sendKeptText(req, res, text);
   };
-  const page = keptText(PAGE);
+  const page = keptText(PAGE, 'html');
   const referencePage: RequestHandler = (req, res) => {
     // The page's links are relative to `/docs`: `/docs/` would look for its files in `/docs/docs/`.
     if (req.path.endsWith('/')) return res.redirect(301, '../docs');
-    send(res, 'html', page);
+    sendKeptText(req, res, page);
   };
-  const script = keptText(INIT);
-  const referenceScript: RequestHandler = (_req, res) => {
-    send(res, 'js', script);
+  const script = keptText(INIT, 'js');
+  const referenceScript: RequestHandler = (req, res) => {
+    sendKeptText(req, res, script);
   };
   // Swagger UI's stylesheet with ours after it, read at the first request for it, then kept.
   let css: KeptText | undefined;
-  const viewerCss: RequestHandler = (_req, res) => {
-    css ??= keptText(`${readFileSync(path.join(VIEWER_DIR, 'swagger-ui.css'), 'utf8')}\n${OVERRIDES}`);
-    send(res.setHeader('Cache-Control', 'public, max-age=86400'), 'css', css);
+  const viewerCss: RequestHandler = (req, res) => {
+    css ??= keptText(`${readFileSync(path.join(VIEWER_DIR, 'swagger-ui.css'), 'utf8')}\n${OVERRIDES}`, 'css');
+    sendKeptText(req, res.setHeader('Cache-Control', 'public, max-age=86400'), css);
   };
   return {
     apiDocument,

@@ -19,7 +19,7 @@ import { bearerOf, browserViewer, cookieOf, formValue } from './context.ts';
 import { withLengthCheck } from './body.ts';
 import { requestError, sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
-import { keptText, type KeptText } from '../etag.ts';
+import { keptText, sendKeptText } from '../etag.ts';
 import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
 
 /** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
@@ -29,23 +29,6 @@ const parseForm = withLengthCheck('application/x-www-form-urlencoded', FORM_BYTE
 /** Why a form could not be read (too many parameters, too large, not decodable), never the parser's own words. */
 function formError(error: unknown): AppError {
   return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
-}
-
-/**
- * Sends a JSON document serialised once, with the headers and the 304 Express's `res.send`
- * would give it, without its per-request work (parsing and formatting the content type,
- * measuring the body): the JWKS and discovery are the protocol's most frequent requests.
- */
-function sendJsonText(req: Request, res: Response, text: KeptText): void {
-  res.setHeader('ETag', text.etag);
-  if (req.fresh) {
-    res.statusCode = 304;
-    res.end();
-    return;
-  }
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', String(text.length));
-  res.end(text.body);
 }
 
 /**
@@ -131,11 +114,11 @@ export function oidcHandlers(services: Services, config: Config) {
   const stylesheet = serveUnhashed(ASSETS.providerCss);
 
   // Discovery never changes while the process runs, and the key set at most once per rotation:
-  // both are sent as text serialised once, with their own ETag, by `sendJsonText` (neither
+  // both are sent as text serialised once, with their own ETag, by `sendKeptText` (neither
   // re-serialised nor hashed per request; a matching If-None-Match is answered with 304).
-  const discoveryText = keptText(JSON.stringify(oidc.discovery()));
+  const discoveryText = keptText(JSON.stringify(oidc.discovery()), 'json');
   const discovery: RequestHandler = (req, res) => {
-    sendJsonText(req, res, discoveryText);
+    sendKeptText(req, res, discoveryText);
   };
   // Cached no longer than a rotated key waits before it signs.
   const jwksCacheControl = `public, max-age=${Math.min(300, config.oidcKeyActivationSeconds)}`;
@@ -143,8 +126,8 @@ export function oidcHandlers(services: Services, config: Config) {
     res.setHeader('Cache-Control', jwksCacheControl);
     // The key set as read within the last second, without waiting; otherwise it is read first.
     const ready = oidc.keys.jwksBodyNow();
-    if (ready) return sendJsonText(req, res, ready);
-    return oidc.keys.jwksBody().then((read) => sendJsonText(req, res, read));
+    if (ready) return sendKeptText(req, res, ready);
+    return oidc.keys.jwksBody().then((read) => sendKeptText(req, res, read));
   };
 
   const authorize = providerPage(async (req, res) => {

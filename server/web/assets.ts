@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
-import { keptText, type KeptText } from '../etag.ts';
+import { keptText, sendKeptText, type KeptText } from '../etag.ts';
 import { fromRoot } from '../root.ts';
 
 const DIR = fromRoot('server', 'web', 'assets');
@@ -20,12 +20,11 @@ const DIR = fromRoot('server', 'web', 'assets');
 export interface Asset extends KeptText {
   /** Where a page links it: the name with the content's hash. */
   url: string;
-  type: 'css' | 'js';
 }
 
-function asset(name: string, type: Asset['type'], body: string): Asset {
+function asset(name: string, type: 'css' | 'js', body: string): Asset {
   const hash = createHash('sha256').update(body).digest('hex').slice(0, 16);
-  return { url: `/assets/${name}.${hash}.${type}`, type, ...keptText(body) };
+  return { url: `/assets/${name}.${hash}.${type}`, ...keptText(body, type) };
 }
 
 const read = (file: string) => readFileSync(path.join(DIR, file), 'utf8');
@@ -67,12 +66,12 @@ export const serveAsset: RequestHandler = (req, res, next) => {
     next();
     return;
   }
-  res.type(found.type).setHeader('Cache-Control', 'public, max-age=31536000, immutable').setHeader('ETag', found.etag).send(found.body);
+  sendKeptText(req, res.setHeader('Cache-Control', 'public, max-age=31536000, immutable'), found);
 };
 
 /** An asset under its old name, without a hash: an hour's cache. */
 export function serveUnhashed(found: Asset): RequestHandler {
-  return (_req, res) => {
-    res.type(found.type).setHeader('Cache-Control', 'public, max-age=3600').setHeader('ETag', found.etag).send(found.body);
+  return (req, res) => {
+    sendKeptText(req, res.setHeader('Cache-Control', 'public, max-age=3600'), found);
   };
 }
