@@ -14,12 +14,20 @@ export function allowAnyOrigin(res: Response): void {
   if (!res.hasHeader('Access-Control-Allow-Origin')) res.setHeader('Access-Control-Allow-Origin', '*');
 }
 
+/**
+ * The provider's endpoints: any origin, without credentials. What a request may send is read from
+ * a preflight's answer only (Fetch, "CORS-preflight fetch"); on the request's own answer these
+ * headers would mean nothing. A preflight is allowed the headers it asks for, as
+ * node-oidc-provider allows them: with no cookie and no origin singled out, a header grants a
+ * script nothing a client outside a browser could not send, and an application's own (a `DPoP`
+ * proof, a tracing header) is not refused by a list of ours.
+ */
 export function protocolCors(req: Request, res: Response, next: NextFunction): void {
   allowAnyOrigin(res);
-  // What a request may send is read from a preflight's answer only (Fetch, "CORS-preflight
-  // fetch"); on the request's own answer these headers would mean nothing.
   if (req.method === 'OPTIONS') {
-    res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type');
+    const asked = req.headers['access-control-request-headers'];
+    if (asked) res.setHeader('Access-Control-Allow-Headers', asked);
+    res.vary('Access-Control-Request-Headers');
     res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
     res.setHeader('Access-Control-Max-Age', PREFLIGHT_SECONDS);
   }
