@@ -18,8 +18,8 @@ export interface KeptText {
   length: number;
 }
 
-/** The types of the kept texts (`charset=utf-8`, as Express's `res.type` gives them). */
-const CONTENT_TYPES = { json: 'application/json', html: 'text/html', js: 'text/javascript', css: 'text/css' } as const;
+/** The types of the kept texts (`charset=utf-8`, as Express's `res.type` gives them); `jwks`: a JWK Set (RFC 7517 §8.5). */
+const CONTENT_TYPES = { json: 'application/json', jwks: 'application/jwk-set+json', html: 'text/html', js: 'text/javascript', css: 'text/css' } as const;
 
 export function keptText(body: string, type: keyof typeof CONTENT_TYPES): KeptText {
   return {

@@ -148,11 +148,18 @@ export function oidcHandlers(services: Services, config: Config) {
   };
 
   const userinfo = async (req: Request, res: Response) => {
-    const header = bearerToken(req.get('authorization'));
+    const authorization = req.get('authorization');
+    const header = bearerToken(authorization);
     const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? formValue(req, 'access_token') : undefined;
     const realm = `Bearer realm="${oidc.issuer}"`;
-    if (header && fromBody) {
-      sendOAuthError(res, new InvalidRequest('Send the access token in one place only'));
+    // RFC 6750 §3.1: a malformed request (the token in two places, a Bearer header without one)
+    // is `invalid_request`, 400, with its challenge.
+    const malformed = header && fromBody ? 'Send the access token in one place only' : !header && /^Bearer(\s|$)/i.test(authorization ?? '') ? 'The Bearer header carries no token' : undefined;
+    if (malformed !== undefined) {
+      const refused = new InvalidRequest(malformed);
+      res.setHeader('Cache-Control', 'no-store');
+      challenge(res, `${realm}, error="${refused.error}", error_description="${refused.description}"`);
+      sendOAuthError(res, refused);
       return;
     }
     const token = header ?? fromBody;
@@ -193,9 +200,15 @@ export function oidcHandlers(services: Services, config: Config) {
 
   // ---- registration (RFC 7591) and its management (RFC 7592) --------------------------------------
   const registering = (work: (req: Request, bearer: string | undefined) => Promise<RegistrationAnswer>): RequestHandler => async (req, res) => {
+    const bearer = bearerOf(req);
     try {
-      sendRegistration(res, await work(req, bearerOf(req)));
+      sendRegistration(res, await work(req, bearer));
     } catch (error) {
+      // Refusals are not kept either; a request that sent no token at all is challenged
+      // without an error code (RFC 6750 §3.1).
+      res.setHeader('Cache-Control', 'no-store');
+      res.setHeader('Pragma', 'no-cache');
+      if (error instanceof InvalidToken && bearer === undefined) challenge(res, `Bearer realm="${oidc.issuer}"`);
       sendOAuthError(res, error);
     }
   };

@@ -440,6 +440,9 @@ export const routes: Route[] = [
   // sending a header of its own) as the other protocol endpoints do.
   { kind: 'oauth', method: 'get', path: '/.well-known/openid-configuration', cors: 'protocol', handler: 'discovery' },
   { kind: 'allow', method: 'options', path: '/.well-known/openid-configuration', cors: 'protocol' },
+  // The same document as OAuth 2.0 authorization server metadata (RFC 8414 §3), where OAuth clients look.
+  { kind: 'oauth', method: 'get', path: '/.well-known/oauth-authorization-server', cors: 'protocol', handler: 'discovery' },
+  { kind: 'allow', method: 'options', path: '/.well-known/oauth-authorization-server', cors: 'protocol' },
   { kind: 'oauth', method: 'get', path: '/oidc/jwks', cors: 'protocol', handler: 'jwks' },
   { kind: 'allow', method: 'options', path: '/oidc/jwks', cors: 'protocol' },
   { kind: 'oauth', method: 'post', path: '/oidc/token', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'token', doc: PROTOCOL_DOCS.token },

@@ -1,8 +1,9 @@
 import { OidcScope, type OidcClient } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { randomToken } from '../secrets.ts';
-import { InvalidClient, InvalidRequest, InvalidScope, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
+import { InvalidClient, InvalidRequest, InvalidScope, RequestNotSupported, RequestUriNotSupported, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
+import { checkIdTokenHint } from './id-token-hint.ts';
 import { checkOnce, errorOutcome, type Outcome, type Provider } from './provider.ts';
 import type { AuthorizationParams, ClientRecord, Interaction } from './repository.ts';
 
@@ -10,7 +11,24 @@ import type { AuthorizationParams, ClientRecord, Interaction } from './repositor
 const INTERACTION_SECONDS = 10 * 60;
 
 /** The authorization request's parameters (others are ignored, as RFC 6749 §3.1 asks). */
-const AUTHORIZATION_PARAMETERS = ['response_type', 'scope', 'state', 'nonce', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age', 'acr_values'];
+const AUTHORIZATION_PARAMETERS = [
+  'response_type',
+  'response_mode',
+  'scope',
+  'state',
+  'nonce',
+  'code_challenge',
+  'code_challenge_method',
+  'prompt',
+  'max_age',
+  'acr_values',
+  'id_token_hint',
+  'request',
+  'request_uri',
+];
+
+/** `prompt`'s values (OpenID Connect Core §3.1.2.1). `select_account` is taken as asked: one account is signed in at a time. */
+const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 
 /**
  * `/oidc/authorize`: the checks run in the order below. The first four verify the client and
@@ -28,18 +46,33 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     const client = await checkClient(provider, param('client_id'));
     checkApproved(client);
     const redirectUri = checkRedirectUri(client, param('redirect_uri'));
-    const state = param('state');
+    // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
+    const state = param('state') || undefined;
     back = { redirectUri, state };
 
     checkOnce(query, AUTHORIZATION_PARAMETERS);
+    checkRequestObjects(param('request'), param('request_uri'));
     checkResponseType(param('response_type'));
+    checkResponseMode(param('response_mode'));
     const prompt = checkPrompt(param('prompt'));
     const scopes = checkScope(client, param('scope'), prompt);
     const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
     const maxAge = checkMaxAge(param('max_age'));
     checkLengths({ state, nonce: param('nonce'), acr_values: param('acr_values') });
     const acrValues = param('acr_values')?.split(' ').filter(Boolean);
-    const params: AuthorizationParams = { clientId: client.id, redirectUri, scopes, state, nonce: param('nonce'), codeChallenge, prompt, maxAge, ...(acrValues?.length ? { acrValues } : {}) };
+    const hintSubject = await checkHintFor(provider, client, param('id_token_hint'));
+    const params: AuthorizationParams = {
+      clientId: client.id,
+      redirectUri,
+      scopes,
+      state,
+      nonce: param('nonce'),
+      codeChallenge,
+      prompt,
+      maxAge,
+      ...(acrValues?.length ? { acrValues } : {}),
+      ...(hintSubject ? { hintSubject } : {}),
+    };
     const now = provider.now();
     const interaction: Interaction = {
       id: randomToken(),
@@ -78,14 +111,35 @@ function checkRedirectUri(client: OidcClient, redirectUri: string | undefined): 
   return redirectUri;
 }
 
-/** checkResponseType: only `code`. */
+/**
+ * checkRequestObjects: request objects (OpenID Connect Core §6) are not supported, and a request
+ * that sends one is refused rather than answered without the parameters it holds (§6.1, §6.2).
+ */
+function checkRequestObjects(request: string | undefined, requestUri: string | undefined): void {
+  if (request !== undefined) throw new RequestNotSupported('Request objects (the request parameter) are not supported');
+  if (requestUri !== undefined) throw new RequestUriNotSupported('The request_uri parameter is not supported');
+}
+
+/** checkResponseType: given (`invalid_request`, RFC 6749 §4.1.2.1), and only `code`. */
 function checkResponseType(responseType: string | undefined): void {
+  if (!responseType) throw new InvalidRequest('response_type is required');
   if (responseType !== 'code') throw new UnsupportedResponseType('response_type must be code');
+}
+
+/**
+ * checkResponseMode: the code comes back in the query (OAuth 2.0 Multiple Response Type Encoding
+ * Practices §2.1, the default for `code`); another mode is refused rather than ignored, so a
+ * client that waits for a fragment or a form post learns why nothing comes.
+ */
+function checkResponseMode(mode: string | undefined): void {
+  if (mode !== undefined && mode !== 'query') throw new InvalidRequest('response_mode must be query (the only one supported)');
 }
 
 /** checkPrompt: known values; `none` only alone. */
 function checkPrompt(prompt: string | undefined): string[] {
   const values = (prompt ?? '').split(' ').filter(Boolean);
+  const unknown = values.find((value) => !PROMPTS.has(value));
+  if (unknown !== undefined) throw new InvalidRequest(`Unsupported prompt value: ${unknown}`);
   if (values.includes('none') && values.length > 1) throw new InvalidRequest('prompt=none cannot be combined with other values');
   return values;
 }
@@ -127,6 +181,17 @@ function checkMaxAge(maxAge: string | undefined): number | undefined {
   if (maxAge === undefined || maxAge === '') return undefined;
   if (!/^\d{1,10}$/.test(maxAge)) throw new InvalidRequest('max_age must be a whole number of seconds');
   return Number(maxAge);
+}
+
+/**
+ * checkHintFor: an `id_token_hint` is one of this provider's ID tokens, issued to this client;
+ * the subject it names. Someone else signed in must then sign in again (`flow.ts`), or, with
+ * `prompt=none`, the answer is `login_required` (OpenID Connect Core §3.1.2.1).
+ */
+async function checkHintFor(provider: Provider, client: ClientRecord, hint: string | undefined): Promise<string | undefined> {
+  const named = await checkIdTokenHint(provider, hint || undefined, { allowRedirect: true });
+  if (named && named.aud !== client.id) throw new InvalidRequest('id_token_hint was issued to another client');
+  return named?.sub;
 }
 
 /** checkLengths: `state` and `nonce` are kept until the code is redeemed, so they are bounded. */

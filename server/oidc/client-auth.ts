@@ -23,6 +23,13 @@ export interface ClientProof {
   endpoint: string;
 }
 
+/**
+ * The two ways of sending a client's secret. Either is accepted from a client registered with
+ * the other: RFC 6749 §2.3.1 has a server support Basic for every client with a password, and
+ * the secret proves the same either way (node-oidc-provider accepts both alike).
+ */
+const SECRET_METHODS: ReadonlySet<OidcAuthMethod> = new Set(['client_secret_basic', 'client_secret_post']);
+
 /** Remote key sets by client id and address, each fetched and cached by jose as its keys rotate. */
 const remoteKeySets = new Map<string, JWTVerifyGetKey>();
 
@@ -72,8 +79,8 @@ function formDecoded(part: string): string | undefined {
 /**
  * authenticateClient: the client the request names, proved the way it registered
  * (`token_endpoint_auth_method`): nothing more for a public client (`none`), a live secret
- * (`client_secret_basic`, `client_secret_post`; compared by hash, a rotated one within its
- * overlap), or an assertion signed by one of its keys (`private_key_jwt`: `iss` and `sub` the
+ * (`client_secret_basic` or `client_secret_post`, either way for either; compared by hash, a
+ * rotated one within its overlap), or an assertion signed by one of its keys (`private_key_jwt`: `iss` and `sub` the
  * client, `aud` the issuer or the endpoint, `exp` within ten minutes, `jti` never seen before).
  * Any failure is `invalid_client` (401), with a `Basic` challenge when the header was used.
  * Returns null when the request names no client at all.
@@ -87,7 +94,7 @@ export async function authenticateClient(provider: Provider, proof: ClientProof)
   }
   const client = await provider.clients.find(used.clientId);
   if (!client) throw new InvalidClient('Invalid client_id', { basic });
-  if (client.authMethod !== used.method) {
+  if (client.authMethod !== used.method && !(SECRET_METHODS.has(client.authMethod) && SECRET_METHODS.has(used.method))) {
     throw new InvalidClient(client.authMethod === 'none' ? 'This client is public: send client_id only' : `This client authenticates with ${client.authMethod}`, { basic });
   }
   if (used.secret !== undefined) await checkSecret(provider, client, used.secret, basic);

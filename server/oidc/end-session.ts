@@ -1,7 +1,7 @@
-import { compactVerify, createLocalJWKSet } from 'jose';
 import type { Viewer } from '../accounts/viewer.ts';
 import { InvalidRequest } from './errors.ts';
 import { usable } from './flow.ts';
+import { checkIdTokenHint } from './id-token-hint.ts';
 import { checkOnce, subjectOf, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
@@ -26,30 +26,12 @@ export interface EndSession {
 export async function endSession(provider: Provider, params: Record<string, unknown>, viewer: Viewer | null): Promise<EndSession> {
   const param = (name: string) => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
   checkOnce(params, END_SESSION_PARAMETERS, { allowRedirect: false });
-  const hint = await checkHint(provider, param('id_token_hint'));
+  const hint = await checkIdTokenHint(provider, param('id_token_hint'), { allowRedirect: false });
   const client = await checkClient(provider, hint?.aud, param('client_id'));
   const redirect = checkPostLogoutRedirect(client, param('post_logout_redirect_uri'), param('state'));
   const person = usable(viewer);
   const confirm = person !== null && (hint === null || client === null || hint.sub !== subjectOf(provider, client, person.profileId));
   return { confirm, client, redirect };
-}
-
-/**
- * checkHint: an `id_token_hint` is an ID token this provider signed (expired ones too: the
- * session it names may have outlived it); its `aud` names the client.
- */
-async function checkHint(provider: Provider, hint: string | undefined): Promise<{ sub: string; aud: string } | null> {
-  if (hint === undefined) return null;
-  const invalid = () => new InvalidRequest('id_token_hint is not an ID token of this provider', { allowRedirect: false });
-  try {
-    const { payload } = await compactVerify(hint, createLocalJWKSet((await provider.keys.jwks()) as Parameters<typeof createLocalJWKSet>[0]), { algorithms: ['RS256'] });
-    const claims = JSON.parse(new TextDecoder().decode(payload)) as { iss?: unknown; sub?: unknown; aud?: unknown };
-    const aud = Array.isArray(claims.aud) ? claims.aud[0] : claims.aud;
-    if (claims.iss !== provider.issuer || typeof claims.sub !== 'string' || typeof aud !== 'string') throw invalid();
-    return { sub: claims.sub, aud };
-  } catch {
-    throw invalid();
-  }
 }
 
 /** checkClient: the client the hint was issued to, or `client_id`; both given, they must agree. */

@@ -69,6 +69,16 @@ export class UnsupportedResponseType extends OAuthError {
   readonly error = 'unsupported_response_type';
 }
 
+/** A request object (`request`) was sent: not supported (OpenID Connect Core §6.1, §3.1.2.6). */
+export class RequestNotSupported extends OAuthError {
+  readonly error = 'request_not_supported';
+}
+
+/** A request object by reference (`request_uri`) was sent: not supported (OpenID Connect Core §6.2). */
+export class RequestUriNotSupported extends OAuthError {
+  readonly error = 'request_uri_not_supported';
+}
+
 export class InvalidScope extends OAuthError {
   readonly error = 'invalid_scope';
 }

@@ -1,7 +1,7 @@
 import { OIDC_CODE_SECONDS } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { ConsentRequired, InvalidRequest, LoginRequired } from './errors.ts';
-import { consentCovers, findConsent, redirectTo, sidOf, signInProof, type Outcome, type Provider } from './provider.ts';
+import { consentCovers, findConsent, redirectTo, sidOf, signInProof, subjectOf, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
 // Where an authorization request goes once its parameters are checked (authorize.ts) and after
@@ -66,7 +66,19 @@ async function needsSecondFactor(provider: Provider, interaction: Interaction, v
  * authorization, the consent page, and the JSON confirm and consent.
  */
 export async function mustSignIn(provider: Provider, interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
-  return needsLogin(provider, interaction, viewer) || (await needsSecondFactor(provider, interaction, viewer));
+  return needsLogin(provider, interaction, viewer) || (await hintsAtSomeoneElse(provider, interaction, viewer)) || (await needsSecondFactor(provider, interaction, viewer));
+}
+
+/**
+ * Whether the request's `id_token_hint` names someone other than the person signed in (the
+ * subject as this client knows it: pairwise clients get their own), who did not sign in during
+ * this request: the session is not the one the client expects.
+ */
+async function hintsAtSomeoneElse(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
+  const { hintSubject, clientId } = interaction.params;
+  if (hintSubject === undefined || signedInHere(interaction, viewer)) return false;
+  const client = await provider.clients.find(clientId);
+  return client === null || subjectOf(provider, client, viewer.profileId) !== hintSubject;
 }
 
 /** The sign-in time the ID token reports: this request's sign-in, or the session's. */

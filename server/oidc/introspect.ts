@@ -60,5 +60,6 @@ async function refreshToken(provider: Provider, client: ClientRecord, hash: stri
   const person = await personWithClaims(provider, record.profileId, record.scopes);
   const consented = await provider.repo.findConsent(record.profileId, record.clientId);
   if (!person || !stillHolds(person.profile, record.tokenVersion) || !consentCovers(consented?.scopes ?? null, record.scopes)) return INACTIVE;
-  return { active: true, token_type: 'refresh_token', scope: record.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, record.profileId), iss: provider.issuer, exp: Math.floor(record.expiresAt / 1000), iat: Math.floor(record.createdAt / 1000) };
+  // No `token_type`: RFC 7662 §2.2 means the access token's type (RFC 6749 §5.1), which a refresh token has not.
+  return { active: true, scope: record.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, record.profileId), iss: provider.issuer, exp: Math.floor(record.expiresAt / 1000), iat: Math.floor(record.createdAt / 1000) };
 }

@@ -139,5 +139,5 @@ export class KeyStore {
 
 /** The JWKS document of `keys`, serialised once. */
 function jwksBody(keys: KeyRecord[]): KeptText {
-  return keptText(JSON.stringify({ keys: keys.map((k) => k.publicJwk) }), 'json');
+  return keptText(JSON.stringify({ keys: keys.map((k) => k.publicJwk) }), 'jwks');
 }

@@ -20,6 +20,8 @@ export interface AuthorizationParams {
   maxAge?: number | undefined;
   /** `acr_values`: `2` asks for a sign-in proved with a second factor. */
   acrValues?: string[] | undefined;
+  /** The subject an `id_token_hint` names: someone else signed in must sign in again. */
+  hintSubject?: string | undefined;
 }
 
 export interface Interaction {

@@ -76,11 +76,14 @@ function checkGrantType(client: ClientRecord, grantType: string | undefined): 'a
 }
 
 /**
- * checkCode: the code opens (`codes.ts`: sealed here, for this client, unaltered) and has not
- * expired. Whether it was redeemed before is known when its token is stored (`consumeCode`).
+ * checkCode: a code is given (`invalid_request`), opens (`codes.ts`: sealed here, for this
+ * client, unaltered) and has not expired. Whether it was redeemed before is known when its token
+ * is stored (`consumeCode`).
  */
 function checkCode(provider: Provider, client: ClientRecord, code: string | undefined, now: number): CodeRecord {
-  const found = code ? provider.codes.open(code, client.id) : null;
+  // A request without a code is malformed (RFC 6749 §5.2), not a wrong code.
+  if (!code) throw new InvalidRequest('code is required');
+  const found = provider.codes.open(code, client.id);
   if (!found || !(found.expiresAt > now)) throw invalidCode();
   return found;
 }

@@ -63,7 +63,7 @@ describe('a confidential client with a secret', () => {
     expect(info).toMatchObject({ sub: person.id, email: person.email });
   }, LONG);
 
-  it('signs in with client_secret_post; a wrong secret, another method or none at all is invalid_client', async () => {
+  it('signs in with client_secret_post; a wrong secret, a public client’s request or none at all is invalid_client', async () => {
     const app = await registered({ token_endpoint_auth_method: 'client_secret_post' });
     const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretPost(app.client_secret ?? ''), insecure);
     await codeFlow(config);
@@ -72,9 +72,13 @@ describe('a confidential client with a secret', () => {
     const wrong = await token({ client_id: app.client_id, client_secret: 'not-the-secret' });
     expect(wrong.status).toBe(401);
     expect(await wrong.json()).toMatchObject({ error: 'invalid_client' });
+    // The secret in the Basic header proves this client too (RFC 6749 §2.3.1): the made-up code is then what is refused.
     const basic = await token({}, { authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}` });
-    expect(basic.status).toBe(401);
-    expect(basic.headers.get('www-authenticate')).toMatch(/^Basic /);
+    expect(basic.status).toBe(400);
+    expect(await basic.json()).toMatchObject({ error: 'invalid_grant' });
+    const wrongBasic = await token({}, { authorization: `Basic ${Buffer.from(`${app.client_id}:not-the-secret`).toString('base64')}` });
+    expect(wrongBasic.status).toBe(401);
+    expect(wrongBasic.headers.get('www-authenticate')).toMatch(/^Basic /);
     expect((await token({ client_id: app.client_id })).status).toBe(401);
   }, LONG);
 });
@@ -167,6 +171,11 @@ describe('refresh tokens', () => {
       used.push(current);
       current = next.refresh_token ?? '';
     }
+    // Introspected, a live refresh token names no token_type: RFC 7662 means an access token's type by it.
+    const introspected = await client.tokenIntrospection(config, current);
+    expect(introspected).toMatchObject({ active: true, client_id: app.client_id, sub: person.id, scope: 'openid email offline_access' });
+    expect(introspected.token_type).toBeUndefined();
+    expect((await client.tokenIntrospection(config, first.access_token)).token_type).toBe('Bearer');
     const live = await client.refreshTokenGrant(config, current);
     // The first token again: refused, and the family (the live token too) is revoked.
     await expect(client.refreshTokenGrant(config, used[0] ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });

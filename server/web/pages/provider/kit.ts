@@ -27,10 +27,15 @@ export function sendProviderPage(res: Response, status: number, html: string, fo
   sendHtml(res, status, html, pagePolicy({ formAction: ["'self'", ...origins], scripts: true, widget }));
 }
 
-/** Where an authorization request goes next: a redirect, or a page with its message. */
+/**
+ * Where an authorization request goes next: a redirect, or a page with its message. A redirect
+ * may carry a code, so no cache keeps it (as the pages are not kept: `sendHtml`).
+ */
 export function sendOutcome(req: Request, res: Response, outcome: Outcome): void {
-  if ('redirect' in outcome) res.redirect(303, outcome.redirect);
-  else sendProviderPage(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
+  if ('redirect' in outcome) {
+    res.setHeader('Cache-Control', 'no-store');
+    res.redirect(303, outcome.redirect);
+  } else sendProviderPage(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));
 }
 
 /** A provider page's handler: a protocol error is an error page; on the login and consent pages (`onPage`), so is any refusal. */

@@ -1,0 +1,186 @@
+/**
+ * Edges where a side-by-side run against node-oidc-provider found us answering otherwise, and
+ * the standards side with the reference: request objects, a missing `response_type`, other
+ * response modes, unknown `prompt` values, `id_token_hint` at the authorization endpoint, a
+ * token request without a code, a secret sent the other way, UserInfo's malformed requests,
+ * registration without a token, and the metadata's and key set's addresses and types.
+ */
+import * as client from 'openid-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { approvedRegistrationToken, authorizationRequest, REDIRECT, redeemCode, registerByHttp, registerClient, relyingParty, UserAgent } from './helpers.ts';
+
+let server: TestServer;
+let rp: client.Configuration;
+let ada: { id: string; email: string; password: string };
+let grace: { id: string; email: string; password: string };
+
+beforeAll(async () => {
+  server = await startServer();
+  await registerClient(server, 'app');
+  await registerClient(server, 'other-app');
+  rp = await relyingParty(server, 'app');
+  ada = { ...(await createActiveUser(server)), password: PASSWORD };
+  grace = { ...(await createActiveUser(server)), password: PASSWORD };
+}, 60_000);
+afterAll(() => server.close());
+
+/** The authorization request with `extra` (a value of '' leaves the parameter out), sent from `agent`'s browser; the answer, not followed. */
+async function authorize(extra: Record<string, string>, agent = new UserAgent()) {
+  const request = await authorizationRequest(rp);
+  const url = new URL(request.url);
+  for (const [name, value] of Object.entries(extra)) {
+    if (value === '') url.searchParams.delete(name);
+    else url.searchParams.set(name, value);
+  }
+  const headers = agent.jar.size > 0 ? { cookie: [...agent.jar].map(([k, v]) => `${k}=${v}`).join('; ') } : undefined;
+  const res = await fetch(url, { redirect: 'manual', ...(headers ? { headers } : {}) });
+  return { res, location: new URL(res.headers.get('location') ?? 'http://x', server.url), request };
+}
+
+/** The error an authorization request was sent back to the client with. */
+async function errorOf(extra: Record<string, string>, agent?: UserAgent) {
+  const { res, location } = await authorize(extra, agent);
+  expect(res.status).toBe(303);
+  expect(location.origin + location.pathname).toBe(REDIRECT);
+  return location.searchParams.get('error');
+}
+
+/** A browser signed in as `person`, and an ID token of theirs for `app`. */
+async function signedIn(person: { email: string; password: string }) {
+  const agent = new UserAgent();
+  const request = await authorizationRequest(rp);
+  const page = await agent.authorize(request.url, person);
+  const code = new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
+  const { body } = await redeemCode(server, 'app', code, request.verifier);
+  return { agent, idToken: body.id_token ?? '', accessToken: body.access_token ?? '' };
+}
+
+describe('the authorization request', () => {
+  it('refuses request objects, by value or by reference (OpenID Connect Core §6)', async () => {
+    expect(await errorOf({ request: 'eyJhbGciOiJub25lIn0.e30.' })).toBe('request_not_supported');
+    expect(await errorOf({ request_uri: 'https://app.example/request.jwt' })).toBe('request_uri_not_supported');
+  });
+
+  it('asks for response_type (invalid_request) before it tells which ones it supports', async () => {
+    expect(await errorOf({ response_type: '' })).toBe('invalid_request');
+    expect(await errorOf({ response_type: 'token' })).toBe('unsupported_response_type');
+  });
+
+  it('answers in the query only, and says so to a client asking for another response mode', async () => {
+    for (const mode of ['fragment', 'form_post', 'web_message']) expect(await errorOf({ response_mode: mode }), mode).toBe('invalid_request');
+    const { res, location } = await authorize({ response_mode: 'query' });
+    expect(res.status).toBe(303);
+    expect(location.pathname).toBe('/oidc/login');
+  });
+
+  it('refuses a prompt value it does not know, and takes select_account', async () => {
+    expect(await errorOf({ prompt: 'sideways' })).toBe('invalid_request');
+    expect(await errorOf({ prompt: 'login sideways' })).toBe('invalid_request');
+    const { location } = await authorize({ prompt: 'select_account' });
+    expect(location.pathname).toBe('/oidc/login');
+  });
+
+  it('sends no empty state back, and lets no cache keep its redirect', async () => {
+    const { res, location } = await authorize({ state: '', response_type: 'token' });
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(location.searchParams.get('error')).toBe('unsupported_response_type');
+    expect(location.searchParams.has('state')).toBe(false);
+    const empty = new URL((await authorizationRequest(rp)).url);
+    empty.searchParams.set('state', '');
+    empty.searchParams.set('response_type', 'token');
+    const back = new URL((await fetch(empty, { redirect: 'manual' })).headers.get('location') ?? 'http://x');
+    expect(back.searchParams.has('state')).toBe(false);
+  });
+
+  it('honours an id_token_hint naming the person signed in, and signs no one else in under it', async () => {
+    const adaSignedIn = await signedIn(ada);
+    const graceSignedIn = await signedIn(grace);
+    // Ada's own hint, in Ada's browser: a code at once, even with prompt=none.
+    const own = await authorize({ prompt: 'none', id_token_hint: adaSignedIn.idToken }, adaSignedIn.agent);
+    expect(own.location.searchParams.get('code')).toEqual(expect.any(String));
+    // Ada's hint in Grace's browser: login_required with prompt=none, the login page without.
+    expect(await errorOf({ prompt: 'none', id_token_hint: adaSignedIn.idToken }, graceSignedIn.agent)).toBe('login_required');
+    const other = await authorize({ id_token_hint: adaSignedIn.idToken }, graceSignedIn.agent);
+    expect(other.location.pathname).toBe('/oidc/login');
+    // Signing in there goes on, as the person who signed in.
+    const page = await graceSignedIn.agent.authorize(other.location.toString(), ada);
+    const code = new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
+    const { body: tokens } = await redeemCode(server, 'app', code, other.request.verifier);
+    expect(JSON.parse(Buffer.from((tokens.id_token ?? '').split('.')[1] ?? '', 'base64url').toString()).sub).toBe(ada.id);
+    // Not an ID token of this provider, or one issued to another client: invalid_request.
+    expect(await errorOf({ id_token_hint: 'not-a-token' }, adaSignedIn.agent)).toBe('invalid_request');
+    const forgedPayload = adaSignedIn.idToken.split('.');
+    forgedPayload[1] = Buffer.from(JSON.stringify({ iss: server.url, sub: grace.id, aud: 'app' })).toString('base64url');
+    expect(await errorOf({ id_token_hint: forgedPayload.join('.') }, adaSignedIn.agent)).toBe('invalid_request');
+    const otherApp = await relyingParty(server, 'other-app');
+    const request = await authorizationRequest(otherApp);
+    const forOther = await adaSignedIn.agent.authorize(request.url, ada);
+    const otherCode = new URL(forOther.location ?? 'http://x').searchParams.get('code') ?? '';
+    const { body: otherTokens } = await redeemCode(server, 'other-app', otherCode, request.verifier);
+    expect(await errorOf({ id_token_hint: otherTokens.id_token ?? '' }, adaSignedIn.agent)).toBe('invalid_request');
+  });
+});
+
+describe('the token endpoint', () => {
+  it('answers a request without a code invalid_request (RFC 6749 §5.2), not invalid_grant', async () => {
+    const res = await fetch(`${server.url}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', redirect_uri: REDIRECT, client_id: 'app', code_verifier: 'v'.repeat(43) }) });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'invalid_request', error_description: 'code is required' });
+  });
+
+  it('takes a secret in the form from a client registered for Basic (RFC 6749 §2.3.1 both ways)', async () => {
+    const answer = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: [REDIRECT] });
+    const app = answer.body as { client_id: string; client_secret: string };
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretPost(app.client_secret), { execute: [client.allowInsecureRequests] });
+    const request = await authorizationRequest(config);
+    const page = await new UserAgent().authorize(request.url, ada);
+    const tokens = await client.authorizationCodeGrant(config, new URL(page.location ?? ''), { pkceCodeVerifier: request.verifier, expectedState: request.state, expectedNonce: request.nonce });
+    expect(tokens.claims()).toMatchObject({ sub: ada.id, aud: app.client_id });
+  });
+});
+
+describe('UserInfo', () => {
+  it('answers a malformed request invalid_request, 400, with its challenge and no-store (RFC 6750 §3.1)', async () => {
+    const { accessToken } = await signedIn(ada);
+    const twice = await fetch(`${server.url}/oidc/userinfo`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}` }, body: new URLSearchParams({ access_token: accessToken }) });
+    const empty = await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: 'Bearer ' } });
+    for (const res of [twice, empty]) {
+      expect(res.status).toBe(400);
+      expect(res.headers.get('www-authenticate')).toMatch(new RegExp(`^Bearer realm="${server.url}", error="invalid_request"`));
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(await res.json()).toMatchObject({ error: 'invalid_request' });
+    }
+    // No credentials at all: a challenge without an error code, as before.
+    const none = await fetch(`${server.url}/oidc/userinfo`);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe(`Bearer realm="${server.url}"`);
+  });
+});
+
+describe('registration', () => {
+  it('challenges a request without a token without an error code, and lets no cache keep a refusal', async () => {
+    const res = await registerByHttp(server, undefined, { redirect_uris: [REDIRECT] });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer realm="${server.url}"`);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const wrong = await registerByHttp(server, 'not-a-token', { redirect_uris: [REDIRECT] });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('www-authenticate')).toMatch(/^Bearer error="invalid_token"/);
+    expect(wrong.headers.get('cache-control')).toBe('no-store');
+  });
+});
+
+describe('metadata and keys', () => {
+  it('serves the discovery document as OAuth authorization server metadata too (RFC 8414), and the key set as a JWK Set', async () => {
+    const oidc = await fetch(`${server.url}/.well-known/openid-configuration`);
+    const oauth = await fetch(`${server.url}/.well-known/oauth-authorization-server`);
+    expect(oauth.status).toBe(200);
+    expect(oauth.headers.get('access-control-allow-origin')).toBe('*');
+    expect(await oauth.json()).toEqual(await oidc.json());
+    const jwks = await fetch(`${server.url}/oidc/jwks`);
+    expect(jwks.headers.get('content-type')).toBe('application/jwk-set+json; charset=utf-8');
+    expect(((await jwks.json()) as { keys: unknown[] }).keys.length).toBeGreaterThan(0);
+  });
+});
