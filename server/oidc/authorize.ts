@@ -194,9 +194,18 @@ async function checkHintFor(provider: Provider, client: ClientRecord, hint: stri
   return named?.sub;
 }
 
+/**
+ * The longest `state`: a client's own, often a sealed blob of its own (ASP.NET Core's runs to
+ * several hundred characters and more), kept with a request that shows a page, so bounded.
+ */
+export const STATE_MAX = 2048;
+/** The longest `nonce` and `acr_values`: the nonce is sealed into the code. */
+const VALUE_MAX = 500;
+
 /** checkLengths: `state` and `nonce` are kept until the code is redeemed, so they are bounded. */
-function checkLengths(values: Record<string, string | undefined>): void {
+function checkLengths(values: { state: string | undefined; nonce: string | undefined; acr_values: string | undefined }): void {
   for (const [name, value] of Object.entries(values)) {
-    if (value !== undefined && value.length > 500) throw new InvalidRequest(`${name} must be at most 500 characters`);
+    const most = name === 'state' ? STATE_MAX : VALUE_MAX;
+    if (value !== undefined && value.length > most) throw new InvalidRequest(`${name} must be at most ${most} characters`);
   }
 }

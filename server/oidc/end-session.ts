@@ -1,4 +1,5 @@
 import type { Viewer } from '../accounts/viewer.ts';
+import { STATE_MAX } from './authorize.ts';
 import { InvalidRequest } from './errors.ts';
 import { usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
@@ -51,7 +52,7 @@ function checkPostLogoutRedirect(client: ClientRecord | null, uri: string | unde
   if (uri === undefined) return null;
   if (!client) throw new InvalidRequest('post_logout_redirect_uri needs client_id or id_token_hint', { allowRedirect: false });
   if (!client.postLogoutRedirectUris.includes(uri)) throw new InvalidRequest('post_logout_redirect_uri is not registered for this client', { allowRedirect: false });
-  if (state !== undefined && state.length > 500) throw new InvalidRequest('state must be at most 500 characters', { allowRedirect: false });
+  if (state !== undefined && state.length > STATE_MAX) throw new InvalidRequest(`state must be at most ${STATE_MAX} characters`, { allowRedirect: false });
   const url = new URL(uri);
   if (state !== undefined) url.searchParams.set('state', state);
   return url.toString();

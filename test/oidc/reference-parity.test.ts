@@ -94,6 +94,18 @@ describe('the authorization request', () => {
     expect(back.searchParams.has('state')).toBe(false);
   });
 
+  it('takes a long state of a client’s own through the sign-in, and bounds it', async () => {
+    // ASP.NET Core's state is a sealed blob of several hundred characters, often past 500.
+    const state = 'CfDJ8' + 'x'.repeat(1500);
+    const { location, request } = await authorize({ state });
+    expect(location.pathname).toBe('/oidc/login');
+    const page = await new UserAgent().authorize(location.toString(), ada);
+    const back = new URL(page.location ?? 'http://x');
+    expect(back.searchParams.get('state')).toBe(state);
+    expect((await redeemCode(server, 'app', back.searchParams.get('code') ?? '', request.verifier)).status).toBe(200);
+    expect(await errorOf({ state: 'x'.repeat(2049) })).toBe('invalid_request');
+  });
+
   it('honours an id_token_hint naming the person signed in, and signs no one else in under it', async () => {
     const adaSignedIn = await signedIn(ada);
     const graceSignedIn = await signedIn(grace);
