@@ -228,7 +228,13 @@ export class TusService {
   async write(viewer: Viewer, id: string, request: TusWrite): Promise<TusState> {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const upload = await this.#own(viewer, id);
-    if (upload.url !== null || upload.concat === 'final') {
+    // Concatenation: a final upload is made of its parts, and takes no PATCH (MUST 403).
+    if (upload.concat === 'final') throw new AppError('ForbiddenError', 'A final upload (Upload-Concat: final) is made of its parts and takes no PATCH');
+    // Creation-defer-length: once known, the length "MUST NOT be changed"; the same value again changes nothing.
+    if (request.length !== undefined && upload.length !== null && request.length !== upload.length) {
+      throw new AppError('ValidationError', `Upload-Length is ${upload.length} already and cannot change`, { path: 'Upload-Length' });
+    }
+    if (upload.url !== null) {
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }

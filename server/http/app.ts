@@ -235,6 +235,10 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // Behind a load balancer every request comes from its address: the client is then the one it
   // names in `X-Forwarded-For`, believed only from the proxies `TRUST_PROXY` lists.
   app.set('trust proxy', config.trustProxy);
+  // A method override is refused everywhere; under tus's path the refusal is a tus answer
+  // (`Tus-Resumable`, CORS), which a browser's tus client can read.
+  const tusRefusal = asTusAnswer(refuseMethodOverride);
+  const refuseOverrides: RequestHandler = (req, res, next) => (req.url.startsWith('/attachment/tus') ? tusRefusal : refuseMethodOverride)(req, res, next);
   // What every request goes through before its route's own middleware, in this order.
   const before: RequestHandler[] = [
     // Every answered request into the metrics, by its route template (`metrics/http.ts`).
@@ -248,7 +252,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     ...(config.frontendOrigin ? [frontendCors(config.frontendOrigin)] : []),
     cookieParser(),
     endUnreadBodies,
-    refuseMethodOverride,
+    refuseOverrides,
   ];
   for (const step of before) app.use(step);
 

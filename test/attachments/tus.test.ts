@@ -285,6 +285,9 @@ describe('tus-js-client uploads', () => {
     expect(final.headers.get('upload-offset')).toBe(String(data.length));
     expect(final.headers.get('attachment-url')).toBe(pdfUrl(data));
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+    // Concatenation: a final upload takes no PATCH (MUST 403), at its offset or any other.
+    expectRefusal(await patch(outcome.upload.url ?? '', data.length, new Uint8Array(0)), 403);
+    expectRefusal(await patch(outcome.upload.url ?? '', 0, pdfBytes(10)), 403);
   });
 
   it('partial uploads are checked at creation like the final one: without metadata they are refused', async () => {
@@ -542,6 +545,27 @@ describe('the protocol', () => {
     const url = await create(1000);
     expectRefusal(await patch(url, 10, pdfBytes(10)), 409);
     expectRefusal(await patch(url, 0, pdfBytes(10), { 'Content-Type': 'application/octet-stream' }), 415);
+    expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
+  });
+
+  it('a length once known does not change (creation-defer-length); the same value again is no change', async () => {
+    const deferred = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Defer-Length': '1', 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
+    expect(deferred.status).toBe(201);
+    const url = deferred.headers.get('location') ?? '';
+    const data = pdfBytes(100);
+    expect((await patch(url, 0, data.subarray(0, 30), { 'Upload-Length': '100' })).status).toBe(204);
+    expectRefusal(await patch(url, 30, data.subarray(30, 60), { 'Upload-Length': '90' }), 400);
+    expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('30');
+    expect((await patch(url, 30, data.subarray(30), { 'Upload-Length': '100' })).status).toBe(204);
+    const known = await create(1000);
+    expectRefusal(await patch(known, 0, pdfBytes(10), { 'Upload-Length': '999' }), 400);
+  });
+
+  it('a method override is refused as a tus answer, which a browser page can read', async () => {
+    const url = await create(1000);
+    const refused = await tusRequest(server, 'POST', url, { token: author.token, headers: { 'X-HTTP-Method-Override': 'PATCH', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' }, body: pdfBytes(10) });
+    expectRefusal(refused, 400);
+    expect(refused.headers.get('access-control-allow-origin')).toBe('*');
     expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
   });
 
