@@ -4,7 +4,7 @@ import { randomToken } from '../secrets.ts';
 import { InvalidClient, InvalidRequest, InvalidScope, RequestNotSupported, RequestUriNotSupported, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
-import { checkOnce, errorOutcome, type Outcome, type Provider } from './provider.ts';
+import { checkOnce, errorOutcome, type Outcome, type Provider, type ResponseMode } from './provider.ts';
 import type { AuthorizationParams, ClientRecord, Interaction } from './repository.ts';
 
 /** How long a pending authorization request (the login and consent pages) stays valid. */
@@ -38,7 +38,7 @@ const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
  */
 export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
   const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
-  let back: { redirectUri: string; state: string | undefined } | undefined;
+  let back: { redirectUri: string; state: string | undefined; responseMode?: ResponseMode } | undefined;
   try {
     // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
     // then unknown, so those two get a page; the others go back to the client.
@@ -51,9 +51,11 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     back = { redirectUri, state };
 
     checkOnce(query, AUTHORIZATION_PARAMETERS);
+    // From here on, errors go back the way the client asked for (until then, in the query).
+    const responseMode = checkResponseMode(param('response_mode'));
+    back = { redirectUri, state, ...(responseMode ? { responseMode } : {}) };
     checkRequestObjects(param('request'), param('request_uri'));
     checkResponseType(param('response_type'));
-    checkResponseMode(param('response_mode'));
     const prompt = checkPrompt(param('prompt'));
     const scopes = checkScope(client, param('scope'), prompt);
     const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
@@ -72,6 +74,7 @@ export async function authorize(provider: Provider, query: Record<string, unknow
       maxAge,
       ...(acrValues?.length ? { acrValues } : {}),
       ...(hintSubject ? { hintSubject } : {}),
+      ...(responseMode ? { responseMode } : {}),
     };
     const now = provider.now();
     const interaction: Interaction = {
@@ -127,12 +130,15 @@ function checkResponseType(responseType: string | undefined): void {
 }
 
 /**
- * checkResponseMode: the code comes back in the query (OAuth 2.0 Multiple Response Type Encoding
- * Practices §2.1, the default for `code`); another mode is refused rather than ignored, so a
- * client that waits for a fragment or a form post learns why nothing comes.
+ * checkResponseMode: `query` (the default for `code`: OAuth 2.0 Multiple Response Type Encoding
+ * Practices §2.1), `fragment`, or `form_post` (OAuth 2.0 Form Post Response Mode: a page posts
+ * the answer to the redirect URI, as ASP.NET Core's handler asks by default); any other is
+ * refused rather than ignored. Undefined: the query.
  */
-function checkResponseMode(mode: string | undefined): void {
-  if (mode !== undefined && mode !== 'query') throw new InvalidRequest('response_mode must be query (the only one supported)');
+function checkResponseMode(mode: string | undefined): 'fragment' | 'form_post' | undefined {
+  if (mode === undefined || mode === '' || mode === 'query') return undefined;
+  if (mode === 'fragment' || mode === 'form_post') return mode;
+  throw new InvalidRequest('response_mode must be query, fragment or form_post');
 }
 
 /** checkPrompt: known values; `none` only alone. */

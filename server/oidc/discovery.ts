@@ -23,7 +23,7 @@ export function discovery(issuer: string): Record<string, unknown> {
     // '1': a password or a passkey alone; '2': a second factor proved in this sign-in (`acr_values=2` asks for it).
     acr_values_supported: ['1', '2'],
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
+    response_modes_supported: ['query', 'fragment', 'form_post'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
     subject_types_supported: ['public', 'pairwise'],
     id_token_signing_alg_values_supported: ['RS256'],

@@ -1,7 +1,7 @@
 import { OIDC_CODE_SECONDS } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { ConsentRequired, InvalidRequest, LoginRequired } from './errors.ts';
-import { consentCovers, findConsent, redirectTo, sidOf, signInProof, subjectOf, type Outcome, type Provider } from './provider.ts';
+import { backToClient, consentCovers, findConsent, sidOf, signInProof, subjectOf, type BackToClient, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
 // Where an authorization request goes once its parameters are checked (authorize.ts) and after
@@ -140,7 +140,7 @@ export async function next(provider: Provider, interaction: Interaction, viewer:
     await store?.();
     return { redirect: consentPageUrl(provider, interaction.id) };
   }
-  return { redirect: await issueCode(provider, interaction, viewer, { authTime: authTime(interaction, viewer), consentedAt: consent.grantedAt }, store === undefined) };
+  return issueCode(provider, interaction, viewer, { authTime: authTime(interaction, viewer), consentedAt: consent.grantedAt }, store === undefined);
 }
 
 /**
@@ -155,7 +155,7 @@ export async function issueCode(
   person: Pick<Viewer, 'profileId' | 'tokenVersion' | 'sessionId'>,
   signIn: { authTime: number; consentedAt: number },
   stored = true,
-): Promise<string> {
+): Promise<BackToClient> {
   const now = provider.now();
   if (stored && !(await provider.repo.completeInteraction(interaction.id, now))) {
     throw new InvalidRequest('This sign-in request was already answered');
@@ -187,5 +187,5 @@ export async function issueCode(
   });
   // The person is signed in to the application: the sign-in the metrics count as `oidc`.
   provider.metrics.signIn('oidc', 'success');
-  return redirectTo(provider, params.redirectUri, { code, state: params.state });
+  return backToClient(provider, params, { code, state: params.state });
 }

@@ -4,7 +4,7 @@ import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
 import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
 import { asksSecondFactor, authTime, consentPageUrl, issueCode, loginPageUrl, mustSignIn, next, usable } from './flow.ts';
-import { errorOutcome, signInProof, type Outcome, type Provider } from './provider.ts';
+import { errorOutcome, signInProof, type BackToClient, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
 // The pages of a stored authorization request (an "interaction"): the login page, the consent
@@ -107,7 +107,7 @@ export async function confirm(
 }
 
 /** The consent page's answer: "Allow" saves the consent and returns to the client with a code. */
-export async function consent(provider: Provider, interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
+export async function consent(provider: Provider, interactionId: string, viewer: Viewer | null, approved: boolean): Promise<BackToClient> {
   const { interaction } = await findInteraction(provider, interactionId);
   checkOwner(interaction, usable(viewer));
   const { params } = interaction;
@@ -126,14 +126,14 @@ export async function consent(provider: Provider, interactionId: string, viewer:
   const client = widened ? await provider.clients.find(params.clientId) : null;
   if (widened && client) await provider.accounts.recordApplication(person.profileId, 'app:granted', { clientId: client.id, name: client.name, scopes: widened });
   try {
-    return { redirect: await issueCode(provider, interaction, person, { authTime: authTime(interaction, person), consentedAt: grantedAt }) };
+    return await issueCode(provider, interaction, person, { authTime: authTime(interaction, person), consentedAt: grantedAt });
   } catch (error) {
     return redirected(errorOutcome(provider, error, params));
   }
 }
 
 /** The consent page only ever answers with a redirect: its errors (access_denied, a double submit) all allow one. */
-function redirected(outcome: Outcome): { redirect: string } {
+function redirected(outcome: Outcome): BackToClient {
   if (!('redirect' in outcome)) throw new Error(`a consent answer must redirect, not show: ${outcome.page}`);
   return outcome;
 }

@@ -55,14 +55,31 @@ export interface Provider {
   now: () => number;
 }
 
-/** What `/oidc/authorize` and the pages answer: a page with a message, or a redirect. */
-export type Outcome = { page: string; status: number } | { redirect: string };
+/**
+ * An answer going back to the client: `redirect`, its redirect URI with the answer's values in
+ * the query (or, for `response_mode=fragment`, the fragment); with `response_mode=form_post`,
+ * `post` too, the form a page posts to the redirect URI (OAuth 2.0 Form Post Response Mode),
+ * which the pages send. A JSON endpoint (a web application's consent) can only hand a browser
+ * a URL: it gives `redirect`, the values in the query, which such clients read as well.
+ */
+export type BackToClient = { redirect: string; post?: { action: string; fields: Array<[string, string]> } };
 
-/** A URL back to the client: its redirect URI with `values`, and always `iss` (RFC 9207). */
-export function redirectTo(provider: Pick<Provider, 'issuer'>, redirectUri: string, values: Record<string, string | undefined>): string {
-  const url = new URL(redirectUri);
-  for (const [key, value] of Object.entries({ ...values, iss: provider.issuer })) if (value !== undefined) url.searchParams.set(key, value);
-  return url.toString();
+/** What `/oidc/authorize` and the pages answer: a page with a message, or a way back to the client. */
+export type Outcome = { page: string; status: number } | BackToClient;
+
+/** How an answer goes back to the client (`response_mode`); absent: the query. */
+export type ResponseMode = 'query' | 'fragment' | 'form_post';
+
+/** The way back to the client: its redirect URI with `values`, and always `iss` (RFC 9207), in the response mode asked for. */
+export function backToClient(provider: Pick<Provider, 'issuer'>, to: { redirectUri: string; responseMode?: ResponseMode | undefined }, values: Record<string, string | undefined>): BackToClient {
+  const fields = Object.entries({ ...values, iss: provider.issuer }).filter((entry): entry is [string, string] => entry[1] !== undefined);
+  const url = new URL(to.redirectUri);
+  if (to.responseMode === 'fragment') {
+    url.hash = new URLSearchParams(fields).toString();
+    return { redirect: url.toString() };
+  }
+  for (const [key, value] of fields) url.searchParams.set(key, value);
+  return to.responseMode === 'form_post' ? { redirect: url.toString(), post: { action: to.redirectUri, fields } } : { redirect: url.toString() };
 }
 
 /**
@@ -71,10 +88,10 @@ export function redirectTo(provider: Pick<Provider, 'issuer'>, redirectUri: stri
  * `error`, `error_description`, `state` and `iss`; otherwise a 400 page with the message.
  * Any other error is not the provider's to answer, and is thrown on.
  */
-export function errorOutcome(provider: Pick<Provider, 'issuer'>, error: unknown, back?: { redirectUri: string; state?: string | undefined }): Outcome {
+export function errorOutcome(provider: Pick<Provider, 'issuer'>, error: unknown, back?: { redirectUri: string; state?: string | undefined; responseMode?: ResponseMode | undefined }): Outcome {
   if (!(error instanceof OAuthError)) throw error;
   if (!error.allowRedirect || !back) return { page: error.message, status: 400 };
-  return { redirect: redirectTo(provider, back.redirectUri, { error: error.error, error_description: error.description, state: back.state }) };
+  return backToClient(provider, back, { error: error.error, error_description: error.description, state: back.state });
 }
 
 // ---- checks more than one endpoint makes -------------------------------------------------------------

@@ -22,6 +22,8 @@ export interface AuthorizationParams {
   acrValues?: string[] | undefined;
   /** The subject an `id_token_hint` names: someone else signed in must sign in again. */
   hintSubject?: string | undefined;
+  /** `response_mode`: how the answer goes back (absent: the query). */
+  responseMode?: 'fragment' | 'form_post' | undefined;
 }
 
 export interface Interaction {

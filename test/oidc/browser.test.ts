@@ -19,10 +19,20 @@ let callback: string;
 let browser: Browser;
 let rp: client.Configuration;
 let person: { id: string; email: string };
+const posted: string[] = [];
 
 beforeAll(async () => {
   server = await startServer();
-  app = createServer((_req, res) => res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>'));
+  // The application's callback: what a browser posted to it (response_mode=form_post) is kept.
+  app = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      if (req.method === 'POST') posted.push(body);
+      res.end('<!doctype html><title>Signed in</title><p>Back in the application.</p>');
+    });
+  });
   await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
   callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
   await admin(server, 'oidc-client', 'add', '--id', 'browser-app', '--name', 'Paper Finder', '--redirect-uri', callback, '--scopes', 'openid profile email');
@@ -38,7 +48,7 @@ afterAll(async () => {
   await server.close();
 });
 
-async function start() {
+async function start(extra: Record<string, string> = {}) {
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const nonce = client.randomNonce();
@@ -49,6 +59,7 @@ async function start() {
     code_challenge_method: 'S256',
     state,
     nonce,
+    ...extra,
   });
   return { url, verifier, state, nonce };
 }
@@ -94,6 +105,42 @@ describe('signing in to an application in a real browser', () => {
     await page.waitForURL((url) => url.toString().startsWith(callback));
     expect(new URL(page.url()).searchParams.get('code')).toBeTruthy();
     await context.close();
+  });
+
+  it('posts the answer to an application that asks for form_post: by itself with JavaScript, by a button without', async () => {
+    const redeem = async (request: Awaited<ReturnType<typeof start>>, body: string) => {
+      const answer = new Request(callback, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const tokens = await client.authorizationCodeGrant(rp, answer, { pkceCodeVerifier: request.verifier, expectedState: request.state, expectedNonce: request.nonce, idTokenExpected: true });
+      expect(tokens.claims()).toMatchObject({ iss: server.url, aud: 'browser-app', sub: person.id });
+    };
+    const quiet = await browser.newContext({ javaScriptEnabled: false });
+    const page = await quiet.newPage();
+    const first = await start({ response_mode: 'form_post' });
+    await page.goto(first.url.toString());
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { name: 'Returning to the application' }).waitFor();
+    posted.length = 0;
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.waitForURL(callback);
+    expect(new URL(page.url()).search).toBe('');
+    expect(posted).toHaveLength(1);
+    await redeem(first, posted[0] ?? '');
+    // With JavaScript, and a session and consent already there: straight back, posted.
+    const cookies = await quiet.cookies();
+    await quiet.close();
+    const scripted = await browser.newContext();
+    await scripted.addCookies(cookies);
+    const again = await scripted.newPage();
+    const second = await start({ response_mode: 'form_post' });
+    posted.length = 0;
+    await again.goto(second.url.toString());
+    await again.waitForURL(callback);
+    await expect.poll(() => posted.length).toBe(1);
+    expect(new URLSearchParams(posted[0]).get('state')).toBe(second.state);
+    await redeem(second, posted[0] ?? '');
+    await scripted.close();
   });
 
   it('shows a wrong password on the login page, and "Deny" sends access_denied back', async () => {

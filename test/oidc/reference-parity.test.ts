@@ -1,6 +1,6 @@
 /**
  * Edges where a side-by-side run against node-oidc-provider found us answering otherwise, and
- * the standards side with the reference: request objects, a missing `response_type`, other
+ * the standards side with the reference: request objects, a missing `response_type`, the
  * response modes, unknown `prompt` values, `id_token_hint` at the authorization endpoint, a
  * token request without a code, a secret sent the other way, UserInfo's malformed requests,
  * registration without a token, and the metadata's and key set's addresses and types.
@@ -68,11 +68,35 @@ describe('the authorization request', () => {
     expect(await errorOf({ response_type: 'token' })).toBe('unsupported_response_type');
   });
 
-  it('answers in the query only, and says so to a client asking for another response mode', async () => {
-    for (const mode of ['fragment', 'form_post', 'web_message']) expect(await errorOf({ response_mode: mode }), mode).toBe('invalid_request');
-    const { res, location } = await authorize({ response_mode: 'query' });
-    expect(res.status).toBe(303);
-    expect(location.pathname).toBe('/oidc/login');
+  it('answers in the query, the fragment or a form post, as asked, and refuses another response mode', async () => {
+    expect(await errorOf({ response_mode: 'web_message' })).toBe('invalid_request');
+    const query = await authorize({ response_mode: 'query' });
+    expect(query.res.status).toBe(303);
+    expect(query.location.pathname).toBe('/oidc/login');
+    // An error after the mode is known goes back that way: in the fragment,
+    const fragment = await authorize({ response_mode: 'fragment', response_type: 'token' });
+    expect(fragment.location.origin + fragment.location.pathname).toBe(REDIRECT);
+    expect(fragment.location.search).toBe('');
+    expect(new URLSearchParams(fragment.location.hash.slice(1)).get('error')).toBe('unsupported_response_type');
+    // or as a page that posts it to the redirect URI, which its policy lets a form reach.
+    const posted = await authorize({ response_mode: 'form_post', response_type: 'token' });
+    expect(posted.res.status).toBe(200);
+    expect(posted.res.headers.get('cache-control')).toBe('no-store');
+    expect(posted.res.headers.get('content-security-policy')).toContain(`form-action 'self' ${new URL(REDIRECT).origin}`);
+    const html = await posted.res.text();
+    expect(html).toContain(`<form method="post" action="${REDIRECT}" data-auto-submit>`);
+    expect(html).toContain('<input type="hidden" name="error" value="unsupported_response_type">');
+    expect(html).toContain(`<input type="hidden" name="iss" value="${server.url}">`);
+  });
+
+  it('sends the code in the fragment when asked, and a signed-in person straight back', async () => {
+    const { agent } = await signedIn(ada);
+    const { location, request } = await authorize({ response_mode: 'fragment' }, agent);
+    expect(location.search).toBe('');
+    const answer = new URLSearchParams(location.hash.slice(1));
+    expect(answer.get('state')).toBe(request.state);
+    expect(answer.get('iss')).toBe(server.url);
+    expect((await redeemCode(server, 'app', answer.get('code') ?? '', request.verifier)).status).toBe(200);
   });
 
   it('refuses a prompt value it does not know, and takes select_account', async () => {

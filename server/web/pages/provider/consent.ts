@@ -5,7 +5,7 @@
  */
 import { createHttpContext } from '../../../http/context.ts';
 import { createCaller } from '../../../router.ts';
-import { providerPage, sendProviderPage, type ProviderKit } from './kit.ts';
+import { providerPage, sendOutcome, sendProviderPage, type ProviderKit } from './kit.ts';
 import { consentPage } from './views.ts';
 
 export function providerConsentPages(kit: ProviderKit) {
@@ -31,8 +31,7 @@ export function providerConsentPages(kit: ProviderKit) {
     const id = field(req, 'interaction') ?? '';
     const { interaction } = await oidc.interaction(id);
     checkFormToken(req, interaction.id);
-    const outcome = await oidc.consent(interaction.id, await viewerOf(req), field(req, 'decision') === 'allow');
-    res.redirect(303, outcome.redirect);
+    sendOutcome(req, res, await oidc.consent(interaction.id, await viewerOf(req), field(req, 'decision') === 'allow'));
   }, true);
 
   return { consentForm, consent };

@@ -15,7 +15,7 @@ import type { Services } from '../../../services.ts';
 import { resetRequestLink } from '../../../mail/messages.ts';
 import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../../csrf.ts';
 import { pagePolicy, requestIdOf, sendHtml } from '../../render.ts';
-import { errorPage } from './views.ts';
+import { errorPage, formPostPage } from './views.ts';
 
 /**
  * A provider page, with the pages' policy (`pagePolicy`): its passkey script may run, and a form
@@ -32,7 +32,9 @@ export function sendProviderPage(res: Response, status: number, html: string, fo
  * may carry a code, so no cache keeps it (as the pages are not kept: `sendHtml`).
  */
 export function sendOutcome(req: Request, res: Response, outcome: Outcome): void {
-  if ('redirect' in outcome) {
+  if ('post' in outcome && outcome.post) {
+    sendProviderPage(res, 200, formPostPage(outcome.post), [outcome.post.action]);
+  } else if ('redirect' in outcome) {
     res.setHeader('Cache-Control', 'no-store');
     res.redirect(303, outcome.redirect);
   } else sendProviderPage(res, outcome.status, errorPage(outcome.page, requestIdOf(req)));

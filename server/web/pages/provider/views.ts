@@ -71,6 +71,15 @@ export function signedOutPage(opts: { clientName: string }): string {
 }
 
 /** The error page, with the request id to quote (the same as the log line's and `X-Request-Id`). */
+/**
+ * The answer to an application that asked for it posted (`response_mode=form_post`): a form of
+ * the answer's values to its redirect URI, which the pages' script sends at once
+ * (`behaviours/auto-submit.js`); without it, the person presses Continue.
+ */
+export function formPostPage(post: { action: string; fields: Array<[string, string]> }): string {
+  return renderPage('oidc/form-post', { title: 'Returning to the application', action: post.action, fields: post.fields });
+}
+
 export function errorPage(message: string, requestId: string): string {
   return renderPage('oidc/error', { title: 'Sign-in error', message, requestId });
 }
