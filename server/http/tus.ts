@@ -185,6 +185,13 @@ export function tusHandlers(services: Services, config: Config) {
         await tus.terminate(viewer, id).catch(() => undefined);
         throw error;
       });
+      // Cut mid-body: a PATCH keeps what arrived for its client to resume, but this client never
+      // learns the upload's URL, so nothing could resume it. It goes at once, rather than
+      // holding its bytes and a place among the person's unfinished uploads until it expires.
+      if (req.readableAborted) {
+        await tus.terminate(viewer, id).catch(() => undefined);
+        return;
+      }
     }
     res.setHeader('Location', location(state.id));
     describe(res, state);

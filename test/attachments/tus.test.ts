@@ -372,6 +372,28 @@ describe('resuming', () => {
   });
 });
 
+describe('a creation cut mid-body', () => {
+  it('leaves nothing: its client never learnt the URL, so no place among the unfinished uploads is held', async () => {
+    const open = async () => Number(((await server.service.db('tus_uploads').where({ profile_id: author.id }).count({ n: '*' }).first()) as { n: number | string }).n);
+    const before = await open();
+    const files = await filesUnder(server.dataDir);
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    socket.on('error', () => {});
+    socket.write(
+      `POST /attachment/tus HTTP/1.1\r\nHost: ${new URL(server.url).host}\r\nAuthorization: Bearer ${author.token}\r\nTus-Resumable: 1.0.0\r\n` +
+        `Upload-Length: 300000\r\nUpload-Metadata: ${encodeMetadata(PDF_FIELD())}\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: 300000\r\n\r\n`,
+    );
+    socket.write(pdfBytes(100_000));
+    // The upload's row is made before its body is read: wait for it, then cut.
+    await waitUntil(async () => (await open()) > before, 'the upload created');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    await waitUntil(async () => (await open()) === before, 'the cut creation gone');
+    await waitUntil(async () => (await filesUnder(server.dataDir)).every((f) => files.includes(f)), 'nothing kept of its bytes');
+  });
+});
+
 describe('the tus extensions', () => {
   it('checksum: a PATCH with a wrong Upload-Checksum is 460 and keeps nothing; a right one is accepted', async () => {
     const data = pdfBytes(200_000);
