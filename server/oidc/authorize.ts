@@ -62,7 +62,8 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     const maxAge = checkMaxAge(param('max_age'));
     checkLengths({ state, nonce: param('nonce'), acr_values: param('acr_values') });
     const acrValues = param('acr_values')?.split(' ').filter(Boolean);
-    const hintSubject = await checkHintFor(provider, client, param('id_token_hint'));
+    // Most requests send no hint: no await for them, on the sign-in's hot path.
+    const hintSubject = param('id_token_hint') ? await checkHintFor(provider, client, param('id_token_hint')) : undefined;
     const params: AuthorizationParams = {
       clientId: client.id,
       redirectUri,

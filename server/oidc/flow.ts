@@ -66,7 +66,9 @@ async function needsSecondFactor(provider: Provider, interaction: Interaction, v
  * authorization, the consent page, and the JSON confirm and consent.
  */
 export async function mustSignIn(provider: Provider, interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
-  return needsLogin(provider, interaction, viewer) || (await hintsAtSomeoneElse(provider, interaction, viewer)) || (await needsSecondFactor(provider, interaction, viewer));
+  if (needsLogin(provider, interaction, viewer)) return true;
+  if (interaction.params.hintSubject !== undefined && (await hintsAtSomeoneElse(provider, interaction, viewer))) return true;
+  return needsSecondFactor(provider, interaction, viewer);
 }
 
 /**
