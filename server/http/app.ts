@@ -51,6 +51,9 @@ export interface App {
   close(): Promise<void>;
 }
 
+/** tus's paths (`/attachment/tus` and its uploads), in any letter case, as the router matches them. */
+const TUS_PATH = /^\/attachment\/tus(?:[/?]|$)/i;
+
 /** The most calls one batched tRPC request may make. */
 const MAX_TRPC_BATCH = 10;
 
@@ -238,7 +241,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // A method override is refused everywhere; under tus's path the refusal is a tus answer
   // (`Tus-Resumable`, CORS), which a browser's tus client can read.
   const tusRefusal = asTusAnswer(refuseMethodOverride);
-  const refuseOverrides: RequestHandler = (req, res, next) => (req.url.startsWith('/attachment/tus') ? tusRefusal : refuseMethodOverride)(req, res, next);
+  const refuseOverrides: RequestHandler = (req, res, next) => (TUS_PATH.test(req.url) ? tusRefusal : refuseMethodOverride)(req, res, next);
   // What every request goes through before its route's own middleware, in this order.
   const before: RequestHandler[] = [
     // Every answered request into the metrics, by its route template (`metrics/http.ts`).

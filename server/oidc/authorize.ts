@@ -4,7 +4,7 @@ import { randomToken } from '../secrets.ts';
 import { InvalidClient, InvalidRequest, InvalidScope, RequestNotSupported, RequestUriNotSupported, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
-import { checkOnce, errorOutcome, type Outcome, type Provider, type ResponseMode } from './provider.ts';
+import { checkOnce, errorOutcome, STATE_MAX, type Outcome, type Provider, type ResponseMode } from './provider.ts';
 import type { AuthorizationParams, ClientRecord, Interaction } from './repository.ts';
 
 /** How long a pending authorization request (the login and consent pages) stays valid. */
@@ -27,7 +27,10 @@ const AUTHORIZATION_PARAMETERS = [
   'request_uri',
 ];
 
-/** `prompt`'s values (OpenID Connect Core §3.1.2.1). `select_account` is taken as asked: one account is signed in at a time. */
+/** The longest `nonce` and `acr_values`: the nonce is sealed into the code. */
+const VALUE_MAX = 500;
+
+/** `prompt`'s values (OpenID Connect Core §3.1.2.1). `select_account` shows the login page, where a person chooses the account. */
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 
 /**
@@ -50,17 +53,22 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     const state = param('state') || undefined;
     back = { redirectUri, state };
 
-    checkOnce(query, AUTHORIZATION_PARAMETERS);
-    // From here on, errors go back the way the client asked for (until then, in the query).
+    // From here on, errors go back the way the client asked for (until then, in the query; a
+    // response_mode sent twice is read as none, and refused next).
     const responseMode = checkResponseMode(param('response_mode'));
     back = { redirectUri, state, ...(responseMode ? { responseMode } : {}) };
+    checkOnce(query, AUTHORIZATION_PARAMETERS);
     checkRequestObjects(param('request'), param('request_uri'));
     checkResponseType(param('response_type'));
     const prompt = checkPrompt(param('prompt'));
     const scopes = checkScope(client, param('scope'), prompt);
     const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
     const maxAge = checkMaxAge(param('max_age'));
-    checkLengths({ state, nonce: param('nonce'), acr_values: param('acr_values') });
+    checkLengths([
+      ['state', state, STATE_MAX],
+      ['nonce', param('nonce'), VALUE_MAX],
+      ['acr_values', param('acr_values'), VALUE_MAX],
+    ]);
     const acrValues = param('acr_values')?.split(' ').filter(Boolean);
     // Most requests send no hint: no await for them, on the sign-in's hot path.
     const hintSubject = param('id_token_hint') ? await checkHintFor(provider, client, param('id_token_hint')) : undefined;
@@ -116,6 +124,18 @@ function checkRedirectUri(client: OidcClient, redirectUri: string | undefined): 
 }
 
 /**
+ * checkResponseMode: `query` (the default for `code`: OAuth 2.0 Multiple Response Type Encoding
+ * Practices §2.1), `fragment`, or `form_post` (OAuth 2.0 Form Post Response Mode: a page posts
+ * the answer to the redirect URI, as ASP.NET Core's handler asks by default); any other is
+ * refused rather than ignored. Undefined: the query.
+ */
+function checkResponseMode(mode: string | undefined): ResponseMode | undefined {
+  if (mode === undefined || mode === '' || mode === 'query') return undefined;
+  if (mode === 'fragment' || mode === 'form_post') return mode;
+  throw new InvalidRequest('response_mode must be query, fragment or form_post');
+}
+
+/**
  * checkRequestObjects: request objects (OpenID Connect Core §6) are not supported, and a request
  * that sends one is refused rather than answered without the parameters it holds (§6.1, §6.2).
  */
@@ -128,18 +148,6 @@ function checkRequestObjects(request: string | undefined, requestUri: string | u
 function checkResponseType(responseType: string | undefined): void {
   if (!responseType) throw new InvalidRequest('response_type is required');
   if (responseType !== 'code') throw new UnsupportedResponseType('response_type must be code');
-}
-
-/**
- * checkResponseMode: `query` (the default for `code`: OAuth 2.0 Multiple Response Type Encoding
- * Practices §2.1), `fragment`, or `form_post` (OAuth 2.0 Form Post Response Mode: a page posts
- * the answer to the redirect URI, as ASP.NET Core's handler asks by default); any other is
- * refused rather than ignored. Undefined: the query.
- */
-function checkResponseMode(mode: string | undefined): 'fragment' | 'form_post' | undefined {
-  if (mode === undefined || mode === '' || mode === 'query') return undefined;
-  if (mode === 'fragment' || mode === 'form_post') return mode;
-  throw new InvalidRequest('response_mode must be query, fragment or form_post');
 }
 
 /** checkPrompt: known values; `none` only alone. */
@@ -190,6 +198,13 @@ function checkMaxAge(maxAge: string | undefined): number | undefined {
   return Number(maxAge);
 }
 
+/** checkLengths: `state` and `nonce` are kept until the code is redeemed, so they are bounded. */
+function checkLengths(values: Array<[name: string, value: string | undefined, most: number]>): void {
+  for (const [name, value, most] of values) {
+    if (value !== undefined && value.length > most) throw new InvalidRequest(`${name} must be at most ${most} characters`);
+  }
+}
+
 /**
  * checkHintFor: an `id_token_hint` is one of this provider's ID tokens, issued to this client;
  * the subject it names. Someone else signed in must then sign in again (`flow.ts`), or, with
@@ -201,18 +216,3 @@ async function checkHintFor(provider: Provider, client: ClientRecord, hint: stri
   return named?.sub;
 }
 
-/**
- * The longest `state`: a client's own, often a sealed blob of its own (ASP.NET Core's runs to
- * several hundred characters and more), kept with a request that shows a page, so bounded.
- */
-export const STATE_MAX = 2048;
-/** The longest `nonce` and `acr_values`: the nonce is sealed into the code. */
-const VALUE_MAX = 500;
-
-/** checkLengths: `state` and `nonce` are kept until the code is redeemed, so they are bounded. */
-function checkLengths(values: { state: string | undefined; nonce: string | undefined; acr_values: string | undefined }): void {
-  for (const [name, value] of Object.entries(values)) {
-    const most = name === 'state' ? STATE_MAX : VALUE_MAX;
-    if (value !== undefined && value.length > most) throw new InvalidRequest(`${name} must be at most ${most} characters`);
-  }
-}

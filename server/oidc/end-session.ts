@@ -1,9 +1,8 @@
 import type { Viewer } from '../accounts/viewer.ts';
-import { STATE_MAX } from './authorize.ts';
 import { InvalidRequest } from './errors.ts';
 import { usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
-import { checkOnce, subjectOf, type Provider } from './provider.ts';
+import { checkOnce, STATE_MAX, subjectOf, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
 /** RP-initiated logout's parameters (OpenID Connect RP-Initiated Logout 1.0 §2); each may be sent once. */

@@ -19,14 +19,15 @@ function signedInHere(interaction: Interaction, viewer: Viewer): boolean {
 
 /**
  * Whether the person must sign in (again) before this request can go on: no session;
- * `prompt=login` without a sign-in during this request; or a session older than `max_age`
+ * `prompt=login` (or `select_account`) without a sign-in during this request; or a session older than `max_age`
  * (a sign-in during this request always satisfies `max_age`, even 0).
  */
 function needsLogin(provider: Pick<Provider, 'now'>, interaction: Interaction, viewer: Viewer | null): viewer is null {
   if (!viewer) return true;
   if (signedInHere(interaction, viewer)) return false;
   const { params } = interaction;
-  if (params.prompt.includes('login')) return true;
+  // `select_account`: the login page is where a person chooses the account to go on with.
+  if (params.prompt.includes('login') || params.prompt.includes('select_account')) return true;
   return params.maxAge !== undefined && provider.now() - viewer.authTime > params.maxAge * 1000;
 }
 
@@ -61,24 +62,27 @@ async function needsSecondFactor(provider: Provider, interaction: Interaction, v
 }
 
 /**
- * Whether this request must go (back) to the login page before it can go on: `needsLogin`, or a
- * session short of `acr_values=2`. Every path that goes on asks this one question: the
- * authorization, the consent page, and the JSON confirm and consent.
+ * Whether this request must go (back) to the login page before it can go on: `needsLogin`; an
+ * `id_token_hint` naming someone other than the person of a session opened before this request
+ * (`hintsAtSomeoneElse`); or a session short of `acr_values=2`. Every path that goes on asks
+ * this one question: the authorization, the consent page, and the JSON confirm and consent.
  */
 export async function mustSignIn(provider: Provider, interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
   if (needsLogin(provider, interaction, viewer)) return true;
-  if (interaction.params.hintSubject !== undefined && (await hintsAtSomeoneElse(provider, interaction, viewer))) return true;
+  if (!signedInHere(interaction, viewer) && (await hintsAtSomeoneElse(provider, interaction, viewer))) return true;
   return needsSecondFactor(provider, interaction, viewer);
 }
 
 /**
- * Whether the request's `id_token_hint` names someone other than the person signed in (the
- * subject as this client knows it: pairwise clients get their own), who did not sign in during
- * this request: the session is not the one the client expects.
+ * Whether the request's `id_token_hint` names someone other than `viewer` (the subject as this
+ * client knows it: pairwise clients get their own). Before a sign-in on this request, the
+ * session is not the one the client expects: the login page. After one, the person who signed
+ * in is not the one hinted at: `login_required` (`next`; OpenID Connect Core §3.1.2.1 answers
+ * positively only for the hinted person).
  */
 async function hintsAtSomeoneElse(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
   const { hintSubject, clientId } = interaction.params;
-  if (hintSubject === undefined || signedInHere(interaction, viewer)) return false;
+  if (hintSubject === undefined) return false;
   const client = await provider.clients.find(clientId);
   return client === null || subjectOf(provider, client, viewer.profileId) !== hintSubject;
 }
@@ -125,6 +129,10 @@ function frontendPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: stri
  */
 export async function next(provider: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
   const { params } = interaction;
+  if (viewer && signedInHere(interaction, viewer) && (await hintsAtSomeoneElse(provider, interaction, viewer))) {
+    provider.metrics.signIn('oidc', 'failure');
+    throw new LoginRequired('The person who signed in is not the one id_token_hint names');
+  }
   if (!viewer || (await mustSignIn(provider, interaction, viewer))) {
     if (params.prompt.includes('none')) {
       provider.metrics.signIn('oidc', 'failure');

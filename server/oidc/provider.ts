@@ -11,7 +11,7 @@ import type { LogoutRepository } from './logout-repository.ts';
 import type { OnceInAWhile } from './once-in-a-while.ts';
 import type { RefreshRepository } from './refresh-repository.ts';
 import type { RegistryRepository } from './registry-repository.ts';
-import type { ClientRecord, ConsentRecord, OidcRepository } from './repository.ts';
+import type { AuthorizationParams, ClientRecord, ConsentRecord, OidcRepository } from './repository.ts';
 import type { KeptClients } from './kept-clients.ts';
 import type { KeptReadings } from './kept-readings.ts';
 
@@ -67,8 +67,14 @@ export type BackToClient = { redirect: string; post?: { action: string; fields: 
 /** What `/oidc/authorize` and the pages answer: a page with a message, or a way back to the client. */
 export type Outcome = { page: string; status: number } | BackToClient;
 
-/** How an answer goes back to the client (`response_mode`); absent: the query. */
-export type ResponseMode = 'query' | 'fragment' | 'form_post';
+/**
+ * The longest `state`: a client's own, often a sealed blob of its own (ASP.NET Core's runs to
+ * several hundred characters and more), kept with a request that shows a page, so bounded.
+ */
+export const STATE_MAX = 2048;
+
+/** How an answer goes back to the client, when not in the query (`response_mode`, `AuthorizationParams`). */
+export type ResponseMode = NonNullable<AuthorizationParams['responseMode']>;
 
 /** The way back to the client: its redirect URI with `values`, and always `iss` (RFC 9207), in the response mode asked for. */
 export function backToClient(provider: Pick<Provider, 'issuer'>, to: { redirectUri: string; responseMode?: ResponseMode | undefined }, values: Record<string, string | undefined>): BackToClient {

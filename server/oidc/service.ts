@@ -19,7 +19,7 @@ import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, in
 import { CodeSealer } from './codes.ts';
 import { IssuedHere } from './issued-here.ts';
 import { KeyStore } from './keys.ts';
-import type { Outcome, Provider } from './provider.ts';
+import type { BackToClient, Outcome, Provider } from './provider.ts';
 import type { Interaction, OidcRepository } from './repository.ts';
 import { revoke } from './revoke.ts';
 import { token, type TokenAnswer } from './token.ts';
@@ -219,7 +219,7 @@ export class OidcService {
     return confirm(this.#provider, interactionId, viewer, fromBrowser);
   }
 
-  consent(interactionId: string, viewer: Viewer | null, approved: boolean): Promise<{ redirect: string }> {
+  consent(interactionId: string, viewer: Viewer | null, approved: boolean): Promise<BackToClient> {
     return consent(this.#provider, interactionId, viewer, approved);
   }
 

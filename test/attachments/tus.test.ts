@@ -589,6 +589,8 @@ describe('the protocol', () => {
     expectRefusal(refused, 400);
     expect(refused.headers.get('access-control-allow-origin')).toBe('*');
     expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
+    // The router ignores letter case, and so does this refusal.
+    expectRefusal(await tusRequest(server, 'POST', url.replace('/attachment/tus/', '/ATTACHMENT/TUS/'), { token: author.token, headers: { 'X-HTTP-Method-Override': 'DELETE' } }), 400);
   });
 
   it.each([

@@ -78,6 +78,12 @@ describe('the authorization request', () => {
     expect(fragment.location.origin + fragment.location.pathname).toBe(REDIRECT);
     expect(fragment.location.search).toBe('');
     expect(new URLSearchParams(fragment.location.hash.slice(1)).get('error')).toBe('unsupported_response_type');
+    // (a parameter sent twice too),
+    const twice = new URL((await authorizationRequest(rp)).url);
+    twice.searchParams.set('response_mode', 'fragment');
+    twice.searchParams.append('scope', 'openid');
+    const twiceBack = new URL((await fetch(twice, { redirect: 'manual' })).headers.get('location') ?? 'http://x');
+    expect(new URLSearchParams(twiceBack.hash.slice(1)).get('error')).toBe('invalid_request');
     // or as a page that posts it to the redirect URI, which its policy lets a form reach.
     const posted = await authorize({ response_mode: 'form_post', response_type: 'token' });
     expect(posted.res.status).toBe(200);
@@ -87,6 +93,16 @@ describe('the authorization request', () => {
     expect(html).toContain(`<form method="post" action="${REDIRECT}" data-auto-submit>`);
     expect(html).toContain('<input type="hidden" name="error" value="unsupported_response_type">');
     expect(html).toContain(`<input type="hidden" name="iss" value="${server.url}">`);
+  });
+
+  it('lets the answer’s form reach a native app’s private-use scheme', async () => {
+    await registerClient(server, 'native-app', { redirect: 'com.example.app:/cb' });
+    const url = new URL(`${server.url}/oidc/authorize`);
+    url.search = new URLSearchParams({ client_id: 'native-app', redirect_uri: 'com.example.app:/cb', response_type: 'token', response_mode: 'form_post', scope: 'openid' }).toString();
+    const res = await fetch(url, { redirect: 'manual' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("form-action 'self' com.example.app:;");
+    expect(await res.text()).toContain('<form method="post" action="com.example.app:/cb" data-auto-submit>');
   });
 
   it('sends the code in the fragment when asked, and a signed-in person straight back', async () => {
@@ -99,22 +115,22 @@ describe('the authorization request', () => {
     expect((await redeemCode(server, 'app', answer.get('code') ?? '', request.verifier)).status).toBe(200);
   });
 
-  it('refuses a prompt value it does not know, and takes select_account', async () => {
+  it('refuses a prompt value it does not know, and shows a signed-in person the login page for select_account', async () => {
     expect(await errorOf({ prompt: 'sideways' })).toBe('invalid_request');
     expect(await errorOf({ prompt: 'login sideways' })).toBe('invalid_request');
-    const { location } = await authorize({ prompt: 'select_account' });
+    const { agent } = await signedIn(ada);
+    const { location } = await authorize({ prompt: 'select_account' }, agent);
     expect(location.pathname).toBe('/oidc/login');
   });
 
   it('sends no empty state back, and lets no cache keep its redirect', async () => {
-    const { res, location } = await authorize({ state: '', response_type: 'token' });
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(location.searchParams.get('error')).toBe('unsupported_response_type');
-    expect(location.searchParams.has('state')).toBe(false);
     const empty = new URL((await authorizationRequest(rp)).url);
     empty.searchParams.set('state', '');
     empty.searchParams.set('response_type', 'token');
-    const back = new URL((await fetch(empty, { redirect: 'manual' })).headers.get('location') ?? 'http://x');
+    const answer = await fetch(empty, { redirect: 'manual' });
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    const back = new URL(answer.headers.get('location') ?? 'http://x');
+    expect(back.searchParams.get('error')).toBe('unsupported_response_type');
     expect(back.searchParams.has('state')).toBe(false);
   });
 
@@ -140,10 +156,14 @@ describe('the authorization request', () => {
     expect(await errorOf({ prompt: 'none', id_token_hint: adaSignedIn.idToken }, graceSignedIn.agent)).toBe('login_required');
     const other = await authorize({ id_token_hint: adaSignedIn.idToken }, graceSignedIn.agent);
     expect(other.location.pathname).toBe('/oidc/login');
-    // Signing in there goes on, as the person who signed in.
-    const page = await graceSignedIn.agent.authorize(other.location.toString(), ada);
+    // Signing in there as someone else still is not the hinted person: login_required.
+    const wrong = await graceSignedIn.agent.authorize(other.location.toString(), grace);
+    expect(new URL(wrong.location ?? 'http://x').searchParams.get('error')).toBe('login_required');
+    // Signing in as the hinted person goes on.
+    const hinted = await authorize({ id_token_hint: adaSignedIn.idToken }, graceSignedIn.agent);
+    const page = await graceSignedIn.agent.authorize(hinted.location.toString(), ada);
     const code = new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
-    const { body: tokens } = await redeemCode(server, 'app', code, other.request.verifier);
+    const { body: tokens } = await redeemCode(server, 'app', code, hinted.request.verifier);
     expect(JSON.parse(Buffer.from((tokens.id_token ?? '').split('.')[1] ?? '', 'base64url').toString()).sub).toBe(ada.id);
     // Not an ID token of this provider, or one issued to another client: invalid_request.
     expect(await errorOf({ id_token_hint: 'not-a-token' }, adaSignedIn.agent)).toBe('invalid_request');

@@ -23,7 +23,11 @@ import { errorPage, formPostPage } from './views.ts';
  * human-verification widget.
  */
 export function sendProviderPage(res: Response, status: number, html: string, formTargets: string[] = [], widget = false): void {
-  const origins = formTargets.map((uri) => new URL(uri).origin);
+  // A native app's private-use scheme (`com.example.app:/cb`) has no origin: its scheme is the source.
+  const origins = formTargets.map((uri) => {
+    const url = new URL(uri);
+    return url.origin === 'null' ? url.protocol : url.origin;
+  });
   sendHtml(res, status, html, pagePolicy({ formAction: ["'self'", ...origins], scripts: true, widget }));
 }
 

@@ -70,7 +70,6 @@ export function signedOutPage(opts: { clientName: string }): string {
   return renderPage('oidc/signed-out', { title: 'You are signed out', ...opts });
 }
 
-/** The error page, with the request id to quote (the same as the log line's and `X-Request-Id`). */
 /**
  * The answer to an application that asked for it posted (`response_mode=form_post`): a form of
  * the answer's values to its redirect URI, which the pages' script sends at once
@@ -80,6 +79,7 @@ export function formPostPage(post: { action: string; fields: Array<[string, stri
   return renderPage('oidc/form-post', { title: 'Returning to the application', action: post.action, fields: post.fields });
 }
 
+/** The error page, with the request id to quote (the same as the log line's and `X-Request-Id`). */
 export function errorPage(message: string, requestId: string): string {
   return renderPage('oidc/error', { title: 'Sign-in error', message, requestId });
 }
