@@ -52,10 +52,8 @@ function sendOAuthError(res: Response, error: unknown): void {
   sendError(res, error);
 }
 
-/** An answer of the registration endpoints (RFC 7591, 7592): JSON never cached, or 204. */
+/** An answer of the registration endpoints (RFC 7591, 7592): JSON, or 204 (never cached: `registering`). */
 function sendRegistration(res: Response, answer: RegistrationAnswer): void {
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Pragma', 'no-cache');
   if (answer.body === undefined) res.status(answer.status).end();
   else res.status(answer.status).json(answer.body);
 }
@@ -147,30 +145,30 @@ export function oidcHandlers(services: Services, config: Config) {
     }
   };
 
-  const userinfo = async (req: Request, res: Response) => {
+  /**
+   * The access token of a UserInfo request: the Bearer header's, or the form's on POST (RFC 6750
+   * §2.1, §2.2). A malformed request (the token in two places, a Bearer header without one) is
+   * `invalid_request` (§3.1).
+   */
+  const userinfoToken = (req: Request): string | undefined => {
     const authorization = req.get('authorization');
     const header = bearerToken(authorization);
     const fromBody = req.method === 'POST' && req.is('application/x-www-form-urlencoded') ? formValue(req, 'access_token') : undefined;
+    if (header && fromBody) throw new InvalidRequest('Send the access token in one place only');
+    if (!header && /^Bearer(\s|$)/i.test(authorization ?? '')) throw new InvalidRequest('The Bearer header carries no token');
+    return header ?? fromBody;
+  };
+  const userinfo = async (req: Request, res: Response) => {
     const realm = `Bearer realm="${oidc.issuer}"`;
-    // RFC 6750 §3.1: a malformed request (the token in two places, a Bearer header without one)
-    // is `invalid_request`, 400, with its challenge.
-    const malformed = header && fromBody ? 'Send the access token in one place only' : !header && /^Bearer(\s|$)/i.test(authorization ?? '') ? 'The Bearer header carries no token' : undefined;
-    if (malformed !== undefined) {
-      const refused = new InvalidRequest(malformed);
-      res.setHeader('Cache-Control', 'no-store');
-      challenge(res, `${realm}, error="${refused.error}", error_description="${refused.description}"`);
-      sendOAuthError(res, refused);
-      return;
-    }
-    const token = header ?? fromBody;
-    if (!token) {
-      // RFC 6750: no credentials, no error code.
-      challenge(res, realm);
-      res.status(401).end();
-      return;
-    }
+    res.setHeader('Cache-Control', 'no-store');
     try {
-      res.setHeader('Cache-Control', 'no-store');
+      const token = userinfoToken(req);
+      if (!token) {
+        // RFC 6750: no credentials, no error code.
+        challenge(res, realm);
+        res.status(401).end();
+        return;
+      }
       res.json(await oidc.userinfo(token));
     } catch (error) {
       if (error instanceof OAuthError) challenge(res, `${realm}, error="${error.error}", error_description="${error.description}"`);
@@ -201,13 +199,13 @@ export function oidcHandlers(services: Services, config: Config) {
   // ---- registration (RFC 7591) and its management (RFC 7592) --------------------------------------
   const registering = (work: (req: Request, bearer: string | undefined) => Promise<RegistrationAnswer>): RequestHandler => async (req, res) => {
     const bearer = bearerOf(req);
+    // Answers and refusals alike are never cached (RFC 7591 §3.2.1).
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Pragma', 'no-cache');
     try {
       sendRegistration(res, await work(req, bearer));
     } catch (error) {
-      // Refusals are not kept either; a request that sent no token at all is challenged
-      // without an error code (RFC 6750 §3.1).
-      res.setHeader('Cache-Control', 'no-store');
-      res.setHeader('Pragma', 'no-cache');
+      // A request that sent no token at all is challenged without an error code (RFC 6750 §3.1).
       if (error instanceof InvalidToken && bearer === undefined) challenge(res, `Bearer realm="${oidc.issuer}"`);
       sendOAuthError(res, error);
     }

@@ -41,7 +41,7 @@ const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
  */
 export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
   const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
-  let back: { redirectUri: string; state: string | undefined; responseMode?: ResponseMode } | undefined;
+  let back: Pick<AuthorizationParams, 'redirectUri' | 'state' | 'responseMode'> | undefined;
   try {
     // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
     // then unknown, so those two get a page; the others go back to the client.
@@ -211,7 +211,7 @@ function checkLengths(values: Array<[name: string, value: string | undefined, mo
  * `prompt=none`, the answer is `login_required` (OpenID Connect Core §3.1.2.1).
  */
 async function checkHintFor(provider: Provider, client: ClientRecord, hint: string | undefined): Promise<string | undefined> {
-  const named = await checkIdTokenHint(provider, hint || undefined, { allowRedirect: true });
+  const named = await checkIdTokenHint(provider, hint, { allowRedirect: true });
   if (named && named.aud !== client.id) throw new InvalidRequest('id_token_hint was issued to another client');
   return named?.sub;
 }

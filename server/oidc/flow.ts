@@ -19,8 +19,8 @@ function signedInHere(interaction: Interaction, viewer: Viewer): boolean {
 
 /**
  * Whether the person must sign in (again) before this request can go on: no session;
- * `prompt=login` (or `select_account`) without a sign-in during this request; or a session older than `max_age`
- * (a sign-in during this request always satisfies `max_age`, even 0).
+ * `prompt=login` (or `select_account`) without a sign-in during this request; or a session
+ * older than `max_age` (a sign-in during this request always satisfies `max_age`, even 0).
  */
 function needsLogin(provider: Pick<Provider, 'now'>, interaction: Interaction, viewer: Viewer | null): viewer is null {
   if (!viewer) return true;
@@ -69,7 +69,8 @@ async function needsSecondFactor(provider: Provider, interaction: Interaction, v
  */
 export async function mustSignIn(provider: Provider, interaction: Interaction, viewer: Viewer | null): Promise<boolean> {
   if (needsLogin(provider, interaction, viewer)) return true;
-  if (!signedInHere(interaction, viewer) && (await hintsAtSomeoneElse(provider, interaction, viewer))) return true;
+  // Most requests carry no hint: no await for them, on the sign-in's hot path.
+  if (interaction.params.hintSubject !== undefined && !signedInHere(interaction, viewer) && (await hintsAtSomeoneElse(provider, interaction, viewer))) return true;
   return needsSecondFactor(provider, interaction, viewer);
 }
 
@@ -129,7 +130,7 @@ function frontendPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: stri
  */
 export async function next(provider: Provider, interaction: Interaction, viewer: Viewer | null, store?: () => Promise<void>): Promise<Outcome> {
   const { params } = interaction;
-  if (viewer && signedInHere(interaction, viewer) && (await hintsAtSomeoneElse(provider, interaction, viewer))) {
+  if (params.hintSubject !== undefined && viewer && signedInHere(interaction, viewer) && (await hintsAtSomeoneElse(provider, interaction, viewer))) {
     provider.metrics.signIn('oidc', 'failure');
     throw new LoginRequired('The person who signed in is not the one id_token_hint names');
   }

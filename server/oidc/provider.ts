@@ -77,7 +77,7 @@ export const STATE_MAX = 2048;
 export type ResponseMode = NonNullable<AuthorizationParams['responseMode']>;
 
 /** The way back to the client: its redirect URI with `values`, and always `iss` (RFC 9207), in the response mode asked for. */
-export function backToClient(provider: Pick<Provider, 'issuer'>, to: { redirectUri: string; responseMode?: ResponseMode | undefined }, values: Record<string, string | undefined>): BackToClient {
+export function backToClient(provider: Pick<Provider, 'issuer'>, to: Pick<AuthorizationParams, 'redirectUri' | 'responseMode'>, values: Record<string, string | undefined>): BackToClient {
   const fields = Object.entries({ ...values, iss: provider.issuer }).filter((entry): entry is [string, string] => entry[1] !== undefined);
   const url = new URL(to.redirectUri);
   if (to.responseMode === 'fragment') {
@@ -94,7 +94,7 @@ export function backToClient(provider: Pick<Provider, 'issuer'>, to: { redirectU
  * `error`, `error_description`, `state` and `iss`; otherwise a 400 page with the message.
  * Any other error is not the provider's to answer, and is thrown on.
  */
-export function errorOutcome(provider: Pick<Provider, 'issuer'>, error: unknown, back?: { redirectUri: string; state?: string | undefined; responseMode?: ResponseMode | undefined }): Outcome {
+export function errorOutcome(provider: Pick<Provider, 'issuer'>, error: unknown, back?: Pick<AuthorizationParams, 'redirectUri' | 'state' | 'responseMode'>): Outcome {
   if (!(error instanceof OAuthError)) throw error;
   if (!error.allowRedirect || !back) return { page: error.message, status: 400 };
   return backToClient(provider, back, { error: error.error, error_description: error.description, state: back.state });
