@@ -251,7 +251,11 @@ export class TusService {
       if (length === null && request.length !== undefined) {
         if (request.length < upload.offset) throw new AppError('ValidationError', 'Upload-Length is less than what was sent already', { path: 'Upload-Length' });
         if (request.length > maxBytes) throw AppError.tooLarge(`The file may be at most ${maxBytes} bytes`, { path: 'Upload-Length' });
-        await this.#repo.setLength(upload.id, writer, request.length);
+        // Set by another request since this one read the upload (which then left the offset where
+        // it was): the length is the one set first, and this request learns where things stand.
+        if (!(await this.#repo.setLength(upload.id, writer, request.length))) {
+          throw AppError.protocol('ValidationError', 409, 'The upload\'s length was set by another request meanwhile: ask where it stands (HEAD)', { path: 'Upload-Length' });
+        }
         length = request.length;
       }
       const received = await this.#receive(upload, request, (length ?? maxBytes) - upload.offset);
