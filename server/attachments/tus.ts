@@ -311,11 +311,13 @@ export class TusService {
     return expired.length;
   }
 
-  /** The caller's upload, live: another person's, an unknown, a terminated or an expired one is a 404. */
+  /** The caller's upload, live: another person's, an unknown, a terminated or an expired one (finished or not) is a 404. */
   async #own(viewer: Viewer, id: string): Promise<TusUpload> {
     const upload = /^[0-9a-f-]{36}$/.test(id) ? await this.#repo.findOf(viewer.profileId, id) : null;
-    if (upload && upload.url === null && upload.expiresAt < this.#now() && upload.writer === null) await this.#forget(upload.id);
-    else if (upload) return upload;
+    if (upload && (upload.expiresAt >= this.#now() || upload.writer !== null)) return upload;
+    // Expired, as the sweep would have it: an unfinished upload goes with its bytes, a finished one's URL is forgotten.
+    if (upload?.url === null) await this.#forget(upload.id);
+    else if (upload) await this.#repo.remove(upload.id);
     throw new AppError('NotFoundError', `Upload Not Found: ${id}`, { path: 'id' });
   }
 

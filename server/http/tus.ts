@@ -112,7 +112,8 @@ export function tusHandlers(services: Services, config: Config) {
     res.setHeader('Upload-Offset', String(state.offset));
     if (state.length === null) res.setHeader('Upload-Defer-Length', '1');
     else res.setHeader('Upload-Length', String(state.length));
-    res.setHeader('Upload-Expires', new Date(state.expiresAt).toUTCString());
+    // tus: the time after which the *unfinished* upload expires; a finished one has no such time to tell.
+    if (state.url === null) res.setHeader('Upload-Expires', new Date(state.expiresAt).toUTCString());
     if (state.concat) res.setHeader('Upload-Concat', state.concat);
     if (state.url) res.setHeader('Attachment-Url', state.url);
   };

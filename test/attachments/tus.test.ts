@@ -638,4 +638,21 @@ describe('expiry (moves the clock: last in this file)', () => {
     expect(lines(opts.httpStack).slice(0, 2)).toEqual([`HEAD ${gone.status}`, 'POST 201']);
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
   });
+
+  it('a finished upload tells no expiry, and once its time is past its URL is a 404 before any sweep', async () => {
+    const data = pdfBytes(120_000);
+    const outcome = await runUpload(data, options());
+    expect(outcome.ok, why(outcome)).toBe(true);
+    const url = outcome.upload.url ?? '';
+    const head = await tusRequest(server, 'HEAD', url, { token: author.token });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('attachment-url')).toBe(pdfUrl(data));
+    expect(head.headers.get('upload-expires')).toBeNull();
+
+    clock.advance((ABANDON_SECONDS + 1) * 1000);
+    const gone = await tusRequest(server, 'HEAD', url, { token: author.token });
+    expect(gone.status).toBe(404);
+    expect(gone.headers.get('attachment-url')).toBeNull();
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
 });
