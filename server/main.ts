@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { loadConfig } from './config.ts';
-import { answerClientErrors, configureTimeouts, createApp } from './http/app.ts';
+import { answerClientErrors, configureTimeouts, createApp, expressMessages } from './http/app.ts';
 import { createLogger } from './logger.ts';
 import { settleAfterStart, settleWhenIdle } from './memory.ts';
 import { startMetricsServer } from './metrics/server.ts';
@@ -18,7 +18,9 @@ const service = await createApp(config, { logger });
 // `GET /metrics` on a listener of its own (METRICS_PORT; none when unset), never the public one.
 const metrics = await startMetricsServer(service, config);
 if (metrics) console.log(`Metrics on ${metrics.url}`);
-const server = createServer(service.app);
+const messages = expressMessages();
+messages.answeredBy(service.app);
+const server = createServer(messages.options, service.app);
 answerClientErrors(server);
 configureTimeouts(server, config);
 

@@ -208,25 +208,29 @@ export function directDispatch(
   mount: Mounting & { before: readonly RequestHandler[]; onError: (error: unknown, req: Request, res: Response, next: () => void) => void },
 ): (req: Request, res: Response) => boolean {
   const under = table.filter((route) => route.method === 'any').map((route) => route.path);
-  const direct = new Map<string, Step[]>();
+  // By method, then path: no key string made per request.
+  const direct = new Map<string, Map<string, Step[]>>();
   for (const route of byPrecedence(table)) {
     if (!DIRECT_METHODS.has(route.method) || /[:*]/.test(route.path)) continue;
     if (under.some((prefix) => route.path === prefix || route.path.startsWith(`${prefix}/`))) continue;
-    direct.set(`${route.method.toUpperCase()} ${route.path}`, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
+    const method = route.method.toUpperCase();
+    if (!direct.has(method)) direct.set(method, new Map());
+    direct.get(method)!.set(route.path, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
   }
   const mounted = mountedAlone(table).map((route) => ({ prefix: route.path, steps: [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[] }));
   return (req, res) => {
     const url = req.url ?? '';
     const cut = url.indexOf('?');
     const path = cut < 0 ? url : url.slice(0, cut);
-    const steps = direct.get(`${req.method ?? ''} ${path}`);
+    const steps = direct.get(req.method ?? '')?.get(path);
     const mountedHere = steps || !MOUNTED_METHODS.has(req.method ?? '') ? undefined : mounted.find(({ prefix }) => path === prefix || path.startsWith(`${prefix}/`));
     if (!steps && !mountedHere) return false;
     // What Express's `app.handle` sets up before its router runs.
     req.res = res;
     res.req = req;
-    Object.setPrototypeOf(req, app.request);
-    Object.setPrototypeOf(res, app.response);
+    // Unless the server's own classes inherit from the app's already (`expressMessages`, `app.ts`).
+    if (!Object.prototype.isPrototypeOf.call(app.request, req)) Object.setPrototypeOf(req, app.request);
+    if (!Object.prototype.isPrototypeOf.call(app.response, res)) Object.setPrototypeOf(res, app.response);
     if (!res.locals) res.locals = Object.create(null) as Response['locals'];
     // What its router sets for a route with no parameters.
     req.originalUrl ??= url;

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../server/config.ts';
-import { answerClientErrors, configureTimeouts, createApp, type App } from '../../server/http/app.ts';
+import { answerClientErrors, configureTimeouts, createApp, expressMessages, type App } from '../../server/http/app.ts';
 import { createLogger } from '../../server/logger.ts';
 import { dropTestDatabase, migratedTestDatabaseEnv, testDatabaseEnv } from './database.ts';
 import { serviceOrigins } from './service-origins.ts';
@@ -46,7 +46,9 @@ export { tempDir };
  */
 export async function startServer(env: Record<string, string> = {}, dataDir?: string, options: { now?: () => number; hostName?: string } = {}): Promise<TestServer> {
   const dir = dataDir ?? (await tempDir());
-  const server: Server = createServer();
+  // As `npm start` makes it (`server/main.ts`): its requests inherit from the app's once it exists.
+  const messages = expressMessages();
+  const server: Server = createServer(messages.options);
   answerClientErrors(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -66,6 +68,7 @@ export async function startServer(env: Record<string, string> = {}, dataDir?: st
   });
   configureTimeouts(server, config);
   const service = await createApp(config, { logger: createLogger('info', sink), now: options.now });
+  messages.answeredBy(service.app);
   server.on('request', service.app);
   serviceOrigins.add(url);
   return {

@@ -4,8 +4,12 @@
  * same request to the same route with a trailing slash (under `/TRPC` for tRPC's) still goes
  * through the router. Both must answer alike: the same status, headers and body, and a log line.
  */
+import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Socket } from 'node:net';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configureTimeouts, expressMessages } from '../../server/http/app.ts';
 import { directDispatch } from '../../server/http/mount.ts';
 import { routes } from '../../server/http/routes.ts';
 import { cookieHeader } from '../helpers/cookies.ts';
@@ -148,6 +152,49 @@ describe('a GET or POST under /trpc', () => {
     const routed = await answer('/TRPC/accounts.sessions', { cookie });
     expect(direct.status).toBe(200);
     expect(direct.body.replaceAll(direct.id ?? '', '')).toBe(routed.body.replaceAll(routed.id ?? '', ''));
+  });
+});
+
+describe("the server's request and response classes (`expressMessages`)", () => {
+  it("inherit from the app's own once it answers, keeping Node's", () => {
+    const app = express();
+    const messages = expressMessages();
+    messages.answeredBy(app);
+    const req = new messages.options.IncomingMessage!(new Socket());
+    const res = new messages.options.ServerResponse!(req);
+    expect(Object.prototype.isPrototypeOf.call(app.request, req)).toBe(true);
+    expect(Object.prototype.isPrototypeOf.call(app.response, res)).toBe(true);
+    expect(req).toBeInstanceOf(IncomingMessage);
+    expect(res).toBeInstanceOf(ServerResponse);
+  });
+
+  it('a server made without them (requests re-parented as they arrive) answers alike', async () => {
+    const plain = createServer(server.service.app);
+    configureTimeouts(plain, server.config);
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const plainUrl = `http://127.0.0.1:${(plain.address() as AddressInfo).port}`;
+    try {
+      for (const [path, headers] of [
+        ['/oidc/jwks', {}],
+        ['/tildeusername?fullname=Ada%20Lovelace', {}],
+        ['/profiles', { cookie }],
+        ['/profiles/', { cookie }],
+        ['/trpc/accounts.sessions', { cookie }],
+        ['/no/such/path', {}],
+      ] as Array<[string, Record<string, string>]>) {
+        const ours = await answer(path, headers);
+        const res = await fetch(`${plainUrl}${path}`, { headers, redirect: 'manual' });
+        const body = await res.text();
+        const id = res.headers.get('x-request-id');
+        const kept = Object.fromEntries([...res.headers].filter(([name]) => !VARYING.has(name) && !(name === 'etag' && id && body.includes(id))));
+        expect(res.status, path).toBe(ours.status);
+        expect(kept, path).toEqual(ours.headers);
+        expect(body.replaceAll(id ?? '', ''), path).toBe(ours.body.replaceAll(ours.id ?? '', ''));
+      }
+    } finally {
+      plain.closeAllConnections();
+      await new Promise<void>((resolve) => plain.close(() => resolve()));
+    }
   });
 });
 
