@@ -117,6 +117,11 @@ export class ProfileService extends AccountsBase {
     const emails = showEmails ? await repo.emails.emailsOf(profile.id) : [];
     const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
     const content: ProfileContent = { ...profile.content };
+    // The platform's clients read these as lists whether or not any was entered (openreview-web's
+    // profile editor, on the activation page too, maps `relations` at once): a profile that has
+    // none shows empty ones.
+    content.relations ??= [];
+    content.expertise ??= [];
     if (showEmails) {
       content.emails = emails.map((e) => e.email);
       content.emailsConfirmed = emails.filter((e) => e.confirmed).map((e) => e.email);

@@ -47,6 +47,12 @@ describe('the Python client, on accounts', () => {
     expect(res.json.activatable).toMatchObject({ token, user: { id: 'melisa@example.org', profile: { id: profileId } } });
   });
 
+  it('a new profile shows relations and expertise as lists, empty, as both clients read them (web: components/profile/ProfileEditor.js:213; openreview-py: tests/test_profile_management.py:1690)', async () => {
+    const token = await activationToken('melisa@example.org');
+    const activatable = await new PythonClient(server.url).send('GET', `/activatable/${token}`);
+    expect(activatable.json.profile.content).toMatchObject({ relations: [], expertise: [] });
+  });
+
   it('activate_user sends history with institution {country, domain} and end null, and reads token and user.profile.id (client.py:345-378; tests/conftest.py:33-66)', async () => {
     const token = await activationToken('melisa@example.org');
     const guest = new PythonClient(server.url);
