@@ -135,12 +135,20 @@ export class RefreshRepository {
     await this.#revokeFamilies(familyId, now);
   }
 
-  /** Revokes every live refresh and access token of the families named: one, or those a subquery selects. */
+  /**
+   * Revokes every live refresh and access token of the families named: one, or those a subquery
+   * selects. Both tables in one transaction (the caller's, or one of its own): a process stopped
+   * between them would leave the family's access tokens live, which UserInfo accepts.
+   */
   async #revokeFamilies(families: string | Knex.QueryBuilder, now: number): Promise<void> {
-    for (const table of ['oidc_refresh_tokens', 'oidc_tokens']) {
-      const live = this.#db(table).whereNull('revoked_at');
-      await (typeof families === 'string' ? live.where({ family_id: families }) : live.whereIn('family_id', families)).update({ revoked_at: now });
-    }
+    const revoke = async (db: Knex) => {
+      for (const table of ['oidc_refresh_tokens', 'oidc_tokens']) {
+        const live = db(table).whereNull('revoked_at');
+        await (typeof families === 'string' ? live.where({ family_id: families }) : live.whereIn('family_id', families)).update({ revoked_at: now });
+      }
+    };
+    if (this.#db.isTransaction) await revoke(this.#db);
+    else await this.#db.transaction(revoke);
   }
 
   /**

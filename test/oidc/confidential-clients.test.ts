@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isPostgres } from '../../db/postgres.ts';
 import { RefreshRepository } from '../../server/oidc/refresh-repository.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
@@ -231,6 +232,33 @@ describe('refresh tokens', () => {
     }
     const live = await server.service.db('oidc_refresh_tokens').where({ client_id: app.client_id }).whereNull('revoked_at').select('token_hash');
     expect(live).toEqual([]);
+  }, LONG);
+
+  it("a family's revocation is one transaction: stopped at the access tokens, its refresh tokens stay as they were", async () => {
+    const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const tokens = await codeFlow(config, 'openid offline_access', { prompt: 'consent' });
+    const db = server.service.db;
+    const { family_id: family } = (await db('oidc_refresh_tokens').where({ client_id: app.client_id }).first('family_id')) as { family_id: string };
+    const liveOf = async (table: string) => ((await db(table).where({ family_id: family }).whereNull('revoked_at').count({ n: '*' })) as Array<{ n: unknown }>)[0]?.n;
+    // The second write fails, as a process stopped there would never make it.
+    const [install, remove] = isPostgres(db)
+      ? [
+          ["create function refuse_revocation() returns trigger language plpgsql as $$ begin raise exception 'stopped here'; end $$", 'create trigger refuse_revocation before update on oidc_tokens for each row execute function refuse_revocation()'],
+          ['drop trigger refuse_revocation on oidc_tokens', 'drop function refuse_revocation()'],
+        ]
+      : [["create trigger refuse_revocation before update on oidc_tokens begin select raise(abort, 'stopped here'); end"], ['drop trigger refuse_revocation']];
+    for (const sql of install) await db.raw(sql);
+    try {
+      await expect(new RefreshRepository(db).revokeFamily(family, Date.now())).rejects.toThrow(/stopped here/);
+    } finally {
+      for (const sql of remove) await db.raw(sql);
+    }
+    expect(Number(await liveOf('oidc_refresh_tokens'))).toBe(1);
+    expect((await client.fetchUserInfo(config, tokens.access_token, client.skipSubjectCheck)).sub).toBeTruthy();
+    await new RefreshRepository(db).revokeFamily(family, Date.now());
+    expect(Number(await liveOf('oidc_refresh_tokens'))).toBe(0);
+    expect(Number(await liveOf('oidc_tokens'))).toBe(0);
   }, LONG);
 
   it('rotate in one statement: the successor stored and the used token marked, or, for a token rotated, revoked or deleted meanwhile, refused and nothing left live', async () => {
