@@ -327,16 +327,28 @@ export class TusService {
    * the lease to run out). Otherwise 423 while another request writes it, 409 once it moved on.
    */
   async #take(viewer: Viewer, upload: TusUpload): Promise<string> {
-    const writer = newWriter();
-    const now = this.#now();
-    if (await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS)) return writer;
-    const current = await this.#repo.findOf(viewer.profileId, upload.id);
+    const { writer, current } = await this.#lease(viewer, upload);
+    if (writer !== null) return writer;
     if (current?.offset !== upload.offset || current.url !== null) {
       throw AppError.protocol('ValidationError', 409, 'The upload moved on meanwhile: ask where it stands (HEAD) and go on from there', { path: 'Upload-Offset' });
     }
-    const gone = current.writer !== null && processOf(current.writer) !== PROCESS_OWNER && ownerIsGone(processOf(current.writer));
-    if (gone && current.writer && (await this.#repo.takeOver(upload.id, current.writer, writer, now + WRITER_LEASE_MS))) return writer;
     throw AppError.protocol('BadRequestError', 423, 'Another request is writing this upload', { retryAfter: 1 });
+  }
+
+  /**
+   * The upload's lease at its offset, free, run out, or left by a stopped process of this machine
+   * (taken over at once: writing, or keeping the complete file, which a crash may have cut); or
+   * no writer, and the row as it stands, while a live request holds it or it moved on.
+   */
+  async #lease(viewer: Viewer, upload: TusUpload): Promise<{ writer: string | null; current: TusUpload | null }> {
+    const writer = newWriter();
+    const now = this.#now();
+    if (await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS)) return { writer, current: upload };
+    const current = await this.#repo.findOf(viewer.profileId, upload.id);
+    const held = current?.offset === upload.offset && current.url === null ? current.writer : null;
+    const gone = held !== null && processOf(held) !== PROCESS_OWNER && ownerIsGone(processOf(held));
+    if (gone && (await this.#repo.takeOver(upload.id, held, writer, now + WRITER_LEASE_MS))) return { writer, current };
+    return { writer: null, current };
   }
 
   #renewing(id: string, writer: string): NodeJS.Timeout {
@@ -468,12 +480,9 @@ export class TusService {
 
   /** Takes the upload's lease (it is complete: nobody else may write it) and keeps its file. */
   async #finishNow(viewer: Viewer, upload: TusUpload): Promise<TusState> {
-    const writer = newWriter();
-    const now = this.#now();
-    if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
-      // Another request is keeping it: its answer has the URL; this one says where it stands.
-      return stateOf((await this.#repo.findOf(viewer.profileId, upload.id)) ?? upload);
-    }
+    const { writer, current } = await this.#lease(viewer, upload);
+    // Another request is keeping it: its answer has the URL; this one says where it stands.
+    if (writer === null) return stateOf(current ?? upload);
     // Its chunks, or on S3 the parts sent to its own multipart upload (`TusSpans.keepOwn`).
     const pieces = await this.#leased(upload.id, writer, () => this.#spans.ownPieces(upload));
     return { ...stateOf(upload), url: await this.#finish(viewer, upload, writer, pieces) };
@@ -553,11 +562,8 @@ export class TusService {
     const ids = (upload.concatHeader ?? '').replace(/^final;/, '').trim().split(/\s+/).map((url) => /([0-9a-f-]{36})\/?$/.exec(url)?.[1] ?? '');
     const partials = await Promise.all(ids.map((id) => this.#repo.findOf(viewer.profileId, id)));
     if (partials.some((part) => part === null)) throw new AppError('ValidationError', 'A part of this upload is gone: send the file again', { path: 'Upload-Concat' });
-    const writer = newWriter();
-    const now = this.#now();
-    if (!(await this.#repo.take(upload.id, upload.offset, writer, now, now + WRITER_LEASE_MS))) {
-      throw AppError.protocol('BadRequestError', 423, 'This upload is being kept by another request', { retryAfter: 1 });
-    }
+    const { writer } = await this.#lease(viewer, upload);
+    if (writer === null) throw AppError.protocol('BadRequestError', 423, 'This upload is being kept by another request', { retryAfter: 1 });
     const chunks = await this.#leased(upload.id, writer, () => this.#spans.pieces(partials as TusUpload[]));
     // The first part's bytes were hashed as they arrived when this process received them in order
     // and they are its chunks (a part kept in its span's multipart upload is hashed as read from it).

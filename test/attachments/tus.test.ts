@@ -5,6 +5,7 @@
  * `Location` names that address, so every request of the library goes through the line, which
  * can drop the connection mid-upload and counts the bytes sent.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -602,6 +603,25 @@ describe('the protocol', () => {
     const headers: Record<string, string> = { 'Upload-Length': '1000' };
     if (Object.keys(metadata).length > 0) headers['Upload-Metadata'] = encodeMetadata(metadata);
     expectRefusal(await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers }), 400);
+  });
+});
+
+describe('a process stopped while it kept a complete upload', () => {
+  it("leaves it to the next HEAD at once, not after the dead writer's lease runs out", async () => {
+    const data = pdfBytes(150_000);
+    const res = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Defer-Length': '1', 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
+    expect(res.status).toBe(201);
+    const url = res.headers.get('location') ?? '';
+    expect((await patch(url, 0, data)).status).toBe(204);
+    // The row as a process leaves it when it stops after the last byte, keeping the file: the
+    // length known, every byte in, no URL yet, and its lease (a pid no process has, of this machine).
+    const id = url.split('/').pop() ?? '';
+    await server.service.db('tus_uploads').where({ id }).update({ upload_length: data.length, writer: `${randomUUID()} 2147483646.${randomUUID()}`, writer_until: clock.now() + 30_000 });
+    const head = await tusRequest(server, 'HEAD', url, { token: author.token });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('upload-offset')).toBe(String(data.length));
+    expect(head.headers.get('attachment-url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
   });
 });
 
