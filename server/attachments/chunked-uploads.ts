@@ -140,6 +140,17 @@ export class ChunkedUploadsService {
   }
 
   /**
+   * Whether the chunk's fields name an upload the caller has begun (its first chunk was accepted,
+   * human verification included when its hour's allowance was spent): its further chunks are the
+   * same upload, and are not checked again. openreview-web sends one Turnstile token with every
+   * chunk of a file, and such a token is accepted once.
+   */
+  async begun(viewer: Viewer, fields: Record<string, string>, uploads: UploadReader = this.uploadsOnce()): Promise<boolean> {
+    const named = ChunkFields.shape.clientUploadId.safeParse(fields.clientUploadId);
+    return named.success && (await uploads(viewer.profileId, named.data)) !== null;
+  }
+
+  /**
    * Once a chunk's fields are in, before its bytes are read: a hash for its bytes to go into as
    * they arrive, when it continues its upload's running hash or begins one (`RunningHashes.handOut`).
    * Kept only once the chunk is stored (`saveChunk`); a chunk refused, or stored by another

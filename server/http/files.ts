@@ -164,9 +164,19 @@ export function fileHandlers(services: Services, config: Config) {
     let viewer;
     // Everything the headers decide is decided before a byte of the body is read: the session
     // (401), the upload allowance (429, 503), the content type (400) and the announced length (413).
+    // A chunk's human verification waits for its fields: a chunk of an upload already begun was
+    // checked with its first (`begun`).
+    let humanCheck = false;
+    const humanToken = req.get('cf-turnstile-token');
+    const checkHuman = async (fields: Record<string, string>) => {
+      if (!humanCheck) return;
+      humanCheck = false;
+      if (!(await chunks.begun(viewer!, fields, uploadRows))) await uploads.verifyHuman(humanToken, ctx.origin.address);
+    };
     try {
       viewer = await ctx.viewer();
-      await uploads.allowUpload(viewer, req.get('cf-turnstile-token'), ctx.origin.address);
+      if (kind === 'chunk') humanCheck = await uploads.needsHumanCheck(viewer);
+      else await uploads.allowUpload(viewer, humanToken, ctx.origin.address);
       checkUploadHeaders(req, ceiling);
     } catch (error) {
       refuseUpload(res, error);
@@ -183,6 +193,7 @@ export function fileHandlers(services: Services, config: Config) {
         ceiling,
         hash: kind !== 'chunk',
         limitFor: async (fields) => {
+          await checkHuman(fields);
           if (kind === 'chunk' && announced === undefined) announced = await chunks.announceChunk(viewer, fields);
           return uploads.limitFor(kind, fields, invitations);
         },
@@ -193,6 +204,8 @@ export function fileHandlers(services: Services, config: Config) {
             }
           : {}),
       });
+      // A body whose file came before its fields (or had none) is checked now.
+      await checkHuman(parsed.fields);
       const handedOver = announced;
       announced = undefined;
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.

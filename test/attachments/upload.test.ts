@@ -1,4 +1,5 @@
-import { connect } from 'node:net';
+import { createServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
@@ -161,6 +162,56 @@ describe('the upload rate limit', () => {
       expect((await send({ 'cf-turnstile-token': 'dev-ok' })).status).toBe(200);
     } finally {
       await limited.close();
+    }
+  });
+});
+
+describe('the upload rate limit, for chunks', () => {
+  it("checks a chunked upload's token once, at its first chunk: openreview-web sends the same token with every chunk, and a token is accepted once", async () => {
+    // A siteverify that accepts each token once, as Cloudflare's does.
+    const used = new Set<string>();
+    const siteverify = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        const token = new URLSearchParams(body).get('response') ?? '';
+        const success = token.startsWith('fresh-') && !used.has(token);
+        used.add(token);
+        res.setHeader('content-type', 'application/json').end(JSON.stringify({ success }));
+      });
+    });
+    await new Promise<void>((resolve) => siteverify.listen(0, '127.0.0.1', resolve));
+    const limited = await startServer({
+      UPLOAD_HUMAN_VERIFICATION_AFTER: '1',
+      HUMAN_VERIFICATION_URL: `http://127.0.0.1:${(siteverify.address() as AddressInfo).port}/siteverify`,
+      HUMAN_VERIFICATION_SECRET: 's3cret',
+    });
+    try {
+      const { author: client } = await venueWithAuthor(limited);
+      const data = pdfBytes(3_000);
+      const chunk = (clientUploadId: string, index: number, token?: string) =>
+        sendMultipart(client, 'PUT', '/attachment/chunk', { name: 'pdf', invitationId: SUBMISSION, clientUploadId, chunkIndex: index, totalChunks: 3 }, { filename: 'p.pdf', data: data.subarray(index * 1000, (index + 1) * 1000) }, token ? { 'cf-turnstile-token': token } : {});
+      // The hour's one upload without a token.
+      expect((await sendMultipart(client, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data: pdfBytes(1000) })).status).toBe(200);
+
+      // A new upload's first chunk needs a token; without one nothing of it is kept.
+      const refused = await chunk('web-upload', 0);
+      expect(refused.status).toBe(400);
+      expect(refused.body.name).toBe('HumanVerificationRequiredError');
+      expect((await client.get('/attachment/chunk/status?clientUploadId=web-upload')).status).toBe(404);
+
+      // With one, every chunk of it goes in with that same token, as the web client sends them.
+      for (const index of [0, 1]) expect((await chunk('web-upload', index, 'fresh-1')).status).toBe(200);
+      const last = await chunk('web-upload', 2, 'fresh-1');
+      expect(last.status, JSON.stringify(last.body)).toBe(200);
+      expect(last.body.url).toMatch(/^\/pdf\/[0-9a-f]{40}\.pdf$/);
+
+      // Another upload is checked again: the used token is refused, a new one accepted.
+      expect((await chunk('second-upload', 0, 'fresh-1')).body.name).toBe('HumanVerificationRequiredError');
+      expect((await chunk('second-upload', 0, 'fresh-2')).status).toBe(200);
+    } finally {
+      await limited.close();
+      siteverify.close();
     }
   });
 });
