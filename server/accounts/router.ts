@@ -64,8 +64,19 @@ import {
   OwnEmailsResult,
   RequestDeletionInput,
 } from '../../shared/index.ts';
+import type { Context } from '../context.ts';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
 import { mfaRouter } from './mfa/router.ts';
+
+/**
+ * The caller of a step of activation: none when the bearer sent is the activation token itself.
+ * openreview-py's `get_activatable` keeps that token as its session token (client.py:458-462) and
+ * sends it with every later call, where it opens no session: the step is then a guest's, as it
+ * would be without the header.
+ */
+function activatingViewer(ctx: Context, activationToken: string | undefined) {
+  return activationToken !== undefined && ctx.credentials.accessToken === activationToken ? Promise.resolve(null) : ctx.optionalViewer();
+}
 
 export const accountsRouter = router({
   // ---- sign-up and activation ----------------------------------------------------------------
@@ -232,13 +243,13 @@ export const accountsRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .input(ConfirmEmailRequest)
     .output(ConfirmEmailResult)
-    .mutation(async ({ ctx, input }) => ctx.services.emails.requestConfirmation(input, await ctx.optionalViewer(), ctx.credentials.refreshToken)),
+    .mutation(async ({ ctx, input }) => ctx.services.emails.requestConfirmation(input, await activatingViewer(ctx, input.activationToken), ctx.credentials.refreshToken)),
 
   activateLink: publicProcedure
     .meta({ whileImpersonating: 'refused' })
     .input(ActivateLinkRequest)
     .output(ActivateLinkResult)
-    .mutation(async ({ ctx, input }) => ctx.services.emails.confirm(input, await ctx.optionalViewer(), ctx.origin)),
+    .mutation(async ({ ctx, input }) => ctx.services.emails.confirm(input, await activatingViewer(ctx, input.activationToken), ctx.origin)),
 
   // ---- a person's emails and data (issue 27: `email-changes.ts`, `your-data.ts`, `account-deletion.ts`) ----
   ownEmails: authedProcedure.output(OwnEmailsResult).query(({ ctx }) => ctx.services.emails.changes.list(ctx.user)),

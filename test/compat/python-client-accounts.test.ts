@@ -53,6 +53,25 @@ describe('the Python client, on accounts', () => {
     expect(activatable.json.profile.content).toMatchObject({ relations: [], expertise: [] });
   });
 
+  it("after get_activatable, which keeps the activation token as the client's bearer, confirm_alternate_email and activate_email_with_token still work as a guest's (client.py:392-420, 458-462)", async () => {
+    const python = new PythonClient(server.url);
+    const registered = await python.send('POST', '/register', { json: { email: 'alan@example.org', fullname: 'Alan Turing', password: PASSWORD } });
+    const alan = String(registered.json.id);
+    const token = await activationToken('alan@example.org');
+    expect((await python.send('GET', `/activatable/${token}`)).status).toBe(200);
+    python.token = token;
+    const asked = await python.send('POST', `/user/confirm/${token}`, { json: { username: alan, alternate: 'alan@cam.example.org' } });
+    expect(asked.status, JSON.stringify(asked.json)).toBe(200);
+    const mail = await lastMailTo(server.dataDir, 'alan@cam.example.org');
+    const code = /code: (\d{6})/.exec(mail.text)?.[1] ?? '';
+    const confirmed = await python.send('PUT', `/activatelink/${token}`, { json: { email: 'alan@cam.example.org', token: code } });
+    expect(confirmed.status, JSON.stringify(confirmed.json)).toBe(200);
+    expect(confirmed.json).toEqual({ confirmedEmail: 'alan@cam.example.org' });
+    // Any other bearer that is not a session is still refused, as everywhere.
+    python.token = 'not-a-session';
+    expect((await python.send('POST', `/user/confirm/${token}`, { json: { username: alan, alternate: 'alan@other.example.org' } })).status).toBe(401);
+  });
+
   it('activate_user sends history with institution {country, domain} and end null, and reads token and user.profile.id (client.py:345-378; tests/conftest.py:33-66)', async () => {
     const token = await activationToken('melisa@example.org');
     const guest = new PythonClient(server.url);
