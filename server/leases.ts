@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Db } from '../db/knex.ts';
 
 // Leases: a named row of the `leases` table that one process of an install holds at a time,
@@ -23,4 +24,25 @@ export async function takeLease(db: Db, name: string, holder: string, now: numbe
 /** Lets go of the lease if `holder` has it, so another process takes it at its next sweep. */
 export async function releaseLease(db: Db, name: string, holder: string): Promise<void> {
   await db('leases').where({ name, holder }).delete();
+}
+
+/**
+ * Whether no process runs under `pid` on this machine (as this process sees its pids): none
+ * answers a signal, or the one that does has exited and waits to be reaped (a zombie, state `Z`
+ * in `/proc/<pid>/stat`), which a parent slow to collect it (a container's init) leaves for a while.
+ */
+export function pidIsGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // EPERM: a process runs under that pid, only not ours to signal.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    // Gone meanwhile, or no /proc: the signal's answer stands.
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { pidIsGone } from '../leases.ts';
 
 /** This machine, as a short tag: temporary files say which machine wrote them. */
 const HOST = createHash('sha1').update(hostname()).digest('hex').slice(0, 8);
@@ -43,11 +44,5 @@ export function ownerIsGone(owner: string | null): boolean {
   if (match[2] !== undefined && match[2] !== HOST) return false;
   const pid = Number(match[1]);
   if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    // EPERM: a process runs under that pid, only not ours to signal.
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return pidIsGone(pid);
 }

@@ -28,7 +28,7 @@ import { ZodError } from 'zod';
 import type { Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { SecretBox } from '../secrets.ts';
-import { releaseLease, takeLease } from '../leases.ts';
+import { pidIsGone, releaseLease, takeLease } from '../leases.ts';
 import { registerMailer, type Composer, type Mail, type Mailer, type OutboxWriter } from './mailer.ts';
 import { OutboxRepository, type OutboxRow, type OutboxState } from './outbox-repository.ts';
 import { DeliveryError, outboxFolderTransport, smtpTransport, type Transport } from './transport.ts';
@@ -95,12 +95,7 @@ function deadOnThisMachine(holder: string): boolean {
   const [host, pidText, space] = holder.split(' ');
   const pid = Number(pidText);
   if (host !== hostname() || !PID_SPACE || space !== PID_SPACE || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return pidIsGone(pid);
 }
 
 export class Outbox implements Mailer {
