@@ -88,6 +88,31 @@ function onceComputed(middleware: (req: Request, res: Response, next: (error?: u
   };
 }
 
+/**
+ * The security headers of every answer that is not a document (JSON and errors, the provider's
+ * protocol endpoints, tus): those OWASP's REST Security Cheat Sheet lists for APIs
+ * (`Content-Security-Policy: default-src 'none'; frame-ancestors 'none'`, `X-Frame-Options: DENY`,
+ * `X-Content-Type-Options`, `Strict-Transport-Security`; `Cache-Control` is the route's), with
+ * helmet's `Referrer-Policy` and `Cross-Origin-Resource-Policy`. Helmet's other defaults govern
+ * how a browser shows a document (`Cross-Origin-Opener-Policy`, `Origin-Agent-Cluster`,
+ * `X-DNS-Prefetch-Control`, `X-Download-Options`, `X-Permitted-Cross-Domain-Policies`,
+ * `X-XSS-Protection`): documents get them on top (`documentHeaders`, `mount.ts`), an answer no
+ * browser shows as a page is spared their 500 bytes, which the load generator of `npm run bench`
+ * parses too (docs/security.md#security-headers).
+ */
+const API_HEADERS = onceComputed(
+  helmet({
+    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+    xFrameOptions: { action: 'deny' },
+    crossOriginOpenerPolicy: false,
+    originAgentCluster: false,
+    xDnsPrefetchControl: false,
+    xDownloadOptions: false,
+    xPermittedCrossDomainPolicies: false,
+    xXssProtection: false,
+  }),
+);
+
 /** A request id: the caller's `X-Request-Id` when it is a sane one, a fresh UUID otherwise. */
 function requestId(req: Request, res: Response): string {
   const given = req.get('x-request-id');
@@ -165,6 +190,9 @@ export function configureTimeouts(server: Server, config: Pick<Config, 'keepAliv
 /** The middleware the route table's entries may ask for, made once. */
 function routeMiddleware(config: Config): RouteMiddleware {
   return {
+    // Over plain http (an offline install), asking browsers to upgrade every request to https
+    // would break the pages; behind https the upgrade stays on.
+    documentHeaders: onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })),
     sameOrigin: refuseCrossSiteWrites([config.baseUrl, config.webUrl]),
     // Only tus's routes have `octets` bodies: their refusals carry tus's headers.
     sameOriginOctets: asTusAnswer(refuseCrossSiteWrites([config.baseUrl, config.webUrl], { types: ['application/offset+octet-stream'], words: 'application/offset+octet-stream' })),
@@ -270,9 +298,8 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     ...(metrics ? [metrics.requests] : []),
     // One log line per request, when it is answered (`requestLogger`).
     requestLogger(logger, requestId),
-    // Over plain http (an offline install), asking browsers to upgrade every request to https
-    // would break the pages; behind https the upgrade stays on.
-    onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })),
+    // An API answer's security headers; a route answering a document adds a document's (`documentHeaders`).
+    API_HEADERS,
     // A web application on another origin (`WEB_URL`) calls the API with the person's cookies.
     ...(config.frontendOrigin ? [frontendCors(config.frontendOrigin)] : []),
     cookieParser(),

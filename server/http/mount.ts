@@ -8,6 +8,8 @@ import type { Route } from './routes.ts';
 
 /** The middleware an entry may ask for, made once at start-up. */
 export interface RouteMiddleware {
+  /** A document's security headers (helmet's defaults), over the API answer's every request has. */
+  documentHeaders: RequestHandler;
   sameOrigin: RequestHandler;
   /** The same-origin rule of a route whose body is `octets` (tus): that body type is ours too. */
   sameOriginOctets: RequestHandler;
@@ -23,13 +25,14 @@ export interface RouteMiddleware {
 }
 
 /**
- * An entry's middleware, in the order the checks have always run: the same-origin rule, the
+ * An entry's middleware, in the order the checks have always run: a document's headers, the same-origin rule, the
  * body deadline, the JSON body, then CORS, then a form body (after CORS, so that a form the
  * provider cannot read is still answered with CORS headers).
  */
 export function middlewareOf(route: RouteNeeds, use: RouteMiddleware): RequestHandler[] {
   const body = route.body ?? 'json';
   const stack: RequestHandler[] = [];
+  if (answersDocument(route)) stack.push(use.documentHeaders);
   if (route.sameOrigin ?? true) stack.push(body === 'octets' ? use.sameOriginOctets : use.sameOrigin);
   if (route.bodyDeadline ?? true) stack.push(use.bodyDeadline);
   if (body === 'json') stack.push(route.kind === 'oauth' ? use.oauthJson : use.json);
@@ -37,6 +40,15 @@ export function middlewareOf(route: RouteNeeds, use: RouteMiddleware): RequestHa
   if (route.cors === 'read-only') stack.push(use.readOnlyCors);
   if (body === 'form') stack.push(route.kind === 'oauth' ? use.oauthForm : use.pageForm);
   return stack;
+}
+
+/**
+ * Whether a route's answer is a document a browser may show: a page, the API reference and its
+ * files, a downloaded file (a `stream` read). Every other answer is an API's (JSON, an error,
+ * OAuth's endpoints, tus, uploads), with the API's headers only (`API_HEADERS`, `app.ts`).
+ */
+function answersDocument(route: RouteNeeds): boolean {
+  return route.kind === 'page' || route.kind === 'docs' || (route.kind === 'stream' && route.method === 'get');
 }
 
 /** A path segment's rank: a literal (0) is more specific than a parameter (1), which is more than a venue id spanning segments (2). */
@@ -104,7 +116,7 @@ export function answerAllow(allow: string): RequestHandler {
 }
 
 /** What an entry says about its middleware; `middlewareOf` turns it into the stack. */
-export type RouteNeeds = Pick<Route, 'body' | 'bodyDeadline' | 'cors' | 'sameOrigin'> & { kind?: Route['kind'] };
+export type RouteNeeds = Pick<Route, 'body' | 'bodyDeadline' | 'cors' | 'sameOrigin'> & { kind?: Route['kind']; method?: Route['method'] };
 
 /**
  * What a method a path does not have (or a path no route has) goes through before its 404: the
@@ -190,7 +202,7 @@ interface ExpressPrototypes {
  * The requests to literal paths (discovery, the JWKS, userinfo, the authorization and token
  * requests, the session's refresh, the parameterless reads and writes), dispatched without
  * Express's router: a GET, POST, PUT, PATCH or DELETE of exactly a path the table has with that
- * method goes through the same app-wide middleware (`before`: the log line, request id, helmet's
+ * method goes through the same app-wide middleware (`before`: the log line, request id, the API's security
  * headers, cookies, the method-override refusal) and the same route middleware and handler as the
  * router would give it, in the same order, but without trying every earlier layer of the table on
  * the way (up to a few hundred path matches, each with its bookkeeping). Anything else (HEAD and

@@ -125,6 +125,37 @@ describe('operations', () => {
     expect(res.headers.get('x-powered-by')).toBeNull();
   });
 
+  /** The headers helmet sends only where a browser shows a document. */
+  const DOCUMENT_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection'];
+
+  it("an API answer carries OWASP's headers for APIs, a document helmet's for documents", async () => {
+    // JSON through the direct dispatch and through the router, an OAuth endpoint, an unknown path's 404, a refusal before any route.
+    const apiAnswers = [
+      await http.get('/tildeusername?first=Ada&last=Lovelace'),
+      await http.get('/profiles/~Nobody1'),
+      await http.get('/oidc/jwks'),
+      await http.get('/nowhere'),
+      await http.request('POST', '/register', '{}', { 'x-http-method-override': 'DELETE' }),
+    ];
+    for (const res of apiAnswers) {
+      expect(res.headers.get('content-security-policy')).toBe("default-src 'none';frame-ancestors 'none'");
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('strict-transport-security')).toMatch(/^max-age=\d+/);
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin');
+      for (const name of DOCUMENT_ONLY) expect(res.headers.get(name), name).toBeNull();
+    }
+    // A page, the reference page and a download's answer (here its 404) are documents.
+    for (const path of ['/oidc/pages.css', '/oidc/login', '/docs', '/pdf?id=nothing']) {
+      const res = await http.get(path);
+      for (const name of DOCUMENT_ONLY) expect(res.headers.get(name), `${path}: ${name}`).not.toBeNull();
+      expect(res.headers.get('x-frame-options'), path).toBe('SAMEORIGIN');
+      expect(res.headers.get('content-security-policy'), path).not.toBe("default-src 'none';frame-ancestors 'none'");
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+    }
+  });
+
   it('hashes no ETag from an answer no cache keeps: an API answer (no-store), an error, the health check', async () => {
     const answer = await http.get('/tildeusername?first=Ada&last=Lovelace');
     expect(answer.status).toBe(200);
