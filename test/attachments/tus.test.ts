@@ -623,6 +623,40 @@ describe('a process stopped while it kept a complete upload', () => {
     expect(head.headers.get('attachment-url')).toBe(pdfUrl(data));
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
   });
+
+  it("a final upload's file is kept by the client's repeated POST at once, a stopped process's lease on it taken over", async () => {
+    const data = pdfBytes(160_000);
+    const parts: string[] = [];
+    for (const piece of [data.subarray(0, 70_000), data.subarray(70_000)]) {
+      const res = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Concat': 'partial', 'Upload-Length': String(piece.length), 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
+      expect(res.status).toBe(201);
+      const url = res.headers.get('location') ?? '';
+      expect((await patch(url, 0, piece)).status).toBe(204);
+      parts.push(url);
+    }
+    const final = { 'Upload-Concat': `final;${parts.join(' ')}`, 'Upload-Metadata': encodeMetadata(PDF_FIELD()) };
+    // The first try is cut while the file is kept (the disk fails once), as a process stopping
+    // there would cut it; then the row is left as that process leaves it: its lease, a pid no
+    // process has, of this machine.
+    const store = server.service.services.uploads.store;
+    const keep = store.keepAssembled.bind(store);
+    store.keepAssembled = async () => {
+      store.keepAssembled = keep;
+      throw new Error('the disk failed');
+    };
+    expect((await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: final })).status).toBe(500);
+    const row = await server.service.db('tus_uploads').where({ concat: 'final', concat_header: final['Upload-Concat'] }).first();
+    expect(row).toMatchObject({ url: null, upload_offset: data.length, writer: null });
+    await server.service.db('tus_uploads').where({ id: row.id }).update({ writer: `${randomUUID()} 2147483646.${randomUUID()}`, writer_until: clock.now() + 30_000 });
+
+    const again = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: final });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('location')).toMatch(new RegExp(`/attachment/tus/${row.id}$`));
+    expect(again.headers.get('attachment-url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+    // The parts went with the file kept.
+    for (const url of parts) expect((await tusRequest(server, 'HEAD', url, { token: author.token })).status).toBe(404);
+  });
 });
 
 describe('expiry (moves the clock: last in this file)', () => {
