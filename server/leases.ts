@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import type { Db } from '../db/knex.ts';
 
 // Leases: a named row of the `leases` table that one process of an install holds at a time,
@@ -25,6 +25,20 @@ export async function takeLease(db: Db, name: string, holder: string, now: numbe
 export async function releaseLease(db: Db, name: string, holder: string): Promise<void> {
   await db('leases').where({ name, holder }).delete();
 }
+
+/**
+ * Which pids this process can see: the kernel's boot and the pid namespace. A pid names the same
+ * process only within one such space: another container on this host, even one that shares its
+ * host name (host networking), has pids of its own, often the very numbers (pid 1), and they
+ * cannot be asked about from here. Empty where /proc is not (no pid namespaces there).
+ */
+export const PID_SPACE = (() => {
+  try {
+    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`;
+  } catch {
+    return '';
+  }
+})();
 
 /**
  * Whether no process runs under `pid` on this machine (as this process sees its pids): none

@@ -1,15 +1,24 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { pidIsGone } from '../leases.ts';
+import { PID_SPACE, pidIsGone } from '../leases.ts';
 
-/** This machine, as a short tag: temporary files say which machine wrote them. */
-const HOST = createHash('sha1').update(hostname()).digest('hex').slice(0, 8);
+/**
+ * This machine since its boot, and the pids this process sees there (`PID_SPACE`), as a short
+ * tag: temporary files and leases say where the pid of their writer means something. Two
+ * containers that share a host name (host networking) have tags of their own, so neither takes
+ * the other's pid 1 for its own earlier start, nor a pid it cannot see for a stopped process.
+ */
+export function machineTag(host: string, pidSpace: string): string {
+  return createHash('sha1').update(`${host}\n${pidSpace}`).digest('hex').slice(0, 8);
+}
+
+const HOST = machineTag(hostname(), PID_SPACE);
 
 /**
  * Who writes a temporary file, or holds an assembly: this process, since this start, on this
  * machine. `<pid>.<random>.<host>`: the pid says which process to ask about, the random part
  * tells this start from an earlier one with the same pid (a restarted container is pid 1 every
- * time), the host tag which machine's processes the pid is among.
+ * time), the host tag which machine's processes the pid is among (`machineTag`).
  *
  * For an assembly this is only a shortcut: the rule that works whichever machines the processes
  * run on is the lease in the upload's row (chunked-uploads.ts), which runs out unless its holder renews
@@ -32,8 +41,9 @@ const OWNER = /^(\d{1,10})\.[0-9a-f-]{36}(?:\.([0-9a-f]{8}))?$/;
 /**
  * Whether the process that recorded `owner` has stopped: not one of this start of this process, on
  * this machine, and either this process's pid (an earlier start) or no process with that pid is
- * running. Another machine's processes cannot be asked: theirs is never gone from here (the
- * sweep removes such files once a day old). An owner without a host tag was written before
+ * running. Another machine's processes, or another pid namespace's, cannot be asked: theirs is
+ * never gone from here (their leases run out; the sweep removes such files once a day old), and
+ * nor is anything recorded before this machine's last boot. An owner without a host tag was written before
  * tags were, by a process of the machine that shared the folder then.
  */
 export function ownerIsGone(owner: string | null): boolean {

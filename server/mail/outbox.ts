@@ -20,7 +20,6 @@
  * from the session secret, bound to the Message-ID) and dropped once sent.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
@@ -28,7 +27,7 @@ import { ZodError } from 'zod';
 import type { Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { SecretBox } from '../secrets.ts';
-import { pidIsGone, releaseLease, takeLease } from '../leases.ts';
+import { PID_SPACE, pidIsGone, releaseLease, takeLease } from '../leases.ts';
 import { registerMailer, type Composer, type Mail, type Mailer, type OutboxWriter } from './mailer.ts';
 import { OutboxRepository, type OutboxRow, type OutboxState } from './outbox-repository.ts';
 import { DeliveryError, outboxFolderTransport, smtpTransport, type Transport } from './transport.ts';
@@ -76,19 +75,6 @@ export interface OutboxOptions {
   now: () => number;
   onDelivery?: (outcome: DeliveryOutcome) => void;
 }
-
-/**
- * Which pids this process can see: the kernel's boot and the pid namespace, so that a process of
- * another container that shares this host name (and maybe this kernel) is never judged gone by
- * a pid it cannot see. Empty where /proc is not (the judgement is then never made).
- */
-const PID_SPACE = (() => {
-  try {
-    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`;
-  } catch {
-    return '';
-  }
-})();
 
 /** Whether `holder` (a lease holder's name, "host pid pid-space uuid") is a process of this machine, in this pid space, that is gone. */
 function deadOnThisMachine(holder: string): boolean {
