@@ -108,15 +108,18 @@ export class UploadsService {
    * human-verification token in the `cf-turnstile-token` header.
    */
   async allowUpload(viewer: Viewer, humanToken: string | undefined, address: string): Promise<void> {
-    if (await this.needsHumanCheck(viewer)) await this.verifyHuman(humanToken, address);
+    if ((await this.admitUploader(viewer)).humanCheckDue) await this.verifyHuman(humanToken, address);
   }
 
-  /** Whether the caller's next upload needs a human-verification token (`allowUpload`); refuses an impersonation that may not write. */
-  async needsHumanCheck(viewer: Viewer): Promise<boolean> {
+  /**
+   * Refuses an impersonation that may not write; otherwise says whether the caller's next upload
+   * needs a human-verification token (`allowUpload`; a chunked upload's first chunk only).
+   */
+  async admitUploader(viewer: Viewer): Promise<{ humanCheckDue: boolean }> {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const after = this.#config.uploadHumanVerificationAfter;
-    if (after === 0) return false;
-    return (await this.#repo.recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000)) >= after;
+    if (after === 0) return { humanCheckDue: false };
+    return { humanCheckDue: (await this.#repo.recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000)) >= after };
   }
 
   verifyHuman(humanToken: string | undefined, address: string): Promise<void> {

@@ -150,11 +150,12 @@ export function answerClientErrors(server: Server): void {
 /**
  * Node's request and response classes for the HTTP server an Express app answers on, made to
  * inherit from that app's own (`app.request`, `app.response`) once, by `answeredBy(app)`.
- * Otherwise every request and response is re-parented as it arrives (`Object.setPrototypeOf`,
- * in Express's `app.handle` and in `directDispatch`): a call into V8's runtime each, 4 % of the
- * main thread's time for a JWKS answer. Give `options` to `http.createServer`, which takes them
- * only at its creation, and call `answeredBy` once the app exists; until then, and for a server
- * made without them, requests are re-parented as before.
+ * Then the direct dispatch (`directDispatch`, literal paths) need not re-parent each request and
+ * response as it arrives (`Object.setPrototypeOf`, a call into V8's runtime each, 4 % of the main
+ * thread's time for a JWKS answer); Express's own `app.handle`, which the other requests take,
+ * re-parents them all the same. Give `options` to `http.createServer`, which takes them only at
+ * its creation, and call `answeredBy` once the app exists; until then, and for a server made
+ * without them, requests are re-parented as before.
  */
 export function expressMessages(): { options: ServerOptions; answeredBy(app: Pick<Express, 'request' | 'response'>): void } {
   class AppRequest extends IncomingMessage {}

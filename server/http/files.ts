@@ -14,6 +14,7 @@ import {
   UploadResult,
   type NoteEdit,
 } from '../../shared/index.ts';
+import type { Viewer } from '../accounts/viewer.ts';
 import type { StoredFile } from '../attachments/downloads.ts';
 import { sendBody } from '../attachments/store/file-body.ts';
 import type { ByteRange, FileStore } from '../attachments/store/file-store.ts';
@@ -21,6 +22,7 @@ import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import { checkUploadHeaders, readUpload } from './multipart.ts';
+import { removeQuietly } from '../attachments/store/disk.ts';
 import { sendError } from './send-error.ts';
 import { pagePolicy, renderPage, sendHtml } from '../web/render.ts';
 
@@ -164,18 +166,18 @@ export function fileHandlers(services: Services, config: Config) {
     let viewer;
     // Everything the headers decide is decided before a byte of the body is read: the session
     // (401), the upload allowance (429, 503), the content type (400) and the announced length (413).
-    // A chunk's human verification waits for its fields: a chunk of an upload already begun was
-    // checked with its first (`begun`).
+    // A chunk's human verification waits for the fields that name its upload: a chunk of an
+    // upload already begun was checked with its first (`begun`).
     let humanCheck = false;
     const humanToken = req.get('cf-turnstile-token');
-    const checkHuman = async (fields: Record<string, string>) => {
+    const checkHuman = async (signedIn: Viewer, fields: Record<string, string>) => {
       if (!humanCheck) return;
       humanCheck = false;
-      if (!(await chunks.begun(viewer!, fields, uploadRows))) await uploads.verifyHuman(humanToken, ctx.origin.address);
+      if (!(await chunks.begun(signedIn, fields, uploadRows))) await uploads.verifyHuman(humanToken, ctx.origin.address);
     };
     try {
       viewer = await ctx.viewer();
-      if (kind === 'chunk') humanCheck = await uploads.needsHumanCheck(viewer);
+      if (kind === 'chunk') humanCheck = (await uploads.admitUploader(viewer)).humanCheckDue;
       else await uploads.allowUpload(viewer, humanToken, ctx.origin.address);
       checkUploadHeaders(req, ceiling);
     } catch (error) {
@@ -193,7 +195,8 @@ export function fileHandlers(services: Services, config: Config) {
         ceiling,
         hash: kind !== 'chunk',
         limitFor: async (fields) => {
-          await checkHuman(fields);
+          // A file sent before the fields that name its upload is checked once they are all in (below).
+          if (fields.clientUploadId !== undefined) await checkHuman(viewer, fields);
           if (kind === 'chunk' && announced === undefined) announced = await chunks.announceChunk(viewer, fields);
           return uploads.limitFor(kind, fields, invitations);
         },
@@ -204,8 +207,12 @@ export function fileHandlers(services: Services, config: Config) {
             }
           : {}),
       });
-      // A body whose file came before its fields (or had none) is checked now.
-      await checkHuman(parsed.fields);
+      // A body whose file came before the fields naming its upload (or that had no file) is
+      // checked now, and what it sent is let go if it is refused.
+      await checkHuman(viewer, parsed.fields).catch(async (error: unknown) => {
+        if (parsed.file) await removeQuietly(parsed.file.path);
+        throw error;
+      });
       const handedOver = announced;
       announced = undefined;
       // Checked against the same schemas the spec's answers are defined by, as procedures' outputs are.

@@ -226,8 +226,9 @@ export function directDispatch(
     if (!DIRECT_METHODS.has(route.method) || /[:*]/.test(route.path)) continue;
     if (under.some((prefix) => route.path === prefix || route.path.startsWith(`${prefix}/`))) continue;
     const method = route.method.toUpperCase();
-    if (!direct.has(method)) direct.set(method, new Map());
-    direct.get(method)!.set(route.path, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
+    const paths = direct.get(method) ?? new Map<string, Step[]>();
+    direct.set(method, paths);
+    paths.set(route.path, [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[]);
   }
   const mounted = mountedAlone(table).map((route) => ({ prefix: route.path, steps: [...mount.before, ...mount.middlewareOf(route), ...mount.handlerOf(route)] as Step[] }));
   return (req, res) => {

@@ -209,6 +209,23 @@ describe('the upload rate limit, for chunks', () => {
       // Another upload is checked again: the used token is refused, a new one accepted.
       expect((await chunk('second-upload', 0, 'fresh-1')).body.name).toBe('HumanVerificationRequiredError');
       expect((await chunk('second-upload', 0, 'fresh-2')).status).toBe(200);
+
+      // A client that sends each chunk's file before its fields: checked once the fields are in,
+      // at the first chunk only as well; a refused chunk leaves nothing behind.
+      const fileFirst = async (clientUploadId: string, index: number, token: string) => {
+        const form = new FormData();
+        form.append('file', new Blob([data.subarray(index * 1000, (index + 1) * 1000)]), 'p.pdf');
+        for (const [name, value] of Object.entries({ name: 'pdf', invitationId: SUBMISSION, clientUploadId, chunkIndex: index, totalChunks: 3 })) form.append(name, String(value));
+        const res = await fetch(`${limited.url}/attachment/chunk`, { method: 'PUT', headers: { cookie: cookieHeader(client), 'cf-turnstile-token': token }, body: form });
+        return { status: res.status, body: (await res.json()) as { name?: string; url?: string } };
+      };
+      expect((await fileFirst('file-first', 0, 'fresh-2')).body.name).toBe('HumanVerificationRequiredError');
+      expect(await temporaryFiles(limited.dataDir)).toEqual([]);
+      expect((await client.get('/attachment/chunk/status?clientUploadId=file-first')).status).toBe(404);
+      for (const index of [0, 1]) expect((await fileFirst('file-first', index, 'fresh-3')).status).toBe(200);
+      const fileFirstLast = await fileFirst('file-first', 2, 'fresh-3');
+      expect(fileFirstLast.status, JSON.stringify(fileFirstLast.body)).toBe(200);
+      expect(fileFirstLast.body.url).toBe(last.body.url);
     } finally {
       await limited.close();
       siteverify.close();
