@@ -1,9 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { startSiteverify, type Siteverify } from '../helpers/siteverify.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 
 let server: TestServer;
@@ -166,28 +165,16 @@ describe('password reset', () => {
 });
 
 describe('human verification against a siteverify endpoint', () => {
-  let verifier: Server;
+  let verifier: Siteverify;
   let remote: TestServer;
-  const seen: string[] = [];
 
   beforeAll(async () => {
-    verifier = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => (body += chunk));
-      req.on('end', () => {
-        const form = new URLSearchParams(body);
-        seen.push(body);
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ success: form.get('secret') === 's3cret' && form.get('response') === 'human-yes' }));
-      });
-    });
-    await new Promise<void>((resolve) => verifier.listen(0, '127.0.0.1', resolve));
-    const { port } = verifier.address() as AddressInfo;
-    remote = await startServer({ HUMAN_VERIFICATION_URL: `http://127.0.0.1:${port}/siteverify`, HUMAN_VERIFICATION_SECRET: 's3cret' });
+    verifier = await startSiteverify((form) => form.get('secret') === 's3cret' && form.get('response') === 'human-yes');
+    remote = await startServer({ HUMAN_VERIFICATION_URL: verifier.url, HUMAN_VERIFICATION_SECRET: 's3cret' });
   });
   afterAll(async () => {
     await remote.close();
-    await new Promise<void>((resolve) => verifier.close(() => resolve()));
+    await verifier.close();
   });
 
   it('posts the secret and the token, and follows its answer; dev-ok means nothing there', async () => {
@@ -199,8 +186,8 @@ describe('human verification against a siteverify endpoint', () => {
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ name: 'HumanVerificationRequiredError', details: { path: 'token' } });
     expect((await http.post('/register', { ...body, token: 'human-yes' })).body).toEqual({ id: '~Re_Mote1', status: 'ok' });
-    expect(seen.at(-1)).toContain('secret=s3cret');
-    expect(seen.at(-1)).toContain('remoteip=');
+    expect(verifier.seen.at(-1)?.get('secret')).toBe('s3cret');
+    expect(verifier.seen.at(-1)?.has('remoteip')).toBe(true);
   });
 
   it('logs at start-up that development mode accepts only dev-ok, and not in remote mode', () => {

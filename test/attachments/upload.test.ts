@@ -1,9 +1,9 @@
-import { createServer } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cookieHeader } from '../helpers/cookies.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { singleUseTokens, startSiteverify } from '../helpers/siteverify.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, temporaryFiles, VENUE, venueWithAuthor } from './helpers.ts';
@@ -169,23 +169,8 @@ describe('the upload rate limit', () => {
 describe('the upload rate limit, for chunks', () => {
   it("checks a chunked upload's token once, at its first chunk: openreview-web sends the same token with every chunk, and a token is accepted once", async () => {
     // A siteverify that accepts each token once, as Cloudflare's does.
-    const used = new Set<string>();
-    const siteverify = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        const token = new URLSearchParams(body).get('response') ?? '';
-        const success = token.startsWith('fresh-') && !used.has(token);
-        used.add(token);
-        res.setHeader('content-type', 'application/json').end(JSON.stringify({ success }));
-      });
-    });
-    await new Promise<void>((resolve) => siteverify.listen(0, '127.0.0.1', resolve));
-    const limited = await startServer({
-      UPLOAD_HUMAN_VERIFICATION_AFTER: '1',
-      HUMAN_VERIFICATION_URL: `http://127.0.0.1:${(siteverify.address() as AddressInfo).port}/siteverify`,
-      HUMAN_VERIFICATION_SECRET: 's3cret',
-    });
+    const siteverify = await startSiteverify(singleUseTokens());
+    const limited = await startServer({ UPLOAD_HUMAN_VERIFICATION_AFTER: '1', HUMAN_VERIFICATION_URL: siteverify.url, HUMAN_VERIFICATION_SECRET: 's3cret' });
     try {
       const { author: client } = await venueWithAuthor(limited);
       const data = pdfBytes(3_000);
@@ -209,26 +194,9 @@ describe('the upload rate limit, for chunks', () => {
       // Another upload is checked again: the used token is refused, a new one accepted.
       expect((await chunk('second-upload', 0, 'fresh-1')).body.name).toBe('HumanVerificationRequiredError');
       expect((await chunk('second-upload', 0, 'fresh-2')).status).toBe(200);
-
-      // A client that sends each chunk's file before its fields: checked once the fields are in,
-      // at the first chunk only as well; a refused chunk leaves nothing behind.
-      const fileFirst = async (clientUploadId: string, index: number, token: string) => {
-        const form = new FormData();
-        form.append('file', new Blob([data.subarray(index * 1000, (index + 1) * 1000)]), 'p.pdf');
-        for (const [name, value] of Object.entries({ name: 'pdf', invitationId: SUBMISSION, clientUploadId, chunkIndex: index, totalChunks: 3 })) form.append(name, String(value));
-        const res = await fetch(`${limited.url}/attachment/chunk`, { method: 'PUT', headers: { cookie: cookieHeader(client), 'cf-turnstile-token': token }, body: form });
-        return { status: res.status, body: (await res.json()) as { name?: string; url?: string } };
-      };
-      expect((await fileFirst('file-first', 0, 'fresh-2')).body.name).toBe('HumanVerificationRequiredError');
-      expect(await temporaryFiles(limited.dataDir)).toEqual([]);
-      expect((await client.get('/attachment/chunk/status?clientUploadId=file-first')).status).toBe(404);
-      for (const index of [0, 1]) expect((await fileFirst('file-first', index, 'fresh-3')).status).toBe(200);
-      const fileFirstLast = await fileFirst('file-first', 2, 'fresh-3');
-      expect(fileFirstLast.status, JSON.stringify(fileFirstLast.body)).toBe(200);
-      expect(fileFirstLast.body.url).toBe(last.body.url);
     } finally {
       await limited.close();
-      siteverify.close();
+      await siteverify.close();
     }
   });
 });

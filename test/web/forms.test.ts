@@ -3,12 +3,11 @@
  * cross-site POST, empty and odd forms, markup in a field. None is answered 5xx, every refusal
  * is a page that says what is wrong (a CSRF refusal with the request id), and what is echoed back is escaped.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../server/http/routes.ts';
 import { cookieHeader, keepCookies, sentBack } from '../helpers/cookies.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { startSiteverify, type Siteverify } from '../helpers/siteverify.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -136,31 +135,20 @@ describe('a signed-in person’s forms, sent empty or wrong', () => {
 
 describe('human verification on the pages, with a verification service configured', () => {
   let verified: TestServer;
-  let siteverify: Server;
-  const answers: string[] = [];
+  // A stand-in for Turnstile's `siteverify`: "human-ok" is a person's answer.
+  let siteverify: Siteverify;
 
   beforeAll(async () => {
-    // A stand-in for Turnstile's `siteverify`: "human-ok" is a person's answer.
-    siteverify = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        const response = new URLSearchParams(body).get('response') ?? '';
-        answers.push(response);
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ success: response === 'human-ok' }));
-      });
-    });
-    await new Promise<void>((resolve) => siteverify.listen(0, '127.0.0.1', resolve));
+    siteverify = await startSiteverify((form) => form.get('response') === 'human-ok');
     verified = await startServer({
-      HUMAN_VERIFICATION_URL: `http://127.0.0.1:${(siteverify.address() as AddressInfo).port}/siteverify`,
+      HUMAN_VERIFICATION_URL: siteverify.url,
       HUMAN_VERIFICATION_SECRET: 'secret',
       HUMAN_VERIFICATION_SITE_KEY: 'site-key-1',
     });
   });
   afterAll(async () => {
     await verified.close();
-    await new Promise<void>((resolve) => siteverify.close(() => resolve()));
+    await siteverify.close();
   });
 
   it.each(['signup', 'reset'])('/account/%s shows the Turnstile widget with the site key, and allows its script and frame only there', async (path) => {
@@ -192,6 +180,6 @@ describe('human verification on the pages, with a verification service configure
     const person = await send({ token: 'human-ok' });
     expect(person.status).toBe(303);
     expect(person.headers.get('location')).toBe('/account/check-mail?kind=signup&email=katherine%40example.org');
-    expect(answers).toEqual(['robot', 'human-ok']);
+    expect(siteverify.seen.map((form) => form.get('response'))).toEqual(['robot', 'human-ok']);
   });
 });
