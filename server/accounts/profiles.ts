@@ -22,8 +22,9 @@ export class ProfileService extends AccountsBase {
 
   /**
    * `GET /profiles`: the caller's own profile, or the one named by `id` (any of its usernames;
-   * a merged id leads to the surviving profile) or `email`, or a search by name. An unknown id is
-   * a 404; an email no profile holds is an empty list, as on the real platform.
+   * a merged id leads to the surviving profile) or `email`, or a search by name. An id or an
+   * email no profile (the caller may see) holds is an empty list, as on the real platform, whose
+   * Python client turns it into its "Profile Not Found" (and `tools.get_profile` into `None`).
    */
   async profiles(query: ProfilesQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
     if (query.first ?? query.middle ?? query.last) return this.searchProfiles({ ...query }, viewer);
@@ -35,13 +36,18 @@ export class ProfileService extends AccountsBase {
     if (profile?.mergedInto) profile = await repo.profiles.find(profile.mergedInto);
     const visible = profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
     if (!profile || !visible) {
-      if (query.email) return { profiles: [] };
-      throw new AppError('NotFoundError', `Profile Not Found: ${query.id ?? viewer.profileId}`);
+      if (query.email !== undefined || query.id !== undefined) return { profiles: [] };
+      throw new AppError('NotFoundError', `Profile Not Found: ${viewer.profileId}`);
     }
     return { profiles: [await this.presentTo(profile, viewer)] };
   }
 
-  /** `GET /profiles/search`: profiles (not deleted, merged or blocked) by a term, a full name, or name parts. */
+  /**
+   * `GET /profiles/search`: profiles (not deleted, merged or blocked) by a term, a full name, or
+   * name parts; for moderators and super users (the web client's moderation page) `trash` adds
+   * deleted profiles and `withBlocked` blocked ones. Anyone else's search leaves them out whatever
+   * it asks, as their profiles are not shown to them anyway.
+   */
   async searchProfiles(query: ProfileSearchQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
     const repo = this.deps.repo;
     const limit = (query.offset ?? 0) + (query.limit ?? 100);
@@ -55,11 +61,15 @@ export class ProfileService extends AccountsBase {
       const name = query.fullname !== undefined ? { fullname: query.fullname } : { first: query.first ?? '', middle: query.middle, last: query.last ?? '' };
       ids = await repo.emails.profileIdsByUsernameBase(tildeBase(name), 'exact', limit);
     }
+    const privileged = viewer.isSuperUser || viewer.isModerator;
+    const withDeleted = privileged && query.trash === true;
+    const withBlocked = privileged && query.withBlocked === true;
     const profiles: Profile[] = [];
     for (const id of ids.slice(query.offset ?? 0)) {
       const profile = await repo.profiles.find(id);
-      // As the real platform's search: every profile but deleted, merged and blocked ones.
-      if (profile && profile.ddate === null && !profile.mergedInto && profile.state !== 'Blocked') profiles.push(await this.presentTo(profile, viewer));
+      // As the real platform's search: every profile but deleted, merged and blocked ones, unless asked.
+      if (!profile || profile.mergedInto || (profile.ddate !== null && !withDeleted) || (profile.state === 'Blocked' && !withBlocked)) continue;
+      profiles.push(await this.presentTo(profile, viewer));
     }
     return { profiles };
   }

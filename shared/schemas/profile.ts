@@ -292,7 +292,8 @@ export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
 /**
  * `GET /profiles/search`: `term` (an email, a tilde username or the start of one, or the start
  * of a name), `fullname`, or `first`/`middle`/`last` (the whole name). Deleted, merged and
- * blocked profiles are left out.
+ * blocked profiles are left out; a moderator's or super user's `trash` and `withBlocked` keep
+ * deleted and blocked ones in.
  */
 export const ProfileSearchQuery = z
   .strictObject({
@@ -302,6 +303,8 @@ export const ProfileSearchQuery = z
     middle: SearchText.optional(),
     last: SearchText.optional(),
     es: QueryBoolean.optional(),
+    trash: QueryBoolean.optional(),
+    withBlocked: QueryBoolean.optional(),
     limit: queryInt(1, 1000).optional(),
     offset: queryInt(0, 1_000_000).optional(),
   })

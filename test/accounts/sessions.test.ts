@@ -350,11 +350,11 @@ describe('profiles', () => {
     expect(seen.body.profiles[0].content.emails).toEqual([owner.email]);
   });
 
-  it('an unknown profile is a 404 Error body', async () => {
+  it('an unknown profile is an empty list, as an unknown email is', async () => {
     const user = await createActiveUser(server);
     const { client } = await loggedIn(server, user.email);
     const res = await client.get('/profiles?id=~Nobody_Here1');
-    expect(res.status).toBe(404);
-    expect(res.body).toEqual({ status: 404, name: 'NotFoundError', message: 'Profile Not Found: ~Nobody_Here1', details: { reqId: expect.any(String) } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ profiles: [] });
   });
 });

@@ -142,6 +142,19 @@ describe('the Python client, on accounts', () => {
     expect(known.json.profiles[0]).toMatchObject({ id: profileId, content: { emails: ['melisa@example.org'] } });
   });
 
+  it("tools.get_profile(client, id) for an unknown or deleted id reads {profiles: []}: get_profile raises its own ['Profile Not Found'], which tools turns into None (client.py:588-613; tools.py:175-178)", async () => {
+    const client = new PythonClient(server.url);
+    client.token = (await client.send('POST', '/login', { json: { id: 'melisa@example.org', password: PASSWORD, expiresIn: null } })).json.token;
+    const unknown = await client.send('GET', '/profiles', { params: { id: '~John_Lasst1' } });
+    expect(unknown.status).toBe(200);
+    expect(unknown.json).toEqual({ profiles: [] });
+    const gone = await createActiveUser(server, { fullname: 'Gone Away' });
+    const moderator = new PythonClient(server.url);
+    moderator.token = (await moderator.send('POST', '/login', { json: { id: (await createActiveUser(server, { role: 'moderator' })).email, password: PASSWORD, expiresIn: null } })).json.token;
+    expect((await moderator.send('POST', '/profile/moderate', { json: { id: gone.id, decision: 'delete' } })).status).toBe(200);
+    expect((await client.send('GET', '/profiles', { params: { id: gone.id } })).json).toEqual({ profiles: [] });
+  });
+
   it('search_profiles by term, by first and last, and by ids, emails or confirmedEmails (client.py:688-745)', async () => {
     const client = new PythonClient(server.url);
     client.token = (await client.send('POST', '/login', { json: { id: 'ada@example.org', password: PASSWORD, expiresIn: null } })).json.token;
