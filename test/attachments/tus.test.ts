@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorBody } from '../../shared/errors.ts';
 import { TestClock } from '../helpers/clock.ts';
 import type { Client } from '../helpers/http.ts';
+import { PROCESS_OWNER } from '../../server/attachments/owners.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { loggedIn } from '../helpers/users.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -616,7 +617,7 @@ describe('a process stopped while it kept a complete upload', () => {
     // The row as a process leaves it when it stops after the last byte, keeping the file: the
     // length known, every byte in, no URL yet, and its lease (a pid no process has, of this machine).
     const id = url.split('/').pop() ?? '';
-    await server.service.db('tus_uploads').where({ id }).update({ upload_length: data.length, writer: `${randomUUID()} 2147483646.${randomUUID()}`, writer_until: clock.now() + 30_000 });
+    await server.service.db('tus_uploads').where({ id }).update({ upload_length: data.length, writer: `${randomUUID()} 2147483646.${randomUUID()}.${PROCESS_OWNER.split('.')[2]}`, writer_until: clock.now() + 30_000 });
     const head = await tusRequest(server, 'HEAD', url, { token: author.token });
     expect(head.status).toBe(200);
     expect(head.headers.get('upload-offset')).toBe(String(data.length));
@@ -647,7 +648,7 @@ describe('a process stopped while it kept a complete upload', () => {
     expect((await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: final })).status).toBe(500);
     const row = await server.service.db('tus_uploads').where({ concat: 'final', concat_header: final['Upload-Concat'] }).first();
     expect(row).toMatchObject({ url: null, upload_offset: data.length, writer: null });
-    await server.service.db('tus_uploads').where({ id: row.id }).update({ writer: `${randomUUID()} 2147483646.${randomUUID()}`, writer_until: clock.now() + 30_000 });
+    await server.service.db('tus_uploads').where({ id: row.id }).update({ writer: `${randomUUID()} 2147483646.${randomUUID()}.${PROCESS_OWNER.split('.')[2]}`, writer_until: clock.now() + 30_000 });
 
     const again = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: final });
     expect(again.status).toBe(201);

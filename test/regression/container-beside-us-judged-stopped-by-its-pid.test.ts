@@ -15,11 +15,11 @@ import { ownerIsGone, PROCESS_OWNER } from '../../server/attachments/owners.ts';
 /** Prints the `PROCESS_OWNER` of the process that runs it. */
 const OWNER_SCRIPT = `import(${JSON.stringify(new URL('../../server/attachments/owners.ts', import.meta.url).href)}).then((m) => console.log(m.PROCESS_OWNER))`;
 /** Whether this test may start a process in a pid namespace of its own (root, or user namespaces allowed). */
-const canUnshare = spawnSync('unshare', ['--pid', '--fork', 'true']).status === 0;
+const canUnshare = spawnSync('unshare', ['-r', '--pid', '--fork', 'true']).status === 0;
 const tagOf = (owner: string) => owner.split('.')[2];
 
 it.skipIf(!canUnshare)('a process of another pid namespace under this host name is never judged stopped by its pid', () => {
-  const inOwnSpace = spawnSync('unshare', ['--pid', '--fork', process.execPath, '-e', OWNER_SCRIPT], { encoding: 'utf8' });
+  const inOwnSpace = spawnSync('unshare', ['-r', '--pid', '--fork', process.execPath, '-e', OWNER_SCRIPT], { encoding: 'utf8' });
   expect(inOwnSpace.status, inOwnSpace.stderr).toBe(0);
   const theirs = inOwnSpace.stdout.trim();
   expect(theirs.split('.')[0]).toBe('1');
