@@ -65,7 +65,7 @@ export class ProfileService extends AccountsBase {
     const withDeleted = privileged && query.trash === true;
     const withBlocked = privileged && query.withBlocked === true;
     const profiles: Profile[] = [];
-    for (const id of ids.slice(query.offset ?? 0)) {
+    for (const id of ids.slice(query.offset ?? 0, limit)) {
       const profile = await repo.profiles.find(id);
       // As the real platform's search: every profile but deleted, merged and blocked ones, unless asked.
       if (!profile || profile.mergedInto || (profile.ddate !== null && !withDeleted) || (profile.state === 'Blocked' && !withBlocked)) continue;

@@ -8,7 +8,7 @@ import { PID_SPACE, pidIsGone } from '../leases.ts';
  * containers that share a host name (host networking) have tags of their own, so neither takes
  * the other's pid 1 for its own earlier start, nor a pid it cannot see for a stopped process.
  */
-export function machineTag(host: string, pidSpace: string): string {
+function machineTag(host: string, pidSpace: string): string {
   return createHash('sha1').update(`${host}\n${pidSpace}`).digest('hex').slice(0, 8);
 }
 
@@ -17,8 +17,10 @@ const HOST = machineTag(hostname(), PID_SPACE);
 /**
  * Who writes a temporary file, or holds an assembly: this process, since this start, on this
  * machine. `<pid>.<random>.<host>`: the pid says which process to ask about, the random part
- * tells this start from an earlier one with the same pid (a restarted container is pid 1 every
- * time), the host tag which machine's processes the pid is among (`machineTag`).
+ * tells this start from an earlier one with the same pid in the same pid namespace, the host tag
+ * which machine's processes, since its boot and in which pid namespace, the pid is among
+ * (`machineTag`; a restarted container has a new namespace, so its predecessor's work waits for
+ * its lease).
  *
  * For an assembly this is only a shortcut: the rule that works whichever machines the processes
  * run on is the lease in the upload's row (chunked-uploads.ts), which runs out unless its holder renews

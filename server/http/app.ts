@@ -89,8 +89,8 @@ function onceComputed(middleware: (req: Request, res: Response, next: (error?: u
 }
 
 /**
- * The security headers of every answer that is not a document (JSON and errors, the provider's
- * protocol endpoints, tus): those OWASP's REST Security Cheat Sheet lists for APIs
+ * The security headers of every answer that is not a document (JSON, the errors of every route
+ * but a document's, the provider's protocol endpoints, tus): those OWASP's REST Security Cheat Sheet lists for APIs
  * (`Content-Security-Policy: default-src 'none'; frame-ancestors 'none'`, `X-Frame-Options: DENY`,
  * `X-Content-Type-Options`, `Strict-Transport-Security`; `Cache-Control` is the route's), with
  * helmet's `Referrer-Policy` and `Cross-Origin-Resource-Policy`. Helmet's other defaults govern

@@ -16,13 +16,13 @@ import {
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { StoredFile } from '../attachments/downloads.ts';
+import { removeQuietly } from '../attachments/store/disk.ts';
 import { sendBody } from '../attachments/store/file-body.ts';
 import type { ByteRange, FileStore } from '../attachments/store/file-store.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import { checkUploadHeaders, readUpload } from './multipart.ts';
-import { removeQuietly } from '../attachments/store/disk.ts';
 import { sendError } from './send-error.ts';
 import { pagePolicy, renderPage, sendHtml } from '../web/render.ts';
 
