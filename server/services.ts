@@ -48,6 +48,7 @@ import { NO_METRICS, type Metrics } from './metrics/events.ts';
 import { ChunkedUploadsService } from './attachments/chunked-uploads.ts';
 import { UploadsService } from './attachments/uploads.ts';
 import { TusService } from './attachments/tus.ts';
+import { markThisProcess } from './processes.ts';
 import { TusRepository } from './attachments/tus-repository.ts';
 import { OidcRepository } from './oidc/repository.ts';
 import { OidcService } from './oidc/service.ts';
@@ -110,6 +111,9 @@ export interface Services {
  */
 export async function createServices(config: Config, db: Db, logger: Logger, now: () => number = Date.now, metrics: Metrics = NO_METRICS): Promise<Services> {
   const secret = await loadSessionSecret(config.sessionSecret, db, config.dataDir);
+  // Before this process records any work as its own: what it leaves when it stops is then taken
+  // over at once by the processes of other pid spaces of this kernel too (`processes.ts`).
+  const unmark = markProcess(config.dataDir, logger);
   // Every mail is a row of the outbox, sent by one worker of the install (`mail/outbox.ts`).
   const mailer = createMailer({ db, config, secret, logger, now, onDelivery: (outcome) => metrics.mailDelivery(outcome) });
   metrics.watchMailBacklog(() => mailer.backlog());
@@ -212,8 +216,19 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
       if (opts.sendMail ?? true) await mailer.settled(10_000);
       await mailer.close();
       await limiterStore.close();
+      unmark();
     },
   };
+}
+
+/** `markThisProcess`, or, where the data folder cannot hold marks, a warning and none. */
+function markProcess(dataDir: string, logger: Logger): () => void {
+  try {
+    return markThisProcess(dataDir);
+  } catch (error) {
+    logger.warn({ err: error, dataDir }, 'cannot mark this process in the data folder: what it holds when it stops is taken over only when its leases run out (15-30 s)');
+    return () => {};
+  }
 }
 
 /**

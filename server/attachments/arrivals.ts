@@ -14,7 +14,7 @@ import type { AttachmentsRepository } from './repository.ts';
  * A chunk request under way is noted in the database with a lease of its process, renewed every
  * `LEASE_RENEW_MS` while the request runs: one not renewed for `ARRIVAL_LEASE_MS` was cut by a
  * stop of its process, on whatever machine, and is no longer waited for. (One whose holder is a
- * stopped process of this machine is not waited for at all: see owners.ts.)
+ * stopped process of this kernel is not waited for at all: see owners.ts.)
  */
 const ARRIVAL_LEASE_MS = 15_000;
 
@@ -75,7 +75,7 @@ export class ChunkArrivals {
     return true;
   }
 
-  /** Forgets chunk requests whose process stopped: their lease ran out, or their holder is a stopped process of this machine. */
+  /** Forgets chunk requests whose process stopped: their lease ran out, or their holder is a stopped process of this kernel. */
   async sweep(): Promise<void> {
     const gone = (await this.#repo.arrivalHolders()).filter((holder) => ownerIsGone(holder));
     await this.#repo.sweepArrivals(this.#now(), gone);

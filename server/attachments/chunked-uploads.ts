@@ -24,7 +24,7 @@ import { OPEN_UPLOADS_PER_PERSON, type InvitationReader, type UploadMetrics, typ
  * An assembly is a lease in the upload's row (`assembly_owner`, `updated_at`), renewed every
  * `LEASE_RENEW_MS` while it runs. One not renewed for `ASSEMBLY_LEASE_MS` was left by a process
  * that stopped, on whatever machine: the next chunk of it takes it over and assembles it. (One
- * whose holder is a stopped process of this machine is taken over at once: see owners.ts.)
+ * whose holder is a stopped process of this kernel is taken over at once: see owners.ts.)
  */
 const ASSEMBLY_LEASE_MS = 15_000;
 /** Every chunk index of an upload, as its client counts (from 1 until it is known). */
@@ -463,7 +463,7 @@ export class ChunkedUploadsService {
   }
 
   /**
-   * At start: assemblies whose lease ran out, or whose holder was a process of this machine that
+   * At start: assemblies whose lease ran out, or whose holder was a process of this kernel that
    * has stopped, go back to receiving (re-sending a chunk then assembles at once); this machine's
    * temporary files of stopped processes are removed, and so are the chunks of uploads finished
    * just before a stop. Another machine's assembly cut by a stop moments ago still holds its

@@ -323,7 +323,7 @@ export class TusService {
 
   /**
    * The upload's lease for one request, at its offset: free, run out, or left by a process of
-   * this machine that stopped (taken at once: a client retrying after a crash must not wait for
+   * this kernel that stopped (taken at once: a client retrying after a crash must not wait for
    * the lease to run out). Otherwise 423 while another request writes it, 409 once it moved on.
    */
   async #take(viewer: Viewer, upload: TusUpload): Promise<string> {
@@ -336,7 +336,7 @@ export class TusService {
   }
 
   /**
-   * The upload's lease at its offset, free, run out, or left by a stopped process of this machine
+   * The upload's lease at its offset, free, run out, or left by a stopped process of this kernel
    * (taken over at once: writing, or keeping the complete file, which a crash may have cut); or
    * no writer, and the row as it stands, while a live request holds it or it moved on.
    */

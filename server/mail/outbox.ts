@@ -6,8 +6,8 @@
  *
  * - an attempt is counted, with when the next one is due, before it is made: a process killed
  *   while sending leaves a row that is tried again at that time, by whichever process then holds
- *   the lease (a restarted process on the same machine takes the lease of its dead predecessor
- *   at once);
+ *   the lease (a restarted process on the same kernel takes the lease of its dead predecessor
+ *   at once, `processes.ts`);
  * - a temporary refusal (a 4xx reply) is tried again with a doubling wait (5 s, 10 s, … at most
  *   5 min) for a day; a permanent one (5xx), or a day of temporary ones, marks the row failed;
  * - no answer at all (the mail server is down, the outbox folder's disk is full) makes every due
@@ -27,7 +27,8 @@ import { ZodError } from 'zod';
 import type { Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { SecretBox } from '../secrets.ts';
-import { PID_SPACE, pidIsGone, releaseLease, takeLease } from '../leases.ts';
+import { releaseLease, takeLease } from '../leases.ts';
+import { machineTag, PID_SPACE, processIsGone } from '../processes.ts';
 import { registerMailer, type Composer, type Mail, type Mailer, type OutboxWriter } from './mailer.ts';
 import { OutboxRepository, type OutboxRow, type OutboxState } from './outbox-repository.ts';
 import { DeliveryError, outboxFolderTransport, smtpTransport, type Transport } from './transport.ts';
@@ -76,12 +77,17 @@ export interface OutboxOptions {
   onDelivery?: (outcome: DeliveryOutcome) => void;
 }
 
-/** Whether `holder` (a lease holder's name, "host pid pid-space uuid") is a process of this machine, in this pid space, that is gone. */
-function deadOnThisMachine(holder: string): boolean {
-  const [host, pidText, space] = holder.split(' ');
+/**
+ * Whether `holder` (a lease holder's name, "host pid pid-space uuid") is a process of this kernel
+ * that is gone (`processIsGone`: by its pid in this pid space, by its mark in another). This
+ * process's pid in its own pid space is not: another outbox of this process (tests run several).
+ */
+function stoppedOnThisKernel(holder: string): boolean {
+  const [host = '', pidText, space = '-'] = holder.split(' ');
   const pid = Number(pidText);
-  if (host !== hostname() || !PID_SPACE || space !== PID_SPACE || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  return pidIsGone(pid);
+  if (!PID_SPACE || space === '-' || !Number.isInteger(pid) || pid <= 0) return false;
+  if (host === hostname() && space === PID_SPACE && pid === process.pid) return false;
+  return processIsGone(machineTag(host, space), pid);
 }
 
 export class Outbox implements Mailer {
@@ -283,14 +289,14 @@ export class Outbox implements Mailer {
   }
 
   /**
-   * The lease, or the lease of a process of this machine that died holding it (at once, not when
+   * The lease, or the lease of a process of this kernel that died holding it (at once, not when
    * it runs out). A predecessor that died holding it may have died mid-attempt: its mails, held
    * for `ATTEMPT_BUDGET_MS` against a second send alongside, are due at once, as nothing sends them.
    */
   async #takeLease(): Promise<boolean> {
     const now = this.#now();
     const held = (await this.#db('leases').where({ name: MAIL_LEASE }).first()) as { holder: string } | undefined;
-    const predecessorDied = held !== undefined && held.holder !== this.#holder && deadOnThisMachine(held.holder);
+    const predecessorDied = held !== undefined && held.holder !== this.#holder && stoppedOnThisKernel(held.holder);
     let taken = await takeLease(this.#db, MAIL_LEASE, this.#holder, now, LEASE_MS);
     if (!taken && held && predecessorDied) {
       taken = (await this.#db('leases').where({ name: MAIL_LEASE, holder: held.holder }).update({ holder: this.#holder, held_until: now + LEASE_MS })) === 1;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ownerIsGone, PROCESS_OWNER } from '../../server/attachments/owners.ts';
 import { TestClock } from '../helpers/clock.ts';
+import { runningMark, stoppedMark } from '../helpers/marks.ts';
 import { sendMultipart } from '../helpers/http.ts';
 import { startServer, tempDir } from '../helpers/server.ts';
 import { createActiveUser } from '../helpers/users.ts';
@@ -15,6 +16,24 @@ const endedPid = () => spawnSync(process.execPath, ['-e', '']).pid;
 /** This machine's tag, as the owners of its temporary files carry it. */
 const host = PROCESS_OWNER.split('.')[2];
 const otherHost = host === '00000000' ? '11111111' : '00000000';
+
+/** The row of a chunked upload being assembled by `owner`, its lease renewed at `updatedAt`. */
+function assembling(profileId: string, clientUploadId: string, owner: string, updatedAt: number) {
+  return {
+    id: randomUUID(),
+    profile_id: profileId,
+    client_upload_id: clientUploadId,
+    invitation: 'Venue/-/Submission',
+    field: 'pdf',
+    extension: 'pdf',
+    total_chunks: 2,
+    index_base: 0,
+    status: 'assembling',
+    assembly_owner: owner,
+    created_at: Date.now() - 60_000,
+    updated_at: updatedAt,
+  };
+}
 
 describe('whether the process that wrote a temporary file has stopped', () => {
   it('is not for this process, is for an earlier start with the same pid, and asks the system about others of this machine', () => {
@@ -48,20 +67,7 @@ describe('a server starting on a data folder a stopped process worked in', () =>
     // An assembly's lease is its row's `updated_at`, renewed every few seconds while it runs:
     // one not renewed for a minute was left by a process that stopped, on whatever machine; one
     // of this machine whose process has stopped is given back however recent.
-    const row = (clientUploadId: string, owner: string, updatedAt: number) => ({
-      id: randomUUID(),
-      profile_id: profileId,
-      client_upload_id: clientUploadId,
-      invitation: 'Venue/-/Submission',
-      field: 'pdf',
-      extension: 'pdf',
-      total_chunks: 2,
-      index_base: 0,
-      status: 'assembling',
-      assembly_owner: owner,
-      created_at: Date.now() - 60_000,
-      updated_at: updatedAt,
-    });
+    const row = (clientUploadId: string, owner: string, updatedAt: number) => assembling(profileId, clientUploadId, owner, updatedAt);
     const stopped = `${endedPid()}.${randomUUID()}.${host}`;
     const running = `${process.ppid}.${randomUUID()}.${host}`;
     const elsewhere = `${process.ppid}.${randomUUID()}.${otherHost}`;
@@ -90,6 +96,39 @@ describe('a server starting on a data folder a stopped process worked in', () =>
       expect(second.logs.join('')).toContain('uploads cut by a stop recovered');
     } finally {
       await second.close();
+    }
+  });
+});
+
+describe("a server starting where another pid space's processes of this kernel worked (a restarted container's predecessor, a container beside it)", () => {
+  it('gives back what a stopped one held and removes its temporary files at once, by its mark; a running one keeps its own', async () => {
+    const dir = await tempDir();
+    const first = await startServer({}, dir);
+    const { id: profileId } = await createActiveUser(first, { fullname: 'Restarted Uploader' });
+    // Pid 1 of each namespace, as in containers: their marks tell a stopped process from a running one.
+    const predecessor = `1.${randomUUID()}.${otherHost}`;
+    const beside = `1.${randomUUID()}.${host === '22222222' ? '33333333' : '22222222'}`;
+    await first.service.db('chunked_uploads').insert([assembling(profileId, 'predecessor', predecessor, Date.now()), assembling(profileId, 'beside', beside, Date.now())]);
+    await first.close();
+    const tmp = path.join(dir, 'tmp');
+    await writeFile(path.join(tmp, `${predecessor}~${randomUUID()}`), 'half an assembly');
+    await writeFile(path.join(tmp, `${beside}~${randomUUID()}`), 'still being written');
+    stoppedMark(dir, otherHost, 1);
+    const running = await runningMark(dir, beside.split('.')[2] ?? '', 1);
+    try {
+      const second = await startServer({}, dir);
+      try {
+        const states = await second.service.db('chunked_uploads').orderBy('client_upload_id').select('client_upload_id', 'status', 'assembly_owner');
+        expect(states).toEqual([
+          { client_upload_id: 'beside', status: 'assembling', assembly_owner: beside },
+          { client_upload_id: 'predecessor', status: 'receiving', assembly_owner: null },
+        ]);
+        expect((await readdir(tmp)).map((name) => name.slice(0, name.indexOf('~')))).toEqual([beside]);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await running.stop();
     }
   });
 });

@@ -20,6 +20,7 @@ import type { Client } from '../helpers/http.ts';
 import { PROCESS_OWNER } from '../../server/attachments/owners.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { loggedIn } from '../helpers/users.ts';
+import { runningMark } from '../helpers/marks.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, temporaryFiles, VENUE, venueWithAuthor } from './helpers.ts';
 import {
@@ -623,6 +624,26 @@ describe('a process stopped while it kept a complete upload', () => {
     expect(head.headers.get('upload-offset')).toBe(String(data.length));
     expect(head.headers.get('attachment-url')).toBe(pdfUrl(data));
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+
+  it("is waited for while a process of another pid space holds it (its mark held), and taken over at once when that process stops (a restarted container)", async () => {
+    const data = pdfBytes(140_000);
+    const res = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Length': String(data.length), 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
+    const url = res.headers.get('location') ?? '';
+    expect((await patch(url, 0, data.subarray(0, 70_000))).status).toBe(204);
+    // Its lease held by pid 1 of another pid namespace of this kernel, as a container's server is.
+    const tag = PROCESS_OWNER.split('.')[2] === 'abcdef01' ? 'abcdef02' : 'abcdef01';
+    const id = url.split('/').pop() ?? '';
+    await server.service.db('tus_uploads').where({ id }).update({ writer: `${randomUUID()} 1.${randomUUID()}.${tag}`, writer_until: clock.now() + 30_000 });
+    const running = await runningMark(server.dataDir, tag, 1);
+    try {
+      expect((await patch(url, 70_000, data.subarray(70_000))).status).toBe(423);
+    } finally {
+      await running.stop();
+    }
+    expect((await patch(url, 70_000, data.subarray(70_000))).status).toBe(204);
+    const head = await tusRequest(server, 'HEAD', url, { token: author.token });
+    expect(head.headers.get('attachment-url')).toBe(pdfUrl(data));
   });
 
   it("a final upload's file is kept by the client's repeated POST at once, a stopped process's lease on it taken over", async () => {

@@ -3,6 +3,7 @@
  * announces, and one worker sends it: through an outage of the mail server, a crash with mail
  * waiting, and a crash between sending a mail and marking it sent, every mail arrives once.
  */
+import { randomUUID } from 'node:crypto';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +11,8 @@ import { TestClock } from '../helpers/clock.ts';
 import { openTestDatabase } from '../helpers/database.ts';
 import { Client } from '../helpers/http.ts';
 import { readOutbox } from '../helpers/outbox.ts';
+import { runningMark } from '../helpers/marks.ts';
+import { machineTag } from '../../server/processes.ts';
 import { freePort, killHard, startServerProcess, stopAll } from '../helpers/processes.ts';
 import { startMailCatcher, type MailCatcher } from '../helpers/smtp.ts';
 import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
@@ -36,6 +39,11 @@ async function server(env: Record<string, string> = {}): Promise<TestServer> {
   const started = await startServer(env);
   cleanups.push(() => started.close());
   return started;
+}
+
+/** The mail files in the outbox folder now (`readOutbox` waits for this process's mail to be sent). */
+async function written(dataDir: string): Promise<string[]> {
+  return (await readdir(path.join(dataDir, 'outbox')).catch(() => [] as string[])).filter((name) => name.endsWith('.eml'));
 }
 
 /** Every Message-ID appears once: no mail was sent twice. */
@@ -126,6 +134,26 @@ describe('the outbox', () => {
     expectEachOnce(smtp, 3);
     expect(smtp.mails.map((m) => m.to).sort()).toEqual(['one@example.org', 'three@example.org', 'two@example.org']);
   }, 90_000);
+
+  it("waits while a process of another pid space of this kernel holds the lease (its mark held), and takes it at once when that process stops (a restarted container)", async () => {
+    const service = await server();
+    // The lease of pid 1 of another container on this kernel, for a minute still.
+    const host = 'the-previous-container';
+    const space = 'that-boot/pid:[4026599999]';
+    await service.service.db('leases').insert({ name: 'mail', holder: `${host} 1 ${space} ${randomUUID()}`, held_until: Date.now() + 60_000 }).onConflict('name').merge();
+    const running = await runningMark(service.dataDir, machineTag(host, space), 1);
+    try {
+      await signUp(service.url, 'waits@example.org');
+      // Past the next look for mail due (every 2 s): the mail still waits.
+      await service.service.services.mailer.settled(2_500);
+      expect(await written(service.dataDir)).toEqual([]);
+    } finally {
+      await running.stop();
+    }
+    // The next look for mail due (every 2 s) finds its holder stopped: long before its lease runs out.
+    await waitUntil(async () => (await written(service.dataDir)).length === 1, 'the mail sent once its holder stopped', 10_000);
+    expect((await readOutbox(service.dataDir)).map((mail) => mail.to)).toEqual(['waits@example.org']);
+  });
 
   it('finds the file of a mail it wrote before a crash between writing it and marking it sent, and writes it once', async () => {
     const service = await server();

@@ -551,7 +551,7 @@ export class LocalFileStore implements FileStore {
   }
 
   /**
-   * Also the claims that processes of this machine held when they stopped (a chunk cut by the
+   * Also the claims that processes of this kernel held when they stopped (a chunk cut by the
    * stop: its bytes count for nothing), so that the next copy of the chunk goes in place. A claim
    * without a whole owner id (the stop came between its create and its write) or of another
    * machine's process stays: its index is then received apart, as any claimed one is.

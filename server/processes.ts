@@ -1,0 +1,236 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmdirSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+
+// Which processes of the install still run, for the work they held (a tus upload, an assembly,
+// the mail lease, a temporary file) to be taken over at once when they have stopped rather than
+// when their lease runs out. A pid says so only among the processes that share a pid namespace;
+// a process of another namespace on this kernel (a container beside this one, this container's
+// previous start) is asked through its mark: a file that its process holds a lock on, which the
+// kernel lets go of when the process ends, however it ends.
+
+/** This kernel since its boot: the same in every container of the host, a new one at each boot. Empty where /proc is not. */
+const KERNEL = (() => {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return '';
+  }
+})();
+
+/**
+ * Which pids this process can see: the kernel's boot and the pid namespace. A pid names the same
+ * process only within one such space: another container on this host, even one that shares its
+ * host name (host networking), has pids of its own, often the very numbers (pid 1), and they
+ * cannot be asked about from here. Empty where /proc is not (no pid namespaces there).
+ */
+export const PID_SPACE = (() => {
+  try {
+    return KERNEL ? `${KERNEL}/${readlinkSync('/proc/self/ns/pid')}` : '';
+  } catch {
+    return '';
+  }
+})();
+
+/**
+ * A host name and a pid space (`PID_SPACE`) as a short tag: where a pid means something. Two
+ * containers that share a host name (host networking) have tags of their own, so neither takes
+ * the other's pid 1 for its own earlier start, nor a pid it cannot see for a stopped process.
+ */
+export function machineTag(host: string, pidSpace: string): string {
+  return createHash('sha1').update(`${host}\n${pidSpace}`).digest('hex').slice(0, 8);
+}
+
+/** This process's tag. */
+export const MACHINE = machineTag(hostname(), PID_SPACE);
+
+/**
+ * Whether no process runs under `pid` on this machine (as this process sees its pids): none
+ * answers a signal, or the one that does has exited and waits to be reaped (a zombie, state `Z`
+ * in `/proc/<pid>/stat`), which a parent slow to collect it (a container's init) leaves for a while.
+ */
+export function pidIsGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // EPERM: a process runs under that pid, only not ours to signal.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    // Gone meanwhile, or no /proc: the signal's answer stands.
+    return false;
+  }
+}
+
+/**
+ * Whether the process `pid` of the machine `tag` (`machineTag`) has stopped, as far as this
+ * process can tell: by its pid in this pid space, by its mark in another of this kernel's. A
+ * process of another kernel (another host, or this one before its last boot), or one that left
+ * no mark where this process looks, is never judged stopped: its leases run out instead.
+ */
+export function processIsGone(tag: string, pid: number): boolean {
+  if (tag === MACHINE) return pidIsGone(pid);
+  for (const folder of marks.keys()) {
+    const held = markIsHeld(path.join(folder, `${tag}.${pid}`));
+    if (held !== undefined) return !held;
+  }
+  return false;
+}
+
+// Marks: `$DATA_DIR/processes/<boot id>/<tag>.<pid>`, one per process that shares the data
+// folder, an empty SQLite file on which its process keeps an exclusive lock (POSIX record locks,
+// which SQLite takes; Node has no other way to lock a file). The lock ends with the process; the
+// file stays, as the proof that its process stopped, for as long as what it held may be asked
+// about: its process touches it every hour, and a process starting on the folder removes those
+// whose lock is free and that were not touched for two days (by then the daily sweep has removed
+// their temporary files, and every lease of theirs has run out). Marks are kept by kernel:
+// another kernel's (the folder shared over the network) are never asked, as its locks may not be
+// this kernel's to see.
+
+const MARKS = 'processes';
+
+interface Mark {
+  /** The connection that holds the lock. */
+  readonly lock: DatabaseSync;
+  readonly file: string;
+  /** Touches the file every hour. */
+  readonly touching: NodeJS.Timeout;
+  /** The services of this process that work in the folder. */
+  users: number;
+}
+
+/** This process's marks, by the folder they are in. */
+const marks = new Map<string, Mark>();
+
+/**
+ * Marks this process in `dataDir` (once for every service that works there) and removes the
+ * marks of processes that stopped long ago. Returns what lets go of it: the last user's call
+ * removes the mark. Throws when the folder cannot be written; the process then has no mark, and
+ * the leases it leaves when it stops are waited out by other pid spaces' processes.
+ */
+export function markThisProcess(dataDir: string): () => void {
+  if (!KERNEL) return () => {};
+  const root = path.join(dataDir, MARKS);
+  mkdirSync(path.join(root, KERNEL), { recursive: true });
+  const folder = path.join(realpathSync(root), KERNEL);
+  let mark = marks.get(folder);
+  if (!mark) {
+    removeStoppedMarks(realpathSync(root));
+    mark = holdMark(folder);
+    marks.set(folder, mark);
+  }
+  const held = mark;
+  held.users += 1;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    held.users -= 1;
+    if (held.users > 0) return;
+    marks.delete(folder);
+    // Removed while its lock is still held, so that nobody finds it free meanwhile.
+    clearInterval(held.touching);
+    rmSync(held.file, { force: true });
+    held.lock.close();
+  };
+}
+
+/**
+ * Makes this process's mark in `folder`: locked under a name no one looks at, then renamed into
+ * place, so that no one finds it free while its process runs.
+ */
+function holdMark(folder: string): Mark {
+  const file = path.join(folder, `${MACHINE}.${process.pid}`);
+  const unnamed = path.join(folder, `.${randomUUID()}`);
+  const lock = new DatabaseSync(unnamed);
+  try {
+    // No journal file beside the mark: the lock is taken by a transaction that writes nothing.
+    lock.exec('PRAGMA journal_mode=MEMORY');
+    lock.exec('BEGIN EXCLUSIVE');
+    renameSync(unnamed, file);
+  } catch (error) {
+    lock.close();
+    rmSync(unnamed, { force: true });
+    throw error;
+  }
+  const touching = setInterval(() => {
+    try {
+      const now = new Date();
+      utimesSync(file, now, now);
+    } catch {
+      // Removed by another process (a folder shared with a kernel that cannot see this lock).
+    }
+  }, TOUCH_MS);
+  touching.unref();
+  return { lock, file, touching, users: 0 };
+}
+
+const TOUCH_MS = 60 * 60_000;
+/** A mark whose lock is free is removed once it has not been touched for this long. */
+const STOPPED_KEPT_MS = 2 * 24 * 60 * 60_000;
+/** A mark not yet in place is left alone this long: its process may be between making and naming it. */
+const UNNAMED_GRACE_MS = 60_000;
+
+/** Removes the marks under `root` whose lock is free and that were not touched for `STOPPED_KEPT_MS`: their processes stopped long ago. */
+function removeStoppedMarks(root: string): void {
+  for (const kernel of readdirSync(root)) {
+    const folder = path.join(root, kernel);
+    let names: string[];
+    try {
+      names = readdirSync(folder);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const file = path.join(folder, name);
+      const touched = statSafely(file)?.mtimeMs ?? 0;
+      if (touched > Date.now() - (name.startsWith('.') ? UNNAMED_GRACE_MS : STOPPED_KEPT_MS)) continue;
+      if (markIsHeld(file) === false) rmSync(file, { force: true });
+    }
+    if (kernel !== KERNEL) {
+      try {
+        rmdirSync(folder);
+      } catch {
+        // Not empty: a process of that kernel still runs.
+      }
+    }
+  }
+}
+
+function statSafely(file: string) {
+  try {
+    return statSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/** SQLite's "database is locked". */
+const SQLITE_BUSY = 5;
+
+/**
+ * Whether a process holds the mark `file`: true, false (its lock is free), or undefined when
+ * there is no such mark (or it cannot be read). Reading the file needs a shared lock, which the
+ * holder's exclusive one refuses at once (no busy wait).
+ */
+function markIsHeld(file: string): boolean | undefined {
+  let reader: DatabaseSync;
+  try {
+    reader = new DatabaseSync(file, { readOnly: true, timeout: 0 });
+  } catch {
+    return undefined;
+  }
+  try {
+    reader.prepare('SELECT count(*) FROM sqlite_master').get();
+    return false;
+  } catch (error) {
+    return (error as { errcode?: number }).errcode === SQLITE_BUSY ? true : undefined;
+  } finally {
+    reader.close();
+  }
+}
