@@ -4,6 +4,7 @@ import {
   type ProfileContent,
   type ProfileSearchInput,
   type ProfileSearchQuery,
+  type ProfileSearchResult,
   type ProfilesQuery,
   type ProfileState,
   type SimplifiedProfile,
@@ -27,7 +28,7 @@ export class ProfileService extends AccountsBase {
    * Python client turns it into its "Profile Not Found" (and `tools.get_profile` into `None`).
    */
   async profiles(query: ProfilesQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
-    if (query.first ?? query.middle ?? query.last) return this.searchProfiles({ ...query }, viewer);
+    if (query.first ?? query.middle ?? query.last) return { profiles: (await this.searchProfiles({ ...query }, viewer)).profiles };
     const repo = this.deps.repo;
     let profile: ProfileRecord | null;
     if (query.id) profile = await repo.profiles.findByUsername(query.id);
@@ -43,35 +44,62 @@ export class ProfileService extends AccountsBase {
   }
 
   /**
-   * `GET /profiles/search`: profiles (not deleted, merged or blocked) by a term, a full name, or
-   * name parts; for moderators and super users (the web client's moderation page) `trash` adds
-   * deleted profiles and `withBlocked` blocked ones. Anyone else's search leaves them out whatever
-   * it asks, as their profiles are not shown to them anyway.
+   * `GET /profiles/search`: a page of profiles (not deleted, merged or blocked) by a term, a full
+   * name, name parts, a tilde id or a confirmed email, and how many match in all; for moderators
+   * and super users (the web client's moderation page) `trash` adds deleted profiles and
+   * `withBlocked` blocked ones. Anyone else's search leaves them out whatever it asks, as their
+   * profiles are not shown to them anyway. A profile found shows others, for each of its
+   * confirmed addresses, only its domain (`****@example.org`), as the real platform's does: its
+   * web client's author search lists those domains to tell people of one name apart, and leaves
+   * out every profile without one.
    */
-  async searchProfiles(query: ProfileSearchQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+  async searchProfiles(query: ProfileSearchQuery, viewer: Viewer): Promise<ProfileSearchResult> {
     const repo = this.deps.repo;
-    const limit = (query.offset ?? 0) + (query.limit ?? 100);
-    let ids: string[];
-    if (query.term !== undefined) {
-      const term = query.term.trim();
-      if (term.includes('@')) ids = (await repo.emails.holdersOfEmails([term], true)).map((h) => h.profileId);
-      else if (term.startsWith('~')) ids = await repo.emails.profileIdsByUsernameBase(term.replace(/\d+$/, ''), 'prefix', limit);
-      else ids = await repo.emails.profileIdsByUsernameBase(`~${term.replace(/\s+/g, '_')}`, 'prefix', limit);
+    const privileged = viewer.isSuperUser || viewer.isModerator;
+    const include = { deleted: privileged && query.trash === true, blocked: privileged && query.withBlocked === true };
+    const page = { offset: query.offset ?? 0, limit: query.limit ?? 100 };
+    const term = query.term?.trim();
+    let found: { ids: string[]; count: number };
+    if (query.email !== undefined || term?.includes('@')) {
+      found = await this.#pageOf((await repo.emails.holdersOfEmails([query.email ?? term ?? ''], true)).map((h) => h.profileId), include, page);
+    } else if (query.id !== undefined) {
+      const profile = await repo.profiles.findByUsername(query.id);
+      found = await this.#pageOf(profile ? [profile.mergedInto ?? profile.id] : [], include, page);
+    } else if (term !== undefined) {
+      const base = term.startsWith('~') ? term.replace(/\d+$/, '') : `~${term.replace(/\s+/g, '_')}`;
+      found = await repo.emails.searchByUsernameBase(base, 'prefix', include, page);
     } else {
       const name = query.fullname !== undefined ? { fullname: query.fullname } : { first: query.first ?? '', middle: query.middle, last: query.last ?? '' };
-      ids = await repo.emails.profileIdsByUsernameBase(tildeBase(name), 'exact', limit);
+      found = await repo.emails.searchByUsernameBase(tildeBase(name), 'exact', include, page);
     }
-    const privileged = viewer.isSuperUser || viewer.isModerator;
-    const withDeleted = privileged && query.trash === true;
-    const withBlocked = privileged && query.withBlocked === true;
     const profiles: Profile[] = [];
-    for (const id of ids.slice(query.offset ?? 0, limit)) {
+    for (const id of found.ids) {
       const profile = await repo.profiles.find(id);
-      // As the real platform's search: every profile but deleted, merged and blocked ones, unless asked.
-      if (!profile || profile.mergedInto || (profile.ddate !== null && !withDeleted) || (profile.state === 'Blocked' && !withBlocked)) continue;
-      profiles.push(await this.presentTo(profile, viewer));
+      if (profile) profiles.push(await this.#presentFound(profile, viewer));
     }
-    return { profiles };
+    return { profiles, count: found.count };
+  }
+
+  /** The page `page` of the profiles `ids` that a search shows (see `searchByUsernameBase`), and how many those are. */
+  async #pageOf(ids: string[], include: { deleted: boolean; blocked: boolean }, page: { offset: number; limit: number }): Promise<{ ids: string[]; count: number }> {
+    const shown: string[] = [];
+    for (const id of [...new Set(ids)].sort()) {
+      const profile = await this.deps.repo.profiles.find(id);
+      if (profile && !profile.mergedInto && (profile.ddate === null || include.deleted) && (profile.state !== 'Blocked' || include.blocked)) shown.push(id);
+    }
+    return { ids: shown.slice(page.offset, page.offset + page.limit), count: shown.length };
+  }
+
+  /** A profile found by a search, as `viewer` may see it: to whoever may not see its emails, their domains (see `searchProfiles`). */
+  async #presentFound(profile: ProfileRecord, viewer: Viewer): Promise<Profile> {
+    const shown = await this.presentTo(profile, viewer);
+    if (mayReadEmails(profile, viewer)) return shown;
+    const confirmed = (await this.deps.repo.emails.emailsOf(profile.id)).filter((e) => e.confirmed);
+    const masks = [...new Set(confirmed.map((e) => maskOf(e.email)))];
+    const preferred = preferredEmail(profile, confirmed);
+    const content = { ...shown.content, emails: masks, emailsConfirmed: masks };
+    // A preferred address stored in the content but not (or no longer) confirmed is not shown.
+    return { ...shown, content: preferred && confirmed.some((e) => e.email === preferred) ? { ...content, preferredEmail: maskOf(preferred) } : content };
   }
 
   /**
@@ -103,7 +131,6 @@ export class ProfileService extends AccountsBase {
     return { profiles };
   }
 
-  /** A profile as `viewer` may see it: emails for its owner, moderators and super users. */
   /**
    * The profile holding an address: any address for moderators and super users; a confirmed
    * one (or the caller's own) for everyone else, so a sign-up not yet activated stays unseen.
@@ -118,8 +145,7 @@ export class ProfileService extends AccountsBase {
 
   /** A profile as `GET /profiles` shows it to `viewer` (also the answer to editing it, `profile-editor.ts`). */
   presentTo(profile: ProfileRecord, viewer: Viewer): Promise<Profile> {
-    const isOwner = profile.id === viewer.profileId;
-    return this.present(profile, isOwner || viewer.isModerator || viewer.isSuperUser, isOwner);
+    return this.present(profile, mayReadEmails(profile, viewer), profile.id === viewer.profileId);
   }
 
   /** A profile as the API shows it; emails only to its owner and to moderators. */
@@ -210,6 +236,16 @@ export class ProfileService extends AccountsBase {
       profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emails.emailsOf(p.id)).map((e) => e.email) })),
     );
   }
+}
+
+/** Whether `viewer` sees the emails of `profile`: its owner, moderators and super users do. */
+function mayReadEmails(profile: ProfileRecord, viewer: Viewer): boolean {
+  return profile.id === viewer.profileId || viewer.isModerator || viewer.isSuperUser;
+}
+
+/** An address as others see it in a search: its domain only. */
+function maskOf(email: string): string {
+  return `****@${email.slice(email.lastIndexOf('@') + 1)}`;
 }
 
 export function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {

@@ -33,6 +33,7 @@ import {
   Profile,
   ProfileSearchInput,
   ProfileSearchQuery,
+  ProfileSearchResult,
   ProfilesQuery,
   ProfilesResult,
   ProfileEditorOptions,
@@ -363,7 +364,7 @@ export const accountsRouter = router({
 
   searchProfiles: authedProcedure
     .input(ProfileSearchQuery)
-    .output(ProfilesResult)
+    .output(ProfileSearchResult)
     .query(({ ctx, input }) => ctx.services.profiles.searchProfiles(input, ctx.user)),
 
   searchProfilesBy: authedProcedure

@@ -291,9 +291,10 @@ export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
 
 /**
  * `GET /profiles/search`: `term` (an email, a tilde username or the start of one, or the start
- * of a name), `fullname`, or `first`/`middle`/`last` (the whole name). Deleted, merged and
- * blocked profiles are left out; a moderator's or super user's `trash` and `withBlocked` keep
- * deleted and blocked ones in.
+ * of a name), `fullname` or `first`/`middle`/`last` (the whole name), `id` (one tilde username)
+ * or `email` (one confirmed address), the last two as the web client's author search sends
+ * them. Deleted, merged and blocked profiles are left out; a moderator's or super user's `trash`
+ * and `withBlocked` keep deleted and blocked ones in.
  */
 export const ProfileSearchQuery = z
   .strictObject({
@@ -302,14 +303,16 @@ export const ProfileSearchQuery = z
     first: SearchText.optional(),
     middle: SearchText.optional(),
     last: SearchText.optional(),
+    id: AccountId.optional(),
+    email: AccountId.optional(),
     es: QueryBoolean.optional(),
     trash: QueryBoolean.optional(),
     withBlocked: QueryBoolean.optional(),
     limit: queryInt(1, 1000).optional(),
     offset: queryInt(0, 1_000_000).optional(),
   })
-  .refine((q) => [q.term, q.fullname, q.first ?? q.middle ?? q.last].filter((v) => v !== undefined).length === 1, {
-    message: 'Give one of term, fullname, or a name (first, middle, last)',
+  .refine((q) => [q.term, q.fullname, q.id, q.email, q.first ?? q.middle ?? q.last].filter((v) => v !== undefined).length === 1, {
+    message: 'Give one of term, fullname, id, email, or a name (first, middle, last)',
   });
 export type ProfileSearchQuery = z.infer<typeof ProfileSearchQuery>;
 
@@ -327,3 +330,7 @@ export type ProfileSearchInput = z.infer<typeof ProfileSearchInput>;
 
 export const ProfilesResult = z.strictObject({ profiles: z.array(Profile) });
 export type ProfilesResult = z.infer<typeof ProfilesResult>;
+
+/** A page of `GET /profiles/search`, and how many profiles match in all (the web client's pager). */
+export const ProfileSearchResult = z.strictObject({ profiles: z.array(Profile), count: z.number().int().min(0) });
+export type ProfileSearchResult = z.infer<typeof ProfileSearchResult>;

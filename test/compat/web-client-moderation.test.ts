@@ -51,4 +51,7 @@ it('pages with limit and offset', async () => {
   const second = await moderator.get('/profiles/search?fullname=bob%20jones&limit=2&offset=2&trash=true&withBlocked=true');
   expect([...first.body.profiles, ...second.body.profiles].map((p: { id: string }) => p.id).sort()).toEqual(Object.values(ids).sort());
   expect(first.body.profiles).toHaveLength(2);
+  // The page's pager and its "(n)" read `count`: every match, not the page's.
+  expect([first.body.count, second.body.count]).toEqual([3, 3]);
+  expect((await pageSearch(person)).body.count).toBe(1);
 });

@@ -142,17 +142,21 @@ export class EmailsRepository {
   }
 
   /**
-   * The profiles holding a username whose base (`~Ada_Lovelace`) is `base`, or starts with it,
-   * ignoring case; at most `limit`, by profile id. LIKE's wildcards in `base` are taken literally.
+   * A page of the profiles holding a username whose base (`~Ada_Lovelace`) is `base`, or starts
+   * with it, ignoring case (LIKE's wildcards in `base` taken literally), by profile id, and how
+   * many there are in all: merged profiles never, deleted and blocked ones when asked.
    */
-  async profileIdsByUsernameBase(base: string, match: 'exact' | 'prefix', limit: number): Promise<string[]> {
+  async searchByUsernameBase(base: string, match: 'exact' | 'prefix', include: { deleted: boolean; blocked: boolean }, page: { offset: number; limit: number }): Promise<{ ids: string[]; count: number }> {
     const pattern = base.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`) + (match === 'prefix' ? '%' : '');
-    return this.#db('profile_usernames')
-      .whereRaw(`lower(base) like ? escape '\\'`, [pattern])
-      .distinct('profile_id')
-      .orderBy('profile_id')
-      .limit(limit)
-      .pluck('profile_id');
+    const matching = this.#db('profile_usernames')
+      .join('profiles', 'profiles.id', 'profile_usernames.profile_id')
+      .whereRaw(`lower(profile_usernames.base) like ? escape '\\'`, [pattern])
+      .whereNull('profiles.merged_into');
+    if (!include.deleted) matching.whereNull('profiles.ddate');
+    if (!include.blocked) matching.whereNot('profiles.state', 'Blocked');
+    const [counted] = (await matching.clone().countDistinct({ n: 'profile_usernames.profile_id' })) as Array<{ n: number | string }>;
+    const ids: string[] = await matching.distinct('profile_usernames.profile_id').orderBy('profile_usernames.profile_id').offset(page.offset).limit(page.limit).pluck('profile_usernames.profile_id');
+    return { ids, count: Number(counted?.n ?? 0) };
   }
 
   /** Which profile holds each of these addresses (confirmed ones only, when asked). */
