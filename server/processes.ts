@@ -1,5 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmdirSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmdirSync, rmSync, statfsSync, utimesSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -12,7 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 // kernel lets go of when the process ends, however it ends.
 
 /** This kernel since its boot: the same in every container of the host, a new one at each boot. Empty where /proc is not. */
-const KERNEL = (() => {
+export const KERNEL = (() => {
   try {
     return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
   } catch {
@@ -47,6 +47,28 @@ export function machineTag(host: string, pidSpace: string): string {
 export const MACHINE = machineTag(hostname(), PID_SPACE);
 
 /**
+ * This start of this process, never the same for two: 16 hex digits. A host name, a pid namespace
+ * (whose number the kernel gives again once it is free) and a pid (a container's server is pid 1)
+ * name a running process, but not one over time; its mark is named by its start too.
+ */
+const START = randomBytes(8).toString('hex');
+
+/**
+ * An id in the shape of a UUID for what this process holds (a temporary file's or a lease's
+ * owner): this start (`START`, its first 18 characters) and 64 random bits. Owners keep the shape
+ * they always had, which every version reads.
+ */
+export function processId(): string {
+  const own = randomUUID();
+  return `${START.slice(0, 8)}-${START.slice(8, 12)}-${START.slice(12, 16)}${own.slice(18)}`;
+}
+
+/** The start an id of `processId` names (an id from before starts were recorded names one no mark has). */
+function startOf(id: string): string {
+  return id.slice(0, 18).replaceAll('-', '');
+}
+
+/**
  * Whether no process runs under `pid` on this machine (as this process sees its pids): none
  * answers a signal, or the one that does has exited and waits to be reaped (a zombie, state `Z`
  * in `/proc/<pid>/stat`), which a parent slow to collect it (a container's init) leaves for a while.
@@ -68,31 +90,45 @@ export function pidIsGone(pid: number): boolean {
 }
 
 /**
- * Whether the process `pid` of the machine `tag` (`machineTag`) has stopped, as far as this
- * process can tell: by its pid in this pid space, by its mark in another of this kernel's. A
- * process of another kernel (another host, or this one before its last boot), or one that left
- * no mark where this process looks, is never judged stopped: its leases run out instead.
+ * Whether the process `pid` of the machine `tag` (`machineTag`) that made `id` (`processId`) has
+ * stopped, as far as this process can tell: by its pid in this pid space, by its mark in another
+ * of this kernel's. A process of another kernel (another host, or this one before its last
+ * boot), or one that left no mark where this process looks, is never judged stopped: its leases
+ * run out instead.
  */
-export function processIsGone(tag: string, pid: number): boolean {
+export function processIsGone(tag: string, pid: number, id: string): boolean {
   if (tag === MACHINE) return pidIsGone(pid);
   for (const folder of marks.keys()) {
-    const held = markIsHeld(path.join(folder, `${tag}.${pid}`));
+    const held = markIsHeld(path.join(folder, markName(tag, pid, startOf(id))));
     if (held !== undefined) return !held;
   }
   return false;
 }
 
-// Marks: `$DATA_DIR/processes/<boot id>/<tag>.<pid>`, one per process that shares the data
-// folder, an empty SQLite file on which its process keeps an exclusive lock (POSIX record locks,
+// Marks: `$DATA_DIR/processes/<boot id>/<tag>.<pid>.<start>`, one per process that shares the
+// data folder, an empty SQLite file on which its process keeps an exclusive lock (POSIX record locks,
 // which SQLite takes; Node has no other way to lock a file). The lock ends with the process; the
 // file stays, as the proof that its process stopped, for as long as what it held may be asked
 // about: its process touches it every hour, and a process starting on the folder removes those
 // whose lock is free and that were not touched for two days (by then the daily sweep has removed
 // their temporary files, and every lease of theirs has run out). Marks are kept by kernel:
 // another kernel's (the folder shared over the network) are never asked, as its locks may not be
-// this kernel's to see.
+// this kernel's to see. Nor are marks made on a file system whose locks a process may not see
+// from another mount of it (NFS, SMB, FUSE): only on those that keep locks in this kernel.
 
 const MARKS = 'processes';
+
+/** A mark's file name. */
+function markName(tag: string, pid: number, start: string): string {
+  return `${tag}.${pid}.${start}`;
+}
+
+/**
+ * File systems whose locks this kernel keeps, one lock for a file however many mounts (a
+ * container's bind mount or volume) show it (`statfs`'s magic numbers, linux/magic.h): ext2-4,
+ * XFS, Btrfs, tmpfs, overlayfs, ZFS, F2FS, bcachefs.
+ */
+const LOCAL_FILE_SYSTEMS = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x794c7630, 0x2fc12fc1, 0xf2f52010, 0xca451a4e]);
 
 interface Mark {
   /** The connection that holds the lock. */
@@ -110,13 +146,18 @@ const marks = new Map<string, Mark>();
 /**
  * Marks this process in `dataDir` (once for every service that works there) and removes the
  * marks of processes that stopped long ago. Returns what lets go of it: the last user's call
- * removes the mark. Throws when the folder cannot be written; the process then has no mark, and
- * the leases it leaves when it stops are waited out by other pid spaces' processes.
+ * removes the mark. Throws when the folder cannot be written, or is on a file system whose locks
+ * it cannot trust (`LOCAL_FILE_SYSTEMS`); the process then has no mark, and the leases it leaves
+ * when it stops are waited out by other pid spaces' processes.
  */
 export function markThisProcess(dataDir: string): () => void {
   if (!KERNEL) return () => {};
   const root = path.join(dataDir, MARKS);
   mkdirSync(path.join(root, KERNEL), { recursive: true });
+  const { type } = statfsSync(root);
+  if (!LOCAL_FILE_SYSTEMS.has(Number(type))) {
+    throw new Error(`${root} is on a file system (type 0x${Number(type).toString(16)}) whose locks other mounts of it may not see`);
+  }
   const folder = path.join(realpathSync(root), KERNEL);
   let mark = marks.get(folder);
   if (!mark) {
@@ -135,7 +176,11 @@ export function markThisProcess(dataDir: string): () => void {
     marks.delete(folder);
     // Removed while its lock is still held, so that nobody finds it free meanwhile.
     clearInterval(held.touching);
-    rmSync(held.file, { force: true });
+    try {
+      rmSync(held.file, { force: true });
+    } catch {
+      // A folder made read-only meanwhile: the mark stays, its lock let go of below.
+    }
     held.lock.close();
   };
 }
@@ -145,7 +190,7 @@ export function markThisProcess(dataDir: string): () => void {
  * place, so that no one finds it free while its process runs.
  */
 function holdMark(folder: string): Mark {
-  const file = path.join(folder, `${MACHINE}.${process.pid}`);
+  const file = path.join(folder, markName(MACHINE, process.pid, START));
   const unnamed = path.join(folder, `.${randomUUID()}`);
   const lock = new DatabaseSync(unnamed);
   try {
@@ -188,7 +233,7 @@ function removeStoppedMarks(root: string): void {
     }
     for (const name of names) {
       const file = path.join(folder, name);
-      const touched = statSafely(file)?.mtimeMs ?? 0;
+      const touched = regularFile(file)?.mtimeMs ?? 0;
       if (touched > Date.now() - (name.startsWith('.') ? UNNAMED_GRACE_MS : STOPPED_KEPT_MS)) continue;
       if (markIsHeld(file) === false) rmSync(file, { force: true });
     }
@@ -202,9 +247,11 @@ function removeStoppedMarks(root: string): void {
   }
 }
 
-function statSafely(file: string) {
+/** `file`'s status if it is a regular file itself (not a link, a folder or a pipe, which opening would wait on). */
+function regularFile(file: string) {
   try {
-    return statSync(file);
+    const status = lstatSync(file);
+    return status.isFile() ? status : undefined;
   } catch {
     return undefined;
   }
@@ -219,6 +266,7 @@ const SQLITE_BUSY = 5;
  * holder's exclusive one refuses at once (no busy wait).
  */
 function markIsHeld(file: string): boolean | undefined {
+  if (!regularFile(file)) return undefined;
   let reader: DatabaseSync;
   try {
     reader = new DatabaseSync(file, { readOnly: true, timeout: 0 });

@@ -4,10 +4,11 @@
  * by its mark in another of this kernel's.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, lutimesSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MACHINE, markThisProcess, pidIsGone, processIsGone } from '../server/processes.ts';
+import { MACHINE, markThisProcess, pidIsGone, processId, processIsGone } from '../server/processes.ts';
 import { markFile, runningMark, stoppedMark } from './helpers/marks.ts';
 import { tempDir } from './helpers/server.ts';
 import { waitUntil } from './helpers/wait.ts';
@@ -45,12 +46,13 @@ function heldSeenFromAnotherProcess(file: string): boolean {
 describe('marks', () => {
   const releases: Array<() => void> = [];
   afterEach(() => releases.splice(0).forEach((release) => release()));
+  const threeDaysAgo = new Date(Date.now() - 3 * 24 * 60 * 60_000);
 
   it("holds this process's mark while a service works in the folder, and removes it after the last one lets go", async () => {
     const dir = await tempDir();
     releases.push(markThisProcess(dir));
     const second = markThisProcess(dir);
-    const mine = markFile(dir, MACHINE, process.pid);
+    const mine = markFile(dir, MACHINE, process.pid, processId());
     expect(heldSeenFromAnotherProcess(mine)).toBe(true);
     second();
     second();
@@ -62,40 +64,78 @@ describe('marks', () => {
   it('judges a process of another pid space by its mark: running while its lock is held, stopped once free, unknown without one', async () => {
     const dir = await tempDir();
     releases.push(markThisProcess(dir));
-    const running = await runningMark(dir, ELSEWHERE, 1);
+    const id = randomUUID();
+    const running = await runningMark(dir, ELSEWHERE, 1, id);
     try {
-      expect(processIsGone(ELSEWHERE, 1)).toBe(false);
+      expect(processIsGone(ELSEWHERE, 1, id)).toBe(false);
     } finally {
       await running.stop();
     }
-    expect(processIsGone(ELSEWHERE, 1)).toBe(true);
+    expect(processIsGone(ELSEWHERE, 1, id)).toBe(true);
     // No mark where this process looks: its leases are waited out.
-    expect(processIsGone(ELSEWHERE, 2)).toBe(false);
+    expect(processIsGone(ELSEWHERE, 2, id)).toBe(false);
     // Another kernel's folder is not looked in.
     const otherKernel = path.join(dir, 'processes', '00000000-0000-0000-0000-000000000000');
     mkdirSync(otherKernel);
-    writeFileSync(path.join(otherKernel, `${ELSEWHERE}.3`), '');
-    expect(processIsGone(ELSEWHERE, 3)).toBe(false);
+    writeFileSync(path.join(otherKernel, path.basename(markFile(dir, ELSEWHERE, 3, id))), '');
+    expect(processIsGone(ELSEWHERE, 3, id)).toBe(false);
+  });
+
+  it('never takes the free mark of an earlier start for a running process with the same host, pid namespace number and pid', async () => {
+    // The kernel gives a freed pid namespace's number again, and a container's server is pid 1:
+    // a stopped start's mark, in one folder, has the tag and pid of a running one marked in another.
+    const [earlierFolder, runningFolder] = [await tempDir(), await tempDir()];
+    releases.push(markThisProcess(earlierFolder), markThisProcess(runningFolder));
+    const [earlier, now] = [randomUUID(), randomUUID()];
+    stoppedMark(earlierFolder, ELSEWHERE, 1, earlier);
+    const running = await runningMark(runningFolder, ELSEWHERE, 1, now);
+    try {
+      expect(processIsGone(ELSEWHERE, 1, now)).toBe(false);
+      expect(processIsGone(ELSEWHERE, 1, earlier)).toBe(true);
+    } finally {
+      await running.stop();
+    }
+    // Without a mark of its own anywhere (its marking failed), a running one is not judged by another's.
+    expect(processIsGone(ELSEWHERE, 1, randomUUID())).toBe(false);
+  });
+
+  it('reads no link, pipe or folder in place of a mark, and neither waits on nor removes one', async () => {
+    const dir = await tempDir();
+    releases.push(markThisProcess(dir));
+    const [pipe, link, folder, target] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    expect(spawnSync('mkfifo', [markFile(dir, ELSEWHERE, 1, pipe)]).status).toBe(0);
+    stoppedMark(dir, ELSEWHERE, 4, target);
+    symlinkSync(markFile(dir, ELSEWHERE, 4, target), markFile(dir, ELSEWHERE, 1, link));
+    mkdirSync(markFile(dir, ELSEWHERE, 1, folder));
+    for (const id of [pipe, link, folder]) expect(processIsGone(ELSEWHERE, 1, id)).toBe(false);
+    // A process starting on the folder later passes them by, however old.
+    for (const id of [pipe, link, target]) lutimesSync(markFile(dir, ELSEWHERE, id === target ? 4 : 1, id), threeDaysAgo, threeDaysAgo);
+    releases.splice(0).forEach((release) => release());
+    releases.push(markThisProcess(dir));
+    const left = readdirSync(path.dirname(markFile(dir, ELSEWHERE, 1, pipe)));
+    expect(left).toEqual(expect.arrayContaining([pipe, link, folder].map((id) => path.basename(markFile(dir, ELSEWHERE, 1, id)))));
+    expect(left).not.toContain(path.basename(markFile(dir, ELSEWHERE, 4, target)));
   });
 
   it("removes, when a process marks itself, the marks of processes stopped for two days, and keeps the others'", async () => {
     const dir = await tempDir();
-    const threeDaysAgo = new Date(Date.now() - 3 * 24 * 60 * 60_000);
+    const [longAgo, justNow, runningLong] = [randomUUID(), randomUUID(), randomUUID()];
     // Stopped long ago; stopped just now (what it held may still be asked about); running for long.
-    stoppedMark(dir, ELSEWHERE, 7);
-    utimesSync(markFile(dir, ELSEWHERE, 7), threeDaysAgo, threeDaysAgo);
-    stoppedMark(dir, ELSEWHERE, 6);
-    const running = await runningMark(dir, ELSEWHERE, 8);
-    utimesSync(markFile(dir, ELSEWHERE, 8), threeDaysAgo, threeDaysAgo);
+    stoppedMark(dir, ELSEWHERE, 7, longAgo);
+    utimesSync(markFile(dir, ELSEWHERE, 7, longAgo), threeDaysAgo, threeDaysAgo);
+    stoppedMark(dir, ELSEWHERE, 6, justNow);
+    const running = await runningMark(dir, ELSEWHERE, 8, runningLong);
+    utimesSync(markFile(dir, ELSEWHERE, 8, runningLong), threeDaysAgo, threeDaysAgo);
     const otherKernel = path.join(dir, 'processes', '00000000-0000-0000-0000-000000000000');
     mkdirSync(otherKernel);
-    writeFileSync(path.join(otherKernel, `${ELSEWHERE}.9`), '');
-    utimesSync(path.join(otherKernel, `${ELSEWHERE}.9`), threeDaysAgo, threeDaysAgo);
+    writeFileSync(path.join(otherKernel, 'abcdef03.9.0123456789abcdef'), '');
+    utimesSync(path.join(otherKernel, 'abcdef03.9.0123456789abcdef'), threeDaysAgo, threeDaysAgo);
     try {
       releases.push(markThisProcess(dir));
-      expect(readdirSync(path.dirname(markFile(dir, MACHINE, process.pid))).sort()).toEqual([`${ELSEWHERE}.6`, `${ELSEWHERE}.8`, `${MACHINE}.${process.pid}`].sort());
+      const expected = [markFile(dir, ELSEWHERE, 6, justNow), markFile(dir, ELSEWHERE, 8, runningLong), markFile(dir, MACHINE, process.pid, processId())];
+      expect(readdirSync(path.dirname(expected[0] ?? '')).sort()).toEqual(expected.map((file) => path.basename(file)).sort());
       expect(existsSync(otherKernel)).toBe(false);
-      expect(processIsGone(ELSEWHERE, 6)).toBe(true);
+      expect(processIsGone(ELSEWHERE, 6, justNow)).toBe(true);
     } finally {
       await running.stop();
     }

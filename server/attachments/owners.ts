@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { MACHINE, processIsGone } from '../processes.ts';
+import { MACHINE, processId, processIsGone } from '../processes.ts';
 
 /**
  * Who writes a temporary file, or holds an assembly: this process, since this start, on this
- * machine. `<pid>.<random>.<host>`: the pid says which process to ask about, the random part
+ * machine. `<pid>.<id>.<host>`: the pid says which process to ask about, the id (`processId`)
  * tells this start from an earlier one with the same pid in the same pid namespace, the host tag
  * which machine's processes, since its boot and in which pid namespace, the pid is among
  * (`machineTag`, ../processes.ts).
@@ -12,19 +11,19 @@ import { MACHINE, processIsGone } from '../processes.ts';
  * run on is the lease in the upload's row (chunked-uploads.ts), which runs out unless its holder renews
  * it. A holder that `ownerIsGone` finds stopped needs not be waited for until then.
  */
-export const PROCESS_OWNER = `${process.pid}.${randomUUID()}.${MACHINE}`;
+export const PROCESS_OWNER = `${process.pid}.${processId()}.${MACHINE}`;
 
 /** The owner ids this process made: never gone while it runs. */
 const ours = new Set([PROCESS_OWNER]);
 
 /** A further owner id of this process: one per uploads service, so that two services in one process are two lease holders. */
 export function newOwner(): string {
-  const owner = `${process.pid}.${randomUUID()}.${MACHINE}`;
+  const owner = `${process.pid}.${processId()}.${MACHINE}`;
   ours.add(owner);
   return owner;
 }
 
-const OWNER = /^(\d{1,10})\.[0-9a-f-]{36}(?:\.([0-9a-f]{8}))?$/;
+const OWNER = /^(\d{1,10})\.([0-9a-f-]{36})(?:\.([0-9a-f]{8}))?$/;
 
 /**
  * Whether the process that recorded `owner` has stopped: not one of this start of this process,
@@ -41,7 +40,7 @@ export function ownerIsGone(owner: string | null): boolean {
   // Unreadable, or written before owners were recorded: nobody can be waiting for it.
   if (!match) return true;
   const pid = Number(match[1]);
-  const tag = match[2] ?? MACHINE;
+  const tag = match[3] ?? MACHINE;
   if (tag === MACHINE && pid === process.pid) return true;
-  return processIsGone(tag, pid);
+  return processIsGone(tag, pid, match[2] ?? '');
 }

@@ -28,7 +28,7 @@ import type { Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { SecretBox } from '../secrets.ts';
 import { releaseLease, takeLease } from '../leases.ts';
-import { machineTag, PID_SPACE, processIsGone } from '../processes.ts';
+import { KERNEL, machineTag, PID_SPACE, processId, processIsGone } from '../processes.ts';
 import { registerMailer, type Composer, type Mail, type Mailer, type OutboxWriter } from './mailer.ts';
 import { OutboxRepository, type OutboxRow, type OutboxState } from './outbox-repository.ts';
 import { DeliveryError, outboxFolderTransport, smtpTransport, type Transport } from './transport.ts';
@@ -83,11 +83,12 @@ export interface OutboxOptions {
  * process's pid in its own pid space is not: another outbox of this process (tests run several).
  */
 function stoppedOnThisKernel(holder: string): boolean {
-  const [host = '', pidText, space = '-'] = holder.split(' ');
+  const [host = '', pidText, space = '-', id = ''] = holder.split(' ');
   const pid = Number(pidText);
-  if (!PID_SPACE || space === '-' || !Number.isInteger(pid) || pid <= 0) return false;
+  // A pid space is "<boot id>/<namespace>": another kernel's (or boot's) processes are not asked.
+  if (!PID_SPACE || !space.startsWith(`${KERNEL}/`) || !Number.isInteger(pid) || pid <= 0) return false;
   if (host === hostname() && space === PID_SPACE && pid === process.pid) return false;
-  return processIsGone(machineTag(host, space), pid);
+  return processIsGone(machineTag(host, space), pid, id);
 }
 
 export class Outbox implements Mailer {
@@ -101,7 +102,7 @@ export class Outbox implements Mailer {
   readonly #onDelivery: (outcome: DeliveryOutcome) => void;
   readonly #composers = new Map<string, Composer>();
   /** This process's name in the lease: its machine and pid, so a successor can tell it is gone. */
-  readonly #holder = `${hostname()} ${process.pid} ${PID_SPACE || '-'} ${randomUUID()}`;
+  readonly #holder = `${hostname()} ${process.pid} ${PID_SPACE || '-'} ${processId()}`;
   #running: Promise<boolean> | null = null;
   #again = false;
   #closed = false;

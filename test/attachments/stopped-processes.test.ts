@@ -106,15 +106,17 @@ describe("a server starting where another pid space's processes of this kernel w
     const first = await startServer({}, dir);
     const { id: profileId } = await createActiveUser(first, { fullname: 'Restarted Uploader' });
     // Pid 1 of each namespace, as in containers: their marks tell a stopped process from a running one.
-    const predecessor = `1.${randomUUID()}.${otherHost}`;
-    const beside = `1.${randomUUID()}.${host === '22222222' ? '33333333' : '22222222'}`;
+    const [predecessorId, besideId] = [randomUUID(), randomUUID()];
+    const besideHost = host === '22222222' ? '33333333' : '22222222';
+    const predecessor = `1.${predecessorId}.${otherHost}`;
+    const beside = `1.${besideId}.${besideHost}`;
     await first.service.db('chunked_uploads').insert([assembling(profileId, 'predecessor', predecessor, Date.now()), assembling(profileId, 'beside', beside, Date.now())]);
     await first.close();
     const tmp = path.join(dir, 'tmp');
     await writeFile(path.join(tmp, `${predecessor}~${randomUUID()}`), 'half an assembly');
     await writeFile(path.join(tmp, `${beside}~${randomUUID()}`), 'still being written');
-    stoppedMark(dir, otherHost, 1);
-    const running = await runningMark(dir, beside.split('.')[2] ?? '', 1);
+    stoppedMark(dir, otherHost, 1, predecessorId);
+    const running = await runningMark(dir, besideHost, 1, besideId);
     try {
       const second = await startServer({}, dir);
       try {

@@ -634,8 +634,9 @@ describe('a process stopped while it kept a complete upload', () => {
     // Its lease held by pid 1 of another pid namespace of this kernel, as a container's server is.
     const tag = PROCESS_OWNER.split('.')[2] === 'abcdef01' ? 'abcdef02' : 'abcdef01';
     const id = url.split('/').pop() ?? '';
-    await server.service.db('tus_uploads').where({ id }).update({ writer: `${randomUUID()} 1.${randomUUID()}.${tag}`, writer_until: clock.now() + 30_000 });
-    const running = await runningMark(server.dataDir, tag, 1);
+    const theirs = randomUUID();
+    await server.service.db('tus_uploads').where({ id }).update({ writer: `${randomUUID()} 1.${theirs}.${tag}`, writer_until: clock.now() + 30_000 });
+    const running = await runningMark(server.dataDir, tag, 1, theirs);
     try {
       expect((await patch(url, 70_000, data.subarray(70_000))).status).toBe(423);
     } finally {

@@ -1,24 +1,26 @@
 /**
  * Processes of another pid space of this kernel (a container beside the test's, or its own
- * previous start), as the server knows them: by their mark, `$DATA_DIR/processes/<boot id>/<tag>.<pid>`,
- * a file whose lock their process holds while it runs (`server/processes.ts`). A test plants the
- * mark of such a process, running (a child that holds the lock) or stopped (the file, its lock free).
+ * previous start), as the server knows them: by their mark,
+ * `$DATA_DIR/processes/<boot id>/<tag>.<pid>.<start>`, a file whose lock their process holds while
+ * it runs (`server/processes.ts`). `<start>` is the first 16 hex digits of the ids their process
+ * gives what it holds (`processId`). A test plants the mark of such a process, running (a child
+ * that holds the lock) or stopped (the file, its lock free).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-const BOOT_ID = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-
-/** Where the mark of process `pid` of the machine `tag` is, for a server whose data folder is `dataDir`. */
-export function markFile(dataDir: string, tag: string, pid: number): string {
-  return path.join(dataDir, 'processes', BOOT_ID, `${tag}.${pid}`);
+/** Where the mark of the process `pid` of the machine `tag` that made the id `id` is, for a server whose data folder is `dataDir`. */
+export function markFile(dataDir: string, tag: string, pid: number, id: string): string {
+  const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  return path.join(dataDir, 'processes', bootId, `${tag}.${pid}.${id.slice(0, 18).replaceAll('-', '')}`);
 }
 
 /** The mark of a process that has stopped: the file, its lock free. */
-export function stoppedMark(dataDir: string, tag: string, pid: number): void {
-  mkdirSync(path.dirname(markFile(dataDir, tag, pid)), { recursive: true });
-  writeFileSync(markFile(dataDir, tag, pid), '');
+export function stoppedMark(dataDir: string, tag: string, pid: number, id: string): void {
+  const file = markFile(dataDir, tag, pid, id);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, '');
 }
 
 /** Holds the lock of the file named by argv[1], as a running process holds its mark, until its input ends. */
@@ -32,9 +34,9 @@ process.stdin.on('end', () => process.exit(0)).resume();
 `;
 
 /** The mark of a running process, held by a child process until `stop`, which ends it (the kernel then lets go of its lock). */
-export async function runningMark(dataDir: string, tag: string, pid: number): Promise<{ stop(): Promise<void> }> {
-  stoppedMark(dataDir, tag, pid);
-  const child = spawn(process.execPath, ['-e', HOLDER, markFile(dataDir, tag, pid)], { stdio: ['pipe', 'pipe', 'inherit'] });
+export async function runningMark(dataDir: string, tag: string, pid: number, id: string): Promise<{ stop(): Promise<void> }> {
+  stoppedMark(dataDir, tag, pid, id);
+  const child = spawn(process.execPath, ['-e', HOLDER, markFile(dataDir, tag, pid, id)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     child.stdout.once('data', () => resolve());

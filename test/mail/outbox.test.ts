@@ -4,6 +4,7 @@
  * waiting, and a crash between sending a mail and marking it sent, every mail arrives once.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -139,9 +140,10 @@ describe('the outbox', () => {
     const service = await server();
     // The lease of pid 1 of another container on this kernel, for a minute still.
     const host = 'the-previous-container';
-    const space = 'that-boot/pid:[4026599999]';
-    await service.service.db('leases').insert({ name: 'mail', holder: `${host} 1 ${space} ${randomUUID()}`, held_until: Date.now() + 60_000 }).onConflict('name').merge();
-    const running = await runningMark(service.dataDir, machineTag(host, space), 1);
+    const space = `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/pid:[4026599999]`;
+    const theirs = randomUUID();
+    await service.service.db('leases').insert({ name: 'mail', holder: `${host} 1 ${space} ${theirs}`, held_until: Date.now() + 60_000 }).onConflict('name').merge();
+    const running = await runningMark(service.dataDir, machineTag(host, space), 1, theirs);
     try {
       await signUp(service.url, 'waits@example.org');
       // Past the next look for mail due (every 2 s): the mail still waits.
