@@ -9,8 +9,25 @@ import type { Provider } from './provider.ts';
 export async function consents(provider: Provider, profileId: string): Promise<OidcConsent[]> {
   const [given, offline] = await Promise.all([provider.repo.consentsOf(profileId), provider.refreshTokens.liveFamilies(profileId, provider.now())]);
   const holding = new Set(offline.map((family) => family.clientId));
-  return given.map(({ authMethod, ...consent }) => ({ ...consent, kind: authMethod === 'none' ? 'public' : 'confidential', offline: holding.has(consent.clientId) }));
+  return given.map(({ authMethod, ...consent }) => ({
+    ...consent,
+    kind: authMethod === 'none' ? 'public' : 'confidential',
+    offline: holding.has(consent.clientId),
+    tcdate: consent.createdAt,
+    sharedData: consent.scopes.map((scope) => SHARED_DATA[scope] ?? scope),
+  }));
 }
+
+/**
+ * What each scope shares, as the real platform's web client lists it under "Third-party apps &
+ * services" (`app/profile/password-security/ConnectedAppsList.js`, which joins them with commas).
+ */
+const SHARED_DATA: Record<string, string> = {
+  openid: 'OpenReview ID',
+  profile: 'Name',
+  email: 'Email',
+  offline_access: 'Access while you are away',
+};
 
 /**
  * Withdrawing a consent ends what it allowed: the person's tokens and unused codes at that

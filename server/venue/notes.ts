@@ -189,6 +189,7 @@ export class NoteService extends VenuePart {
             id: newNoteId(),
             invitation: invitation.id,
             invitations: [invitation.id],
+            version: 2,
             domain: invitation.domain,
             number: await venues.nextNumber(invitation.id),
             forum: '',
@@ -261,6 +262,7 @@ export class NoteService extends VenuePart {
     const found = await repos.venues.findNotes({
       ...(query.id ? { id: query.id } : {}),
       ...(query.invitation ? { invitation: query.invitation } : {}),
+      ...(query.invitations ? { invitations: [query.invitations].flat() } : {}),
       ...(query.forum ? { forum: query.forum } : {}),
       ...(query.replyto ? { replyto: query.replyto } : {}),
       ...(query.domain ? { domain: query.domain } : {}),

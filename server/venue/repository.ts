@@ -57,6 +57,7 @@ function toNote(row: NoteRow): Note {
     id: row.id,
     invitation: row.invitation,
     invitations: [row.invitation],
+    version: 2,
     domain: row.domain,
     number: Number(row.number),
     forum: row.forum,
@@ -88,6 +89,15 @@ function toEdit(row: Record<string, unknown>): NoteEdit {
 }
 
 /** Whether a content value matches a query's `content.<field>=wanted`: equal as text, or a list holding it. */
+/** A content filter's value in a note's content: `title`'s value, or the `username`s of the objects `authors`'s value lists (`authors.username`). */
+function valueAt(content: Record<string, unknown>, key: string): unknown {
+  const [field = '', inner] = key.split('.');
+  const value = (content[field] as { value?: unknown } | undefined)?.value;
+  if (inner === undefined) return value;
+  const objects = Array.isArray(value) ? value : [value];
+  return objects.map((item) => (item !== null && typeof item === 'object' ? (item as Record<string, unknown>)[inner] : undefined));
+}
+
 function holds(value: unknown, wanted: string): boolean {
   if (Array.isArray(value)) return value.some((item) => holds(item, wanted));
   return (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') && String(value) === wanted;
@@ -144,7 +154,7 @@ export class VenueRepository {
   }
 
   #noteRow(note: Note) {
-    const { invitations: _derived, ...stored } = note;
+    const { invitations: _derived, version: _always2, ...stored } = note;
     return {
       ...stored,
       ddate: note.ddate ?? null,
@@ -212,6 +222,8 @@ export class VenueRepository {
   async findNotes(query: {
     id?: string;
     invitation?: string;
+    /** Of any of these invitations. */
+    invitations?: readonly string[];
     forum?: string;
     replyto?: string;
     domain?: string;
@@ -227,6 +239,7 @@ export class VenueRepository {
     const q = this.#db<NoteRow>('notes').select('notes.*');
     if (query.id) q.where('notes.id', query.id);
     if (query.invitation) q.where('notes.invitation', query.invitation);
+    if (query.invitations) q.whereIn('notes.invitation', query.invitations);
     if (query.forum) q.where('notes.forum', query.forum);
     if (query.replyto) q.where('notes.replyto', query.replyto);
     if (query.domain) q.where('notes.domain', query.domain);
@@ -247,7 +260,7 @@ export class VenueRepository {
     const notes = rows.map(toNote);
     const filters = [...(query.content ?? new Map<string, string>())];
     if (filters.length === 0) return notes;
-    return notes.filter((note) => filters.every(([field, wanted]) => holds((note.content[field] as { value?: unknown } | undefined)?.value, wanted)));
+    return notes.filter((note) => filters.every(([key, wanted]) => holds(valueAt(note.content, key), wanted)));
   }
 
   async editsOf(noteId: string): Promise<NoteEdit[]> {

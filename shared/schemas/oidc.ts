@@ -93,6 +93,10 @@ export const OidcConsent = z.strictObject({
   offline: z.boolean(),
   /** When it was last issued the person's tokens (null: not yet). */
   lastUsedAt: Timestamp.nullable(),
+  /** `createdAt` under the real platform's name, which its web client's list of apps reads. */
+  tcdate: Timestamp,
+  /** What the scopes share, in words (`OpenReview ID`, `Name`, `Email`), as that list shows them. */
+  sharedData: z.array(z.string()),
 });
 export type OidcConsent = z.infer<typeof OidcConsent>;
 export const OidcConsentsResult = z.strictObject({ consents: z.array(OidcConsent) });

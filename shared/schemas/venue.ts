@@ -118,6 +118,11 @@ export const Note = z.strictObject({
   invitation: z.string(),
   /** The real platform's v2 name: the invitations a note went through (ours: exactly one). */
   invitations: z.array(z.string()),
+  /**
+   * The API version the note is of, as the real platform's v2 notes say: its web client shows
+   * a note without it through its pages for the old API (the forum, a profile's publications).
+   */
+  version: z.literal(2),
   domain: z.string(),
   number: z.int().min(1),
   forum: z.string(),
@@ -151,20 +156,26 @@ export type PostNoteInput = z.infer<typeof PostNoteInput>;
 /** How `GET /notes` may order its answer; posting order by default. */
 export const NotesSort = z.enum(['number', 'number:asc', 'number:desc', 'tcdate', 'tcdate:asc', 'tcdate:desc', 'tmdate', 'tmdate:asc', 'tmdate:desc', 'cdate', 'cdate:asc', 'cdate:desc', 'id', 'id:asc', 'id:desc']);
 
-/** A query key that filters on a content field: `content.title=…`. */
-const CONTENT_FILTER = /^content\.[A-Za-z0-9_]{1,80}$/;
+/**
+ * A query key that filters on a content field, `content.title=…`, or on a key of the objects a
+ * field's list holds, `content.authors.username=~Ada_Lovelace1`.
+ */
+const CONTENT_FILTER = /^content\.[A-Za-z0-9_]{1,80}(?:\.[A-Za-z0-9_]{1,80})?$/;
 
 /**
  * `GET /notes`: the filters and paging the real platform's clients send. `content.<field>=v`
- * keeps notes whose field holds `v` (or, for a list, contains it); `content.authorids` also
- * finds a profile under every username and confirmed email it has. `stream=true` answers every
- * match at once; otherwise `limit` (1000 at most) from `offset`, or after the note `after` when
- * sorted by id. `details` and `count` are accepted and change nothing (`count` is always
- * answered). `trash=true` adds deleted notes the caller could write.
+ * keeps notes whose field holds `v` (or, for a list, contains it; `content.<field>.<key>=v`, a
+ * list of objects one of which has `v` under `key`); `content.authorids` also finds a profile
+ * under every username and confirmed email it has; `invitations` (repeated) keeps notes of any
+ * of those invitations. `stream=true` answers every match at once; otherwise `limit` (1000 at
+ * most) from `offset`, or after the note `after` when sorted by id. `details`, `select` and
+ * `count` are accepted and change nothing (whole notes are answered, `count` always).
+ * `trash=true` adds deleted notes the caller could write.
  */
 const notesQueryFields = {
   id: NoteId.optional(),
   invitation: EntityId.optional(),
+  invitations: z.union([EntityId, z.array(EntityId).min(1).max(100)]).optional(),
   forum: NoteId.optional(),
   replyto: NoteId.optional(),
   domain: EntityId.optional(),
@@ -176,6 +187,7 @@ const notesQueryFields = {
   /** Notes created at or after this time (ms). */
   mintcdate: queryInt(0, 9_999_999_999_999).optional(),
   details: z.string().max(300).optional(),
+  select: z.string().max(1000).optional(),
   stream: QueryBoolean.optional(),
   count: QueryBoolean.optional(),
   trash: QueryBoolean.optional(),
@@ -199,12 +211,12 @@ export const NotesQuery = z
     }
     // Every query names an indexed column to start from; content filters then narrow it, so a
     // query never makes the server read every note.
-    const indexed = ['id', 'invitation', 'forum', 'replyto', 'domain', 'content.authorids', 'signature', 'signatures'].some((key) => query[key as keyof typeof query] !== undefined);
-    if (!indexed) ctx.addIssue({ code: 'custom', path: [], message: 'Give id, invitation, forum, replyto, domain, content.authorids or signatures' });
+    const indexed = ['id', 'invitation', 'invitations', 'forum', 'replyto', 'domain', 'content.authorids', 'signature', 'signatures'].some((key) => query[key as keyof typeof query] !== undefined);
+    if (!indexed) ctx.addIssue({ code: 'custom', path: [], message: 'Give id, invitation, invitations, forum, replyto, domain, content.authorids or signatures' });
   });
 export type NotesQuery = z.infer<typeof NotesQuery>;
 
-/** The content filters of a notes query: `content.title=x` → `{title: 'x'}`. */
+/** The content filters of a notes query: `content.title=x` → `{title: 'x'}`, `content.authors.username=y` → `{'authors.username': 'y'}`. */
 export function contentFilters(query: NotesQuery): Map<string, string> {
   const filters = new Map<string, string>();
   for (const [key, value] of Object.entries(query)) {
@@ -319,8 +331,9 @@ export const VenuesResult = z.strictObject({ venues: z.array(Venue) });
 /**
  * `GET /groups`: a group by id, the groups under a prefix, or the groups a member belongs to
  * directly (see `VenueService.groups` for who may see which). `domain` narrows the answer;
- * `stream`, `limit`, `offset`, `sort`, `count` and `details`, which the real platform's clients
- * send, are accepted (`count` is always answered; groups come sorted by id).
+ * `stream`, `limit`, `offset`, `sort`, `count`, `details`, `select` and `web`, which the real
+ * platform's clients send, are accepted (`count` is always answered; groups come sorted by id,
+ * whole: `select` and `web` change nothing).
  */
 export const GroupsQuery = z
   .strictObject({
@@ -329,6 +342,8 @@ export const GroupsQuery = z
     member: z.string().min(1).max(300).optional(),
     domain: EntityId.optional(),
     details: z.string().max(300).optional(),
+    select: z.string().max(1000).optional(),
+    web: QueryBoolean.optional(),
     stream: QueryBoolean.optional(),
     count: QueryBoolean.optional(),
     sort: z.enum(['id', 'id:asc']).optional(),

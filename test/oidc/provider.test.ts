@@ -392,6 +392,11 @@ describe('consents and the JSON interaction endpoints', () => {
     const { client: api } = await loggedIn(server, person.email);
     const list = await api.get('/oidc/consents');
     expect(list.body.consents).toContainEqual(expect.objectContaining({ clientId: 'app', clientName: 'App app', scopes: expect.arrayContaining(['openid']) }));
+    // The real platform's web client lists them ("Third-party apps & services",
+    // ConnectedAppsList.js:61-71): `sharedData.join(', ')` and `formatDateTime(tcdate)`.
+    const app = (list.body.consents as Array<{ clientId: string; sharedData: string[]; tcdate: number; createdAt: number }>).find((consent) => consent.clientId === 'app');
+    expect(app?.sharedData.join(', ')).toBe('OpenReview ID, Name, Email');
+    expect(app?.tcdate).toBe(app?.createdAt);
     expect((await api.request('DELETE', '/oidc/consents/app')).status).toBe(200);
     const page = await agent.go((await authorizationRequest(rp)).url.toString());
     expect(page.html).toContain('wants to sign you in');
