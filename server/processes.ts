@@ -115,6 +115,9 @@ export function processIsGone(tag: string, pid: number, id: string): boolean {
 // another kernel's (the folder shared over the network) are never asked, as its locks may not be
 // this kernel's to see. Nor are marks made on a file system whose locks a process may not see
 // from another mount of it (NFS, SMB, FUSE): only on those that keep locks in this kernel.
+// Nothing else may open a file under `$DATA_DIR/processes` (a backup, a sweep of the folder): a
+// POSIX lock ends when its process closes any descriptor of the file, and only SQLite (which
+// keeps its descriptors open while a lock is held) may read a mark.
 
 const MARKS = 'processes';
 

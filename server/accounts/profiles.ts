@@ -29,6 +29,7 @@ export class ProfileService extends AccountsBase {
    */
   async profiles(query: ProfilesQuery, viewer: Viewer): Promise<{ profiles: Profile[] }> {
     if (query.first ?? query.middle ?? query.last) return { profiles: (await this.searchProfiles({ ...query }, viewer)).profiles };
+    if (query.ids) return this.searchProfilesBy({ ids: query.ids }, viewer);
     const repo = this.deps.repo;
     let profile: ProfileRecord | null;
     if (query.id) profile = await repo.profiles.findByUsername(query.id);

@@ -271,21 +271,29 @@ const SearchText = z.string().min(1).max(300);
 
 /**
  * `GET /profiles`: no parameter is "who am I"; `id` or `email` looks one profile up (an unknown
- * email answers an empty list, as the real platform does; an unknown id is a 404); `first`,
- * `middle`, `last` search by name as `GET /profiles/search` does. `es` (the real platform's
- * search-engine switch, which its clients send) is accepted and changes nothing.
+ * id or email answers an empty list, as the real platform does); `ids` (comma-separated, as the
+ * web client's author console sends them) several, as `POST /profiles/search` with `ids` does;
+ * `first`, `middle`, `last` search by name as `GET /profiles/search` does. `es` (the real
+ * platform's search-engine switch, which its clients send) is accepted and changes nothing.
  */
 export const ProfilesQuery = z
   .strictObject({
     id: AccountId.optional(),
     email: AccountId.optional(),
+    ids: z
+      .string()
+      .min(1)
+      .max(256_000)
+      .transform((ids) => ids.split(',').filter((id) => id !== ''))
+      .pipe(z.array(AccountId).min(1, 'Give at least one id').max(1000, 'At most 1000 ids at once'))
+      .optional(),
     first: SearchText.optional(),
     middle: SearchText.optional(),
     last: SearchText.optional(),
     es: QueryBoolean.optional(),
   })
-  .refine((q) => [q.id, q.email, q.first ?? q.middle ?? q.last].filter((v) => v !== undefined).length <= 1, {
-    message: 'Give one of id, email, or a name (first, middle, last)',
+  .refine((q) => [q.id, q.email, q.ids, q.first ?? q.middle ?? q.last].filter((v) => v !== undefined).length <= 1, {
+    message: 'Give one of id, email, ids, or a name (first, middle, last)',
   });
 export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
 

@@ -6,6 +6,9 @@
  * and `offset`. It pages with the answer's `count` (capped at 200), keeps only the profiles that
  * show emails (`p.content.emails?.length`), and lists each one's `emailsConfirmed` or
  * `preferredEmail`, which the real platform shows others as their domains (`****@domain`).
+ * And the author console's look-up of a submission's authors, to show whether their profiles
+ * are active (`components/webfield/AuthorConsole.js:512-530`): `GET /profiles?ids=` with the
+ * tilde ids joined by commas.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '../helpers/http.ts';
@@ -86,5 +89,24 @@ describe('a tilde id or an address typed', () => {
     const res = await author.get(`/profiles/search?id=${encodeURIComponent(ada.id)}&fullname=ada%20lovelace`);
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ name: 'ValidationError', status: 400 });
+  });
+});
+
+describe("the author console's look-up of a submission's authors", () => {
+  it('answers the profiles of the ids given, joined by commas, leaving out those no profile holds', async () => {
+    const res = await author.get(`/profiles?ids=${encodeURIComponent([adaAgain.id, '~Nobody_Here1', ada.id].join(','))}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.profiles.map((p: Found) => p.id)).toEqual([ada.id, adaAgain.id].sort());
+    // The console maps them by the usernames of their names; others' emails stay unseen here.
+    expect(res.body.profiles[0].content.names[0].username).toMatch(/^~Ada_Lovelace\d+$/);
+    expect(JSON.stringify(res.body)).not.toContain('example.');
+  });
+
+  it('refuses more than 1000 ids, or ids with another way of looking up, with the Error body', async () => {
+    const many = Array.from({ length: 1001 }, (_, i) => `~A_B${i + 1}`).join(',');
+    const tooMany = await author.get(`/profiles?ids=${encodeURIComponent(many)}`);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body).toMatchObject({ name: 'ValidationError', status: 400 });
+    expect((await author.get(`/profiles?ids=${encodeURIComponent(ada.id)}&id=${encodeURIComponent(ada.id)}`)).status).toBe(400);
   });
 });
