@@ -34,6 +34,7 @@ import * as sessionRotationInOneStatement from './20261127010000_session_rotatio
 import * as sealedAuthorizationCodes from './20261127030000_sealed_authorization_codes.ts';
 import * as refreshRotationStoresItsAccessToken from './20261127100000_refresh_rotation_stores_its_access_token.ts';
 import * as chunkRecordCountsItself from './20261127200000_chunk_record_counts_itself.ts';
+import * as usernameSearchKey from './20261129000000_username_search_key.ts';
 
 export interface Migration {
   name: string;
@@ -78,4 +79,5 @@ export const migrations: Migration[] = [
   { name: '20261127030000_sealed_authorization_codes', ...sealedAuthorizationCodes },
   { name: '20261127100000_refresh_rotation_stores_its_access_token', ...refreshRotationStoresItsAccessToken },
   { name: '20261127200000_chunk_record_counts_itself', ...chunkRecordCountsItself },
+  { name: '20261129000000_username_search_key', ...usernameSearchKey },
 ];

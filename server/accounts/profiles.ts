@@ -12,7 +12,7 @@ import {
 import { AccountsBase } from './service-base.ts';
 import type { EmailsAndUsernames, ProfileRecord } from './repository.ts';
 import { ACTIVE_STATES } from './session-rule.ts';
-import { tildeBase } from './tilde.ts';
+import { tildeBase, type NameInput } from './tilde.ts';
 import type { Viewer } from './viewer.ts';
 
 /** The invitation every profile is written through. */
@@ -62,16 +62,21 @@ export class ProfileService extends AccountsBase {
     const term = query.term?.trim();
     let found: { ids: string[]; count: number };
     if (query.email !== undefined || term?.includes('@')) {
-      found = await this.#pageOf((await repo.emails.holdersOfEmails([query.email ?? term ?? ''], true)).map((h) => h.profileId), include, page);
+      // An address as `GET /profiles?email=` finds it: confirmed ones, but for moderators.
+      found = await this.#pageOf((await repo.emails.holdersOfEmails([query.email ?? term ?? ''], !privileged)).map((h) => h.profileId), include, page);
     } else if (query.id !== undefined) {
       const profile = await repo.profiles.findByUsername(query.id);
       found = await this.#pageOf(profile ? [profile.mergedInto ?? profile.id] : [], include, page);
     } else if (term !== undefined) {
+      // The start of a name or a tilde id: one letter would list nearly everyone.
+      if (term.replace(/^~/, '').length < 2) throw new AppError('ValidationError', 'A search term needs at least 2 characters', { path: 'term' });
       const base = term.startsWith('~') ? term.replace(/\d+$/, '') : `~${term.replace(/\s+/g, '_')}`;
       found = await repo.emails.searchByUsernameBase(base, 'prefix', include, page);
     } else {
       const name = query.fullname !== undefined ? { fullname: query.fullname } : { first: query.first ?? '', middle: query.middle, last: query.last ?? '' };
-      found = await repo.emails.searchByUsernameBase(tildeBase(name), 'exact', include, page);
+      const base = validBase(name);
+      // A name no tilde id can be made of (an apostrophe, a digit) is nobody's, as on the real platform.
+      found = base === null ? { ids: [], count: 0 } : await repo.emails.searchByUsernameBase(base, 'exact', include, page);
     }
     const profiles: Profile[] = [];
     for (const id of found.ids) {
@@ -165,10 +170,12 @@ export class ProfileService extends AccountsBase {
       if (preferred) content.preferredEmail = preferred;
     } else {
       // Whoever may not see the profile's emails sees none of them: not the preferred one stored
-      // in its content, nor those of the people it names as relations.
+      // in its content, nor those of the people it names as relations. The lists stay, empty:
+      // the real platform's clients read them on every profile (openreview-web's author search
+      // calls `content.emails.find` on each author of a submission it edits).
       delete content.preferredEmail;
-      delete content.emails;
-      delete content.emailsConfirmed;
+      content.emails = [];
+      content.emailsConfirmed = [];
       // Nor the date of birth: it is the person's own, for the age rules, not for the public.
       delete content.dob;
       delete content.yearOfBirth;
@@ -236,6 +243,16 @@ export class ProfileService extends AccountsBase {
     return Promise.all(
       profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emails.emailsOf(p.id)).map((e) => e.email) })),
     );
+  }
+}
+
+/** The tilde base of a name, or null when no tilde id can be made of it. */
+function validBase(name: NameInput): string | null {
+  try {
+    return tildeBase(name);
+  } catch (error) {
+    if (error instanceof AppError && error.name === 'ValidationError') return null;
+    throw error;
   }
 }
 

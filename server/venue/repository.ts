@@ -88,7 +88,6 @@ function toEdit(row: Record<string, unknown>): NoteEdit {
   };
 }
 
-/** Whether a content value matches a query's `content.<field>=wanted`: equal as text, or a list holding it. */
 /** A content filter's value in a note's content: `title`'s value, or the `username`s of the objects `authors`'s value lists (`authors.username`). */
 function valueAt(content: Record<string, unknown>, key: string): unknown {
   const [field = '', inner] = key.split('.');
@@ -98,6 +97,7 @@ function valueAt(content: Record<string, unknown>, key: string): unknown {
   return objects.map((item) => (item !== null && typeof item === 'object' ? (item as Record<string, unknown>)[inner] : undefined));
 }
 
+/** Whether a content value matches a query's `content.<field>=wanted`: equal as text, or a list holding it. */
 function holds(value: unknown, wanted: string): boolean {
   if (Array.isArray(value)) return value.some((item) => holds(item, wanted));
   return (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') && String(value) === wanted;

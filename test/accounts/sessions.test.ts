@@ -335,7 +335,8 @@ describe('profiles', () => {
     const seen = await client.get(`/profiles?id=${encodeURIComponent(owner.id)}`);
     expect(seen.status).toBe(200);
     expect(seen.body.profiles[0].id).toBe(owner.id);
-    expect(seen.body.profiles[0].content.emails).toBeUndefined();
+    expect(seen.body.profiles[0].content).toMatchObject({ emails: [], emailsConfirmed: [] });
+    expect(seen.body.profiles[0].content.preferredEmail).toBeUndefined();
     expect(JSON.stringify(seen.body)).not.toContain(owner.email);
 
     const mine = await (await loggedIn(server, owner.email)).client.get(`/profiles?email=${encodeURIComponent(owner.email)}`);

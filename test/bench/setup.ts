@@ -185,7 +185,7 @@ async function insertProfiles(db: Knex, people: Person[]): Promise<void> {
         tcdate: now,
         tmdate: now,
       });
-      usernames.push({ username: id, base, number, profile_id: id });
+      usernames.push({ username: id, base, base_key: base.normalize('NFC').toLowerCase(), number, profile_id: id });
       emails.push({ email: `${id.slice(1).toLowerCase()}@people.example`, profile_id: id, confirmed: true, created_at: now });
     }
     for (const [table, rows] of [['profiles', profiles], ['profile_usernames', usernames], ['profile_emails', emails]] as const) {

@@ -71,6 +71,31 @@ describe('a name typed', () => {
   });
 });
 
+describe('names in any script, and what no name is', () => {
+  it('finds a name with capitals outside ASCII, typed lower-cased, in any script', async () => {
+    const elodie = await createActiveUser(server, { fullname: 'Élodie Dupont' });
+    const ivan = await createActiveUser(server, { fullname: 'Иван Петров' });
+    for (const [typed, id] of [['élodie dupont', elodie.id], ['ÉLODIE DUPONT', elodie.id], ['иван петров', ivan.id]] as const) {
+      const res = await search(author, 'fullname', typed);
+      expect({ typed, ids: res.body.profiles.map((p: Found) => p.id), count: res.body.count }).toEqual({ typed, ids: [id], count: 1 });
+    }
+    expect((await author.get(`/profiles/search?term=${encodeURIComponent('élo')}`)).body.profiles.map((p: Found) => p.id)).toEqual([elodie.id]);
+  });
+
+  it('answers nobody for a name no tilde id can be made of, as the real platform does', async () => {
+    const res = await search(author, 'fullname', "o'brien 2nd");
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toEqual({ profiles: [], count: 0 });
+  });
+
+  it('refuses a term too short to be anyone’s start (one letter would list nearly everyone)', async () => {
+    for (const term of ['~', ' ', 'a', '~a']) {
+      const res = await author.get(`/profiles/search?term=${encodeURIComponent(term)}`);
+      expect({ term, status: res.status, name: res.body.name }).toEqual({ term, status: 400, name: 'ValidationError' });
+    }
+  });
+});
+
 describe('a tilde id or an address typed', () => {
   it('finds the one profile of a tilde id', async () => {
     const res = await search(author, 'id', ada.id);
@@ -97,9 +122,14 @@ describe("the author console's look-up of a submission's authors", () => {
     const res = await author.get(`/profiles?ids=${encodeURIComponent([adaAgain.id, '~Nobody_Here1', ada.id].join(','))}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.profiles.map((p: Found) => p.id)).toEqual([ada.id, adaAgain.id].sort());
-    // The console maps them by the usernames of their names; others' emails stay unseen here.
+    // The console maps them by the usernames of their names; others' emails stay unseen here,
+    // their lists empty (the author search calls `content.emails.find` on each author it loads
+    // by id when a submission is edited, ProfileSearchWidget.js:715-718).
     expect(res.body.profiles[0].content.names[0].username).toMatch(/^~Ada_Lovelace\d+$/);
     expect(JSON.stringify(res.body)).not.toContain('example.');
+    for (const profile of res.body.profiles as Found[]) expect(profile.content.emails?.find((email) => email === ada.id)).toBeUndefined();
+    const byPost = await author.post('/profiles/search', { ids: [ada.id, adaAgain.id] });
+    expect((byPost.body.profiles as Found[]).map((p) => p.content.emails)).toEqual([[], []]);
   });
 
   it('refuses more than 1000 ids, or ids with another way of looking up, with the Error body', async () => {

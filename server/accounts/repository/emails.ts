@@ -9,6 +9,11 @@ export interface EmailRecord {
   confirmed: boolean;
 }
 
+/** A username's base as searches compare it (the `base_key` column): NFC, lower-cased in every script. */
+export function searchKey(base: string): string {
+  return base.normalize('NFC').toLowerCase();
+}
+
 /** A profile's emails and usernames: what a signed-in person's answers show of them. */
 export interface EmailsAndUsernames {
   emails: EmailRecord[];
@@ -109,7 +114,7 @@ export class EmailsRepository {
 
   async addUsername(profileId: string, base: string, number: number): Promise<string> {
     const username = `${base}${number}`;
-    await this.#db('profile_usernames').insert({ username, base, number, profile_id: profileId });
+    await this.#db('profile_usernames').insert({ username, base, base_key: searchKey(base), number, profile_id: profileId });
     return username;
   }
 
@@ -147,10 +152,15 @@ export class EmailsRepository {
    * many there are in all: merged profiles never, deleted and blocked ones when asked.
    */
   async searchByUsernameBase(base: string, match: 'exact' | 'prefix', include: { deleted: boolean; blocked: boolean }, page: { offset: number; limit: number }): Promise<{ ids: string[]; count: number }> {
-    const pattern = base.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`) + (match === 'prefix' ? '%' : '');
+    const pattern = searchKey(base).replace(/[\\%_]/g, (c) => `\\${c}`) + (match === 'prefix' ? '%' : '');
     const matching = this.#db('profile_usernames')
       .join('profiles', 'profiles.id', 'profile_usernames.profile_id')
-      .whereRaw(`lower(profile_usernames.base) like ? escape '\\'`, [pattern])
+      .where((q) =>
+        q
+          .whereRaw(`profile_usernames.base_key like ? escape '\\'`, [pattern])
+          // A username written by a process of the version before `base_key`, during an upgrade.
+          .orWhere((old) => old.whereNull('profile_usernames.base_key').whereRaw(`lower(profile_usernames.base) like ? escape '\\'`, [pattern])),
+      )
       .whereNull('profiles.merged_into');
     if (!include.deleted) matching.whereNull('profiles.ddate');
     if (!include.blocked) matching.whereNot('profiles.state', 'Blocked');
