@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('profile_usernames', (t) => {
-    t.string('base_key', 300).nullable();
+    t.text('base_key').nullable();
   });
   const rows = (await db('profile_usernames').select('username', 'base')) as Array<{ username: string; base: string }>;
   for (const { username, base } of rows) {
