@@ -209,14 +209,17 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
     passkeys,
     passkeySignIn: new PasskeySignIn(deps, passkeys, signIn),
     async close(opts = {}) {
-      // No round of back-channel logout starts after this, and the one under way ends first.
-      await oidc.logouts.stop();
-      // Mail due now goes out before the transport closes; what cannot (a mail server that does
-      // not answer) waits in the outbox for another process or the next start.
-      if (opts.sendMail ?? true) await mailer.settled(10_000);
-      await mailer.close();
-      await limiterStore.close();
-      unmark();
+      try {
+        // No round of back-channel logout starts after this, and the one under way ends first.
+        await oidc.logouts.stop();
+        // Mail due now goes out before the transport closes; what cannot (a mail server that does
+        // not answer) waits in the outbox for another process or the next start.
+        if (opts.sendMail ?? true) await mailer.settled(10_000);
+        await mailer.close();
+        await limiterStore.close();
+      } finally {
+        unmark();
+      }
     },
   };
 }

@@ -63,13 +63,11 @@ export class ProfileService extends AccountsBase {
     let found: { ids: string[]; count: number };
     if (query.email !== undefined || term?.includes('@')) {
       // An address as `GET /profiles?email=` finds it: confirmed ones, but for moderators.
-      found = await this.#pageOf((await repo.emails.holdersOfEmails([query.email ?? term ?? ''], !privileged)).map((h) => h.profileId), include, page);
+      found = await repo.emails.searchAmong((await repo.emails.holdersOfEmails([query.email ?? term ?? ''], !privileged)).map((h) => h.profileId), include, page);
     } else if (query.id !== undefined) {
       const profile = await repo.profiles.findByUsername(query.id);
-      found = await this.#pageOf(profile ? [profile.mergedInto ?? profile.id] : [], include, page);
+      found = await repo.emails.searchAmong(profile ? [profile.mergedInto ?? profile.id] : [], include, page);
     } else if (term !== undefined) {
-      // The start of a name or a tilde id: one letter would list nearly everyone.
-      if (term.replace(/^~/, '').length < 2) throw new AppError('ValidationError', 'A search term needs at least 2 characters', { path: 'term' });
       const base = term.startsWith('~') ? term.replace(/\d+$/, '') : `~${term.replace(/\s+/g, '_')}`;
       found = await repo.emails.searchByUsernameBase(base, 'prefix', include, page);
     } else {
@@ -84,16 +82,6 @@ export class ProfileService extends AccountsBase {
       if (profile) profiles.push(await this.#presentFound(profile, viewer));
     }
     return { profiles, count: found.count };
-  }
-
-  /** The page `page` of the profiles `ids` that a search shows (see `searchByUsernameBase`), and how many those are. */
-  async #pageOf(ids: string[], include: { deleted: boolean; blocked: boolean }, page: { offset: number; limit: number }): Promise<{ ids: string[]; count: number }> {
-    const shown: string[] = [];
-    for (const id of [...new Set(ids)].sort()) {
-      const profile = await this.deps.repo.profiles.find(id);
-      if (profile && !profile.mergedInto && (profile.ddate === null || include.deleted) && (profile.state !== 'Blocked' || include.blocked)) shown.push(id);
-    }
-    return { ids: shown.slice(page.offset, page.offset + page.limit), count: shown.length };
   }
 
   /** A profile found by a search, as `viewer` may see it: to whoever may not see its emails, their domains (see `searchProfiles`). */

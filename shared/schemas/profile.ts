@@ -306,7 +306,8 @@ export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
  */
 export const ProfileSearchQuery = z
   .strictObject({
-    term: SearchText.optional(),
+    // The start of a name or a tilde id: one letter would list nearly everyone.
+    term: SearchText.refine((term) => term.includes('@') || term.trim().replace(/^~/, '').length >= 2, 'A search term needs at least 2 characters').optional(),
     fullname: SearchText.optional(),
     first: SearchText.optional(),
     middle: SearchText.optional(),

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { AccountsRepository } from '../../server/accounts/repository.ts';
+import { searchKey } from '../../server/accounts/repository/emails.ts';
 import { loadConfig } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import { publicClientRecord } from '../../server/oidc/clients.ts';
@@ -185,7 +186,7 @@ async function insertProfiles(db: Knex, people: Person[]): Promise<void> {
         tcdate: now,
         tmdate: now,
       });
-      usernames.push({ username: id, base, base_key: base.normalize('NFC').toLowerCase(), number, profile_id: id });
+      usernames.push({ username: id, base, base_key: searchKey(base), number, profile_id: id });
       emails.push({ email: `${id.slice(1).toLowerCase()}@people.example`, profile_id: id, confirmed: true, created_at: now });
     }
     for (const [table, rows] of [['profiles', profiles], ['profile_usernames', usernames], ['profile_emails', emails]] as const) {

@@ -39,6 +39,27 @@ describe('migrations', () => {
     expect(pending).toHaveLength(0);
   });
 
+  it("fill a username's search key from the usernames written before it, in every script", async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    await db.migrate.down();
+    expect(await db.schema.hasColumn('profile_usernames', 'base_key')).toBe(false);
+    const profile = (id: string) => ({ id, state: 'Active', token_version: 0, content: '{}', past_states: '[]', tcdate: 0, tmdate: 0 });
+    await db('profiles').insert([profile('~Ada_Lovelace1'), profile('~Élodie_DUPONT1'), profile('~Иван_Петров1')]);
+    await db('profile_usernames').insert([
+      { username: '~Ada_Lovelace1', base: '~Ada_Lovelace', number: 1, profile_id: '~Ada_Lovelace1' },
+      // "É" written decomposed (E and a combining accent), as some keyboards send it.
+      { username: '~Élodie_DUPONT1', base: '~E\u0301lodie_DUPONT', number: 1, profile_id: '~Élodie_DUPONT1' },
+      { username: '~Иван_Петров1', base: '~Иван_Петров', number: 1, profile_id: '~Иван_Петров1' },
+    ]);
+    await migrateToLatest(db);
+    expect(await db('profile_usernames').orderBy('username').select('username', 'base_key')).toEqual([
+      { username: '~Ada_Lovelace1', base_key: '~ada_lovelace' },
+      { username: '~Élodie_DUPONT1', base_key: '~élodie_dupont' },
+      { username: '~Иван_Петров1', base_key: '~иван_петров' },
+    ]);
+  });
+
   it.each([
     ['sessions', 'session_refresh_rotated', "records a session's rotated-out refresh token"],
     ['oidc_refresh_tokens', 'oidc_refresh_access_token', 'stores the access token a refresh-token rotation gives'],

@@ -14,6 +14,31 @@ export function searchKey(base: string): string {
   return base.normalize('NFC').toLowerCase();
 }
 
+/** Which profiles a search shows besides active ones: deleted ones, blocked ones (merged ones never). */
+export interface SearchIncludes {
+  deleted: boolean;
+  blocked: boolean;
+}
+export interface SearchPage {
+  offset: number;
+  limit: number;
+}
+/** A page of a search's profile ids, by id, and how many profiles it finds in all. */
+export interface SearchedProfiles {
+  ids: string[];
+  count: number;
+}
+
+/** The page `page` of the profiles a query on `profiles` finds, as a search shows them, and how many those are: the one rule of `GET /profiles/search`. */
+async function searchPage(matching: Knex.QueryBuilder, include: SearchIncludes, page: SearchPage): Promise<SearchedProfiles> {
+  matching.whereNull('profiles.merged_into');
+  if (!include.deleted) matching.whereNull('profiles.ddate');
+  if (!include.blocked) matching.whereNot('profiles.state', 'Blocked');
+  const [counted] = (await matching.clone().countDistinct({ n: 'profiles.id' })) as Array<{ n: number | string }>;
+  const ids: string[] = await matching.distinct('profiles.id').orderBy('profiles.id').offset(page.offset).limit(page.limit).pluck('profiles.id');
+  return { ids, count: Number(counted?.n ?? 0) };
+}
+
 /** A profile's emails and usernames: what a signed-in person's answers show of them. */
 export interface EmailsAndUsernames {
   emails: EmailRecord[];
@@ -148,10 +173,10 @@ export class EmailsRepository {
 
   /**
    * A page of the profiles holding a username whose base (`~Ada_Lovelace`) is `base`, or starts
-   * with it, ignoring case (LIKE's wildcards in `base` taken literally), by profile id, and how
-   * many there are in all: merged profiles never, deleted and blocked ones when asked.
+   * with it, ignoring case in every script (`searchKey`; LIKE's wildcards in `base` taken
+   * literally), as a search shows them (`SearchedProfiles`).
    */
-  async searchByUsernameBase(base: string, match: 'exact' | 'prefix', include: { deleted: boolean; blocked: boolean }, page: { offset: number; limit: number }): Promise<{ ids: string[]; count: number }> {
+  searchByUsernameBase(base: string, match: 'exact' | 'prefix', include: SearchIncludes, page: SearchPage): Promise<SearchedProfiles> {
     const pattern = searchKey(base).replace(/[\\%_]/g, (c) => `\\${c}`) + (match === 'prefix' ? '%' : '');
     const matching = this.#db('profile_usernames')
       .join('profiles', 'profiles.id', 'profile_usernames.profile_id')
@@ -160,13 +185,13 @@ export class EmailsRepository {
           .whereRaw(`profile_usernames.base_key like ? escape '\\'`, [pattern])
           // A username written by a process of the version before `base_key`, during an upgrade.
           .orWhere((old) => old.whereNull('profile_usernames.base_key').whereRaw(`lower(profile_usernames.base) like ? escape '\\'`, [pattern])),
-      )
-      .whereNull('profiles.merged_into');
-    if (!include.deleted) matching.whereNull('profiles.ddate');
-    if (!include.blocked) matching.whereNot('profiles.state', 'Blocked');
-    const [counted] = (await matching.clone().countDistinct({ n: 'profile_usernames.profile_id' })) as Array<{ n: number | string }>;
-    const ids: string[] = await matching.distinct('profile_usernames.profile_id').orderBy('profile_usernames.profile_id').offset(page.offset).limit(page.limit).pluck('profile_usernames.profile_id');
-    return { ids, count: Number(counted?.n ?? 0) };
+      );
+    return searchPage(matching, include, page);
+  }
+
+  /** A page of the profiles `ids` (unknown ones left out), as a search shows them (`SearchedProfiles`). */
+  searchAmong(ids: readonly string[], include: SearchIncludes, page: SearchPage): Promise<SearchedProfiles> {
+    return searchPage(this.#db('profiles').whereIn('profiles.id', [...new Set(ids)]), include, page);
   }
 
   /** Which profile holds each of these addresses (confirmed ones only, when asked). */
