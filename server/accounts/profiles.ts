@@ -10,7 +10,8 @@ import {
   type SimplifiedProfile,
 } from '../../shared/index.ts';
 import { AccountsBase } from './service-base.ts';
-import type { EmailsAndUsernames, ProfileRecord } from './repository.ts';
+import { normaliseId } from './ids.ts';
+import type { EmailRecord, EmailsAndUsernames, ProfileRecord } from './repository.ts';
 import { ACTIVE_STATES } from './session-rule.ts';
 import { tildeBase, type NameInput } from './tilde.ts';
 import type { Viewer } from './viewer.ts';
@@ -76,24 +77,11 @@ export class ProfileService extends AccountsBase {
       // A name no tilde id can be made of (an apostrophe, a digit) is nobody's, as on the real platform.
       found = base === null ? { ids: [], count: 0 } : await repo.emails.searchByUsernameBase(base, 'exact', include, page);
     }
-    const profiles: Profile[] = [];
-    for (const id of found.ids) {
-      const profile = await repo.profiles.find(id);
-      if (profile) profiles.push(await this.#presentFound(profile, viewer));
-    }
-    return { profiles, count: found.count };
-  }
-
-  /** A profile found by a search, as `viewer` may see it: to whoever may not see its emails, their domains (see `searchProfiles`). */
-  async #presentFound(profile: ProfileRecord, viewer: Viewer): Promise<Profile> {
-    const shown = await this.presentTo(profile, viewer);
-    if (mayReadEmails(profile, viewer)) return shown;
-    const confirmed = (await this.deps.repo.emails.emailsOf(profile.id)).filter((e) => e.confirmed);
-    const masks = [...new Set(confirmed.map((e) => maskOf(e.email)))];
-    const preferred = preferredEmail(profile, confirmed);
-    const content = { ...shown.content, emails: masks, emailsConfirmed: masks };
-    // A preferred address stored in the content but not (or no longer) confirmed is not shown.
-    return { ...shown, content: preferred && confirmed.some((e) => e.email === preferred) ? { ...content, preferredEmail: maskOf(preferred) } : content };
+    // A page is read in two statements (its profiles, their emails), however long it is.
+    const records = await repo.profiles.findMany(found.ids);
+    const profiles = found.ids.flatMap((id) => records.get(id) ?? []);
+    const emails = await repo.emails.emailsOfMany(profiles.map((p) => p.id));
+    return { profiles: profiles.map((profile) => presentFound(profile, viewer, emails.get(profile.id) ?? [])), count: found.count };
   }
 
   /**
@@ -101,28 +89,44 @@ export class ProfileService extends AccountsBase {
    * the emails they hold, each with the address it was found by in `email`.
    */
   async searchProfilesBy(input: ProfileSearchInput, viewer: Viewer): Promise<{ profiles: Profile[] }> {
+    // Up to a thousand ids or addresses, read in a few statements, not one (or two) each.
     const repo = this.deps.repo;
-    const profiles: Profile[] = [];
+    const seen = (profile: ProfileRecord | undefined): profile is ProfileRecord =>
+      profile !== undefined && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
     if (input.ids) {
       // Sorted by id, as the real platform answers.
-      for (const id of [...new Set(input.ids)].sort()) {
-        let profile = await repo.profiles.findByUsername(id);
-        if (profile?.mergedInto) profile = await repo.profiles.find(profile.mergedInto);
-        if (profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator)) profiles.push(await this.presentTo(profile, viewer));
-      }
-      return { profiles };
+      const ids = [...new Set(input.ids)].sort();
+      const named = await repo.profiles.findManyByUsername(ids);
+      const survivors = await repo.profiles.findMany([...named.values()].flatMap((p) => (p.mergedInto ? [p.mergedInto] : [])));
+      const found = ids
+        .map((id) => named.get(normaliseId(id)))
+        .map((profile) => (profile?.mergedInto ? survivors.get(profile.mergedInto) : profile))
+        .filter(seen);
+      const emails = await this.#readableEmails(found, viewer);
+      return { profiles: found.map((profile) => shownTo(profile, viewer, emails.get(profile.id) ?? [])) };
     }
     // An address waiting for its confirmation is not shown as anyone's, but to moderators: a
     // sign-up's address would otherwise tell that it has an account.
     const confirmedOnly = input.confirmedEmails !== undefined || !(viewer.isModerator || viewer.isSuperUser);
-    for (const { email, profileId } of await repo.emails.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly)) {
-      const profile = await repo.profiles.find(profileId);
-      if (!profile || profile.mergedInto || (profile.ddate !== null && !viewer.isSuperUser && !viewer.isModerator)) continue;
-      const shown = await this.presentTo(profile, viewer);
-      // The caller named the address: the answer says which profile holds it, and nothing more.
-      profiles.push({ ...shown, email, ...(confirmedOnly ? { confirmedEmails: [...new Set([...(shown.confirmedEmails ?? []), email])] } : {}) });
-    }
-    return { profiles };
+    const holders = await repo.emails.holdersOfEmails(input.confirmedEmails ?? input.emails ?? [], confirmedOnly);
+    const records = await repo.profiles.findMany(holders.map((h) => h.profileId));
+    const found = holders.flatMap(({ email, profileId }) => {
+      const profile = records.get(profileId);
+      return seen(profile) && !profile.mergedInto ? [{ email, profile }] : [];
+    });
+    const emails = await this.#readableEmails(found.map((h) => h.profile), viewer);
+    return {
+      profiles: found.map(({ email, profile }) => {
+        const shown = shownTo(profile, viewer, emails.get(profile.id) ?? []);
+        // The caller named the address: the answer says which profile holds it, and nothing more.
+        return { ...shown, email, ...(confirmedOnly ? { confirmedEmails: [...new Set([...(shown.confirmedEmails ?? []), email])] } : {}) };
+      }),
+    };
+  }
+
+  /** The emails of those of `profiles` whose emails `viewer` may see (`mayReadEmails`), in one statement. */
+  #readableEmails(profiles: readonly ProfileRecord[], viewer: Viewer): Promise<Map<string, EmailRecord[]>> {
+    return this.deps.repo.emails.emailsOfMany(profiles.filter((p) => mayReadEmails(p, viewer)).map((p) => p.id));
   }
 
   /**
@@ -144,55 +148,7 @@ export class ProfileService extends AccountsBase {
 
   /** A profile as the API shows it; emails only to its owner and to moderators. */
   async present(profile: ProfileRecord, showEmails: boolean, isOwner: boolean, repo = this.deps.repo): Promise<Profile> {
-    const emails = showEmails ? await repo.emails.emailsOf(profile.id) : [];
-    const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
-    const content: ProfileContent = { ...profile.content };
-    // The platform's clients read these as lists whether or not any was entered (openreview-web's
-    // profile editor, on the activation page too, maps `relations` at once): a profile that has
-    // none shows empty ones.
-    content.relations ??= [];
-    content.expertise ??= [];
-    if (showEmails) {
-      content.emails = emails.map((e) => e.email);
-      content.emailsConfirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
-      if (preferred) content.preferredEmail = preferred;
-    } else {
-      // Whoever may not see the profile's emails sees none of them: not the preferred one stored
-      // in its content, nor those of the people it names as relations. The lists stay, empty:
-      // the real platform's clients read them on every profile (openreview-web's author search
-      // calls `content.emails.find` on each author of a submission it edits).
-      delete content.preferredEmail;
-      content.emails = [];
-      content.emailsConfirmed = [];
-      // Nor the date of birth: it is the person's own, for the age rules, not for the public.
-      delete content.dob;
-      delete content.yearOfBirth;
-      delete content.isMinor;
-      delete content.isOver18;
-      if (content.relations) content.relations = content.relations.map(({ email: _email, ...relation }) => relation);
-    }
-    return {
-      id: profile.id,
-      active: ACTIVE_STATES.has(profile.state),
-      password: profile.passwordHash !== null,
-      invitation: PROFILE_INVITATION,
-      ...(preferred ? { email: preferred } : {}),
-      ...(showEmails ? { confirmedEmails: content.emailsConfirmed ?? [] } : {}),
-      content,
-      readers: ['everyone'],
-      writers: [profile.id],
-      signatures: [profile.id],
-      state: profile.state,
-      pastStates: profile.pastStates,
-      ddate: profile.ddate,
-      tcdate: profile.tcdate,
-      tmdate: profile.tmdate,
-      tauthor: profile.id,
-      tokenVersion: profile.tokenVersion,
-      ...(profile.termsTimestamp !== null ? { termsTimestamp: profile.termsTimestamp } : {}),
-      ...(profile.dobTimestamp !== null ? { dobTimestamp: profile.dobTimestamp } : {}),
-      ...(isOwner && profile.lastLogin !== null ? { lastLogIn: profile.lastLogin } : {}),
-    };
+    return shownProfile(profile, showEmails, isOwner, showEmails ? await repo.emails.emailsOf(profile.id) : []);
   }
 
   /** A profile's simplified view; `known`: its emails and usernames, when they were read with it. */
@@ -234,6 +190,61 @@ export class ProfileService extends AccountsBase {
   }
 }
 
+/**
+ * A profile as the API shows it, given its emails (`emailsOf`) when `showEmails` (to its owner,
+ * moderators and super users: `mayReadEmails`); whoever else looks sees none.
+ */
+function shownProfile(profile: ProfileRecord, showEmails: boolean, isOwner: boolean, emails: readonly EmailRecord[]): Profile {
+  const preferred = showEmails ? preferredEmail(profile, emails) : undefined;
+  const content: ProfileContent = { ...profile.content };
+  // The platform's clients read these as lists whether or not any was entered (openreview-web's
+  // profile editor, on the activation page too, maps `relations` at once): a profile that has
+  // none shows empty ones.
+  content.relations ??= [];
+  content.expertise ??= [];
+  if (showEmails) {
+    content.emails = emails.map((e) => e.email);
+    content.emailsConfirmed = emails.filter((e) => e.confirmed).map((e) => e.email);
+    if (preferred) content.preferredEmail = preferred;
+  } else {
+    // Whoever may not see the profile's emails sees none of them: not the preferred one stored
+    // in its content, nor those of the people it names as relations. The lists stay, empty:
+    // the real platform's clients read them on every profile (openreview-web's author search
+    // calls `content.emails.find` on each author of a submission it edits).
+    delete content.preferredEmail;
+    content.emails = [];
+    content.emailsConfirmed = [];
+    // Nor the date of birth: it is the person's own, for the age rules, not for the public.
+    delete content.dob;
+    delete content.yearOfBirth;
+    delete content.isMinor;
+    delete content.isOver18;
+    if (content.relations) content.relations = content.relations.map(({ email: _email, ...relation }) => relation);
+  }
+  return {
+    id: profile.id,
+    active: ACTIVE_STATES.has(profile.state),
+    password: profile.passwordHash !== null,
+    invitation: PROFILE_INVITATION,
+    ...(preferred ? { email: preferred } : {}),
+    ...(showEmails ? { confirmedEmails: content.emailsConfirmed ?? [] } : {}),
+    content,
+    readers: ['everyone'],
+    writers: [profile.id],
+    signatures: [profile.id],
+    state: profile.state,
+    pastStates: profile.pastStates,
+    ddate: profile.ddate,
+    tcdate: profile.tcdate,
+    tmdate: profile.tmdate,
+    tauthor: profile.id,
+    tokenVersion: profile.tokenVersion,
+    ...(profile.termsTimestamp !== null ? { termsTimestamp: profile.termsTimestamp } : {}),
+    ...(profile.dobTimestamp !== null ? { dobTimestamp: profile.dobTimestamp } : {}),
+    ...(isOwner && profile.lastLogin !== null ? { lastLogIn: profile.lastLogin } : {}),
+  };
+}
+
 /** The tilde base of a name, or null when no tilde id can be made of it. */
 function validBase(name: NameInput): string | null {
   try {
@@ -249,11 +260,31 @@ function mayReadEmails(profile: ProfileRecord, viewer: Viewer): boolean {
   return profile.id === viewer.profileId || viewer.isModerator || viewer.isSuperUser;
 }
 
+/** A profile as `viewer` may see it (`presentTo`), given all of its emails. */
+function shownTo(profile: ProfileRecord, viewer: Viewer, emails: readonly EmailRecord[]): Profile {
+  return shownProfile(profile, mayReadEmails(profile, viewer), profile.id === viewer.profileId, emails);
+}
+
+/**
+ * A profile found by a search, given all of its emails, as `viewer` may see it: to whoever may
+ * not see its emails, the domains of its confirmed ones (see `searchProfiles`).
+ */
+function presentFound(profile: ProfileRecord, viewer: Viewer, emails: readonly EmailRecord[]): Profile {
+  const shown = shownTo(profile, viewer, emails);
+  if (mayReadEmails(profile, viewer)) return shown;
+  const confirmed = emails.filter((e) => e.confirmed);
+  const masks = [...new Set(confirmed.map((e) => maskOf(e.email)))];
+  const preferred = preferredEmail(profile, confirmed);
+  const content = { ...shown.content, emails: masks, emailsConfirmed: masks };
+  // A preferred address stored in the content but not (or no longer) confirmed is not shown.
+  return { ...shown, content: preferred && confirmed.some((e) => e.email === preferred) ? { ...content, preferredEmail: maskOf(preferred) } : content };
+}
+
 /** An address as others see it in a search: its domain only. */
 function maskOf(email: string): string {
   return `****@${email.slice(email.lastIndexOf('@') + 1)}`;
 }
 
-export function preferredEmail(profile: ProfileRecord, emails: Array<{ email: string; confirmed: boolean }>): string | undefined {
+export function preferredEmail(profile: ProfileRecord, emails: ReadonlyArray<{ email: string; confirmed: boolean }>): string | undefined {
   return profile.content.preferredEmail ?? emails.find((e) => e.confirmed)?.email ?? emails[0]?.email;
 }

@@ -146,6 +146,25 @@ export class ProfilesRepository {
     return row ? toProfile(row) : null;
   }
 
+  /** The profiles of these ids, by id (unknown ones left out): one statement, however many. */
+  async findMany(ids: readonly string[]): Promise<Map<string, ProfileRecord>> {
+    const rows = ids.length === 0 ? [] : await this.#db<ProfileRow>('profiles').whereIn('id', [...new Set(ids)]);
+    return new Map(rows.map((row) => [row.id, toProfile(row)]));
+  }
+
+  /**
+   * The profiles these tilde usernames belong to, by username as `normaliseId` spells it
+   * (unknown ones left out): `findByUsername` for many, in one statement.
+   */
+  async findManyByUsername(usernames: readonly string[]): Promise<Map<string, ProfileRecord>> {
+    if (usernames.length === 0) return new Map();
+    const rows: Array<ProfileRow & { p_username: string }> = await this.#db('profiles')
+      .join('profile_usernames', 'profile_usernames.profile_id', 'profiles.id')
+      .whereIn('profile_usernames.username', [...new Set(usernames.map(normaliseId))])
+      .select('profiles.*', 'profile_usernames.username as p_username');
+    return new Map(rows.map((row) => [row.p_username, toProfile(row)]));
+  }
+
   async findByEmail(email: string): Promise<ProfileRecord | null> {
     const row = await this.#db<ProfileRow>('profiles')
       .join('profile_emails', 'profile_emails.profile_id', 'profiles.id')
