@@ -43,6 +43,11 @@ export const RATE_LIMITS = {
   mfaDevice: { points: 5, seconds: 15 * 60 },
   /** Second-step attempts (`/mfa/challenge`, `/mfa/verify`, re-authentication) from one address, over all accounts; the person's own lockout is in `mfa/second-factor.ts`. */
   mfaAddress: { points: 100, seconds: 15 * 60 },
+  /** Device requests (RFC 8628, `oidc/device.ts`) from one address: each is stored for ten minutes. */
+  deviceAuthorizationAddress: { points: 100, seconds: 15 * 60 },
+  /** Wrong user codes typed on the device page by one person, and from one address: a code's 34.6 bits stay out of a guesser's reach. */
+  deviceCodeAccount: { points: 10, seconds: 15 * 60 },
+  deviceCodeAddress: { points: 100, seconds: 15 * 60 },
 } as const;
 
 export type RateLimitName = keyof typeof RATE_LIMITS;

@@ -160,7 +160,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // The provider's login and consent pages are at `signInPagesUrl`: its own under BASE_URL, or a
   // frontend's when WEB_URL names one (`config.ts`).
   const oidcConfig = { ...config, webUrl: config.signInPagesUrl };
-  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository, now), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, metrics, now });
+  const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository, now), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, limits: deps.limits, metrics, now });
   await oidc.keys.ensureKey();
   const security = new SecurityService(deps, accounts, mfaRepository);
   const uploads = new UploadsService({ repo: attachmentsRepository, store, venues: venue, notes, verifier: deps.verifier, config, metrics, now });

@@ -35,6 +35,7 @@ import * as sealedAuthorizationCodes from './20261127030000_sealed_authorization
 import * as refreshRotationStoresItsAccessToken from './20261127100000_refresh_rotation_stores_its_access_token.ts';
 import * as chunkRecordCountsItself from './20261127200000_chunk_record_counts_itself.ts';
 import * as usernameSearchKey from './20261129000000_username_search_key.ts';
+import * as oidcDeviceCodes from './20261129100000_oidc_device_codes.ts';
 
 export interface Migration {
   name: string;
@@ -80,4 +81,5 @@ export const migrations: Migration[] = [
   { name: '20261127100000_refresh_rotation_stores_its_access_token', ...refreshRotationStoresItsAccessToken },
   { name: '20261127200000_chunk_record_counts_itself', ...chunkRecordCountsItself },
   { name: '20261129000000_username_search_key', ...usernameSearchKey },
+  { name: '20261129100000_oidc_device_codes', ...oidcDeviceCodes },
 ];

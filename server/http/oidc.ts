@@ -1,16 +1,16 @@
 /**
  * The sign-in provider's adapter: its protocol endpoints (discovery, keys, authorization, token,
- * userinfo, introspection, revocation, registration), the form and JSON readers the route table
+ * device authorization, userinfo, introspection, revocation, registration), the form and JSON readers the route table
  * puts before them, and the stylesheet of its pages. The pages a person fills in (login, second
  * step, consent, sign-out) are `server/web/pages/provider/`.
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import type { Config } from '../config.ts';
+import { PAGES_PREFIX, type Config } from '../config.ts';
 import { errorPage } from '../web/pages/provider/views.ts';
 import { ASSETS, serveUnhashed } from '../web/assets.ts';
-import { InvalidClient, InvalidClientMetadata, InvalidRequest, InvalidToken, OAuthError } from '../oidc/errors.ts';
+import { InvalidClient, InvalidClientMetadata, InvalidRequest, InvalidToken, OAuthError, TooManyDeviceRequests } from '../oidc/errors.ts';
 import type { RegistrationAnswer } from '../oidc/registration.ts';
 import { requestIdOf } from '../web/render.ts';
 import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider/kit.ts';
@@ -46,6 +46,7 @@ function sendOAuthError(res: Response, error: unknown): void {
     // RFC 6749 §5.2: a client that tried the Authorization header is answered with its scheme's challenge.
     if (error instanceof InvalidClient && error.basic) challenge(res, 'Basic realm="oidc"');
     if (error instanceof InvalidToken && !res.hasHeader('WWW-Authenticate')) challenge(res, `Bearer error="invalid_token", error_description="${error.description}"`);
+    if (error instanceof TooManyDeviceRequests) res.setHeader('Retry-After', String(error.retryAfter));
     res.status(error.status).json({ error: error.error, error_description: error.description });
     return;
   }
@@ -196,6 +197,20 @@ export function oidcHandlers(services: Services, config: Config) {
     res.status(200).end();
   };
 
+  // ---- devices (RFC 8628) ----------------------------------------------------------------------------
+  /** Where a person answers a device's request: the device page of the account pages. */
+  const verificationUri = `${config.baseUrl}${PAGES_PREFIX}/device`;
+  const deviceAuthorization: RequestHandler = async (req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    try {
+      if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
+      const from = { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', verificationUri };
+      res.json(await oidc.deviceAuthorization(req.body as Record<string, unknown>, req.get('authorization'), from));
+    } catch (error) {
+      sendOAuthError(res, error);
+    }
+  };
+
   // ---- registration (RFC 7591) and its management (RFC 7592) --------------------------------------
   const registering = (work: (req: Request, bearer: string | undefined) => Promise<RegistrationAnswer>): RequestHandler => async (req, res) => {
     const bearer = bearerOf(req);
@@ -216,7 +231,7 @@ export function oidcHandlers(services: Services, config: Config) {
   const updateRegistration = registering((req, bearer) => oidc.updateRegistration(clientIdOf(req), bearer, req.body));
   const deleteRegistration = registering((req, bearer) => oidc.deleteRegistration(clientIdOf(req), bearer));
 
-  return { stylesheet, discovery, jwks, authorize, token, userinfo, introspect, revoke, register, readRegistration, updateRegistration, deleteRegistration } satisfies Record<string, RequestHandler>;
+  return { stylesheet, discovery, jwks, authorize, token, deviceAuthorization, userinfo, introspect, revoke, register, readRegistration, updateRegistration, deleteRegistration } satisfies Record<string, RequestHandler>;
 }
 
 export type OidcHandlers = ReturnType<typeof oidcHandlers>;

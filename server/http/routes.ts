@@ -25,6 +25,8 @@ import {
   EndSessionParams,
   TokenAnswerBody,
   TokenRequestForm,
+  DeviceAuthorizationForm,
+  DeviceAuthorizationAnswer,
   UserInfoAnswer,
   ChunkFields,
   ChunkStatus,
@@ -290,7 +292,8 @@ const BASIC = z.object({ authorization: z.string().optional().describe('`Basic <
  * OAuth's errors.
  */
 const PROTOCOL_DOCS = {
-  token: { tag: 'oidc', summary: 'Token endpoint (RFC 6749): a code with its PKCE verifier, or a refresh token, for tokens', session: 'none', headers: BASIC, body: { form: TokenRequestForm }, answer: { json: TokenAnswerBody }, errors: [401], errorBody: 'oauth' },
+  token: { tag: 'oidc', summary: 'Token endpoint (RFC 6749, RFC 8628): a code with its PKCE verifier, a refresh token, or a device code, for tokens', session: 'none', headers: BASIC, body: { form: TokenRequestForm }, answer: { json: TokenAnswerBody }, errors: [401], errorBody: 'oauth' },
+  deviceAuthorization: { tag: 'oidc', summary: 'Device authorization (RFC 8628): a device or command line asks to sign someone in; the person answers on the device page (`verification_uri`) while the device polls the token endpoint with its device code', session: 'none', headers: BASIC, body: { form: DeviceAuthorizationForm }, answer: { json: DeviceAuthorizationAnswer }, errors: [401, 429], errorBody: 'oauth' },
   introspect: { tag: 'oidc', summary: 'Token introspection (RFC 7662), for a client that authenticates', session: 'none', headers: BASIC, body: { form: IntrospectionForm }, answer: { json: IntrospectionAnswer }, errors: [401], errorBody: 'oauth' },
   revoke: { tag: 'oidc', summary: 'Token revocation (RFC 7009): 200 for any token, revoking only what the client proves is its own; 401 invalid_client when the client fails to prove itself, 400 invalid_request without a token', session: 'none', headers: BASIC, body: { form: RevocationForm }, answer: { empty: 200 }, errors: [400, 401], errorBody: 'oauth' },
   endSession: { tag: 'oidc', summary: 'Sign out (RP-Initiated Logout 1.0): at once with an id_token_hint naming the person signed in, otherwise a "Sign out?" page; then the registered post_logout_redirect_uri with state, or a "You are signed out" page', session: 'none', query: EndSessionParams, answer: { html: true }, errorBody: 'page' },
@@ -447,6 +450,8 @@ export const routes: Route[] = [
   { kind: 'allow', method: 'options', path: '/oidc/jwks', cors: 'protocol' },
   { kind: 'oauth', method: 'post', path: '/oidc/token', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'token', doc: PROTOCOL_DOCS.token },
   { kind: 'preflight', method: 'options', path: '/oidc/token', body: 'none', cors: 'protocol', sameOrigin: false },
+  { kind: 'oauth', method: 'post', path: '/oidc/device/auth', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'deviceAuthorization', doc: PROTOCOL_DOCS.deviceAuthorization },
+  { kind: 'preflight', method: 'options', path: '/oidc/device/auth', body: 'none', cors: 'protocol', sameOrigin: false },
   { kind: 'oauth', method: 'get', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false, handler: 'userinfo', doc: PROTOCOL_DOCS.userinfo },
   { kind: 'oauth', method: 'post', path: '/oidc/userinfo', body: 'form', cors: 'protocol', sameOrigin: false, handler: 'userinfo' },
   { kind: 'preflight', method: 'options', path: '/oidc/userinfo', body: 'none', cors: 'protocol', sameOrigin: false },
@@ -484,6 +489,8 @@ export const routes: Route[] = [
   accountPage('/account/pages.css', 'webStylesheet'),
   // The pages' stylesheet and script by their content's hash, cached for a year (`server/web/assets.ts`).
   accountPage('/assets/:file', 'webAsset'),
+  accountPage('/account/device', 'webDeviceForm'),
+  accountForm('/account/device', 'webDevice'),
   accountPage('/account/signup', 'webSignupForm'),
   accountForm('/account/signup', 'webSignup'),
   accountPage('/account/check-mail', 'webCheckMail'),

@@ -4,7 +4,7 @@
  * token or a path. `registry.ts` counts them; `NO_METRICS` ignores them (metrics off: no
  * `METRICS_PORT`, the admin command, services built by hand in tests).
  */
-import type { MfaMethod } from '../../shared/index.ts';
+import type { MfaMethod, OidcGrantType } from '../../shared/index.ts';
 import type { RateLimitName } from '../rate-limits.ts';
 import type { MailBacklog } from '../mail/outbox-repository.ts';
 import type { DeliveryOutcome } from '../mail/outbox.ts';
@@ -54,7 +54,7 @@ export interface Metrics {
   rateLimited(limit: RateLimitName): void;
   mfaEnrolled(factor: MfaFactor): void;
   /** Tokens issued at the token endpoint, by grant type and by the client's id (`registry.ts` bounds how many). */
-  oidcTokens(grantType: 'authorization_code' | 'refresh_token', clientId: string): void;
+  oidcTokens(grantType: OidcGrantType, clientId: string): void;
   /** An upload request that reached the service with its file: its bytes, and how it ended. */
   upload(kind: UploadKind, bytes: number, outcome: UploadOutcome): void;
   /** A chunk stored (the first time: a chunk sent again is not counted). */

@@ -60,6 +60,7 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     checkOnce(query, AUTHORIZATION_PARAMETERS);
     checkRequestObjects(param('request'), param('request_uri'));
     checkResponseType(param('response_type'));
+    checkCodeGrant(client);
     const prompt = checkPrompt(param('prompt'));
     const scopes = checkScope(client, param('scope'), prompt);
     const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
@@ -165,7 +166,7 @@ function checkPrompt(prompt: string | undefined): string[] {
  * `refresh_token` grant and the request asks for the consent page (`prompt=consent`), where the
  * person sees it (OpenID Connect Core §11).
  */
-function checkScope(client: ClientRecord, scope: string | undefined, prompt: string[]): OidcScope[] {
+export function checkScope(client: ClientRecord, scope: string | undefined, prompt: string[]): OidcScope[] {
   const offline = client.grantTypes.includes('refresh_token') && prompt.includes('consent');
   const scopes = [...new Set((scope ?? '').split(' ').filter(Boolean))].filter((s) => s !== 'offline_access' || offline);
   if (!scopes.includes('openid')) throw new InvalidScope('Scope must include openid');
@@ -189,6 +190,11 @@ function checkPkce(client: ClientRecord, challenge: string | undefined, method: 
     throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the code verifier');
   }
   return challenge;
+}
+
+/** checkCodeGrant: the client is registered for the authorization_code grant (a device-only one is not: `unauthorized_client`). */
+function checkCodeGrant(client: ClientRecord): void {
+  if (!client.grantTypes.includes('authorization_code')) throw new UnauthorizedClient('This client is not registered for the authorization_code grant');
 }
 
 /** checkMaxAge: a whole number of seconds, when given. */

@@ -149,3 +149,15 @@ function keySetOf(client: ClientRecord): JWTVerifyGetKey | null {
   }
   return set;
 }
+
+/**
+ * approvedClient: the client proves itself (`authenticateClient`: a public one by `client_id`
+ * alone), and its registration is approved (`invalid_client`, 401). The token endpoint's and
+ * the device authorization endpoint's first check.
+ */
+export async function approvedClient(provider: Provider, proof: ClientProof): Promise<ClientRecord> {
+  const authenticated = await authenticateClient(provider, proof);
+  if (!authenticated) throw new InvalidClient('Invalid client_id');
+  if (authenticated.client.status !== 'approved') throw new InvalidClient('Client is not approved');
+  return authenticated.client;
+}

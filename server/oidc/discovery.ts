@@ -1,4 +1,4 @@
-import { OIDC_SCOPES } from '../../shared/index.ts';
+import { OIDC_SCOPES, OidcGrantType } from '../../shared/index.ts';
 import { ASSERTION_ALGORITHMS } from './client-auth.ts';
 
 /** How clients may authenticate at the token, introspection and revocation endpoints. */
@@ -16,6 +16,7 @@ export function discovery(issuer: string): Record<string, unknown> {
     revocation_endpoint: `${issuer}/oidc/revoke`,
     introspection_endpoint: `${issuer}/oidc/introspect`,
     end_session_endpoint: `${issuer}/oidc/logout`,
+    device_authorization_endpoint: `${issuer}/oidc/device/auth`,
     backchannel_logout_supported: true,
     backchannel_logout_session_supported: true,
     scopes_supported: Object.keys(OIDC_SCOPES),
@@ -24,7 +25,7 @@ export function discovery(issuer: string): Record<string, unknown> {
     acr_values_supported: ['1', '2'],
     response_types_supported: ['code'],
     response_modes_supported: ['query', 'fragment', 'form_post'],
-    grant_types_supported: ['authorization_code', 'refresh_token'],
+    grant_types_supported: OidcGrantType.options,
     subject_types_supported: ['public', 'pairwise'],
     id_token_signing_alg_values_supported: ['RS256'],
     code_challenge_methods_supported: ['S256'],

@@ -127,3 +127,40 @@ export class InvalidClientMetadata extends OAuthError {
   readonly error = 'invalid_client_metadata';
   override readonly allowRedirect = false;
 }
+
+// ---- the device grant's answers while it waits (RFC 8628 §3.5) --------------------------------------
+
+/** The person has not answered the device's request yet: poll again after the interval. */
+export class AuthorizationPending extends OAuthError {
+  readonly error = 'authorization_pending';
+  override readonly allowRedirect = false;
+}
+
+/** The device polled sooner than its interval: it must wait 5 s longer from now on. */
+export class SlowDown extends OAuthError {
+  readonly error = 'slow_down';
+  override readonly allowRedirect = false;
+}
+
+/** The device's request expired before it was answered (or collected): start again. */
+export class ExpiredToken extends OAuthError {
+  readonly error = 'expired_token';
+  override readonly allowRedirect = false;
+}
+
+/**
+ * The device authorization endpoint asked too often from one address (`RATE_LIMITS.deviceAuthorizationAddress`):
+ * 429 with `Retry-After`, in OAuth's body, with the device grant's word for "too fast".
+ */
+export class TooManyDeviceRequests extends OAuthError {
+  readonly error = 'slow_down';
+  override readonly status = 429;
+  override readonly allowRedirect = false;
+
+  readonly retryAfter: number;
+
+  constructor(description: string, retryAfter: number) {
+    super(description);
+    this.retryAfter = retryAfter;
+  }
+}

@@ -2,6 +2,7 @@ import { createHmac, type KeyObject } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
 import { canHoldSession } from '../accounts/session-rule.ts';
 import type { Metrics } from '../metrics/events.ts';
+import type { RateLimits } from '../rate-limits.ts';
 import type { AccountsForSignIn, PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
 import { InvalidRequest, OAuthError } from './errors.ts';
 import type { CodeSealer } from './codes.ts';
@@ -46,6 +47,8 @@ export interface Provider {
   refreshIdleSeconds: number;
   /** The key a pairwise `sub` and a `sid` are derived with (`subjectOf`, `sidOf`): the install's, never shown. */
   pairwiseKey: KeyObject;
+  /** The rate limits of the device grant's requests and typed codes (`device.ts`). */
+  limits: Pick<RateLimits, 'consume' | 'refund'>;
   /** What the provider counts (`metrics/events.ts`): sign-ins to applications, tokens issued. */
   metrics: Pick<Metrics, 'signIn' | 'oidcTokens'>;
   /** The provider's issuer: the service's base URL. */

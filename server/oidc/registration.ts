@@ -220,7 +220,7 @@ function recordOf(id: string, metadata: ClientMetadata, kept: Pick<ClientRecord,
     sectorIdentifierUri: metadata.sector_identifier_uri ?? null,
     refreshAbsoluteSeconds: metadata.refresh_token_absolute_seconds ?? null,
     refreshIdleSeconds: metadata.refresh_token_idle_seconds ?? null,
-    metadata: { ...metadata, scope: scopes.join(' ') },
+    metadata: { ...metadata, scope: scopes.join(' '), response_types: metadata.response_types ?? (metadata.grant_types.includes('authorization_code') ? ['code'] : []) },
     introspectsFor: null,
     ...kept,
   };

@@ -3,6 +3,7 @@ import { fromJson as json, numberOrNull } from '../../db/json.ts';
 import { exclusively, rawRows, watchWrites, type WriteWatch } from '../../db/knex.ts';
 import type { OidcClient, OidcScope } from '../../shared/index.ts';
 import { LogoutRepository } from './logout-repository.ts';
+import { DeviceRepository } from './device-repository.ts';
 import { RefreshRepository } from './refresh-repository.ts';
 import { RegistryRepository } from './registry-repository.ts';
 import type { CodeRecord } from './codes.ts';
@@ -182,6 +183,11 @@ export class OidcRepository {
     return new LogoutRepository(this.#db);
   }
 
+  /** Devices' requests (RFC 8628, `device-repository.ts`). */
+  get devices(): DeviceRepository {
+    return new DeviceRepository(this.#db);
+  }
+
   /** Refresh tokens (`refresh-repository.ts`). */
   get refreshTokens(): RefreshRepository {
     return new RefreshRepository(this.#db);
@@ -197,13 +203,14 @@ export class OidcRepository {
     return this.#db.transaction((trx) => work(new OidcRepository(trx)));
   }
 
-  /** Deletes what has expired: interactions and access tokens (a code's single use is its token's row: `codes.ts`). */
+  /** Deletes what has expired: interactions, devices' requests and access tokens (a code's single use is its token's row: `codes.ts`). */
   async sweep(now: number): Promise<void> {
     await this.#db('oidc_interactions').where('expires_at', '<', now).delete();
     await this.#db('oidc_tokens').where('expires_at', '<', now).delete();
     await this.registry.sweep(now);
     await this.refreshTokens.sweep(now);
     await this.logouts.sweep(now);
+    await this.devices.sweep(now);
   }
 
   // ---- clients -----------------------------------------------------------------------------------

@@ -11,6 +11,10 @@ import {
   OidcConsentClientInput,
   OidcConsentsResult,
   RedirectResult,
+  DeviceCodeInput,
+  DeviceDecision,
+  DeviceDecisionInput,
+  DeviceRequest,
   RegisterApplicationInput,
   RegisteredApplication,
   AppError,
@@ -101,10 +105,36 @@ export const oidcRouter = router({
     .input(InteractionConsentInput)
     .output(RedirectResult)
     .mutation(async ({ ctx, input }) => {
-      if (!(await isBrowserSession(ctx))) throw new AppError('ForbiddenError', 'Signing in to an application needs your browser session, not an access token');
+      await requireBrowserSession(ctx, 'Signing in to an application');
       return { redirectUri: (await asJson(ctx.services.oidc.consent(input.interactionId, ctx.user, input.approved))).redirect };
     }),
+
+  /**
+   * The device page's look-up of a user code (RFC 8628): which application asks for what, for the
+   * person to confirm. A mutation, as every code typed counts against the person's limit.
+   */
+  deviceRequest: authedProcedure
+    .input(DeviceCodeInput)
+    .output(DeviceRequest)
+    .mutation(async ({ ctx, input }) => {
+      await requireBrowserSession(ctx, 'Signing in on a device');
+      return ctx.services.oidc.deviceRequest(ctx.user, input.userCode, ctx.origin.address);
+    }),
+
+  /** The person allows or denies a device's request. */
+  decideDevice: authedProcedure
+    .input(DeviceDecisionInput)
+    .output(DeviceDecision)
+    .mutation(async ({ ctx, input }) => {
+      await requireBrowserSession(ctx, 'Signing in on a device');
+      return ctx.services.oidc.decideDevice(ctx.user, input.userCode, input.approved, ctx.origin.address);
+    }),
 });
+
+/** A 403 unless the request carries the browser session (`isBrowserSession`). */
+async function requireBrowserSession(ctx: { user: Viewer; credentials: Credentials; services: Context['services'] }, what: string): Promise<void> {
+  if (!(await isBrowserSession(ctx))) throw new AppError('ForbiddenError', `${what} needs your browser session, not an access token`);
+}
 
 /**
  * Signing a person in to an application (and consenting for them) takes their browser session,

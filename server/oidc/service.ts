@@ -4,6 +4,7 @@ import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from 'pino';
 import { NO_METRICS, type Metrics } from '../metrics/events.ts';
+import type { RateLimits } from '../rate-limits.ts';
 import type { AccountsForSignIn } from './accounts-for-sign-in.ts';
 import { LogoutNotifier } from './back-channel.ts';
 import { OnceInAWhile } from './once-in-a-while.ts';
@@ -13,6 +14,7 @@ import { endSession, type EndSession } from './end-session.ts';
 import { introspect } from './introspect.ts';
 import { deleteRegistration, readRegistration, register, registerForPerson, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
+import { decideDevice, deviceAuthorization, findDeviceRequest } from './device.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, mustSignIn, usable, wantsFreshSecondStep } from './flow.ts';
 import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, interactionCsrfToken } from './interactions.ts';
@@ -58,7 +60,7 @@ export class OidcService {
   /** Back-channel logout (`back-channel.ts`); the app starts it, a command-line process does not. */
   readonly logouts: LogoutNotifier;
 
-  constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; metrics?: Pick<Metrics, 'signIn' | 'oidcTokens'>; now?: () => number }) {
+  constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; limits: Pick<RateLimits, 'consume' | 'refund'>; metrics?: Pick<Metrics, 'signIn' | 'oidcTokens'>; now?: () => number }) {
     const now = deps.now ?? Date.now;
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, issuedHere: new IssuedHere(), logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
@@ -71,7 +73,7 @@ export class OidcService {
       consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents', 'oidc_clients', 'profiles']), now),
       people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
       proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now),
-      metrics: deps.metrics ?? NO_METRICS, issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
+      limits: deps.limits, metrics: deps.metrics ?? NO_METRICS, issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = secretKey(deps.csrfKey);
     this.logouts = new LogoutNotifier(this.#provider, deps.log);
     this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);
@@ -146,6 +148,23 @@ export class OidcService {
 
   revoke(form: Record<string, unknown>, authorization?: string): Promise<void> {
     return revoke(this.#provider, form, { authorization, endpoint: `${this.issuer}/oidc/revoke` });
+  }
+
+  // ---- devices (RFC 8628) ------------------------------------------------------------------------------
+
+  /** `POST /oidc/device/auth`: a device's codes, and where the person goes to answer (`verificationUri`, the device page). */
+  deviceAuthorization(form: Record<string, unknown>, authorization: string | undefined, from: { address: string; verificationUri: string }) {
+    return deviceAuthorization(this.#provider, form, { authorization, endpoint: `${this.issuer}/oidc/device/auth` }, from);
+  }
+
+  /** The request a user code typed by a signed-in person names, as the device page shows it. */
+  async deviceRequest(viewer: Viewer, userCode: string, address: string) {
+    return (await findDeviceRequest(this.#provider, viewer, userCode, address)).shown;
+  }
+
+  /** The person's answer to a device's request. */
+  decideDevice(viewer: Viewer, userCode: string, approved: boolean, address: string) {
+    return decideDevice(this.#provider, viewer, userCode, approved, address);
   }
 
   // ---- registration (RFC 7591, 7592) and client credentials -----------------------------------------

@@ -1,9 +1,10 @@
 import { hash } from 'node:crypto';
-import { OIDC_TOKEN_SECONDS, OidcGrantType } from '../../shared/index.ts';
+import { DEVICE_CODE_GRANT, OIDC_TOKEN_SECONDS, OidcGrantType } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import type { PersonClaims, SignInProfile } from './accounts-for-sign-in.ts';
-import { authenticateClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
-import { InvalidClient, InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType } from './errors.ts';
+import { approvedClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
+import { InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType } from './errors.ts';
+import { deviceGrant } from './device.ts';
 import { idTokenMeanwhile, type TokenAnswer } from './id-token.ts';
 import { familyRecord, refreshGrant } from './refresh.ts';
 import { checkOnce, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
@@ -13,19 +14,20 @@ import type { ClientRecord, OidcRepository } from './repository.ts';
 export type { TokenAnswer } from './id-token.ts';
 
 /** The token request's parameters; each may be sent once. */
-const TOKEN_PARAMETERS = ['grant_type', 'code', 'redirect_uri', 'code_verifier', 'refresh_token', 'scope', ...CLIENT_PARAMETERS];
+const TOKEN_PARAMETERS = ['grant_type', 'code', 'redirect_uri', 'code_verifier', 'refresh_token', 'scope', 'device_code', ...CLIENT_PARAMETERS];
 
 /** Every refusal of a code says the same, so a client learns nothing about why. */
 const invalidCode = () => new InvalidGrant('Invalid or expired authorization code');
 
 /**
  * `POST /oidc/token`: the client proves itself, then the grant's named checks run in the order
- * below (`authorization_code` here, `refresh_token` in `refresh.ts`). The first failing check answers.
+ * below (`authorization_code` here, `refresh_token` in `refresh.ts`, the device code in
+ * `device.ts`, which answers an allowed request as the code it stands for). The first failing check answers.
  */
 export async function token(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<TokenAnswer> {
   const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
   checkOnce(form, TOKEN_PARAMETERS);
-  const client = await checkClient(provider, { form, ...proof });
+  const client = await approvedClient(provider, { form, ...proof });
   const grantType = checkGrantType(client, field('grant_type'));
   if (grantType === 'refresh_token') {
     const refreshed = await refreshGrant(provider, client, field('refresh_token'), field('scope'));
@@ -33,9 +35,7 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
     return refreshed;
   }
   const now = provider.now();
-  const code = checkCode(provider, client, field('code'), now);
-  checkVerifier(field('code_verifier'), code.codeChallenge);
-  checkRedirectUri(field('redirect_uri'), code);
+  const code = grantType === DEVICE_CODE_GRANT ? await deviceGrant(provider, client, field('device_code'), now) : codeGrant(provider, client, field, now);
   const { profile, claims } = await checkStillHonoured(provider, code);
   const offline = code.scopes.includes('offline_access') && client.grantTypes.includes('refresh_token');
   const accessToken = randomToken();
@@ -53,26 +53,23 @@ export async function token(provider: Provider, form: Record<string, unknown>, p
 }
 
 /**
- * checkClient: the client proves itself (`authenticateClient`: a public one by `client_id`
- * alone), and its registration is approved (`invalid_client`, 401).
- */
-async function checkClient(provider: Provider, proof: ClientProof): Promise<ClientRecord> {
-  const authenticated = await authenticateClient(provider, proof);
-  if (!authenticated) throw new InvalidClient('Invalid client_id');
-  if (authenticated.client.status !== 'approved') throw new InvalidClient('Client is not approved');
-  return authenticated.client;
-}
-
-/**
  * checkGrantType: `grant_type` is given (`invalid_request`), is one the provider knows
  * (`unsupported_grant_type`), and is one the client registered (`unauthorized_client`).
  */
-function checkGrantType(client: ClientRecord, grantType: string | undefined): 'authorization_code' | 'refresh_token' {
+function checkGrantType(client: ClientRecord, grantType: string | undefined): OidcGrantType {
   if (!grantType) throw new InvalidRequest('grant_type is required');
   const known = OidcGrantType.safeParse(grantType);
-  if (!known.success) throw new UnsupportedGrantType('Only the authorization_code and refresh_token grants are supported');
+  if (!known.success) throw new UnsupportedGrantType(`Only the authorization_code, refresh_token and ${DEVICE_CODE_GRANT} grants are supported`);
   if (!client.grantTypes.includes(known.data)) throw new UnauthorizedGrant(`This client is not registered for the ${known.data} grant`);
   return known.data;
+}
+
+/** The `authorization_code` grant's checks, in order: the code, its PKCE verifier, its redirect URI. */
+function codeGrant(provider: Provider, client: ClientRecord, field: (name: string) => string | undefined, now: number): CodeRecord {
+  const code = checkCode(provider, client, field('code'), now);
+  checkVerifier(field('code_verifier'), code.codeChallenge);
+  checkRedirectUri(field('redirect_uri'), code);
+  return code;
 }
 
 /**

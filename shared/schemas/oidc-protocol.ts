@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEVICE_CODE_GRANT } from './oidc.ts';
 
 // What the sign-in provider's protocol endpoints take and answer, for the API document (and any
 // client that wants the types). The endpoints check their forms themselves, in the order their
@@ -15,15 +16,29 @@ const ClientProofFields = {
   client_assertion: Text.optional(),
 };
 
-/** `POST /oidc/token` (RFC 6749 §4.1.3, §6): a code with its PKCE verifier, or a refresh token. */
+/** `POST /oidc/token` (RFC 6749 §4.1.3, §6; RFC 8628 §3.4): a code with its PKCE verifier, a refresh token, or a device code. */
 export const TokenRequestForm = z.object({
-  grant_type: z.enum(['authorization_code', 'refresh_token']),
+  grant_type: z.enum(['authorization_code', 'refresh_token', DEVICE_CODE_GRANT]),
   code: Text.optional(),
+  device_code: Text.optional(),
   redirect_uri: Text.optional(),
   code_verifier: Text.optional(),
   refresh_token: Text.optional(),
   scope: Text.optional(),
   ...ClientProofFields,
+});
+
+/** `POST /oidc/device/auth` (RFC 8628 §3.1): a device asks to sign someone in. */
+export const DeviceAuthorizationForm = z.object({ scope: Text.describe('Space-separated; must include openid'), ...ClientProofFields });
+
+/** The device authorization endpoint's answer (RFC 8628 §3.2). */
+export const DeviceAuthorizationAnswer = z.object({
+  device_code: Text,
+  user_code: Text,
+  verification_uri: Text,
+  verification_uri_complete: Text,
+  expires_in: z.int(),
+  interval: z.int(),
 });
 
 /** The token endpoint's answer (RFC 6749 §5.1, OpenID Connect Core §3.1.3.3). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OidcAuthMethod, OidcGrantType, OidcScope, OidcSubjectType } from './oidc.ts';
+import { DEVICE_CODE_GRANT, OidcAuthMethod, OidcGrantType, OidcScope, OidcSubjectType } from './oidc.ts';
 
 /** Hosts a native application's loopback redirect may name (RFC 8252 §7.3), besides https anywhere. */
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -75,13 +75,15 @@ const Text = z.string().max(500);
  * families live at most and unused (the install's defaults otherwise).
  */
 const ClientMetadataFields = z.object({
-    redirect_uris: z.array(Uri).min(1, 'redirect_uris must name at least one address').max(20),
+    // Required with the authorization_code grant (below); a device-only client has none.
+    redirect_uris: z.array(Uri).max(20).default([]),
     application_type: z.enum(['web', 'native']).default('web'),
     client_name: z.string().min(1).max(200).optional(),
     token_endpoint_auth_method: OidcAuthMethod.default('client_secret_basic'),
     token_endpoint_auth_signing_alg: z.string().max(20).optional(),
     grant_types: z.array(OidcGrantType).min(1).default(['authorization_code']),
-    response_types: z.array(z.literal('code')).min(1).default(['code']),
+    // `code` exactly when the client has the authorization_code grant (RFC 7591 §2.1), its default then.
+    response_types: z.array(z.literal('code')).max(1).optional(),
     scope: z.string().max(1000).optional(),
     jwks: z.strictObject({ keys: z.array(z.record(z.string(), z.unknown())).min(1).max(20) }).optional(),
     jwks_uri: Uri.optional(),
@@ -107,7 +109,18 @@ export const ClientMetadata = ClientMetadataFields.superRefine((m, ctx) => {
         if (problem) ctx.addIssue({ code: 'custom', path: [field, i], message: `${field}[${i}] ${problem}` });
       });
     }
-    if (!m.grant_types.includes('authorization_code')) ctx.addIssue({ code: 'custom', path: ['grant_types'], message: 'grant_types must include authorization_code' });
+    const code = m.grant_types.includes('authorization_code');
+    if (!code && !m.grant_types.includes(DEVICE_CODE_GRANT)) ctx.addIssue({ code: 'custom', path: ['grant_types'], message: `grant_types must include authorization_code or ${DEVICE_CODE_GRANT}` });
+    if (code && m.redirect_uris.length === 0) ctx.addIssue({ code: 'custom', path: ['redirect_uris'], message: 'redirect_uris must name at least one address' });
+    if (m.response_types !== undefined && m.response_types.includes('code') !== code) {
+      ctx.addIssue({ code: 'custom', path: ['response_types'], message: code ? 'response_types must be ["code"] with the authorization_code grant' : 'response_types must be [] without the authorization_code grant' });
+    }
+    // A pairwise client's sector is its redirect URIs' host, or a sector_identifier_uri whose
+    // document lists them all: without any, that document would prove nothing, and any host named
+    // would give the client another application's subjects.
+    if (m.subject_type === 'pairwise' && m.redirect_uris.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['subject_type'], message: 'A pairwise client needs redirect_uris: its sector is theirs' });
+    }
     for (const s of (m.scope ?? '').split(' ').filter(Boolean)) {
       if (!OidcScope.safeParse(s).success) ctx.addIssue({ code: 'custom', path: ['scope'], message: `Unsupported scope: ${s}` });
     }

@@ -18,7 +18,9 @@ export type OidcScope = z.infer<typeof OidcScope>;
 /** How a client proves itself at the token, introspection and revocation endpoints (`none`: a public client, with PKCE). */
 export const OidcAuthMethod = z.enum(['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt']);
 export type OidcAuthMethod = z.infer<typeof OidcAuthMethod>;
-export const OidcGrantType = z.enum(['authorization_code', 'refresh_token']);
+/** The device authorization grant's type (RFC 8628 §3.4): a device without a browser, or a command line. */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+export const OidcGrantType = z.enum(['authorization_code', 'refresh_token', DEVICE_CODE_GRANT]);
 export type OidcGrantType = z.infer<typeof OidcGrantType>;
 /** `pairwise`: the person is a different `sub` at each sector (an app cannot match people across venues). */
 export const OidcSubjectType = z.enum(['public', 'pairwise']);
@@ -110,6 +112,26 @@ export const InteractionResult = z.union([
   z.strictObject({ client: z.strictObject({ clientName: z.string() }), scopes: z.array(z.strictObject({ scope: z.string(), description: z.string() })) }),
 ]);
 export const RedirectResult = z.strictObject({ redirectUri: z.string() });
+
+/**
+ * A device's user code as a person types it (RFC 8628 §3.3): eight letters, shown `BCDF-GHJK`;
+ * case, spaces and dashes do not matter.
+ */
+export const DeviceUserCode = z.string().trim().min(1, 'Type the code your device shows').max(32, 'That is not a code a device shows');
+/** The device page's look-up of a user code: what the device asks, for the person to confirm. */
+export const DeviceCodeInput = z.strictObject({ userCode: DeviceUserCode });
+export const DeviceRequest = z.strictObject({
+  /** The code as the device shows it (`BCDF-GHJK`), to compare. */
+  userCode: z.string(),
+  clientName: z.string(),
+  scopes: z.array(z.strictObject({ scope: z.string(), description: z.string() })),
+  /** When the code expires (ms). */
+  expiresAt: Timestamp,
+});
+export type DeviceRequest = z.infer<typeof DeviceRequest>;
+/** The person's answer to a device's request: allow (`approved`) or deny. */
+export const DeviceDecisionInput = z.strictObject({ userCode: DeviceUserCode, approved: z.boolean() });
+export const DeviceDecision = z.strictObject({ approved: z.boolean(), clientName: z.string() });
 
 /**
  * A person registers an application from the account pages (`oidc.registerApplication`): it

@@ -473,14 +473,18 @@ describe('a fuzz of the sign-in provider’s protocol endpoints', () => {
     'grant_type=refresh_token&refresh_token=' + 'r'.repeat(60_000),
     'grant_type=password&username=a&password=b',
     'grant_type=client_credentials&client_id=x&client_secret=y',
+    'grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&device_code=x&client_id=nope',
+    'grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&device_code=a&device_code=b',
+    'client_id=nope&scope=openid%20profile',
+    'scope=' + 's'.repeat(5000),
     'grant_type[]=x&code[a]=1',
     '%zz=%E0%A4%A&grant_type=%FF',
     Array.from({ length: 60 }, (_, i) => `p${i}=v`).join('&'),
     'grant_type=' + 'g'.repeat(70_000),
   ];
 
-  it('POST /oidc/token, /oidc/revoke, /oidc/introspect and /oidc/userinfo answer OAuth errors, never a 5xx', async () => {
-    for (const path of ['/oidc/token', '/oidc/revoke', '/oidc/introspect', '/oidc/userinfo']) {
+  it('POST /oidc/token, /oidc/device/auth, /oidc/revoke, /oidc/introspect and /oidc/userinfo answer OAuth errors, never a 5xx', async () => {
+    for (const path of ['/oidc/token', '/oidc/device/auth', '/oidc/revoke', '/oidc/introspect', '/oidc/userinfo']) {
       for (const body of tokenForms) {
         for (const as of ['guest', 'garbage-bearer', 'expired-bearer'] as const) await send({ method: 'POST', path, headers: form, body, as }, oauthError);
       }

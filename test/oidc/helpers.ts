@@ -124,14 +124,18 @@ export class UserAgent {
     return page;
   }
 
-  /** Submits the form of the page shown, with its hidden fields and `fields`. */
-  async submit(page: Page, fields: Record<string, string>): Promise<Page> {
-    const action = /<form method="post" action="([^"]+)"/.exec(page.html)?.[1];
-    if (!action) throw new Error(`no form on the page: ${page.html.slice(0, 300)}`);
+  /**
+   * Submits a form of the page shown (the first, or the one posting to `action`), with its hidden
+   * fields and `fields`.
+   */
+  async submit(page: Page, fields: Record<string, string>, action?: string): Promise<Page> {
+    const forms = [...page.html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)];
+    const form = action === undefined ? forms[0] : forms.find((f) => f[1] === action);
+    if (!form?.[1]) throw new Error(`no form${action ? ` posting to ${action}` : ''} on the page: ${page.html.slice(0, 300)}`);
     const body = new URLSearchParams();
-    for (const match of page.html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) body.set(match[1] ?? '', match[2] ?? '');
+    for (const match of (form[2] ?? '').matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) body.set(match[1] ?? '', match[2] ?? '');
     for (const [k, v] of Object.entries(fields)) body.set(k, v);
-    return this.go(new URL(action, page.url).toString(), { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    return this.go(new URL(form[1], page.url).toString(), { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   }
 
   /** Signs in if asked to, consents if asked to, and returns where the browser ends up. */

@@ -1,7 +1,7 @@
 /**
  * The service's own pages (issue 18), under `/account` (`PAGES_PREFIX`): sign up, check your
  * mail, activate, confirm an email, request a reset and reset, sign in (and its second step),
- * sign out, and "Password & security". Every mailed link (`{WEB_URL}/profile/activate`,
+ * sign out, "Password & security", and the device page (signing in on a device, RFC 8628). Every mailed link (`{WEB_URL}/profile/activate`,
  * `/user/password`, `/confirm`, `/reset`) lands here when `WEB_URL` is left to its default.
  * One file per flow; what they share is `kit.ts`. The route table (`server/http/routes.ts`)
  * names these handlers.
@@ -12,6 +12,7 @@ import type { Services } from '../../services.ts';
 import { ASSETS, serveAsset, serveUnhashed } from '../assets.ts';
 import { activationPages } from './activation.ts';
 import { confirmEmailPages } from './confirm-email.ts';
+import { devicePages } from './device.ts';
 import { yourDataPages } from './your-data.ts';
 import { emailsPages } from './emails.ts';
 import { pageKit, redirect } from './kit.ts';
@@ -48,6 +49,7 @@ export function webHandlers(services: Services, config: Config) {
     ...profilePages(kit),
     ...emailsPages(kit),
     ...yourDataPages(kit),
+    ...devicePages(kit),
   } satisfies Record<string, RequestHandler>;
 }
 

@@ -63,6 +63,9 @@ export const NOTICES = {
   'devices-forgotten': 'Every remembered browser will ask for the second step again.',
   confirmed: 'Thank you: you can change how you sign in for the next 10 minutes.',
   'profile-saved': 'Your profile was saved.',
+  // ---- signing in on a device (RFC 8628) ----
+  'device-allowed': 'Done: go back to your device, which is signed in within a few seconds. You can revoke it under Applications.',
+  'device-denied': 'The device was not signed in.',
   // ---- security (issue 27) ----
   'not-me-done': 'Every session of your account was ended and every application revoked. We mailed you a link to choose a new password.',
   // ---- emails and your data (issue 27) ----
