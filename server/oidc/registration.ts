@@ -1,4 +1,4 @@
-import { AppError, ClientMetadata, OIDC_SCOPES, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
+import { AppError, ClientMetadata, DEVICE_CODE_GRANT, OIDC_SCOPES, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken, OAuthError } from './errors.ts';
 import type { Provider } from './provider.ts';
@@ -70,9 +70,9 @@ export async function registerForPerson(provider: Provider, input: RegisterAppli
   try {
     metadata = await checkMetadata({
       client_name: input.name,
-      redirect_uris: input.redirectUris,
-      token_endpoint_auth_method: input.kind === 'public' ? 'none' : 'client_secret_basic',
-      grant_types: input.offline ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
+      redirect_uris: input.kind === 'device' ? [] : input.redirectUris,
+      token_endpoint_auth_method: input.kind === 'confidential' ? 'client_secret_basic' : 'none',
+      grant_types: [input.kind === 'device' ? DEVICE_CODE_GRANT : 'authorization_code', ...(input.offline ? (['refresh_token'] as const) : [])],
     });
   } catch (error) {
     if (!(error instanceof OAuthError)) throw error;

@@ -138,14 +138,20 @@ export const DeviceDecision = z.strictObject({ approved: z.boolean(), clientName
  * waits for an operator's approval, as one registered with an initial access token made
  * without `--approved` does.
  */
-export const RegisterApplicationInput = z.strictObject({
-  name: z.string().trim().min(1, 'Give the application a name').max(200),
-  redirectUris: z.array(z.string().trim().min(1).max(2000)).min(1, 'Give at least one address to come back to').max(20),
-  /** `confidential`: a server-side web app, given a secret; `public`: a browser or native app, with PKCE. */
-  kind: z.enum(['confidential', 'public']),
-  /** Whether it may ask for refresh tokens (`offline_access`). */
-  offline: z.boolean(),
-});
+export const RegisterApplicationInput = z
+  .strictObject({
+    name: z.string().trim().min(1, 'Give the application a name').max(200),
+    /** None for a `device` (it signs people in with a code they type here). */
+    redirectUris: z.array(z.string().trim().min(1).max(2000)).max(20),
+    /**
+     * `confidential`: a server-side web app, given a secret; `public`: a browser or native app,
+     * with PKCE; `device`: a command line or a device without a browser (RFC 8628, no secret).
+     */
+    kind: z.enum(['confidential', 'public', 'device']),
+    /** Whether it may ask for refresh tokens (`offline_access`). */
+    offline: z.boolean(),
+  })
+  .refine((input) => input.kind === 'device' || input.redirectUris.length > 0, { message: 'Give at least one address to come back to', path: ['redirectUris'] });
 export type RegisterApplicationInput = z.infer<typeof RegisterApplicationInput>;
 export const RegisteredApplication = z.strictObject({
   clientId: z.string(),

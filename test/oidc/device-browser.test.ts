@@ -7,6 +7,7 @@ import * as client from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEVICE_CODE_GRANT } from '../../shared/index.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -92,6 +93,36 @@ describe('the device page in a real browser', () => {
     await page.getByRole('button', { name: 'Deny' }).click();
     await expect.poll(() => page.getByText('The device was not signed in').count()).toBe(1);
     await expect(client.pollDeviceAuthorizationGrant(config, codes)).rejects.toMatchObject({ error: 'access_denied' });
+    await context.close();
+  }, LONG);
+
+  it('"Register an application" registers a command line: no address to come back to, the device grant, no secret', async () => {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/account/login?next=${encodeURIComponent('/account/security/apps')}`);
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByLabel('Name, as people will see it').waitFor();
+    await page.getByLabel('Name, as people will see it').fill('Bibliography Sync');
+    await page.getByLabel('A command line, or a device without a browser').check();
+    await page.getByRole('button', { name: 'Register the application' }).click();
+    await page.getByRole('heading', { name: 'Your application is registered' }).waitFor();
+    const text = (await page.locator('main').textContent()) ?? '';
+    const clientId = /Its client id: (\S+)/.exec(text)?.[1] ?? '';
+    expect(text).toContain('/oidc/device/auth');
+    expect(text).not.toContain('client secret');
+    const row = await new OidcRepository(server.service.db).findClient(clientId);
+    expect({ status: row?.status, grantTypes: row?.grantTypes, redirectUris: row?.redirectUris, authMethod: row?.authMethod }).toEqual({
+      status: 'pending',
+      grantTypes: [DEVICE_CODE_GRANT],
+      redirectUris: [],
+      authMethod: 'none',
+    });
+    // Approved by an operator, it asks for codes.
+    await server.service.db('oidc_clients').where({ id: clientId }).update({ status: 'approved' });
+    const codes = await client.initiateDeviceAuthorization(await relyingParty(server, clientId), { scope: 'openid' });
+    expect(codes.user_code).toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
     await context.close();
   }, LONG);
 });

@@ -7,6 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 import { DEVICE_CODE_GRANT } from '../../shared/index.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -115,6 +116,8 @@ describe('a command line signs a person in', () => {
     expect(again).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     const revoked = await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect(revoked.status).toBe(401);
+    // The refresh-token family too, rotated once meanwhile.
+    await expect(client.refreshTokenGrant(config, refreshed.refresh_token as string)).rejects.toMatchObject({ error: 'invalid_grant' });
   }, LONG);
 });
 
@@ -302,6 +305,19 @@ describe('clients', () => {
     const res = await fetch(`${server.url}/oidc/authorize?${query}`, { redirect: 'manual' });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('not registered for the authorization_code grant');
+  });
+
+  it('a person registering an application gives an address to come back to, but for a device', async () => {
+    const person = await createActiveUser(server, { fullname: 'Reg Istrar' });
+    const { client: api } = await loggedIn(server, person.email);
+    const browserApp = await api.post('/trpc/oidc.registerApplication', { name: 'No Address', redirectUris: [], kind: 'public', offline: false });
+    expect(browserApp.status).toBe(400);
+    expect(JSON.stringify(browserApp.body)).toContain('Give at least one address to come back to');
+    const device = await api.post('/trpc/oidc.registerApplication', { name: 'Sync Tool', redirectUris: [], kind: 'device', offline: true });
+    expect(device.status).toBe(200);
+    const row = await new OidcRepository(server.service.db).findClient(device.body.result.data.clientId);
+    expect(row?.grantTypes).toEqual([DEVICE_CODE_GRANT, 'refresh_token']);
+    expect(row?.redirectUris).toEqual([]);
   });
 
   it('registration: redirect URIs only with the authorization_code grant, response_types matching it', async () => {

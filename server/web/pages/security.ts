@@ -7,7 +7,7 @@
  * its area's page (post/redirect/get); a refused form shows its area's page again.
  */
 import type { RequestHandler } from 'express';
-import { ChangePasswordInput } from '../../../shared/index.ts';
+import { ChangePasswordInput, RegisterApplicationInput } from '../../../shared/index.ts';
 import { formRefusal, type FormField } from '../form-errors.ts';
 import { refusalOf, sendPage } from '../render.ts';
 import { field, frame, redirect, type PageKit } from './kit.ts';
@@ -16,6 +16,9 @@ import { securityActivityPages } from './security-activity.ts';
 import { securityTwoStepPages } from './security-two-step.ts';
 
 export { eventFrom } from './security-activity.ts';
+
+/** The kinds "Register an application" offers (`RegisterApplicationInput.kind`); anything else is the first. */
+const APPLICATION_KINDS = RegisterApplicationInput.shape.kind.options;
 
 /** The password form's inputs, in order. */
 const PASSWORD_FIELDS: FormField[] = [
@@ -99,11 +102,13 @@ export function securityPages(kit: PageKit) {
   const webRegisterApplication = signedIn(
     async (req, res, page) => {
       let registered;
+      const kind = APPLICATION_KINDS.find((k) => k === field(req, 'kind')) ?? 'confidential';
       try {
         registered = await page.caller.oidc.registerApplication({
           name: field(req, 'name'),
-          redirectUris: [field(req, 'redirectUri')],
-          kind: field(req, 'kind') === 'public' ? 'public' : 'confidential',
+          // A device signs people in with a code typed here: the address is left out even when typed.
+          redirectUris: kind === 'device' || field(req, 'redirectUri') === '' ? [] : [field(req, 'redirectUri')],
+          kind,
           offline: field(req, 'offline') === 'on',
         });
       } catch (error) {
@@ -117,7 +122,11 @@ export function securityPages(kit: PageKit) {
         paragraphs: [
           'It waits for an operator’s approval before it signs anyone in.',
           `Its client id: ${registered.clientId}`,
-          ...(registered.clientSecret ? [`Its client secret: ${registered.clientSecret}`, 'Copy the secret now: it is shown only this once, and only its fingerprint is kept.'] : ['It has no secret: it signs people in with PKCE.']),
+          ...(registered.clientSecret
+            ? [`Its client secret: ${registered.clientSecret}`, 'Copy the secret now: it is shown only this once, and only its fingerprint is kept.']
+            : kind === 'device'
+              ? ['It has no secret: it asks for a code at /oidc/device/auth, and people type it on this service’s device page (RFC 8628).']
+              : ['It has no secret: it signs people in with PKCE.']),
         ],
         action: { href: areaPath('apps'), label: 'Back to Applications' },
       });
