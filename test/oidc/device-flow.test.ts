@@ -226,6 +226,20 @@ describe('the person', () => {
     expect(consents.sort()).toEqual([0, 1]);
   });
 
+  it('cannot be an impersonation: a super user acting as someone signs no device in as them', async () => {
+    const root = await createActiveUser(server, { role: 'superuser', fullname: 'Root Actor' });
+    const target = await createActiveUser(server, { fullname: 'Ivy Impersonated' });
+    const { body: codes } = await askCodes(cli);
+    const { ua, page } = await signedInBrowser(codes.verification_uri, root.email);
+    const started = await ua.go(`${server.url}/impersonate`, { method: 'POST', body: JSON.stringify({ groupId: target.id }), headers: { 'content-type': 'application/json' } });
+    expect(started.status).toBe(200);
+    const refused = await answer(ua, await ua.go(codes.verification_uri), codes.user_code);
+    expect(refused.status).toBe(403);
+    expect(refused.html).toContain('An impersonation cannot sign anyone in to a device');
+    expect(page.status).toBe(200);
+    expect(await poll(codes.device_code)).toMatchObject({ body: { error: 'authorization_pending' } });
+  });
+
   it('refuses a form without its CSRF token', async () => {
     const person = await createActiveUser(server, { fullname: 'Cora Csrf' });
     const { body: codes } = await askCodes(cli);
