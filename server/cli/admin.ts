@@ -9,6 +9,7 @@
  *   institution add --domain D --name N [--country C]
  *   institution list
  *   oidc-client add --id ID --name "App" --redirect-uri URI [--redirect-uri URI2] --scopes "openid profile email"
+ *   oidc-client device --id ID --name "Tool" --scopes "openid profile" [--offline]
  *   oidc-client approve|reject|remove ID
  *   oidc-client list
  *   oidc-client registration-token [--approved] [--expires-in SECONDS]
@@ -27,7 +28,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { AppError, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, ResourceServerInput, SetImpersonatorsInput } from '../../shared/index.ts';
+import { AppError, DeviceClientInput, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, ResourceServerInput, SetImpersonatorsInput } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { MAIL_USAGE, mailCommands } from './mail.ts';
@@ -50,6 +51,10 @@ const USAGE = `Usage: npm run admin -- <command>
   institution list
   oidc-client add --id ID --name "App name" --redirect-uri URI [--redirect-uri URI2] --scopes "openid profile email"
       Registers a sign-in client (status pending).
+  oidc-client device --id ID --name "Tool name" --scopes "openid profile email" [--offline]
+      Registers a command line or a device without a browser (status pending): it signs people in
+      with the device grant (RFC 8628), a code they type on the device page; no redirect URI, no
+      secret. With --offline it may ask for refresh tokens.
   oidc-client approve ID | oidc-client reject ID | oidc-client remove ID
   oidc-client list
   oidc-client registration-token [--approved] [--expires-in SECONDS]
@@ -187,6 +192,13 @@ const commands: Record<string, Command> = {
     const { token } = await services.oidc.issueRegistrationToken({ approved: values.approved === true, expiresInSeconds: expiresIn });
     // The token alone on its line, so a script can read it: it is shown once, and stored only as a hash.
     console.log(token);
+  },
+
+  async 'oidc-client device'(services, args) {
+    const { values } = parseArgs({ args, options: { id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'string' }, offline: { type: 'boolean' } }, strict: true });
+    const input = parseOrThrow(DeviceClientInput, { id: values.id, name: values.name, scopes: values.scopes?.split(/\s+/).filter(Boolean), offline: values.offline === true });
+    const client = await services.oidc.addDeviceClient(input);
+    console.log(`${client.id}\t${client.status}`);
   },
 
   async 'oidc-client resource-server'(services, args) {

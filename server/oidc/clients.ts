@@ -1,4 +1,4 @@
-import { AppError, type OidcClient, type OidcClientInput, type ResourceServerInput } from '../../shared/index.ts';
+import { AppError, DEVICE_CODE_GRANT, type DeviceClientInput, type OidcClient, type OidcClientInput, type ResourceServerInput } from '../../shared/index.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import type { Provider } from './provider.ts';
 import { listedClient, type ClientRecord } from './repository.ts';
@@ -34,6 +34,19 @@ export function publicClientRecord(input: OidcClientInput, now: number): ClientR
 export async function addClient(provider: Provider, input: OidcClientInput): Promise<OidcClient> {
   if (await provider.repo.findClient(input.id)) throw new AppError('ValidationError', `The client ${input.id} already exists`, { path: 'id' });
   const client = publicClientRecord(input, provider.now());
+  await provider.repo.insertClient(client);
+  provider.clients.forget(client.id);
+  return listedClient(client);
+}
+
+/** A command line or device client (`DeviceClientInput`): public, the device grant, no redirect URI; pending. */
+export async function addDeviceClient(provider: Provider, input: DeviceClientInput): Promise<OidcClient> {
+  if (await provider.repo.findClient(input.id)) throw new AppError('ValidationError', `The client ${input.id} already exists`, { path: 'id' });
+  const scopes = [...new Set([...input.scopes, ...(input.offline ? (['offline_access'] as const) : [])])];
+  const client: ClientRecord = {
+    ...publicClientRecord({ id: input.id, name: input.name, redirectUris: [], scopes }, provider.now()),
+    grantTypes: [DEVICE_CODE_GRANT, ...(input.offline ? (['refresh_token'] as const) : [])],
+  };
   await provider.repo.insertClient(client);
   provider.clients.forget(client.id);
   return listedClient(client);

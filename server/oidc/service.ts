@@ -1,5 +1,5 @@
 import { createHmac, type KeyObject } from 'node:crypto';
-import type { OidcClient, OidcClientInput, RegisterApplicationInput, RegisteredApplication, ResourceServerInput } from '../../shared/index.ts';
+import type { DeviceClientInput, OidcClient, OidcClientInput, RegisterApplicationInput, RegisteredApplication, ResourceServerInput } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from 'pino';
@@ -9,7 +9,7 @@ import type { AccountsForSignIn } from './accounts-for-sign-in.ts';
 import { LogoutNotifier } from './back-channel.ts';
 import { OnceInAWhile } from './once-in-a-while.ts';
 import { authorize } from './authorize.ts';
-import { addClient, addResourceServer, issueRegistrationToken, listClients, removeClient, rotateSecret, setClientStatus } from './clients.ts';
+import { addClient, addDeviceClient, addResourceServer, issueRegistrationToken, listClients, removeClient, rotateSecret, setClientStatus } from './clients.ts';
 import { endSession, type EndSession } from './end-session.ts';
 import { introspect } from './introspect.ts';
 import { deleteRegistration, readRegistration, register, registerForPerson, updateRegistration, type RegistrationAnswer } from './registration.ts';
@@ -87,6 +87,11 @@ export class OidcService {
 
   addClient(input: OidcClientInput): Promise<OidcClient> {
     return addClient(this.#provider, input);
+  }
+
+  /** A command line or device client (operators: `npm run admin -- oidc-client device`), pending. */
+  addDeviceClient(input: DeviceClientInput): Promise<OidcClient> {
+    return addDeviceClient(this.#provider, input);
   }
 
   /** A resource server (operators: `npm run admin -- oidc-client resource-server`); its secret is answered once. */

@@ -79,6 +79,19 @@ export const ResourceServerInput = z.strictObject({
 });
 export type ResourceServerInput = z.infer<typeof ResourceServerInput>;
 
+/**
+ * Registering a command line or a device without a browser (operators): a public client with the
+ * device grant (RFC 8628) and no redirect URI; `offline`: it may ask for refresh tokens
+ * (`offline_access`, added to its scopes). It starts `pending`, as every client an operator adds.
+ */
+export const DeviceClientInput = z.strictObject({
+  id: OidcClientId,
+  name: z.string().min(1).max(200),
+  scopes: z.array(OidcScope).min(1).refine((s) => s.includes('openid'), { message: 'The scopes must include openid' }),
+  offline: z.boolean(),
+});
+export type DeviceClientInput = z.infer<typeof DeviceClientInput>;
+
 export const OidcClientsResult = z.strictObject({ clients: z.array(OidcClient) });
 export const OidcClientIdInput = z.strictObject({ id: OidcClientId });
 export const OidcClientStatusInput = z.strictObject({ id: OidcClientId, status: OidcClientStatus });

@@ -12,7 +12,7 @@ import { DEVICE_CODE_GRANT } from '../../shared/index.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
-import { approvedRegistrationToken, registerByHttp, registerClient, relyingParty, UserAgent } from './helpers.ts';
+import { admin, approvedRegistrationToken, registerByHttp, registerClient, relyingParty, UserAgent } from './helpers.ts';
 
 /** openid-client sends the device's first poll after the 5 s interval. */
 const LONG = 30_000;
@@ -320,6 +320,23 @@ describe('clients', () => {
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('not registered for the authorization_code grant');
   });
+
+  it('an operator adds a command line: npm run admin -- oidc-client device, then approve', async () => {
+    expect((await admin(server, 'oidc-client', 'device', '--id', 'lab-tool', '--name', 'Lab Tool', '--scopes', 'openid profile', '--offline')).trim()).toBe('lab-tool\tpending');
+    expect(await askCodes('lab-tool', 'openid profile offline_access')).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
+    await admin(server, 'oidc-client', 'approve', 'lab-tool');
+    // Another process approved it: this one reads client records at most once a second.
+    clock.advance(2_000);
+    const asked = await askCodes('lab-tool', 'openid profile offline_access');
+    expect(asked.status).toBe(200);
+    const row = await new OidcRepository(server.service.db).findClient('lab-tool');
+    expect({ grantTypes: row?.grantTypes, redirectUris: row?.redirectUris, scopes: row?.scopes, authMethod: row?.authMethod }).toEqual({
+      grantTypes: [DEVICE_CODE_GRANT, 'refresh_token'],
+      redirectUris: [],
+      scopes: ['openid', 'profile', 'offline_access'],
+      authMethod: 'none',
+    });
+  }, LONG);
 
   it('a person registering an application gives an address to come back to, but for a device', async () => {
     const person = await createActiveUser(server, { fullname: 'Reg Istrar' });
