@@ -20,10 +20,15 @@ describe('pidIsGone', () => {
   });
 
   it('is true for a process that exited and waits to be reaped (a zombie), whose pid still answers a signal', async () => {
-    // `sleep 0` runs in the background, then its shell becomes a `sleep` that never reaps it.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // A child waits in the background for a line, and its shell becomes a `sleep` that never
+    // reaps it; the line is sent once the shell is that `sleep`, so the child exits unreaped
+    // however the machine schedules them (a child that exited before the shell's exec could be
+    // reaped by the shell, and was, once, under load).
+    const parent = spawn('sh', ['-c', 'exec 3<&0; read line <&3 & echo $!; exec sleep 30'], { stdio: ['pipe', 'pipe', 'ignore'] });
     try {
       const pid = Number(await new Promise<string>((resolve) => parent.stdout.once('data', (data: Buffer) => resolve(data.toString().trim()))));
+      await waitUntil(async () => readFileSync(`/proc/${parent.pid}/comm`, 'utf8').trim() === 'sleep', 'the shell to become sleep');
+      parent.stdin.write('exit now\n');
       await waitUntil(async () => / Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')), 'the child to exit unreaped');
       expect(() => process.kill(pid, 0)).not.toThrow();
       expect(pidIsGone(pid)).toBe(true);
