@@ -104,9 +104,9 @@ export async function deviceAuthorization(provider: Provider, form: Record<strin
     intervalSeconds: DEVICE_POLL_SECONDS,
   };
   // A user code a live request holds is made again (one in 2.56e10 per live request).
+  const { verificationUri } = from;
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const userCode = newUserCode();
-    const { verificationUri } = from;
     if (await provider.repo.devices.insert(record, userCodeHash(provider, userCode))) {
       return {
         device_code: deviceCode,
@@ -206,15 +206,17 @@ export async function decideDevice(provider: Provider, viewer: Viewer, typed: st
     return { approved: false, clientName: client.name };
   }
   const sid = sidOf(provider, person.sessionId, client.id);
-  // The consent and the answer together, or neither (an answer lost to another tab's rolls the consent back).
+  // The consent, the answer and the session's client together, or none of them (an answer lost
+  // to another tab's rolls the consent back; a failure after the answer leaves no device allowed
+  // without the session that back-channel logout would tell it about).
   const allowed = await provider.repo.transaction(async (repo) => {
     const { grantedAt, widened } = await repo.widenConsent(person.profileId, client.id, request.scopes, now);
     const decision = { status: 'approved' as const, profileId: person.profileId, tokenVersion: person.tokenVersion, authTime: person.authTime, consentedAt: grantedAt, sid };
     if (!(await repo.devices.decide(request.deviceCodeHash, decision, now))) throw gone();
+    await repo.logouts.recordSessionClient({ sessionId: person.sessionId, clientId: client.id, profileId: person.profileId, sid, tokenVersion: person.tokenVersion }, now);
     return { widened };
   });
   if (allowed.widened) await provider.accounts.recordApplication(person.profileId, 'app:granted', { clientId: client.id, name: client.name, scopes: allowed.widened });
-  await provider.logouts.recordSessionClient({ sessionId: person.sessionId, clientId: client.id, profileId: person.profileId, sid, tokenVersion: person.tokenVersion }, now);
   provider.metrics.signIn('oidc', 'success');
   return { approved: true, clientName: client.name };
 }
