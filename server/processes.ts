@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmdirSync, rmSync, statfsSync, utimesSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statfsSync, utimesSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -55,7 +55,8 @@ const START = randomBytes(8).toString('hex');
 
 /**
  * An id in the shape of a UUID for what this process holds (a temporary file's or a lease's
- * owner): this start (`START`, its first 18 characters) and 64 random bits. Owners keep the shape
+ * owner): this start (`START`, its first 18 characters) and 62 random bits (the UUID's own, less
+ * its variant). Owners keep the shape
  * they always had, which every version reads.
  */
 export function processId(): string {
@@ -66,6 +67,11 @@ export function processId(): string {
 /** The start an id of `processId` names (an id from before starts were recorded names one no mark has). */
 function startOf(id: string): string {
   return id.slice(0, 18).replaceAll('-', '');
+}
+
+/** Whether `id` (of `processId`) was made by this start of this process: what it names is never gone while it runs. */
+export function isThisStart(id: string): boolean {
+  return startOf(id) === START;
 }
 
 /**
@@ -97,7 +103,9 @@ export function pidIsGone(pid: number): boolean {
  * run out instead.
  */
 export function processIsGone(tag: string, pid: number, id: string): boolean {
-  if (tag === MACHINE) return pidIsGone(pid);
+  if (isThisStart(id)) return false;
+  // This pid in this pid space, of another start: the process that had it before (a restarted container's pid 1).
+  if (tag === MACHINE) return pid === process.pid || pidIsGone(pid);
   for (const folder of marks.keys()) {
     const held = markIsHeld(path.join(folder, markName(tag, pid, startOf(id))));
     if (held !== undefined) return !held;
@@ -111,13 +119,13 @@ export function processIsGone(tag: string, pid: number, id: string): boolean {
 // file stays, as the proof that its process stopped, for as long as what it held may be asked
 // about: its process touches it every hour, and a process starting on the folder removes those
 // whose lock is free and that were not touched for two days (by then the daily sweep has removed
-// their temporary files, and every lease of theirs has run out). Marks are kept by kernel:
-// another kernel's (the folder shared over the network) are never asked, as its locks may not be
-// this kernel's to see. Nor are marks made on a file system whose locks a process may not see
-// from another mount of it (NFS, SMB, FUSE): only on those that keep locks in this kernel.
-// Nothing else may open a file under `$DATA_DIR/processes` (a backup, a sweep of the folder): a
-// POSIX lock ends when its process closes any descriptor of the file, and only SQLite (which
-// keeps its descriptors open while a lock is held) may read a mark.
+// their temporary files, and every lease of theirs has run out). Marks are kept by kernel (its
+// boot id), and made only on file systems that keep locks in this kernel for every mount (not
+// NFS, SMB or FUSE), so another kernel's folder is an earlier boot's: never asked, and removed
+// by the next process to start.
+// Nothing in this process but SQLite may open a mark: a POSIX lock ends when the process holding
+// it closes any descriptor of the file, and SQLite keeps its own open while it holds a lock.
+// Other processes (a backup, another server reading a mark) may open them freely.
 
 const MARKS = 'processes';
 
@@ -155,18 +163,19 @@ const marks = new Map<string, Mark>();
  */
 export function markThisProcess(dataDir: string): () => void {
   if (!KERNEL) return () => {};
-  const root = path.join(dataDir, MARKS);
-  mkdirSync(path.join(root, KERNEL), { recursive: true });
-  const { type } = statfsSync(root);
+  const made = path.join(dataDir, MARKS, KERNEL);
+  mkdirSync(made, { recursive: true });
+  // The folder the marks are in, wherever a link leads, is what must keep locks for every mount.
+  const folder = realpathSync(made);
+  const { type } = statfsSync(folder);
   if (!LOCAL_FILE_SYSTEMS.has(Number(type))) {
-    throw new Error(`${root} is on a file system (type 0x${Number(type).toString(16)}) whose locks other mounts of it may not see`);
+    throw new Error(`${folder} is on a file system (type 0x${Number(type).toString(16)}) whose locks other mounts of it may not see`);
   }
-  const folder = path.join(realpathSync(root), KERNEL);
   let mark = marks.get(folder);
   if (!mark) {
-    removeStoppedMarks(realpathSync(root));
     mark = holdMark(folder);
     marks.set(folder, mark);
+    removeStoppedMarks(path.dirname(folder));
   }
   const held = mark;
   held.users += 1;
@@ -224,10 +233,29 @@ const STOPPED_KEPT_MS = 2 * 24 * 60 * 60_000;
 /** A mark not yet in place is left alone this long: its process may be between making and naming it. */
 const UNNAMED_GRACE_MS = 60_000;
 
-/** Removes the marks under `root` whose lock is free and that were not touched for `STOPPED_KEPT_MS`: their processes stopped long ago. */
+/**
+ * Removes the marks under `root` whose lock is free and that were not touched for
+ * `STOPPED_KEPT_MS` (their processes stopped long ago), and the folders of earlier boots (never
+ * asked: nothing of an earlier boot is judged by its marks). What cannot be removed (a file of
+ * another user) stays, and this process's mark with it.
+ */
 function removeStoppedMarks(root: string): void {
-  for (const kernel of readdirSync(root)) {
+  let kernels: string[];
+  try {
+    kernels = readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const kernel of kernels) {
     const folder = path.join(root, kernel);
+    if (kernel !== KERNEL) {
+      try {
+        rmSync(folder, { recursive: true, force: true });
+      } catch {
+        // Another user's: left for them.
+      }
+      continue;
+    }
     let names: string[];
     try {
       names = readdirSync(folder);
@@ -238,13 +266,11 @@ function removeStoppedMarks(root: string): void {
       const file = path.join(folder, name);
       const touched = regularFile(file)?.mtimeMs ?? 0;
       if (touched > Date.now() - (name.startsWith('.') ? UNNAMED_GRACE_MS : STOPPED_KEPT_MS)) continue;
-      if (markIsHeld(file) === false) rmSync(file, { force: true });
-    }
-    if (kernel !== KERNEL) {
+      if (markIsHeld(file) !== false) continue;
       try {
-        rmdirSync(folder);
+        rmSync(file, { force: true });
       } catch {
-        // Not empty: a process of that kernel still runs.
+        // Another user's: left for them.
       }
     }
   }

@@ -114,6 +114,17 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // Before this process records any work as its own: what it leaves when it stops is then taken
   // over at once by the processes of other pid spaces of this kernel too (`processes.ts`).
   const unmark = markProcess(config.dataDir, logger);
+  try {
+    return await wireServices(config, db, logger, now, metrics, secret, unmark);
+  } catch (error) {
+    // A start that failed holds no mark: the process may live on (a test, a retry).
+    unmark();
+    throw error;
+  }
+}
+
+/** The services of `createServices`, once the process is marked; `unmark` is called by their `close`. */
+async function wireServices(config: Config, db: Db, logger: Logger, now: () => number, metrics: Metrics, secret: string, unmark: () => void): Promise<Services> {
   // Every mail is a row of the outbox, sent by one worker of the install (`mail/outbox.ts`).
   const mailer = createMailer({ db, config, secret, logger, now, onDelivery: (outcome) => metrics.mailDelivery(outcome) });
   metrics.watchMailBacklog(() => mailer.backlog());
@@ -229,7 +240,7 @@ function markProcess(dataDir: string, logger: Logger): () => void {
   try {
     return markThisProcess(dataDir);
   } catch (error) {
-    logger.warn({ err: error, dataDir }, 'cannot mark this process in the data folder: what it holds when it stops is taken over only when its leases run out (15-30 s)');
+    logger.warn({ err: error, dataDir }, 'cannot mark this process in the data folder: what it holds when it stops is taken over only when its leases run out (15-30 s), and it cannot take over at once what processes of other pid spaces leave');
     return () => {};
   }
 }

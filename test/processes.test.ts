@@ -48,6 +48,15 @@ function heldSeenFromAnotherProcess(file: string): boolean {
   return spawnSync(process.execPath, ['-e', script, file], { encoding: 'utf8' }).stdout.trim() === 'held';
 }
 
+describe('processIsGone in this pid space', () => {
+  it('never finds this start gone, and finds an earlier start with this pid gone (a restarted container is pid 1 again)', () => {
+    expect(processIsGone(MACHINE, process.pid, processId())).toBe(false);
+    expect(processIsGone(MACHINE, process.pid, randomUUID())).toBe(true);
+    // A running process of this pid space, of any start.
+    expect(processIsGone(MACHINE, process.ppid, randomUUID())).toBe(false);
+  });
+});
+
 describe('marks', () => {
   const releases: Array<() => void> = [];
   afterEach(() => releases.splice(0).forEach((release) => release()));

@@ -13,14 +13,9 @@ import { MACHINE, processId, processIsGone } from '../processes.ts';
  */
 export const PROCESS_OWNER = `${process.pid}.${processId()}.${MACHINE}`;
 
-/** The owner ids this process made: never gone while it runs. */
-const ours = new Set([PROCESS_OWNER]);
-
 /** A further owner id of this process: one per uploads service, so that two services in one process are two lease holders. */
 export function newOwner(): string {
-  const owner = `${process.pid}.${processId()}.${MACHINE}`;
-  ours.add(owner);
-  return owner;
+  return `${process.pid}.${processId()}.${MACHINE}`;
 }
 
 const OWNER = /^(\d{1,10})\.([0-9a-f-]{36})(?:\.([0-9a-f]{8}))?$/;
@@ -35,12 +30,9 @@ const OWNER = /^(\d{1,10})\.([0-9a-f-]{36})(?:\.([0-9a-f]{8}))?$/;
  * was written before tags were, by a process of the machine that shared the folder then.
  */
 export function ownerIsGone(owner: string | null): boolean {
-  if (owner !== null && ours.has(owner)) return false;
   const match = owner ? OWNER.exec(owner) : null;
   // Unreadable, or written before owners were recorded: nobody can be waiting for it.
   if (!match) return true;
-  const pid = Number(match[1]);
-  const tag = match[3] ?? MACHINE;
-  if (tag === MACHINE && pid === process.pid) return true;
-  return processIsGone(tag, pid, match[2] ?? '');
+  // This start's ids are never gone; this pid's of another start are (`processIsGone`).
+  return processIsGone(match[3] ?? MACHINE, Number(match[1]), match[2] ?? '');
 }

@@ -80,14 +80,14 @@ export interface OutboxOptions {
 /**
  * Whether `holder` (a lease holder's name, "host pid pid-space uuid") is a process of this kernel
  * that is gone (`processIsGone`: by its pid in this pid space, by its mark in another). This
- * process's pid in its own pid space is not: another outbox of this process (tests run several).
+ * start of this process is not (another outbox of it: tests run several); an earlier start with
+ * its pid is (a restarted container's server, pid 1 again).
  */
 function stoppedOnThisKernel(holder: string): boolean {
   const [host = '', pidText, space = '-', id = ''] = holder.split(' ');
   const pid = Number(pidText);
   // A pid space is "<boot id>/<namespace>": another kernel's (or boot's) processes are not asked.
   if (!PID_SPACE || !space.startsWith(`${KERNEL}/`) || !Number.isInteger(pid) || pid <= 0) return false;
-  if (host === hostname() && space === PID_SPACE && pid === process.pid) return false;
   return processIsGone(machineTag(host, space), pid, id);
 }
 
