@@ -11,7 +11,7 @@ import {
 } from '../../shared/index.ts';
 import { AccountsBase } from './service-base.ts';
 import { normaliseId } from './ids.ts';
-import type { EmailRecord, EmailsAndUsernames, ProfileRecord } from './repository.ts';
+import type { EmailRecord, EmailsAndUsernames, ProfileRecord, SearchedProfiles } from './repository.ts';
 import { ACTIVE_STATES } from './session-rule.ts';
 import { tildeBase, type NameInput } from './tilde.ts';
 import type { Viewer } from './viewer.ts';
@@ -24,7 +24,8 @@ export class ProfileService extends AccountsBase {
 
   /**
    * `GET /profiles`: the caller's own profile, or the one named by `id` (any of its usernames;
-   * a merged id leads to the surviving profile) or `email`, or a search by name. An id or an
+   * a merged id leads to the surviving profile) or `email`, or those named by `ids`
+   * (`searchProfilesBy`), or a search by name. An id or an
    * email no profile (the caller may see) holds is an empty list, as on the real platform, whose
    * Python client turns it into its "Profile Not Found" (and `tools.get_profile` into `None`).
    */
@@ -37,8 +38,7 @@ export class ProfileService extends AccountsBase {
     else if (query.email) profile = await this.#holderOf(query.email, viewer);
     else profile = await repo.profiles.find(viewer.profileId);
     if (profile?.mergedInto) profile = await repo.profiles.find(profile.mergedInto);
-    const visible = profile && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
-    if (!profile || !visible) {
+    if (!profile || !mayView(profile, viewer)) {
       if (query.email !== undefined || query.id !== undefined) return { profiles: [] };
       throw new AppError('NotFoundError', `Profile Not Found: ${viewer.profileId}`);
     }
@@ -61,10 +61,11 @@ export class ProfileService extends AccountsBase {
     const include = { deleted: privileged && query.trash === true, blocked: privileged && query.withBlocked === true };
     const page = { offset: query.offset ?? 0, limit: query.limit ?? 100 };
     const term = query.term?.trim();
-    let found: { ids: string[]; count: number };
+    let found: SearchedProfiles;
     if (query.email !== undefined || term?.includes('@')) {
-      // An address as `GET /profiles?email=` finds it: confirmed ones, but for moderators.
-      found = await repo.emails.searchAmong((await repo.emails.holdersOfEmails([query.email ?? term ?? ''], !privileged)).map((h) => h.profileId), include, page);
+      // An address as `GET /profiles?email=` finds it (`#holderOf`).
+      const holder = await this.#holderOf(query.email ?? term ?? '', viewer);
+      found = await repo.emails.searchAmong(holder ? [holder.mergedInto ?? holder.id] : [], include, page);
     } else if (query.id !== undefined) {
       const profile = await repo.profiles.findByUsername(query.id);
       found = await repo.emails.searchAmong(profile ? [profile.mergedInto ?? profile.id] : [], include, page);
@@ -91,8 +92,7 @@ export class ProfileService extends AccountsBase {
   async searchProfilesBy(input: ProfileSearchInput, viewer: Viewer): Promise<{ profiles: Profile[] }> {
     // Up to a thousand ids or addresses, read in a few statements, not one (or two) each.
     const repo = this.deps.repo;
-    const seen = (profile: ProfileRecord | undefined): profile is ProfileRecord =>
-      profile !== undefined && (profile.ddate === null || viewer.isSuperUser || viewer.isModerator);
+    const seen = (profile: ProfileRecord | undefined): profile is ProfileRecord => profile !== undefined && mayView(profile, viewer);
     if (input.ids) {
       // Sorted by id, as the real platform answers.
       const ids = [...new Set(input.ids)].sort();
@@ -184,9 +184,8 @@ export class ProfileService extends AccountsBase {
   async listUsers(): Promise<Array<{ id: string; state: ProfileState; emails: string[] }>> {
     const repo = this.deps.repo;
     const profiles = await repo.profiles.list();
-    return Promise.all(
-      profiles.map(async (p) => ({ id: p.id, state: p.state, emails: (await repo.emails.emailsOf(p.id)).map((e) => e.email) })),
-    );
+    const emails = await repo.emails.emailsOfMany(profiles.map((p) => p.id));
+    return profiles.map((p) => ({ id: p.id, state: p.state, emails: (emails.get(p.id) ?? []).map((e) => e.email) }));
   }
 }
 
@@ -253,6 +252,11 @@ function validBase(name: NameInput): string | null {
     if (error instanceof AppError && error.name === 'ValidationError') return null;
     throw error;
   }
+}
+
+/** Whether `viewer` may see `profile` at all: a deleted one only moderators and super users do. */
+function mayView(profile: ProfileRecord, viewer: Viewer): boolean {
+  return profile.ddate === null || viewer.isSuperUser || viewer.isModerator;
 }
 
 /** Whether `viewer` sees the emails of `profile`: its owner, moderators and super users do. */

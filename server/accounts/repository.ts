@@ -16,7 +16,7 @@ import { SettingsRepository } from './repository/settings.ts';
 import { TokensRepository } from './repository/tokens.ts';
 import { OutboxRepository } from '../mail/outbox-repository.ts';
 
-export type { EmailRecord, EmailsAndUsernames } from './repository/emails.ts';
+export type { EmailRecord, EmailsAndUsernames, SearchedProfiles } from './repository/emails.ts';
 export type { GroupRecord } from './repository/groups.ts';
 export type { ProfileRecord } from './repository/profiles.ts';
 export type { SessionRecord } from './repository/sessions.ts';

@@ -1,4 +1,4 @@
-import { AppError, type OidcConsent } from '../../shared/index.ts';
+import { AppError, type OidcConsent, type OidcScope } from '../../shared/index.ts';
 import type { Provider } from './provider.ts';
 
 /**
@@ -14,7 +14,7 @@ export async function consents(provider: Provider, profileId: string): Promise<O
     kind: authMethod === 'none' ? 'public' : 'confidential',
     offline: holding.has(consent.clientId),
     tcdate: consent.createdAt,
-    sharedData: consent.scopes.map((scope) => SHARED_DATA[scope] ?? scope),
+    sharedData: consent.scopes.map((scope) => (SHARED_DATA as Record<string, string | undefined>)[scope] ?? scope),
   }));
 }
 
@@ -22,7 +22,7 @@ export async function consents(provider: Provider, profileId: string): Promise<O
  * What each scope shares, as the real platform's web client lists it under "Third-party apps &
  * services" (`app/profile/password-security/ConnectedAppsList.js`, which joins them with commas).
  */
-const SHARED_DATA: Record<string, string> = {
+const SHARED_DATA: Record<OidcScope, string> = {
   openid: 'OpenReview ID',
   profile: 'Name',
   email: 'Email',

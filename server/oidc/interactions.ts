@@ -1,5 +1,5 @@
 import { createHmac, type KeyObject } from 'node:crypto';
-import { AppError, type OidcClient } from '../../shared/index.ts';
+import { AppError, type OidcClient, type OidcScope } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
 import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
@@ -11,7 +11,7 @@ import type { Interaction } from './repository.ts';
 // page, and the JSON endpoints a separate frontend uses instead of them.
 
 /** What each scope means, in plain words. */
-const SCOPE_WORDS: Record<string, string> = {
+const SCOPE_WORDS: Record<OidcScope, string> = {
   openid: 'Know who you are (your profile id)',
   profile: 'See your name',
   email: 'See your email address and whether it is confirmed',
@@ -20,7 +20,7 @@ const SCOPE_WORDS: Record<string, string> = {
 
 /** A scope in plain words (the scope itself when it has none). */
 export function scopeWords(scope: string): string {
-  return SCOPE_WORDS[scope] ?? scope;
+  return (SCOPE_WORDS as Record<string, string | undefined>)[scope] ?? scope;
 }
 
 /** A live interaction and its client; an `invalid_request` page when it expired, was answered, or never was. */

@@ -262,7 +262,7 @@ export class NoteService extends VenuePart {
     const found = await repos.venues.findNotes({
       ...(query.id ? { id: query.id } : {}),
       ...(query.invitation ? { invitation: query.invitation } : {}),
-      ...(query.invitations ? { invitations: [query.invitations].flat() } : {}),
+      ...(query.invitations ? { invitations: query.invitations } : {}),
       ...(query.forum ? { forum: query.forum } : {}),
       ...(query.replyto ? { replyto: query.replyto } : {}),
       ...(query.domain ? { domain: query.domain } : {}),

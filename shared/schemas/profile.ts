@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AccountId, NonEmptyString, QueryBoolean, queryInt, StringList, Timestamp, Year } from './common.ts';
+import { AccountId, idList, NonEmptyString, QueryBoolean, queryInt, StringList, Timestamp, Year } from './common.ts';
 
 export const ProfileState = z.enum([
   'Active',
@@ -280,13 +280,7 @@ export const ProfilesQuery = z
   .strictObject({
     id: AccountId.optional(),
     email: AccountId.optional(),
-    ids: z
-      .string()
-      .min(1)
-      .max(256_000)
-      .transform((ids) => ids.split(',').filter((id) => id !== ''))
-      .pipe(z.array(AccountId).min(1, 'Give at least one id').max(1000, 'At most 1000 ids at once'))
-      .optional(),
+    ids: idList(AccountId, 1000).optional(),
     first: SearchText.optional(),
     middle: SearchText.optional(),
     last: SearchText.optional(),
@@ -300,7 +294,8 @@ export type ProfilesQuery = z.infer<typeof ProfilesQuery>;
 /**
  * `GET /profiles/search`: `term` (an email, a tilde username or the start of one, or the start
  * of a name), `fullname` or `first`/`middle`/`last` (the whole name), `id` (one tilde username)
- * or `email` (one confirmed address), the last two as the web client's author search sends
+ * or `email` (one address, as `GET /profiles?email=` finds it: a confirmed one, the caller's
+ * own, or any for moderators), the last two as the web client's author search sends
  * them. Deleted, merged and blocked profiles are left out; a moderator's or super user's `trash`
  * and `withBlocked` keep deleted and blocked ones in.
  */

@@ -172,10 +172,13 @@ const CONTENT_FILTER = /^content\.[A-Za-z0-9_]{1,80}(?:\.[A-Za-z0-9_]{1,80})?$/;
  * `count` are accepted and change nothing (whole notes are answered, `count` always).
  * `trash=true` adds deleted notes the caller could write.
  */
+/** Venue or invitation ids (`ids=`, `invitations=`), repeated or comma-joined: see `idList`. */
+const EntityIdList = idList(EntityId, 100);
+
 const notesQueryFields = {
   id: NoteId.optional(),
   invitation: EntityId.optional(),
-  invitations: z.union([EntityId, z.array(EntityId).min(1).max(100)]).optional(),
+  invitations: EntityIdList.optional(),
   forum: NoteId.optional(),
   replyto: NoteId.optional(),
   domain: EntityId.optional(),
@@ -311,8 +314,6 @@ export type PostedNoteEdit = z.infer<typeof PostedNoteEdit>;
 
 export const VenueQuery = z.strictObject({ venueId: EntityId });
 
-/** Venue or invitation ids (`ids=`, `invitations=`), repeated or comma-joined: see `idList`. */
-const EntityIdList = idList(EntityId, 100);
 
 /**
  * `GET /venues`: venues by id, by ids, or by the invitations they own (`invitations=a,b`);

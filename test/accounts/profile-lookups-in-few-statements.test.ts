@@ -93,6 +93,15 @@ describe('ids', () => {
     expect(many.answer.body.profiles).toHaveLength(people.length);
     expect(many.statements).toBe(few.statements);
   });
+
+  it('through GET /profiles?ids= repeated, or comma-joined with spaces: each profile once', async () => {
+    const [a, b] = [people[0]!.id, people[1]!.id];
+    const repeated = await member.get(`/profiles?ids=${a}&ids=${b}`);
+    expect(repeated.status, JSON.stringify(repeated.body)).toBe(200);
+    expect(repeated.body.profiles.map((p: Shown) => p.id)).toEqual([a, b].sort());
+    const spaced = await member.get(`/profiles?ids=${encodeURIComponent(`${a}, ${b},${a}`)}`);
+    expect(spaced.body.profiles.map((p: Shown) => p.id)).toEqual([a, b].sort());
+  });
 });
 
 describe('emails', () => {

@@ -58,6 +58,10 @@ describe("the profile editor's imported publications", () => {
     const byKey = await author.get(`/notes?content.authors.username=${encodeURIComponent(authorId)}&invitations=${encodeURIComponent(SUBMISSION)}`);
     expect(byKey.body.notes.map((note: { id: string }) => note.id)).toEqual([noteId]);
     expect((await author.get(`/notes?content.authors.username=~Someone_Else1&invitations=${encodeURIComponent(SUBMISSION)}`)).body.notes).toEqual([]);
+    // Comma-joined, as `GET /venues?invitations=` takes them too.
+    const joined = await author.get(`/notes?content.authors.username=${encodeURIComponent(authorId)}&invitations=${encodeURIComponent(`OpenReview.net/Public_Article/DBLP.org/-/Record,${SUBMISSION}`)}`);
+    expect(joined.status, JSON.stringify(joined.body)).toBe(200);
+    expect(joined.body.notes.map((note: { id: string }) => note.id)).toEqual([noteId]);
   });
 });
 
