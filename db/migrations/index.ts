@@ -36,6 +36,7 @@ import * as refreshRotationStoresItsAccessToken from './20261127100000_refresh_r
 import * as chunkRecordCountsItself from './20261127200000_chunk_record_counts_itself.ts';
 import * as usernameSearchKey from './20261129000000_username_search_key.ts';
 import * as oidcDeviceCodes from './20261129100000_oidc_device_codes.ts';
+import * as oidcClientApprovedByToken from './20261129200000_oidc_client_approved_by_token.ts';
 
 export interface Migration {
   name: string;
@@ -82,4 +83,5 @@ export const migrations: Migration[] = [
   { name: '20261127200000_chunk_record_counts_itself', ...chunkRecordCountsItself },
   { name: '20261129000000_username_search_key', ...usernameSearchKey },
   { name: '20261129100000_oidc_device_codes', ...oidcDeviceCodes },
+  { name: '20261129200000_oidc_client_approved_by_token', ...oidcClientApprovedByToken },
 ];

@@ -26,6 +26,7 @@ export function publicClientRecord(input: OidcClientInput, now: number): ClientR
     refreshAbsoluteSeconds: null,
     refreshIdleSeconds: null,
     registrationTokenHash: null,
+    approvedByToken: false,
     metadata: null,
     introspectsFor: null,
   };

@@ -1,4 +1,4 @@
-import { AppError, ClientMetadata, DEVICE_CODE_GRANT, OIDC_SCOPES, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
+import { AppError, ClientMetadata, DEVICE_CODE_GRANT, OIDC_SCOPES, type OidcClient, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken, OAuthError } from './errors.ts';
 import type { Provider } from './provider.ts';
@@ -51,7 +51,7 @@ export async function register(provider: Provider, bearer: string | undefined, b
   const client = await provider.repo.transaction(async (repo) => {
     const grant = await repo.registry.useRegistrationToken(hashSecret(bearer), now);
     if (!grant) throw refused();
-    const record = recordOf(id, metadata, { status: grant.approved ? 'approved' : 'pending', createdAt: now, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
+    const record = recordOf(id, metadata, { status: grant.approved ? 'approved' : 'pending', approvedByToken: grant.approved, createdAt: now, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
     await repo.insertClient(record);
     if (secret) await repo.registry.addSecret(id, hashSecret(secret), now);
     return record;
@@ -80,7 +80,7 @@ export async function registerForPerson(provider: Provider, input: RegisterAppli
   }
   const now = provider.now();
   const id = newClientId();
-  const client = recordOf(id, metadata, { status: 'pending', createdAt: now, updatedAt: now, registrationTokenHash: null });
+  const client = recordOf(id, metadata, { status: 'pending', approvedByToken: false, createdAt: now, updatedAt: now, registrationTokenHash: null });
   const secret = METHODS_WITH_SECRETS.has(client.authMethod) ? randomToken() : undefined;
   await provider.repo.transaction(async (repo) => {
     await repo.insertClient(client);
@@ -100,6 +100,13 @@ export async function readRegistration(provider: Provider, clientId: string, bea
  * `PUT /oidc/register/{client_id}` (RFC 7592 §2.2): the body replaces the whole record and
  * carries `client_id`; a `client_secret` sent must be the client's. The registration access token
  * is rotated (the answer carries the new one); a client that moves to a secret gets one, shown once.
+ *
+ * A client an operator approved goes back to `pending` when the update changes what they were
+ * shown (`changesWhatWasReviewed`): otherwise an approval, once given, would cover any redirect
+ * URI or scope the application later names. Its keys (`jwks`, `jwks_uri`), contacts and the
+ * fields no operator sees may change freely. A client its `--approved` token approved keeps its
+ * approval: the operator trusted that token's holder with any metadata. RFC 7592 answers no
+ * status; the registry's listing shows it.
  */
 export async function updateRegistration(provider: Provider, clientId: string, bearer: string | undefined, body: unknown): Promise<RegistrationAnswer> {
   const current = await registered(provider, clientId, bearer);
@@ -115,10 +122,11 @@ export async function updateRegistration(provider: Provider, clientId: string, b
   const { client_id: _id, client_secret: _secret, ...rest } = fields;
   const metadata = await checkMetadata(rest);
   const registrationToken = randomToken();
-  const client = recordOf(clientId, metadata, { status: current.status, createdAt: current.createdAt, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
+  const client = recordOf(clientId, metadata, { status: current.status, approvedByToken: current.approvedByToken, createdAt: current.createdAt, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
   const secret = METHODS_WITH_SECRETS.has(client.authMethod) && !METHODS_WITH_SECRETS.has(current.authMethod) ? randomToken() : undefined;
+  const unapprove = !current.approvedByToken && changesWhatWasReviewed(current, client);
   await provider.repo.transaction(async (repo) => {
-    await repo.replaceClient(client);
+    await repo.replaceClient(client, { unapprove });
     if (!METHODS_WITH_SECRETS.has(client.authMethod)) await repo.registry.removeSecrets(clientId);
     if (secret) await repo.registry.addSecret(clientId, hashSecret(secret), now);
   });
@@ -132,6 +140,32 @@ export async function deleteRegistration(provider: Provider, clientId: string, b
   await provider.repo.deleteClient(clientId);
   provider.clients.forget(clientId);
   return { status: 204 };
+}
+
+/**
+ * What an operator deciding on a client is shown (the registry's view, `OidcClient`, apart from
+ * its status and times), and its sector, which decides the subjects a pairwise client receives.
+ * Typed by that view: a field added to it does not compile until it is named here.
+ */
+const REVIEWED: Record<Exclude<keyof OidcClient, 'id' | 'status' | 'createdAt' | 'updatedAt'>, true> & { sectorIdentifierUri: true } = {
+  name: true,
+  redirectUris: true,
+  scopes: true,
+  authMethod: true,
+  grantTypes: true,
+  postLogoutRedirectUris: true,
+  backchannelLogoutUri: true,
+  backchannelLogoutSessionRequired: true,
+  subjectType: true,
+  sectorIdentifierUri: true,
+};
+
+/** Lists are compared as sets: the order of redirect URIs or scopes decides nothing. */
+const comparable = (value: unknown): string => JSON.stringify(Array.isArray(value) ? [...value].sort() : value);
+
+/** Whether an update changes anything an operator approving `before` was shown. */
+export function changesWhatWasReviewed(before: ClientRecord, after: ClientRecord): boolean {
+  return (Object.keys(REVIEWED) as Array<keyof typeof REVIEWED>).some((field) => comparable(before[field]) !== comparable(after[field]));
 }
 
 /** The client a registration access token manages: any failure is the same 401 (RFC 7592 §2). */
@@ -202,7 +236,7 @@ function scopesOf(metadata: ClientMetadata): OidcScope[] {
   return [...new Set<OidcScope>(['openid', ...wanted])];
 }
 
-function recordOf(id: string, metadata: ClientMetadata, kept: Pick<ClientRecord, 'status' | 'createdAt' | 'updatedAt' | 'registrationTokenHash'>): ClientRecord {
+function recordOf(id: string, metadata: ClientMetadata, kept: Pick<ClientRecord, 'status' | 'approvedByToken' | 'createdAt' | 'updatedAt' | 'registrationTokenHash'>): ClientRecord {
   const scopes = scopesOf(metadata);
   return {
     id,

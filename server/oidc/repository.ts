@@ -91,6 +91,12 @@ export interface ClientRecord extends OidcClient {
   refreshAbsoluteSeconds: number | null;
   refreshIdleSeconds: number | null;
   registrationTokenHash: string | null;
+  /**
+   * Approved by the initial access token it registered with (`--approved`), no operator having
+   * decided on it since: RFC 7592 updates keep it approved. An operator's approval covers what
+   * they were shown, and an update that changes it asks them again (`registration.ts`).
+   */
+  approvedByToken: boolean;
   /** The RFC 7591 metadata as registered (null: registered by an operator). */
   metadata: Record<string, unknown> | null;
   /** A resource server's: the clients whose access tokens it may introspect (null: an ordinary client). */
@@ -117,13 +123,14 @@ const toClient = (row: Record<string, unknown>): ClientRecord => ({
   refreshAbsoluteSeconds: numberOrNull(row.refresh_absolute_seconds),
   refreshIdleSeconds: numberOrNull(row.refresh_idle_seconds),
   registrationTokenHash: (row.registration_token_hash ?? null) as string | null,
+  approvedByToken: Boolean(row.approved_by_token),
   metadata: row.metadata === null || row.metadata === undefined ? null : json<Record<string, unknown>>(row.metadata),
   introspectsFor: row.introspects_for === null || row.introspects_for === undefined ? null : json<string[]>(row.introspects_for),
 });
 
 /** The registry's view of a client: nothing of its keys or tokens. */
 export function listedClient(record: ClientRecord): OidcClient {
-  const { jwks: _jwks, jwksUri: _jwksUri, sectorIdentifierUri: _sector, refreshAbsoluteSeconds: _absolute, refreshIdleSeconds: _idle, registrationTokenHash: _token, metadata: _metadata, introspectsFor: _introspectsFor, ...client } = record;
+  const { jwks: _jwks, jwksUri: _jwksUri, sectorIdentifierUri: _sector, refreshAbsoluteSeconds: _absolute, refreshIdleSeconds: _idle, registrationTokenHash: _token, approvedByToken: _approvedByToken, metadata: _metadata, introspectsFor: _introspectsFor, ...client } = record;
   return client;
 }
 
@@ -145,6 +152,7 @@ const clientRow = (client: ClientRecord) => ({
   refresh_absolute_seconds: client.refreshAbsoluteSeconds,
   refresh_idle_seconds: client.refreshIdleSeconds,
   registration_token_hash: client.registrationTokenHash,
+  approved_by_token: client.approvedByToken,
   metadata: client.metadata === null ? null : JSON.stringify(client.metadata),
   introspects_for: client.introspectsFor === null ? null : JSON.stringify(client.introspectsFor),
   created_at: client.createdAt,
@@ -219,10 +227,15 @@ export class OidcRepository {
     await this.#db('oidc_clients').insert(clientRow(client));
   }
 
-  /** Replaces a client's record (RFC 7592 update): false when it is gone. */
-  async replaceClient(client: ClientRecord): Promise<boolean> {
-    const { id: _id, created_at: _created, status: _status, ...row } = clientRow(client);
-    return (await this.#db('oidc_clients').where({ id: client.id }).update(row)) === 1;
+  /**
+   * Replaces a client's record (RFC 7592 update), its status and how it was approved left as
+   * they are (an operator may decide meanwhile): false when it is gone. `unapprove`: an approved
+   * client goes back to pending, in the same statement.
+   */
+  async replaceClient(client: ClientRecord, opts: { unapprove: boolean }): Promise<boolean> {
+    const { id: _id, created_at: _created, status: _status, approved_by_token: _approvedByToken, ...row } = clientRow(client);
+    const unapproved = opts.unapprove ? { status: this.#db.raw("CASE WHEN status = 'approved' THEN 'pending' ELSE status END") } : {};
+    return (await this.#db('oidc_clients').where({ id: client.id }).update({ ...row, ...unapproved })) === 1;
   }
 
   async findClient(id: string): Promise<ClientRecord | null> {
@@ -234,8 +247,9 @@ export class OidcRepository {
     return (await this.#db('oidc_clients').orderBy('id')).map((row: Record<string, unknown>) => listedClient(toClient(row)));
   }
 
+  /** An operator's or super user's decision: from then on, the client's approval is theirs. */
   async setClientStatus(id: string, status: OidcClient['status'], now: number): Promise<boolean> {
-    return (await this.#db('oidc_clients').where({ id }).update({ status, updated_at: now })) === 1;
+    return (await this.#db('oidc_clients').where({ id }).update({ status, approved_by_token: false, updated_at: now })) === 1;
   }
 
   async deleteClient(id: string): Promise<boolean> {

@@ -60,6 +60,27 @@ describe('migrations', () => {
     ]);
   });
 
+  it("record an approved registration never changed since as approved by its token, and any other approval as an operator's", async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    await db.migrate.down({ name: '20261129200000_oidc_client_approved_by_token' });
+    const client = (id: string, status: string, tokenHash: string | null, updatedAt: number) => ({ id, name: id, redirect_uris: '[]', scopes: '["openid"]', status, registration_token_hash: tokenHash, created_at: 1000, updated_at: updatedAt });
+    await db('oidc_clients').insert([
+      client('by-token', 'approved', 'a'.repeat(64), 1000),
+      client('reviewed', 'approved', 'b'.repeat(64), 2000),
+      client('waiting', 'pending', 'c'.repeat(64), 1000),
+      client('operators', 'approved', null, 1000),
+    ]);
+    await migrateToLatest(db);
+    const rows = await db('oidc_clients').orderBy('id').select('id', 'approved_by_token');
+    expect(rows.map((row: { id: string; approved_by_token: unknown }) => [row.id, Boolean(row.approved_by_token)])).toEqual([
+      ['by-token', true],
+      ['operators', false],
+      ['reviewed', false],
+      ['waiting', false],
+    ]);
+  });
+
   it.each([
     ['sessions', 'session_refresh_rotated', "records a session's rotated-out refresh token"],
     ['oidc_refresh_tokens', 'oidc_refresh_access_token', 'stores the access token a refresh-token rotation gives'],

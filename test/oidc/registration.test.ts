@@ -4,6 +4,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -168,6 +169,73 @@ describe('/oidc/register/{client_id} (RFC 7592)', () => {
     expect((await manage(one.registration_client_uri, two.registration_access_token, 'GET')).status).toBe(401);
     expect((await manage(one.registration_client_uri, two.registration_access_token, 'DELETE')).status).toBe(401);
     expect((await manage(one.registration_client_uri, one.registration_access_token, 'GET')).status).toBe(200);
+  }, LONG);
+});
+
+describe('an approval and the updates after it (RFC 7592)', () => {
+  const oidc = () => server.service.services.oidc;
+  const statusOf = async (id: string) => (await oidc().listClients()).find((c) => c.id === id)?.status;
+  /** Registers with an initial access token (approved at once or not); the registration answer. */
+  const registered = async (approved: boolean, metadata: Record<string, unknown>) => {
+    const { token } = await oidc().issueRegistrationToken({ approved, expiresInSeconds: 600 });
+    const answer = await registerByHttp(server, token, metadata);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+    return { id: answer.body.client_id, uri: answer.body.registration_client_uri, token: answer.body.registration_access_token };
+  };
+  /** Reads the registration, replaces it with `changes` applied; keeps the new registration access token. */
+  const update = async (app: { uri: string; token: string }, changes: Record<string, unknown>) => {
+    const current = (await (await manage(app.uri, app.token, 'GET')).json()) as Record<string, unknown>;
+    const { registration_access_token: _t, registration_client_uri: _u, client_id_issued_at: _i, client_secret_expires_at: _e, ...rest } = current;
+    const answer = await manage(app.uri, app.token, 'PUT', { ...rest, ...changes });
+    expect(answer.status, JSON.stringify(changes)).toBe(200);
+    app.token = ((await answer.json()) as { registration_access_token: string }).registration_access_token;
+  };
+  const OTHER = 'https://elsewhere.example/cb';
+
+  it("an operator's approval covers what they were shown: changing it asks them again, keys, contacts and reordering do not", async () => {
+    const app = await registered(false, { redirect_uris: [REDIRECT, 'https://tool.example/cb'], client_name: 'Reviewed Tool', scope: 'openid profile', contacts: ['a@tool.example'] });
+    expect(await statusOf(app.id)).toBe('pending');
+    await oidc().setClientStatus(app.id, 'approved');
+
+    await update(app, { contacts: ['b@tool.example'], client_uri: 'https://tool.example', redirect_uris: ['https://tool.example/cb', REDIRECT], scope: 'profile openid' });
+    expect(await statusOf(app.id)).toBe('approved');
+    const { publicKey } = await generateKeyPair('RS256', { extractable: true });
+    await update(app, { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [await exportJWK(publicKey)] } });
+    expect(await statusOf(app.id)).toBe('pending');
+    await oidc().setClientStatus(app.id, 'approved');
+    const { publicKey: next } = await generateKeyPair('RS256', { extractable: true });
+    await update(app, { jwks: { keys: [await exportJWK(next)] } });
+    expect(await statusOf(app.id), 'a new key is not a new application').toBe('approved');
+
+    await update(app, { redirect_uris: [REDIRECT, 'https://tool.example/cb', OTHER] });
+    expect(await statusOf(app.id)).toBe('pending');
+    // Until approved again, it signs nobody in: to the new address or the reviewed one.
+    for (const redirect of [OTHER, REDIRECT]) {
+      const url = new URL(`${server.url}/oidc/authorize`);
+      url.search = new URLSearchParams({ client_id: app.id, response_type: 'code', redirect_uri: redirect, scope: 'openid', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' }).toString();
+      const page = await fetch(url, { redirect: 'manual' });
+      expect(page.status, redirect).toBe(400);
+      expect(page.headers.get('location')).toBeNull();
+    }
+    await oidc().setClientStatus(app.id, 'approved');
+    for (const change of [{ scope: 'openid profile email' }, { client_name: 'Someone Else' }, { subject_type: 'pairwise', redirect_uris: [REDIRECT] }, { post_logout_redirect_uris: [OTHER] }]) {
+      await update(app, change);
+      expect(await statusOf(app.id), JSON.stringify(change)).toBe('pending');
+      await oidc().setClientStatus(app.id, 'approved');
+    }
+    // A rejected client stays rejected whatever it changes.
+    await oidc().setClientStatus(app.id, 'rejected');
+    await update(app, { client_name: 'Reviewed Tool, again' });
+    expect(await statusOf(app.id)).toBe('rejected');
+  }, LONG);
+
+  it('a client its --approved token approved keeps its approval through updates, until an operator decides on it', async () => {
+    const app = await registered(true, { redirect_uris: [REDIRECT], client_name: 'Trusted Tool' });
+    await update(app, { redirect_uris: [OTHER], client_name: 'Trusted Tool 2', scope: 'openid email' });
+    expect(await statusOf(app.id)).toBe('approved');
+    await oidc().setClientStatus(app.id, 'approved');
+    await update(app, { redirect_uris: [REDIRECT] });
+    expect(await statusOf(app.id), 'the approval is now the operator’s').toBe('pending');
   }, LONG);
 });
 
