@@ -37,6 +37,7 @@ import * as chunkRecordCountsItself from './20261127200000_chunk_record_counts_i
 import * as usernameSearchKey from './20261129000000_username_search_key.ts';
 import * as oidcDeviceCodes from './20261129100000_oidc_device_codes.ts';
 import * as oidcClientApprovedByToken from './20261129200000_oidc_client_approved_by_token.ts';
+import * as oidcPushedRequests from './20261129210000_oidc_pushed_requests.ts';
 
 export interface Migration {
   name: string;
@@ -84,4 +85,5 @@ export const migrations: Migration[] = [
   { name: '20261129000000_username_search_key', ...usernameSearchKey },
   { name: '20261129100000_oidc_device_codes', ...oidcDeviceCodes },
   { name: '20261129200000_oidc_client_approved_by_token', ...oidcClientApprovedByToken },
+  { name: '20261129210000_oidc_pushed_requests', ...oidcPushedRequests },
 ];

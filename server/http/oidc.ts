@@ -197,6 +197,17 @@ export function oidcHandlers(services: Services, config: Config) {
     res.status(200).end();
   };
 
+  /** RFC 9126: 201 with the `request_uri`; refusals as the token endpoint's, never cached. */
+  const pushedAuthorization: RequestHandler = async (req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    try {
+      if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
+      res.status(201).json(await oidc.pushAuthorizationRequest(req.body as Record<string, unknown>, req.get('authorization')));
+    } catch (error) {
+      sendOAuthError(res, error);
+    }
+  };
+
   // ---- devices (RFC 8628) ----------------------------------------------------------------------------
   /** Where a person answers a device's request: the device page of the account pages. */
   const verificationUri = `${config.baseUrl}${PAGES_PREFIX}/device`;
@@ -231,7 +242,7 @@ export function oidcHandlers(services: Services, config: Config) {
   const updateRegistration = registering((req, bearer) => oidc.updateRegistration(clientIdOf(req), bearer, req.body));
   const deleteRegistration = registering((req, bearer) => oidc.deleteRegistration(clientIdOf(req), bearer));
 
-  return { stylesheet, discovery, jwks, authorize, token, deviceAuthorization, userinfo, introspect, revoke, register, readRegistration, updateRegistration, deleteRegistration } satisfies Record<string, RequestHandler>;
+  return { stylesheet, discovery, jwks, authorize, token, pushedAuthorization, deviceAuthorization, userinfo, introspect, revoke, register, readRegistration, updateRegistration, deleteRegistration } satisfies Record<string, RequestHandler>;
 }
 
 export type OidcHandlers = ReturnType<typeof oidcHandlers>;

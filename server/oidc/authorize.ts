@@ -1,7 +1,7 @@
 import { OidcScope, type OidcClient } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import { randomToken } from '../secrets.ts';
-import { InvalidClient, InvalidRequest, InvalidScope, RequestNotSupported, RequestUriNotSupported, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
+import { hashSecret, randomToken } from '../secrets.ts';
+import { InvalidClient, InvalidRequest, InvalidRequestObject, InvalidRequestUri, InvalidScope, RequestNotSupported, RequestUriNotSupported, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
 import { checkOnce, errorOutcome, STATE_MAX, type Outcome, type Provider, type ResponseMode } from './provider.ts';
@@ -10,8 +10,8 @@ import type { AuthorizationParams, ClientRecord, Interaction } from './repositor
 /** How long a pending authorization request (the login and consent pages) stays valid. */
 const INTERACTION_SECONDS = 10 * 60;
 
-/** The authorization request's parameters (others are ignored, as RFC 6749 §3.1 asks). */
-const AUTHORIZATION_PARAMETERS = [
+/** The authorization request's parameters besides `client_id` and `redirect_uri` (others are ignored, as RFC 6749 §3.1 asks). */
+export const AUTHORIZATION_PARAMETERS = [
   'response_type',
   'response_mode',
   'scope',
@@ -33,59 +33,39 @@ const VALUE_MAX = 500;
 /** `prompt`'s values (OpenID Connect Core §3.1.2.1). `select_account` shows the login page, where a person chooses the account. */
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 
+/** A pushed request's `request_uri` (RFC 9126 §2.2): this prefix, then a random id. */
+export const REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
+
+/** Where errors of an authorization request go, once its client and redirect URI are verified. */
+type Back = Pick<AuthorizationParams, 'redirectUri' | 'state' | 'responseMode'>;
+
 /**
  * `/oidc/authorize`: the checks run in the order below. The first four verify the client and
  * its redirect URI, and their errors are pages (an unknown client or redirect URI is never
  * redirected to); the errors of the others go back to the client. Then the person signs in and
  * consents, unless a session and a consent exist already.
+ *
+ * A request pushed beforehand (RFC 9126, `pushed.ts`) is named by `request_uri` and `client_id`
+ * alone: its parameters are used up and checked again here, as if sent, and any other sent
+ * beside them is ignored. A client registered with `require_pushed_authorization_requests` is
+ * refused any other way.
  */
 export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
-  const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
-  let back: Pick<AuthorizationParams, 'redirectUri' | 'state' | 'responseMode'> | undefined;
+  let back: Back | undefined;
   try {
     // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
     // then unknown, so those two get a page; the others go back to the client.
-    checkOnce(query, ['client_id', 'redirect_uri'], { allowRedirect: false });
-    const client = await checkClient(provider, param('client_id'));
-    checkApproved(client);
-    const redirectUri = checkRedirectUri(client, param('redirect_uri'));
-    // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
-    const state = param('state') || undefined;
-    back = { redirectUri, state };
-
-    // From here on, errors go back the way the client asked for (until then, in the query; a
-    // response_mode sent twice is read as none, and refused next).
-    const responseMode = checkResponseMode(param('response_mode'));
-    back = { redirectUri, state, ...(responseMode ? { responseMode } : {}) };
-    checkOnce(query, AUTHORIZATION_PARAMETERS);
-    checkRequestObjects(param('request'), param('request_uri'));
-    checkResponseType(param('response_type'));
-    checkCodeGrant(client);
-    const prompt = checkPrompt(param('prompt'));
-    const scopes = checkScope(client, param('scope'), prompt);
-    const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
-    const maxAge = checkMaxAge(param('max_age'));
-    checkLengths([
-      ['state', state, STATE_MAX],
-      ['nonce', param('nonce'), VALUE_MAX],
-      ['acr_values', param('acr_values'), VALUE_MAX],
-    ]);
-    const acrValues = param('acr_values')?.split(' ').filter(Boolean);
-    // Most requests send no hint: no await for them, on the sign-in's hot path.
-    const hintSubject = param('id_token_hint') ? await checkHintFor(provider, client, param('id_token_hint')) : undefined;
-    const params: AuthorizationParams = {
-      clientId: client.id,
-      redirectUri,
-      scopes,
-      state,
-      nonce: param('nonce'),
-      codeChallenge,
-      prompt,
-      maxAge,
-      ...(acrValues?.length ? { acrValues } : {}),
-      ...(hintSubject ? { hintSubject } : {}),
-      ...(responseMode ? { responseMode } : {}),
-    };
+    checkOnce(query, ['client_id', 'redirect_uri', 'request_uri'], { allowRedirect: false });
+    const client = await checkClient(provider, typeof query.client_id === 'string' ? query.client_id : undefined);
+    let sent = query;
+    if (query.request_uri !== undefined) {
+      sent = await takePushed(provider, client, query, (to) => (back = to));
+    } else if (client.metadata?.require_pushed_authorization_requests === true) {
+      checkApproved(client);
+      back = { redirectUri: checkRedirectUri(client, typeof query.redirect_uri === 'string' ? query.redirect_uri : undefined), state: typeof query.state === 'string' ? query.state || undefined : undefined };
+      throw new InvalidRequest('Pushed Authorization Request must be used');
+    }
+    const params = await checkRequest(provider, client, sent, (to) => (back = to));
     const now = provider.now();
     const interaction: Interaction = {
       id: randomToken(),
@@ -102,6 +82,74 @@ export async function authorize(provider: Provider, query: Record<string, unknow
   } catch (error) {
     return errorOutcome(provider, error, back);
   }
+}
+
+/**
+ * The parameters of the pushed request `request_uri` names, used up: this client's, within its
+ * minute, once (RFC 9126 §4 asks for one use; a reload of the authorization request after it
+ * finds it gone, where node-oidc-provider allows reloads until the answer). Errors are pages,
+ * unless the query carries a redirect URI of the client to send them to, as node-oidc-provider
+ * does; once found, they go to the pushed request's.
+ */
+async function takePushed(provider: Provider, client: ClientRecord, query: Record<string, unknown>, onBack: (back: Back) => void): Promise<Record<string, unknown>> {
+  const redirectUri = typeof query.redirect_uri === 'string' && client.redirectUris.includes(query.redirect_uri) ? query.redirect_uri : undefined;
+  if (redirectUri && client.status === 'approved') onBack({ redirectUri, state: typeof query.state === 'string' ? query.state || undefined : undefined });
+  const requestUri = query.request_uri as string;
+  if (!requestUri.startsWith(REQUEST_URI_PREFIX)) throw new RequestUriNotSupported('Only request_uri values from the pushed authorization request endpoint are supported');
+  const pushed = await provider.repo.pushed.take(hashSecret(requestUri), client.id, provider.now());
+  if (!pushed) throw new InvalidRequestUri('request_uri is invalid, expired, or was already used');
+  // From here, errors go where the pushed request asked, once it is checked to be the client's.
+  if (pushed.redirect_uri !== undefined && client.redirectUris.includes(pushed.redirect_uri) && client.status === 'approved') onBack({ redirectUri: pushed.redirect_uri, state: pushed.state || undefined });
+  if (query.response_type !== undefined && query.response_type !== pushed.response_type) throw new InvalidRequestObject('response_type must equal the pushed request’s');
+  return { ...pushed, client_id: client.id };
+}
+
+/**
+ * The authorization request's checks, after its client is found, up to its parameters as kept:
+ * here and at the pushed authorization request endpoint, where every error is JSON. `onBack`
+ * learns where errors may go as soon as that is known.
+ */
+export async function checkRequest(provider: Provider, client: ClientRecord, query: Record<string, unknown>, onBack: (back: Back) => void = () => undefined): Promise<AuthorizationParams> {
+  const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
+  checkApproved(client);
+  const redirectUri = checkRedirectUri(client, param('redirect_uri'));
+  // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
+  const state = param('state') || undefined;
+  onBack({ redirectUri, state });
+
+  // From here on, errors go back the way the client asked for (until then, in the query; a
+  // response_mode sent twice is read as none, and refused next).
+  const responseMode = checkResponseMode(param('response_mode'));
+  onBack({ redirectUri, state, ...(responseMode ? { responseMode } : {}) });
+  checkOnce(query, AUTHORIZATION_PARAMETERS);
+  checkRequestObjects(param('request'), param('request_uri'));
+  checkResponseType(param('response_type'));
+  checkCodeGrant(client);
+  const prompt = checkPrompt(param('prompt'));
+  const scopes = checkScope(client, param('scope'), prompt);
+  const codeChallenge = checkPkce(client, param('code_challenge'), param('code_challenge_method'));
+  const maxAge = checkMaxAge(param('max_age'));
+  checkLengths([
+    ['state', state, STATE_MAX],
+    ['nonce', param('nonce'), VALUE_MAX],
+    ['acr_values', param('acr_values'), VALUE_MAX],
+  ]);
+  const acrValues = param('acr_values')?.split(' ').filter(Boolean);
+  // Most requests send no hint: no await for them, on the sign-in's hot path.
+  const hintSubject = param('id_token_hint') ? await checkHintFor(provider, client, param('id_token_hint')) : undefined;
+  return {
+    clientId: client.id,
+    redirectUri,
+    scopes,
+    state,
+    nonce: param('nonce'),
+    codeChallenge,
+    prompt,
+    maxAge,
+    ...(acrValues?.length ? { acrValues } : {}),
+    ...(hintSubject ? { hintSubject } : {}),
+    ...(responseMode ? { responseMode } : {}),
+  };
 }
 
 // ---- the named checks, in the order they run ------------------------------------------------------

@@ -17,6 +17,8 @@ export function discovery(issuer: string): Record<string, unknown> {
     introspection_endpoint: `${issuer}/oidc/introspect`,
     end_session_endpoint: `${issuer}/oidc/logout`,
     device_authorization_endpoint: `${issuer}/oidc/device/auth`,
+    // RFC 9126 §5; `require_pushed_authorization_requests` is left out, meaning false, as node-oidc-provider does.
+    pushed_authorization_request_endpoint: `${issuer}/oidc/par`,
     backchannel_logout_supported: true,
     backchannel_logout_session_supported: true,
     scopes_supported: Object.keys(OIDC_SCOPES),

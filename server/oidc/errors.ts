@@ -79,6 +79,16 @@ export class RequestUriNotSupported extends OAuthError {
   readonly error = 'request_uri_not_supported';
 }
 
+/** A pushed request's `request_uri` (RFC 9126) that is unknown, expired, used, or another client's. */
+export class InvalidRequestUri extends OAuthError {
+  readonly error = 'invalid_request_uri';
+}
+
+/** A parameter sent beside a pushed request's `request_uri` contradicts it (node-oidc-provider's word for it). */
+export class InvalidRequestObject extends OAuthError {
+  readonly error = 'invalid_request_object';
+}
+
 export class InvalidScope extends OAuthError {
   readonly error = 'invalid_scope';
 }

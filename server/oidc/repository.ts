@@ -4,6 +4,7 @@ import { exclusively, rawRows, watchWrites, type WriteWatch } from '../../db/kne
 import type { OidcClient, OidcScope } from '../../shared/index.ts';
 import { LogoutRepository } from './logout-repository.ts';
 import { DeviceRepository } from './device-repository.ts';
+import { PushedRepository } from './pushed-repository.ts';
 import { RefreshRepository } from './refresh-repository.ts';
 import { RegistryRepository } from './registry-repository.ts';
 import type { CodeRecord } from './codes.ts';
@@ -196,6 +197,11 @@ export class OidcRepository {
     return new DeviceRepository(this.#db);
   }
 
+  /** Pushed authorization requests (RFC 9126, `pushed-repository.ts`). */
+  get pushed(): PushedRepository {
+    return new PushedRepository(this.#db);
+  }
+
   /** Refresh tokens (`refresh-repository.ts`). */
   get refreshTokens(): RefreshRepository {
     return new RefreshRepository(this.#db);
@@ -211,7 +217,7 @@ export class OidcRepository {
     return this.#db.transaction((trx) => work(new OidcRepository(trx)));
   }
 
-  /** Deletes what has expired: interactions, devices' requests and access tokens (a code's single use is its token's row: `codes.ts`). */
+  /** Deletes what has expired: interactions, devices' and pushed requests and access tokens (a code's single use is its token's row: `codes.ts`). */
   async sweep(now: number): Promise<void> {
     await this.#db('oidc_interactions').where('expires_at', '<', now).delete();
     await this.#db('oidc_tokens').where('expires_at', '<', now).delete();
@@ -219,6 +225,7 @@ export class OidcRepository {
     await this.refreshTokens.sweep(now);
     await this.logouts.sweep(now);
     await this.devices.sweep(now);
+    await this.pushed.sweep(now);
   }
 
   // ---- clients -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import { introspect } from './introspect.ts';
 import { deleteRegistration, readRegistration, register, registerForPerson, updateRegistration, type RegistrationAnswer } from './registration.ts';
 import { consents, withdrawConsent } from './consents.ts';
 import { decideDevice, deviceAuthorization, findDeviceRequest } from './device.ts';
+import { pushAuthorizationRequest } from './pushed.ts';
 import { discovery } from './discovery.ts';
 import { loginPageUrl, mustSignIn, usable, wantsFreshSecondStep } from './flow.ts';
 import { afterLogin, checkInteractionCsrf, confirm, consent, findInteraction, interactionCsrfToken } from './interactions.ts';
@@ -153,6 +154,11 @@ export class OidcService {
 
   revoke(form: Record<string, unknown>, authorization?: string): Promise<void> {
     return revoke(this.#provider, form, { authorization, endpoint: `${this.issuer}/oidc/revoke` });
+  }
+
+  /** `POST /oidc/par` (RFC 9126): an authorization request pushed before the browser is sent; its `request_uri`. */
+  pushAuthorizationRequest(form: Record<string, unknown>, authorization: string | undefined) {
+    return pushAuthorizationRequest(this.#provider, form, { authorization, endpoint: `${this.issuer}/oidc/par` });
   }
 
   // ---- devices (RFC 8628) ------------------------------------------------------------------------------

@@ -31,6 +31,26 @@ export const TokenRequestForm = z.object({
 /** `POST /oidc/device/auth` (RFC 8628 §3.1): a device asks to sign someone in. */
 export const DeviceAuthorizationForm = z.object({ scope: Text.describe('Space-separated; must include openid'), ...ClientProofFields });
 
+/** `POST /oidc/par` (RFC 9126 §2.1): an authorization request pushed before the browser is sent, with the client's proof. */
+export const PushedAuthorizationForm = z.object({
+  response_type: z.literal('code'),
+  redirect_uri: Text,
+  scope: Text.describe('Space-separated; must include openid'),
+  state: Text.optional(),
+  nonce: Text.optional(),
+  code_challenge: Text.optional().describe('Required from public clients: BASE64URL(SHA-256(code_verifier))'),
+  code_challenge_method: z.literal('S256').optional(),
+  response_mode: z.enum(['query', 'fragment', 'form_post']).optional(),
+  prompt: Text.optional(),
+  max_age: Text.optional(),
+  acr_values: Text.optional(),
+  id_token_hint: Text.optional(),
+  ...ClientProofFields,
+});
+
+/** The pushed authorization request endpoint's answer (RFC 9126 §2.2): send the browser to the authorization endpoint with `client_id` and this `request_uri`. */
+export const PushedAuthorizationAnswer = z.object({ request_uri: Text, expires_in: z.int() });
+
 /** The device authorization endpoint's answer (RFC 8628 §3.2). */
 export const DeviceAuthorizationAnswer = z.object({
   device_code: Text,

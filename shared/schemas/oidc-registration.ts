@@ -93,6 +93,8 @@ const ClientMetadataFields = z.object({
     post_logout_redirect_uris: z.array(Uri).max(20).default([]),
     backchannel_logout_uri: Uri.optional(),
     backchannel_logout_session_required: z.boolean().default(false),
+    // RFC 9126 §6: its authorization requests are pushed first, or refused.
+    require_pushed_authorization_requests: z.boolean().default(false),
     client_uri: Uri.optional(),
     logo_uri: Uri.optional(),
     policy_uri: Uri.optional(),

@@ -15,7 +15,7 @@ import { buildOpenApiDocument } from '../../server/http/openapi.ts';
 type Json = Record<string, any>;
 
 /** Paths whose answers follow another description than the OpenAPI document. */
-const OTHER_PROTOCOLS = [/^\/trpc(\/|$)/i, /^\/oidc\/(authorize|token|device\/auth|userinfo|jwks|revoke|introspect|logout|logout\/confirm|login|login\/passkey|consent|pages\.css)\/?$/i, /^\/\.well-known\//i, /^\/docs(\/|$)/i, /^\/webauthn\//i, /^\/account(\/|$)/i, /^\/$/, /^\/assets\//i, /^\/attachment\/tus(\/|$)/i];
+const OTHER_PROTOCOLS = [/^\/trpc(\/|$)/i, /^\/oidc\/(authorize|token|par|device\/auth|userinfo|jwks|revoke|introspect|logout|logout\/confirm|login|login\/passkey|consent|pages\.css)\/?$/i, /^\/\.well-known\//i, /^\/docs(\/|$)/i, /^\/webauthn\//i, /^\/account(\/|$)/i, /^\/$/, /^\/assets\//i, /^\/attachment\/tus(\/|$)/i];
 
 export { serviceOrigins } from './service-origins.ts';
 

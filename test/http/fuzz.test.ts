@@ -483,8 +483,8 @@ describe('a fuzz of the sign-in provider’s protocol endpoints', () => {
     'grant_type=' + 'g'.repeat(70_000),
   ];
 
-  it('POST /oidc/token, /oidc/device/auth, /oidc/revoke, /oidc/introspect and /oidc/userinfo answer OAuth errors, never a 5xx', async () => {
-    for (const path of ['/oidc/token', '/oidc/device/auth', '/oidc/revoke', '/oidc/introspect', '/oidc/userinfo']) {
+  it('POST /oidc/token, /oidc/par, /oidc/device/auth, /oidc/revoke, /oidc/introspect and /oidc/userinfo answer OAuth errors, never a 5xx', async () => {
+    for (const path of ['/oidc/token', '/oidc/par', '/oidc/device/auth', '/oidc/revoke', '/oidc/introspect', '/oidc/userinfo']) {
       for (const body of tokenForms) {
         for (const as of ['guest', 'garbage-bearer', 'expired-bearer'] as const) await send({ method: 'POST', path, headers: form, body, as }, oauthError);
       }
@@ -510,6 +510,9 @@ describe('a fuzz of the sign-in provider’s protocol endpoints', () => {
       'prompt=none&max_age=-1&client_id=x',
       'max_age=1e309&client_id=x',
       'interaction=%00',
+      'client_id=x&request_uri=urn%3Aietf%3Aparams%3Aoauth%3Arequest_uri%3Aabc',
+      'client_id=a&request_uri=x&request_uri=y',
+      'request_uri=' + 'u'.repeat(5000),
     ];
     for (const p of params) {
       for (const as of ['guest', 'cookie'] as const) {

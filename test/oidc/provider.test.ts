@@ -60,6 +60,7 @@ describe('discovery', () => {
       introspection_endpoint: `${server.url}/oidc/introspect`,
       registration_endpoint: `${server.url}/oidc/register`,
       device_authorization_endpoint: `${server.url}/oidc/device/auth`,
+      pushed_authorization_request_endpoint: `${server.url}/oidc/par`,
       scopes_supported: ['openid', 'profile', 'email', 'offline_access'],
       response_types_supported: ['code'],
       grant_types_supported: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
