@@ -23,11 +23,12 @@ export const AUTHORIZATION_PARAMETERS = [
   'max_age',
   'acr_values',
   'id_token_hint',
+  'login_hint',
   'request',
   'request_uri',
 ];
 
-/** The longest `nonce` and `acr_values`: the nonce is sealed into the code. */
+/** The longest `nonce`, `acr_values` and `login_hint`: the nonce is sealed into the code, the others kept with a pending request. */
 const VALUE_MAX = 500;
 
 /** `prompt`'s values (OpenID Connect Core §3.1.2.1). `select_account` shows the login page, where a person chooses the account. */
@@ -133,6 +134,7 @@ export async function checkRequest(provider: Provider, client: ClientRecord, que
     ['state', state, STATE_MAX],
     ['nonce', param('nonce'), VALUE_MAX],
     ['acr_values', param('acr_values'), VALUE_MAX],
+    ['login_hint', param('login_hint'), VALUE_MAX],
   ]);
   const acrValues = param('acr_values')?.split(' ').filter(Boolean);
   // Most requests send no hint: no await for them, on the sign-in's hot path.
@@ -148,6 +150,7 @@ export async function checkRequest(provider: Provider, client: ClientRecord, que
     maxAge,
     ...(acrValues?.length ? { acrValues } : {}),
     ...(hintSubject ? { hintSubject } : {}),
+    ...(param('login_hint') ? { loginHint: param('login_hint') } : {}),
     ...(responseMode ? { responseMode } : {}),
   };
 }

@@ -24,6 +24,8 @@ export interface AuthorizationParams {
   acrValues?: string[] | undefined;
   /** The subject an `id_token_hint` names: someone else signed in must sign in again. */
   hintSubject?: string | undefined;
+  /** `login_hint` (OpenID Connect Core §3.1.2.1): what the login page's first field starts with. */
+  loginHint?: string | undefined;
   /** `response_mode`: how the answer goes back (absent: the query). */
   responseMode?: 'fragment' | 'form_post' | undefined;
 }

@@ -79,3 +79,17 @@ describe('/oidc/token', () => {
     expect(await basic.json()).toEqual({ error: 'invalid_client', error_description: 'Invalid client authentication' });
   });
 });
+
+describe('/oidc/authorize: login_hint (OpenID Connect Core §3.1.2.1)', () => {
+  it('fills the login page’s first field, as text, and is bounded', async () => {
+    const hinted = await new UserAgent().authorize((await authorizationRequest(rp, { login_hint: 'chair@venue.example' })).url);
+    expect(hinted.html).toMatch(/<input[^>]*id="email"[^>]*value="chair@venue\.example"/);
+    const markup = await new UserAgent().authorize((await authorizationRequest(rp, { login_hint: '"><script>alert(1)</script>' })).url);
+    expect(markup.html).not.toContain('<script>alert(1)</script>');
+    expect(markup.html).toContain('&quot;&gt;&lt;script&gt;');
+    const plain = await new UserAgent().authorize((await authorizationRequest(rp)).url);
+    expect(plain.html).toMatch(/<input[^>]*id="email"[^>]*value=""/);
+    const long = await fetch((await authorizationRequest(rp, { login_hint: 'x'.repeat(501) })).url, { redirect: 'manual' });
+    expect(new URL(long.headers.get('location') ?? 'http://x').searchParams.get('error_description')).toBe('login_hint must be at most 500 characters');
+  });
+});

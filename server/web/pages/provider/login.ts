@@ -30,7 +30,8 @@ export function providerLoginPages(kit: ProviderKit) {
     const { interaction, client } = await oidc.interaction(id);
     const csrf = csrfFor(res, interaction.id);
     // Signing in may send the browser straight on to the client (consent given before).
-    sendProviderPage(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl, requestId: requestIdOf(req) }), [
+    // The application's `login_hint` (an address or a profile id, as the person would type it) fills the first field.
+    sendProviderPage(res, 200, loginPage({ interactionId: interaction.id, csrf, clientName: client.name, resetUrl, requestId: requestIdOf(req), email: interaction.params.loginHint ?? '' }), [
       interaction.params.redirectUri,
     ]);
   }, true);
