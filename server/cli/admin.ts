@@ -56,6 +56,7 @@ const USAGE = `Usage: npm run admin -- <command>
       with the device grant (RFC 8628), a code they type on the device page; no redirect URI, no
       secret. With --offline it may ask for refresh tokens.
   oidc-client approve ID | oidc-client reject ID | oidc-client remove ID
+      approve prints what it approved, as list shows it.
   oidc-client list
   oidc-client registration-token [--approved] [--expires-in SECONDS]
       Prints a one-use initial access token for the registration endpoint (RFC 7591), good for a
@@ -168,7 +169,9 @@ const commands: Record<string, Command> = {
   },
 
   async 'oidc-client approve'(services, args) {
-    console.log(`${(await services.oidc.setClientStatus(clientIdArg(args), 'approved')).id}\tapproved`);
+    // What was approved, as `list` shows it: a change the client made since it was looked at shows here.
+    const c = await services.oidc.setClientStatus(clientIdArg(args), 'approved');
+    console.log(`${c.id}\t${c.status}\t${c.name}\t${c.scopes.join(' ')}\t${c.redirectUris.join(' ')}`);
   },
 
   async 'oidc-client reject'(services, args) {

@@ -1,7 +1,7 @@
 import { hashSecret, randomToken } from '../secrets.ts';
 import { AUTHORIZATION_PARAMETERS, checkRequest, REQUEST_URI_PREFIX } from './authorize.ts';
 import { approvedClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
-import { RequestUriNotSupported } from './errors.ts';
+import { InvalidRequest } from './errors.ts';
 import { checkOnce, type Provider } from './provider.ts';
 
 // Pushed authorization requests (RFC 9126): a client sends its authorization request to
@@ -19,13 +19,14 @@ const KEPT = ['redirect_uri', ...AUTHORIZATION_PARAMETERS] as const;
  * `POST /oidc/par` (RFC 9126 §2): the client proves itself (`invalid_client`, 401; a `client_id`
  * in the body must be the one authenticated), and its request passes every check the
  * authorization endpoint makes (`checkRequest`), each error answered as JSON. A `request_uri`
- * in it is `request_uri_not_supported`. Answers 201 with the `request_uri` for one use within
+ * in it is `invalid_request`. Answers 201 with the `request_uri` for one use within
  * `PUSHED_SECONDS`; the checks run again when it is used.
  */
 export async function pushAuthorizationRequest(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<{ request_uri: string; expires_in: number }> {
   checkOnce(form, [...CLIENT_PARAMETERS, ...KEPT], { allowRedirect: false });
   const client = await approvedClient(provider, { form, ...proof });
-  if (form.request_uri !== undefined) throw new RequestUriNotSupported('A pushed request cannot itself name a request_uri');
+  // RFC 9126 §2.1: `request_uri` must not be sent here (`invalid_request`, as node-oidc-provider answers).
+  if (form.request_uri !== undefined) throw new InvalidRequest('request_uri must not be used at the pushed authorization request endpoint');
   const kept: Record<string, string> = {};
   for (const name of KEPT) if (typeof form[name] === 'string') kept[name] = form[name];
   await checkRequest(provider, client, kept);

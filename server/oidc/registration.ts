@@ -103,8 +103,9 @@ export async function readRegistration(provider: Provider, clientId: string, bea
  *
  * A client an operator approved goes back to `pending` when the update changes what they were
  * shown (`changesWhatWasReviewed`): otherwise an approval, once given, would cover any redirect
- * URI or scope the application later names. Its keys (`jwks`, `jwks_uri`), contacts and the
- * fields no operator sees may change freely. A client its `--approved` token approved keeps its
+ * URI or scope the application later names. Its keys (`jwks`, `jwks_uri`), contacts and its
+ * pages' addresses (`client_uri`, `logo_uri`, `policy_uri`, `tos_uri`, which nothing shows) may
+ * change freely. A client its `--approved` token approved keeps its
  * approval: the operator trusted that token's holder with any metadata. RFC 7592 answers no
  * status; the registry's listing shows it.
  */
@@ -124,9 +125,9 @@ export async function updateRegistration(provider: Provider, clientId: string, b
   const registrationToken = randomToken();
   const client = recordOf(clientId, metadata, { status: current.status, approvedByToken: current.approvedByToken, createdAt: current.createdAt, updatedAt: now, registrationTokenHash: hashSecret(registrationToken) });
   const secret = METHODS_WITH_SECRETS.has(client.authMethod) && !METHODS_WITH_SECRETS.has(current.authMethod) ? randomToken() : undefined;
-  const unapprove = !current.approvedByToken && changesWhatWasReviewed(current, client);
   await provider.repo.transaction(async (repo) => {
-    await repo.replaceClient(client, { unapprove });
+    const replaced = await repo.replaceClient(client, { tokenHash: current.registrationTokenHash ?? '', unapprove: changesWhatWasReviewed(current, client) });
+    if (!replaced) throw new InvalidToken('The registration access token is missing or not this client’s');
     if (!METHODS_WITH_SECRETS.has(client.authMethod)) await repo.registry.removeSecrets(clientId);
     if (secret) await repo.registry.addSecret(clientId, hashSecret(secret), now);
   });
@@ -144,10 +145,11 @@ export async function deleteRegistration(provider: Provider, clientId: string, b
 
 /**
  * What an operator deciding on a client is shown (the registry's view, `OidcClient`, apart from
- * its status and times), and its sector, which decides the subjects a pairwise client receives.
- * Typed by that view: a field added to it does not compile until it is named here.
+ * its status and times); its sector, which decides the subjects a pairwise client receives; and
+ * how long its refresh tokens live. Typed by that view: a field added to it does not compile
+ * until it is named here.
  */
-const REVIEWED: Record<Exclude<keyof OidcClient, 'id' | 'status' | 'createdAt' | 'updatedAt'>, true> & { sectorIdentifierUri: true } = {
+const REVIEWED: Record<Exclude<keyof OidcClient, 'id' | 'status' | 'createdAt' | 'updatedAt'>, true> & Record<'sectorIdentifierUri' | 'refreshAbsoluteSeconds' | 'refreshIdleSeconds', true> = {
   name: true,
   redirectUris: true,
   scopes: true,
@@ -158,6 +160,8 @@ const REVIEWED: Record<Exclude<keyof OidcClient, 'id' | 'status' | 'createdAt' |
   backchannelLogoutSessionRequired: true,
   subjectType: true,
   sectorIdentifierUri: true,
+  refreshAbsoluteSeconds: true,
+  refreshIdleSeconds: true,
 };
 
 /** Lists are compared as sets: the order of redirect URIs or scopes decides nothing. */

@@ -237,14 +237,17 @@ export class OidcRepository {
   }
 
   /**
-   * Replaces a client's record (RFC 7592 update), its status and how it was approved left as
-   * they are (an operator may decide meanwhile): false when it is gone. `unapprove`: an approved
-   * client goes back to pending, in the same statement.
+   * Replaces a client's record (RFC 7592 update) while its registration access token is still
+   * `tokenHash` (two updates with one token: the second finds it rotated), its status and how it
+   * was approved left as they are (an operator may decide meanwhile): false when it is gone or the
+   * token was rotated. `unapprove`: the update changes what an operator reviewed, and a client an
+   * operator approved goes back to pending, decided in the statement, so an approval given since
+   * the client was read counts.
    */
-  async replaceClient(client: ClientRecord, opts: { unapprove: boolean }): Promise<boolean> {
+  async replaceClient(client: ClientRecord, opts: { tokenHash: string; unapprove: boolean }): Promise<boolean> {
     const { id: _id, created_at: _created, status: _status, approved_by_token: _approvedByToken, ...row } = clientRow(client);
-    const unapproved = opts.unapprove ? { status: this.#db.raw("CASE WHEN status = 'approved' THEN 'pending' ELSE status END") } : {};
-    return (await this.#db('oidc_clients').where({ id: client.id }).update({ ...row, ...unapproved })) === 1;
+    const unapproved = opts.unapprove ? { status: this.#db.raw("CASE WHEN status = 'approved' AND NOT approved_by_token THEN 'pending' ELSE status END") } : {};
+    return (await this.#db('oidc_clients').where({ id: client.id, registration_token_hash: opts.tokenHash }).update({ ...row, ...unapproved })) === 1;
   }
 
   async findClient(id: string): Promise<ClientRecord | null> {

@@ -102,7 +102,7 @@ describe('npm run admin oidc-client and oidc-keys', () => {
   it('adds, lists, approves, rejects and removes a client; rotates keys', LONG, async () => {
     const add = await admin('oidc-client', 'add', '--id', 'cli-app', '--name', 'CLI App', '--redirect-uri', 'https://app.example.org/cb', '--redirect-uri', 'https://app.example.org/cb2', '--scopes', 'openid email');
     expect(add).toMatchObject({ code: 0, stdout: 'cli-app\tpending\n' });
-    expect((await admin('oidc-client', 'approve', 'cli-app')).stdout).toBe('cli-app\tapproved\n');
+    expect((await admin('oidc-client', 'approve', 'cli-app')).stdout).toBe('cli-app\tapproved\tCLI App\topenid email\thttps://app.example.org/cb https://app.example.org/cb2\n');
     expect((await admin('oidc-client', 'list')).stdout).toBe('cli-app\tapproved\tCLI App\topenid email\thttps://app.example.org/cb https://app.example.org/cb2\n');
     expect((await admin('oidc-client', 'reject', 'cli-app')).stdout).toBe('cli-app\trejected\n');
     expect((await admin('oidc-client', 'remove', 'cli-app')).stdout).toBe('cli-app\tremoved\n');

@@ -4,6 +4,7 @@
  * answered. `openid-client` v6, unmodified (`buildAuthorizationUrlWithPAR`), is the relying party.
  */
 import * as client from 'openid-client';
+import { DEVICE_CODE_GRANT } from '../../shared/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -107,7 +108,7 @@ describe('pushed authorization requests (RFC 9126)', () => {
       ['a scope not granted', { ...fields, scope: 'openid admin' }, undefined, 400, 'invalid_scope'],
       ['no openid', { ...fields, scope: 'profile' }, undefined, 400, 'invalid_scope'],
       ['response_type token', { ...fields, response_type: 'token' }, undefined, 400, 'unsupported_response_type'],
-      ['a request_uri inside', { ...fields, request_uri: 'urn:ietf:params:oauth:request_uri:x' }, undefined, 400, 'request_uri_not_supported'],
+      ['a request_uri inside', { ...fields, request_uri: 'urn:ietf:params:oauth:request_uri:x' }, undefined, 400, 'invalid_request'],
       ['a request object', { ...fields, request: 'e30.e30.' }, undefined, 400, 'request_not_supported'],
       ['an unknown client', { ...fields, client_id: 'nobody-at-all' }, undefined, 401, 'invalid_client'],
       ['no client', Object.fromEntries(Object.entries(fields).filter(([k]) => k !== 'client_id')), undefined, 401, 'invalid_client'],
@@ -120,6 +121,9 @@ describe('pushed authorization requests (RFC 9126)', () => {
       expect(answer.status, what).toBe(status);
       expect(answer.body, what).toMatchObject({ error, error_description: expect.any(String) });
     }
+    const device = await registered({ token_endpoint_auth_method: 'none', grant_types: [DEVICE_CODE_GRANT], redirect_uris: [] });
+    // A device-only client has no redirect URI for the request to name.
+    expect(await push({ ...fields, client_id: device.client_id }), 'a device-only client').toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'Invalid redirect_uri' } });
     const twice = await fetch(`${server.url}/oidc/par`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `${new URLSearchParams(fields)}&scope=openid` });
     expect(twice.status).toBe(400);
     const json = await fetch(`${server.url}/oidc/par`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fields) });
@@ -128,14 +132,34 @@ describe('pushed authorization requests (RFC 9126)', () => {
     expect(await server.service.db('oidc_pushed_requests').whereIn('client_id', [open.client_id, confidential.client_id])).toHaveLength(0);
   }, 60_000);
 
+  it('keeps no secret a confidential client proves itself with in the form', async () => {
+    const app = await registered({ token_endpoint_auth_method: 'client_secret_post' });
+    const { fields } = await publicRequest(app.client_id);
+    const pushed = await push({ ...fields, client_secret: app.client_secret ?? '' });
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(201);
+    const [row] = await server.service.db('oidc_pushed_requests').where({ client_id: app.client_id });
+    expect(String(row.params)).not.toContain(app.client_secret ?? '');
+    expect(Object.keys(JSON.parse(String(row.params))).sort()).toEqual(['code_challenge', 'code_challenge_method', 'nonce', 'redirect_uri', 'response_type', 'scope', 'state']);
+  }, 60_000);
+
+  it('checks a pushed request again when used: a client rejected meanwhile signs nobody in', async () => {
+    const app = await registered({ token_endpoint_auth_method: 'none' });
+    const { fields } = await publicRequest(app.client_id);
+    const pushed = await push(fields);
+    await server.service.services.oidc.setClientStatus(app.client_id, 'rejected');
+    const used = await authorizeAt({ client_id: app.client_id, request_uri: pushed.body.request_uri ?? '', redirect_uri: REDIRECT });
+    expect(used.status).toBe(400);
+    expect(used.headers.get('location')).toBeNull();
+  }, 60_000);
+
   it("uses a request once, for its own client, within its minute; other parameters in the query are ignored, a contradicting response_type refused", async () => {
     const app = await registered({ token_endpoint_auth_method: 'none' });
     const other = await registered({ token_endpoint_auth_method: 'none' });
     const pushedUri = async (extra: Record<string, string> = {}) => {
-      const { fields } = await publicRequest(app.client_id, extra);
+      const { fields, verifier } = await publicRequest(app.client_id, extra);
       const answer = await push(fields);
       expect(answer.status).toBe(201);
-      return { uri: answer.body.request_uri ?? '', state: fields.state };
+      return { uri: answer.body.request_uri ?? '', state: fields.state, verifier };
     };
 
     // Another client naming it finds nothing, and leaves it for its own.
@@ -167,6 +191,8 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const signedIn = await agent.authorize(`${server.url}/oidc/authorize?${new URLSearchParams({ client_id: app.client_id, request_uri: narrow.uri, scope: 'openid profile email', state: 'not-this' })}`, person);
     const answered = new URL(signedIn.location ?? '');
     expect(answered.searchParams.get('state')).toBe(narrow.state);
+    const redeemed = await fetch(`${server.url}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', code: answered.searchParams.get('code') ?? '', redirect_uri: REDIRECT, client_id: app.client_id, code_verifier: narrow.verifier }) });
+    expect(((await redeemed.json()) as { scope?: string }).scope).toBe('openid');
     const contradicted = await pushedUri();
     const mismatch = await authorizeAt({ client_id: app.client_id, request_uri: contradicted.uri, response_type: 'none' });
     expect(mismatch.status).toBe(303);

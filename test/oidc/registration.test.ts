@@ -229,6 +229,46 @@ describe('an approval and the updates after it (RFC 7592)', () => {
     expect(await statusOf(app.id)).toBe('rejected');
   }, LONG);
 
+  it.each<[string, Record<string, unknown>]>([
+    ['client_name', { client_name: 'Another Name' }],
+    ['redirect_uris', { redirect_uris: [OTHER] }],
+    ['scope', { scope: 'openid profile email' }],
+    ['grant_types', { grant_types: ['authorization_code', 'refresh_token'] }],
+    ['token_endpoint_auth_method', { token_endpoint_auth_method: 'client_secret_post' }],
+    ['post_logout_redirect_uris', { post_logout_redirect_uris: [OTHER] }],
+    ['backchannel_logout_uri', { backchannel_logout_uri: 'https://tool.example/logout' }],
+    ['backchannel_logout_session_required', { backchannel_logout_session_required: true }],
+    ['subject_type', { subject_type: 'pairwise' }],
+    ['refresh_token_absolute_seconds', { refresh_token_absolute_seconds: 366 * 24 * 3600 }],
+    ['refresh_token_idle_seconds', { refresh_token_idle_seconds: 366 * 24 * 3600 }],
+  ])('an update of %s alone asks an operator again', async (_field, change) => {
+    const app = await registered(false, { redirect_uris: [REDIRECT], client_name: 'One Change', scope: 'openid profile' });
+    await oidc().setClientStatus(app.id, 'approved');
+    await update(app, change);
+    expect(await statusOf(app.id)).toBe('pending');
+  }, LONG);
+
+  it.each<[string, Record<string, unknown>]>([
+    ['contacts', { contacts: ['b@tool.example'] }],
+    ['client_uri', { client_uri: 'https://tool.example' }],
+    ['logo_uri', { logo_uri: 'https://tool.example/logo.png' }],
+    ['policy_uri', { policy_uri: 'https://tool.example/policy' }],
+    ['tos_uri', { tos_uri: 'https://tool.example/terms' }],
+  ])('an update of %s alone keeps the approval', async (_field, change) => {
+    const app = await registered(false, { redirect_uris: [REDIRECT], client_name: 'One Change', scope: 'openid profile' });
+    await oidc().setClientStatus(app.id, 'approved');
+    await update(app, change);
+    expect(await statusOf(app.id)).toBe('approved');
+  }, LONG);
+
+  it('two updates with one registration access token: one is answered, the other finds it rotated', async () => {
+    const app = await registered(true, { redirect_uris: [REDIRECT], client_name: 'Twice' });
+    const current = (await (await manage(app.uri, app.token, 'GET')).json()) as Record<string, unknown>;
+    const { registration_access_token: _t, registration_client_uri: _u, client_id_issued_at: _i, client_secret_expires_at: _e, ...rest } = current;
+    const answers = await Promise.all(['First', 'Second'].map((name) => manage(app.uri, app.token, 'PUT', { ...rest, client_name: name })));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 401]);
+  }, LONG);
+
   it('a client its --approved token approved keeps its approval through updates, until an operator decides on it', async () => {
     const app = await registered(true, { redirect_uris: [REDIRECT], client_name: 'Trusted Tool' });
     await update(app, { redirect_uris: [OTHER], client_name: 'Trusted Tool 2', scope: 'openid email' });
