@@ -393,7 +393,14 @@ export class ChunkedUploadsService {
     try {
       assembled = await this.#store.assemble(upload.id, indexes, maxBytes, this.#hashes.prefixFor(upload, indexes));
       const expected = indexes.reduce((sum, i) => sum + (chunks.get(i) ?? 0), 0);
-      if (assembled.size !== expected) throw new Error(`assembled ${assembled.size} bytes, expected ${expected}`);
+      // The copy of a chunk stored first is the one kept, and the size recorded first the one
+      // counted: they differ only for a chunk sent again at another size after a process stopped
+      // between storing and recording it, or sent twice at once at two sizes. Which bytes the
+      // client meant is unknown, so the upload is refused (and so removed) rather than assembled
+      // again, and failing, on every try.
+      if (assembled.size !== expected) {
+        throw new AppError('ValidationError', 'A chunk of this upload was sent twice with different sizes, so its stored chunks do not add up: start the upload again', { path: 'file' });
+      }
       this.#uploads.checkContent(assembled, upload.extension, maxBytes);
       // The file goes into place only whole; it is recorded as the uploader's, and the upload as
       // done, in one transaction, by the lease's holder only.

@@ -248,6 +248,27 @@ describe('chunks written in place into their upload’s data file', () => {
     expect(await readBack(`/pdf/${sha1(data)}.pdf`)).toEqual(data);
   });
 
+  it('a chunk stored but not recorded (a process stopped between the two), then sent again at another size: the upload is refused in words, never a 500 on every try', async () => {
+    const size = 64 * KB;
+    const parts = cut(pdfBytes(3 * size), size, 3);
+    const id = 'stored-not-recorded';
+    expect((await chunk(author, { clientUploadId: id, chunkIndex: 0, totalChunks: 3 }, parts[0]!)).status).toBe(200);
+    expect((await chunk(author, { clientUploadId: id, chunkIndex: 1, totalChunks: 3 }, parts[1]!)).status).toBe(200);
+    // As if the process had stopped after the chunk's marker and before its record.
+    const db = server.service.db;
+    const upload = await db('chunked_uploads').where({ client_upload_id: id }).first('id');
+    await db('upload_chunks').where({ upload_id: upload.id, chunk_index: 1 }).delete();
+    await db('chunked_uploads').where({ id: upload.id }).decrement('received_bytes', size);
+    // The client sends chunk 1 again, cut differently: the copy stored first stays, this size is recorded.
+    expect((await chunk(author, { clientUploadId: id, chunkIndex: 1, totalChunks: 3 }, parts[1]!.subarray(0, size / 2))).status).toBe(200);
+    const last = await chunk(author, { clientUploadId: id, chunkIndex: 2, totalChunks: 3 }, parts[2]!);
+    expect(last.status).toBe(400);
+    expect(last.body).toMatchObject({ name: 'ValidationError', message: expect.stringContaining('start the upload again') });
+    expect(await db('chunked_uploads').where({ id: upload.id })).toEqual([]);
+    expect(await readdir(chunksDir())).not.toContain(upload.id);
+    expect(await temporaryFiles(server.dataDir)).toEqual([]);
+  });
+
   it('a chunk longer than the first one is kept apart, the others in place', async () => {
     const data = pdfBytes(1000 + 3000 + 1000 + 500);
     const parts = [data.subarray(0, 1000), data.subarray(1000, 4000), data.subarray(4000, 5000), data.subarray(5000)];
