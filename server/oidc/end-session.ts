@@ -21,7 +21,7 @@ export interface EndSession {
  * `/oidc/logout` (RP-Initiated Logout 1.0): the named checks below, in order; their errors are
  * pages, never a redirect (an unregistered `post_logout_redirect_uri` is never redirected to).
  * With an `id_token_hint` naming the person signed in, the session ends at once; without one
- * (or with one naming someone else), the person is asked first.
+ * (or with one naming someone else, or in an impersonation), the person is asked first.
  */
 export async function endSession(provider: Provider, params: Record<string, unknown>, viewer: Viewer | null): Promise<EndSession> {
   const param = (name: string) => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
@@ -29,8 +29,11 @@ export async function endSession(provider: Provider, params: Record<string, unkn
   const hint = await checkIdTokenHint(provider, param('id_token_hint'), { allowRedirect: false });
   const client = await checkClient(provider, hint?.aud, param('client_id'));
   const redirect = checkPostLogoutRedirect(client, param('post_logout_redirect_uri'), param('state'));
+  // Only a hint naming the person of a usable browser session ends it at once: an impersonation
+  // (never usable here) is asked too, or any link could end a support session.
   const person = usable(viewer);
-  const confirm = person !== null && (hint === null || client === null || hint.sub !== subjectOf(provider, client, person.profileId));
+  const hinted = person !== null && hint !== null && client !== null && hint.sub === subjectOf(provider, client, person.profileId);
+  const confirm = viewer !== null && !hinted;
   return { confirm, client, redirect };
 }
 
