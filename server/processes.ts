@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statfsSync, utimesSync } from 'node:fs';
+import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statfsSync, statSync, utimesSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -164,7 +164,7 @@ const marks = new Map<string, Mark>();
 export function markThisProcess(dataDir: string): () => void {
   if (!KERNEL) return () => {};
   const made = path.join(dataDir, MARKS, KERNEL);
-  mkdirSync(made, { recursive: true });
+  giveToOwnerOf(dataDir, made, mkdirSync(made, { recursive: true }));
   // The folder the marks are in, wherever a link leads, is what must keep locks for every mount.
   const folder = realpathSync(made);
   const { type } = statfsSync(folder);
@@ -195,6 +195,25 @@ export function markThisProcess(dataDir: string): () => void {
     }
     held.lock.close();
   };
+}
+
+/**
+ * The folders a root process made (`first` down to `made`, inside `dataDir`) given to the data
+ * folder's owner: the admin command run as root as the first process since a boot would otherwise
+ * leave the boot's folder root's, and the server, run as its own user, unable to mark itself
+ * there. A process that is not root cannot give files away, and needs not: what it makes is
+ * already the owner's, or the owner's group's to share.
+ */
+function giveToOwnerOf(dataDir: string, made: string, first: string | undefined): void {
+  if (first === undefined || process.getuid?.() !== 0) return;
+  const { uid, gid } = statSync(dataDir);
+  if (uid === 0) return;
+  let folder = made;
+  for (;;) {
+    chownSync(folder, uid, gid);
+    if (folder === first || path.dirname(folder) === folder) return;
+    folder = path.dirname(folder);
+  }
 }
 
 /**

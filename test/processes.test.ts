@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, lutimesSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lutimesSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MACHINE, markThisProcess, pidIsGone, processId, processIsGone } from '../server/processes.ts';
@@ -73,6 +73,21 @@ describe('marks', () => {
     expect(heldSeenFromAnotherProcess(mine)).toBe(true);
     releases.splice(0).forEach((release) => release());
     expect(existsSync(mine)).toBe(false);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('made by root first (the admin command after a boot), leave the folders to the data folder’s owner, whose server then marks itself there', async () => {
+    const NOBODY = 65534;
+    const dir = await tempDir();
+    chownSync(dir, NOBODY, NOBODY);
+    releases.push(markThisProcess(dir));
+    const boot = readdirSync(path.join(dir, 'processes'));
+    expect(boot).toHaveLength(1);
+    for (const folder of [path.join(dir, 'processes'), path.join(dir, 'processes', boot[0]!)]) expect(statSync(folder).uid, folder).toBe(NOBODY);
+    // The data folder's owner, not root, marks itself beside root's mark.
+    const script = `import { markThisProcess } from ${JSON.stringify(path.resolve('server/processes.ts'))}; markThisProcess(${JSON.stringify(dir)}); console.log('marked');`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { uid: NOBODY, gid: NOBODY, encoding: 'utf8' });
+    expect(child.stderr).toBe('');
+    expect(child.stdout.trim()).toBe('marked');
   });
 
   it('judges a process of another pid space by its mark: running while its lock is held, stopped once free, unknown without one', async () => {
