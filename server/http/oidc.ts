@@ -10,7 +10,7 @@ import type { Viewer } from '../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { errorPage } from '../web/pages/provider/views.ts';
 import { ASSETS, serveUnhashed } from '../web/assets.ts';
-import { InvalidClient, InvalidClientMetadata, InvalidRequest, InvalidToken, OAuthError, TooManyDeviceRequests } from '../oidc/errors.ts';
+import { InsufficientScope, InvalidClient, InvalidClientMetadata, InvalidRequest, InvalidToken, OAuthError, TooManyDeviceRequests } from '../oidc/errors.ts';
 import type { RegistrationAnswer } from '../oidc/registration.ts';
 import { requestIdOf } from '../web/render.ts';
 import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider/kit.ts';
@@ -172,7 +172,7 @@ export function oidcHandlers(services: Services, config: Config) {
       }
       res.json(await oidc.userinfo(token));
     } catch (error) {
-      if (error instanceof OAuthError) challenge(res, `${realm}, error="${error.error}", error_description="${error.description}"`);
+      if (error instanceof OAuthError) challenge(res, `${realm}, error="${error.error}", error_description="${error.description}"${error instanceof InsufficientScope ? `, scope="${error.scope}"` : ''}`);
       sendOAuthError(res, error);
     }
   };

@@ -126,6 +126,18 @@ export class InvalidToken extends OAuthError {
   override readonly allowRedirect = false;
 }
 
+/**
+ * UserInfo: a live access token without the scope it needs (`openid`: OpenID Connect Core §5.3,
+ * RFC 6750 §3.1), 403 with the scope named in the challenge. A refresh that narrows the scopes
+ * may leave `openid` out.
+ */
+export class InsufficientScope extends OAuthError {
+  readonly error = 'insufficient_scope';
+  override readonly status = 403;
+  override readonly allowRedirect = false;
+  readonly scope = 'openid';
+}
+
 /** Registration (RFC 7591 §3.2.2): a redirect or sign-out address that cannot be registered. */
 export class InvalidRedirectUri extends OAuthError {
   readonly error = 'invalid_redirect_uri';

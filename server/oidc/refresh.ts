@@ -105,7 +105,8 @@ async function checkRefreshToken(provider: Provider, client: ClientRecord, prese
 
 /** checkNarrowing: a `scope` sent asks for some of the family's scopes, never more (`invalid_scope`). */
 function checkNarrowing(record: RefreshRecord, scope: string | undefined): OidcScope[] {
-  if (scope === undefined) return record.scopes;
+  // An empty `scope` is none sent (as node-oidc-provider reads it), not a request for no scope at all.
+  if (scope === undefined || scope.trim() === '') return record.scopes;
   const asked = [...new Set(scope.split(' ').filter(Boolean))];
   const outside = asked.find((s) => !(record.scopes as string[]).includes(s));
   if (outside !== undefined) throw new InvalidScope(`The refresh token was not granted the scope ${outside}`);

@@ -107,9 +107,14 @@ function checkVerifier(verifier: string | undefined, challenge: string | null): 
   if (!safeEqual(computed, challenge)) throw new InvalidGrant('Invalid code_verifier');
 }
 
-/** checkRedirectUri: `redirect_uri` is exactly the one the code was issued for (RFC 6749 §4.1.3). */
+/**
+ * checkRedirectUri: `redirect_uri` is given (every authorization request here sends one, so RFC
+ * 6749 §4.1.3 requires it; missing: `invalid_request`, as a missing `code` or `code_verifier`) and
+ * is exactly the one the code was issued for (`invalid_grant`).
+ */
 function checkRedirectUri(redirectUri: string | undefined, code: CodeRecord): void {
-  if (redirectUri === undefined || redirectUriHash(redirectUri) !== code.redirectUriHash) throw invalidCode();
+  if (redirectUri === undefined) throw new InvalidRequest('redirect_uri is required');
+  if (redirectUriHash(redirectUri) !== code.redirectUriHash) throw invalidCode();
 }
 
 /**

@@ -1,5 +1,5 @@
 import { hashSecret } from '../secrets.ts';
-import { InvalidToken } from './errors.ts';
+import { InsufficientScope, InvalidToken } from './errors.ts';
 import { consentCovers, stillHolds, subjectOf, type Provider } from './provider.ts';
 
 /**
@@ -13,7 +13,7 @@ export const USERINFO_TABLES = ['oidc_tokens', 'oidc_clients', 'oidc_consents', 
 
 /**
  * `/oidc/userinfo`: the claims of a live access token; an expired, revoked or orphaned one is
- * `invalid_token` (401). Live means also: its client is still approved, its person still
+ * `invalid_token` (401), a live one without `openid` (a refresh narrowed it away) `insufficient_scope` (403). Live means also: its client is still approved, its person still
  * consents to the client for its scopes, and may still hold it (`stillHolds`: `canHoldSession`
  * with the `tokenVersion` it was issued under: a password reset, a logout of every device, a
  * block, a deletion or a merge moves it on, and so ends every application's tokens). The answer
@@ -32,6 +32,7 @@ export async function userinfo(provider: Provider, accessToken: string): Promise
     // The person's standing and their claims from one reading of the profile.
     const person = await provider.accounts.profileWithClaims(record.profileId, record.scopes);
     if (!person || !stillHolds(person.profile, record.tokenVersion)) throw invalid();
+    if (!record.scopes.includes('openid')) throw new InsufficientScope('The access token was not granted the openid scope');
     return { value: { sub: subjectOf(provider, client, person.profile.id), ...person.claims }, until: record.expiresAt };
   });
 }

@@ -184,6 +184,22 @@ describe('refresh tokens', () => {
     expect((await client.tokenIntrospection(config, live.access_token)).active).toBe(false);
   }, LONG);
 
+  it('narrowed to leave openid out, give an access token UserInfo refuses with 403 insufficient_scope; an empty scope narrows nothing', async () => {
+    const app = await registered({ grant_types: ['authorization_code', 'refresh_token'], scope: 'openid email offline_access' });
+    const config = await client.discovery(new URL(server.url), app.client_id, undefined, client.ClientSecretBasic(app.client_secret ?? ''), insecure);
+    const first = await codeFlow(config, 'openid email offline_access', { prompt: 'consent' });
+    const same = await client.refreshTokenGrant(config, first.refresh_token ?? '', { scope: '' });
+    expect(same.scope).toBe('openid email offline_access');
+    expect(same.id_token).toEqual(expect.any(String));
+    const narrowed = await client.refreshTokenGrant(config, same.refresh_token ?? '', { scope: 'email' });
+    seen.push(same.access_token, same.refresh_token ?? '', narrowed.access_token, narrowed.refresh_token ?? '');
+    expect(narrowed.scope).toBe('email');
+    const answer = await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${narrowed.access_token}` } });
+    expect(answer.status).toBe(403);
+    expect(await answer.json()).toMatchObject({ error: 'insufficient_scope' });
+    expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer realm="[^"]+", error="insufficient_scope", error_description="[^"]+", scope="openid"$/);
+  }, LONG);
+
   it('are refused to another client without revoking anything, and end when the person resets their password', async () => {
     const offline = { grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' };
     const owner = await registered(offline);

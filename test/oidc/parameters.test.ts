@@ -64,6 +64,17 @@ describe('/oidc/token', () => {
     expect((await token(good)).status).toBe(200);
   });
 
+  it('a code redeemed without its redirect_uri is invalid_request, with a wrong one invalid_grant, and neither uses it up', async () => {
+    const request = await authorizationRequest(rp);
+    const page = await new UserAgent().authorize(request.url, person);
+    const code = new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
+    const without = await token(new URLSearchParams({ grant_type: 'authorization_code', code, client_id: 'app', code_verifier: request.verifier }));
+    expect(await without.json()).toEqual({ error: 'invalid_request', error_description: 'redirect_uri is required' });
+    const wrong = await token(new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: `${REDIRECT}/other`, client_id: 'app', code_verifier: request.verifier }));
+    expect(((await wrong.json()) as { error: string }).error).toBe('invalid_grant');
+    expect((await token(new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: request.verifier }))).status).toBe(200);
+  });
+
   it('a JSON body, an empty body, or a garbage Basic header get the protocol error, not a 500', async () => {
     const json = await fetch(`${server.url}/oidc/token`, { method: 'POST', body: JSON.stringify({ grant_type: 'authorization_code' }), headers: { 'content-type': 'application/json' } });
     expect(json.status).toBe(400);
