@@ -199,6 +199,12 @@ export function sqliteFile(dataDir: string): string {
   return path.join(dataDir, SQLITE_FILE);
 }
 
+/** The file a Knex instance made from `sqliteConfig` works on; null for another database. */
+export function sqliteFileOf(db: Knex): string | null {
+  const connection = (db.client as { config?: { connection?: unknown } }).config?.connection;
+  return db.client instanceof PreparingSqliteClient && typeof connection === 'object' && connection !== null && 'filename' in connection ? String(connection.filename) : null;
+}
+
 /**
  * How long the write-ahead log may grow (in pages of 4 KiB, about 40 MB) before the service's own
  * connection copies it into the database file itself, while `BackgroundCheckpoints` runs: only

@@ -1,16 +1,23 @@
+import path from 'node:path';
 import type { RequestHandler } from 'express';
+import type { Logger } from 'pino';
 import { AppError } from '../../shared/errors.ts';
 import { HealthResult, LivenessResult, ReadinessDetails, ReadinessResult } from '../../shared/index.ts';
 import type { Db } from '../../db/knex.ts';
+import { sqliteFileOf } from '../../db/sqlite.ts';
+import { checkRoom } from '../free-space.ts';
 import type { FileStore } from '../attachments/store/file-store.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { sendError } from './send-error.ts';
 
 /**
  * Whether the database takes a write: one made and rolled back (SQLite then writes nothing to
- * disk). A database that can be read but not written does not.
+ * disk). A database that can be read but not written does not, nor a SQLite file on a disk
+ * without room (`checkRoom`), which fails every commit while this probe, rolled back, passes.
  */
 async function takesWrite(db: Db): Promise<void> {
+  const file = sqliteFileOf(db);
+  if (file !== null) await checkRoom(path.dirname(file));
   const probe = new Error('health probe: rolled back');
   await db
     .transaction(async (trx) => {
@@ -22,6 +29,28 @@ async function takesWrite(db: Db): Promise<void> {
     });
 }
 
+/** How long a check's answer is given to the probes that follow it. */
+export const CHECK_KEPT_MS = 1000;
+
+/**
+ * `work` run once for the calls that come while it runs, and its outcome given to those within
+ * `CHECK_KEPT_MS` after: the health routes are public and each check writes on the database's one
+ * connection, so a flood of probes costs one check a second, not one per request.
+ */
+function sharedCheck<T>(work: () => Promise<T>): () => Promise<T> {
+  let current: { answer: Promise<T>; settledAt: number | null } | undefined;
+  return () => {
+    if (current && (current.settledAt === null || Date.now() - current.settledAt < CHECK_KEPT_MS)) return current.answer;
+    const run: { answer: Promise<T>; settledAt: number | null } = { answer: work(), settledAt: null };
+    const settle = () => {
+      run.settledAt = Date.now();
+    };
+    run.answer.then(settle, settle);
+    current = run;
+    return run.answer;
+  };
+}
+
 /** Mail unsent for longer than this is a backlog `/health` reports: mail normally goes out within a second. */
 export const MAIL_DELAYED_SECONDS = 300;
 
@@ -31,10 +60,13 @@ export const MAIL_DELAYED_SECONDS = 300;
  * reported beside (`mail`): the service still answers, so it stays healthy.
  */
 export function healthHandler(db: Db, mail: Pick<Mailer, 'backlog'>): RequestHandler {
+  const checked = sharedCheck(async () => {
+    await takesWrite(db);
+    return mail.backlog();
+  });
   return async (_req, res) => {
     try {
-      await takesWrite(db);
-      const backlog = await mail.backlog();
+      const backlog = await checked();
       const delayed = backlog.oldestPendingSeconds > MAIL_DELAYED_SECONDS;
       res.json(HealthResult.parse({ status: 'ok', database: 'ok', ...(delayed ? { mail: { status: 'delayed', oldestPendingSeconds: backlog.oldestPendingSeconds } } : {}) }));
     } catch (error) {
@@ -73,11 +105,34 @@ async function withDeadline(work: Promise<void>, ms: number): Promise<void> {
  * The orchestrators' probes. `health/live`: the process answers, whatever its dependencies (a
  * liveness probe that failed with the database would restart every replica during a database
  * outage). `health/ready`: the instance can serve: every migration has run, the database takes a
- * write, and the file store is reachable (`FileStore.check`); otherwise a 503 Error body whose
- * details give each check's state, and each failure is logged. The checks run together, each
- * within `READINESS_CHECK_MS`.
+ * write, and the file store is reachable (`FileStore.check`), each with room on its disk where it
+ * is a local folder; otherwise a 503 Error body whose details give each check's state, and each
+ * failure is logged. The checks run together, each within `READINESS_CHECK_MS`, and their outcome
+ * serves the probes of the next second too (`sharedCheck`).
  */
 export function probeHandlers(db: Db, files: Pick<FileStore, 'check'>): { healthLive: RequestHandler; healthReady: RequestHandler } {
+  // The checks of the first probe, logged with its request; the probes within a second share them.
+  let log: Pick<Logger, 'warn'> | undefined;
+  const check = async <S extends string>(name: keyof ReadinessDetails, work: () => Promise<void>, failed: (error: unknown) => S): Promise<'ok' | S> => {
+    try {
+      await withDeadline(work(), READINESS_CHECK_MS);
+      return 'ok';
+    } catch (error) {
+      log?.warn({ err: error, check: name }, 'readiness check failed');
+      return failed(error);
+    }
+  };
+  const checked = sharedCheck(() =>
+    Promise.all([
+      check('migrations', () => migrationsDone(db), (error) => (error instanceof MigrationsPending ? 'pending' : 'unavailable')),
+      check('database', () => takesWrite(db), () => 'unavailable' as const),
+      check('files', () => files.check(), () => 'unavailable' as const),
+    ]),
+  );
+  const readiness = (requestLog: Pick<Logger, 'warn'>) => {
+    log = requestLog;
+    return checked();
+  };
   const live = LivenessResult.parse({ status: 'ok' });
   const ready = ReadinessResult.parse({ status: 'ok', migrations: 'ok', database: 'ok', files: 'ok' });
   return {
@@ -86,20 +141,7 @@ export function probeHandlers(db: Db, files: Pick<FileStore, 'check'>): { health
       res.json(live);
     },
     healthReady: async (req, res) => {
-      const check = async <S extends string>(name: keyof ReadinessDetails, work: () => Promise<void>, failed: (error: unknown) => S): Promise<'ok' | S> => {
-        try {
-          await withDeadline(work(), READINESS_CHECK_MS);
-          return 'ok';
-        } catch (error) {
-          req.log.warn({ err: error, check: name }, 'readiness check failed');
-          return failed(error);
-        }
-      };
-      const [migrations, database, store] = await Promise.all([
-        check('migrations', () => migrationsDone(db), (error) => (error instanceof MigrationsPending ? 'pending' : 'unavailable')),
-        check('database', () => takesWrite(db), () => 'unavailable' as const),
-        check('files', () => files.check(), () => 'unavailable' as const),
-      ]);
+      const [migrations, database, store] = await readiness(req.log);
       res.setHeader('Cache-Control', 'no-store');
       if (migrations === 'ok' && database === 'ok' && store === 'ok') {
         res.json(ready);

@@ -8,6 +8,8 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
+import * as freeSpace from '../../server/free-space.ts';
+import { CHECK_KEPT_MS } from '../../server/http/health.ts';
 import { startMetricsServer } from '../../server/metrics/server.ts';
 import { S3RVER_CREDENTIALS, startS3rver } from '../attachments/s3rver.ts';
 import { startServerProcess, stopAll } from '../helpers/processes.ts';
@@ -26,7 +28,10 @@ afterAll(async () => {
   await server?.close();
 });
 
+/** A probe after the last one's answer is no longer shared (`CHECK_KEPT_MS`): it sees what changed since. */
+const settled = () => new Promise((resolve) => setTimeout(resolve, CHECK_KEPT_MS + 50));
 const probe = async (path: string) => {
+  if (path !== '/health/live') await settled();
   const res = await fetch(`${server.url}${path}`);
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 };
@@ -108,12 +113,36 @@ describe('the probes', () => {
       const ready = await fetch(`${s3.url}/health/ready`);
       expect(ready.status).toBe(200);
       await bucket.close();
+      await settled();
       const stopped = await fetch(`${s3.url}/health/ready`);
       expect(stopped.status).toBe(503);
       expect(await stopped.json()).toMatchObject({ ...NOT_READY, details: { migrations: 'ok', database: 'ok', files: 'unavailable' } });
     } finally {
       await s3.close();
       vi.unstubAllEnvs();
+    }
+  });
+
+  it('/health/ready shares one check among the probes of a second, and is 503 when the data folder’s disk has no room', async () => {
+    await settled();
+    const writes: string[] = [];
+    const count = (query: { sql: string }) => {
+      if (/rate_limits/.test(query.sql)) writes.push(query.sql);
+    };
+    server.service.db.on('query', count);
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`${server.url}/health/ready`)));
+      expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+      expect(writes).toHaveLength(1);
+    } finally {
+      server.service.db.off('query', count);
+    }
+    // A disk without room: the probes see it, though a rolled-back write still passes.
+    const room = vi.spyOn(freeSpace, 'checkRoom').mockRejectedValue(new Error('no room'));
+    try {
+      expect(await probe('/health/ready')).toMatchObject({ status: 503, body: { ...NOT_READY, details: { migrations: 'ok', database: 'unavailable', files: 'unavailable' } } });
+    } finally {
+      room.mockRestore();
     }
   });
 

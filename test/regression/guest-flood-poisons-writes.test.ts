@@ -15,6 +15,7 @@ import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { Client } from '../helpers/http.ts';
 import { childEnv, startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { CHECK_KEPT_MS } from '../../server/http/health.ts';
 
 const run = promisify(execFile);
 let server: TestServer;
@@ -96,7 +97,9 @@ describe('GET /health', () => {
     const held = await blocker?.transaction();
     if (held) await held.raw('lock table rate_limits in exclusive mode');
     else await db.raw('PRAGMA query_only = ON');
+    const settled = () => new Promise((resolve) => setTimeout(resolve, CHECK_KEPT_MS + 50));
     try {
+      await settled();
       const res = await fetch(`${server.url}/health`);
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({ status: 503, name: 'ServiceUnavailableError', message: 'The database is not available', details: { database: 'unavailable', reqId: expect.any(String) } });
@@ -105,6 +108,7 @@ describe('GET /health', () => {
       else await db.raw('PRAGMA query_only = OFF');
       await blocker?.destroy();
     }
+    await settled();
     const res = await fetch(`${server.url}/health`);
     expect(res.status).toBe(200);
     expect(await db('rate_limits').where({ key: 'health:probe' }).first()).toBeUndefined();

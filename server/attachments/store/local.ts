@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../../shared/errors.ts';
+import { checkRoom } from '../../free-space.ts';
 import { ownerIsGone, PROCESS_OWNER } from '../owners.ts';
 import { ASSEMBLY_BUFFER_BYTES, removeQuietly, writeAll } from './disk.ts';
 import { FileBody } from './file-body.ts';
@@ -73,9 +74,11 @@ export class LocalFileStore implements FileStore {
     await this.#tmp.init();
   }
 
+  /** Writable, with room (`checkRoom`): a full disk takes no file. */
   async check(): Promise<void> {
     for (const dir of [this.#files, this.#chunks]) await access(dir, constants.W_OK);
     await this.#tmp.check();
+    await checkRoom(this.#files);
   }
 
   receive(source: Readable, maxBytes: number, opts: ReceiveOptions = {}): Promise<Received> {
