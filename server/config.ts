@@ -8,8 +8,16 @@ export const PAGES_PREFIX = '/account';
 /** A megabyte, as forms' `maxSize` and the upload settings count it: 2^20 bytes. */
 export const MB = 1024 * 1024;
 
-const Port = z.coerce.number().pipe(z.int().min(0).max(65535));
-const Seconds = z.coerce.number().pipe(z.int().min(1));
+/**
+ * A whole number in decimal digits. `z.coerce.number()` read an empty value (a blank line in an
+ * environment file) as 0, and `0x50` or ` 80 ` as 80: `PORT=` listened on a random port and
+ * `UPLOAD_HUMAN_VERIFICATION_AFTER=` turned the check off. Such a value is refused at start.
+ */
+const WholeNumber = z.string().regex(/^\d{1,15}$/, 'must be a whole number in decimal digits').transform(Number);
+/** A number of megabytes, decimals allowed (`0.5`), in decimal digits. */
+const Megabytes = z.string().regex(/^\d{1,9}(\.\d{1,6})?$/, 'must be a number of megabytes in decimal digits').transform(Number).pipe(z.number().positive());
+const Port = WholeNumber.pipe(z.int().min(0).max(65535));
+const Seconds = WholeNumber.pipe(z.int().min(1));
 const Url = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
 
 /**
@@ -66,7 +74,10 @@ const Env = z.object({
   COOKIE_DOMAIN: z.string().regex(DOMAIN_NAME, 'COOKIE_DOMAIN is a domain name such as example.org').optional(),
   SESSION_SECRET: z.string().min(32, 'SESSION_SECRET must be at least 32 characters').optional(),
   MFA_ENCRYPTION_KEY: z.string().min(32, 'MFA_ENCRYPTION_KEY must be at least 32 characters').optional(),
-  SMTP_URL: z.string().min(1).optional(),
+  // Checked at start: a typo would otherwise show only as mail that never leaves.
+  SMTP_URL: z
+    .url({ protocol: /^smtps?$/, hostname: /./, error: 'SMTP_URL must be an smtp:// or smtps:// address with a host, such as smtps://user:pass@mail.example.org' })
+    .optional(),
   MAIL_OUTBOX: z.literal('on', { error: 'MAIL_OUTBOX may only be set to on' }).optional(),
   MAIL_FROM: z.string().min(3).default('Peer Review <noreply@localhost>'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -74,13 +85,13 @@ const Env = z.object({
   ACTIVATION_TOKEN_SECONDS: Seconds.default(7 * 24 * 60 * 60),
   EMAIL_TOKEN_SECONDS: Seconds.default(2 * 24 * 60 * 60),
   RESET_TOKEN_SECONDS: Seconds.default(60 * 60),
-  OIDC_KEY_ACTIVATION_SECONDS: z.coerce.number().pipe(z.int().min(0)).default(300),
+  OIDC_KEY_ACTIVATION_SECONDS: WholeNumber.pipe(z.int().min(0)).default(300),
   OIDC_REFRESH_ABSOLUTE_SECONDS: Seconds.default(30 * 24 * 60 * 60),
   OIDC_REFRESH_IDLE_SECONDS: Seconds.default(14 * 24 * 60 * 60),
-  MAX_UPLOAD_MB: z.coerce.number().positive().default(100),
-  CHUNK_MAX_MB: z.coerce.number().positive().default(10),
+  MAX_UPLOAD_MB: Megabytes.default(100),
+  CHUNK_MAX_MB: Megabytes.default(10),
   UPLOAD_ABANDON_SECONDS: Seconds.default(24 * 60 * 60),
-  UPLOAD_HUMAN_VERIFICATION_AFTER: z.coerce.number().pipe(z.int().min(0)).default(10),
+  UPLOAD_HUMAN_VERIFICATION_AFTER: WholeNumber.pipe(z.int().min(0)).default(10),
   HUMAN_VERIFICATION_URL: z.url({ protocol: /^https?$/ }).optional(),
   HUMAN_VERIFICATION_SECRET: z.string().min(1).optional(),
   HUMAN_VERIFICATION_SITE_KEY: z.string().regex(/^[\w-]{1,200}$/, 'HUMAN_VERIFICATION_SITE_KEY is a Turnstile site key (letters, digits, _ and -)').optional(),
