@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import knex, { type Knex } from 'knex';
 import type { RateLimiterAbstract, RateLimiterPostgres as PostgresLimiter, RateLimiterRes as LimiterAnswer } from 'rate-limiter-flexible';
@@ -29,6 +30,9 @@ export interface DatabaseLocation {
  * else (mail, files) happens after it commits.
  */
 export function openDatabase(where: DatabaseLocation): Db {
+  // The data folder, on PostgreSQL too (files, the outbox, marks), is its owner's alone, as
+  // `sqliteConfig` makes it.
+  mkdirSync(where.dataDir, { recursive: true, mode: 0o700 });
   if (where.databaseUrl) {
     const db = knex({ ...postgresConfig(where.databaseUrl), compileSqlOnError: false, migrations: { migrationSource } });
     retryingSerializable(db);

@@ -13,7 +13,9 @@ import { readsOnly, type SentQuery } from './queries.ts';
  * file, the pragmas); `postgres.ts` is its PostgreSQL counterpart.
  */
 export function sqliteConfig(dataDir: string): Knex.Config {
-  mkdirSync(dataDir, { recursive: true });
+  // Its owner's alone: the database holds password hashes, the session secret and signing keys
+  // (`warnIfShared` in services.ts speaks of a folder made otherwise).
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   return {
     // Knex takes a client class in place of a driver name; its types only know its own base class.
     client: PreparingSqliteClient as unknown as Knex.Config['client'],

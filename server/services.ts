@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { openRateLimiterStore, type Db } from '../db/knex.ts';
 import { ActivationService } from './accounts/activation.ts';
@@ -114,6 +115,7 @@ export async function createServices(config: Config, db: Db, logger: Logger, now
   // Before this process records any work as its own: what it leaves when it stops is then taken
   // over at once by the processes of other pid spaces of this kernel too (`processes.ts`).
   const unmark = markProcess(config.dataDir, logger);
+  warnIfShared(config.dataDir, logger);
   try {
     return await wireServices(config, db, logger, now, metrics, secret, unmark);
   } catch (error) {
@@ -233,6 +235,19 @@ async function wireServices(config: Config, db: Db, logger: Logger, now: () => n
       }
     },
   };
+}
+
+/**
+ * A warning when other users of this machine may enter the data folder: it holds the SQLite
+ * file (password hashes, the session secret, signing keys), uploaded files and the mail outbox.
+ * A folder the service makes is its owner's alone; one made before (or by an image) may not be.
+ * Its group may be meant to read it (a backup user), so only others' access is spoken of.
+ */
+function warnIfShared(dataDir: string, logger: Logger): void {
+  const mode = statSync(dataDir, { throwIfNoEntry: false })?.mode;
+  if (mode !== undefined && (mode & 0o007) !== 0) {
+    logger.warn({ dataDir, mode: `0${(mode & 0o777).toString(8)}` }, 'the data folder can be entered by every user of this machine, and it holds password hashes, the session secret and signing keys: chmod o-rwx it');
+  }
 }
 
 /** `markThisProcess`, or, where the data folder cannot hold marks, a warning and none. */
