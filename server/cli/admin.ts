@@ -2,7 +2,7 @@
  * `npm run admin -- <command>`: operator commands. They use the same data layer as the
  * server, on the same database, so they work while the server runs.
  *
- *   user add --email E --password P --fullname "F L" [--role superuser|moderator]
+ *   user add --email E --password-stdin|--password P --fullname "F L" [--role superuser|moderator]
  *   user list
  *   settings set moderation on|off
  *   settings get moderation
@@ -39,7 +39,9 @@ import { describeRestore, restore } from '../operations/restore.ts';
 
 const USAGE = `Usage: npm run admin -- <command>
 
-  user add --email E --password P --fullname "First Last" [--role superuser|moderator]
+  user add --email E --password-stdin --fullname "First Last" [--role superuser|moderator]
+      The password is the first line of standard input (--password P also works, but is
+      seen in ps and kept in shell history).
       Creates an active user and prints its tilde id.
   user list
       Lists every profile: id, state, emails.
@@ -109,10 +111,14 @@ const commands: Record<string, Command> = {
   async 'user add'(services, args) {
     const { values } = parseArgs({
       args,
-      options: { email: { type: 'string' }, password: { type: 'string' }, fullname: { type: 'string' }, role: { type: 'string' } },
+      options: { email: { type: 'string' }, password: { type: 'string' }, 'password-stdin': { type: 'boolean' }, fullname: { type: 'string' }, role: { type: 'string' } },
       strict: true,
     });
-    const input = parseOrThrow(UserAddArgs, values);
+    const { 'password-stdin': fromStdin, ...rest } = values;
+    if (fromStdin && rest.password !== undefined) throw new AppError('ValidationError', 'Give --password or --password-stdin, not both');
+    // On the command line a password is in `ps`, the shell's history and npm's echo of the command.
+    if (rest.password !== undefined) console.error('--password is seen by other users of this machine (ps) and kept in shell history: prefer --password-stdin');
+    const input = parseOrThrow(UserAddArgs, fromStdin ? { ...rest, password: await firstLineOfStdin() } : rest);
     const id = await services.signUp.createUser({ ...input, state: 'Active' });
     console.log(id);
   },
@@ -245,6 +251,16 @@ const Seconds = (fallback: number, max: number) => z.coerce.number().pipe(z.int(
 const RegistrationTokenArgs = z.strictObject({ expiresIn: Seconds(24 * 3600, 366 * 24 * 3600).refine((s) => s > 0, 'must be at least 1 second') });
 /** The old secret stays good a day after a rotation unless told otherwise (0: at once). */
 const RotateSecretArgs = z.strictObject({ overlap: Seconds(24 * 3600, 366 * 24 * 3600) });
+
+/** The first line of standard input, without its line ending: where `--password-stdin` reads the password. */
+async function firstLineOfStdin(): Promise<string> {
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += String(chunk);
+    if (text.includes('\n')) break;
+  }
+  return text.split(/\r?\n/, 1)[0] ?? '';
+}
 
 function clientIdArg(args: string[]): string {
   if (args.length !== 1 || !args[0]) throw new AppError('ValidationError', 'Give exactly one client id');

@@ -31,6 +31,7 @@ describe('npm run admin', () => {
     const res = await admin('user', 'add', '--email', 'root@example.org', '--password', 'Operator-Pass1', '--fullname', 'Root Operator', '--role', 'superuser');
     expect(res).toMatchObject({ code: 0, stdout: '~Root_Operator1\n' });
     expect(res.stderr).not.toContain('Operator-Pass1');
+    expect(res.stderr).toContain('prefer --password-stdin');
 
     const login = await new Client(server.url).post('/login', { id: 'root@example.org', password: 'Operator-Pass1' });
     expect(login.status).toBe(200);
@@ -119,5 +120,22 @@ describe('npm run admin oidc-client and oidc-keys', () => {
     const jwks = (await (await fetch(`${server.url}/oidc/jwks`)).json()) as { keys: Array<{ kid: string; d?: string }> };
     expect(jwks.keys.map((k) => k.kid)).toContain(kid);
     expect(jwks.keys.every((k) => k.d === undefined)).toBe(true);
+  });
+});
+
+describe('npm run admin user add, the password', () => {
+  it('user add --password-stdin reads the password from standard input, never from the command line', LONG, async () => {
+    const child = execFile(process.execPath, ['server/cli/admin.ts', 'user', 'add', '--email', 'stdin@example.org', '--password-stdin', '--fullname', 'Stdin Operator'], { env: await childEnv({ DATA_DIR: dir }) });
+    const output = { stdout: '', stderr: '' };
+    child.stdout?.on('data', (chunk: Buffer) => (output.stdout += String(chunk)));
+    child.stderr?.on('data', (chunk: Buffer) => (output.stderr += String(chunk)));
+    child.stdin?.end('Piped-Secret-Pass1\nignored second line\n');
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect({ code, ...output }).toMatchObject({ code: 0, stdout: '~Stdin_Operator1\n' });
+    expect(output.stderr).not.toContain('prefer --password-stdin');
+    expect((await new Client(server.url).post('/login', { id: 'stdin@example.org', password: 'Piped-Secret-Pass1' })).status).toBe(200);
+    const both = await admin('user', 'add', '--email', 'both@example.org', '--password', 'x', '--password-stdin', '--fullname', 'Both Ways');
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain('Give --password or --password-stdin, not both');
   });
 });
