@@ -266,8 +266,22 @@ export interface WebAuthnSettings {
 }
 
 /** The start-up error for settings that cannot be used, one line each. */
+/** A setting that cannot be used: its message names it and says what it must be. */
+export class InvalidConfiguration extends Error {}
+
 function invalidConfiguration(lines: readonly string[]): Error {
-  return new Error(`Invalid configuration:\n${lines.map((line) => `  ${line}`).join('\n')}`);
+  return new InvalidConfiguration(`Invalid configuration:\n${lines.map((line) => `  ${line}`).join('\n')}`);
+}
+
+/** `loadConfig` for a command's start: a setting that cannot be used is said on stderr, without a stack, and the process exits 1. */
+export function loadConfigOrExit(env: Record<string, string | undefined>): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof InvalidConfiguration)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
 }
 
 /** The start-up error for one setting that cannot be used. */

@@ -4,7 +4,7 @@
  */
 import { createServer } from 'node:http';
 import path from 'node:path';
-import { loadConfig } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 import { answerClientErrors, configureTimeouts, createApp, expressMessages } from './http/app.ts';
 import { createLogger } from './logger.ts';
 import { settleAfterStart, settleWhenIdle } from './memory.ts';
@@ -12,7 +12,7 @@ import { startMetricsServer } from './metrics/server.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
-const config = loadConfig(process.env);
+const config = loadConfigOrExit(process.env);
 const logger = createLogger(config.logLevel);
 const service = await createApp(config, { logger });
 // `GET /metrics` on a listener of its own (METRICS_PORT; none when unset), never the public one.

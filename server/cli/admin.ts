@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AppError, DeviceClientInput, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, ResourceServerInput, SetImpersonatorsInput } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { loadConfigOrExit, type Config } from '../config.ts';
 import { MAIL_USAGE, mailCommands } from './mail.ts';
 import { createLogger } from '../logger.ts';
 import type { Services } from '../services.ts';
@@ -284,15 +284,23 @@ const operations: Record<string, Operation> = {
   },
 };
 
+/** The commands that take no arguments: anything after them is a mistake, not ignored. */
+const TAKES_NOTHING = new Set(['user list', 'institution list', 'oidc-client list', 'oidc-keys rotate']);
+
 async function main(argv: string[]): Promise<number> {
   const name = argv.slice(0, 2).join(' ');
   const command = commands[name];
   const operation = argv[0] !== undefined && Object.hasOwn(operations, argv[0]) ? operations[argv[0]] : undefined;
   if (!command && !operation) {
-    process.stderr.write(USAGE);
-    return argv.length === 0 || argv[0] === 'help' ? 0 : 2;
+    const asked = argv.length === 0 || ['help', '--help', '-h'].includes(argv[0] ?? '');
+    (asked ? process.stdout : process.stderr).write(USAGE);
+    return asked ? 0 : 2;
   }
-  const config = loadConfig(process.env);
+  if (TAKES_NOTHING.has(name) && argv.length > 2) {
+    process.stderr.write(`error: ${name} takes no arguments (given: ${argv.slice(2).join(' ')})\n\n${USAGE}`);
+    return 2;
+  }
+  const config = loadConfigOrExit(process.env);
   if (operation) {
     try {
       await operation(config, argv.slice(1));

@@ -36,7 +36,7 @@ export type Lockout = 'second_step' | 'second_step_browser';
 /** The factors a person turns on: an authenticator app, codes by mail, a passkey. */
 export type MfaFactor = 'totp' | 'email_code' | 'passkey';
 
-/** `whole`: `PUT /attachment`; `chunk`: `PUT /attachment/chunk`. */
+/** `whole`: `PUT /attachment`; `chunk`: `PUT /attachment/chunk`; `tus`: a tus `PATCH` (or a creation with its body). */
 export type UploadKind = 'whole' | 'chunk' | 'tus';
 /** `ok`: answered 2xx; `refused`: the service refused it (4xx); `error`: it failed (5xx). */
 export type UploadOutcome = 'ok' | 'refused' | 'error';

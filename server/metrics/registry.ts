@@ -50,7 +50,7 @@ export function createMetrics(opts: { routes: readonly Route[]; logger: Logger }
   const refusals = counter('rate_limit_refusals_total', 'Tries a rate limit said no to, by the limit\'s name.', ['limit']);
   const enrolments = counter('mfa_enrolments_total', 'Second factors turned on, by factor (totp, email_code, passkey).', ['factor']);
   const tokens = counter('oidc_tokens_issued_total', `Tokens issued at the provider's token endpoint, by grant type and client (its id; past ${MAX_CLIENT_LABELS} clients, "${OTHER_CLIENT}").`, ['grant_type', 'client']);
-  const uploads = counter('upload_requests_total', 'Upload requests that reached the service with their file, by kind (whole, chunk) and outcome (ok, refused, error).', ['kind', 'outcome']);
+  const uploads = counter('upload_requests_total', 'Upload requests that reached the service with their file, by kind (whole, chunk, tus) and outcome (ok, refused, error).', ['kind', 'outcome']);
   const uploadBytes = counter('upload_received_bytes_total', 'Bytes of the files and chunks of those requests, by kind.', ['kind']);
   const chunks = counter('upload_chunks_stored_total', 'Chunks stored (a chunk sent again is not counted twice).', []);
   const assemblies = counter('upload_assemblies_total', 'Chunked uploads assembled into a file, by outcome (done, refused, error).', ['outcome']);

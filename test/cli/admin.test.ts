@@ -59,10 +59,20 @@ describe('npm run admin', () => {
     expect((await admin('user', 'list')).stdout.split('\n').filter(Boolean)).toHaveLength(2);
   });
 
-  it('an unknown command prints the usage and fails', LONG, async () => {
+  it('an unknown command prints the usage and fails; --help prints it and succeeds; extra arguments are refused', LONG, async () => {
     const res = await admin('user', 'delete');
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('Usage: npm run admin');
+    for (const asked of ['--help', '-h', 'help']) expect(await admin(asked)).toMatchObject({ code: 0, stdout: expect.stringContaining('Usage: npm run admin') });
+    const extra = await admin('user', 'list', 'extra', 'junk');
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toContain('error: user list takes no arguments (given: extra junk)');
+  });
+
+  it('a setting that cannot be used is said in one line, without a stack, and exits 1', LONG, async () => {
+    const res = await runAdmin({ DATA_DIR: dir, PORT: '' }, 'user', 'list');
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe('Invalid configuration:\n  PORT: must be a whole number in decimal digits\n');
   });
 });
 
