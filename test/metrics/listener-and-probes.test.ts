@@ -12,6 +12,7 @@ import * as freeSpace from '../../server/free-space.ts';
 import { CHECK_KEPT_MS } from '../../server/http/health.ts';
 import { startMetricsServer } from '../../server/metrics/server.ts';
 import { S3RVER_CREDENTIALS, startS3rver } from '../attachments/s3rver.ts';
+import { TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { startServerProcess, stopAll } from '../helpers/processes.ts';
 import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { scrape } from './scrape.ts';
@@ -140,7 +141,9 @@ describe('the probes', () => {
     // A disk without room: the probes see it, though a rolled-back write still passes.
     const room = vi.spyOn(freeSpace, 'checkRoom').mockRejectedValue(new Error('no room'));
     try {
-      expect(await probe('/health/ready')).toMatchObject({ status: 503, body: { ...NOT_READY, details: { migrations: 'ok', database: 'unavailable', files: 'unavailable' } } });
+      // PostgreSQL's disk is not this machine's to ask about; a SQLite file's is the data folder's.
+      const database = TEST_POSTGRES_URL ? 'ok' : 'unavailable';
+      expect(await probe('/health/ready')).toMatchObject({ status: 503, body: { ...NOT_READY, details: { migrations: 'ok', database, files: 'unavailable' } } });
     } finally {
       room.mockRestore();
     }
