@@ -28,7 +28,7 @@ export interface StoredFile {
 export type ReadableVenues = Pick<VenueService, 'groups' | 'readableInvitation'>;
 
 /** What reading files back asks of notes: who may read the notes (and revisions) that hold a stored file. */
-export type ReadableNotes = Pick<NoteService, 'notesWithFile' | 'firstReadable' | 'readableNote' | 'isFileField' | 'edits'>;
+export type ReadableNotes = Pick<NoteService, 'notesWithFile' | 'firstReadable' | 'readableNote' | 'heldAsFile' | 'edits'>;
 
 /** A file name safe in any header and any file system: the note's title, tamed. */
 function safeFilename(title: unknown, fallback: string, extension: string): string {
@@ -60,7 +60,7 @@ export class DownloadsService {
   async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
     const note = await this.#notes.readableNote(noteId, reader);
     const url = (note.content[field] as { value?: unknown } | undefined)?.value;
-    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
+    if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.heldAsFile(note, field, url))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
     }
     return this.#stored(url, (note.content.title as { value?: unknown } | undefined)?.value, noteId);
@@ -79,7 +79,7 @@ export class DownloadsService {
     const [edit] = await this.#notes.edits({ id: editId }, reader);
     const note = edit ? await this.#notes.readableNote(edit.note.id, reader) : null;
     const url = (edit?.content[field] as { value?: unknown } | undefined)?.value;
-    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.isFileField(note, field))) {
+    if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.heldAsFile(note, field, url))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of edit ${editId}`);
     }
     return this.#stored(url, (edit.content.title as { value?: unknown } | undefined)?.value, note.id);

@@ -303,10 +303,14 @@ export class NoteService extends VenuePart {
     return this.repos().venues.notesWithFile(url);
   }
 
-  /** Whether a field of a note's form is a `file` field. */
-  async isFileField(note: Note, field: string): Promise<boolean> {
-    const invitation = await this.repos().venues.findInvitation(note.invitation);
-    return invitation?.form[field]?.value.param.type === 'file';
+  /**
+   * Whether the note's `field` held `url` as a file: written while the field was a `file` field of
+   * its form, after the upload checks (the file index). The form as it is now decides nothing: an
+   * organiser who turned a text field into a file field would otherwise read any file whose URL a
+   * note's text held.
+   */
+  heldAsFile(note: Note, field: string, url: string): Promise<boolean> {
+    return this.repos().venues.heldAsFile(note.id, field, url);
   }
 
   /** The first of `notes` the reader may read, if any. */

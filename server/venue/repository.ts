@@ -183,6 +183,11 @@ export class VenueRepository {
     }
   }
 
+  /** Whether the note's `field` held `url` as a file when a revision of it was written (the file index). */
+  async heldAsFile(noteId: string, field: string, url: string): Promise<boolean> {
+    return (await this.#db('note_files').where({ note_id: noteId, field, url }).first('url')) !== undefined;
+  }
+
   /** The notes whose fields hold, or once held, a stored file's URL. */
   async notesWithFile(url: string): Promise<Note[]> {
     const rows = await this.#db<NoteRow>('notes')
