@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { ProfileState } from '../../shared/index.ts';
+import { normaliseId } from './ids.ts';
 import { AccountsRepository, type GroupRecord } from './repository.ts';
 
 /**
@@ -33,6 +34,19 @@ export class Directory {
   async profileNamed(idOrEmail: string): Promise<{ id: string; state: ProfileState } | null> {
     const profile = await this.#repo.profiles.findByIdOrEmail(idOrEmail);
     return profile ? { id: profile.id, state: profile.state } : null;
+  }
+
+  /**
+   * A profile's state as anyone signed in may learn it (the author console's, for a note's
+   * authors): named by a tilde id, as `GET /profiles?id=` shows it, or by a confirmed address
+   * (an unconfirmed one, a sign-up not yet activated among them, names nobody, as in searches);
+   * a deleted profile is nobody's. Null: no such profile to show.
+   */
+  async shownStateOf(idOrEmail: string): Promise<ProfileState | null> {
+    const profile = await this.#repo.profiles.findByIdOrEmail(idOrEmail);
+    if (!profile || profile.ddate !== null) return null;
+    if (!normaliseId(idOrEmail).startsWith('~') && (await this.#repo.emails.holdersOfEmails([idOrEmail], true)).length === 0) return null;
+    return profile.state;
   }
 
   findGroup(id: string): Promise<GroupRecord | null> {

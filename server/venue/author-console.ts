@@ -79,7 +79,8 @@ export class AuthorConsoleService extends VenuePart {
     const authors = Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
     return Promise.all(
       authors.map(async (id) => {
-        return { id, state: (await repos.people.profileNamed(id))?.state ?? null };
+        // As searches and `GET /profiles` would show it: never a sign-up not yet activated, or a deleted profile.
+        return { id, state: await repos.people.shownStateOf(id) };
       }),
     );
   }

@@ -23,6 +23,8 @@ export interface People {
   usernamesOf(profileId: string): Promise<string[]>;
   confirmedEmailsOf(profileId: string): Promise<string[]>;
   profileNamed(idOrEmail: string): Promise<{ id: string; state: ProfileState } | null>;
+  /** The state of the profile a tilde id or a confirmed address names, as anyone signed in may learn it; null for none (or a deleted one). */
+  shownStateOf(idOrEmail: string): Promise<ProfileState | null>;
   findGroup(id: string): Promise<GroupView | null>;
   groupsAmong(ids: readonly string[]): Promise<Array<{ id: string; data: Record<string, unknown>; tcdate: number; tmdate: number }>>;
   groupsOf(members: string[]): Promise<string[]>;
