@@ -264,9 +264,10 @@ export class VenueService extends VenuePart {
   /**
    * `GET /groups`: a group by id, the groups whose id starts with `prefix`, or the groups
    * `member` belongs to directly; each only when the caller may see who is in it: super users,
-   * the people the group itself names (its id and its members: a person's own `~Id` and email
-   * groups), and the organisers of the venue the group belongs to. A group's `readers` field does
-   * not grant this: venue groups are readable by everyone as venues, but their members (reviewers,
+   * the person the group is (their own `~Id` and email groups) and the organisers of the venue
+   * the group belongs to see every member; a member of it sees the group with themselves as its
+   * only member (the web client asks which groups a person is in). A group's `readers` field does
+   * not grant more: venue groups are readable by everyone as venues, but their members (reviewers,
    * authors) are not public. A group asked for by id that the caller may not see does not exist
    * for them.
    */
@@ -284,6 +285,8 @@ export class VenueService extends VenuePart {
           ? await repos.people.groupIdsWithPrefix(query.prefix, 1000)
           : await repos.people.groupsOf([query.member ?? '']);
     const identities = await this.readers.identities(reader, repos.people);
+    // The person's own ids (not the groups they are in): the `~Id` and email groups that are them.
+    const own = new Set([reader.profileId, ...(await repos.people.usernamesOf(reader.profileId)), ...(await repos.people.confirmedEmailsOf(reader.profileId))]);
     const organises = new Map<string, boolean>();
     const mayOrganise = async (domain: string) => {
       if (!organises.has(domain)) organises.set(domain, identities.has(organisersOf(domain)));
@@ -294,16 +297,17 @@ export class VenueService extends VenuePart {
       const group = await repos.people.findGroup(id);
       if (!group) continue;
       const domain = typeof group.data.domain === 'string' ? group.data.domain : undefined;
-      const visible =
-        Boolean(reader?.isSuperUser) ||
-        (reader !== null && (identities.has(group.id) || group.members.some((m) => identities.has(m)))) ||
-        (domain !== undefined && (await mayOrganise(domain)));
-      if (!visible) continue;
+      // Everyone in it: super users, the venue's organisers, and the person the group is (their
+      // own `~Id` and email groups). A member otherwise sees that they are in it, and no one else:
+      // a reviewer is not told who else reviews, nor an author every venue's author.
+      const whole = Boolean(reader?.isSuperUser) || own.has(group.id) || (domain !== undefined && (await mayOrganise(domain)));
+      const mine = whole ? group.members : group.members.filter((m) => identities.has(m));
+      if (!whole && mine.length === 0) continue;
       if (query.domain !== undefined && domain !== query.domain) continue;
       const list = (key: string) => (Array.isArray(group.data[key]) ? (group.data[key] as unknown[]).filter((v): v is string => typeof v === 'string') : undefined);
       groups.push({
         id: group.id,
-        members: group.members,
+        members: mine,
         ...Object.fromEntries(['readers', 'writers', 'signatures', 'signatories', 'impersonators'].flatMap((key) => (list(key) ? [[key, list(key)]] : []))),
         ...(domain !== undefined ? { domain } : {}),
       });
