@@ -60,8 +60,10 @@ export const MAIL_DELAYED_SECONDS = 300;
  * reported beside (`mail`): the service still answers, so it stays healthy.
  */
 export function healthHandler(db: Db, mail: Pick<Mailer, 'backlog'>): RequestHandler {
+  // Within the readiness checks' time: a write that hangs (a connection never given) fails the
+  // probes of that second rather than holding every later one.
   const checked = sharedCheck(async () => {
-    await takesWrite(db);
+    await withDeadline(takesWrite(db), READINESS_CHECK_MS);
     return mail.backlog();
   });
   return async (_req, res) => {

@@ -155,7 +155,9 @@ export class NoteService extends VenuePart {
       for (const [field, definition] of Object.entries(invitation.form)) {
         const url = fieldValue({ content: merged } as Note, field);
         if (definition.value.param.type !== 'file' || typeof url !== 'string') continue;
-        if (previous && fieldValue(previous, field) === url) continue;
+        // Kept from the revision before, where it was already a checked file (the file index says
+        // so): a value typed while the field was text is checked now, as if sent new.
+        if (previous && fieldValue(previous, field) === url && (await venues.heldAsFile(previous.id, field, url))) continue;
         if (!uploaded.has(`${field}\n${url}`)) {
           problems.push({
             status: 400,

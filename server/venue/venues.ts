@@ -303,6 +303,8 @@ export class VenueService extends VenuePart {
       const whole = Boolean(reader?.isSuperUser) || own.has(group.id) || (domain !== undefined && (await mayOrganise(domain)));
       const mine = whole ? group.members : group.members.filter((m) => identities.has(m));
       if (!whole && mine.length === 0) continue;
+      // Asked which groups someone else is in, a member of one of them learns nothing of it.
+      if (!whole && query.member !== undefined && !identities.has(query.member)) continue;
       if (query.domain !== undefined && domain !== query.domain) continue;
       const list = (key: string) => (Array.isArray(group.data[key]) ? (group.data[key] as unknown[]).filter((v): v is string => typeof v === 'string') : undefined);
       groups.push({

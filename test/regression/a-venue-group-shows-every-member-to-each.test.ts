@@ -38,6 +38,8 @@ describe('a venue group', () => {
     expect(byId.body.groups.map((g: { id: string; members: string[] }) => [g.id, g.members])).toEqual([[REVIEWERS, [one.id]]]);
     const byMember = await reviewer.get(`/groups?member=${encodeURIComponent(one.id)}`);
     expect(byMember.body.groups.find((g: { id: string }) => g.id === REVIEWERS)?.members).toEqual([one.id]);
+    // Nor which groups another reviewer is in.
+    expect((await reviewer.get(`/groups?member=${encodeURIComponent(two.id)}`)).body.groups).toEqual([]);
     const byPrefix = await reviewer.get(`/groups?prefix=${encodeURIComponent(VENUE)}`);
     expect(JSON.stringify(byPrefix.body)).not.toContain(two.id);
 

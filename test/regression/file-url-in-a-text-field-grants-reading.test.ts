@@ -66,5 +66,11 @@ describe('a file URL typed into a text field', () => {
     const [edit] = (await eveClient.get(`/notes/edits?note.id=${note.body.id}`)).body.edits as Array<{ id: string }>;
     expect((await eveClient.get(`/notes/edits/attachment?id=${edit?.id}&name=doc`)).status).toBe(404);
     expect((await eveClient.get(`/pdf/${sha1(data)}.pdf`)).status).toBe(404);
+    // Nor does a revision that keeps the value: it was never a file she uploaded.
+    const kept = await eveClient.post('/notes', { id: note.body.id, invitation, content: {} });
+    expect(kept.status).toBe(400);
+    expect(kept.body).toMatchObject({ name: 'ValidationError', details: { path: 'content/doc/value' } });
+    expect((await eveClient.get(`/attachment?id=${note.body.id}&name=doc`)).status).toBe(404);
+    expect((await eveClient.get(`/pdf/${sha1(data)}.pdf`)).status).toBe(404);
   });
 });
