@@ -58,15 +58,10 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     // then unknown, so those two get a page; the others go back to the client.
     checkOnce(query, ['client_id', 'redirect_uri', 'request_uri'], { allowRedirect: false });
     const client = await checkClient(provider, typeof query.client_id === 'string' ? query.client_id : undefined);
-    let sent = query;
-    if (query.request_uri !== undefined) {
-      sent = await takePushed(provider, client, query, (to) => (back = to));
-    } else if (client.metadata?.require_pushed_authorization_requests === true) {
-      checkApproved(client);
-      back = { redirectUri: checkRedirectUri(client, typeof query.redirect_uri === 'string' ? query.redirect_uri : undefined), state: typeof query.state === 'string' ? query.state || undefined : undefined };
-      throw new InvalidRequest('Pushed Authorization Request must be used');
-    }
-    const params = await checkRequest(provider, client, sent, (to) => (back = to));
+    const onBack = (to: Back) => (back = to);
+    const pushed = query.request_uri !== undefined;
+    const sent = pushed ? await takePushed(provider, client, query, onBack) : query;
+    const params = await checkRequest(provider, client, sent, { pushed, onBack });
     const now = provider.now();
     const interaction: Interaction = {
       id: randomToken(),
@@ -93,30 +88,47 @@ export async function authorize(provider: Provider, query: Record<string, unknow
  * does; once found, they go to the pushed request's.
  */
 async function takePushed(provider: Provider, client: ClientRecord, query: Record<string, unknown>, onBack: (back: Back) => void): Promise<Record<string, unknown>> {
-  const redirectUri = typeof query.redirect_uri === 'string' && client.redirectUris.includes(query.redirect_uri) ? query.redirect_uri : undefined;
-  if (redirectUri && client.status === 'approved') onBack({ redirectUri, state: typeof query.state === 'string' ? query.state || undefined : undefined });
+  const fromQuery = verifiedBack(client, query);
+  if (fromQuery) onBack(fromQuery);
   const requestUri = query.request_uri as string;
   if (!requestUri.startsWith(REQUEST_URI_PREFIX)) throw new RequestUriNotSupported('Only request_uri values from the pushed authorization request endpoint are supported');
   const pushed = await provider.repo.pushed.take(hashSecret(requestUri), client.id, provider.now());
   if (!pushed) throw new InvalidRequestUri('request_uri is invalid, expired, or was already used');
   // From here, errors go where the pushed request asked, once it is checked to be the client's.
-  if (pushed.redirect_uri !== undefined && client.redirectUris.includes(pushed.redirect_uri) && client.status === 'approved') onBack({ redirectUri: pushed.redirect_uri, state: pushed.state || undefined });
+  const fromPushed = verifiedBack(client, pushed);
+  if (fromPushed) onBack(fromPushed);
   if (query.response_type !== undefined && query.response_type !== pushed.response_type) throw new InvalidRequestObject('response_type must equal the pushed request’s');
   return { ...pushed, client_id: client.id };
 }
 
+/** Where a request's errors may go: its `redirect_uri`, when it is one of an approved client's, with its `state`. */
+function verifiedBack(client: ClientRecord, sent: Record<string, unknown>): Back | undefined {
+  const { redirect_uri: redirectUri, state } = sent;
+  if (client.status !== 'approved' || typeof redirectUri !== 'string' || !client.redirectUris.includes(redirectUri)) return undefined;
+  // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
+  return { redirectUri, state: typeof state === 'string' && state !== '' ? state : undefined };
+}
+
 /**
  * The authorization request's checks, after its client is found, up to its parameters as kept:
- * here and at the pushed authorization request endpoint, where every error is JSON. `onBack`
- * learns where errors may go as soon as that is known.
+ * here and at the pushed authorization request endpoint (`pushed`: the request came through it),
+ * where every error is JSON. `onBack` learns where errors may go as soon as that is known.
  */
-export async function checkRequest(provider: Provider, client: ClientRecord, query: Record<string, unknown>, onBack: (back: Back) => void = () => undefined): Promise<AuthorizationParams> {
+export async function checkRequest(
+  provider: Provider,
+  client: ClientRecord,
+  query: Record<string, unknown>,
+  opts: { pushed: boolean; onBack?: (back: Back) => void },
+): Promise<AuthorizationParams> {
   const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
+  const onBack = opts.onBack ?? (() => undefined);
   checkApproved(client);
   const redirectUri = checkRedirectUri(client, param('redirect_uri'));
   // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
   const state = param('state') || undefined;
   onBack({ redirectUri, state });
+  // RFC 9126 §6: a client registered so takes no request that was not pushed.
+  if (!opts.pushed && client.metadata?.require_pushed_authorization_requests === true) throw new InvalidRequest('Pushed Authorization Request must be used');
 
   // From here on, errors go back the way the client asked for (until then, in the query; a
   // response_mode sent twice is read as none, and refused next).

@@ -29,7 +29,7 @@ export async function pushAuthorizationRequest(provider: Provider, form: Record<
   if (form.request_uri !== undefined) throw new InvalidRequest('request_uri must not be used at the pushed authorization request endpoint');
   const kept: Record<string, string> = {};
   for (const name of KEPT) if (typeof form[name] === 'string') kept[name] = form[name];
-  await checkRequest(provider, client, kept);
+  await checkRequest(provider, client, kept, { pushed: true });
   const requestUri = `${REQUEST_URI_PREFIX}${randomToken()}`;
   const now = provider.now();
   await provider.repo.pushed.insert(hashSecret(requestUri), client.id, kept, now, now + PUSHED_SECONDS * 1000);
