@@ -26,7 +26,7 @@ export const AUTHORIZATION_PARAMETERS = [
   'login_hint',
   'request',
   'request_uri',
-];
+] as const;
 
 /** The longest `nonce`, `acr_values` and `login_hint`: the nonce is sealed into the code, the others kept with a pending request. */
 const VALUE_MAX = 500;

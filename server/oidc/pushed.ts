@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { PushedAuthorizationForm } from '../../shared/index.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
 import { AUTHORIZATION_PARAMETERS, checkRequest, REQUEST_URI_PREFIX } from './authorize.ts';
 import { approvedClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
@@ -14,6 +16,8 @@ export const PUSHED_SECONDS = 60;
 
 /** What is kept of a pushed request: the authorization request's parameters, never the client's credentials. */
 const KEPT = ['redirect_uri', ...AUTHORIZATION_PARAMETERS] as const;
+// Every parameter kept is one the API document describes (`request` and `request_uri` are refused here).
+KEPT satisfies ReadonlyArray<keyof z.infer<typeof PushedAuthorizationForm> | 'request' | 'request_uri'>;
 
 /**
  * `POST /oidc/par` (RFC 9126 §2): the client proves itself (`invalid_client`, 401; a `client_id`

@@ -45,6 +45,7 @@ export const PushedAuthorizationForm = z.object({
   max_age: Text.optional(),
   acr_values: Text.optional(),
   id_token_hint: Text.optional(),
+  login_hint: Text.optional().describe('Fills in the login page’s first field'),
   ...ClientProofFields,
 });
 
