@@ -44,11 +44,16 @@ export class Readers {
     const ids = new Set(['everyone']);
     if (!reader) return ids;
     ids.add('~');
-    const own = [...(await people.usernamesOf(reader.profileId)), reader.profileId, ...(await people.confirmedEmailsOf(reader.profileId))];
+    const own = await this.ownIds(reader, people);
     const groups = await people.groupsOf(own);
     const outer = await people.groupsOf(groups);
     for (const id of [...own, ...groups, ...outer]) ids.add(id);
     return ids;
+  }
+
+  /** The person's own ids, not the groups they are in: their usernames, profile id and confirmed emails. */
+  async ownIds(reader: Viewer, people = this.#people): Promise<string[]> {
+    return [...(await people.usernamesOf(reader.profileId)), reader.profileId, ...(await people.confirmedEmailsOf(reader.profileId))];
   }
 
   /** Whether a `readers` list lets the reader in: one of their ids is on it, or they are a super user. */

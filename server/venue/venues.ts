@@ -286,7 +286,7 @@ export class VenueService extends VenuePart {
           : await repos.people.groupsOf([query.member ?? '']);
     const identities = await this.readers.identities(reader, repos.people);
     // The person's own ids (not the groups they are in): the `~Id` and email groups that are them.
-    const own = new Set([reader.profileId, ...(await repos.people.usernamesOf(reader.profileId)), ...(await repos.people.confirmedEmailsOf(reader.profileId))]);
+    const own = new Set(await this.readers.ownIds(reader, repos.people));
     const organises = new Map<string, boolean>();
     const mayOrganise = async (domain: string) => {
       if (!organises.has(domain)) organises.set(domain, identities.has(organisersOf(domain)));
