@@ -43,10 +43,10 @@ export class Directory {
    * a deleted profile is nobody's. Null: no such profile to show.
    */
   async shownStateOf(idOrEmail: string): Promise<ProfileState | null> {
-    const profile = await this.#repo.profiles.findByIdOrEmail(idOrEmail);
-    if (!profile || profile.ddate !== null) return null;
-    if (!normaliseId(idOrEmail).startsWith('~') && (await this.#repo.emails.holdersOfEmails([idOrEmail], true)).length === 0) return null;
-    return profile.state;
+    const canonical = normaliseId(idOrEmail);
+    const profiles = this.#repo.profiles;
+    const profile = canonical.startsWith('~') ? await profiles.findByUsername(canonical) : await profiles.findByEmail(canonical, { confirmedOnly: true });
+    return profile && profile.ddate === null ? profile.state : null;
   }
 
   findGroup(id: string): Promise<GroupRecord | null> {

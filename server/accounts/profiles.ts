@@ -134,11 +134,10 @@ export class ProfileService extends AccountsBase {
    * one (or the caller's own) for everyone else, so a sign-up not yet activated stays unseen.
    */
   async #holderOf(email: string, viewer: Viewer): Promise<ProfileRecord | null> {
-    const repo = this.deps.repo;
-    const profile = await repo.profiles.findByEmail(email);
+    const profiles = this.deps.repo.profiles;
+    const profile = await profiles.findByEmail(email);
     if (!profile || viewer.isModerator || viewer.isSuperUser || profile.id === viewer.profileId) return profile;
-    const [held] = await repo.emails.holdersOfEmails([email], true);
-    return held ? profile : null;
+    return profiles.findByEmail(email, { confirmedOnly: true });
   }
 
   /** A profile as `GET /profiles` shows it to `viewer` (also the answer to editing it, `profile-editor.ts`). */

@@ -165,11 +165,16 @@ export class ProfilesRepository {
     return new Map(rows.map((row) => [row.p_username, toProfile(row)]));
   }
 
-  async findByEmail(email: string): Promise<ProfileRecord | null> {
-    const row = await this.#db<ProfileRow>('profiles')
+  /**
+   * The profile holding an address; `confirmedOnly`: only while the address is confirmed (what
+   * anyone but the holder and moderators may learn: a sign-up not yet activated names nobody).
+   */
+  async findByEmail(email: string, { confirmedOnly = false } = {}): Promise<ProfileRecord | null> {
+    const q = this.#db<ProfileRow>('profiles')
       .join('profile_emails', 'profile_emails.profile_id', 'profiles.id')
-      .where('profile_emails.email', normaliseEmail(email))
-      .first('profiles.*');
+      .where('profile_emails.email', normaliseEmail(email));
+    if (confirmedOnly) q.where('profile_emails.confirmed', true);
+    const row = await q.first('profiles.*');
     return row ? toProfile(row) : null;
   }
 
