@@ -4,7 +4,7 @@ import { hashSecret, randomToken } from '../secrets.ts';
 import { InvalidClient, InvalidRequest, InvalidRequestObject, InvalidRequestUri, InvalidScope, RequestNotSupported, RequestUriNotSupported, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
-import { checkOnce, errorOutcome, STATE_MAX, type Outcome, type Provider, type ResponseMode } from './provider.ts';
+import { checkOnce, errorOutcome, sent, STATE_MAX, type Outcome, type Provider, type ResponseMode } from './provider.ts';
 import type { AuthorizationParams, ClientRecord, Interaction } from './repository.ts';
 
 /** How long a pending authorization request (the login and consent pages) stays valid. */
@@ -120,12 +120,12 @@ export async function checkRequest(
   query: Record<string, unknown>,
   opts: { pushed: boolean; onBack?: (back: Back) => void },
 ): Promise<AuthorizationParams> {
-  const param = (name: string): string | undefined => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
+  const param = (name: string): string | undefined => sent(query, name);
   const onBack = opts.onBack ?? (() => undefined);
   checkApproved(client);
   const redirectUri = checkRedirectUri(client, param('redirect_uri'));
   // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
-  const state = param('state') || undefined;
+  const state = param('state');
   onBack({ redirectUri, state });
   // RFC 9126 §6: a client registered so takes no request that was not pushed.
   if (!opts.pushed && client.metadata?.require_pushed_authorization_requests === true) throw new InvalidRequest('Pushed Authorization Request must be used');

@@ -2,7 +2,7 @@ import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, type JWTVe
 import type { OidcAuthMethod } from '../../shared/index.ts';
 import { hashSecret, safeEqual } from '../secrets.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
-import type { Provider } from './provider.ts';
+import { sent, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
 /** `client_assertion_type` of a signed assertion (RFC 7523 §2.2). */
@@ -35,7 +35,7 @@ const remoteKeySets = new Map<string, JWTVerifyGetKey>();
 
 /** The method a request uses, and the client id and secret or assertion it carries. */
 function presented(proof: ClientProof): { method: OidcAuthMethod; clientId: string | undefined; secret?: string; assertion?: string } {
-  const field = (name: string) => (typeof proof.form[name] === 'string' ? (proof.form[name] as string) : undefined);
+  const field = (name: string) => sent(proof.form, name);
   const basic = /^Basic\s+(.+)$/i.exec(proof.authorization ?? '');
   const methods = [basic, field('client_secret'), field('client_assertion')].filter((m) => m !== undefined && m !== null);
   // RFC 6749 §2.3: a client uses one method per request.

@@ -11,7 +11,7 @@ import type { DeviceCodeRecord } from './device-repository.ts';
 import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, SlowDown, TooManyDeviceRequests, UnauthorizedClient } from './errors.ts';
 import { usable } from './flow.ts';
 import { scopeWords } from './interactions.ts';
-import { checkOnce, sidOf, type Provider } from './provider.ts';
+import { checkOnce, sent, sidOf, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
 // The device authorization grant (RFC 8628): an application on a device without a browser, or a
@@ -81,7 +81,7 @@ export async function deviceAuthorization(provider: Provider, form: Record<strin
   checkOnce(form, DEVICE_PARAMETERS, { allowRedirect: false });
   const client = await approvedClient(provider, { form, ...proof });
   if (!client.grantTypes.includes(DEVICE_CODE_GRANT)) throw new UnauthorizedClient('This client is not registered for the device_code grant');
-  const scopes = checkScope(client, typeof form.scope === 'string' ? form.scope : undefined, ['consent']);
+  const scopes = checkScope(client, sent(form, 'scope'), ['consent']);
   // Each request is a row for ten minutes: a flood from one address stops here (429, OAuth's `slow_down`).
   await provider.limits.consume('deviceAuthorizationAddress', addressKey(from.address)).catch((error: unknown) => {
     throw error instanceof AppError && error.name === 'TooManyError' ? new TooManyDeviceRequests(error.message, Number(error.details?.retryAfter ?? 60)) : error;

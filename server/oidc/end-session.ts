@@ -2,7 +2,7 @@ import type { Viewer } from '../accounts/viewer.ts';
 import { InvalidRequest } from './errors.ts';
 import { usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
-import { checkOnce, STATE_MAX, subjectOf, type Provider } from './provider.ts';
+import { checkOnce, sent, STATE_MAX, subjectOf, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
 /** RP-initiated logout's parameters (OpenID Connect RP-Initiated Logout 1.0 §2); each may be sent once. */
@@ -24,7 +24,7 @@ export interface EndSession {
  * (or with one naming someone else, or in an impersonation), the person is asked first.
  */
 export async function endSession(provider: Provider, params: Record<string, unknown>, viewer: Viewer | null): Promise<EndSession> {
-  const param = (name: string) => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
+  const param = (name: string) => sent(params, name);
   checkOnce(params, END_SESSION_PARAMETERS, { allowRedirect: false });
   const hint = await checkIdTokenHint(provider, param('id_token_hint'), { allowRedirect: false });
   const client = await checkClient(provider, hint?.aud, param('client_id'));

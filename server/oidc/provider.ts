@@ -105,6 +105,15 @@ export function errorOutcome(provider: Pick<Provider, 'issuer'>, error: unknown,
 
 // ---- checks more than one endpoint makes -------------------------------------------------------------
 
+/**
+ * A parameter's value as the endpoints read it: a string, and none when sent empty (RFC 6749
+ * §3.1, §3.2: "Parameters sent without a value MUST be treated as if they were omitted").
+ */
+export function sent(values: Record<string, unknown>, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
 /** checkOnce: none of `names` was sent more than once (a parser gives an array, or an object for `a[b]=`). */
 export function checkOnce(values: Record<string, unknown>, names: readonly string[], opts: { allowRedirect?: boolean } = {}): void {
   for (const name of names) {

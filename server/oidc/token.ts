@@ -7,7 +7,7 @@ import { InvalidGrant, InvalidRequest, UnauthorizedGrant, UnsupportedGrantType }
 import { deviceGrant } from './device.ts';
 import { idTokenMeanwhile, type TokenAnswer } from './id-token.ts';
 import { familyRecord, refreshGrant } from './refresh.ts';
-import { checkOnce, personWithClaims, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
+import { checkOnce, personWithClaims, sent, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
 import { redirectUriHash, type CodeRecord } from './codes.ts';
 import type { ClientRecord, OidcRepository } from './repository.ts';
 
@@ -25,7 +25,7 @@ const invalidCode = () => new InvalidGrant('Invalid or expired authorization cod
  * `device.ts`, which answers an allowed request as the code it stands for). The first failing check answers.
  */
 export async function token(provider: Provider, form: Record<string, unknown>, proof: Omit<ClientProof, 'form'>): Promise<TokenAnswer> {
-  const field = (name: string) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
+  const field = (name: string) => sent(form, name);
   checkOnce(form, TOKEN_PARAMETERS);
   const client = await approvedClient(provider, { form, ...proof });
   const grantType = checkGrantType(client, field('grant_type'));

@@ -2,7 +2,8 @@ import type * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
-import { authorizationRequest, REDIRECT, registerClient, relyingParty, UserAgent } from './helpers.ts';
+import { decodeJwt } from 'jose';
+import { approvedRegistrationToken, authorizationRequest, REDIRECT, registerByHttp, registerClient, relyingParty, UserAgent } from './helpers.ts';
 
 /** Requests of odd shapes at the protocol endpoints: each gets the protocol's error, never a 500. */
 let server: TestServer;
@@ -102,5 +103,32 @@ describe('/oidc/authorize: login_hint (OpenID Connect Core §3.1.2.1)', () => {
     expect(plain.html).toMatch(/<input[^>]*id="email"[^>]*value=""/);
     const long = await fetch((await authorizationRequest(rp, { login_hint: 'x'.repeat(501) })).url, { redirect: 'manual' });
     expect(new URL(long.headers.get('location') ?? 'http://x').searchParams.get('error_description')).toBe('login_hint must be at most 500 characters');
+  });
+});
+
+describe('a parameter sent empty is treated as omitted (RFC 6749 §3.1, §3.2)', () => {
+  const codeOf = (page: { location: string | null }) => new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
+
+  it('an empty nonce puts no nonce in the ID token', async () => {
+    const request = await authorizationRequest(rp, { nonce: '' });
+    const code = codeOf(await new UserAgent().authorize(request.url, person));
+    const res = await token(new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: 'app', code_verifier: request.verifier }));
+    const answer = (await res.json()) as { id_token: string };
+    expect(res.status).toBe(200);
+    expect(decodeJwt(answer.id_token)).not.toHaveProperty('nonce');
+  });
+
+  it('a confidential client without PKCE may send code_challenge_method and code_verifier empty', async () => {
+    const { body: app } = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: [REDIRECT], client_name: 'Empty parameters' });
+    const url = new URL((await authorizationRequest(rp)).url);
+    url.searchParams.set('client_id', app.client_id);
+    url.searchParams.delete('code_challenge');
+    url.searchParams.set('code_challenge_method', '');
+    const page = await new UserAgent().authorize(url, person);
+    const code = codeOf(page);
+    expect(code, page.location ?? page.html).not.toBe('');
+    const basic = `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}`;
+    const res = await token(new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: '', client_secret: '' }), { authorization: basic });
+    expect(res.status, await res.clone().text()).toBe(200);
   });
 });
