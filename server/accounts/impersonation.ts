@@ -117,7 +117,10 @@ export class ImpersonationService extends AccountsPart {
     }
     const repo = this.deps.repo;
     const now = this.now();
-    await repo.sessions.revoke(viewer.sessionId, now);
+    // Only the request that ends the impersonation resumes the session under it: exits sent at
+    // once would each rotate its refresh cookie, and all but the last cookie would then read as
+    // stolen and end that session too.
+    if (!(await repo.sessions.revoke(viewer.sessionId, now))) throw sessionEnded();
     await repo.settings.audit({ actor: viewer.impersonator.profile?.id ?? viewer.impersonator.id, action: 'impersonate:exit', target: viewer.profileId }, now);
     return this.core.sessions.resumeSession(await repo.sessions.find(viewer.parentSessionId), null);
   }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader, keepCookies } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
 import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -172,6 +173,21 @@ describe('nesting, exit and ending', () => {
     expect((await client.get('/profiles')).body.profiles[0].id).toBe(root.id);
     expect((await bearer(imp.body.token).get('/profiles')).status).toBe(401);
     expect((await client.post('/impersonate/exit')).status).toBe(400);
+  });
+
+  it('exits sent at once: one resumes the session, the others are 401, and the session lives on', async () => {
+    const target = await createActiveUser(server);
+    const { client } = await loggedIn(server, root.email);
+    await client.post('/impersonate', { groupId: target.id });
+    const cookie = cookieHeader(client.jar);
+    const exits = await Promise.all(Array.from({ length: 12 }, () => fetch(`${server.url}/impersonate/exit`, { method: 'POST', headers: { cookie } })));
+    expect(exits.map((res) => res.status).sort()).toEqual([200, ...Array<number>(11).fill(401)]);
+    // The one resumed refresh cookie is the session's only one: it refreshes, and the session holds.
+    const resumed = new Client(server.url);
+    keepCookies(resumed.jar, exits.find((res) => res.status === 200)!);
+    expect((await resumed.post('/refreshToken')).status).toBe(200);
+    expect((await resumed.get('/profiles')).body.profiles[0].id).toBe(root.id);
+    expect((await resumed.post('/refreshToken')).status).toBe(200);
   });
 
   it('the target\'s logout-all or password reset ends the impersonation', async () => {

@@ -282,8 +282,9 @@ export class SessionsRepository {
     await this.#db('sessions').where({ id }).update({ token_version: tokenVersion });
   }
 
-  async revoke(id: string, now: number): Promise<void> {
-    await this.#db('sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
+  /** Ends a live session; false: it had ended already (another request ended it first). */
+  async revoke(id: string, now: number): Promise<boolean> {
+    return (await this.#db('sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: now })) === 1;
   }
 
   /** A person's own live sessions (not impersonations of them), the newest first: what the security page lists. */
