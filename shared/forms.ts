@@ -161,6 +161,19 @@ interface Problem {
  * `fieldName` (the name used in messages). `hidden`, `markdown` and `input` say how a field is
  * shown, not what it may hold; `maxSize` is checked when the file is uploaded.
  */
+/**
+ * A form's field, or a note's entry, by a name the request gave: its own only. `form[name]` would
+ * find what every object inherits (`constructor`, `toString`), which field names may spell.
+ */
+export function ownField<T>(fields: Readonly<Record<string, T>>, name: string): T | undefined {
+  return Object.hasOwn(fields, name) ? fields[name] : undefined;
+}
+
+/** The value a note's content holds in a field the request named (`ownField`); undefined: none. */
+export function valueIn(content: Readonly<Record<string, unknown>>, field: string): unknown {
+  return (ownField(content, field) as { value?: unknown } | undefined)?.value;
+}
+
 export function validateContent(form: FormDefinition, content: unknown): ErrorItem[] {
   return problemsOf(form, content).map((p) => ({ status: 400, name: p.name, message: p.message, details: { path: p.path } }));
 }
@@ -172,7 +185,7 @@ function problemsOf(form: FormDefinition, content: unknown): Problem[] {
   }
   const entries = content as NoteContent;
   for (const key of Object.keys(entries)) {
-    if (!(key in form)) {
+    if (!Object.hasOwn(form, key)) {
       problems.push({ name: 'AdditionalPropertiesError', path: `content/${key}`, message: `The property content/${key} must NOT be present` });
     }
   }
@@ -180,7 +193,7 @@ function problemsOf(form: FormDefinition, content: unknown): Problem[] {
     const param = definition.value.param;
     const label = param.fieldName ?? field;
     const path = `content/${field}/value`;
-    const entry = entries[field];
+    const entry = ownField(entries, field);
     if (entry === undefined) {
       if (!param.optional) problems.push({ name: 'MissingRequiredError', path, message: `The property ${path} is required` });
       continue;

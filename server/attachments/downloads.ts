@@ -5,7 +5,7 @@
  * venues and notes, and never the uploads service; the HTTP adapter (`server/http/files.ts`)
  * streams the bytes, one file or a zip of several.
  */
-import { AppError, fileUrlExtension, type NoteEdit } from '../../shared/index.ts';
+import { AppError, fileUrlExtension, valueIn, type NoteEdit } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { NoteService } from '../venue/notes.ts';
@@ -59,7 +59,7 @@ export class DownloadsService {
   /** The file of a note's field: 404 for a missing note or field, 403 for a note the reader may not read. */
   async fileOfNote(noteId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
     const note = await this.#notes.readableNote(noteId, reader);
-    const url = (note.content[field] as { value?: unknown } | undefined)?.value;
+    const url = valueIn(note.content, field);
     if (typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.heldAsFile(note, field, url))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of ${noteId}`);
     }
@@ -78,7 +78,7 @@ export class DownloadsService {
   async fileOfEdit(editId: string, field: string, reader: Viewer | null): Promise<StoredFile> {
     const [edit] = await this.#notes.edits({ id: editId }, reader);
     const note = edit ? await this.#notes.readableNote(edit.note.id, reader) : null;
-    const url = (edit?.content[field] as { value?: unknown } | undefined)?.value;
+    const url = (edit ? valueIn(edit.content, field) : undefined);
     if (!edit || !note || typeof url !== 'string' || fileUrlExtension(url) === null || !(await this.#notes.heldAsFile(note, field, url))) {
       throw new AppError('NotFoundError', `Attachment Not Found: ${field} of edit ${editId}`);
     }
@@ -134,7 +134,7 @@ export class DownloadsService {
     const pick = (id: string, path: string) => {
       const edit = edits.find((e) => e.id === id);
       if (!edit) throw new AppError('NotFoundError', `Edit Not Found: ${id}`, { path });
-      const value = (edit.content[query.field] as { value?: unknown } | undefined)?.value;
+      const value = valueIn(edit.content, query.field);
       if (typeof value !== 'string' || fileUrlExtension(value) === null) {
         throw new AppError('NotFoundError', `The edit ${id} has no file in ${query.field}`, { path: 'field' });
       }

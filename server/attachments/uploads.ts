@@ -8,6 +8,7 @@
 import {
   AppError,
   checkFileFor,
+  ownField,
   parseOrThrow,
   tooLargeMessage,
   UploadFields,
@@ -165,7 +166,7 @@ export class UploadsService {
     if (invitation.duedate !== undefined && this.#now() > invitation.duedate) {
       throw new AppError('ValidationError', `The invitation ${invitationId} is closed`, { path: 'invitationId' });
     }
-    const param = invitation.form[name]?.value.param;
+    const param = ownField(invitation.form, name)?.value.param;
     if (!param || param.type !== 'file') {
       throw new AppError('ValidationError', `The invitation ${invitationId} has no file field ${name}`, { path: 'name' });
     }

@@ -2,6 +2,7 @@ import {
   AppError,
   contentFilters,
   validateContent,
+  valueIn,
   type Invitation,
   type Note,
   type NoteEdit,
@@ -17,7 +18,7 @@ import { type Reader, type Repos, type VenueDeps, VenuePart } from './readers.ts
 import { authorIdsOf } from './repository.ts';
 
 /** The value held by one of a note's fields. */
-export const fieldValue = (note: Note, field: string): unknown => (note.content[field] as { value?: unknown } | undefined)?.value;
+export const fieldValue = (note: Note, field: string): unknown => valueIn(note.content, field);
 
 /**
  * Notes: posting, editing and deleting them (every change kept as an edit), and reading them,
