@@ -29,9 +29,11 @@ export function providerSignOutPages(kit: ProviderKit) {
     else sendProviderPage(res, 200, signedOutPage({ clientName: outcome.client?.name ?? '' }));
   };
   const endSession = providerPage(async (req, res) => {
-    const params = (req.method === 'POST' ? req.body : req.query) as Record<string, unknown>;
+    // A POST without a form body (none, or another type) has no parameters: it is asked as a GET without any.
+    const given: unknown = req.method === 'POST' ? req.body : req.query;
+    const params = (typeof given === 'object' && given !== null ? given : {}) as Record<string, unknown>;
     const viewer = await viewerOf(req);
-    const outcome = await oidc.endSession(params ?? {}, viewer);
+    const outcome = await oidc.endSession(params, viewer);
     if (!outcome.confirm) {
       if (viewer) await signOut(req, res);
       afterSignOut(res, outcome);
