@@ -289,6 +289,15 @@ export class TusRepository {
     await this.#db('tus_uploads').where({ id }).delete();
   }
 
+  /** Removes the upload unless a live request writes it (its lease has not run out); false: one does. */
+  async removeUnlessWritten(id: string, now: number): Promise<boolean> {
+    const removed = await this.#db('tus_uploads')
+      .where({ id })
+      .where((q) => q.whereNull('writer').orWhere('writer_until', '<', now))
+      .delete();
+    return removed === 1 || (await this.#db('tus_uploads').where({ id }).first('id')) === undefined;
+  }
+
   /** Unfinished uploads past their expiry that nobody is writing. */
   async expired(now: number): Promise<string[]> {
     const rows = (await this.#db('tus_uploads')

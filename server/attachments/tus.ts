@@ -298,7 +298,10 @@ export class TusService {
   async terminate(viewer: Viewer, id: string): Promise<void> {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
     const upload = await this.#own(viewer, id);
-    await this.#forget(upload.id);
+    // A request writing the upload holds its lease until it ends: ended under it, the upload
+    // would lose its row while that request keeps its file. The DELETE waits its turn (423), as
+    // a second PATCH does.
+    await this.#forget(upload.id, { unlessWritten: true });
   }
 
   /** The sweeper's: unfinished uploads past their expiry go with their bytes; finished ones are forgotten then too. */
@@ -355,11 +358,14 @@ export class TusService {
     return setInterval(() => void this.#repo.renew(id, writer, this.#now() + WRITER_LEASE_MS).catch(() => undefined), WRITER_LEASE_MS / 3);
   }
 
-  async #forget(id: string): Promise<void> {
-    this.#hashes.delete(id);
+  async #forget(id: string, opts: { unlessWritten?: boolean } = {}): Promise<void> {
     // On S3 a span's multipart upload goes with its last upload (an ordinary upload's own, with it).
     const span = this.#store.dropSpan ? ((await this.#repo.spanOf(id)) ?? id) : null;
-    await this.#repo.remove(id);
+    if (!opts.unlessWritten) await this.#repo.remove(id);
+    else if (!(await this.#repo.removeUnlessWritten(id, this.#now()))) {
+      throw AppError.protocol('BadRequestError', 423, 'A request is writing this upload: end it once that request has', { retryAfter: 1 });
+    }
+    this.#hashes.delete(id);
     await this.#store.removeChunks(id);
     // The upload is gone already: what its span left in the store goes now, or with the sweep.
     if (span) await this.#spans.forgotten(span).catch((error: unknown) => this.#logger.warn({ err: error, span }, 'a span\'s multipart upload is left for the sweep'));
@@ -467,7 +473,9 @@ export class TusService {
       // The lease ran out and another request kept the file: its answer is the same file.
       const current = await this.#repo.findOf(viewer.profileId, upload.id);
       if (current?.url) return current.url;
-      throw new Error('the upload was taken over while its file was kept');
+      // Ended meanwhile (its lease ran out, and it expired or was ended): the kept file stays
+      // unrecorded, as after a crash (its address names its content, which others may hold).
+      throw new AppError('NotFoundError', `Upload Not Found: ${upload.id}`, { path: 'id' });
     }
     this.#hashes.delete(upload.id);
     await this.#store.removeChunks(upload.id);
