@@ -41,6 +41,11 @@ function statusMap(indexes: number[], chunks: Map<number, number>): Record<strin
 /** The answer to a chunk of an upload refused (its row deleted) while the chunk was on its way. */
 const refusedMeanwhile = () => new AppError('ValidationError', 'This upload was refused meanwhile; start it again', { path: 'clientUploadId' });
 
+/** Past the open uploads' limit (429). */
+function tooManyOpen(): AppError {
+  return new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
+}
+
 /**
  * Reads a person's chunked upload by the id their client gave it. One chunk request asks for it
  * twice (its place before the body is read, its checks after): `uploadsOnce` gives a reader that
@@ -250,26 +255,22 @@ export class ChunkedUploadsService {
       const extension = this.#uploads.extension(param, file.filename);
       // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
       // at most OPEN_UPLOADS_PER_PERSON of them at a time.
-      if (!existing && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
-        throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} chunked uploads may be unfinished at once: finish one, or wait until it is swept`, { retryAfter: 60 });
-      }
+      if (!existing && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
       // How this chunk says its client counts: index 0 means from 0, index `totalChunks` from 1.
       const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
+      const id = randomUUID();
       let upload =
         existing ??
         (await repo.openUpload(
-          {
-            id: randomUUID(),
-            profileId: viewer.profileId,
-            clientUploadId: fields.clientUploadId,
-            invitation: fields.invitationId,
-            field: fields.name,
-            extension,
-            totalChunks: fields.totalChunks,
-            indexBase: base,
-          },
+          { id, profileId: viewer.profileId, clientUploadId: fields.clientUploadId, invitation: fields.invitationId, field: fields.name, extension, totalChunks: fields.totalChunks, indexBase: base },
           now,
         ));
+      // Counted again by the chunk that created it, its row in: of uploads begun at once, the k-th
+      // to count sees at least k, so no more than the limit stay (the count before let them all pass).
+      if (upload.id === id && (await repo.openUploadCount(viewer.profileId)) > OPEN_UPLOADS_PER_PERSON) {
+        await this.#discard(upload);
+        throw tooManyOpen();
+      }
       if (upload.invitation !== fields.invitationId || upload.field !== fields.name || upload.totalChunks !== fields.totalChunks) {
         throw new AppError('ValidationError', 'totalChunks, invitationId and name must stay the same for every chunk of one upload', {
           path: 'clientUploadId',

@@ -137,6 +137,11 @@ function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now
 }
 
 /** A request's name in an upload's `writer`: its own id, then its process's (`owners.ts`), so a successor can tell it is gone. */
+/** Past the open uploads' limit (429). */
+function tooManyOpen(): AppError {
+  return new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} uploads may be unfinished at once: finish one, or end it (DELETE)`, { retryAfter: 60 });
+}
+
 const newWriter = () => `${randomUUID()} ${PROCESS_OWNER}`;
 const processOf = (writer: string | null) => writer?.split(' ')[1] ?? null;
 
@@ -176,18 +181,31 @@ export class TusService {
   async create(viewer: Viewer, creation: TusCreation, humanToken: string | undefined, address: string): Promise<TusState> {
     if (creation.concat?.kind === 'partial') {
       if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
-    } else {
-      await this.#uploads.allowUpload(viewer, humanToken, address);
+      return this.#create(viewer, creation);
     }
+    // Counted as begun until its row is in: creations sent together each see those before them.
+    const endBeginning = await this.#uploads.allowUpload(viewer, humanToken, address);
+    try {
+      return await this.#create(viewer, creation);
+    } finally {
+      endBeginning();
+    }
+  }
+
+  async #create(viewer: Viewer, creation: TusCreation): Promise<TusState> {
     const now = this.#now();
     const expiresAt = now + this.#config.uploadAbandonSeconds * 1000;
     if (creation.concat?.kind === 'final') return this.#concatenate(viewer, creation, creation.concat, expiresAt);
-    if ((await this.#repo.openCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) {
-      throw new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} uploads may be unfinished at once: finish one, or end it (DELETE)`, { retryAfter: 60 });
-    }
+    if ((await this.#repo.openCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
     const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
     const upload = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null });
     await (upload.concat === 'partial' ? this.#spans.create(upload) : this.#repo.create(upload));
+    // Counted again with its own row in: of creations sent at once, the k-th to count sees at
+    // least k rows, so no more than the limit stay (the count before let them all pass).
+    if ((await this.#repo.openCount(viewer.profileId)) > OPEN_UPLOADS_PER_PERSON) {
+      await this.#forget(upload.id);
+      throw tooManyOpen();
+    }
     // Nothing to send (an empty file): complete at once, as a client that sends no PATCH expects.
     if (creation.length === 0 && upload.concat === null) return this.#finishNow(viewer, upload);
     return stateOf(upload);

@@ -67,6 +67,8 @@ export class UploadsService {
   readonly #venues: UploadVenues;
   readonly #notes: UploadNotes;
   readonly #verifier: HumanVerifier;
+  /** Uploads each person is beginning in this process: admitted, not yet recorded or refused (`beginUpload`). */
+  readonly #beginning = new Map<string, number>();
   readonly #config: Config;
   readonly #metrics: UploadMetrics | undefined;
   readonly #now: () => number;
@@ -106,21 +108,50 @@ export class UploadsService {
 
   /**
    * After `UPLOAD_HUMAN_VERIFICATION_AFTER` uploads in the last hour, a further upload needs a
-   * human-verification token in the `cf-turnstile-token` header.
+   * human-verification token in the `cf-turnstile-token` header. Answers what to call once the
+   * upload is recorded or refused (`beginUpload`).
    */
-  async allowUpload(viewer: Viewer, humanToken: string | undefined, address: string): Promise<void> {
-    if ((await this.admitUploader(viewer)).humanCheckDue) await this.verifyHuman(humanToken, address);
+  async allowUpload(viewer: Viewer, humanToken: string | undefined, address: string): Promise<() => void> {
+    return this.admitUploader(viewer).counted ? this.beginUpload(viewer, humanToken, address) : () => undefined;
   }
 
   /**
-   * Refuses an impersonation that may not write; otherwise says whether the caller's next upload
-   * needs a human-verification token (`allowUpload`; a chunked upload's first chunk only).
+   * Refuses an impersonation that may not write; otherwise says whether the caller's uploads
+   * count against the hour's allowance (`beginUpload`; a chunked upload's first chunk only).
    */
-  async admitUploader(viewer: Viewer): Promise<{ humanCheckDue: boolean }> {
+  admitUploader(viewer: Viewer): { counted: boolean } {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
-    const after = this.#config.uploadHumanVerificationAfter;
-    if (after === 0) return { humanCheckDue: false };
-    return { humanCheckDue: (await this.#repo.recentUploadCount(viewer.profileId, this.#now() - 60 * 60 * 1000)) >= after };
+    return { counted: this.#config.uploadHumanVerificationAfter > 0 };
+  }
+
+  /**
+   * A counted upload begins: the hour's finished uploads, and those its person is beginning in
+   * this process alongside, must be fewer than the allowance, or it needs a human-verification
+   * token. It counts as begun from before the hour's uploads are read until the caller calls
+   * what this answers, once the upload is recorded or refused: of uploads sent together, each
+   * sees the ones before it (counting the finished ones alone let twenty at once all go without a
+   * token). Uploads begun at once through several processes are each counted by their own.
+   */
+  async beginUpload(viewer: Viewer, humanToken: string | undefined, address: string): Promise<() => void> {
+    const person = viewer.profileId;
+    const alongside = this.#beginning.get(person) ?? 0;
+    this.#beginning.set(person, alongside + 1);
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      const left = (this.#beginning.get(person) ?? 1) - 1;
+      if (left > 0) this.#beginning.set(person, left);
+      else this.#beginning.delete(person);
+    };
+    try {
+      const finished = await this.#repo.recentUploadCount(person, this.#now() - 60 * 60 * 1000);
+      if (finished + alongside >= this.#config.uploadHumanVerificationAfter) await this.verifyHuman(humanToken, address);
+      return end;
+    } catch (error) {
+      end();
+      throw error;
+    }
   }
 
   verifyHuman(humanToken: string | undefined, address: string): Promise<void> {

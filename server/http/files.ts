@@ -169,18 +169,21 @@ export function fileHandlers(services: Services, config: Config) {
     // A chunk's human verification waits for the fields that name its upload: a chunk of an
     // upload already begun was checked with its first (`begun`).
     let humanCheck = false;
+    // An upload counts against the hour's allowance from its admission until it is recorded or refused (`beginUpload`).
+    let endBeginning = () => undefined as void;
     const humanToken = req.get('cf-turnstile-token');
     const checkHuman = async (signedIn: Viewer, fields: Record<string, string>) => {
       if (!humanCheck) return;
       humanCheck = false;
-      if (!(await chunks.begun(signedIn, fields, uploadRows))) await uploads.verifyHuman(humanToken, ctx.origin.address);
+      if (!(await chunks.begun(signedIn, fields, uploadRows))) endBeginning = await uploads.beginUpload(signedIn, humanToken, ctx.origin.address);
     };
     try {
       viewer = await ctx.viewer();
-      if (kind === 'chunk') humanCheck = (await uploads.admitUploader(viewer)).humanCheckDue;
-      else await uploads.allowUpload(viewer, humanToken, ctx.origin.address);
+      if (kind === 'chunk') humanCheck = uploads.admitUploader(viewer).counted;
+      else endBeginning = await uploads.allowUpload(viewer, humanToken, ctx.origin.address);
       checkUploadHeaders(req, ceiling);
     } catch (error) {
+      endBeginning();
       refuseUpload(res, error);
       return;
     }
@@ -221,6 +224,7 @@ export function fileHandlers(services: Services, config: Config) {
     } catch (error) {
       refuseUpload(res, error);
     } finally {
+      endBeginning();
       if (announced !== undefined) await chunks.withdrawChunk(announced);
     }
   };
