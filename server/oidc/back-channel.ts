@@ -19,6 +19,12 @@ const MAX_SENDING = 50;
 /** The wait before the next attempt: 2, 4, 8 … seconds, at most an hour. */
 const backoffMs = (attempts: number) => Math.min(3600, 2 ** attempts) * 1000;
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+/**
+ * How long a logout token lives (`exp`): longer than its retries (about a day), since it is signed
+ * once, when queued, and every attempt sends the same token; a client checks `iat` and `jti`, not
+ * a short `exp`. The key that signed it stays published for as long (`keys.ts`).
+ */
+export const LOGOUT_TOKEN_SECONDS = 2 * 24 * 3600;
 
 /**
  * Back-channel logout (OpenID Connect Back-Channel Logout 1.0). When a browser session ends by a
@@ -124,8 +130,7 @@ export class LogoutNotifier {
         aud: client.id,
         sub: subjectOf(this.#provider, client, profileId),
         iat: now,
-        // Long enough for the retries of a day: a client checks `iat` and `jti`, not a short `exp`.
-        exp: now + 2 * 24 * 3600,
+        exp: now + LOGOUT_TOKEN_SECONDS,
         jti: randomUUID(),
       },
       { alg: 'RS256', kid, typ: 'logout+jwt' },

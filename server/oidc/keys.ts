@@ -1,5 +1,6 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { OIDC_TOKEN_SECONDS } from '../../shared/index.ts';
+import { LOGOUT_TOKEN_SECONDS } from './back-channel.ts';
 import type { KeyRecord, OidcRepository } from './repository.ts';
 import { keptText, type KeptText } from '../etag.ts';
 
@@ -11,6 +12,18 @@ interface PublishedKeys {
 
 /** How long the signer trusts its last reading of the key list. */
 const SIGNER_READ_MS = 1000;
+
+/**
+ * How long a retired key stays published: until the last token it signed has expired. That is
+ * the hour of an ID token, and the two days of a logout token (`back-channel.ts`), which is
+ * signed once, when queued, and sent on each retry for about a day: a relying party validates it
+ * as an ID token (Back-Channel Logout §2.6), so it must find the key however late the delivery
+ * that succeeds. Signing each attempt afresh instead would store the token's claims rather than
+ * the token, a change of what the queue holds (and of the rows queued before it); a retired key
+ * signs nothing, and its public half published a day or two longer serves only tokens it signed
+ * while in service. A key whose private half leaked needs more than a rotation either way.
+ */
+const PUBLISHED_AFTER_RETIREMENT_MS = Math.max(OIDC_TOKEN_SECONDS, LOGOUT_TOKEN_SECONDS) * 1000;
 
 /**
  * The provider's RS256 signing keys, kept in the database. The first is made on first start and
@@ -38,7 +51,7 @@ export class KeyStore {
   }
 
   async #published() {
-    return this.#repo.publishedKeys(this.#now() - OIDC_TOKEN_SECONDS * 1000);
+    return this.#repo.publishedKeys(this.#now() - PUBLISHED_AFTER_RETIREMENT_MS);
   }
 
   /**
@@ -83,8 +96,8 @@ export class KeyStore {
   /**
    * The published keys, read again a second after the last reading, and at the moment a key it
    * holds takes over, rather than on every request: a rotation by another process (the admin
-   * command) is seen within that second, and the key it replaces stays published for an hour
-   * after, so a token it signs meanwhile verifies. Requests arriving while the list is being read
+   * command) is seen within that second, and the key it replaces stays published after
+   * (`PUBLISHED_AFTER_RETIREMENT_MS`), so a token it signs meanwhile verifies. Requests arriving while the list is being read
    * wait for that one reading instead of each reading it again.
    */
   async #current(): Promise<PublishedKeys> {

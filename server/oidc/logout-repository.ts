@@ -103,23 +103,25 @@ export class LogoutRepository {
 
   /**
    * Leases up to `limit` deliveries that are due, each until `leaseUntil`: one conditional UPDATE
-   * per delivery, so two processes never send the same one at once.
+   * per delivery, so two processes never send the same one at once. The UPDATE repeats every
+   * condition of being due, not only the lease's: `delivered` and `failed` clear the lease, so a
+   * delivery another process finished (or failed, and put off) after the SELECT would otherwise
+   * be leased, and sent, again.
    */
   async leaseDue(now: number, leaseUntil: number, limit: number): Promise<Delivery[]> {
-    const due = await this.#db('oidc_logout_deliveries')
-      .whereNull('delivered_at')
-      .whereNull('given_up_at')
-      .where('next_attempt_at', '<=', now)
-      .andWhere((q) => q.whereNull('leased_until').orWhere('leased_until', '<', now))
+    const isDue = (q: Knex.QueryBuilder) =>
+      q
+        .whereNull('delivered_at')
+        .whereNull('given_up_at')
+        .where('next_attempt_at', '<=', now)
+        .andWhere((lease) => lease.whereNull('leased_until').orWhere('leased_until', '<', now));
+    const due = await isDue(this.#db('oidc_logout_deliveries'))
       .orderBy('next_attempt_at')
       .limit(limit)
       .select('id', 'client_id', 'uri', 'logout_token', 'attempts');
     const leased: Delivery[] = [];
     for (const row of due as Array<Record<string, unknown>>) {
-      const taken = await this.#db('oidc_logout_deliveries')
-        .where({ id: row.id })
-        .andWhere((q) => q.whereNull('leased_until').orWhere('leased_until', '<', now))
-        .update({ leased_until: leaseUntil });
+      const taken = await isDue(this.#db('oidc_logout_deliveries').where({ id: row.id })).update({ leased_until: leaseUntil });
       if (taken === 1) leased.push({ id: Number(row.id), clientId: String(row.client_id), uri: String(row.uri), logoutToken: String(row.logout_token), attempts: Number(row.attempts) });
     }
     return leased;

@@ -72,3 +72,23 @@ describe('the signing key, which the server reads at most once a second', () => 
     db.off('query', count);
   });
 });
+
+describe('a retired key', () => {
+  const kids = async (store: KeyStore) => (await store.jwks()).keys.map((k) => k.kid);
+
+  it('stays published while a logout token it signed may still be delivered (two days), not only the hour of an ID token', async () => {
+    const server = new KeyStore(new OidcRepository(db), 0, clock);
+    await server.ensureKey();
+    now += 10_000;
+    // A logout token is signed with it and queued; the key is then rotated out at once.
+    const old = (await server.signer()).kid;
+    const rotated = await server.rotate();
+    // A delivery retried for a day: the relying party must still find the key.
+    now += 25 * 3600 * 1000;
+    expect(await kids(server)).toEqual([rotated, old]);
+    now += 23 * 3600 * 1000 - 1_000;
+    expect(await kids(server)).toEqual([rotated, old]);
+    now += 2_000;
+    expect(await kids(server)).toEqual([rotated]);
+  });
+});
