@@ -104,7 +104,7 @@ async function takePushed(provider: Provider, client: ClientRecord, query: Recor
 /** Where a request's errors may go: its `redirect_uri`, when it is one of an approved client's, with its `state`. */
 function verifiedBack(client: ClientRecord, sent: Record<string, unknown>): Back | undefined {
   const { redirect_uri: redirectUri, state } = sent;
-  if (client.status !== 'approved' || typeof redirectUri !== 'string' || !client.redirectUris.includes(redirectUri)) return undefined;
+  if (client.status !== 'approved' || typeof redirectUri !== 'string' || !registeredRedirectUri(client, redirectUri)) return undefined;
   // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
   return { redirectUri, state: typeof state === 'string' && state !== '' ? state : undefined };
 }
@@ -181,10 +181,38 @@ function checkApproved(client: OidcClient): void {
   if (client.status !== 'approved') throw new UnauthorizedClient('Client is not approved');
 }
 
-/** checkRedirectUri: `redirect_uri` equals one of the client's registered URIs exactly. */
+/**
+ * checkRedirectUri: `redirect_uri` is one of the client's registered URIs (`registeredRedirectUri`).
+ * The answer goes to the URI sent, its port included; the token endpoint then asks for that same
+ * URI exactly.
+ */
 function checkRedirectUri(client: OidcClient, redirectUri: string | undefined): string {
-  if (!redirectUri || !client.redirectUris.includes(redirectUri)) throw new InvalidRequest('Invalid redirect_uri', { allowRedirect: false });
+  if (!redirectUri || !registeredRedirectUri(client, redirectUri)) throw new InvalidRequest('Invalid redirect_uri', { allowRedirect: false });
   return redirectUri;
+}
+
+/** `http://127.0.0.1` or `http://[::1]`, its port if any, and what follows (a path, a query, or nothing). */
+const LOOPBACK_IP_URI = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?(?=[/?]|$)/;
+
+/**
+ * Whether `redirectUri` is one of the client's registered URIs: equal as strings, or, for a URI
+ * registered as plain http on a loopback IP literal (`127.0.0.1`, `[::1]`), equal once the port
+ * is left out of both (RFC 8252 §7.3: a native application listens on whatever port the system
+ * gives it at the time of the request). `localhost` is not one: RFC 8252 §8.3 advises against
+ * it (the name may resolve elsewhere), and it is matched exactly, as is everything else.
+ *
+ * Every client gets this, not only those registered with `application_type: native`, as
+ * node-oidc-provider limits it: an operator's client (`npm run admin -- oidc-client add`) and a
+ * person's (the account pages) record no application type, and command-line tools are among
+ * them; and an http loopback address reaches only a program on the person's own machine, whatever
+ * the client's type says, on a port no registration can reserve.
+ */
+function registeredRedirectUri(client: Pick<OidcClient, 'redirectUris'>, redirectUri: string): boolean {
+  if (client.redirectUris.includes(redirectUri)) return true;
+  const asked = LOOPBACK_IP_URI.exec(redirectUri);
+  if (!asked || Number(asked[2] ?? 0) > 65535) return false;
+  const portless = redirectUri.replace(LOOPBACK_IP_URI, 'http://$1');
+  return client.redirectUris.some((registered) => LOOPBACK_IP_URI.test(registered) && registered.replace(LOOPBACK_IP_URI, 'http://$1') === portless);
 }
 
 /**

@@ -103,6 +103,15 @@ export class ConsentRequired extends OAuthError {
   readonly error = 'consent_required';
 }
 
+/**
+ * The sign-in cannot meet what the client requires of it (OpenID Connect Core Error Code
+ * unmet_authentication_requirements 1.0): `acr_values=2` alone, and the person has no second
+ * factor. More telling than `access_denied`, which says someone refused.
+ */
+export class UnmetAuthenticationRequirements extends OAuthError {
+  readonly error = 'unmet_authentication_requirements';
+}
+
 /** The person answered "Deny" on the consent page. */
 export class AccessDenied extends OAuthError {
   readonly error = 'access_denied';

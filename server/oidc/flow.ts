@@ -36,28 +36,43 @@ export function sessionClientKey(sessionId: string, clientId: string, tokenVersi
   return `${sessionId} ${clientId} ${tokenVersion}`;
 }
 
-/** Whether the request asks for a sign-in proved with a second factor (`acr_values=2`). */
-export function asksSecondFactor(interaction: Interaction): boolean {
-  return interaction.params.acrValues?.includes('2') ?? false;
+/**
+ * What `acr_values` asks of the sign-in. Its values are voluntary, in order of preference, and
+ * a list one factor can meet never ends in an error (OpenID Connect Core §3.1.2.1, §15.1); `1`
+ * (one factor) and `2` (a second factor) are known, any other is ignored.
+ * - `required`: `2` and not `1`: no value the client accepts can be met without a second factor.
+ * - `preferred`: `2` before `1`: a person who has a second factor is asked for it when they sign
+ *   in on this request, even in a browser remembered for it, since the client would rather have
+ *   it; one who has none signs in with the password, and the answer is `acr: "1"`, acceptable too.
+ *   A session that meets `1` already is not sent to sign in again for the preference alone (nor
+ *   is `prompt=none` refused): a preference does not cost the person a sign-in.
+ * - `none`: no `2`, or `1` first (as the conformance suite sends `1 2`, discovery's order).
+ */
+export function secondFactorAsked(interaction: Interaction): 'required' | 'preferred' | 'none' {
+  const known = (interaction.params.acrValues ?? []).filter((value) => value === '1' || value === '2');
+  if (known[0] !== '2') return 'none';
+  return known.includes('1') ? 'preferred' : 'required';
 }
 
 /**
  * Whether signing in on this request's login page asks for the second step even in a browser
- * remembered for it: `acr_values=2`, or a re-authentication bounded in time (`prompt=login`
- * with `max_age`). `prompt=login` alone keeps the remembered browser's shortcut.
+ * remembered for it: `acr_values` asking for a second factor (`secondFactorAsked`), or a
+ * re-authentication bounded in time (`prompt=login` with `max_age`). `prompt=login` alone keeps
+ * the remembered browser's shortcut.
  */
 export function wantsFreshSecondStep(interaction: Interaction): boolean {
   const { params } = interaction;
-  return asksSecondFactor(interaction) || (params.prompt.includes('login') && params.maxAge !== undefined);
+  return secondFactorAsked(interaction) !== 'none' || (params.prompt.includes('login') && params.maxAge !== undefined);
 }
 
 /**
- * Whether the session's sign-in falls short of `acr_values=2`: the person must sign in again
- * (their second step is then asked even in a remembered browser), unless they did during this
- * request; whether that sign-in used a second factor is `afterLogin`'s to check.
+ * Whether the session's sign-in falls short of a required second factor (`acr_values=2`): the
+ * person must sign in again (their second step is then asked even in a remembered browser),
+ * unless they did during this request; whether that sign-in used a second factor is
+ * `afterLogin`'s to check.
  */
 async function needsSecondFactor(provider: Provider, interaction: Interaction, viewer: Viewer): Promise<boolean> {
-  if (!asksSecondFactor(interaction) || signedInHere(interaction, viewer)) return false;
+  if (secondFactorAsked(interaction) !== 'required' || signedInHere(interaction, viewer)) return false;
   return (await signInProof(provider, viewer.profileId, viewer.authTime))?.acr !== '2';
 }
 
@@ -100,8 +115,8 @@ export function authTime(interaction: Interaction, viewer: Viewer): number {
  * its own login first, then `POST /oidc/authorize/confirm` and `/consent`), and it is sent there
  * when nobody is signed in (`signedIn` false) and the request asks for no more than a sign-in.
  * A request that asks for a fresh one or a second factor (`prompt=login`, `max_age`,
- * `acr_values=2`), and someone signed in who must sign in again, always come here: only this
- * page asks for that.
+ * `acr_values` with `2` first), and someone signed in who must sign in again, always come
+ * here: only this page asks for that.
  */
 export function loginPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, interaction: Interaction, signedIn: boolean): string {
   if (!signedIn && !asksMoreThanASignIn(interaction) && provider.webUrl !== provider.issuer) return frontendPageUrl(provider, interaction.id);
@@ -113,10 +128,10 @@ export function consentPageUrl(provider: Pick<Provider, 'webUrl' | 'issuer'>, in
   return provider.webUrl !== provider.issuer ? frontendPageUrl(provider, interactionId) : `${provider.issuer}/oidc/consent?interaction=${interactionId}`;
 }
 
-/** Whether the request asks for a fresh sign-in (`prompt=login`, `max_age`) or a second factor (`acr_values=2`). */
+/** Whether the request asks for a fresh sign-in (`prompt=login`, `max_age`) or a second factor (`acr_values` with `2` first). */
 function asksMoreThanASignIn(interaction: Interaction): boolean {
   const { params } = interaction;
-  return params.prompt.includes('login') || params.maxAge !== undefined || asksSecondFactor(interaction);
+  return params.prompt.includes('login') || params.maxAge !== undefined || secondFactorAsked(interaction) !== 'none';
 }
 
 function frontendPageUrl(provider: Pick<Provider, 'webUrl'>, interactionId: string): string {

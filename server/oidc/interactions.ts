@@ -2,8 +2,8 @@ import { createHmac, type KeyObject } from 'node:crypto';
 import { AppError, type OidcClient, type OidcScope } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { safeEqual } from '../secrets.ts';
-import { AccessDenied, InvalidRequest, OAuthError } from './errors.ts';
-import { asksSecondFactor, authTime, consentPageUrl, issueCode, loginPageUrl, mustSignIn, next, usable } from './flow.ts';
+import { AccessDenied, InvalidRequest, OAuthError, UnmetAuthenticationRequirements } from './errors.ts';
+import { authTime, consentPageUrl, issueCode, loginPageUrl, mustSignIn, next, secondFactorAsked, usable } from './flow.ts';
 import { errorOutcome, signInProof, type BackToClient, type Outcome, type Provider } from './provider.ts';
 import type { Interaction } from './repository.ts';
 
@@ -49,14 +49,13 @@ export async function afterLogin(provider: Provider, interactionId: string, view
   // The sign-in time is the session's own (it was opened by this page a moment ago), so the ID
   // token's `auth_time` and how that sign-in was proved (`amr`) name the same sign-in.
   const signedInAt = viewer.authTime;
-  // `acr_values=2`: a sign-in without a second factor (the person has none) does not do.
-  if (asksSecondFactor(interaction) && (await signInProof(provider, viewer.profileId, signedInAt))?.acr !== '2') {
+  // `acr_values=2` alone: a sign-in without a second factor (the person has none) does not do.
+  // The request ends, and goes back to the client, which hears why (a page here would leave the
+  // person nowhere to go but the address bar, and the client waiting).
+  if (secondFactorAsked(interaction) === 'required' && (await signInProof(provider, viewer.profileId, signedInAt))?.acr !== '2') {
     await provider.repo.completeInteraction(interaction.id, provider.now());
     provider.metrics.signIn('oidc', 'failure');
-    return {
-      page: 'This application asks you to confirm it is you with a second factor (an authenticator app, a code by email or a passkey). Turn one on under Password & security, then sign in to the application again.',
-      status: 403,
-    };
+    return errorOutcome(provider, new UnmetAuthenticationRequirements('The application asks for a sign-in with a second factor, and this account has none turned on'), interaction.params);
   }
   await provider.repo.markAuthenticated(interaction.id, viewer.profileId, signedInAt);
   // The person's activity log says this sign-in was made on the application's sign-in page.

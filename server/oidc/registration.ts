@@ -90,10 +90,15 @@ export async function registerForPerson(provider: Provider, input: RegisterAppli
   return { clientId: id, ...(secret ? { clientSecret: secret } : {}), status: client.status };
 }
 
-/** `GET /oidc/register/{client_id}` (RFC 7592 §2.1): the metadata as stored; the secret is never shown again. */
+/**
+ * `GET /oidc/register/{client_id}` (RFC 7592 §2.1): the metadata as stored; the secret is never
+ * shown again. RFC 7592 §3 requires `registration_access_token` in the answer, and only its hash
+ * is kept: the answer carries the one presented, which the read has just proved live. A read
+ * does not rotate it (an update does), so a client that reads and loses the answer keeps its token.
+ */
 export async function readRegistration(provider: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
   const client = await registered(provider, clientId, bearer);
-  return { status: 200, body: answerOf(provider, client, {}) };
+  return { status: 200, body: answerOf(provider, client, { registrationToken: bearer }) };
 }
 
 /**
@@ -135,11 +140,17 @@ export async function updateRegistration(provider: Provider, clientId: string, b
   return { status: 200, body: answerOf(provider, client, { secret, registrationToken }) };
 }
 
-/** `DELETE /oidc/register/{client_id}` (RFC 7592 §2.3): the client, its consents, codes and tokens go; its credentials stop working. */
+/**
+ * `DELETE /oidc/register/{client_id}` (RFC 7592 §2.3): the client, its consents, codes and tokens
+ * go; its credentials stop working. The token is checked by the DELETE itself, as an update
+ * checks it by its UPDATE: an update that rotated the token meanwhile leaves nothing to delete,
+ * and the answer is the 401 of a wrong token.
+ */
 export async function deleteRegistration(provider: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
-  await registered(provider, clientId, bearer);
-  await provider.repo.deleteClient(clientId);
+  const client = await registered(provider, clientId, bearer);
+  const deleted = await provider.repo.deleteRegisteredClient(clientId, client.registrationTokenHash ?? '');
   provider.clients.forget(clientId);
+  if (!deleted) throw new InvalidToken('The registration access token is missing or not this client’s');
   return { status: 204 };
 }
 
@@ -264,7 +275,8 @@ function recordOf(id: string, metadata: ClientMetadata, kept: Pick<ClientRecord,
   };
 }
 
-function answerOf(provider: Provider, client: ClientRecord, issued: { secret?: string | undefined; registrationToken?: string }): Record<string, unknown> {
+/** A registration's answer; `registrationToken`: the one just issued, or, for a read, the one presented (RFC 7592 §3 asks for it in every answer). */
+function answerOf(provider: Provider, client: ClientRecord, issued: { secret?: string | undefined; registrationToken?: string | undefined }): Record<string, unknown> {
   return {
     client_id: client.id,
     client_id_issued_at: Math.floor(client.createdAt / 1000),

@@ -20,7 +20,7 @@ export interface AuthorizationParams {
   codeChallenge: string | null;
   prompt: string[];
   maxAge?: number | undefined;
-  /** `acr_values`: `2` asks for a sign-in proved with a second factor. */
+  /** `acr_values`, in the client's order of preference: `2` asks for a second factor (`flow.ts` `secondFactorAsked`). */
   acrValues?: string[] | undefined;
   /** The subject an `id_token_hint` names: someone else signed in must sign in again. */
   hintSubject?: string | undefined;
@@ -266,6 +266,11 @@ export class OidcRepository {
 
   async deleteClient(id: string): Promise<boolean> {
     return (await this.#db('oidc_clients').where({ id }).delete()) === 1;
+  }
+
+  /** Deletes a client only while `tokenHash` is its registration access token's (RFC 7592 §2.3), in the one statement. */
+  async deleteRegisteredClient(id: string, tokenHash: string): Promise<boolean> {
+    return (await this.#db('oidc_clients').where({ id, registration_token_hash: tokenHash }).delete()) === 1;
   }
 
   // ---- keys --------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /**
  * Why a redirect or sign-out address cannot be registered, or null when it can: an absolute URL
- * compared as an exact string later, so no fragment (RFC 6749 §3.1.2) and no wildcard; https, or
+ * compared as an exact string later (but for the port of an http loopback IP literal, RFC 8252
+ * §7.3: `server/oidc/authorize.ts`), so no fragment (RFC 6749 §3.1.2) and no wildcard; https, or
  * http on the loopback interface (RFC 8252 §7.3); a native application may also use a private
  * scheme named after a domain it owns (`com.example.app:/callback`, RFC 8252 §7.1).
  */
@@ -163,7 +164,7 @@ export const ClientRegistration = ClientMetadataFields.extend({
   /** Shown once, at registration (and when the method changes to a secret): only its hash is kept. */
   client_secret: z.string().optional(),
   client_secret_expires_at: z.literal(0).optional(),
-  /** Answered at registration and at each update (which rotates it). */
-  registration_access_token: z.string().optional(),
+  /** In every answer (RFC 7592 §3): made at registration and at each update (which rotates it); a read answers the one it was sent. */
+  registration_access_token: z.string(),
   registration_client_uri: z.string(),
 });

@@ -35,7 +35,7 @@ export const OidcClientId = z
   .max(200)
   .regex(/^[A-Za-z0-9._-]+$/, { message: 'Only letters, digits, dot, underscore and hyphen are allowed' });
 
-/** A redirect URI: absolute, no fragment; compared with the request's exactly. */
+/** A redirect URI: absolute, no fragment; compared with the request's exactly (but for the port of an http loopback IP literal: RFC 8252 §7.3). */
 export const RedirectUri = z
   .url({ protocol: /^(https?|[a-z][a-z0-9+.-]*)$/ })
   .max(2000)

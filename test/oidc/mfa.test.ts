@@ -120,13 +120,68 @@ describe('the second step on the login page', () => {
 });
 
 describe('acr_values=2: a sign-in proved with a second factor', () => {
-  it('tells a person without a second factor that the application needs one', async () => {
+  it('sends a person without a second factor back to the application with unmet_authentication_requirements, state and iss', async () => {
     const person = await createActiveUser(server);
     const request = await authorizationRequest(rp, { acr_values: '2' });
     const page = await new UserAgent().authorize(request.url, { email: person.email, password: PASSWORD });
-    expect(page.status).toBe(403);
-    expect(page.location).toBeNull();
-    expect(page.html).toContain('This application asks you to confirm it is you with a second factor');
+    expect(page.status).toBe(303);
+    const back = new URL(page.location ?? 'http://x');
+    expect(`${back.origin}${back.pathname}`).toBe('http://127.0.0.1:9/callback');
+    expect(Object.fromEntries(back.searchParams)).toEqual({
+      error: 'unmet_authentication_requirements',
+      error_description: 'The application asks for a sign-in with a second factor, and this account has none turned on',
+      state: request.state,
+      iss: server.url,
+    });
+  });
+
+  it('with 1 among the values (1 2, as discovery lists them; unknown values ignored), a password alone signs in, with acr "1"', async () => {
+    const person = await createActiveUser(server);
+    for (const acrValues of ['1 2', 'urn:example:gold 1 2']) {
+      const request = await authorizationRequest(rp, { acr_values: acrValues });
+      const done = await new UserAgent().authorize(request.url, { email: person.email, password: PASSWORD });
+      expect(done.location, acrValues).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+      expect((await exchange(done.location!, request)).claims(), acrValues).toMatchObject({ sub: person.id, amr: ['pwd'], acr: '1' });
+    }
+    // Only unknown values beside 2: a second factor is still required.
+    const required = await authorizationRequest(rp, { acr_values: 'urn:example:gold 2' });
+    const refused = await new UserAgent().authorize(required.url, { email: person.email, password: PASSWORD });
+    expect(new URL(refused.location ?? 'http://x').searchParams.get('error')).toBe('unmet_authentication_requirements');
+  });
+
+  it('prompt=none with acr_values=1 2 and a password session answers with a code, not login_required', async () => {
+    const person = await createActiveUser(server);
+    const agent = new UserAgent();
+    await agent.authorize((await authorizationRequest(rp)).url, { email: person.email, password: PASSWORD });
+    const silent = await authorizationRequest(rp, { acr_values: '1 2', prompt: 'none' });
+    const answer = await agent.go(silent.url.toString());
+    expect(answer.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+    expect((await exchange(answer.location!, silent)).claims()).toMatchObject({ acr: '1' });
+    // With 2 alone, the same session is short of it.
+    const strict = await agent.go((await authorizationRequest(rp, { acr_values: '2', prompt: 'none' })).url.toString());
+    expect(new URL(strict.location ?? 'http://x').searchParams.get('error')).toBe('login_required');
+  });
+
+  it('with 2 before 1: a person with a second factor is asked for it even in a remembered browser (acr "2"); one without signs in with the password (acr "1")', async () => {
+    const withFactor = await personWithTotp();
+    const agent = new UserAgent();
+    const first = await authorizationRequest(rp);
+    const second = await agent.submit(await agent.go(first.url.toString()), { email: withFactor.email, password: PASSWORD });
+    nextStep();
+    await agent.submit(await agent.submit(second, { method: 'totp', code: codeAt(withFactor.secret), step: 'verify', rememberDevice: 'on' }), { decision: 'allow' });
+    expect(agent.jar.has('service.mfaTrustedDevice')).toBe(true);
+    const preferred = await authorizationRequest(rp, { acr_values: '2 1', prompt: 'login' });
+    const asked = await agent.submit(await agent.go(preferred.url.toString()), { email: withFactor.email, password: PASSWORD });
+    expect(asked.html).toContain('<h1>Confirm it is you</h1>');
+    nextStep();
+    const done = await agent.submit(asked, { method: 'totp', code: codeAt(withFactor.secret), step: 'verify' });
+    expect((await exchange(done.location!, preferred)).claims()).toMatchObject({ sub: withFactor.id, acr: '2' });
+
+    const without = await createActiveUser(server);
+    const plain = await authorizationRequest(rp, { acr_values: '2 1' });
+    const signedIn = await new UserAgent().authorize(plain.url, { email: without.email, password: PASSWORD });
+    expect(signedIn.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?code=/);
+    expect((await exchange(signedIn.location!, plain)).claims()).toMatchObject({ sub: without.id, acr: '1' });
   });
 
   it('is not passed by the JSON endpoints a web application uses: a password-only session is sent to sign in again', async () => {

@@ -8,6 +8,8 @@ import { cookieHeader } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+import { publicClientRecord } from '../../server/oidc/clients.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 import { admin, authorizationRequest, REDIRECT, registerClient, relyingParty, UserAgent } from './helpers.ts';
 
 let server: TestServer;
@@ -229,6 +231,62 @@ describe('the spec\'s sign-in error messages, word for word', () => {
       }),
     });
     expect(await res.json()).toEqual({ error: 'invalid_grant', error_description: 'Invalid code_verifier' });
+  });
+});
+
+describe('loopback redirect URIs (RFC 8252 §7.3): any port at the time of the request', () => {
+  /** An approved public client with these redirect URIs, stored as an operator's command stores one (no application type). */
+  const addClient = (id: string, redirectUris: string[]) =>
+    new OidcRepository(server.service.db).insertClient({ ...publicClientRecord({ id, name: id, redirectUris, scopes: ['openid'] }, Date.now()), status: 'approved' });
+  /** `/oidc/authorize` for `clientId` with `redirectUri`, in `agent`'s browser session (none: no session). */
+  const ask = async (clientId: string, redirectUri: string, agent?: UserAgent) => {
+    const verifier = client.randomPKCECodeVerifier();
+    const url = new URL(`${server.url}/oidc/authorize`);
+    url.search = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid', state: 'st', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    const res = await fetch(url, { redirect: 'manual', ...(agent ? { headers: { cookie: cookieHeader(agent.jar) } } : {}) });
+    return { status: res.status, location: res.headers.get('location'), html: await res.text(), verifier };
+  };
+  const redeem = (code: string, redirectUri: string, verifier: string) =>
+    fetch(`${server.url}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: 'app', code_verifier: verifier }) });
+
+  it('answers a client registered with http://127.0.0.1:9 at the port the request names; the token endpoint asks for that URI exactly', async () => {
+    const { agent } = await signIn();
+    const other = 'http://127.0.0.1:51234/callback';
+    const answered = await ask('app', other, agent);
+    expect(answered.status).toBe(303);
+    const back = new URL(answered.location ?? '');
+    expect(`${back.origin}${back.pathname}`).toBe(other);
+    expect(back.searchParams.get('state')).toBe('st');
+    const code = back.searchParams.get('code') ?? '';
+    // The registered URI is not the one this code was issued for.
+    expect(await (await redeem(code, REDIRECT, answered.verifier)).json()).toMatchObject({ error: 'invalid_grant' });
+    const again = await ask('app', other, agent);
+    const redeemed = await redeem(new URL(again.location ?? '').searchParams.get('code') ?? '', other, again.verifier);
+    expect(redeemed.status).toBe(200);
+  });
+
+  it('ignores the port on [::1] too, and on 127.0.0.1 registered without one; never on localhost, nor the path, query or scheme', async () => {
+    await addClient('loopback-v6', ['http://[::1]/cb']);
+    await addClient('loopback-name', ['http://localhost:9/cb']);
+    await addClient('loopback-v4', ['http://127.0.0.1/cb']);
+    const toLogin = (answer: { status: number; location: string | null }) => answer.status === 303 && (answer.location ?? '').startsWith(`${server.url}/oidc/login?`);
+    expect(toLogin(await ask('loopback-v6', 'http://[::1]:6000/cb'))).toBe(true);
+    expect(toLogin(await ask('loopback-v6', 'http://[::1]/cb'))).toBe(true);
+    expect(toLogin(await ask('loopback-v4', 'http://127.0.0.1:7000/cb'))).toBe(true);
+    for (const [clientId, uri] of [
+      ['loopback-name', 'http://localhost:5000/cb'],
+      ['app', 'http://127.0.0.1:51234/callback/other'],
+      ['app', 'http://127.0.0.1:51234/callback?x=1'],
+      ['app', 'https://127.0.0.1:9/callback'],
+      ['app', 'http://127.0.0.1:99999/callback'],
+      ['app', 'http://127.0.0.1:51234@evil.example/callback'],
+      ['app', 'http://[::1]:9/callback'],
+    ] as const) {
+      const refused = await ask(clientId, uri);
+      expect(refused.status, uri).toBe(400);
+      expect(refused.location, uri).toBeNull();
+      expect(refused.html, uri).toContain('Invalid redirect_uri');
+    }
   });
 });
 

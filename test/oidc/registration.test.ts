@@ -7,6 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteRegistration } from '../../server/oidc/registration.ts';
+import type { Provider } from '../../server/oidc/provider.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { admin, approvedRegistrationToken, REDIRECT, registerByHttp, registrationToken } from './helpers.ts';
 
@@ -160,6 +163,45 @@ describe('/oidc/register/{client_id} (RFC 7592)', () => {
     });
     expect(tokenAnswer.status).toBe(401);
     expect(await tokenAnswer.json()).toMatchObject({ error: 'invalid_client' });
+  }, LONG);
+
+  it('answers a read with the registration access token it was sent (RFC 7592 §3), without rotating it', async () => {
+    const { body: app } = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: [REDIRECT], client_name: 'Reader' });
+    for (const attempt of [1, 2]) {
+      const read = await manage(app.registration_client_uri, app.registration_access_token, 'GET');
+      expect(read.status, `read ${attempt}`).toBe(200);
+      expect(await read.json()).toMatchObject({ client_id: app.client_id, registration_access_token: app.registration_access_token, registration_client_uri: app.registration_client_uri });
+    }
+    // After an update, a read answers the token the update answered.
+    const current = (await (await manage(app.registration_client_uri, app.registration_access_token, 'GET')).json()) as Record<string, unknown>;
+    const { registration_access_token: _t, registration_client_uri: _u, client_id_issued_at: _i, client_secret_expires_at: _e, ...rest } = current;
+    const updated = (await (await manage(app.registration_client_uri, app.registration_access_token, 'PUT', rest)).json()) as { registration_access_token: string };
+    const reread = await manage(app.registration_client_uri, updated.registration_access_token, 'GET');
+    expect(await reread.json()).toMatchObject({ registration_access_token: updated.registration_access_token });
+  }, LONG);
+
+  it('does not delete a client whose registration access token an update rotated after the DELETE checked it: 401', async () => {
+    const { body: app } = await registerByHttp(server, await approvedRegistrationToken(server), { redirect_uris: [REDIRECT], client_name: 'Raced' });
+    const current = (await (await manage(app.registration_client_uri, app.registration_access_token, 'GET')).json()) as Record<string, unknown>;
+    const { registration_access_token: _t, registration_client_uri: _u, client_id_issued_at: _i, client_secret_expires_at: _e, ...rest } = current;
+    const real = new OidcRepository(server.service.db);
+    // The DELETE reads the client (its token is still the one sent), and then the PUT rotates it.
+    const repo = new Proxy(real, {
+      get(target, name) {
+        if (name !== 'findClient') {
+          const value = Reflect.get(target, name, target) as unknown;
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        }
+        return async (id: string) => {
+          const found = await target.findClient(id);
+          expect((await manage(app.registration_client_uri, app.registration_access_token, 'PUT', rest)).status).toBe(200);
+          return found;
+        };
+      },
+    });
+    const provider = { repo, clients: { forget: () => undefined }, now: Date.now, issuer: server.url } as unknown as Provider;
+    await expect(deleteRegistration(provider, app.client_id, app.registration_access_token)).rejects.toMatchObject({ error: 'invalid_token', status: 401 });
+    expect(await real.findClient(app.client_id)).not.toBeNull();
   }, LONG);
 
   it('refuses another client’s registration access token', async () => {
