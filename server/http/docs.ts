@@ -8,7 +8,8 @@ import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { RequestHandler } from 'express';
 import { PAGES_PREFIX } from '../config.ts';
-import { installedFileEtag, keptText, sendKeptText, type KeptText } from '../etag.ts';
+import { keptText, sendKeptText, type KeptText } from '../etag.ts';
+import { installedFile } from './installed-file.ts';
 
 const VIEWER_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const VIEWER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png'] as const;
@@ -96,10 +97,7 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif}
 export function docsHandlers(document: () => string) {
   // Each text with its ETag, made once; the viewer's files are sent from disk with theirs.
   let text: KeptText | undefined;
-  const viewerFile = (file: (typeof VIEWER_FILES)[number]): RequestHandler => {
-    const etag = installedFileEtag(path.join(VIEWER_DIR, file));
-    return (_req, res) => res.setHeader('ETag', etag()).sendFile(path.join(VIEWER_DIR, file), { maxAge: '1d' });
-  };
+  const viewerFile = (file: (typeof VIEWER_FILES)[number]): RequestHandler => installedFile(path.join(VIEWER_DIR, file));
   const apiDocument: RequestHandler = (req, res) => {
     text ??= keptText(document(), 'json');
     sendKeptText(req, res, text);

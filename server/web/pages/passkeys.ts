@@ -19,7 +19,7 @@ import { AppError, WebAuthnAuthQuery } from '../../../shared/index.ts';
 import { ASSETS, serveUnhashed } from '../assets.ts';
 import { pagePolicy, renderPage, sendHtml } from '../render.ts';
 import { sendError } from '../../http/send-error.ts';
-import { installedFileEtag } from '../../etag.ts';
+import { installedFile } from '../../http/installed-file.ts';
 
 // The package exports only its entry (`script/index.js`), so its bundle is found beside it.
 const BROWSER_BUNDLE = path.join(path.dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '..', 'dist/bundle/index.umd.min.js');
@@ -30,10 +30,7 @@ function sendPage(res: Parameters<RequestHandler>[1], status: number, html: stri
 }
 
 export function passkeyHandlers() {
-  const bundleEtag = installedFileEtag(BROWSER_BUNDLE);
-  const webauthnBrowserScript: RequestHandler = (_req, res) => {
-    res.setHeader('ETag', bundleEtag()).sendFile(BROWSER_BUNDLE, { maxAge: '1d', headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
-  };
+  const webauthnBrowserScript = installedFile(BROWSER_BUNDLE, 'text/javascript; charset=utf-8');
   const passkeyScript = serveUnhashed(ASSETS.passkeyJs);
   const webauthnAuthPage: RequestHandler = (req, res) => {
     const query = WebAuthnAuthQuery.safeParse(req.query);
