@@ -6,7 +6,7 @@ import cookieParser from 'cookie-parser';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
-import { AppError } from '../../shared/errors.ts';
+import { AppError, type ErrorBody } from '../../shared/errors.ts';
 import { checkpointInBackground, migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { toAppError } from '../errors.ts';
@@ -14,7 +14,7 @@ import { createLogger, requestLogger } from '../logger.ts';
 import { appRouter } from '../router.ts';
 import { createServices, type Services } from '../services.ts';
 import { Sweeper } from '../sweeper.ts';
-import { BODY_DEADLINE_MS, bodyDeadline, JSON_BODY_BYTES, jsonBody, trpcGuard } from './body.ts';
+import { BODY_DEADLINE_MS, bodyDeadline, JSON_BODY_BYTES, jsonBody } from './body.ts';
 import { createHttpContext } from './context.ts';
 import { answerPreflight, frontendCors, protocolCors, readOnlyCors } from './cors.ts';
 import { docsHandlers } from './docs.ts';
@@ -30,9 +30,10 @@ import { providerPages } from '../web/pages/provider/index.ts';
 import { passkeyHandlers } from '../web/pages/passkeys.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { procedureHandler } from './procedure.ts';
+import { trpcGuard } from './trpc-guard.ts';
 import { routes, type Handlers, type Route } from './routes.ts';
 import { refuseCrossSiteWrites, refuseMethodOverride } from './same-origin.ts';
-import { errorHandler, notFound } from './send-error.ts';
+import { errorHandler, notFound, sendError } from './send-error.ts';
 
 export interface App {
   /** The Express app, not listening: hand it to `http.createServer` or `app.listen`. */
@@ -124,12 +125,18 @@ function requestId(req: Request, res: Response): string {
 /**
  * Requests Node's HTTP parser refuses before Express sees them (a request line and headers
  * past 16 KB, a malformed request line or header) are answered with the Error body, as every
- * other refusal is, instead of Node's bare 400 or 431. Attach it to the HTTP server.
+ * other refusal is, instead of Node's bare 400 or 431; so is a request whose body the parser
+ * refuses half-way (a malformed chunk) while its answer is not under way: that answer is the
+ * refusal, where the connection was closed with nothing written. An `Expect` other than
+ * `100-continue` is a 417 Error body, not Node's empty one. Attach it to the HTTP server.
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    // A connection already gone, or one with an answer under way, is only closed.
-    if (error.code === 'ECONNRESET' || !socket.writable || (socket as { _httpMessage?: unknown })._httpMessage) {
+    const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
+    // A connection already gone, or one with an answer under way, is only closed. So is one
+    // whose request was read whole (the error is in a request pipelined after it): its answer
+    // is that request's, not this refusal.
+    if (error.code === 'ECONNRESET' || !socket.writable || (inFlight && (inFlight.headersSent || inFlight.req.complete))) {
       socket.destroy();
       return;
     }
@@ -137,6 +144,15 @@ export function answerClientErrors(server: Server): void {
       error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new AppError('RequestTimeoutError', 'The request took too long to arrive')
         : new AppError('BadRequestError', error.code === 'HPE_HEADER_OVERFLOW' ? 'The request line and headers are too large' : 'Malformed HTTP request');
+    if (inFlight) {
+      // Nothing more of this connection is read: the parser cannot go on after its error.
+      socket.pause();
+      // Node tells an answered request nothing of its connection's close: its readers (a body
+      // parser, an upload holding its chunk) would wait for the rest of it for ever.
+      socket.once('close', () => inFlight.req.destroy());
+      answerRefusal(inFlight, refusal.toBody(requestIdOf(inFlight)));
+      return;
+    }
     // No request reached Express, so none has an id yet: this answer gets one of its own.
     const id = randomUUID();
     const body = JSON.stringify(refusal.toBody(id));
@@ -145,6 +161,51 @@ export function answerClientErrors(server: Server): void {
         `X-Request-Id: ${id}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
+  // Node answers any other expectation itself, with an empty 417, unless this is listened to.
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    const refusal = new AppError('BadRequestError', 'The only expectation this server meets is Expect: 100-continue');
+    // 417 has no name of its own in the closed list (`ERROR_STATUS`): the body carries the status sent.
+    answerRefusal(res, { ...refusal.toBody(requestIdOf(res)), status: 417 });
+  });
+}
+
+/** The headers of a representation a handler may have set before a refusal answers instead. */
+const REPRESENTATION_HEADERS = ['Content-Encoding', 'Content-Range', 'Content-Disposition', 'ETag', 'Last-Modified'];
+
+/** The id of the request `res` answers: the one the request log gave it (`requestId`), or a new one. */
+function requestIdOf(res: ServerResponse): string {
+  const given = res.getHeader('X-Request-Id');
+  return typeof given === 'string' ? given : randomUUID();
+}
+
+/**
+ * Answers `res`, which Express may never have seen (or has not answered yet), with `body` and
+ * closes the connection after it: Node's own objects only, as `sendError` needs Express's.
+ */
+function answerRefusal(res: ServerResponse, body: ErrorBody): void {
+  const text = JSON.stringify(body);
+  for (const header of REPRESENTATION_HEADERS) res.removeHeader(header);
+  res.statusCode = body.status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('X-Request-Id', String(body.details?.reqId ?? ''));
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.setHeader('Connection', 'close');
+  res.end(text);
+}
+
+/**
+ * requireHost: an HTTP/1.1 request names its `Host` (RFC 9112 §3.2), or is a 400 (the Error
+ * body) and the connection is closed. Node's server checks it with a bare 400 unless told not to
+ * (`requireHostHeader: false`, `expressMessages`): this check takes its place, in the middleware
+ * every request goes through (`before` in `createApp`), ahead of anything that reads `Host`.
+ */
+function requireHost(req: Request, res: Response, next: () => void): void {
+  if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+    res.setHeader('Connection', 'close');
+    sendError(res, new AppError('BadRequestError', 'An HTTP/1.1 request must name its Host'));
+    return;
+  }
+  next();
 }
 
 /**
@@ -155,13 +216,15 @@ export function answerClientErrors(server: Server): void {
  * thread's time for a JWKS answer); Express's own `app.handle`, which the other requests take,
  * re-parents them all the same. Give `options` to `http.createServer`, which takes them only at
  * its creation, and call `answeredBy` once the app exists; until then, and for a server made
- * without them, requests are re-parented as before.
+ * without them, requests are re-parented as before. The options also leave the check of `Host`
+ * to the app (`requireHost`), which answers with the Error body.
  */
 export function expressMessages(): { options: ServerOptions; answeredBy(app: Pick<Express, 'request' | 'response'>): void } {
   class AppRequest extends IncomingMessage {}
   class AppResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
   return {
-    options: { IncomingMessage: AppRequest, ServerResponse: AppResponse },
+    // Node's bare 400 for an HTTP/1.1 request without `Host` is the app's Error body (`requireHost`).
+    options: { IncomingMessage: AppRequest, ServerResponse: AppResponse, requireHostHeader: false },
     answeredBy(app) {
       // Express's prototypes come down to Node's own, so nothing Node's classes give is lost.
       Object.setPrototypeOf(AppRequest.prototype, app.request);
@@ -250,7 +313,7 @@ function routeHandlers(config: Config, services: Services, db: Db): (route: Rout
       case 'allow':
         return [answerAllow(allowedMethods(routes, route.path))];
       case 'trpc':
-        return [trpcGuard(MAX_TRPC_BATCH), trpc];
+        return [trpcGuard(MAX_TRPC_BATCH, appRouter), trpc];
       default:
         return route satisfies never;
     }
@@ -301,6 +364,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     requestLogger(logger, requestId),
     // An API answer's security headers; a route answering a document adds a document's (`documentHeaders`).
     API_HEADERS,
+    requireHost,
     // A web application on another origin (`WEB_URL`) calls the API with the person's cookies.
     ...(config.frontendOrigin ? [frontendCors(config.frontendOrigin)] : []),
     cookieParser(),

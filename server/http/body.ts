@@ -103,25 +103,3 @@ export function withLengthCheck(type: string, limit: number, parse: (req: Reques
     parse(req, res, next);
   };
 }
-
-/**
- * What tRPC would read, checked before it does: a query's input (`?input=`, JSON in the query
- * string) nested deeper than `MAX_JSON_DEPTH`, as a JSON body is, and a batch of more than
- * `maxBatch` calls. Refused here with the Error body (tRPC's own refusal of a batch answers
- * `text/plain`).
- */
-export function trpcGuard(maxBatch: number) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    const input: unknown = req.query.input;
-    const values = Array.isArray(input) ? input : [input];
-    if (values.some((value) => typeof value === 'string' && nestsDeeperThan(value, MAX_JSON_DEPTH))) {
-      next(new AppError('BadRequestError', 'The input is nested too deeply'));
-      return;
-    }
-    if (req.query.batch !== undefined && req.path.split(',').length > maxBatch) {
-      next(new AppError('BadRequestError', `A batch may hold at most ${maxBatch} calls`));
-      return;
-    }
-    next();
-  };
-}
