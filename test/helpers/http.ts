@@ -1,4 +1,6 @@
 /** A small HTTP client for tests: JSON in and out, and the cookies a browser would keep. */
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { cookieHeader, keepCookies, type SetCookie } from './cookies.ts';
 
 export interface Reply<T = unknown> {
@@ -82,4 +84,33 @@ export async function sendMultipart<T = any>(
     // not JSON
   }
   return { status: res.status, body: body as T, headers: res.headers, cookies: {} };
+}
+
+/**
+ * One exchange on a connection of its own, written as given (fetch would send only well-formed
+ * requests, with `Host`, without `Expect` or `TRACE`): each of `parts` in turn, a moment apart,
+ * then the answer as received, up to the server's close, split into its head and its body.
+ */
+export function rawExchange(url: string, ...parts: string[]): Promise<{ text: string; top: string; body: string; status: number; header(name: string): string | undefined }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1');
+    let text = '';
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [top = '', body = ''] = text.split('\r\n\r\n', 2);
+      const header = (name: string) => new RegExp(`^${name}: *(.*)$`, 'im').exec(top)?.[1];
+      resolve({ text, top, body, status: Number(top.split(' ')[1]), header });
+    });
+    void (async () => {
+      for (const part of parts) {
+        if (!socket.writable) return;
+        socket.write(part);
+        if (parts.length > 1) await sleep(50);
+      }
+    })();
+  });
 }

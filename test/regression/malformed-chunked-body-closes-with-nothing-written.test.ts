@@ -4,9 +4,8 @@
  * connection was closed with nothing written, because a request Express had already taken was
  * only ever closed. While its answer has not begun, it is a 400 Error body, and then the close.
  */
-import { connect } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawExchange } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -17,25 +16,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 /** Writes each of `parts` as it is (fetch only sends well-formed chunks), a moment apart, and reads the answer up to the close. */
-function raw(...parts: string[]): Promise<string> {
-  const { port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1');
-    let received = '';
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.toString('utf8');
-    });
-    socket.on('error', reject);
-    socket.on('close', () => resolve(received));
-    void (async () => {
-      for (const part of parts) {
-        if (!socket.writable) return;
-        socket.write(part);
-        await sleep(50);
-      }
-    })();
-  });
-}
+const raw = async (...parts: string[]): Promise<string> => (await rawExchange(server.url, ...parts)).text;
 
 const HEAD = 'POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
 

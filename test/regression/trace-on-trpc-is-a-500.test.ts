@@ -4,8 +4,8 @@
  * has no meaning for any method but GET and POST: each other one is a 404 Error body, as a
  * method a REST path does not have.
  */
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawExchange } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -16,21 +16,9 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 /** Sends `head` as written (fetch refuses `TRACE` itself) and reads the answer up to the close. */
-function raw(head: string): Promise<{ status: number; type: string; body: string }> {
-  const { port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1');
-    let received = '';
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.toString('utf8');
-    });
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [top = '', body = ''] = received.split('\r\n\r\n', 2);
-      resolve({ status: Number(top.split(' ')[1]), type: /^content-type: *(.*)$/im.exec(top)?.[1] ?? '', body });
-    });
-    socket.write(`${head}\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
-  });
+async function raw(head: string): Promise<{ status: number; type: string; body: string }> {
+  const answer = await rawExchange(server.url, `${head}\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+  return { status: answer.status, type: answer.header('content-type') ?? '', body: answer.body };
 }
 
 describe('a method tRPC does not take', () => {

@@ -3,8 +3,8 @@
  * body: `Expect:` anything but `100-continue` (a 417), and an HTTP/1.1 request without `Host`
  * (a 400). Both are now the Error body; an HTTP/1.0 request, which needs no `Host`, is answered.
  */
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawExchange } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -15,22 +15,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 /** Sends `request` as written (fetch always sends `Host`, and refuses `Expect`) and reads the answer up to the close. */
-function raw(request: string): Promise<{ top: string; body: string }> {
-  const { port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1');
-    let received = '';
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.toString('utf8');
-    });
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [top = '', body = ''] = received.split('\r\n\r\n', 2);
-      resolve({ top, body });
-    });
-    socket.write(request);
-  });
-}
+const raw = (request: string) => rawExchange(server.url, request);
 
 function expectErrorBody(answer: { top: string; body: string }, status: number): void {
   expect(answer.top.split(' ')[1]).toBe(String(status));
