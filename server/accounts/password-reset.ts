@@ -6,7 +6,7 @@ import { normaliseId } from './repository.ts';
 import type { IssuedSession, RequestOrigin, Viewer } from './viewer.ts';
 import { AccountsPart, type AccountsCore } from './core.ts';
 import { type AccountsDeps } from './service-base.ts';
-import type { AccountsRepository } from './repository.ts';
+import type { AccountsRepository, ProfileRecord, TokenRecord } from './repository.ts';
 import type { Mail } from '../mail/mailer.ts';
 import { checkNewPassword, personalContext } from './password-policy.ts';
 import { preferredEmail } from './profiles.ts';
@@ -74,7 +74,7 @@ export class PasswordResetService extends AccountsPart {
   async #composeLink(repo: AccountsRepository, params: z.infer<typeof ResetMailParams>): Promise<Mail | null> {
     const found = params.profileId ? await repo.profiles.find(params.profileId) : await repo.profiles.findByIdOrEmail(params.id);
     const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
-    if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return null;
+    if (!mayReset(profile)) return null;
     const email = params.id.includes('@') ? params.id : preferredEmail(profile, await repo.emails.emailsOf(profile.id));
     if (!email) return null;
     const seconds = this.deps.config.resetTokenSeconds;
@@ -85,7 +85,7 @@ export class PasswordResetService extends AccountsPart {
   /** `GET /resettable/{token}`: what the reset page shows. */
   async resettable(token: string): Promise<ResettableResult> {
     const repo = this.deps.repo;
-    const record = await this.deps.oneTime.live(repo, 'reset', token, this.now(), INVALID_RESET);
+    const record = await this.#liveReset(repo, token, this.now());
     const group = record.email ? await repo.groups.find(record.email) : null;
     return {
       resettable: {
@@ -133,16 +133,15 @@ export class PasswordResetService extends AccountsPart {
     // Every try counts against the address, and a token that is not live is refused before
     // any hashing: made-up tokens cannot fill the hashing queue and starve sign-ins.
     await this.deps.limits.consume('setPasswordAddress', addressKey(origin.address));
-    const live = await this.deps.oneTime.live(this.deps.repo, 'reset', request.token, this.now(), INVALID_RESET);
+    const live = await this.#liveReset(this.deps.repo, request.token, this.now());
     checkNewPassword(request.password, await personalContext(this.deps.repo, live.profileId));
     const passwordHash = await this.deps.hasher.hash(request.password, addressKey(origin.address));
     const now = this.now();
     const sessions = this.core.sessions;
     const { profileId, kept } = await this.deps.repo.transaction(async (repo) => {
-      const record = await this.deps.oneTime.live(repo, 'reset', request.token, now, INVALID_RESET);
+      const record = await this.#liveReset(repo, request.token, now);
       await this.deps.oneTime.consume(repo, record, now, INVALID_RESET);
-      const profile = await repo.profiles.find(record.profileId);
-      if (!profile) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
+      const profile = (await repo.profiles.find(record.profileId))!;
       await repo.profiles.update(profile.id, { passwordHash }, now);
       await repo.tokens.voidAll(profile.id, 'reset', now);
       let kept: KeptSession | null = null;
@@ -159,6 +158,20 @@ export class PasswordResetService extends AccountsPart {
     if (!kept || !viewer) return { profileId, kept: false };
     const outcome = await sessions.keptSessionTokens(kept, viewer);
     return { profileId, kept: true, ...('rotated' in outcome ? { rotated: outcome.rotated } : {}) };
+  }
+
+  /**
+   * A reset token that may still be used: live, its profile one a reset mail may be sent for
+   * (`mayReset`: blocked, merged or deleted since, it may not), and the address it was mailed to
+   * still the profile's. A link mailed to an address removed since (perhaps because someone else
+   * reads that mailbox now) resets nothing. Any other is `INVALID_RESET`, as a used one.
+   */
+  async #liveReset(repo: AccountsRepository, token: string, now: number): Promise<TokenRecord> {
+    const record = await this.deps.oneTime.live(repo, 'reset', token, now, INVALID_RESET);
+    const profile = await repo.profiles.find(record.profileId);
+    const held = record.email === null || (await repo.emails.emailsOf(record.profileId)).some((e) => e.email === record.email);
+    if (!mayReset(profile) || !held) throw new AppError('ValidationError', INVALID_RESET, { path: 'token' });
+    return record;
   }
 
   /** Whether the browser is signed in to the account being reset (`viewer` of that profile). */
@@ -183,4 +196,9 @@ export function pickGroupLists(data: Record<string, unknown>): Partial<Record<(t
     if (Array.isArray(value) && value.every((v) => typeof v === 'string' && v.length > 0)) lists[key] = value as string[];
   }
   return lists;
+}
+
+/** Whether a reset may be mailed for, or used on, `profile`: it exists, is not deleted, blocked or merged. */
+function mayReset(profile: ProfileRecord | null | undefined): profile is ProfileRecord {
+  return profile !== null && profile !== undefined && profile.ddate === null && profile.state !== 'Blocked' && profile.state !== 'Merged';
 }
