@@ -45,7 +45,9 @@ export function tildeBase(name: NameInput, pathPrefix = ''): string {
       );
     }
   }
-  return `~${parts.map(({ part }) => part.replace(/ /g, '_')).join('_')}`;
+  // NFC-composed, as every lookup composes the id it is given (`normaliseId`): `José` typed with a
+  // combining accent is the same base as with a composed `é`, and counts on from its numbers.
+  return `~${parts.map(({ part }) => part.replace(/ /g, '_')).join('_')}`.normalize('NFC');
 }
 
 /** The smallest integer ≥ 1 not in `used`. */
