@@ -193,7 +193,10 @@ export class EmailService extends AccountsPart {
   async #merge(repo: AccountsRepository, survivorId: string, otherId: string, email: string, now: number): Promise<ProfileReference> {
     const survivor = await repo.profiles.find(survivorId);
     const other = await repo.profiles.find(otherId);
-    if (!survivor || !other || survivor.state === 'Merged' || other.state === 'Merged' || other.id === survivor.id) {
+    // A blocked or deleted profile is a moderator's decision: merged into another (its emails,
+    // usernames and groups moved to a live profile), it would be undone.
+    const settled = (p: ProfileRecord) => p.state === 'Merged' || p.state === 'Blocked' || p.ddate !== null;
+    if (!survivor || !other || settled(survivor) || settled(other) || other.id === survivor.id) {
       throw new AppError('ValidationError', 'These profiles cannot be merged', { path: 'email' });
     }
     const content = foldContent(survivor.content, other.content);
