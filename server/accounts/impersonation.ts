@@ -52,9 +52,15 @@ export class ImpersonationService extends AccountsPart {
     if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
       throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
     }
-    const callerIds = await this.#callerIdentities(repo, viewer);
+    const callerIds = await this.#callerIdentities(repo, viewer.profileId);
     const granting = await this.#grantingProfiles(repo, callerIds);
     if (!viewer.isSuperUser && !(await this.#grants(repo, target.id, callerIds))) {
+      throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
+    }
+    // A nested impersonation is its first impersonator's too: one allowed to impersonate B only
+    // does not reach whomever B may impersonate.
+    const first = viewer.impersonator;
+    if (first && !first.isSuperUser && !(first.profile && (await this.#grants(repo, target.id, await this.#callerIdentities(repo, first.profile.id))))) {
       throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
     }
 
@@ -169,9 +175,9 @@ export class ImpersonationService extends AccountsPart {
    * emails (an unconfirmed address proves nothing: anyone can type someone else's), and the
    * groups any of those belong to directly.
    */
-  async #callerIdentities(repo: AccountsRepository, viewer: Viewer): Promise<Set<string>> {
-    const confirmed = (await repo.emails.emailsOf(viewer.profileId)).filter((e) => e.confirmed).map((e) => e.email);
-    const ids = [...(await this.#tildeIdsOf(repo, viewer.profileId)), ...confirmed];
+  async #callerIdentities(repo: AccountsRepository, profileId: string): Promise<Set<string>> {
+    const confirmed = (await repo.emails.emailsOf(profileId)).filter((e) => e.confirmed).map((e) => e.email);
+    const ids = [...(await this.#tildeIdsOf(repo, profileId)), ...confirmed];
     return new Set([...ids, ...(await repo.groups.groupsOf(ids))]);
   }
 

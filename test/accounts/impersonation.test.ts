@@ -162,6 +162,23 @@ describe('nesting, exit and ending', () => {
     expect(deeper.body.message).toBe('Impersonation can be nested only once');
   });
 
+  it('a nested impersonation is its first impersonator\'s too: rights over B do not reach whom B may impersonate', async () => {
+    const first = await createActiveUser(server, { fullname: 'First Impersonator' });
+    const middle = await createActiveUser(server, { fullname: 'Middle Grantee' });
+    const last = await createActiveUser(server, { fullname: 'Last Target' });
+    await group(middle.id, [middle.email], [first.id]);
+    await group(last.id, [last.email], [middle.id]);
+    const asFirst = (await loggedIn(server, first.email)).client;
+    expect((await asFirst.post('/impersonate', { groupId: last.id })).status).toBe(403);
+    const asMiddle = bearer((await asFirst.post('/impersonate', { groupId: middle.id })).body.token);
+    const nested = await asMiddle.post('/impersonate', { groupId: last.id });
+    expect(nested.status).toBe(403);
+    expect(nested.body.message).toBe(`You are not allowed to impersonate ${last.id}`);
+    // Given the right too, the first impersonator reaches them through the middle one as well.
+    await group(last.id, [last.email], [middle.id, first.id]);
+    expect((await asMiddle.post('/impersonate', { groupId: last.id })).status).toBe(200);
+  });
+
   it('exit returns to the impersonator\'s own session', async () => {
     const target = await createActiveUser(server);
     const { client } = await loggedIn(server, root.email);
