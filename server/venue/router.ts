@@ -97,7 +97,9 @@ export const venueRouter = router({
     .output(GroupsResult)
     .query(async ({ ctx, input }) => {
       const groups = await ctx.services.venue.groups(input, await ctx.optionalViewer());
-      const from = groups.slice(input.offset ?? 0);
+      // In id order (`VenueService.groups`): `after` goes on from an id, as notes' does.
+      const { after } = input;
+      const from = after !== undefined ? groups.filter((group) => group.id > after) : groups.slice(input.offset ?? 0);
       return { groups: input.stream ? from : from.slice(0, input.limit ?? from.length), count: groups.length };
     }),
 

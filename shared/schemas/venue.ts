@@ -350,6 +350,8 @@ export const GroupsQuery = z
     sort: z.enum(['id', 'id:asc']).optional(),
     limit: queryInt(1, 10_000).optional(),
     offset: queryInt(0, 1_000_000).optional(),
+    /** The groups after this id, in id order (the web client's next page, `getAllWithAfter`), instead of `offset`. */
+    after: EntityId.optional(),
   })
   .refine((q) => q.id !== undefined || q.member !== undefined || q.prefix !== undefined, { message: 'Give id, prefix or member', path: ['id'] });
 export type GroupsQuery = z.infer<typeof GroupsQuery>;

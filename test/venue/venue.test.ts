@@ -251,3 +251,16 @@ describe('a ratings config with fallbacks', () => {
     expect(Object.keys(form)).toEqual(['overall_rating', 'rating', 'soundness', 'confidence', 'review']);
   });
 });
+
+describe('GET /groups pages', () => {
+  it('by offset, or after an id as the web client asks for its next page (getAllWithAfter)', async () => {
+    const all = (await root.get(`/groups?prefix=${encodeURIComponent(VENUE)}`)).body.groups.map((g: { id: string }) => g.id);
+    expect(all.length).toBeGreaterThan(2);
+    expect([...all].sort()).toEqual(all);
+    const firstPage = await root.get(`/groups?prefix=${encodeURIComponent(VENUE)}&limit=2`);
+    expect(firstPage.body.groups.map((g: { id: string }) => g.id)).toEqual(all.slice(0, 2));
+    const next = await root.get(`/groups?prefix=${encodeURIComponent(VENUE)}&after=${encodeURIComponent(all[1])}&count=false`);
+    expect(next.status).toBe(200);
+    expect(next.body.groups.map((g: { id: string }) => g.id)).toEqual(all.slice(2));
+  });
+});
