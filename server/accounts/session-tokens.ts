@@ -134,14 +134,25 @@ export class SessionTokens {
 }
 
 /**
+ * How many of a profile's usernames a session token carries, and in how many bytes (UTF-8) at
+ * most: enough for every profile but a rare one, few enough that the token and the
+ * `service.user` cookie stay small (a username may run to 300 letters of any script).
+ */
+export const TOKEN_USERNAMES = 10;
+export const TOKEN_USERNAME_BYTES = 512;
+
+/**
  * The `user` a session token carries: the login email, and of the profile what the platform's
  * clients read from a token alone (openreview-py the id; the web client's menu the name and
  * `emails[0]`, the address its message count asks about, and whether someone impersonates:
- * `app/(Home)/NavLg.js`, `NavNotificationCount.js`). One name and the preferred address only,
- * not every email and username, so that the token stays well under the 4 kB a browser keeps of a
- * cookie however many a profile holds, an impersonation's too. Nothing secret. The same view is
- * the browser's readable `service.user` cookie (`http/context.ts`). Without a profile's view
- * (tests), the profile's id alone.
+ * `app/(Home)/NavLg.js`, `NavNotificationCount.js`; its profile page, group members and activity
+ * list `usernames`, to tell the person's own ids: `app/profile/page.js`,
+ * `components/group/GroupMembers.js`, `components/BaseActivityList.js`). One name, the preferred
+ * address only, and at most the first `TOKEN_USERNAMES` usernames in `TOKEN_USERNAME_BYTES` (the
+ * preferred id and the profile id first), not every email and username, so that the token stays well under the 4 kB a
+ * browser keeps of a cookie however many a profile holds, an impersonation's too. Nothing secret.
+ * The same view is the browser's readable `service.user` cookie (`http/context.ts`). Without a
+ * profile's view (tests), the profile's id alone.
  */
 export function tokenUser(loginEmail: string, profileId: string, profile?: SimplifiedProfile, impersonator: Impersonator | null = null): TokenUser {
   const preferred = profile?.preferredEmail ?? profile?.emails[0];
@@ -153,16 +164,34 @@ export function tokenUser(loginEmail: string, profileId: string, profile?: Simpl
         ...(profile.last ? { last: profile.last } : {}),
         preferredId: profile.preferredId,
         ...(preferred ? { preferredEmail: preferred, emails: [preferred] } : { emails: [] }),
+        usernames: tokenUsernames(profile),
       }
     : {};
   const by = impersonator?.profile ? { profile: { id: impersonator.profile.id, fullname: impersonator.profile.fullname } } : {};
   return { id: loginEmail, profile: { id: profileId, ...named }, ...(impersonator ? { impersonator: { id: impersonator.id, ...by } } : {}) };
 }
 
+/**
+ * The usernames a token carries: the preferred id and the profile id first (the ones pages link
+ * to), then the rest, as long as they fit in `TOKEN_USERNAMES` and `TOKEN_USERNAME_BYTES`.
+ */
+function tokenUsernames(profile: SimplifiedProfile): string[] {
+  const first = [profile.preferredId, profile.id].filter((id) => profile.usernames.includes(id));
+  const carried: string[] = [];
+  let bytes = 0;
+  for (const username of new Set([...first, ...profile.usernames])) {
+    bytes += Buffer.byteLength(username);
+    if (carried.length === TOKEN_USERNAMES || bytes > TOKEN_USERNAME_BYTES) break;
+    carried.push(username);
+  }
+  return carried;
+}
+
 export interface TokenUser {
   /** The login email. */
   id: string;
-  profile: Partial<Pick<SimplifiedProfile, 'fullname' | 'first' | 'middle' | 'last' | 'preferredId' | 'preferredEmail' | 'emails'>> & { id: string };
+  /** `usernames`: at most `TOKEN_USERNAMES` of them, in `TOKEN_USERNAME_BYTES` (`tokenUser`). */
+  profile: Partial<Pick<SimplifiedProfile, 'fullname' | 'first' | 'middle' | 'last' | 'preferredId' | 'preferredEmail' | 'emails' | 'usernames'>> & { id: string };
   impersonator?: { id: string; profile?: { id: string; fullname: string } };
 }
 

@@ -4,7 +4,7 @@
  */
 import { decodeJwt, SignJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SESSION_TOKEN_ISSUER, SessionTokens, tokenUser } from '../../server/accounts/session-tokens.ts';
+import { SESSION_TOKEN_ISSUER, SessionTokens, TOKEN_USERNAME_BYTES, TOKEN_USERNAMES, tokenUser } from '../../server/accounts/session-tokens.ts';
 
 const SECRET = 'a-session-secret-of-at-least-thirty-two-characters';
 const ISSUER = 'https://accounts.example.org';
@@ -113,8 +113,39 @@ describe('verified session tokens', () => {
     expect(token.length).toBeLessThan(1500);
     expect(decodeJwt(token).user).toEqual({
       id: 'ada@example.org',
-      profile: { id: claims.sub, fullname: 'Ada Lovelace', first: 'Ada', last: 'Lovelace', preferredId: claims.sub, preferredEmail: 'ada@example.org', emails: ['ada@example.org'] },
+      profile: {
+        id: claims.sub,
+        fullname: 'Ada Lovelace',
+        first: 'Ada',
+        last: 'Lovelace',
+        preferredId: claims.sub,
+        preferredEmail: 'ada@example.org',
+        emails: ['ada@example.org'],
+        usernames: Array.from({ length: TOKEN_USERNAMES }, (_, i) => `~Ada_Lovelace${i + 1}`),
+      },
       impersonator: { id: 'admin@example.org', profile: { id: '~Admin_One1', fullname: 'Ada Lovelace' } },
     });
+  });
+
+  it('carries the usernames the web client tells the person’s own pages by, the preferred id and the profile id first', () => {
+    const usernames = Array.from({ length: 30 }, (_, i) => `~Ada_Lovelace${i + 1}`);
+    const profile = { id: '~Ada_Lovelace25', fullname: 'Ada Lovelace', emails: [], usernames, preferredId: '~Ada_Lovelace30', state: 'Active' as const, tokenVersion: 0 };
+    const user = tokenUser('ada@example.org', profile.id, profile);
+    expect(user.profile.usernames).toEqual(['~Ada_Lovelace30', '~Ada_Lovelace25', ...usernames.slice(0, TOKEN_USERNAMES - 2)]);
+    // `app/profile/page.js`: whether the page shown is the person's own.
+    expect(user.profile.usernames?.includes('~Ada_Lovelace30')).toBe(true);
+    expect(tokenUser('ada@example.org', '~Ada_Lovelace1', { ...profile, id: '~Ada_Lovelace1', preferredId: '~Ada_Lovelace1', usernames: ['~Ada_Lovelace1'] }).profile.usernames).toEqual(['~Ada_Lovelace1']);
+  });
+
+  it('carries long usernames only as far as their bytes allow, so the token stays well under what a browser keeps of a cookie', async () => {
+    const tokens = new SessionTokens(SECRET, ISSUER);
+    // 100 letters of three bytes each: 300 bytes a username, as a name in some scripts runs.
+    const long = (i: number) => `~${'張'.repeat(100)}${i}`;
+    const usernames = Array.from({ length: 10 }, (_, i) => long(i + 1));
+    const profile = { id: long(1), fullname: '張', emails: [], usernames, preferredId: long(1), state: 'Active' as const, tokenVersion: 0 };
+    const user = tokenUser('zhang@example.org', profile.id, profile);
+    expect(user.profile.usernames).toEqual([long(1)]);
+    expect(Buffer.byteLength((user.profile.usernames ?? []).join(''))).toBeLessThanOrEqual(TOKEN_USERNAME_BYTES);
+    expect((await tokens.sign({ ...claims, user }, 600)).length).toBeLessThan(2000);
   });
 });

@@ -1,3 +1,4 @@
+import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountsRepository } from '../../server/accounts/repository.ts';
 import { hashSecret } from '../../server/secrets.ts';
@@ -191,6 +192,11 @@ describe('sessions', () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatch(/^update sessions set refresh_hash = /);
     expect(res.body.user).toEqual(login.body.user);
+    // The token and the readable cookie carry the usernames, read in that same statement
+    // (the web client's profile page tells the person's own by them).
+    expect(decodeJwt(res.body.token).user).toMatchObject({ profile: { id: user.id, usernames: [user.id] } });
+    expect(decodeJwt(login.body.token).user).toMatchObject({ profile: { id: user.id, usernames: [user.id] } });
+    expect(JSON.parse(decodeURIComponent(client.jar.get('service.user') ?? '{}'))).toMatchObject({ profile: { usernames: [user.id] } });
     // The new token names the same session and person; the old one is rotated out.
     expect((await client.get('/profiles')).body.profiles[0].id).toBe(user.id);
   });

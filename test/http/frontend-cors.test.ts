@@ -114,7 +114,7 @@ describe('with a web application on another origin', () => {
     expect(lines.find((line) => line.startsWith('__Host-service.device='))).not.toContain('Domain=');
 
     const user = JSON.parse(cookiesOf(login)['service.user']!.value) as unknown;
-    expect(user).toEqual({ id: email, profile: { id, fullname: 'Grace Hopper', first: 'Grace', last: 'Hopper', preferredId: id, preferredEmail: email, emails: [email] } });
+    expect(user).toEqual({ id: email, profile: { id, fullname: 'Grace Hopper', first: 'Grace', last: 'Hopper', preferredId: id, preferredEmail: email, emails: [email], usernames: [id] } });
     const token = ((await login.json()) as { token: string }).token;
     expect(user).toEqual(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).user);
   });
