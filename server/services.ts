@@ -176,6 +176,8 @@ async function wireServices(config: Config, db: Db, logger: Logger, now: () => n
   const oidc = new OidcService({ repo: new OidcRepository(db), accounts: new SignInView(deps.repo, mfaRepository, now), config: oidcConfig, csrfKey: `${secret}:oidc-csrf`, log: logger, limits: deps.limits, metrics, now });
   await oidc.keys.ensureKey();
   const security = new SecurityService(deps, accounts, mfaRepository);
+  // A person's own email changes: the emails page's procedures, and a profile edit's (`profile-editor.ts`).
+  const emailChanges = new EmailChangeService(deps, accounts);
   const uploads = new UploadsService({ repo: attachmentsRepository, store, venues: venue, notes, verifier: deps.verifier, config, metrics, now });
   /** Every application of the person: its consent withdrawn (its tokens end, it is told by back-channel logout). */
   const forgetApplications = async (profileId: string) => {
@@ -202,9 +204,9 @@ async function wireServices(config: Config, db: Db, logger: Logger, now: () => n
     yourData: new YourDataService(deps, accounts, elsewhere),
     accountDeletion: new AccountDeletionService(deps, accounts, elsewhere, (sessionId) => mfaRepository.reauthAt(sessionId)),
     activation: new ActivationService(deps, accounts),
-    profileEditor: new ProfileEditor(deps, accounts),
+    profileEditor: new ProfileEditor(deps, accounts, emailChanges),
     passwordReset: new PasswordResetService(deps, accounts),
-    emails: new EmailService(deps, accounts, async (profileId) => (await mfa.methodsOf(profileId)).length > 0, new EmailChangeService(deps, accounts)),
+    emails: new EmailService(deps, accounts, async (profileId) => (await mfa.methodsOf(profileId)).length > 0, emailChanges),
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     security,

@@ -13,16 +13,31 @@
  *   there is none, and corrected by its owner within `DOB_CORRECTION_DAYS` of `dobTimestamp`
  *   (when the date now in effect was first supplied); after that only a super user changes it.
  *   Any change moves `dobTimestamp` to now, as the spec defines it.
- * - Emails are never edited here: the stored `preferredEmail` stays, and `emails`,
- *   `emailsConfirmed` and `preferredEmail` in the input are ignored (the email table holds them).
+ * - `changeEmails`: the emails are the email table's, changed only by their own procedures
+ *   (`email-changes.ts`), which an edit calls as the emails page would, so that every rule of
+ *   theirs holds (the person's own signed-in session, with its refresh cookie; never while
+ *   impersonated; the preferred and the last confirmed address stay) and every change is told
+ *   with its undo link. The web client's profile editor posts the addresses it lists
+ *   (`content.emails`, without one its owner removed) and the one marked preferred
+ *   (`content.preferredEmail`), so: a `preferredEmail` that is another of the profile's addresses
+ *   is made preferred (`setPreferred`), then each address of the profile's missing from a given
+ *   `emails` is removed (`remove`). An address the profile does not hold is ignored (adding one
+ *   goes through its confirmation code), as is `emailsConfirmed`; a left-out `emails` or
+ *   `preferredEmail` changes nothing. A refusal is the procedure's own (403, 400), its
+ *   `details.path` `content/preferredEmail` or `content/emails`. Only the person changes their
+ *   emails: a super user's edit of another's profile that would change them is refused (403).
  *
- * The edit replaces the content in one transaction, moves `tmdate`, and is audited
- * (`profile:update`, with the names of the fields that changed, never their values).
+ * The emails change first, each in its own procedure's transaction, so that a refused change
+ * (most often: no refresh cookie) writes nothing; then the edit replaces the content in one
+ * transaction, moves `tmdate`, and is audited (`profile:update`, with the names of the fields
+ * that changed, never their values).
  */
-import { AppError, type EditableProfileContent, type Name, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
+import { AppError, type EditableProfileContent, type Name, type OwnEmailsResult, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
-import { AccountsPart } from './core.ts';
-import type { AccountsRepository, ProfileRecord } from './repository.ts';
+import { AccountsPart, type AccountsCore } from './core.ts';
+import { preferredEmail } from './profiles.ts';
+import { normaliseEmail, type AccountsRepository, type ProfileRecord } from './repository.ts';
+import type { AccountsDeps } from './service-base.ts';
 import { deviceDetails } from './sessions.ts';
 import { splitUsername, tildeBase, usernameForName } from './tilde.ts';
 import type { RequestOrigin, Viewer } from './viewer.ts';
@@ -38,26 +53,57 @@ const BIRTH_FIELDS = ['yearOfBirth', 'dob', 'isMinor', 'isOver18'] as const;
 export function hasBirthDate(content: ProfileContent): boolean {
   return BIRTH_FIELDS.some((key) => content[key] !== undefined);
 }
-/** The fields this edit never takes from its input. */
+/** The fields the content does not take from the input: the emails' own procedures own them (`changeEmails`). */
 const EMAIL_FIELDS = ['emails', 'emailsConfirmed', 'preferredEmail'] as const;
 
 type Edited = Omit<EditableProfileContent, (typeof EMAIL_FIELDS)[number]>;
 
+/**
+ * What an edit asks of the person's own emails: `EmailChangeService` (`email-changes.ts`), whose
+ * rules, audit lines and mailed undo links are the ones the emails page gets.
+ */
+export interface OwnEmailChanges {
+  setPreferred(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult>;
+  remove(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult>;
+}
+
+/** What a post asks of the profile's emails (`changeEmails`): an address to make preferred, and those to remove. */
+interface EmailEdit {
+  preferred: string | undefined;
+  removed: string[];
+}
+
 export class ProfileEditor extends AccountsPart {
+  readonly #emails: OwnEmailChanges;
+
+  constructor(deps: AccountsDeps, core: AccountsCore, emails: OwnEmailChanges) {
+    super(deps, core);
+    this.#emails = emails;
+  }
+
   /** `accounts.profileEditorOptions`: the positions and institutions the page offers. */
   async options(): Promise<ProfileEditorOptions> {
     return { positions: [...POSITIONS], institutions: await this.deps.repo.settings.institutions() };
   }
 
   /**
-   * `accounts.updateProfile`: replaces the profile's editable content (names, history, links,
-   * relations, expertise, pronouns, gender, date of birth) and answers the profile as
-   * `GET /profiles` shows it to the caller.
+   * `accounts.updateProfile`: changes the emails as the post asks (`changeEmails`), replaces the
+   * profile's editable content (names, history, links, relations, expertise, pronouns, gender,
+   * date of birth) and answers the profile as `GET /profiles` shows it to the caller.
+   * `refreshToken`: the request's refresh cookie, which changing emails needs.
    */
-  async update(input: { id?: string | undefined; referent?: string | undefined; content: EditableProfileContent }, viewer: Viewer, origin: RequestOrigin): Promise<Profile> {
+  async update(
+    input: { id?: string | undefined; referent?: string | undefined; content: EditableProfileContent },
+    viewer: Viewer,
+    origin: RequestOrigin,
+    refreshToken?: string | undefined,
+  ): Promise<Profile> {
+    const target = await this.#targetOf(this.deps.repo, input.id ?? input.referent, viewer);
+    await this.#changeEmails(target, input.content, viewer, origin, refreshToken);
     const now = this.now();
     const updated = await this.deps.repo.transaction(async (repo) => {
-      const profile = await this.#targetOf(repo, input.id ?? input.referent, viewer);
+      // As the email changes left it (the preferred address is in the content).
+      const profile = (await repo.profiles.find(target.id)) ?? target;
       const { emails: _e, emailsConfirmed: _c, preferredEmail: _p, ...given } = input.content;
       const names = await this.#namesOf(repo, profile, given.names);
       const birth = this.#birthOf(profile, given, viewer, now);
@@ -92,6 +138,29 @@ export class ProfileEditor extends AccountsPart {
     }
     if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${id ?? viewer.profileId}`, { path: 'id' });
     return profile;
+  }
+
+  /**
+   * The emails as the post asks: see the header (`changeEmails`). The preferred address first,
+   * then the removals, the preferred one's first: when a removal is refused (the preferred or
+   * the last confirmed address) it is refused before any address is removed.
+   */
+  async #changeEmails(profile: ProfileRecord, content: EditableProfileContent, viewer: Viewer, origin: RequestOrigin, refreshToken: string | undefined): Promise<void> {
+    const held = await this.deps.repo.emails.emailsOf(profile.id);
+    const before = preferredEmail(profile, held);
+    const edit = emailEditOf(content, held, before);
+    if (edit.preferred === undefined && edit.removed.length === 0) return;
+    const path = edit.preferred !== undefined ? 'content/preferredEmail' : 'content/emails';
+    if (profile.id !== viewer.profileId) {
+      throw new AppError('ForbiddenError', 'Only the person changes their emails, on their own emails page or profile', { path });
+    }
+    let preferred = before;
+    if (edit.preferred !== undefined) {
+      await refusedAt('content/preferredEmail', this.#emails.setPreferred(viewer, edit.preferred, origin, refreshToken));
+      preferred = edit.preferred;
+    }
+    const removed = [...edit.removed].sort((a, b) => Number(b === preferred) - Number(a === preferred));
+    for (const email of removed) await refusedAt('content/emails', this.#emails.remove(viewer, email, origin, refreshToken));
   }
 
   /** The names as stored: see the header (`namesOf`). */
@@ -167,8 +236,33 @@ function spells(name: Name, username: string, stored: Name | undefined): boolean
 }
 
 /**
+ * What a post asks of the profile's emails (`held`, `before` the preferred one): another held
+ * address as `preferredEmail`, and the held addresses a given `emails` leaves out. Addresses the
+ * profile does not hold are no part of it; compared as stored (`normaliseEmail`).
+ */
+function emailEditOf(content: EditableProfileContent, held: ReadonlyArray<{ email: string }>, before: string | undefined): EmailEdit {
+  const holds = new Set(held.map((e) => e.email));
+  const asked = content.preferredEmail ? normaliseEmail(content.preferredEmail) : undefined;
+  const preferred = asked !== undefined && asked !== before && holds.has(asked) ? asked : undefined;
+  const listed = content.emails === undefined ? null : new Set(content.emails.map(normaliseEmail));
+  const removed = listed === null ? [] : held.map((e) => e.email).filter((email) => !listed.has(email));
+  return { preferred, removed };
+}
+
+/** The email procedure's refusal, told as the field of the post that asked for the change. */
+async function refusedAt<T>(path: string, change: Promise<T>): Promise<T> {
+  try {
+    return await change;
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    throw new AppError(error.name, error.message, { ...error.details, path }, error.errors);
+  }
+}
+
+/**
  * The content to store: the edit's fields (blank ones left out), the names as `namesOf` made
- * them, and the stored `preferredEmail`, which only the emails' own procedures change.
+ * them, and the stored `preferredEmail`, which only the emails' own procedures change (an edit
+ * through them, before: `changeEmails`).
  */
 function stored(edit: Omit<Edited, 'names'> & { names: Name[] }, before: ProfileContent): ProfileContent {
   const content: ProfileContent = {};

@@ -352,12 +352,13 @@ export const accountsRouter = router({
   /**
    * Edit a profile (`profile-editor.ts`): the caller's own, a super user's any. A super user's
    * impersonation may edit the person's profile, a read-only one may not (the default rule of
-   * `trpc.ts`): the profile is data, not a credential.
+   * `trpc.ts`): the profile is data, not a credential. The emails it names change by their own
+   * procedures' rules (`setPreferredEmail`, `removeEmail`: the refresh cookie, never impersonated).
    */
   updateProfile: authedProcedure
     .input(UpdateProfileInput)
     .output(Profile)
-    .mutation(({ ctx, input }) => ctx.services.profileEditor.update(input, ctx.user, ctx.origin)),
+    .mutation(({ ctx, input }) => ctx.services.profileEditor.update(input, ctx.user, ctx.origin, ctx.credentials.refreshToken)),
 
   /** What the profile page offers: positions, and institutions with their domains. */
   profileEditorOptions: authedProcedure.output(ProfileEditorOptions).query(({ ctx }) => ctx.services.profileEditor.options()),

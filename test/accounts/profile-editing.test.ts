@@ -1,7 +1,9 @@
 /**
  * `accounts.updateProfile` (`server/accounts/profile-editor.ts`, `shared/schemas/profile-edit.ts`),
  * called without HTTP: who may edit which profile, names and their tilde ids, the per-kind link
- * checks, the date of birth's correction window, and that a refused edit changes nothing.
+ * checks, the date of birth's correction window, emails changed only by their own procedures'
+ * rules (the web client's saves: test/compat/web-client-profile-editor.test.ts), and that a
+ * refused edit changes nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkProfileLink, PROFILE_LINK_KINDS, type Profile, type SessionResult, type UpdateProfileInput } from '../../shared/index.ts';
@@ -99,12 +101,22 @@ describe('editing one’s own profile', () => {
     expect(JSON.parse(line.details).fields).toEqual(['dblp', 'expertise', 'history', 'names', 'orcid', 'pronouns']);
   });
 
-  it('keeps the stored emails and preferred email whatever the content says', async () => {
+  it('ignores addresses the profile does not hold, as emails or as the preferred one, and emailsConfirmed', async () => {
     const ada = await person();
     const before = await own(ada);
-    const answer = await ada.call.accounts.updateProfile(edited(before, { emails: ['thief@example.org'], emailsConfirmed: ['thief@example.org'], preferredEmail: 'thief@example.org' }));
+    const answer = await ada.call.accounts.updateProfile(edited(before, { emails: [ada.email, 'thief@example.org'], emailsConfirmed: ['thief@example.org'], preferredEmail: 'thief@example.org' }));
     expect(answer.content).toMatchObject({ emails: [ada.email], emailsConfirmed: [ada.email], preferredEmail: ada.email });
     expect(await t.services.db('profile_emails').where({ email: 'thief@example.org' })).toEqual([]);
+  });
+
+  it('refuses a change of its emails the emails’ own rules refuse (here: an access token alone), naming the field, changing nothing', async () => {
+    const ada = await person();
+    const before = await own(ada);
+    const rows = await rowsOf(ada.id);
+    await expect(ada.call.accounts.updateProfile(edited(before, { emails: [], pronouns: 'she/her' }))).rejects.toMatchObject({
+      cause: { name: 'ForbiddenError', details: { path: 'content/emails' } },
+    });
+    expect(await rowsOf(ada.id)).toEqual(rows);
   });
 
   it('refuses a name given twice in one post, which would take an id per copy, changing nothing', async () => {
@@ -196,6 +208,23 @@ describe('who may edit which profile', () => {
     const [line] = (await rowsOf(grace.id)).audit;
     expect(line).toMatchObject({ actor: admin.id, target: grace.id });
     await expect(admin.call.accounts.updateProfile({ ...edited(theirs, {}), id: '~No_Body1' })).rejects.toMatchObject({ cause: { name: 'NotFoundError' } });
+  });
+
+  it('refuses a super user’s edit, or an impersonation’s, that would change the person’s emails: only the person changes them', async () => {
+    const admin = await person('Super User', 'superuser');
+    const grace = await person('Grace Hopper');
+    const theirs = await own(grace);
+    const rows = await rowsOf(grace.id);
+    await expect(admin.call.accounts.updateProfile({ ...edited(theirs, { emails: [] }), id: grace.id })).rejects.toMatchObject({
+      cause: { name: 'ForbiddenError', details: { path: 'content/emails' } },
+    });
+    const { token } = await admin.call.accounts.impersonate({ groupId: grace.id });
+    await expect(t.caller({ accessToken: token }).accounts.updateProfile(edited(theirs, { emails: [] }))).rejects.toMatchObject({
+      cause: { name: 'ForbiddenError', message: 'Emails cannot be changed while impersonating', details: { path: 'content/emails' } },
+    });
+    expect((await rowsOf(grace.id)).profile).toEqual(rows.profile);
+    // Its emails posted back as they are change nothing of them.
+    expect((await admin.call.accounts.updateProfile({ ...edited(theirs, { pronouns: 'she/her' }), id: grace.id })).content).toMatchObject({ emails: [grace.email], pronouns: 'she/her' });
   });
 
   it('lets a super user’s impersonation edit the person’s profile (audited as the super user’s), and refuses a read-only one', async () => {

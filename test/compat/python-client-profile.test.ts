@@ -5,8 +5,11 @@
  * readers, writers when set) of a profile it read with `get_profile`, and reads the answer with
  * `Profile.from_json`. Here the profile read back also carries what `GET /profiles` answers and
  * the spec's ProfileReference accepts (dobTimestamp, state, pastStates, lastLogIn, ddate).
+ * Its `content.preferredEmail` and `content.emails` change the emails as the emails page does
+ * (`server/accounts/profile-editor.ts`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
 import { PythonClient } from './clients.ts';
@@ -70,6 +73,32 @@ describe('the Python client, editing a profile', () => {
     // Posting it back unchanged changes nothing but tmdate.
     const again = await client.send('POST', '/profiles', { json: toJson(res.json) });
     expect({ ...again.json, tmdate: 0 }).toEqual({ ...res.json, tmdate: 0 });
+  });
+
+  it('changes the preferred address and removes one left out of `emails` as the emails page does, for a client that signed in; one made with `token=` alone is refused', async () => {
+    const user = await createActiveUser(server);
+    const client = await signedIn(user.email);
+    const second = `second-${user.email}`;
+    // `confirm_alternate_email`, `activate_email_with_token` (client.py), with the mailed code.
+    expect((await client.send('POST', '/user/confirm', { json: { alternate: second } })).status).toBe(200);
+    const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, second)).text)?.[1];
+    expect((await client.send('PUT', '/activatelink', { json: { email: second, token: code } })).status).toBe(200);
+    const read = (await client.send('GET', '/profiles')).json.profiles[0];
+    expect(read.content).toMatchObject({ emails: [user.email, second], preferredEmail: user.email });
+
+    const tokenOnly = new PythonClient(server.url);
+    tokenOnly.token = client.token;
+    const refused = await tokenOnly.send('POST', '/profiles', { json: toJson({ ...read, content: { ...read.content, preferredEmail: second } }) });
+    expect(refused.status).toBe(403);
+    expect(refused.json).toMatchObject({ name: 'ForbiddenError', details: { path: 'content/preferredEmail' } });
+
+    const preferred = await client.send('POST', '/profiles', { json: toJson({ ...read, content: { ...read.content, preferredEmail: second } }) });
+    expect(preferred.status, JSON.stringify(preferred.json)).toBe(200);
+    expect(preferred.json.content).toMatchObject({ emails: [user.email, second], preferredEmail: second });
+    const removed = await client.send('POST', '/profiles', { json: toJson({ ...preferred.json, content: { ...preferred.json.content, emails: [second] } }) });
+    expect(removed.status, JSON.stringify(removed.json)).toBe(200);
+    expect(removed.json.content).toMatchObject({ emails: [second], emailsConfirmed: [second], preferredEmail: second });
+    expect((await lastMailTo(server.dataDir, user.email)).subject).toBe('This email address was removed from your account');
   });
 
   it('refuses a link of the wrong kind, naming the field, and an edit of someone else’s profile', async () => {

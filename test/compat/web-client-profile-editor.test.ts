@@ -1,0 +1,145 @@
+/**
+ * The web client's profile editor saving a person's emails, as it sends them: the page loads the
+ * profile (`GET /profiles`) and lists its addresses as rows `{email, confirmed, preferred}`
+ * (`lib/profiles.js:133-139` `formatProfileData`); the Emails section marks one preferred or
+ * drops a row (`components/profile/EmailsSection.js`); on save `validateCleanProfile`
+ * (`components/profile/ProfileEditor.js:200-457`) posts the rows as `content.emails` (strings) and
+ * the row marked preferred as `content.preferredEmail`, and `saveProfile`
+ * (`app/profile/edit/page.js:116-143`) sends `POST /profiles {id, content, signatures, readers}`
+ * and tells the person it was saved unless the answer is an error, whose `details.path` picks the
+ * section to flag (`content/emails…`, `ProfileEditor.js:718`). Each change is made as the emails
+ * page's procedures make it, with their rules, notices and undo links
+ * (`server/accounts/profile-editor.ts`).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { WebClient, type Answer } from './clients.ts';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server.close());
+
+interface EmailRow {
+  email: string;
+  confirmed: boolean;
+  preferred: boolean;
+}
+
+/** A person signed in on the web client, with a second address confirmed by its mailed code, as the Emails section confirms one. */
+async function personWithTwoAddresses(): Promise<{ id: string; email: string; second: string; web: WebClient }> {
+  const user = await createActiveUser(server, { fullname: 'Melisa Bok' });
+  const web = new WebClient(server.url);
+  expect((await web.send('POST', '/login', { id: user.email, password: PASSWORD })).status).toBe(200);
+  const second = `second-${user.email}`;
+  expect((await web.send('POST', '/user/confirm', { alternate: second })).status).toBe(200);
+  const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, second)).text)?.[1];
+  expect((await web.send('PUT', '/activatelink', { email: second, token: code })).status).toBe(200);
+  return { ...user, second, web };
+}
+
+/** The page's profile: `GET /profiles`, its addresses as the Emails section's rows. */
+async function load(web: WebClient): Promise<{ profile: any; rows: EmailRow[] }> {
+  const profile = (await web.send('GET', '/profiles')).json.profiles[0];
+  const rows = (profile.content.emails ?? []).map((email: string) => ({ email, confirmed: profile.content.emailsConfirmed.includes(email), preferred: email === profile.content.preferredEmail }));
+  return { profile, rows };
+}
+
+/** `saveProfile` with what `validateCleanProfile` makes of the page's profile and its email rows. */
+function save(web: WebClient, profile: any, rows: EmailRow[], headers: Record<string, string> = {}): Promise<Answer> {
+  const content = profile.content;
+  const profileContent = {
+    names: content.names.map((n: { fullname: string; preferred?: boolean; username?: string }) => ({ fullname: n.fullname, preferred: n.preferred, ...(n.username ? { username: n.username } : {}) })),
+    emails: rows.map((row) => row.email),
+    history: (content.history ?? []).map(({ position, start, end, institution }: Record<string, unknown>) => ({ position, start, end, institution })),
+    expertise: content.expertise ?? [],
+    relations: content.relations ?? [],
+    preferredEmail: rows.find((row) => row.preferred)?.email,
+    homepage: 'https://melisa.example.org',
+  };
+  return web.send('POST', '/profiles', { id: profile.id, content: profileContent, signatures: [profile.id], readers: profile.readers }, headers);
+}
+
+/** The rows after the person clicks "Make Preferred" on `email`. */
+const makePreferred = (rows: EmailRow[], email: string) => rows.map((row) => ({ ...row, preferred: row.email === email }));
+
+const mailsTo = async (to: string) => (await readOutbox(server.dataDir)).filter((m) => m.to === to);
+
+describe('the web client’s profile editor, saving emails', () => {
+  it('makes the address marked preferred the preferred one, and tells the one it replaces', async () => {
+    const { id, email, second, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const res = await save(web, profile, makePreferred(rows, second));
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect(res.json.content).toMatchObject({ preferredEmail: second, emails: [email, second], homepage: 'https://melisa.example.org' });
+    expect((await load(web)).profile.content.preferredEmail).toBe(second);
+    expect((await web.send('GET', `/profiles?id=${encodeURIComponent(id)}`)).json.profiles[0].content.preferredEmail).toBe(second);
+    const notice = await lastMailTo(server.dataDir, email);
+    expect(notice.subject).toBe('Your preferred email address was changed');
+    expect(notice.text).toMatch(/emails\/undo\?token=/);
+  });
+
+  it('removes a confirmed address the person dropped from the list, and tells it, with its undo link', async () => {
+    const { email, second, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const res = await save(web, profile, rows.filter((row) => row.email !== second));
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect(res.json.content).toMatchObject({ emails: [email], emailsConfirmed: [email], preferredEmail: email });
+    expect(await server.service.db('profile_emails').where({ email: second })).toEqual([]);
+    const notice = await lastMailTo(server.dataDir, second);
+    expect(notice.subject).toBe('This email address was removed from your account');
+    expect(notice.text).toMatch(/emails\/undo\?token=/);
+  });
+
+  it('makes another preferred and drops the old one in one save', async () => {
+    const { email, second, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const res = await save(web, profile, makePreferred(rows, second).filter((row) => row.email !== email));
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect(res.json.content).toMatchObject({ emails: [second], preferredEmail: second });
+  });
+
+  it('leaves a row it does not hold (an address waiting for its code) to the confirmation, changing nothing', async () => {
+    const { email, second, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const before = await mailsTo(email);
+    const res = await save(web, profile, [...rows, { email: 'waiting@example.org', confirmed: false, preferred: false }]);
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect(res.json.content).toMatchObject({ emails: [email, second], preferredEmail: email });
+    expect(await mailsTo(email)).toEqual(before);
+  });
+
+  it('refuses to drop the preferred address, naming the Emails section, and saves nothing', async () => {
+    const { id, email, second, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const res = await save(web, profile, rows.filter((row) => row.email !== email));
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({ name: 'ValidationError', details: { path: 'content/emails', reason: 'preferred' } });
+    const after = (await load(web)).profile;
+    expect(after.content).toMatchObject({ emails: [email, second], preferredEmail: email });
+    expect(after.content).not.toHaveProperty('homepage');
+    expect(await server.service.db('audit_log').where({ target: id, action: 'profile:update' })).toEqual([]);
+  });
+
+  it('refuses a change of emails sent with the access token alone, not the session’s refresh cookie, as the emails page does', async () => {
+    const { email, second, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const token = (await web.send('POST', '/refreshToken')).json.token as string;
+    // As `api-client.js` sends a call given `{accessToken}` (its server's): the header, no cookie.
+    const bearer = new WebClient(server.url);
+    const auth = { Authorization: `Bearer ${token}` };
+    const preferred = await save(bearer, profile, makePreferred(rows, second), auth);
+    expect(preferred.status).toBe(403);
+    expect(preferred.json).toMatchObject({ name: 'ForbiddenError', details: { path: 'content/preferredEmail' } });
+    const removed = await save(bearer, profile, rows.filter((row) => row.email !== second), auth);
+    expect(removed.status).toBe(403);
+    expect(removed.json).toMatchObject({ name: 'ForbiddenError', details: { path: 'content/emails' } });
+    expect((await load(web)).profile.content).toMatchObject({ emails: [email, second], preferredEmail: email });
+    // Posting its emails as they are is no change of them: the rest is saved.
+    expect((await save(bearer, profile, rows, auth)).status).toBe(200);
+  });
+});
