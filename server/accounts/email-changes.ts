@@ -48,6 +48,11 @@ export class EmailChangeService extends AccountsPart {
     return profile;
   }
 
+  /** Refuses (403) a caller who may not change their emails (`#self`), before an edit writes anything (`profile-editor.ts`). */
+  async mayChange(viewer: Viewer, refreshToken: string | undefined): Promise<void> {
+    await this.#self(viewer, refreshToken);
+  }
+
   /** The caller's addresses, confirmed or not, and which is preferred. */
   async list(viewer: Viewer): Promise<OwnEmailsResult> {
     const repo = this.deps.repo;

@@ -20,17 +20,22 @@
  *   with its undo link. The web client's profile editor posts the addresses it lists
  *   (`content.emails`, without one its owner removed) and the one marked preferred
  *   (`content.preferredEmail`), so: a `preferredEmail` that is another of the profile's addresses
- *   is made preferred (`setPreferred`), then each address of the profile's missing from a given
- *   `emails` is removed (`remove`). An address the profile does not hold is ignored (adding one
- *   goes through its confirmation code), as is `emailsConfirmed`; a left-out `emails` or
- *   `preferredEmail` changes nothing. A refusal is the procedure's own (403, 400), its
- *   `details.path` `content/preferredEmail` or `content/emails`. Only the person changes their
- *   emails: a super user's edit of another's profile that would change them is refused (403).
+ *   is made preferred (`setPreferred`), and each unconfirmed address of the profile's missing from
+ *   a given `emails` is removed (`remove`), as the web client's Emails section removes only rows
+ *   waiting for their code. A confirmed address missing from the list is kept: a list read before
+ *   it was confirmed (in another tab, by a script) does not remove it, and confirmed addresses are
+ *   removed on the emails page, whose notice and undo link the removal needs. An address the
+ *   profile does not hold is ignored (adding one goes through its confirmation code), as is
+ *   `emailsConfirmed`; a left-out `emails` or `preferredEmail` changes nothing. A refusal is the
+ *   procedure's own (403, 400), its `details.path` `content/preferredEmail` or `content/emails`.
+ *   Only the person changes their emails: a super user's edit of another's profile that would
+ *   change them is refused (403).
  *
- * The emails change first, each in its own procedure's transaction, so that a refused change
- * (most often: no refresh cookie) writes nothing; then the edit replaces the content in one
- * transaction, moves `tmdate`, and is audited (`profile:update`, with the names of the fields
- * that changed, never their values).
+ * Everything an edit can be refused for is checked before anything is written: the email
+ * changes' rules (`checkEmailEdit`: the person's own session with its refresh cookie, not
+ * impersonated; a confirmed preferred address), then the content, replaced in one transaction
+ * (moving `tmdate`, audited as `profile:update` with the names of the fields that changed, never
+ * their values), then the email changes, each in its procedure's transaction.
  */
 import { AppError, type EditableProfileContent, type Name, type OwnEmailsResult, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
@@ -63,6 +68,8 @@ type Edited = Omit<EditableProfileContent, (typeof EMAIL_FIELDS)[number]>;
  * rules, audit lines and mailed undo links are the ones the emails page gets.
  */
 export interface OwnEmailChanges {
+  /** Refuses (403) a caller who may not change their emails: impersonated, or without the session's refresh cookie. */
+  mayChange(viewer: Viewer, refreshToken: string | undefined): Promise<unknown>;
   setPreferred(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult>;
   remove(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult>;
 }
@@ -99,10 +106,9 @@ export class ProfileEditor extends AccountsPart {
     refreshToken?: string | undefined,
   ): Promise<Profile> {
     const target = await this.#targetOf(this.deps.repo, input.id ?? input.referent, viewer);
-    await this.#changeEmails(target, input.content, viewer, origin, refreshToken);
+    const edit = await this.#checkEmailEdit(target, input.content, viewer, refreshToken);
     const now = this.now();
-    const updated = await this.deps.repo.transaction(async (repo) => {
-      // As the email changes left it (the preferred address is in the content).
+    await this.deps.repo.transaction(async (repo) => {
       const profile = (await repo.profiles.find(target.id)) ?? target;
       const { emails: _e, emailsConfirmed: _c, preferredEmail: _p, ...given } = input.content;
       const names = await this.#namesOf(repo, profile, given.names);
@@ -120,9 +126,10 @@ export class ProfileEditor extends AccountsPart {
         },
         now,
       );
-      return (await repo.profiles.find(profile.id)) as ProfileRecord;
     });
-    return this.core.profiles.presentTo(updated, viewer);
+    if (edit.preferred !== undefined) await refusedAt('content/preferredEmail', this.#emails.setPreferred(viewer, edit.preferred, origin, refreshToken));
+    for (const email of edit.removed) await refusedAt('content/emails', this.#emails.remove(viewer, email, origin, refreshToken));
+    return this.core.profiles.presentTo((await this.deps.repo.profiles.find(target.id)) as ProfileRecord, viewer);
   }
 
   /**
@@ -141,26 +148,24 @@ export class ProfileEditor extends AccountsPart {
   }
 
   /**
-   * The emails as the post asks: see the header (`changeEmails`). The preferred address first,
-   * then the removals, the preferred one's first: when a removal is refused (the preferred or
-   * the last confirmed address) it is refused before any address is removed.
+   * checkEmailEdit: what the post asks of the emails (see the header), refused now, before
+   * anything is written, for whatever the email procedures would refuse it for: another's
+   * profile, an impersonation, a call without the session's refresh cookie (403), a preferred
+   * address not confirmed yet (400). The procedures check again as they run.
    */
-  async #changeEmails(profile: ProfileRecord, content: EditableProfileContent, viewer: Viewer, origin: RequestOrigin, refreshToken: string | undefined): Promise<void> {
+  async #checkEmailEdit(profile: ProfileRecord, content: EditableProfileContent, viewer: Viewer, refreshToken: string | undefined): Promise<EmailEdit> {
     const held = await this.deps.repo.emails.emailsOf(profile.id);
-    const before = preferredEmail(profile, held);
-    const edit = emailEditOf(content, held, before);
-    if (edit.preferred === undefined && edit.removed.length === 0) return;
+    const edit = emailEditOf(content, held, preferredEmail(profile, held));
+    if (edit.preferred === undefined && edit.removed.length === 0) return edit;
     const path = edit.preferred !== undefined ? 'content/preferredEmail' : 'content/emails';
     if (profile.id !== viewer.profileId) {
       throw new AppError('ForbiddenError', 'Only the person changes their emails, on their own emails page or profile', { path });
     }
-    let preferred = before;
-    if (edit.preferred !== undefined) {
-      await refusedAt('content/preferredEmail', this.#emails.setPreferred(viewer, edit.preferred, origin, refreshToken));
-      preferred = edit.preferred;
+    await refusedAt(path, this.#emails.mayChange(viewer, refreshToken));
+    if (edit.preferred !== undefined && !held.some((e) => e.email === edit.preferred && e.confirmed)) {
+      throw new AppError('ValidationError', `${edit.preferred} is not confirmed yet: confirm it with its code first`, { path: 'content/preferredEmail', reason: 'unconfirmed' });
     }
-    const removed = [...edit.removed].sort((a, b) => Number(b === preferred) - Number(a === preferred));
-    for (const email of removed) await refusedAt('content/emails', this.#emails.remove(viewer, email, origin, refreshToken));
+    return edit;
   }
 
   /** The names as stored: see the header (`namesOf`). */
@@ -240,12 +245,13 @@ function spells(name: Name, username: string, stored: Name | undefined): boolean
  * address as `preferredEmail`, and the held addresses a given `emails` leaves out. Addresses the
  * profile does not hold are no part of it; compared as stored (`normaliseEmail`).
  */
-function emailEditOf(content: EditableProfileContent, held: ReadonlyArray<{ email: string }>, before: string | undefined): EmailEdit {
+function emailEditOf(content: EditableProfileContent, held: ReadonlyArray<{ email: string; confirmed: boolean }>, before: string | undefined): EmailEdit {
   const holds = new Set(held.map((e) => e.email));
   const asked = content.preferredEmail ? normaliseEmail(content.preferredEmail) : undefined;
   const preferred = asked !== undefined && asked !== before && holds.has(asked) ? asked : undefined;
   const listed = content.emails === undefined ? null : new Set(content.emails.map(normaliseEmail));
-  const removed = listed === null ? [] : held.map((e) => e.email).filter((email) => !listed.has(email));
+  // Unconfirmed ones only (see the header): a confirmed address is removed on the emails page.
+  const removed = listed === null ? [] : held.filter((e) => !e.confirmed && !listed.has(e.email)).map((e) => e.email);
   return { preferred, removed };
 }
 
