@@ -77,10 +77,6 @@ export class ActivationService extends AccountsPart {
    * sets the state: `Active Institutional` when a confirmed email belongs to a listed
    * institution, otherwise `Active Automatic` with moderation off or `Needs Moderation` with it
    * on. One transaction: the token is used up only if everything else is written too.
-   * The password is never set here: it is the latest sign-up's of the address
-   * (`SignUpService.register` replaces a pending registration), so a person who activates a
-   * registration they did not make, from a mail they asked for again, keeps its maker's password
-   * until they reset it (the activation mail says so).
    */
   async activate(request: ActivateRequest, origin: RequestOrigin): Promise<ActivationOutcome> {
     const content = request.content ?? {};

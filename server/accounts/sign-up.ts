@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import {
   AppError,
-  type Name,
   type PastState,
   type ProfileContent,
   type ProfileState,
@@ -15,7 +14,7 @@ import { checkNewPassword, type PasswordContext } from './password-policy.ts';
 import { MODERATORS_GROUP, SUPER_USERS_GROUP } from './roles.ts';
 import { AccountsBase, type AccountsDeps } from './service-base.ts';
 import type { Mail } from '../mail/mailer.ts';
-import { type AccountsRepository, type ProfileRecord, normaliseEmail } from './repository.ts';
+import { type AccountsRepository, normaliseEmail } from './repository.ts';
 import { smallestFreeNumber, tildeBase, type NameInput } from './tilde.ts';
 import type { RequestOrigin } from './viewer.ts';
 
@@ -64,9 +63,15 @@ export class SignUpService extends AccountsBase {
 
   async #insertUser(repo: AccountsRepository, user: NewUser, passwordHash: string): Promise<string> {
     const now = this.now();
-    const { base, number } = await nextTildeNumber(repo, user);
+    const name = user.name ?? { fullname: user.fullname };
+    const base = tildeBase(name, user.name ? 'name/' : '');
+    const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
     const id = `${base}${number}`;
-    const content: ProfileContent = { names: [signUpName(user, id)] };
+    const parts = user.name ?? splitFullname(user.fullname ?? '');
+    const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
+    const content: ProfileContent = {
+      names: [{ first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true }],
+    };
     const pastStates: PastState[] = [{ state: user.state, date: now, setBy: id }];
     await repo.profiles.insert({ id, state: user.state, passwordHash, content, pastStates, now });
     await repo.emails.addUsername(id, base, number);
@@ -88,14 +93,6 @@ export class SignUpService extends AccountsBase {
    * takes the name's next tilde number (a sign-up with a taken address reserves it) and writes
    * one outbox row, so neither the answer's timing nor the next `GET /tildeusername` tells them
    * apart; the activation token is made with its mail, after the answer.
-   *
-   * An address held by a pending registration (`isPendingRegistration`) is not taken: the
-   * sign-up replaces that registration (`#replacePending`) and mails a new activation link, so
-   * whoever signed up with someone else's address first cannot choose the password its owner
-   * activates. The latest sign-up of a pending address wins. Not closed by this: a person who
-   * never signs up but asks for the activation mail again (`POST /activatable`) and activates
-   * keeps the password of whoever made the registration; the activation mail tells them not to
-   * activate what they did not sign up for, or to reset the password after (docs/security.md).
    */
   async register(input: RegisterInput, origin: RequestOrigin): Promise<RegisterResult> {
     if (input.token != null || !this.deps.config.signupWithoutHumanVerification) await this.deps.verifier.verify(input.token, origin.address);
@@ -105,16 +102,12 @@ export class SignUpService extends AccountsBase {
     checkNewPassword(input.password, personalWords({ ...input, email }));
     await this.deps.limits.consume('registerAccount', email);
     await this.deps.limits.consume('registerAddress', addressKey(origin.address));
+    const name = input.name ?? { fullname: input.fullname };
     const passwordHash = await this.deps.hasher.hash(input.password, addressKey(origin.address));
     const outcome = await this.deps.repo.transaction(async (repo) => {
-      const holder = await repo.profiles.findByEmail(email);
-      if (holder && isPendingRegistration(holder)) {
-        const username = await this.#replacePending(repo, holder, input, passwordHash);
-        await this.deps.mailer.request(repo, ACTIVATION_MAIL, { id: email });
-        return username;
-      }
-      if (holder) {
-        const { base, number } = await nextTildeNumber(repo, input);
+      if (await repo.emails.emailExists(email)) {
+        const base = tildeBase(name, input.name ? 'name/' : '');
+        const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
         await repo.emails.reserveUsername(base, number, this.now());
         await this.deps.mailer.queue(repo, { to: email, ...signUpAttemptMail({ webUrl: this.deps.config.webUrl, email }) });
         return `${base}${number}`;
@@ -124,23 +117,6 @@ export class SignUpService extends AccountsBase {
       return id;
     });
     return { id: outcome, status: 'ok' };
-  }
-
-  /**
-   * A new sign-up in place of the pending registration `profile` of the same address, in the
-   * sign-up's transaction: the new password hash, the new name with the next free tilde username
-   * of its own (as a first sign-up takes one, and answered as a first sign-up's id is), and every
-   * unused activation link voided, so only the mail this sign-up sends activates it. The profile
-   * keeps its id: every group, address and token of the profile names it, and no one has seen it
-   * but the holder of the address the activation mails went to.
-   */
-  async #replacePending(repo: AccountsRepository, profile: ProfileRecord, user: SignUpNameInput, passwordHash: string): Promise<string> {
-    const now = this.now();
-    const { base, number } = await nextTildeNumber(repo, user);
-    const username = await repo.emails.addUsername(profile.id, base, number);
-    await repo.profiles.update(profile.id, { passwordHash, content: { ...profile.content, names: [signUpName(user, username)] } }, now);
-    await repo.tokens.voidAll(profile.id, 'activation', now);
-    return username;
   }
 
   /**
@@ -157,33 +133,6 @@ export class SignUpService extends AccountsBase {
     const { token, code } = await this.deps.oneTime.issue(repo, { kind: 'activation', profileId: profile.id, email: normaliseEmail(email), seconds, now: this.now() });
     return { to: email, ...activationMail({ webUrl: this.deps.config.webUrl, profileId: profile.id, token, code, validForSeconds: seconds }) };
   }
-}
-
-/**
- * Whether `profile` is a registration still waiting for activation, which a new sign-up with its
- * address replaces (`SignUpService.register`): `Inactive` and never anything else, so never
- * activated, nor blocked, merged or rejected by anyone (a moderator's decision stays, even once
- * undone), and not deleted. What activation and the re-sent mail accept (`Inactive`, not deleted)
- * is wider only by profiles a moderator has unblocked.
- */
-export function isPendingRegistration(profile: Pick<ProfileRecord, 'state' | 'ddate' | 'mergedInto' | 'pastStates'>): boolean {
-  return profile.state === 'Inactive' && profile.ddate === null && profile.mergedInto === null && profile.pastStates.every((p) => p.state === 'Inactive');
-}
-
-/** What a sign-up's name is read from: `name`, or else `fullname`. */
-type SignUpNameInput = Pick<NewUser, 'fullname' | 'name'>;
-
-/** The next free tilde number of a sign-up's name (an invalid name is a 400 at its field). */
-async function nextTildeNumber(repo: AccountsRepository, user: SignUpNameInput): Promise<{ base: string; number: number }> {
-  const base = tildeBase(user.name ?? { fullname: user.fullname }, user.name ? 'name/' : '');
-  return { base, number: smallestFreeNumber(await repo.emails.usedNumbers(base)) };
-}
-
-/** A sign-up's name as the profile stores it: the preferred one, with `username`. */
-function signUpName(user: SignUpNameInput, username: string): Name {
-  const parts = user.name ?? splitFullname(user.fullname ?? '');
-  const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
-  return { first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username, preferred: true };
 }
 
 /** The words of a new person's own that their password must not be (`password-policy.ts`). */
