@@ -67,7 +67,10 @@ export function activationMail(m: { webUrl: string; profileId: string; token: st
       `Thank you for signing up, ${m.profileId}.\n\n` +
       `To activate your account, open this link:\n${activationLink(m.webUrl, m.token)}\n\n` +
       `or enter this code: ${m.code}\n\n` +
-      `The link and the code expire in ${Math.round(m.validForSeconds / 86400)} days.\n`,
+      `The link and the code expire in ${Math.round(m.validForSeconds / 86400)} days.\n\n` +
+      // Activation keeps the password of whoever signed up (`SignUpService.register`), who may
+      // not be the person reading this.
+      `If you did not sign up, do not activate: whoever did chose the password (if you already activated, set your own at ${resetRequestLink(m.webUrl)}).\n`,
   };
 }
 

@@ -28,7 +28,8 @@ describe('the accounts mails say', () => {
         'Thank you for signing up, ~Ada_Lovelace1.\n\n' +
         'To activate your account, open this link:\nhttps://web.example.org/account/profile/activate?token=tok_EN-1\n\n' +
         'or enter this code: 012345\n\n' +
-        'The link and the code expire in 7 days.\n',
+        'The link and the code expire in 7 days.\n\n' +
+        'If you did not sign up, do not activate: whoever did chose the password (if you already activated, set your own at https://web.example.org/account/reset).\n',
     });
   });
 
