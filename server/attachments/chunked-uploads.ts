@@ -18,7 +18,7 @@ import type { AttachmentsRepository, ChunkedUpload, UploadStanding } from './rep
 import { RunningHashes } from './running-hashes.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, ChunkSlot, FileStore } from './store/file-store.ts';
-import { OPEN_UPLOADS_PER_PERSON, type InvitationReader, type UploadMetrics, type UploadNotes, type UploadRequest, type UploadsService } from './uploads.ts';
+import { inTurn, OPEN_UPLOADS_PER_PERSON, type InvitationReader, type UploadMetrics, type UploadNotes, type UploadRequest, type UploadsService } from './uploads.ts';
 
 /**
  * An assembly is a lease in the upload's row (`assembly_owner`, `updated_at`), renewed every
@@ -255,22 +255,28 @@ export class ChunkedUploadsService {
       const extension = this.#uploads.extension(param, file.filename);
       // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
       // at most OPEN_UPLOADS_PER_PERSON of them at a time.
-      if (!existing && (await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
       // How this chunk says its client counts: index 0 means from 0, index `totalChunks` from 1.
       const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
-      const id = randomUUID();
+      // A new upload's count and row one after another (`inTurn`), counted again with the row in
+      // for uploads begun at once through other processes.
       let upload =
         existing ??
-        (await repo.openUpload(
-          { id, profileId: viewer.profileId, clientUploadId: fields.clientUploadId, invitation: fields.invitationId, field: fields.name, extension, totalChunks: fields.totalChunks, indexBase: base },
-          now,
-        ));
-      // Counted again by the chunk that created it, its row in: of uploads begun at once, the k-th
-      // to count sees at least k, so no more than the limit stay (the count before let them all pass).
-      if (upload.id === id && (await repo.openUploadCount(viewer.profileId)) > OPEN_UPLOADS_PER_PERSON) {
-        await this.#discard(upload);
-        throw tooManyOpen();
-      }
+        (await inTurn(viewer.profileId, async () => {
+          // Another first chunk of this upload may have opened it while this one waited its turn.
+          const opener = await repo.findUploadOf(viewer.profileId, fields.clientUploadId);
+          if (opener) return opener;
+          if ((await repo.openUploadCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
+          const id = randomUUID();
+          const opened = await repo.openUpload(
+            { id, profileId: viewer.profileId, clientUploadId: fields.clientUploadId, invitation: fields.invitationId, field: fields.name, extension, totalChunks: fields.totalChunks, indexBase: base },
+            now,
+          );
+          if (opened.id === id && (await repo.openUploadCount(viewer.profileId)) > OPEN_UPLOADS_PER_PERSON) {
+            await this.#discard(opened);
+            throw tooManyOpen();
+          }
+          return opened;
+        }));
       if (upload.invitation !== fields.invitationId || upload.field !== fields.name || upload.totalChunks !== fields.totalChunks) {
         throw new AppError('ValidationError', 'totalChunks, invitationId and name must stay the same for every chunk of one upload', {
           path: 'clientUploadId',

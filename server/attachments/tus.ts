@@ -38,7 +38,7 @@ import { removeQuietly } from './store/disk.ts';
 import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { TusSpans, type SpanTurn } from './tus-spans.ts';
-import { OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
+import { inTurn, OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
 const WRITER_LEASE_MS = 30_000;
@@ -196,16 +196,19 @@ export class TusService {
     const now = this.#now();
     const expiresAt = now + this.#config.uploadAbandonSeconds * 1000;
     if (creation.concat?.kind === 'final') return this.#concatenate(viewer, creation, creation.concat, expiresAt);
-    if ((await this.#repo.openCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
-    const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
-    const upload = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null });
-    await (upload.concat === 'partial' ? this.#spans.create(upload) : this.#repo.create(upload));
-    // Counted again with its own row in: of creations sent at once, the k-th to count sees at
-    // least k rows, so no more than the limit stay (the count before let them all pass).
-    if ((await this.#repo.openCount(viewer.profileId)) > OPEN_UPLOADS_PER_PERSON) {
-      await this.#forget(upload.id);
-      throw tooManyOpen();
-    }
+    // The count and the row one creation after another (`inTurn`), and counted again with the
+    // row in, for creations sent at once through other processes.
+    const upload = await inTurn(viewer.profileId, async () => {
+      if ((await this.#repo.openCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
+      const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
+      const made = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null });
+      await (made.concat === 'partial' ? this.#spans.create(made) : this.#repo.create(made));
+      if ((await this.#repo.openCount(viewer.profileId)) > OPEN_UPLOADS_PER_PERSON) {
+        await this.#forget(made.id);
+        throw tooManyOpen();
+      }
+      return made;
+    });
     // Nothing to send (an empty file): complete at once, as a client that sends no PATCH expects.
     if (creation.length === 0 && upload.concat === null) return this.#finishNow(viewer, upload);
     return stateOf(upload);

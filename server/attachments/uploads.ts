@@ -33,6 +33,28 @@ export type UploadMetrics = Pick<Metrics, 'upload' | 'chunkStored' | 'assembly'>
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
 
+/**
+ * Runs `work` for `person` after any other of theirs begun before it in this process has ended:
+ * the open uploads' count and the new upload's row (`tus.ts`, `chunked-uploads.ts`), so that of
+ * uploads begun at once each counts the ones before it, and exactly as many as the limit leaves
+ * room for are taken. Uploads begun at once through several processes are counted again once
+ * their rows are in (each process's own are in line here).
+ */
+export function inTurn<T>(person: string, work: () => Promise<T>): Promise<T> {
+  const before = turns.get(person) ?? Promise.resolve();
+  const mine = before.then(work, work);
+  const settled = mine.then(
+    () => undefined,
+    () => undefined,
+  );
+  turns.set(person, settled);
+  void settled.then(() => {
+    if (turns.get(person) === settled) turns.delete(person);
+  });
+  return mine;
+}
+const turns = new Map<string, Promise<unknown>>();
+
 /** What the multipart adapter hands over: the text fields, and the file part if there was one. */
 export interface UploadRequest {
   fields: Record<string, string>;

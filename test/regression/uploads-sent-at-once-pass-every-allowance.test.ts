@@ -51,6 +51,23 @@ describe('requests sent at once', () => {
     expect(Number(open?.n)).toBe(replies.filter((r) => r.status === 200).length);
   });
 
+  it('near the limit, open exactly as many as it leaves room for', async () => {
+    const { id, client, token } = await person();
+    const metadata = { 'Upload-Length': '1000', 'Upload-Metadata': encodeMetadata(metadataFor(SUBMISSION, 'pdf', 'p.pdf')), 'cf-turnstile-token': 'dev-ok' };
+    for (let i = 0; i < 15; i += 1) expect((await tusRequest(server, 'POST', '/attachment/tus', { token, headers: metadata })).status).toBe(201);
+    const chunks = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        sendMultipart(client, 'PUT', '/attachment/chunk', { invitationId: SUBMISSION, name: 'pdf', clientUploadId: `near-${i}`, chunkIndex: 0, totalChunks: 2 }, { filename: 'p.pdf', data: pdfBytes(1000) }, { 'cf-turnstile-token': 'dev-ok' }),
+      ),
+    );
+    // The chunked uploads' limit is their own: twenty of them, whatever tus holds.
+    expect(chunks.filter((r) => r.status === 200).length).toBe(10);
+    const tus = await Promise.all(Array.from({ length: 10 }, () => tusRequest(server, 'POST', '/attachment/tus', { token, headers: metadata })));
+    expect(statuses(tus)).toEqual([...Array<number>(5).fill(201), ...Array<number>(5).fill(429)]);
+    const open = await server.service.db('tus_uploads').where({ profile_id: id }).whereNull('url').count({ n: '*' }).first();
+    expect(Number(open?.n)).toBe(20);
+  });
+
   it('go without a human-verification token only as far as the allowance', async () => {
     const { client } = await person();
     const replies = await Promise.all(Array.from({ length: 12 }, () => sendMultipart(client, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data: pdfBytes(1000) })));
