@@ -61,10 +61,16 @@ export function providerKit(services: Services, config: Config) {
   const viewerOf = (req: Request) => browserViewer(req, services);
   // The cookie that binds a page's CSRF token to the browser that loaded the page (`web/csrf.ts`).
   const csrf = csrfCookie(config, 'service.oidc-csrf', '/oidc');
-  /** A fresh browser secret in a cookie, and the form token bound to it and the interaction. */
+  /**
+   * The form token bound to the browser's secret (its cookie's, or a new one set now) and to the
+   * interaction. The secret is kept while the browser has one: a new one for each page would
+   * void the form of every other provider page open in the browser (two sign-ins in two tabs,
+   * the first one's login then refused as expired); the interaction in the token tells them apart.
+   */
   const csrfFor = (res: Response, interactionId: string) => {
-    const secret = newCsrfSecret();
-    setCsrfCookie(res, csrf, secret);
+    const existing: unknown = (res.req as Request | undefined)?.cookies?.[csrf.name];
+    const secret = typeof existing === 'string' && /^[\w-]{32}$/.test(existing) ? existing : newCsrfSecret();
+    if (secret !== existing) setCsrfCookie(res, csrf, secret);
     return oidc.interactionCsrfToken(secret, interactionId);
   };
   const field = formValue;
