@@ -131,6 +131,15 @@ describe('a signed-in person’s forms, sent empty or wrong', () => {
     expect(html).toContain(words);
     expect(html).not.toMatch(/Too small|Invalid email|expected string|request id/);
   });
+  it('a refused password change comes back with "Log me out of all other sessions" as it was sent', async () => {
+    const { cookie, token } = await signedIn();
+    for (const [sent, checked] of [[{}, false], [{ logoutOtherSessions: 'on' }, true]] as const) {
+      const res = await post('/account/security/password', { csrf: token, currentPassword: 'not-the-password', newPassword: 'A-New-Secret-Phrase-1', confirmation: 'A-New-Secret-Phrase-1', ...sent }, { cookie });
+      expect(res.status).toBe(400);
+      const box = /<input id="password-logout"[^>]*>/.exec(await res.text())?.[0] ?? '';
+      expect(box.includes(' checked'), box).toBe(checked);
+    }
+  });
 });
 
 describe('human verification on the pages, with a verification service configured', () => {

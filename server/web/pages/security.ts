@@ -66,15 +66,17 @@ export function securityPages(kit: PageKit) {
   const webChangePassword = signedIn(
     async (req, res, page) => {
       const logoutOtherSessions = field(req, 'logoutOtherSessions') === 'on';
+      // A refused form comes back as it was sent: the box unticked stays unticked (ticked, unless sent).
+      const asSent = { logoutOtherSessions: logoutOtherSessions ? 'on' : 'off' };
       if (field(req, 'newPassword') !== field(req, 'confirmation')) {
-        return areaPage(req, res, page, 'password', 400, [{ field: 'confirmation', message: 'Passwords must match' }]);
+        return areaPage(req, res, page, 'password', 400, [{ field: 'confirmation', message: 'Passwords must match' }], asSent);
       }
       const input = { currentPassword: field(req, 'currentPassword'), newPassword: field(req, 'newPassword'), logoutOtherSessions };
       try {
         await page.caller.accounts.changePassword(input);
       } catch (error) {
         const refusal = formRefusal(req, error, { fields: PASSWORD_FIELDS, schema: ChangePasswordInput, input });
-        return areaPage(req, res, page, 'password', refusal.status, refusal.errors);
+        return areaPage(req, res, page, 'password', refusal.status, refusal.errors, asSent);
       }
       redirect(res, areaPath('password'), logoutOtherSessions ? 'password-changed-others-out' : 'password-changed');
     },
