@@ -75,7 +75,10 @@ export class PasswordResetService extends AccountsPart {
     const found = params.profileId ? await repo.profiles.find(params.profileId) : await repo.profiles.findByIdOrEmail(params.id);
     const profile = found?.mergedInto ? await repo.profiles.find(found.mergedInto) : found;
     if (!mayReset(profile)) return null;
-    const email = params.id.includes('@') ? params.id : preferredEmail(profile, await repo.emails.emailsOf(profile.id));
+    const held = await repo.emails.emailsOf(profile.id);
+    // The typed address, while the profile still holds it (a link asked for with a profile's id
+    // names one that may have been removed since), or the preferred one.
+    const email = params.id.includes('@') ? held.find((e) => e.email === normaliseId(params.id))?.email : preferredEmail(profile, held);
     if (!email) return null;
     const seconds = this.deps.config.resetTokenSeconds;
     const { token } = await this.deps.oneTime.issue(repo, { kind: 'reset', profileId: profile.id, email, seconds, now: this.now() });

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
-import { lastMailTo } from '../helpers/outbox.ts';
+import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
 
@@ -46,6 +46,12 @@ describe('a reset link', () => {
     expect((await client.post('/trpc/accounts.removeEmail', { email: old })).status).toBe(200);
     await expectVoid(token);
     expect((await new Client(server.url).post('/login', { id: user.email, password: NEW_PASSWORD })).status).toBe(400);
+    // Nor does the old link's "send me a new one" mail the address removed.
+    const mailed = (await readOutbox(server.dataDir)).filter((m) => m.to === old).length;
+    expect((await new Client(server.url).post('/trpc/accounts.requestResetFromLink', { token })).status).toBe(200);
+    // A mail asked for after it has gone out once the outbox has taken both, in order.
+    await askReset(user.email);
+    expect((await readOutbox(server.dataDir)).filter((m) => m.to === old)).toHaveLength(mailed);
   });
 
   it('resets nothing once the profile is blocked or deleted', async () => {
