@@ -28,6 +28,7 @@ import { oauthForm, oauthJson, oidcHandlers, pageForm } from './oidc.ts';
 import { webHandlers } from '../web/pages/index.ts';
 import { providerPages } from '../web/pages/provider/index.ts';
 import { passkeyHandlers } from '../web/pages/passkeys.ts';
+import { isPagePath, sendMissingPage } from '../web/pages/kit.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { procedureHandler } from './procedure.ts';
 import { trpcGuard } from './trpc-guard.ts';
@@ -376,7 +377,9 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // Every other piece of middleware is the route's own (its line of the route table); a request
   // that no route takes is a 404 (an OPTIONS request included) after the middleware of its path.
   const use = routeMiddleware(config);
-  const mounting = { middlewareOf: (needs: RouteNeeds) => middlewareOf(needs, use), handlerOf: routeHandlers(config, services, db), notFound };
+  // A person's browser on a pages' path that is no page gets a page; everything else the API's 404.
+  const missing = (req: Request, res: Response) => (isPagePath(req) ? sendMissingPage(req, res) : notFound(req, res));
+  const mounting = { middlewareOf: (needs: RouteNeeds) => middlewareOf(needs, use), handlerOf: routeHandlers(config, services, db), notFound: missing };
   mountRoutes(app, routes, mounting);
   app.use(errorHandler);
 

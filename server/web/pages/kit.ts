@@ -235,3 +235,32 @@ export function needsConfirmation(error: unknown): boolean {
   const app = toAppError(error, undefined);
   return app.status === 403 && typeof app.details?.reauthenticate === 'string';
 }
+
+/** The provider's page paths a person's browser is sent to, whose only method may be POST. */
+const PROVIDER_PAGE_PATHS = new Set(['/oidc/login', '/oidc/consent', '/oidc/logout/confirm', '/oidc/authorize/confirm', '/oidc/device']);
+
+/**
+ * Whether a request that reached no route is a person's browser on one of the pages' paths (a
+ * GET or HEAD under `/account`, or of a provider page): what a refused form left in the address
+ * bar, a bookmark of a page shown at a form's address. It gets a page, not the API's JSON 404.
+ */
+export function isPagePath(req: Request): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  return req.path === PAGES_PREFIX || req.path.startsWith(`${PAGES_PREFIX}/`) || PROVIDER_PAGE_PATHS.has(req.path.toLowerCase());
+}
+
+/** The page for a pages' path that is not one (`isPagePath`): 404, with the way to the account's pages. */
+export function sendMissingPage(req: Request, res: Response): void {
+  sendPage(res, 404, 'message', {
+    title: 'Page not found',
+    signedIn: null,
+    csrf: '',
+    requestId: requestIdOf(req),
+    prefix: PAGES_PREFIX,
+    heading: 'There is no page here',
+    isError: true,
+    paragraphs: ['This address is not a page of this service: it may be a form’s address, which is only sent, or a link that was mistyped.'],
+    action: { href: `${PAGES_PREFIX}/security`, label: 'Go to your account' },
+  });
+}
+
