@@ -142,6 +142,16 @@ describe('a signed-in person’s forms, sent empty or wrong', () => {
   });
 });
 
+describe('an error page', () => {
+  it('is titled as its heading says', async () => {
+    const res = await fetch(`${server.url}/account/confirm?token=${'x'.repeat(201)}`);
+    expect(res.status).toBe(400);
+    const html = await res.text();
+    expect(html).toMatch(/<title>This did not work\b/);
+    expect(html).toContain('This did not work');
+  });
+});
+
 describe('human verification on the pages, with a verification service configured', () => {
   let verified: TestServer;
   // A stand-in for Turnstile's `siteverify`: "human-ok" is a person's answer.

@@ -160,8 +160,10 @@ export function pageKit(services: Services, config: Config) {
   function errorPage(req: Request, res: Response, page: PageRequest | null, error: unknown): void {
     const refusal = refusalOf(req, error);
     const first = refusal.errors[0]?.message ?? 'Something went wrong.';
-    const base: PageFrame = page ? frame(req, page, 'Something went wrong') : { title: 'Something went wrong', signedIn: null, csrf: '', requestId: requestIdOf(req), prefix: PAGES_PREFIX };
-    sendPage(res, refusal.status, 'error', { ...base, heading: refusal.status >= 500 ? 'Something went wrong on our side' : 'This did not work', message: first, action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' } });
+    // The title says what the heading says (WCAG 2.4.2): ours, or the request's.
+    const heading = refusal.status >= 500 ? 'Something went wrong on our side' : 'This did not work';
+    const base: PageFrame = page ? frame(req, page, heading) : { title: heading, signedIn: null, csrf: '', requestId: requestIdOf(req), prefix: PAGES_PREFIX };
+    sendPage(res, refusal.status, 'error', { ...base, heading, message: first, action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' } });
   }
 
   /** A page handler: any error not handled by the page itself is an error page with the request id. */
