@@ -131,6 +131,21 @@ describe('a signed-in person’s forms, sent empty or wrong', () => {
     expect(html).toContain(words);
     expect(html).not.toMatch(/Too small|Invalid email|expected string|request id/);
   });
+  it('an error page is titled as its heading says', async () => {
+    const { cookie, token } = await signedIn();
+    const res = await post('/account/security/sessions/end', { csrf: token, id: 'no-such-session' }, { cookie });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    const html = await res.text();
+    expect(html).toMatch(/<title>This did not work\b/);
+  });
+
+  it('a link the service cannot read shows the confirmation form, not the link schema’s words', async () => {
+    const res = await fetch(`${server.url}/account/confirm?token=${'x'.repeat(201)}`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).not.toMatch(/Too big|expected string/);
+  });
+
   it('a refused password change comes back with "Log me out of all other sessions" as it was sent', async () => {
     const { cookie, token } = await signedIn();
     for (const [sent, checked] of [[{}, false], [{ logoutOtherSessions: 'on' }, true]] as const) {
@@ -139,16 +154,6 @@ describe('a signed-in person’s forms, sent empty or wrong', () => {
       const box = /<input id="password-logout"[^>]*>/.exec(await res.text())?.[0] ?? '';
       expect(box.includes(' checked'), box).toBe(checked);
     }
-  });
-});
-
-describe('an error page', () => {
-  it('is titled as its heading says', async () => {
-    const res = await fetch(`${server.url}/account/confirm?token=${'x'.repeat(201)}`);
-    expect(res.status).toBe(400);
-    const html = await res.text();
-    expect(html).toMatch(/<title>This did not work\b/);
-    expect(html).toContain('This did not work');
   });
 });
 

@@ -7,7 +7,7 @@ import { PAGES_PREFIX } from '../../config.ts';
 import { ActivateLinkInput } from '../../../shared/index.ts';
 import { formRefusal, type FormField } from '../form-errors.ts';
 import { sendPage, type FieldError } from '../render.ts';
-import { field, frame, query, redirect, serviceRefusal, type PageKit, type PageRequest } from './kit.ts';
+import { field, frame, isRefusal, query, redirect, serviceRefusal, type PageKit, type PageRequest } from './kit.ts';
 
 /** The confirm form's inputs, in order: the code is the API's `token`. */
 const CONFIRM_FIELDS: FormField[] = [
@@ -28,7 +28,13 @@ export function confirmEmailPages(kit: PageKit) {
    */
   const webConfirmForm = handle(async (req, res, page) => {
     const token = query(req, 'token');
-    confirmPage(req, res, page, 200, token, { email: query(req, 'email') || (await page.caller.accounts.confirmationLinkAddress({ token })).email });
+    // A link the service cannot read (mangled, cut, made up) names no address: the form is shown
+    // empty, as for a link whose address is gone, rather than the link schema's words.
+    const linked = query(req, 'email') || (await page.caller.accounts.confirmationLinkAddress({ token }).then((found) => found.email, (error: unknown) => {
+      if (isRefusal(error)) return '';
+      throw error;
+    }));
+    confirmPage(req, res, page, 200, token, { email: linked });
   });
   const webConfirm = handle(
     async (req, res, page) => {
