@@ -25,7 +25,7 @@
  * - A file sent whole in one request is kept as `PUT /attachment` keeps it: no chunk, no assembly.
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
@@ -37,13 +37,12 @@ import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
+import { keptOnCut } from './kept-on-cut.ts';
 import { TusSpans, type SpanTurn } from './tus-spans.ts';
 import { inTurn, OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
 const WRITER_LEASE_MS = 30_000;
-/** A PATCH whose body sends nothing for this long is ended, keeping what arrived. */
-const IDLE_BODY_MS = 30_000;
 /** The most requests one upload may be sent in (each is a chunk of the store, opened at its assembly). */
 export const MAX_PARTS = 10_000;
 /** The running hashes one process keeps, the oldest forgotten past it (its upload is then hashed at its assembly). */
@@ -90,58 +89,18 @@ export interface TusWrite {
 
 const stateOf = (u: TusUpload): TusState => ({ id: u.id, offset: u.offset, length: u.length, metadata: u.metadata, concat: u.concatHeader ?? u.concat, expiresAt: u.expiresAt, url: u.url });
 
-/**
- * The stream a store receives a PATCH's body from: ends (rather than fails) when the client goes,
- * or sends nothing for `IDLE_BODY_MS` (a half-open connection must not hold the upload for the
- * hour uploads are given), so what arrived is kept.
- */
-function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } {
-  const stream = new PassThrough();
-  let complete = false;
-  let cut = false;
-  let idle: NodeJS.Timeout | undefined;
-  const quiet = () => {
-    clearTimeout(idle);
-    idle = setTimeout(() => body.destroy(), IDLE_BODY_MS);
-  };
-  quiet();
-  body.on('data', quiet);
-  body.pipe(stream, { end: false });
-  body.once('end', () => {
-    complete = true;
-    clearTimeout(idle);
-    stream.end();
-  });
-  body.once('close', () => {
-    clearTimeout(idle);
-    if (complete) return;
-    cut = true;
-    body.unpipe(stream);
-    stream.end();
-  });
-  body.once('error', () => undefined);
-  // Gone already while the request waited (its lease, its place): its 'close' came and went.
-  if (body.destroyed && !body.readableEnded) {
-    clearTimeout(idle);
-    cut = true;
-    body.unpipe(stream);
-    stream.end();
-  }
-  return { stream, cut: () => cut };
-}
-
 /** A new upload's row, before any byte was kept. */
 function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now: number, expiresAt: number, shape: Pick<TusUpload, 'length' | 'offset' | 'concat' | 'concatHeader'>): TusUpload {
   const { fields, metadata } = creation;
   return { id: randomUUID(), profileId: viewer.profileId, invitation: fields.invitationId, field: fields.name, extension, metadata, parts: 0, spanAt: 0, span: null, spanPart: null, writer: null, writerUntil: null, url: null, createdAt: now, expiresAt, ...shape };
 }
 
-/** A request's name in an upload's `writer`: its own id, then its process's (`owners.ts`), so a successor can tell it is gone. */
 /** Past the open uploads' limit (429). */
 function tooManyOpen(): AppError {
   return new AppError('TooManyError', `At most ${OPEN_UPLOADS_PER_PERSON} uploads may be unfinished at once: finish one, or end it (DELETE)`, { retryAfter: 60 });
 }
 
+/** A request's name in an upload's `writer`: its own id, then its process's (`owners.ts`), so a successor can tell it is gone. */
 const newWriter = () => `${randomUUID()} ${PROCESS_OWNER}`;
 const processOf = (writer: string | null) => writer?.split(' ')[1] ?? null;
 

@@ -1,0 +1,44 @@
+import { PassThrough, type Readable } from 'node:stream';
+
+/** A PATCH whose body sends nothing for this long is ended, keeping what arrived. */
+const IDLE_BODY_MS = 30_000;
+
+/**
+ * The stream a store receives a PATCH's body from: ends (rather than fails) when the client goes,
+ * or sends nothing for `IDLE_BODY_MS` (a half-open connection must not hold the upload for the
+ * hour uploads are given), so what arrived is kept.
+ */
+export function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boolean } {
+  const stream = new PassThrough();
+  let complete = false;
+  let cut = false;
+  let idle: NodeJS.Timeout | undefined;
+  const quiet = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => body.destroy(), IDLE_BODY_MS);
+  };
+  quiet();
+  body.on('data', quiet);
+  body.pipe(stream, { end: false });
+  body.once('end', () => {
+    complete = true;
+    clearTimeout(idle);
+    stream.end();
+  });
+  body.once('close', () => {
+    clearTimeout(idle);
+    if (complete) return;
+    cut = true;
+    body.unpipe(stream);
+    stream.end();
+  });
+  body.once('error', () => undefined);
+  // Gone already while the request waited (its lease, its place): its 'close' came and went.
+  if (body.destroyed && !body.readableEnded) {
+    clearTimeout(idle);
+    cut = true;
+    body.unpipe(stream);
+    stream.end();
+  }
+  return { stream, cut: () => cut };
+}
