@@ -5,6 +5,7 @@ import type { Viewer } from './viewer.ts';
 import { AccountsPart } from './core.ts';
 import { SUPER_USERS_GROUP } from './roles.ts';
 import { preferredEmail } from './profiles.ts';
+import { normaliseId } from './ids.ts';
 
 /**
  * What each moderation decision does, by the profile's current state. A decision not listed
@@ -98,8 +99,12 @@ export class ModerationService extends AccountsPart {
   }
 }
 
+/**
+ * The profile a decision names: by its own id first, so a merged profile is itself (and takes no
+ * decision), not the survivor its usernames moved to; else by any username or address.
+ */
 async function findTarget(repo: AccountsRepository, id: string): Promise<ProfileRecord> {
-  const profile = await repo.profiles.findByIdOrEmail(id);
+  const profile = (await repo.profiles.find(normaliseId(id))) ?? (await repo.profiles.findByIdOrEmail(id));
   if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${id}`);
   return profile;
 }
