@@ -96,7 +96,7 @@ export class EmailChangeService extends AccountsPart {
       const emails = await repo.emails.emailsOf(profile.id);
       const held = emails.find((e) => e.email === address);
       if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
-      if (!held.confirmed) throw new AppError('ValidationError', `${address} is not confirmed yet: confirm it with its code first`, { path: 'email', reason: 'unconfirmed' });
+      if (!held.confirmed) throw unconfirmedPreferred(address, 'email');
       const before = preferredEmail(current, emails);
       if (before === address) return;
       await repo.profiles.update(profile.id, { content: { ...current.content, preferredEmail: address } }, now);
@@ -204,4 +204,9 @@ export class EmailChangeService extends AccountsPart {
     else await repo.emails.addEmail(profileId, email, true, now);
     await repo.groups.linkEmailGroups(profileId, email, now);
   }
+}
+
+/** The refusal of an address not confirmed yet as the preferred one (here, and before a profile edit writes anything: `profile-editor.ts`). */
+export function unconfirmedPreferred(address: string, path: string): AppError {
+  return new AppError('ValidationError', `${address} is not confirmed yet: confirm it with its code first`, { path, reason: 'unconfirmed' });
 }

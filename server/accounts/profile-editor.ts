@@ -13,7 +13,7 @@
  *   there is none, and corrected by its owner within `DOB_CORRECTION_DAYS` of `dobTimestamp`
  *   (when the date now in effect was first supplied); after that only a super user changes it.
  *   Any change moves `dobTimestamp` to now, as the spec defines it.
- * - `changeEmails`: the emails are the email table's, changed only by their own procedures
+ * - `checkEmailEdit`: the emails are the email table's, changed only by their own procedures
  *   (`email-changes.ts`), which an edit calls as the emails page would, so that every rule of
  *   theirs holds (the person's own signed-in session, with its refresh cookie; never while
  *   impersonated; the preferred and the last confirmed address stay) and every change is told
@@ -40,6 +40,7 @@
 import { AppError, type EditableProfileContent, type Name, type OwnEmailsResult, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
 import { AccountsPart, type AccountsCore } from './core.ts';
+import { unconfirmedPreferred } from './email-changes.ts';
 import { preferredEmail } from './profiles.ts';
 import { normaliseEmail, type AccountsRepository, type ProfileRecord } from './repository.ts';
 import type { AccountsDeps } from './service-base.ts';
@@ -58,7 +59,7 @@ const BIRTH_FIELDS = ['yearOfBirth', 'dob', 'isMinor', 'isOver18'] as const;
 export function hasBirthDate(content: ProfileContent): boolean {
   return BIRTH_FIELDS.some((key) => content[key] !== undefined);
 }
-/** The fields the content does not take from the input: the emails' own procedures own them (`changeEmails`). */
+/** The fields the content does not take from the input: the emails' own procedures own them (`checkEmailEdit`). */
 const EMAIL_FIELDS = ['emails', 'emailsConfirmed', 'preferredEmail'] as const;
 
 type Edited = Omit<EditableProfileContent, (typeof EMAIL_FIELDS)[number]>;
@@ -74,7 +75,7 @@ export interface OwnEmailChanges {
   remove(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult>;
 }
 
-/** What a post asks of the profile's emails (`changeEmails`): an address to make preferred, and those to remove. */
+/** What a post asks of the profile's emails (`checkEmailEdit`): an address to make preferred, and the unconfirmed ones to remove. */
 interface EmailEdit {
   preferred: string | undefined;
   removed: string[];
@@ -94,9 +95,9 @@ export class ProfileEditor extends AccountsPart {
   }
 
   /**
-   * `accounts.updateProfile`: changes the emails as the post asks (`changeEmails`), replaces the
-   * profile's editable content (names, history, links, relations, expertise, pronouns, gender,
-   * date of birth) and answers the profile as `GET /profiles` shows it to the caller.
+   * `accounts.updateProfile`: checks what the post asks of the emails (`checkEmailEdit`), replaces
+   * the profile's editable content (names, history, links, relations, expertise, pronouns, gender,
+   * date of birth), then changes the emails by their own procedures, and answers the profile as `GET /profiles` shows it to the caller.
    * `refreshToken`: the request's refresh cookie, which changing emails needs.
    */
   async update(
@@ -163,7 +164,7 @@ export class ProfileEditor extends AccountsPart {
     }
     await refusedAt(path, this.#emails.mayChange(viewer, refreshToken));
     if (edit.preferred !== undefined && !held.some((e) => e.email === edit.preferred && e.confirmed)) {
-      throw new AppError('ValidationError', `${edit.preferred} is not confirmed yet: confirm it with its code first`, { path: 'content/preferredEmail', reason: 'unconfirmed' });
+      throw unconfirmedPreferred(edit.preferred, 'content/preferredEmail');
     }
     return edit;
   }
@@ -268,7 +269,7 @@ async function refusedAt<T>(path: string, change: Promise<T>): Promise<T> {
 /**
  * The content to store: the edit's fields (blank ones left out), the names as `namesOf` made
  * them, and the stored `preferredEmail`, which only the emails' own procedures change (an edit
- * through them, before: `changeEmails`).
+ * through them, after the content: `update`).
  */
 function stored(edit: Omit<Edited, 'names'> & { names: Name[] }, before: ProfileContent): ProfileContent {
   const content: ProfileContent = {};

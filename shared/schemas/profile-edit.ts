@@ -260,8 +260,9 @@ const links = Object.fromEntries(PROFILE_LINK_KINDS.map((kind) => [kind, linkOf(
  * read). `names` replace the profile's names (at least one); `history`, `relations`,
  * `expertise`, the links and the personal fields replace theirs (left out: removed). `emails`
  * and `preferredEmail` are read as the web client's profile editor sends them: another of the
- * profile's addresses as `preferredEmail` is made preferred, and an address of the profile's
- * missing from a given `emails` is removed, each by the emails' own procedures and their rules
+ * profile's confirmed addresses as `preferredEmail` is made preferred, and an unconfirmed address
+ * of the profile's missing from a given `emails` is removed (a confirmed one is kept: the list may
+ * be older than it), each by the emails' own procedures and their rules
  * (`accounts.setPreferredEmail`, `accounts.removeEmail`); an address the profile does not hold
  * is ignored (adding one takes its confirmation code), as is `emailsConfirmed`. `yearOfBirth`, `dob`, `isMinor` and
  * `isOver18` are the date of birth, which the service lets its owner correct only for a while
