@@ -164,9 +164,9 @@ export function answerClientErrors(server: Server): void {
   });
   // Node answers any other expectation itself, with an empty 417, unless this is listened to.
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    const refusal = new AppError('BadRequestError', 'The only expectation this server meets is Expect: 100-continue');
-    // 417 has no name of its own in the closed list (`ERROR_STATUS`): the body carries the status sent.
-    answerRefusal(res, { ...refusal.toBody(requestIdOf(res)), status: 417 });
+    // 417 has no name of its own in the closed list (`ERROR_STATUS`): HTTP's own status, as tus's are sent.
+    const refusal = AppError.protocol('BadRequestError', 417, 'The only expectation this server meets is Expect: 100-continue');
+    answerRefusal(res, refusal.toBody(requestIdOf(res)));
   });
 }
 

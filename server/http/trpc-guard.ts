@@ -8,8 +8,9 @@
  * input, a procedure's own error) stays tRPC's: its typed client reads that format.
  *
  * Each check mirrors the rule of tRPC's own (`@trpc/server`: `incomingMessageToRequest.ts`,
- * `contentType.ts`, `resolveResponse.ts`), so nothing it would have run is refused; the one rule
- * of ours is the depth of a query's input (`checkQueryInput`).
+ * `contentType.ts`, `resolveResponse.ts`). Two rules are ours: the depth of a query's input
+ * (`checkQueryInput`), and a batch mixing queries and mutations refused whole, where tRPC answers
+ * each of its calls (no client of ours sends one: the bundled client batches nothing).
  */
 import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
 import type { NextFunction, Request, Response } from 'express';
