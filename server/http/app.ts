@@ -378,7 +378,8 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
   // that no route takes is a 404 (an OPTIONS request included) after the middleware of its path.
   const use = routeMiddleware(config);
   // A person's browser on a pages' path that is no page gets a page; everything else the API's 404.
-  const missing = (req: Request, res: Response) => (isPagePath(req) ? sendMissingPage(req, res) : notFound(req, res));
+  const pagePaths: ReadonlySet<string> = new Set(routes.filter((route) => route.kind === 'page').map((route) => route.path));
+  const missing = (req: Request, res: Response) => (isPagePath(req, pagePaths) ? sendMissingPage(req, res) : notFound(req, res));
   const mounting = { middlewareOf: (needs: RouteNeeds) => middlewareOf(needs, use), handlerOf: routeHandlers(config, services, db), notFound: missing };
   mountRoutes(app, routes, mounting);
   app.use(errorHandler);

@@ -238,17 +238,15 @@ export function needsConfirmation(error: unknown): boolean {
   return app.status === 403 && typeof app.details?.reauthenticate === 'string';
 }
 
-/** The provider's page paths a person's browser is sent to, whose only method may be POST. */
-const PROVIDER_PAGE_PATHS = new Set(['/oidc/login', '/oidc/consent', '/oidc/logout/confirm', '/oidc/authorize/confirm', '/oidc/device']);
-
 /**
  * Whether a request that reached no route is a person's browser on one of the pages' paths (a
- * GET or HEAD under `/account`, or of a provider page): what a refused form left in the address
- * bar, a bookmark of a page shown at a form's address. It gets a page, not the API's JSON 404.
+ * GET or HEAD under `/account`, or of a path the route table gives a page, `pagePaths`, such as
+ * the provider's `/oidc/logout/confirm`): what a refused form left in the address bar, a bookmark
+ * of a page shown at a form's address. It gets a page, not the API's JSON 404.
  */
-export function isPagePath(req: Request): boolean {
+export function isPagePath(req: Request, pagePaths: ReadonlySet<string>): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-  return req.path === PAGES_PREFIX || req.path.startsWith(`${PAGES_PREFIX}/`) || PROVIDER_PAGE_PATHS.has(req.path.toLowerCase());
+  return req.path === PAGES_PREFIX || req.path.startsWith(`${PAGES_PREFIX}/`) || pagePaths.has(req.path.toLowerCase());
 }
 
 /** The page for a pages' path that is not one (`isPagePath`): 404, with the way to the account's pages. */
