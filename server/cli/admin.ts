@@ -28,7 +28,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { AppError, DeviceClientInput, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, ResourceServerInput, SetImpersonatorsInput } from '../../shared/index.ts';
+import { AppError, DeviceClientInput, Email, NewPassword, NonEmptyString, OidcClientIdInput, OidcClientInput, parseOrThrow, queryInt, ResourceServerInput, SetImpersonatorsInput } from '../../shared/index.ts';
 import { migrateToLatest, openDatabase } from '../../db/knex.ts';
 import { loadConfigOrExit, type Config } from '../config.ts';
 import { MAIL_USAGE, mailCommands } from './mail.ts';
@@ -246,7 +246,8 @@ const commands: Record<string, Command> = {
 };
 
 const MfaOffArgs = z.strictObject({ user: NonEmptyString, reason: NonEmptyString });
-const Seconds = (fallback: number, max: number) => z.coerce.number().pipe(z.int().min(0).max(max)).default(fallback);
+/** A number of seconds in decimal digits (an empty `--overlap=` is no 0: `queryInt`). */
+const Seconds = (fallback: number, max: number) => queryInt(0, max).default(fallback);
 /** An initial access token lives a day unless told otherwise (at most a year). */
 const RegistrationTokenArgs = z.strictObject({ expiresIn: Seconds(24 * 3600, 366 * 24 * 3600).refine((s) => s > 0, 'must be at least 1 second') });
 /** The old secret stays good a day after a rotation unless told otherwise (0: at once). */

@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { AppError, parseOrThrow } from '../../shared/index.ts';
+import { AppError, parseOrThrow, queryInt } from '../../shared/index.ts';
 import type { OutboxRow, OutboxState } from '../mail/outbox-repository.ts';
 import type { Services } from '../services.ts';
 
@@ -27,15 +27,16 @@ const STATES: Record<string, OutboxState[]> = {
 
 const ListArgs = z.strictObject({
   state: z.enum(['waiting', 'failed', 'sent', 'all']).default('waiting'),
-  limit: z.coerce.number().pipe(z.int().min(1).max(10_000)).default(100),
+  limit: queryInt(1, 10_000).default(100),
 });
-const RetryArgs = z.union([z.strictObject({ all: z.literal(true), ids: z.array(z.never()).length(0) }), z.strictObject({ ids: z.array(z.coerce.number().pipe(z.int().positive())).min(1) })]);
+const RetryArgs = z.union([z.strictObject({ all: z.literal(true), ids: z.array(z.never()).length(0) }), z.strictObject({ ids: z.array(queryInt(1, Number.MAX_SAFE_INTEGER)).min(1) })]);
 const PurgeArgs = z
   .strictObject({
     sent: z.boolean().optional(),
     failed: z.boolean().optional(),
     waiting: z.boolean().optional(),
-    olderThan: z.coerce.number().pipe(z.number().min(0)).default(0),
+    // Decimal digits (an empty `--older-than=` is no 0, which would purge whatever the age).
+    olderThan: z.string().regex(/^\d{1,6}(\.\d{1,6})?$/, 'must be a number of days in decimal digits').transform(Number).default(0),
   })
   .refine((a) => a.sent || a.failed || a.waiting, 'say which mails: --sent, --failed or --waiting');
 

@@ -52,6 +52,9 @@ describe('npm run admin -- mail', () => {
     expect(await admin('mail', 'retry', '12345')).toMatchObject({ code: 1, stderr: expect.stringContaining('No failed or waiting mail') });
     expect(await admin('mail', 'purge')).toMatchObject({ code: 1, stderr: expect.stringContaining('say which mails') });
     await waitUntil(async () => (await admin('mail', 'list', '--state', 'sent')).stdout.includes('\tsent\t'), 'the mail marked sent', 30_000);
+    // An empty or hexadecimal number is refused, never read as 0 (which would purge whatever the age).
+    for (const olderThan of ['--older-than=', '--older-than=0x1']) expect(await admin('mail', 'purge', '--sent', olderThan)).toMatchObject({ code: 1 });
+    expect(await admin('mail', 'list', '--state', 'sent', '--limit=')).toMatchObject({ code: 1 });
     expect(await admin('mail', 'purge', '--sent')).toMatchObject({ code: 0, stdout: '1 mail deleted\n' });
     expect((await admin('mail', 'list', '--state', 'all')).stdout).toBe('');
   });
