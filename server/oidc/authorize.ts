@@ -57,11 +57,12 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
     // then unknown, so those two get a page; the others go back to the client.
     checkOnce(query, ['client_id', 'redirect_uri', 'request_uri'], { allowRedirect: false });
-    const client = await checkClient(provider, typeof query.client_id === 'string' ? query.client_id : undefined);
+    const client = await checkClient(provider, sent(query, 'client_id'));
     const onBack = (to: Back) => (back = to);
-    const pushed = query.request_uri !== undefined;
-    const sent = pushed ? await takePushed(provider, client, query, onBack) : query;
-    const params = await checkRequest(provider, client, sent, { pushed, onBack });
+    const requestUri = sent(query, 'request_uri');
+    const pushed = requestUri !== undefined;
+    const given = pushed ? await takePushed(provider, client, query, requestUri, onBack) : query;
+    const params = await checkRequest(provider, client, given, { pushed, onBack });
     const now = provider.now();
     const interaction: Interaction = {
       id: randomToken(),
@@ -87,26 +88,25 @@ export async function authorize(provider: Provider, query: Record<string, unknow
  * unless the query carries a redirect URI of the client to send them to, as node-oidc-provider
  * does; once found, they go to the pushed request's.
  */
-async function takePushed(provider: Provider, client: ClientRecord, query: Record<string, unknown>, onBack: (back: Back) => void): Promise<Record<string, unknown>> {
+async function takePushed(provider: Provider, client: ClientRecord, query: Record<string, unknown>, requestUri: string, onBack: (back: Back) => void): Promise<Record<string, unknown>> {
   const fromQuery = verifiedBack(client, query);
   if (fromQuery) onBack(fromQuery);
-  const requestUri = query.request_uri as string;
   if (!requestUri.startsWith(REQUEST_URI_PREFIX)) throw new RequestUriNotSupported('Only request_uri values from the pushed authorization request endpoint are supported');
   const pushed = await provider.repo.pushed.take(hashSecret(requestUri), client.id, provider.now());
   if (!pushed) throw new InvalidRequestUri('request_uri is invalid, expired, or was already used');
   // From here, errors go where the pushed request asked, once it is checked to be the client's.
   const fromPushed = verifiedBack(client, pushed);
   if (fromPushed) onBack(fromPushed);
-  if (query.response_type !== undefined && query.response_type !== pushed.response_type) throw new InvalidRequestObject('response_type must equal the pushed request’s');
+  const responseType = sent(query, 'response_type');
+  if (responseType !== undefined && responseType !== sent(pushed, 'response_type')) throw new InvalidRequestObject('response_type must equal the pushed request’s');
   return { ...pushed, client_id: client.id };
 }
 
 /** Where a request's errors may go: its `redirect_uri`, when it is one of an approved client's, with its `state`. */
-function verifiedBack(client: ClientRecord, sent: Record<string, unknown>): Back | undefined {
-  const { redirect_uri: redirectUri, state } = sent;
-  if (client.status !== 'approved' || typeof redirectUri !== 'string' || !registeredRedirectUri(client, redirectUri)) return undefined;
-  // An empty `state` is no state: it is not sent back (as node-oidc-provider does).
-  return { redirectUri, state: typeof state === 'string' && state !== '' ? state : undefined };
+function verifiedBack(client: ClientRecord, values: Record<string, unknown>): Back | undefined {
+  const redirectUri = sent(values, 'redirect_uri');
+  if (client.status !== 'approved' || redirectUri === undefined || !registeredRedirectUri(client, redirectUri)) return undefined;
+  return { redirectUri, state: sent(values, 'state') };
 }
 
 /**

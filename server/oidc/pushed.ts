@@ -4,7 +4,7 @@ import { hashSecret, randomToken } from '../secrets.ts';
 import { AUTHORIZATION_PARAMETERS, checkRequest, REQUEST_URI_PREFIX } from './authorize.ts';
 import { approvedClient, CLIENT_PARAMETERS, type ClientProof } from './client-auth.ts';
 import { InvalidRequest } from './errors.ts';
-import { checkOnce, type Provider } from './provider.ts';
+import { checkOnce, sent, type Provider } from './provider.ts';
 
 // Pushed authorization requests (RFC 9126): a client sends its authorization request to
 // `/oidc/par` first, authenticated as at the token endpoint, and sends the browser to the
@@ -30,9 +30,12 @@ export async function pushAuthorizationRequest(provider: Provider, form: Record<
   checkOnce(form, [...CLIENT_PARAMETERS, ...KEPT], { allowRedirect: false });
   const client = await approvedClient(provider, { form, ...proof });
   // RFC 9126 §2.1: `request_uri` must not be sent here (`invalid_request`, as node-oidc-provider answers).
-  if (form.request_uri !== undefined) throw new InvalidRequest('request_uri must not be used at the pushed authorization request endpoint');
+  if (sent(form, 'request_uri') !== undefined) throw new InvalidRequest('request_uri must not be used at the pushed authorization request endpoint');
   const kept: Record<string, string> = {};
-  for (const name of KEPT) if (typeof form[name] === 'string') kept[name] = form[name];
+  for (const name of KEPT) {
+    const value = sent(form, name);
+    if (value !== undefined) kept[name] = value;
+  }
   await checkRequest(provider, client, kept, { pushed: true });
   const requestUri = `${REQUEST_URI_PREFIX}${randomToken()}`;
   const now = provider.now();

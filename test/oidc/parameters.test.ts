@@ -109,6 +109,15 @@ describe('/oidc/authorize: login_hint (OpenID Connect Core §3.1.2.1)', () => {
 describe('a parameter sent empty is treated as omitted (RFC 6749 §3.1, §3.2)', () => {
   const codeOf = (page: { location: string | null }) => new URL(page.location ?? 'http://x').searchParams.get('code') ?? '';
 
+  it('an empty request_uri, or request, is no request object: the request is answered as sent', async () => {
+    for (const name of ['request_uri', 'request']) {
+      const url = new URL((await authorizationRequest(rp)).url);
+      url.searchParams.set(name, '');
+      const page = await new UserAgent().authorize(url, person);
+      expect(new URL(page.location ?? 'http://x').searchParams.get('code'), `${name}: ${page.location ?? page.html.slice(0, 200)}`).toBeTruthy();
+    }
+  });
+
   it('an empty nonce puts no nonce in the ID token', async () => {
     const request = await authorizationRequest(rp, { nonce: '' });
     const code = codeOf(await new UserAgent().authorize(request.url, person));
