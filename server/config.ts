@@ -265,10 +265,10 @@ export interface WebAuthnSettings {
   origins: string[];
 }
 
-/** The start-up error for settings that cannot be used, one line each. */
 /** A setting that cannot be used: its message names it and says what it must be. */
-export class InvalidConfiguration extends Error {}
+class InvalidConfiguration extends Error {}
 
+/** The start-up error for settings that cannot be used, one line each. */
 function invalidConfiguration(lines: readonly string[]): Error {
   return new InvalidConfiguration(`Invalid configuration:\n${lines.map((line) => `  ${line}`).join('\n')}`);
 }

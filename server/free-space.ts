@@ -4,7 +4,7 @@ import { statfs } from 'node:fs/promises';
 export const LOW_SPACE_BYTES = 64 * 1024 * 1024;
 
 /** What `statfs` says of a file system, in its own units. */
-export interface FileSystemSpace {
+interface FileSystemSpace {
   bavail: number | bigint;
   blocks: number | bigint;
   bsize: number | bigint;

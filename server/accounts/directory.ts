@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ProfileState } from '../../shared/index.ts';
-import { normaliseId } from './ids.ts';
 import { AccountsRepository, type GroupRecord } from './repository.ts';
 
 /**
@@ -43,9 +42,7 @@ export class Directory {
    * a deleted profile is nobody's. Null: no such profile to show.
    */
   async shownStateOf(idOrEmail: string): Promise<ProfileState | null> {
-    const canonical = normaliseId(idOrEmail);
-    const profiles = this.#repo.profiles;
-    const profile = canonical.startsWith('~') ? await profiles.findByUsername(canonical) : await profiles.findByEmail(canonical, { confirmedOnly: true });
+    const profile = await this.#repo.profiles.findByIdOrEmail(idOrEmail, { confirmedOnly: true });
     return profile && profile.ddate === null ? profile.state : null;
   }
 

@@ -113,24 +113,26 @@ async function withDeadline(work: Promise<void>, ms: number): Promise<void> {
  * serves the probes of the next second too (`sharedCheck`).
  */
 export function probeHandlers(db: Db, files: Pick<FileStore, 'check'>): { healthLive: RequestHandler; healthReady: RequestHandler } {
-  // The checks of the first probe, logged with its request; the probes within a second share them.
+  // The checks run for the probe that starts them, and are logged with its request; the probes
+  // within a second share them.
   let log: Pick<Logger, 'warn'> | undefined;
-  const check = async <S extends string>(name: keyof ReadinessDetails, work: () => Promise<void>, failed: (error: unknown) => S): Promise<'ok' | S> => {
+  const check = async <S extends string>(runLog: typeof log, name: keyof ReadinessDetails, work: () => Promise<void>, failed: (error: unknown) => S): Promise<'ok' | S> => {
     try {
       await withDeadline(work(), READINESS_CHECK_MS);
       return 'ok';
     } catch (error) {
-      log?.warn({ err: error, check: name }, 'readiness check failed');
+      runLog?.warn({ err: error, check: name }, 'readiness check failed');
       return failed(error);
     }
   };
-  const checked = sharedCheck(() =>
-    Promise.all([
-      check('migrations', () => migrationsDone(db), (error) => (error instanceof MigrationsPending ? 'pending' : 'unavailable')),
-      check('database', () => takesWrite(db), () => 'unavailable' as const),
-      check('files', () => files.check(), () => 'unavailable' as const),
-    ]),
-  );
+  const checked = sharedCheck(() => {
+    const runLog = log;
+    return Promise.all([
+      check(runLog, 'migrations', () => migrationsDone(db), (error) => (error instanceof MigrationsPending ? 'pending' : 'unavailable')),
+      check(runLog, 'database', () => takesWrite(db), () => 'unavailable' as const),
+      check(runLog, 'files', () => files.check(), () => 'unavailable' as const),
+    ]);
+  });
   const readiness = (requestLog: Pick<Logger, 'warn'>) => {
     log = requestLog;
     return checked();

@@ -148,7 +148,7 @@ export async function updateRegistration(provider: Provider, clientId: string, b
  */
 export async function deleteRegistration(provider: Provider, clientId: string, bearer: string | undefined): Promise<RegistrationAnswer> {
   const client = await registered(provider, clientId, bearer);
-  const deleted = await provider.repo.deleteRegisteredClient(clientId, client.registrationTokenHash ?? '');
+  const deleted = await provider.repo.deleteClient(clientId, { tokenHash: client.registrationTokenHash ?? '' });
   provider.clients.forget(clientId);
   if (!deleted) throw new InvalidToken('The registration access token is missing or not this client’s');
   return { status: 204 };

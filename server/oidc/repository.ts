@@ -264,13 +264,9 @@ export class OidcRepository {
     return (await this.#db('oidc_clients').where({ id }).update({ status, approved_by_token: false, updated_at: now })) === 1;
   }
 
-  async deleteClient(id: string): Promise<boolean> {
-    return (await this.#db('oidc_clients').where({ id }).delete()) === 1;
-  }
-
-  /** Deletes a client only while `tokenHash` is its registration access token's (RFC 7592 §2.3), in the one statement. */
-  async deleteRegisteredClient(id: string, tokenHash: string): Promise<boolean> {
-    return (await this.#db('oidc_clients').where({ id, registration_token_hash: tokenHash }).delete()) === 1;
+  /** Deletes a client; `tokenHash`: only while it is its registration access token's (RFC 7592 §2.3), in the one statement. */
+  async deleteClient(id: string, opts: { tokenHash?: string } = {}): Promise<boolean> {
+    return (await this.#db('oidc_clients').where({ id, ...(opts.tokenHash !== undefined ? { registration_token_hash: opts.tokenHash } : {}) }).delete()) === 1;
   }
 
   // ---- keys --------------------------------------------------------------------------------------

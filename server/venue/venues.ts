@@ -265,8 +265,9 @@ export class VenueService extends VenuePart {
    * `GET /groups`: a group by id, the groups whose id starts with `prefix`, or the groups
    * `member` belongs to directly; each only when the caller may see who is in it: super users,
    * the person the group is (their own `~Id` and email groups) and the organisers of the venue
-   * the group belongs to see every member; a member of it sees the group with themselves as its
-   * only member (the web client asks which groups a person is in). A group's `readers` field does
+   * the group belongs to see every member; a member of it sees the group with only the members
+   * that name them (their own ids, or groups they are in: the web client asks which groups a
+   * person is in). A group's `readers` field does
    * not grant more: venue groups are readable by everyone as venues, but their members (reviewers,
    * authors) are not public. A group asked for by id that the caller may not see does not exist
    * for them.

@@ -178,10 +178,10 @@ export class ProfilesRepository {
     return row ? toProfile(row) : null;
   }
 
-  /** The profile a person names by a tilde username or an email, as every form lets them. */
-  async findByIdOrEmail(id: string): Promise<ProfileRecord | null> {
+  /** The profile a person names by a tilde username or an email, as every form lets them; `confirmedOnly`: by an address only while confirmed (`findByEmail`). */
+  async findByIdOrEmail(id: string, opts: { confirmedOnly?: boolean } = {}): Promise<ProfileRecord | null> {
     const canonical = normaliseId(id);
-    return canonical.startsWith('~') ? this.findByUsername(canonical) : this.findByEmail(canonical);
+    return canonical.startsWith('~') ? this.findByUsername(canonical) : this.findByEmail(canonical, opts);
   }
 
   async list(): Promise<ProfileRecord[]> {
