@@ -16,6 +16,7 @@ import type { Viewer } from '../accounts/viewer.ts';
 import type { UploadsView } from './collaborators.ts';
 import { type Reader, type Repos, type VenueDeps, VenuePart } from './readers.ts';
 import { authorIdsOf } from './repository.ts';
+import { pageOf } from './paging.ts';
 
 /** The value held by one of a note's fields. */
 export const fieldValue = (note: Note, field: string): unknown => valueIn(note.content, field);
@@ -284,9 +285,7 @@ export class NoteService extends VenuePart {
       throw new AppError('ForbiddenError', `You cannot read the note ${query.id}`);
     }
     const sorted = sortNotes(readable, query.sort);
-    const after = query.after;
-    const from = after !== undefined ? sorted.filter((note) => note.id > after) : sorted.slice(query.offset ?? 0);
-    return { notes: query.stream ? from : from.slice(0, query.limit ?? 1000), count: readable.length };
+    return { notes: pageOf(sorted, query, 1000), count: readable.length };
   }
 
   /** A note the reader may read: 404 when it does not exist, 403 when it is not theirs to read. */

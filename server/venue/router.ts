@@ -27,6 +27,7 @@ import {
   VenuesResult,
 } from '../../shared/index.ts';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
+import { pageOf } from './paging.ts';
 
 export const venueRouter = router({
   createVenue: authedProcedure
@@ -97,10 +98,8 @@ export const venueRouter = router({
     .output(GroupsResult)
     .query(async ({ ctx, input }) => {
       const groups = await ctx.services.venue.groups(input, await ctx.optionalViewer());
-      // In id order (`VenueService.groups`): `after` goes on from an id, as notes' does.
-      const { after } = input;
-      const from = after !== undefined ? groups.filter((group) => group.id > after) : groups.slice(input.offset ?? 0);
-      return { groups: input.stream ? from : from.slice(0, input.limit ?? from.length), count: groups.length };
+      // In id order (`VenueService.groups`), paged as notes are.
+      return { groups: pageOf(groups, input, groups.length), count: groups.length };
     }),
 
   processLogs: publicProcedure
