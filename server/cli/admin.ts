@@ -285,8 +285,11 @@ const operations: Record<string, Operation> = {
   },
 };
 
-/** The commands that take no arguments: anything after them is a mistake, not ignored. */
-const TAKES_NOTHING = new Set(['user list', 'institution list', 'oidc-client list', 'oidc-keys rotate']);
+/**
+ * The commands that take no arguments, as their definitions say (they declare none after the
+ * services): anything after them is a mistake, not ignored.
+ */
+const TAKES_NOTHING = new Set(Object.keys(commands).filter((name) => commands[name]!.length < 2));
 
 async function main(argv: string[]): Promise<number> {
   const name = argv.slice(0, 2).join(' ');
