@@ -38,13 +38,13 @@ export class Readers {
   /**
    * Every id the reader answers to: `everyone`; and for a signed-in caller `~` (any signed-in
    * user), their profile's usernames and emails, the groups those belong to, and the groups
-   * those groups belong to. `people` is a transaction's, inside one.
+   * those groups belong to. `people` is a transaction's, inside one; `known`: the reader's own ids (`ownIds`), when the caller read them already.
    */
-  async identities(reader: Reader, people = this.#people): Promise<Set<string>> {
+  async identities(reader: Reader, people = this.#people, known?: string[]): Promise<Set<string>> {
     const ids = new Set(['everyone']);
     if (!reader) return ids;
     ids.add('~');
-    const own = await this.ownIds(reader, people);
+    const own = known ?? (await this.ownIds(reader, people));
     const groups = await people.groupsOf(own);
     const outer = await people.groupsOf(groups);
     for (const id of [...own, ...groups, ...outer]) ids.add(id);

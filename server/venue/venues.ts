@@ -285,9 +285,10 @@ export class VenueService extends VenuePart {
         : query.prefix !== undefined
           ? await repos.people.groupIdsWithPrefix(query.prefix, 1000)
           : await repos.people.groupsOf([query.member ?? '']);
-    const identities = await this.readers.identities(reader, repos.people);
     // The person's own ids (not the groups they are in): the `~Id` and email groups that are them.
-    const own = new Set(await this.readers.ownIds(reader, repos.people));
+    const ownIds = await this.readers.ownIds(reader, repos.people);
+    const identities = await this.readers.identities(reader, repos.people, ownIds);
+    const own = new Set(ownIds);
     const organises = new Map<string, boolean>();
     const mayOrganise = async (domain: string) => {
       if (!organises.has(domain)) organises.set(domain, identities.has(organisersOf(domain)));
