@@ -26,6 +26,7 @@ const SECRET_PREFIXES: readonly string[][] = [['activate'], ['activatable'], ['a
  */
 const SECRET_QUERY = /token|code|verifier|pass|secret|key|hint|interaction|csrf|input|session|assertion|auth|otp|cookie|jwt|sig|email/i;
 const REDACTED = '[redacted]';
+const REDACTED_IN_QUERY = encodeURIComponent(REDACTED);
 /** Whatever `SECRET_PREFIXES` (through each one's last segment) and `SECRET_QUERY` could match, or a percent sign. */
 const MAYBE_SECRET = new RegExp(['%', ...SECRET_PREFIXES.map((prefix) => prefix.at(-1)!), SECRET_QUERY.source].join('|'), 'i');
 
@@ -77,11 +78,23 @@ export function redactUrl(url: string): string {
   const cut = url.indexOf('?');
   const path = redactPath(cut < 0 ? url : url.slice(0, cut));
   if (cut < 0) return path;
-  const params = new URLSearchParams(url.slice(cut + 1));
-  for (const key of new Set(params.keys())) {
-    if (SECRET_QUERY.test(key)) params.set(key, REDACTED);
-  }
-  return `${path}?${params.toString()}`;
+  return `${path}?${url.slice(cut + 1).split('&').map(redactParameter).join('&')}`;
+}
+
+/** A plain parameter name: nothing in it that form encoding would spell otherwise. */
+const PLAIN_NAME = /^[\w.-]*$/;
+
+/**
+ * One `name=value` of a query: as sent, or its name (decoded as `URLSearchParams` decodes it,
+ * then encoded as it encodes it) with the value redacted. A parameter that holds no secret is
+ * not taken apart, which sign-ins' authorization requests are mostly made of.
+ */
+function redactParameter(parameter: string): string {
+  const end = parameter.indexOf('=');
+  const sent = end < 0 ? parameter : parameter.slice(0, end);
+  const name = PLAIN_NAME.test(sent) ? sent : (new URLSearchParams(parameter).keys().next().value ?? '');
+  if (!SECRET_QUERY.test(name)) return parameter;
+  return PLAIN_NAME.test(name) ? `${name}=${REDACTED_IN_QUERY}` : new URLSearchParams([[name, REDACTED]]).toString();
 }
 
 /**

@@ -55,6 +55,9 @@ describe('redactUrl', () => {
     ['/%61ctivate/abc', '/%61ctivate/[redacted]'],
     ['/oidc/authorize?client_id=app&%63ode=c', '/oidc/authorize?client_id=app&code=%5Bredacted%5D'],
     ['/notes?id=1&emai%6C=a%40b.org', '/notes?id=1&email=%5Bredacted%5D'],
+    ['/x?my%20token=1', '/x?my+token=%5Bredacted%5D'],
+    // Each secret parameter redacted, however often sent, with or without a value; the others as sent.
+    ['/x?state=a+b%7E&code=1&code=2&code', '/x?state=a+b%7E&code=%5Bredacted%5D&code=%5Bredacted%5D&code=%5Bredacted%5D'],
   ])('%s → %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
   });
