@@ -6,15 +6,19 @@ import { freshBytes, hashSecret, secretKey } from '../secrets.ts';
 // authorization request writes nothing and the token request reads nothing to learn what a code
 // grants (two of a sign-in's three statements; `docs/oidc.md`, Codes and access tokens).
 //
-// The form is `c1.<id>.<sealed>`, base64url: `id` is 16 random bytes; the grant is AES-256-GCM
-// under a key of its own, HMAC-SHA-256 of the id under the install's code key (derived with HKDF
-// from the session secret, as every process of an install shares it), with the issuer and the
-// client's id as associated data, so a code shown to another client, or to another install that
-// shares the secret (a staging copy of the database), does not open. Whoever holds the secret could
-// seal codes, as whoever holds the database's signing keys could sign ID tokens: both are in the
-// database unless configured (`docs/operations.md`, Backups). One key per code: no nonce is ever
-// used twice under a key, however many codes an install issues (a random 96-bit nonce under one key
-// would be safe for 2^32 codes only).
+// The form is `c2.<id>.<sealed>`, base64url: `id` is 16 bytes, the hour the code was sealed in
+// (4 bytes, hours since 1970) and 12 random bytes, the nonce; the grant is AES-256-GCM under that
+// hour's key, HMAC-SHA-256 of the hour under the install's code key (derived with HKDF from the
+// session secret, as every process of an install shares it), with the issuer and the client's id
+// as associated data, so a code shown to another client, or to another install that shares the
+// secret (a staging copy of the database), does not open. Whoever holds the secret could seal
+// codes, as whoever holds the database's signing keys could sign ID tokens: both are in the
+// database unless configured (`docs/operations.md`, Backups). A key per hour keeps random nonces
+// safe (NIST SP 800-38D: 2^32 messages under one key with random 96-bit nonces) for 2^32 codes an
+// hour, and costs a sign-in no key of its own: each process derives an hour's key once.
+// `c1.<id>.<sealed>` codes (a key per code: HMAC-SHA-256 of a random 16-byte id, a fixed nonce),
+// which processes before this form sealed, still open until they expire, so a sign-in under way
+// while the processes of an install are upgraded one by one still redeems.
 //
 // What storing codes gave, sealing keeps. Single use: a redemption inserts its access token under
 // the code's id (`oidc_tokens.code_hash`, unique), so a second one conflicts, and the tokens of a
@@ -50,11 +54,16 @@ export interface CodeRecord {
 /** What a code is issued with; its id and hash are made when it is sealed. */
 export type CodeGrant = Omit<CodeRecord, 'codeHash' | 'redirectUriHash'> & { redirectUri: string };
 
-const VERSION = 'c1';
+const VERSION = 'c2';
+/** The form sealed before hourly keys: opened, never sealed (`#keyOfCode`). */
+const VERSION_1 = 'c1';
 const ID_BYTES = 16;
 const TAG_BYTES = 16;
-/** One key per code, so a fixed nonce is never used twice under a key. */
-const NONCE = Buffer.alloc(12);
+const HOUR = 3_600_000;
+/** `c1`: one key per code, so a fixed nonce is never used twice under a key. */
+const NONCE_1 = Buffer.alloc(12);
+/** Hours whose keys a process keeps: a code lives ten minutes, so at most two are in use. */
+const HOURS_KEPT = 4;
 
 /** SHA-256 of a redirect URI, base64url: what a code holds of it. */
 export function redirectUriHash(redirectUri: string): string {
@@ -67,6 +76,7 @@ type Wire = [string, string, string, string | null, OidcScope[], string | null, 
 export class CodeSealer {
   readonly #key: KeyObject;
   readonly #issuer: string;
+  readonly #hourKeys = new Map<number, KeyObject>();
 
   /** `secret`: the install's session secret (never the key itself: the key is derived for codes alone); `issuer`: the provider's. */
   constructor(secret: string, issuer: string) {
@@ -75,9 +85,11 @@ export class CodeSealer {
   }
 
   seal(grant: CodeGrant): string {
+    const hour = Math.floor(grant.issuedAt / HOUR);
     const id = freshBytes(ID_BYTES);
+    id.writeUInt32BE(hour, 0);
     const wire: Wire = [grant.clientId, grant.profileId, redirectUriHash(grant.redirectUri), grant.codeChallenge, grant.scopes, grant.nonce, grant.authTime, grant.tokenVersion, grant.sid, grant.consentedAt, grant.issuedAt, grant.expiresAt];
-    const cipher = createCipheriv('aes-256-gcm', this.#keyOf(id), NONCE);
+    const cipher = createCipheriv('aes-256-gcm', this.#keyOfHour(hour), id.subarray(4));
     cipher.setAAD(this.#boundTo(grant.clientId));
     const body = Buffer.concat([cipher.update(JSON.stringify(wire), 'utf8'), cipher.final(), cipher.getAuthTag()]);
     return `${VERSION}.${id.toString('base64url')}.${body.toString('base64url')}`;
@@ -89,13 +101,13 @@ export class CodeSealer {
    */
   open(code: string, clientId: string): CodeRecord | null {
     const [version, idText, bodyText, extra] = code.split('.');
-    if (version !== VERSION || !idText || !bodyText || extra !== undefined) return null;
+    if ((version !== VERSION && version !== VERSION_1) || !idText || !bodyText || extra !== undefined) return null;
     const id = Buffer.from(idText, 'base64url');
     const body = Buffer.from(bodyText, 'base64url');
     if (id.length !== ID_BYTES || body.length <= TAG_BYTES) return null;
     let wire: Wire;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.#keyOf(id), NONCE);
+      const decipher = version === VERSION ? createDecipheriv('aes-256-gcm', this.#keyOfHour(id.readUInt32BE(0)), id.subarray(4)) : createDecipheriv('aes-256-gcm', this.#keyOfCode(id), NONCE_1);
       decipher.setAAD(this.#boundTo(clientId));
       decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
       wire = JSON.parse(Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString('utf8')) as Wire;
@@ -113,7 +125,18 @@ export class CodeSealer {
     return Buffer.from(`${this.#issuer}\n${clientId}\n`);
   }
 
-  #keyOf(id: Buffer): KeyObject {
+  /** The key of the codes sealed in `hour`; the last `HOURS_KEPT` hours' are kept. */
+  #keyOfHour(hour: number): KeyObject {
+    const kept = this.#hourKeys.get(hour);
+    if (kept) return kept;
+    const key = secretKey(createHmac('sha256', this.#key).update(`c2 ${hour}`).digest());
+    this.#hourKeys.set(hour, key);
+    if (this.#hourKeys.size > HOURS_KEPT) this.#hourKeys.delete(this.#hourKeys.keys().next().value as number);
+    return key;
+  }
+
+  /** A `c1` code's own key. */
+  #keyOfCode(id: Buffer): KeyObject {
     return createSecretKey(createHmac('sha256', this.#key).update(id).digest());
   }
 }

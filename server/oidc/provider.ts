@@ -12,7 +12,8 @@ import type { LogoutRepository } from './logout-repository.ts';
 import type { OnceInAWhile } from './once-in-a-while.ts';
 import type { RefreshRepository } from './refresh-repository.ts';
 import type { RegistryRepository } from './registry-repository.ts';
-import type { AuthorizationParams, ClientRecord, ConsentRecord, OidcRepository } from './repository.ts';
+import type { AuthorizationParams, ClientRecord, ConsentRecord, OidcRepository, TokenOfCode } from './repository.ts';
+import type { TurnBatch } from '../../db/turn-batch.ts';
 import type { KeptClients } from './kept-clients.ts';
 import type { KeptReadings } from './kept-readings.ts';
 
@@ -24,6 +25,8 @@ export interface Provider {
   refreshTokens: RefreshRepository;
   /** The refresh tokens this process issued and has not seen presented yet (`IssuedHere`). */
   issuedHere: IssuedHere;
+  /** Codes redeemed in one turn of the event loop, their access tokens issued in one statement (`tokensOfCodes`). */
+  tokensOfCodes: TurnBatch<TokenOfCode, boolean>;
   logouts: LogoutRepository;
   /** Last-use times (to the minute) and sessions' clients (once), written only when due (`OnceInAWhile`). */
   lastUses: OnceInAWhile;
@@ -87,7 +90,10 @@ export function backToClient(provider: Pick<Provider, 'issuer'>, to: Pick<Author
     url.hash = new URLSearchParams(fields).toString();
     return { redirect: url.toString() };
   }
-  for (const [key, value] of fields) url.searchParams.set(key, value);
+  // Each `set` of `url.searchParams` would write the whole query again: one writing for all.
+  const query = new URLSearchParams(url.search);
+  for (const [key, value] of fields) query.set(key, value);
+  url.search = query.toString();
   return to.responseMode === 'form_post' ? { redirect: url.toString(), post: { action: to.redirectUri, fields } } : { redirect: url.toString() };
 }
 

@@ -59,6 +59,16 @@ export interface TokenRecord {
   familyId: string | null;
 }
 
+/** An access token to issue for a redeemed code (`issueTokensOfCodes`). */
+export interface TokenOfCode {
+  code: CodeRecord;
+  tokenHash: string;
+  now: number;
+  expiresAt: number;
+  /** The refresh-token family started with it (null: none). */
+  familyId: string | null;
+}
+
 export interface KeyRecord {
   kid: string;
   privateJwk: Record<string, unknown>;
@@ -414,15 +424,41 @@ export class OidcRepository {
    * consent is gone.
    */
   async issueTokenOfCode(code: CodeRecord, tokenHash: string, now: number, expiresAt: number, familyId: string | null = null): Promise<boolean> {
+    return (await this.issueTokensOfCodes([{ code, tokenHash, now, expiresAt, familyId }])).has(tokenHash);
+  }
+
+  /**
+   * `issueTokenOfCode` for several codes in one statement (the token endpoint's `TurnBatch`):
+   * the hashes of the tokens issued. Each row is issued or not on its own conditions; of two rows
+   * of the same code, one is.
+   */
+  async issueTokensOfCodes(issues: readonly TokenOfCode[]): Promise<Set<string>> {
+    if (issues.length === 0) return new Set();
+    const row = '(cast(? as text), cast(? as text), cast(? as text), cast(? as integer), cast(? as bigint), cast(? as bigint), cast(? as text), cast(? as text), cast(? as text), cast(? as text), cast(? as bigint))';
+    // A plain insert of `oidc_tokens` that reads `oidc_consents` (`watchWrites` keeps the kept
+    // consents); the columns of a VALUES list are column1, column2, … in SQLite and PostgreSQL alike.
     const result: unknown = await this.#db.raw(
       `insert into oidc_tokens (token_hash, code_hash, client_id, profile_id, scopes, token_version, created_at, expires_at, family_id, sid)
-       select cast(? as text), cast(? as text), client_id, profile_id, cast(? as text), cast(? as integer), cast(? as bigint), cast(? as bigint), cast(? as text), cast(? as text)
-       from oidc_consents where profile_id = ? and client_id = ? and created_at = ?
+       select v.column1, v.column2, c.client_id, c.profile_id, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8
+       from (values ${issues.map(() => row).join(', ')}) as v, oidc_consents c
+       where c.profile_id = v.column9 and c.client_id = v.column10 and c.created_at = v.column11
        on conflict (code_hash) do nothing
        returning token_hash`,
-      [tokenHash, code.codeHash, JSON.stringify(code.scopes), code.tokenVersion, now, expiresAt, familyId, code.sid, code.profileId, code.clientId, code.consentedAt],
+      issues.flatMap(({ code, tokenHash, now, expiresAt, familyId }) => [
+        tokenHash,
+        code.codeHash,
+        JSON.stringify(code.scopes),
+        code.tokenVersion,
+        now,
+        expiresAt,
+        familyId,
+        code.sid,
+        code.profileId,
+        code.clientId,
+        code.consentedAt,
+      ]),
     );
-    return rawRows(result).length === 1;
+    return new Set(rawRows<{ token_hash: string }>(result).map((issued) => issued.token_hash));
   }
 
   async findToken(tokenHash: string): Promise<TokenRecord | null> {

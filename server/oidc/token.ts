@@ -9,12 +9,28 @@ import { idTokenMeanwhile, type TokenAnswer } from './id-token.ts';
 import { familyRecord, refreshGrant } from './refresh.ts';
 import { checkOnce, personWithClaims, sent, stillHolds, lastUseDue, subjectOf, type Provider } from './provider.ts';
 import { redirectUriHash, type CodeRecord } from './codes.ts';
-import type { ClientRecord, OidcRepository } from './repository.ts';
+import type { ClientRecord, OidcRepository, TokenOfCode } from './repository.ts';
+import { TurnBatch } from '../../db/turn-batch.ts';
 
 export type { TokenAnswer } from './id-token.ts';
 
 /** The token request's parameters; each may be sent once. */
 const TOKEN_PARAMETERS = ['grant_type', 'code', 'redirect_uri', 'code_verifier', 'refresh_token', 'scope', 'device_code', ...CLIENT_PARAMETERS];
+
+/** Redeemed codes per statement (`tokensOfCodes`): 11 parameters each. */
+const CODES_PER_STATEMENT = 32;
+
+/**
+ * The provider's batch of redeemed codes (`Provider.tokensOfCodes`): the codes redeemed in one
+ * turn of the event loop without a refresh token or a last use to note get their access tokens
+ * in one statement, each on its own conditions (`OidcRepository.issueTokensOfCodes`).
+ */
+export function tokensOfCodes(repo: OidcRepository): TurnBatch<TokenOfCode, boolean> {
+  return new TurnBatch(async (issues) => {
+    const issued = await repo.issueTokensOfCodes(issues);
+    return issues.map((issue) => issued.has(issue.tokenHash));
+  }, CODES_PER_STATEMENT);
+}
 
 /** Every refusal of a code says the same, so a client learns nothing about why. */
 const invalidCode = () => new InvalidGrant('Invalid or expired authorization code');
@@ -142,16 +158,18 @@ async function consumeCode(provider: Provider, client: ClientRecord, code: CodeR
   const token = offline ? randomToken() : null;
   const refresh = token ? familyRecord(provider, client, code, randomToken(), hashSecret(token), now) : null;
   const use = lastUseDue(provider, code.profileId, client.id, now);
-  const issue = async (repo: OidcRepository): Promise<boolean> => {
-    if (!(await repo.issueTokenOfCode(code, hashSecret(accessToken), now, now + OIDC_TOKEN_SECONDS * 1000, refresh?.familyId ?? null))) return false;
+  const issue: TokenOfCode = { code, tokenHash: hashSecret(accessToken), now, expiresAt: now + OIDC_TOKEN_SECONDS * 1000, familyId: refresh?.familyId ?? null };
+  const issueWithTheRest = async (repo: OidcRepository): Promise<boolean> => {
+    if (!(await repo.issueTokenOfCode(issue.code, issue.tokenHash, issue.now, issue.expiresAt, issue.familyId))) return false;
     if (refresh) await repo.refreshTokens.insert(refresh);
     if (use.due) await repo.noteUse(code.profileId, client.id, now);
     return true;
   };
   let issued: boolean;
   try {
-    // One statement alone needs no transaction (the common sign-in: no refresh token, last use noted lately).
-    issued = refresh || use.due ? await provider.repo.transaction(issue) : await issue(provider.repo);
+    // One statement alone needs no transaction (the common sign-in: no refresh token, last use
+    // noted lately), and shares its statement with the other codes redeemed in the same turn.
+    issued = refresh || use.due ? await provider.repo.transaction(issueWithTheRest) : await provider.tokensOfCodes.add(issue);
   } catch (error) {
     use.undo();
     throw error;

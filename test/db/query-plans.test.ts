@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type Db } from '../../db/knex.ts';
 import { SessionsRepository } from '../../server/accounts/repository/sessions.ts';
 import { RefreshRepository } from '../../server/oidc/refresh-repository.ts';
+import { OidcRepository } from '../../server/oidc/repository.ts';
 import { statementsSent } from '../helpers/database.ts';
 import { tempDir } from '../helpers/server.ts';
 
@@ -35,6 +36,17 @@ async function planOf(work: () => Promise<unknown>): Promise<string[]> {
 }
 
 describe('query plans on hot paths', () => {
+  it("codes' tokens, issued together, seek each code's consent by its key", async () => {
+    const code = (n: number) => ({
+      codeHash: String(n).repeat(64).slice(0, 64), clientId: 'app', profileId: `~A_B${n}`, redirectUriHash: '', codeChallenge: null, scopes: ['openid' as const],
+      nonce: null, authTime: 1, tokenVersion: 0, sid: null, consentedAt: 1, issuedAt: 1, expiresAt: 2,
+    });
+    const plan = await planOf(() => new OidcRepository(db).issueTokensOfCodes([1, 2, 3].map((n) => ({ code: code(n), tokenHash: String(n).repeat(64), now: 1, expiresAt: 2, familyId: null }))));
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH c USING INDEX \w+ \(profile_id=\? AND client_id=\?\)$/));
+    // The codes' own rows are read in turn; no table is.
+    expect(plan.filter((line) => line.startsWith('SCAN') && !/^SCAN (v|\d+ CONSTANT ROWS)$/.test(line))).toEqual([]);
+  });
+
   it("a refresh token's lookup asks whether its family was revoked through revoked tokens only, not through every token the family rotated", async () => {
     const plan = await planOf(() => new RefreshRepository(db).find('a'.repeat(43)));
     expect(plan.some((line) => /SEARCH t USING INDEX .*\(token_hash=\?\)/.test(line))).toBe(true);

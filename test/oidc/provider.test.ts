@@ -212,7 +212,7 @@ describe('the spec\'s sign-in error messages, word for word', () => {
     for (const { body } of issued) {
       expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${body.access_token}` } })).status).toBe(401);
     }
-    // A code is sealed (`codes.ts`): its single use is named by the SHA-256 of its id, the part after `c1.`.
+    // A code is sealed (`codes.ts`): its single use is named by the SHA-256 of its id, the part after `c2.`.
     const codeHash = createHash('sha256').update(Buffer.from(code.split('.')[1] ?? '', 'base64url')).digest('hex');
     expect(await server.service.db('oidc_tokens').where({ code_hash: codeHash }).count({ n: '*' })).toEqual([{ n: issued.length }]);
   });

@@ -4,11 +4,12 @@
  * whatever its spelling, dies with the consent it was issued under, and redeems on any process of
  * the install. And a sign-in with a session and a consent writes once: the token.
  */
-import { createHash } from 'node:crypto';
+import { createCipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CodeSealer, type CodeGrant, type CodeRecord } from '../../server/oidc/codes.ts';
 import { OidcRepository } from '../../server/oidc/repository.ts';
+import { tokensOfCodes } from '../../server/oidc/token.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { dropTestDatabase } from '../helpers/database.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
@@ -36,7 +37,9 @@ describe('CodeSealer', () => {
 
   it('opens what it sealed, for the client it was sealed for, with its id hashed', () => {
     const code = sealer.seal(GRANT);
-    expect(code).toMatch(/^c1\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+$/);
+    expect(code).toMatch(/^c2\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+$/);
+    // The id begins with the hour it was sealed in: that hour's key opens it.
+    expect(Buffer.from(code.split('.')[1] ?? '', 'base64url').readUInt32BE(0)).toBe(Math.floor(GRANT.issuedAt / 3_600_000));
     const { redirectUri, ...rest } = GRANT;
     expect(sealer.open(code, 'app')).toEqual({
       ...rest,
@@ -66,9 +69,38 @@ describe('CodeSealer', () => {
   it('opens nothing malformed, and never throws', () => {
     const code = sealer.seal(GRANT);
     const [, id, body] = code.split('.');
-    for (const text of ['', 'c1', 'c1.', 'c1..', `c2.${id}.${body}`, `c1.${id}`, `c1.${id}.`, `c1.${id}.${body}.x`, `c1.${id}x.${body}`, `c1.${id}.${body?.slice(0, 20)}`, 'x'.repeat(5000), '\u0000.\u0000.\u0000']) {
+    for (const text of ['', 'c1', 'c1.', 'c1..', `c3.${id}.${body}`, `c1.${id}.${body}`, `c1.${id}`, `c1.${id}.`, `c1.${id}.${body}.x`, `c1.${id}x.${body}`, `c1.${id}.${body?.slice(0, 20)}`, 'x'.repeat(5000), '\u0000.\u0000.\u0000']) {
       expect(sealer.open(text, 'app'), text.slice(0, 40)).toBeNull();
     }
+  });
+
+  it('opens a code sealed in another hour, by another process of the install, and never one whose hour was altered', () => {
+    const later = { ...GRANT, issuedAt: GRANT.issuedAt + 5 * 3_600_000, expiresAt: GRANT.expiresAt + 5 * 3_600_000 };
+    const codes = [sealer.seal(GRANT), sealer.seal(later), sealer.seal(GRANT)];
+    const other = new CodeSealer(SECRET, 'https://openreview.example.org');
+    for (const code of codes) expect(other.open(code, 'app')).not.toBeNull();
+    // Two codes of one hour and one grant share the hour, never the nonce.
+    const ids = codes.map((code) => Buffer.from(code.split('.')[1] ?? '', 'base64url'));
+    expect(ids[0]?.subarray(0, 4)).toEqual(ids[2]?.subarray(0, 4));
+    expect(ids[0]?.subarray(4)).not.toEqual(ids[2]?.subarray(4));
+    const [, idText, body] = (codes[0] ?? '').split('.');
+    const id = Buffer.from(idText ?? '', 'base64url');
+    id.writeUInt32BE(id.readUInt32BE(0) + 1, 0);
+    expect(sealer.open(`c2.${id.toString('base64url')}.${body}`, 'app')).toBeNull();
+  });
+
+  it('still opens a code of the earlier form (`c1`, a key per code), sealed by a process before the upgrade', () => {
+    const codeKey = createHmac.bind(null, 'sha256', Buffer.from(hkdfSync('sha256', SECRET, 'oidc-codes', 'authorization codes, AES-256-GCM', 32)));
+    const id = randomBytes(16);
+    const { redirectUri, ...rest } = GRANT;
+    const wire = [GRANT.clientId, GRANT.profileId, createHash('sha256').update(redirectUri).digest('base64url'), GRANT.codeChallenge, GRANT.scopes, GRANT.nonce, GRANT.authTime, GRANT.tokenVersion, GRANT.sid, GRANT.consentedAt, GRANT.issuedAt, GRANT.expiresAt];
+    const cipher = createCipheriv('aes-256-gcm', codeKey().update(id).digest(), Buffer.alloc(12));
+    cipher.setAAD(Buffer.from('https://openreview.example.org\napp\n'));
+    const sealed = Buffer.concat([cipher.update(JSON.stringify(wire), 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    const code = `c1.${id.toString('base64url')}.${sealed.toString('base64url')}`;
+    expect(sealer.open(code, 'app')).toEqual({ ...rest, redirectUriHash: wire[2], codeHash: createHash('sha256').update(id).digest('hex') });
+    expect(sealer.open(code, 'other-app')).toBeNull();
+    expect(sealer.open(code.replace(/^c1/, 'c2'), 'app')).toBeNull();
   });
 });
 
@@ -104,7 +136,7 @@ describe('authorization codes on two processes of one install', () => {
     const request = await requestAt(at, clientId, opts.scope ? { scope: opts.scope } : {});
     const page = await agent.authorize(request.url, opts.who ?? person);
     const code = new URL(page.location ?? 'http://x').searchParams.get('code');
-    expect(code, page.html.slice(0, 300)).toMatch(/^c1\./);
+    expect(code, page.html.slice(0, 300)).toMatch(/^c2\./);
     return { code: code ?? '', verifier: request.verifier, agent };
   }
 
@@ -230,6 +262,33 @@ describe('authorization codes on two processes of one install', () => {
     expect(again.grantedAt).toBe(now + 10);
     expect(await issue(code(now))).toBe(false);
     expect(await issue(code(now + 10))).toBe(true);
+
+    // Several codes in one statement (the token endpoint's batch): each on its own conditions.
+    const tokenHash = () => createHash('sha256').update(Math.random().toString()).digest('hex');
+    const live = code(now + 10);
+    const issues = [live, live, code(now), code(now + 10)].map((c) => ({ code: c, tokenHash: tokenHash(), now, expiresAt: now + 3_600_000, familyId: null }));
+    const issued = await repo.issueTokensOfCodes(issues);
+    // The same code twice: one token (which one is the database's choice); a withdrawn consent's
+    // code: none; another live code: its own.
+    const got = issues.map((i) => issued.has(i.tokenHash));
+    expect([got[0] !== got[1], got[2], got[3]]).toEqual([true, false, true]);
+    expect(await repo.issueTokensOfCodes(issues)).toEqual(new Set());
+    expect(await repo.issueTokensOfCodes([])).toEqual(new Set());
+
+    // The token endpoint's batch: codes redeemed in one turn go in one statement.
+    const batch = tokensOfCodes(repo);
+    const sent: string[] = [];
+    const listener = (query: { sql: string }) => sent.push(query.sql);
+    a.service.db.on('query', listener);
+    try {
+      const same = code(now + 10);
+      const turn = [same, same, code(now), code(now + 10)].map((c) => ({ code: c, tokenHash: tokenHash(), now, expiresAt: now + 3_600_000, familyId: null }));
+      const answers = await Promise.all(turn.map((i) => batch.add(i)));
+      expect([answers[0] !== answers[1], answers[2], answers[3]]).toEqual([true, false, true]);
+    } finally {
+      a.service.db.off('query', listener);
+    }
+    expect(sent).toHaveLength(1);
   });
 
   it('issued from a consent another process withdrew and gave again (narrower) meanwhile, gives no token', async () => {
@@ -253,6 +312,32 @@ describe('authorization codes on two processes of one install', () => {
     else expect(page.html).toContain('action="/oidc/consent"');
   });
 
+  it('codes redeemed at once share one statement, and each redeems once', async () => {
+    const { agent } = await codeAt(a);
+    const warm = await codeAt(a, agent);
+    expect((await redeem(a, warm.code, warm.verifier)).status).toBe(200);
+    const codes = [];
+    for (let i = 0; i < 6; i += 1) codes.push(await codeAt(a, agent));
+    const sent: string[] = [];
+    const listener = (query: { sql: string }) => sent.push(query.sql);
+    a.service.db.on('query', listener);
+    let answers;
+    try {
+      // Each code twice, all at once: the second redemption of each is refused, and revokes the first's token.
+      answers = await Promise.all(codes.flatMap(({ code, verifier }) => [redeem(a, code, verifier), redeem(a, code, verifier)]));
+    } finally {
+      a.service.db.off('query', listener);
+    }
+    // How many share a statement depends on how the requests arrive; each is in one.
+    const inserts = sent.filter((sql) => /^\s*insert into oidc_tokens/.test(sql));
+    expect(inserts.length).toBeGreaterThanOrEqual(1);
+    expect(inserts.length).toBeLessThanOrEqual(12);
+    for (let i = 0; i < codes.length; i += 1) {
+      const pair = [answers[2 * i], answers[2 * i + 1]].map((answer) => answer?.status).sort();
+      expect(pair).toEqual([200, 400]);
+    }
+  });
+
   it('a sign-in with a session and a consent writes once: the token', async () => {
     const { agent } = await codeAt(a);
     // The session's client is recorded on its first code, the client's last use once a minute.
@@ -271,6 +356,6 @@ describe('authorization codes on two processes of one install', () => {
     // again on a slow machine; the code itself is neither written nor read.
     const writes = sent.filter((sql) => /^(insert|update|delete|replace)\b/i.test(sql));
     expect(writes).toHaveLength(1);
-    expect(writes[0]).toMatch(/^insert into oidc_tokens .* from oidc_consents where/);
+    expect(writes[0]).toMatch(/^insert into oidc_tokens .* oidc_consents c where/);
   });
 });
