@@ -82,19 +82,44 @@ export const STATE_MAX = 2048;
 /** How an answer goes back to the client, when not in the query (`response_mode`, `AuthorizationParams`). */
 export type ResponseMode = NonNullable<AuthorizationParams['responseMode']>;
 
+/** Redirect URIs read by `plainUri`, up to `PLAIN_URIS_KEPT` (then read again). */
+const plainUris = new Map<string, boolean>();
+const PLAIN_URIS_KEPT = 1000;
+
+/**
+ * Whether a redirect URI is written by `URL` exactly as it is, with no query or fragment: an
+ * answer's query then follows it as it stands, without the URI taken apart and written again
+ * for every answer (most are; a sign-in's redirect is built on each authorization request).
+ */
+function plainUri(uri: string): boolean {
+  let plain = plainUris.get(uri);
+  if (plain === undefined) {
+    plain = !uri.includes('?') && !uri.includes('#') && URL.parse(uri)?.href === uri;
+    if (plainUris.size >= PLAIN_URIS_KEPT) plainUris.clear();
+    plainUris.set(uri, plain);
+  }
+  return plain;
+}
+
 /** The way back to the client: its redirect URI with `values`, and always `iss` (RFC 9207), in the response mode asked for. */
 export function backToClient(provider: Pick<Provider, 'issuer'>, to: Pick<AuthorizationParams, 'redirectUri' | 'responseMode'>, values: Record<string, string | undefined>): BackToClient {
   const fields = Object.entries({ ...values, iss: provider.issuer }).filter((entry): entry is [string, string] => entry[1] !== undefined);
-  const url = new URL(to.redirectUri);
+  let redirect: string;
   if (to.responseMode === 'fragment') {
+    const url = new URL(to.redirectUri);
     url.hash = new URLSearchParams(fields).toString();
     return { redirect: url.toString() };
+  } else if (plainUri(to.redirectUri)) {
+    redirect = `${to.redirectUri}?${new URLSearchParams(fields).toString()}`;
+  } else {
+    // Each `set` of `url.searchParams` would write the whole query again: one writing for all.
+    const url = new URL(to.redirectUri);
+    const query = new URLSearchParams(url.search);
+    for (const [key, value] of fields) query.set(key, value);
+    url.search = query.toString();
+    redirect = url.toString();
   }
-  // Each `set` of `url.searchParams` would write the whole query again: one writing for all.
-  const query = new URLSearchParams(url.search);
-  for (const [key, value] of fields) query.set(key, value);
-  url.search = query.toString();
-  return to.responseMode === 'form_post' ? { redirect: url.toString(), post: { action: to.redirectUri, fields } } : { redirect: url.toString() };
+  return to.responseMode === 'form_post' ? { redirect, post: { action: to.redirectUri, fields } } : { redirect };
 }
 
 /**
