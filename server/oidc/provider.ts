@@ -204,8 +204,19 @@ export function subjectOf(provider: Pick<Provider, 'pairwiseKey'>, client: Pick<
  * cannot match a person by it), and never shows the session's id.
  */
 export function sidOf(provider: Pick<Provider, 'pairwiseKey'>, sessionId: string, clientId: string): string {
-  return createHmac('sha256', provider.pairwiseKey).update(`sid\n${sessionId}\n${clientId}`).digest('base64url').slice(0, 32);
+  const input = `sid\n${sessionId}\n${clientId}`;
+  // Every authorization request of a session derives its `sid` again: the last ones are kept.
+  const kept = sidsKept.get(input);
+  if (kept !== undefined && kept.key === provider.pairwiseKey) return kept.sid;
+  const sid = createHmac('sha256', provider.pairwiseKey).update(input).digest('base64url').slice(0, 32);
+  if (sidsKept.size >= SIDS_KEPT) sidsKept.clear();
+  sidsKept.set(input, { key: provider.pairwiseKey, sid });
+  return sid;
 }
+
+/** `sidOf`'s latest answers (a process has one provider, whose key is checked all the same), up to `SIDS_KEPT`. */
+const sidsKept = new Map<string, { key: KeyObject; sid: string }>();
+const SIDS_KEPT = 1000;
 
 /**
  * Whether the client's last use of a person's tokens is due to be written now (at most once a
