@@ -2,9 +2,11 @@
  * Calls made within one turn of the event loop, sent to the database together. The first call of
  * a turn schedules the batch for the end of the turn (`setImmediate`: after the turn's I/O
  * callbacks, so every request read in that turn has had its say), and `run` gets up to `most`
- * items at a time, answering each item's result in order. A failed run fails each of its items
- * with the same error, as each would have failed alone: a batch is one statement, so either all
- * of its writes happen or none.
+ * items at a time, answering each item's result in order. A batch is one statement, so either
+ * all of its writes happen or none: when a run of several items fails, each item is run again
+ * alone, so an item fails only as it would have alone (one whose row breaks a constraint, as a
+ * client deleted meanwhile on PostgreSQL, or a transient error that strikes it again) and the
+ * others of its batch do not fail with it.
  *
  * What it saves: every statement is a hop to libuv's thread pool and back, each hop a kernel
  * wake-up on both sides, and each SQLite commit a write to the log; under load, many requests
@@ -14,7 +16,7 @@
 export class TurnBatch<I, O> {
   readonly #run: (items: readonly I[]) => Promise<readonly O[]>;
   readonly #most: number;
-  #waiting: Array<{ item: I; resolve: (result: O) => void; reject: (error: unknown) => void }> = [];
+  #waiting: Array<Waiting<I, O>> = [];
 
   constructor(run: (items: readonly I[]) => Promise<readonly O[]>, most: number) {
     if (!Number.isInteger(most) || most < 1) throw new Error('TurnBatch: most must be a whole number from 1');
@@ -34,25 +36,19 @@ export class TurnBatch<I, O> {
     this.#waiting = [];
     for (let start = 0; start < waiting.length; start += this.#most) {
       const part = waiting.slice(start, start + this.#most);
-      let running: Promise<readonly O[]>;
-      try {
-        running = this.#run(part.map((entry) => entry.item));
-      } catch (error) {
-        running = Promise.reject(error);
-      }
-      running.then(
-        (results) => {
-          if (results.length !== part.length) {
-            const error = new Error(`TurnBatch: ${results.length} results for ${part.length} items`);
-            for (const entry of part) entry.reject(error);
-            return;
-          }
-          part.forEach((entry, i) => entry.resolve(results[i] as O));
-        },
-        (error: unknown) => {
-          for (const entry of part) entry.reject(error);
-        },
-      );
+      this.#settle(part).catch((error: unknown) => {
+        if (part.length === 1) return part[0]?.reject(error);
+        for (const entry of part) this.#settle([entry]).catch(entry.reject);
+      });
     }
   }
+
+  /** Runs `part`'s items together and answers each its result; rejects when the run fails. */
+  async #settle(part: readonly Waiting<I, O>[]): Promise<void> {
+    const results = await this.#run(part.map((entry) => entry.item));
+    if (results.length !== part.length) throw new Error(`TurnBatch: ${results.length} results for ${part.length} items`);
+    part.forEach((entry, i) => entry.resolve(results[i] as O));
+  }
 }
+
+type Waiting<I, O> = { item: I; resolve: (result: O) => void; reject: (error: unknown) => void };

@@ -1,6 +1,7 @@
 /**
  * `TurnBatch` (`db/turn-batch.ts`): the calls of one turn of the event loop run together, each
- * answered with its own result, and a failed run fails each of its calls.
+ * answered with its own result; when a run of several fails, each runs alone, so a call fails
+ * only as it would have alone.
  */
 import { describe, expect, it } from 'vitest';
 import { TurnBatch } from '../../db/turn-batch.ts';
@@ -39,16 +40,31 @@ describe('TurnBatch', () => {
     expect(runs).toEqual([[1, 2], [3, 4], [5]]);
   });
 
-  it('fails each call of a failed run with its error, and only those', async () => {
+  it('runs each item of a failed run alone: only an item that fails alone fails', async () => {
     const error = new Error('the statement failed');
-    const { batch } = doubling(2, (items) => (items.includes(3) ? error : undefined));
-    const results = await Promise.allSettled([1, 2, 3, 4].map((n) => batch.add(n)));
+    // A run fails whenever it holds 3, as a statement fails with a row that breaks a constraint.
+    const { batch, runs } = doubling(2, (items) => (items.includes(3) ? error : undefined));
+    const results = await Promise.allSettled([1, 2, 3, 4, 5].map((n) => batch.add(n)));
     expect(results).toEqual([
       { status: 'fulfilled', value: 2 },
       { status: 'fulfilled', value: 4 },
       { status: 'rejected', reason: error },
-      { status: 'rejected', reason: error },
+      { status: 'fulfilled', value: 8 },
+      { status: 'fulfilled', value: 10 },
     ]);
+    expect(runs).toEqual([[1, 2], [3, 4], [5], [3], [4]]);
+  });
+
+  it('fails an item alone with the error of its own run', async () => {
+    let runsSoFar = 0;
+    const batch = new TurnBatch<number, number>(async () => {
+      runsSoFar += 1;
+      throw new Error(`run ${runsSoFar}`);
+    }, 5);
+    const results = await Promise.allSettled([batch.add(1), batch.add(2)]);
+    expect(results.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : r.status))).toEqual(['run 2', 'run 3']);
+    const alone = await Promise.allSettled([batch.add(1)]);
+    expect(alone.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : r.status))).toEqual(['run 4']);
   });
 
   it('fails the calls when the run throws at once, or answers a result short', async () => {
@@ -59,7 +75,10 @@ describe('TurnBatch', () => {
     await expect(throwing.add(1)).rejects.toBe(thrown);
     const short = new TurnBatch<number, number>(async () => [1], 5);
     const results = await Promise.allSettled([short.add(1), short.add(2)]);
-    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    // Run together, one result is short; each run alone answers its one.
+    expect(results).toEqual([{ status: 'fulfilled', value: 1 }, { status: 'fulfilled', value: 1 }]);
+    const nothing = new TurnBatch<number, number>(async () => [], 5);
+    expect((await Promise.allSettled([nothing.add(1)])).map((r) => r.status)).toEqual(['rejected']);
   });
 
   it('refuses a batch size that is not a whole number from 1', () => {

@@ -289,6 +289,15 @@ describe('authorization codes on two processes of one install', () => {
       a.service.db.off('query', listener);
     }
     expect(sent).toHaveLength(1);
+
+    // A row that fails the statement (here a token hash already stored, as a client deleted
+    // meanwhile fails PostgreSQL's foreign key) fails its own redemption only: the batch runs
+    // again one code at a time.
+    const stored = issues.find((i) => issued.has(i.tokenHash))?.tokenHash ?? '';
+    const breaking = [code(now + 10), code(now + 10), code(now + 10)].map((c, i) => ({ code: c, tokenHash: i === 1 ? stored : tokenHash(), now, expiresAt: now + 3_600_000, familyId: null }));
+    const settled = await Promise.allSettled(breaking.map((i) => batch.add(i)));
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(settled.map((r) => (r.status === 'fulfilled' ? r.value : null))).toEqual([true, null, true]);
   });
 
   it('issued from a consent another process withdrew and gave again (narrower) meanwhile, gives no token', async () => {
