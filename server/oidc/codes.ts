@@ -62,7 +62,7 @@ const TAG_BYTES = 16;
 const HOUR = 3_600_000;
 /** `c1`: one key per code, so a fixed nonce is never used twice under a key. */
 const NONCE_1 = Buffer.alloc(12);
-/** Hours whose keys a process keeps: a code lives ten minutes, so at most two are in use. */
+/** Hours whose keys a process keeps: codes open only in their hour, the one before or after (`open`). */
 const HOURS_KEPT = 4;
 
 /** SHA-256 of a redirect URI, base64url: what a code holds of it. */
@@ -96,18 +96,23 @@ export class CodeSealer {
   }
 
   /**
-   * The grant of a code `clientId` presents, or null: not a sealed code, sealed under another
-   * key, for another client, or altered. Its expiry is the caller's to check.
+   * The grant of a code `clientId` presents at `now`, or null: not a sealed code, sealed under
+   * another key, for another client, altered, or sealed in an hour other than this one, the last
+   * or the next (a code lives minutes; the next hour allows for processes' clocks apart). Its
+   * expiry is the caller's to check. The hour is read first, so a code of any other hour costs
+   * no key: made-up codes cannot push the hours in use out of those kept.
    */
-  open(code: string, clientId: string): CodeRecord | null {
+  open(code: string, clientId: string, now: number): CodeRecord | null {
     const [version, idText, bodyText, extra] = code.split('.');
     if ((version !== VERSION && version !== VERSION_1) || !idText || !bodyText || extra !== undefined) return null;
     const id = Buffer.from(idText, 'base64url');
     const body = Buffer.from(bodyText, 'base64url');
     if (id.length !== ID_BYTES || body.length <= TAG_BYTES) return null;
+    const hour = id.readUInt32BE(0);
+    if (version === VERSION && Math.abs(hour - Math.floor(now / HOUR)) > 1) return null;
     let wire: Wire;
     try {
-      const decipher = version === VERSION ? createDecipheriv('aes-256-gcm', this.#keyOfHour(id.readUInt32BE(0)), id.subarray(4)) : createDecipheriv('aes-256-gcm', this.#keyOfCode(id), NONCE_1);
+      const decipher = version === VERSION ? createDecipheriv('aes-256-gcm', this.#keyOfHour(hour), id.subarray(4)) : createDecipheriv('aes-256-gcm', this.#keyOfCode(id), NONCE_1);
       decipher.setAAD(this.#boundTo(clientId));
       decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
       wire = JSON.parse(Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString('utf8')) as Wire;

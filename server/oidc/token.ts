@@ -96,7 +96,7 @@ function codeGrant(provider: Provider, client: ClientRecord, field: (name: strin
 function checkCode(provider: Provider, client: ClientRecord, code: string | undefined, now: number): CodeRecord {
   // A request without a code is malformed (RFC 6749 §5.2), not a wrong code.
   if (!code) throw new InvalidRequest('code is required');
-  const found = provider.codes.open(code, client.id);
+  const found = provider.codes.open(code, client.id, now);
   if (!found || !(found.expiresAt > now)) throw invalidCode();
   return found;
 }

@@ -32,6 +32,8 @@ const GRANT: CodeGrant = {
 };
 
 describe('CodeSealer', () => {
+  /** When the codes of `GRANT`'s hour are opened. */
+  const AT = GRANT.issuedAt + 60_000;
   const SECRET = 'an install secret of at least thirty-two characters';
   const sealer = new CodeSealer(SECRET, 'https://openreview.example.org');
 
@@ -41,7 +43,7 @@ describe('CodeSealer', () => {
     // The id begins with the hour it was sealed in: that hour's key opens it.
     expect(Buffer.from(code.split('.')[1] ?? '', 'base64url').readUInt32BE(0)).toBe(Math.floor(GRANT.issuedAt / 3_600_000));
     const { redirectUri, ...rest } = GRANT;
-    expect(sealer.open(code, 'app')).toEqual({
+    expect(sealer.open(code, 'app', AT)).toEqual({
       ...rest,
       redirectUriHash: createHash('sha256').update(redirectUri).digest('base64url'),
       codeHash: createHash('sha256').update(Buffer.from(code.split('.')[1] ?? '', 'base64url')).digest('hex'),
@@ -54,31 +56,37 @@ describe('CodeSealer', () => {
 
   it('opens nothing for another client, under another secret or issuer, or altered anywhere', () => {
     const code = sealer.seal(GRANT);
-    expect(sealer.open(code, 'other-app')).toBeNull();
-    expect(new CodeSealer('another install secret of thirty-two characters or more', 'https://openreview.example.org').open(code, 'app')).toBeNull();
+    expect(sealer.open(code, 'other-app', AT)).toBeNull();
+    expect(new CodeSealer('another install secret of thirty-two characters or more', 'https://openreview.example.org').open(code, 'app', AT)).toBeNull();
     // A copy of the install (its database, so its secret) under another address: a staging server.
-    expect(new CodeSealer(SECRET, 'https://staging.openreview.example.org').open(code, 'app')).toBeNull();
-    expect(new CodeSealer(SECRET, 'https://openreview.example.org').open(code, 'app')).not.toBeNull();
+    expect(new CodeSealer(SECRET, 'https://staging.openreview.example.org').open(code, 'app', AT)).toBeNull();
+    expect(new CodeSealer(SECRET, 'https://openreview.example.org').open(code, 'app', AT)).not.toBeNull();
     const flip = (text: string, at: number) => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1);
     // Every character of the sealed part, and the id's first one.
     const sealedFrom = code.lastIndexOf('.') + 1;
-    for (let at = sealedFrom; at < code.length - 1; at += 1) expect(sealer.open(flip(code, at), 'app')).toBeNull();
-    expect(sealer.open(flip(code, 3), 'app')).toBeNull();
+    for (let at = sealedFrom; at < code.length - 1; at += 1) expect(sealer.open(flip(code, at), 'app', AT)).toBeNull();
+    expect(sealer.open(flip(code, 3), 'app', AT)).toBeNull();
   });
 
   it('opens nothing malformed, and never throws', () => {
     const code = sealer.seal(GRANT);
     const [, id, body] = code.split('.');
     for (const text of ['', 'c1', 'c1.', 'c1..', `c3.${id}.${body}`, `c1.${id}.${body}`, `c1.${id}`, `c1.${id}.`, `c1.${id}.${body}.x`, `c1.${id}x.${body}`, `c1.${id}.${body?.slice(0, 20)}`, 'x'.repeat(5000), '\u0000.\u0000.\u0000']) {
-      expect(sealer.open(text, 'app'), text.slice(0, 40)).toBeNull();
+      expect(sealer.open(text, 'app', AT), text.slice(0, 40)).toBeNull();
     }
   });
 
-  it('opens a code sealed in another hour, by another process of the install, and never one whose hour was altered', () => {
-    const later = { ...GRANT, issuedAt: GRANT.issuedAt + 5 * 3_600_000, expiresAt: GRANT.expiresAt + 5 * 3_600_000 };
+  it('opens a code in its hour, the next or the one before, on another process of the install, and never one whose hour was altered', () => {
+    const HOUR = 3_600_000;
+    const later = { ...GRANT, issuedAt: GRANT.issuedAt + 5 * HOUR, expiresAt: GRANT.expiresAt + 5 * HOUR };
     const codes = [sealer.seal(GRANT), sealer.seal(later), sealer.seal(GRANT)];
     const other = new CodeSealer(SECRET, 'https://openreview.example.org');
-    for (const code of codes) expect(other.open(code, 'app')).not.toBeNull();
+    for (const [code, at] of [[codes[0], AT], [codes[1], AT + 5 * HOUR], [codes[2], AT]] as const) {
+      // Its hour; the next (sealed late in the hour, or by a process whose clock is ahead); the one before.
+      for (const when of [at, at + HOUR, at - HOUR]) expect(other.open(code ?? '', 'app', when)).not.toBeNull();
+      // Past those, no code can still be live: it opens to nothing, and costs no key.
+      for (const when of [at + 2 * HOUR, at - 2 * HOUR]) expect(other.open(code ?? '', 'app', when)).toBeNull();
+    }
     // Two codes of one hour and one grant share the hour, never the nonce.
     const ids = codes.map((code) => Buffer.from(code.split('.')[1] ?? '', 'base64url'));
     expect(ids[0]?.subarray(0, 4)).toEqual(ids[2]?.subarray(0, 4));
@@ -86,7 +94,7 @@ describe('CodeSealer', () => {
     const [, idText, body] = (codes[0] ?? '').split('.');
     const id = Buffer.from(idText ?? '', 'base64url');
     id.writeUInt32BE(id.readUInt32BE(0) + 1, 0);
-    expect(sealer.open(`c2.${id.toString('base64url')}.${body}`, 'app')).toBeNull();
+    expect(sealer.open(`c2.${id.toString('base64url')}.${body}`, 'app', AT)).toBeNull();
   });
 
   it('still opens a code of the earlier form (`c1`, a key per code), sealed by a process before the upgrade', () => {
@@ -98,9 +106,9 @@ describe('CodeSealer', () => {
     cipher.setAAD(Buffer.from('https://openreview.example.org\napp\n'));
     const sealed = Buffer.concat([cipher.update(JSON.stringify(wire), 'utf8'), cipher.final(), cipher.getAuthTag()]);
     const code = `c1.${id.toString('base64url')}.${sealed.toString('base64url')}`;
-    expect(sealer.open(code, 'app')).toEqual({ ...rest, redirectUriHash: wire[2], codeHash: createHash('sha256').update(id).digest('hex') });
-    expect(sealer.open(code, 'other-app')).toBeNull();
-    expect(sealer.open(code.replace(/^c1/, 'c2'), 'app')).toBeNull();
+    expect(sealer.open(code, 'app', AT)).toEqual({ ...rest, redirectUriHash: wire[2], codeHash: createHash('sha256').update(id).digest('hex') });
+    expect(sealer.open(code, 'other-app', AT)).toBeNull();
+    expect(sealer.open(code.replace(/^c1/, 'c2'), 'app', AT)).toBeNull();
   });
 });
 
