@@ -273,7 +273,8 @@ export class Outbox implements Mailer {
         const rows = await this.#repo.due(this.#now(), BATCH);
         more = rows.length === BATCH;
         for (const row of rows) {
-          if (!held || (await this.#attempt(row)) === 'stop') {
+          // Closing stops the run after the mail it is sending, not after its batch.
+          if (!held || this.#closed || (await this.#attempt(row)) === 'stop') {
             more = false;
             break;
           }

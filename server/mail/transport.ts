@@ -1,6 +1,7 @@
-import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
+import { syncFolder } from '../operations/backup-folder.ts';
 import type { MailMessage } from './mailer.ts';
 
 /** A mail as the outbox hands it to a transport: the message, its Message-ID and its row. */
@@ -97,7 +98,9 @@ export function smtpTransport(url: string, from: string): Transport {
  * transport. A file is named after its outbox row (when it was written, then its id), so a
  * listing is in the order the mails were written, and a mail tried again after a crash between
  * writing its file and marking its row finds its file there and is not written twice. Each file
- * appears whole (written aside, then renamed), so a reader never sees half a message.
+ * appears whole (written aside, then renamed), so a reader never sees half a message, and is on
+ * the disk, its bytes and its name flushed, before its row is marked sent: a power loss loses no
+ * mail the outbox let go of.
  */
 export function outboxFolderTransport(dataDir: string, from: string): Transport {
   const outbox = path.join(dataDir, 'outbox');
@@ -107,13 +110,24 @@ export function outboxFolderTransport(dataDir: string, from: string): Transport 
     async deliver(mail) {
       const name = `${mail.createdAt}-${String(mail.id).padStart(10, '0')}.eml`;
       const file = path.join(outbox, name);
-      if (await stat(file).then(() => true, () => false)) return;
+      // Written before: kept. An empty file is what a power loss leaves of one written by a
+      // version that did not flush its bytes before the rename: written again.
+      if (((await stat(file).catch(() => null))?.size ?? 0) > 0) return;
       try {
         const info = await (await transport.get()).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, messageId: mail.messageId });
-        await mkdir(outbox, { recursive: true });
+        if ((await mkdir(outbox, { recursive: true })) !== undefined) await syncFolder(dataDir);
         const aside = path.join(outbox, `.${name}.tmp`);
-        await writeFile(aside, info.message as Buffer, { mode: 0o600 });
+        // On the disk before the row is marked sent, as a mail server's spool is before it
+        // answers: the bytes, then the name (a crash or a power loss leaves the whole file or none).
+        const handle = await open(aside, 'w', 0o600);
+        try {
+          await handle.writeFile(info.message as Buffer);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
         await rename(aside, file);
+        await syncFolder(outbox);
       } catch (error) {
         // A full or read-only disk is the folder's outage: every mail waits for it.
         throw new DeliveryError('unreachable', (error as NodeJS.ErrnoException).code ?? (error as Error).name);

@@ -20,6 +20,8 @@ export interface CatcherOptions {
   port?: number;
   /** An SMTP reply code (4xx, 5xx) to refuse a recipient with, or null to take it. */
   refuse?: (to: string) => number | null;
+  /** Holds each recipient's answer until the promise this gives settles (a slow mail server). */
+  hold?: (to: string) => Promise<void>;
 }
 
 export interface MailCatcher {
@@ -37,9 +39,14 @@ export async function startMailCatcher(options: CatcherOptions = {}): Promise<Ma
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     onRcptTo(address, _session, done) {
-      const code = options.refuse?.(address.address.toLowerCase()) ?? null;
-      if (code === null) return done();
-      done(Object.assign(new Error(code >= 500 ? 'Mailbox unavailable' : 'Try again later'), { responseCode: code }));
+      const to = address.address.toLowerCase();
+      const answer = () => {
+        const code = options.refuse?.(to) ?? null;
+        if (code === null) return done();
+        done(Object.assign(new Error(code >= 500 ? 'Mailbox unavailable' : 'Try again later'), { responseCode: code }));
+      };
+      if (options.hold) void options.hold(to).then(answer, answer);
+      else answer();
     },
     onData(stream, session, done) {
       simpleParser(stream)

@@ -182,6 +182,59 @@ describe('the outbox', () => {
     expect((await service.service.db('mail_outbox').first()) as { state: string }).toMatchObject({ state: 'sent', body: null });
   });
 
+  it('writes again a mail whose file a power loss left empty, and leaves no file aside', async () => {
+    const service = await server();
+    const mailer = service.service.services.mailer;
+    const folder = path.join(service.dataDir, 'outbox');
+    // Held back first (a file where the folder goes), to keep the row as it is before it is sent.
+    await writeFile(folder, '');
+    await signUp(service.url, 'flushed@example.org');
+    await mailer.settled();
+    const waiting = (await service.service.db('mail_outbox').first()) as { id: number; body: string };
+    await rm(folder);
+    await mailer.retry('all');
+    expect((await readOutbox(service.dataDir)).map((m) => m.to)).toEqual(['flushed@example.org']);
+    const [name] = await written(service.dataDir);
+    const file = path.join(folder, name ?? '');
+    const whole = readFileSync(file);
+    // What a power loss can leave of a file renamed before its bytes reached the disk (as the
+    // folder was written before they were flushed), with the row back as it was: the mail is not lost.
+    await writeFile(file, '');
+    await service.service.db('mail_outbox').where({ id: waiting.id }).update({ state: 'pending', body: waiting.body, attempts: 2, next_attempt_at: 0 });
+    await mailer.settled();
+    expect(readFileSync(file).length).toBe(whole.length);
+    expect(readFileSync(file, 'utf8')).toContain('To: flushed@example.org');
+    expect(await readdir(folder)).toEqual([name]);
+    expect((await service.service.db('mail_outbox').first()) as { state: string }).toMatchObject({ state: 'sent', body: null });
+  });
+
+  it('stops after the mail it is sending when the service closes, not after the rest of its batch', async () => {
+    const port = await freePort();
+    const service = await server({ SMTP_URL: `smtp://127.0.0.1:${port}` });
+    const mailer = service.service.services.mailer;
+    for (const name of ['Ann', 'Bea', 'Cal']) await signUp(service.url, `${name.toLowerCase()}.closing@example.org`, `${name} Closing`);
+    await mailer.settled();
+    expect((await mailer.backlog()).pending).toBe(3);
+    // The mail server takes the first recipient only once the service has begun to close.
+    let release = () => undefined as void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const asked: string[] = [];
+    const smtp = await catcher(port, { hold: (to) => (asked.push(to), asked.length === 1 ? held : Promise.resolve()) });
+    // All due now, those not yet composed too.
+    await service.service.db('mail_outbox').update({ next_attempt_at: 0 });
+    await mailer.retry('all');
+    await waitUntil(() => asked.length === 1, 'the first mail under way');
+    const closing = mailer.close();
+    release();
+    await closing;
+    // The mail under way went; the two after it wait for the next process.
+    expectEachOnce(smtp, 1);
+    expect(asked).toHaveLength(1);
+    const rows = (await service.service.db('mail_outbox').orderBy('id')) as Array<{ state: string }>;
+    expect(rows.filter((r) => r.state === 'sent')).toHaveLength(1);
+    expect(rows.filter((r) => r.state === 'pending' || r.state === 'compose')).toHaveLength(2);
+  });
+
   it('gives up on a mail the server refuses for good, and tries one it refuses for now again', async () => {
     const port = await freePort();
     let tries = 0;
