@@ -83,6 +83,8 @@ export interface TusState {
 export interface TusWrite {
   offset: number;
   length?: number;
+  /** The bytes the request says it sends (its Content-Length; 0 when it does not say). */
+  announced?: number;
   body: Readable;
   checksum?: { algorithm: 'sha1' | 'sha256' | 'md5'; digest: Buffer };
 }
@@ -215,6 +217,9 @@ export class TusService {
       throw new AppError('ValidationError', `Upload-Length is ${upload.length} already and cannot change`, { path: 'Upload-Length' });
     }
     if (upload.url !== null) {
+      // Sent again without bytes: answered as before. Bytes past a complete upload's length: 413,
+      // as past an unfinished one's.
+      if (request.offset === upload.offset && (request.announced ?? 0) > 0) throw AppError.tooLarge(`The upload is complete at ${upload.offset} bytes: no more may be sent`, { path: 'Upload-Offset' });
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }
@@ -383,8 +388,10 @@ export class TusService {
     const { stream, cut } = keptOnCut(request.body);
     if (check) stream.on('data', (piece: Buffer) => check.update(piece));
     const received = await this.#store.receive(stream, room, { ...(continues ? { continueHash: continues } : { hash: false }), ...(slot ? { slot } : {}) });
-    const keep = received.size > 0 && !(cut() && check);
-    if (keep && check && request.checksum && !check.digest().equals(request.checksum.digest)) {
+    // A body cut short cannot be checked, and keeps nothing; a whole one is checked, an empty one too.
+    const whole = !(cut() && check);
+    const keep = received.size > 0 && whole;
+    if (whole && check && request.checksum && !check.digest().equals(request.checksum.digest)) {
       await removeQuietly(received.path);
       throw AppError.protocol('ValidationError', 460, `The ${request.checksum.algorithm} checksum of the bytes sent does not match Upload-Checksum: they were not kept`, { path: 'Upload-Checksum' });
     }

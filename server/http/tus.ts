@@ -43,12 +43,17 @@ export function asTusAnswer(check: RequestHandler): RequestHandler {
   };
 }
 
-/** A whole number of bytes as tus writes one: decimal digits, no sign. */
+/**
+ * A whole number of bytes as tus writes one: decimal digits, no sign. One past what a number
+ * holds exactly (16 digits or more, leading zeros aside) reads as Infinity: a length that large is
+ * over the limit (413), an offset that large is not the upload's (409), as any other would be.
+ */
 function bytesHeader(req: Request, name: string): number | undefined {
-  const text = req.get(name);
+  const text = req.get(name)?.trim();
   if (text === undefined) return undefined;
-  if (!/^\d{1,15}$/.test(text.trim())) throw new AppError('BadRequestError', `${name} must be a whole number of bytes`, { path: name });
-  return Number(text.trim());
+  if (!/^\d+$/.test(text)) throw new AppError('BadRequestError', `${name} must be a whole number of bytes`, { path: name });
+  const digits = text.replace(/^0+(?=\d)/, '');
+  return digits.length > 15 ? Number.POSITIVE_INFINITY : Number(digits);
 }
 
 /** `Upload-Metadata`: comma-separated `key base64value` pairs; the keys this service reads. */
@@ -213,7 +218,8 @@ export function tusHandlers(services: Services, config: Config) {
     if (offset === undefined) throw new AppError('MissingRequiredError', 'Send Upload-Offset', { path: 'Upload-Offset' });
     const length = bytesHeader(req, 'Upload-Length');
     const checksum = parseChecksum(req.get('upload-checksum'));
-    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
+    const announced = Number(req.get('content-length') ?? 0) || 0;
+    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, announced, ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
     res.status(204).end();
   });
 

@@ -405,6 +405,9 @@ describe('the tus extensions', () => {
     expectRefusal(await patch(url, 0, first, { 'Upload-Checksum': checksum('sha1', data.subarray(1, 120_001)) }), 460);
     expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
     expectRefusal(await patch(url, 0, first, { 'Upload-Checksum': 'crc32 AAAAAA==' }), 400);
+    // An empty body is checked too: its checksum is that of no bytes.
+    expectRefusal(await patch(url, 0, new Uint8Array(0), { 'Upload-Checksum': checksum('sha1', first) }), 460);
+    expect((await patch(url, 0, new Uint8Array(0), { 'Upload-Checksum': checksum('sha1', new Uint8Array(0)) })).status).toBe(204);
     const accepted = await patch(url, 0, first, { 'Upload-Checksum': checksum('sha1', first) });
     expect(accepted.status).toBe(204);
     expect(accepted.headers.get('upload-offset')).toBe('120000');
@@ -413,6 +416,27 @@ describe('the tus extensions', () => {
     expect(last.status).toBe(204);
     expect(last.headers.get('upload-offset')).toBe(String(data.length));
     expect(last.headers.get('attachment-url')).toBe(pdfUrl(data));
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+  });
+
+  it('lengths and offsets past what a number holds are too large (413) or not where the upload is (409); bytes past a complete upload are 413', async () => {
+    const huge = '1000000000000000';
+    const post = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Length': huge, 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
+    expectRefusal(post, 413);
+    const data = pdfBytes(50_000);
+    const url = await create(data.length);
+    expectRefusal(await tusRequest(server, 'PATCH', url, { token: author.token, headers: { 'Upload-Offset': huge }, body: data }), 409);
+    expectRefusal(await tusRequest(server, 'PATCH', url, { token: author.token, headers: { 'Upload-Offset': `000${'9'.repeat(400)}` }, body: data }), 409);
+    // Leading zeros are the same number.
+    expect((await patch(url, 0, new Uint8Array(0), { 'Upload-Offset': '000' })).status).toBe(204);
+    const done = await patch(url, 0, data);
+    expect(done.status).toBe(204);
+    expect(done.headers.get('upload-offset')).toBe(String(data.length));
+    // Complete: the same PATCH again without bytes is answered as before; with bytes, they are too many.
+    const again = await patch(url, data.length, new Uint8Array(0));
+    expect([again.status, again.headers.get('upload-offset')]).toEqual([204, String(data.length)]);
+    expectRefusal(await patch(url, data.length, pdfBytes(10)), 413);
+    expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe(String(data.length));
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
   });
 
