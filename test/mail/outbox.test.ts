@@ -48,6 +48,24 @@ async function written(dataDir: string): Promise<string[]> {
   return (await readdir(path.join(dataDir, 'outbox')).catch(() => [] as string[])).filter((name) => name.endsWith('.eml'));
 }
 
+/**
+ * A sign-up's mail held back first (a file where the outbox folder goes: the folder cannot be
+ * made, so the mail waits, its text kept), then written: the row as it was while it waited.
+ */
+async function writtenAfterAWait(email: string) {
+  const service = await server();
+  const mailer = service.service.services.mailer;
+  const folder = path.join(service.dataDir, 'outbox');
+  await writeFile(folder, '');
+  await signUp(service.url, email);
+  await mailer.settled();
+  const waiting = (await service.service.db('mail_outbox').first()) as { id: number; state: string; body: string; attempts: number; last_error: string };
+  await rm(folder);
+  await mailer.retry('all');
+  expect((await readOutbox(service.dataDir)).map((m) => m.to)).toEqual([email]);
+  return { service, mailer, folder, waiting };
+}
+
 /** Every Message-ID appears once: no mail was sent twice. */
 function expectEachOnce(smtp: MailCatcher, count: number): void {
   expect(smtp.mails).toHaveLength(count);
@@ -163,18 +181,8 @@ describe('the outbox', () => {
   });
 
   it('finds the file of a mail it wrote before a crash between writing it and marking it sent, and writes it once', async () => {
-    const service = await server();
-    const mailer = service.service.services.mailer;
-    const folder = path.join(service.dataDir, 'outbox');
-    // A file where the outbox folder goes: the folder cannot be made, so the mail waits, text kept.
-    await writeFile(folder, '');
-    await signUp(service.url, 'once@example.org');
-    await mailer.settled();
-    const waiting = (await service.service.db('mail_outbox').first()) as { state: string; body: string; attempts: number; last_error: string };
+    const { service, mailer, folder, waiting } = await writtenAfterAWait('once@example.org');
     expect(waiting).toMatchObject({ state: 'pending', attempts: 1, last_error: 'EEXIST' });
-    await rm(folder);
-    await mailer.retry('all');
-    expect((await readOutbox(service.dataDir)).map((m) => m.to)).toEqual(['once@example.org']);
     // The row as a crash right after the file's rename would have left it: written, not marked.
     await service.service.db('mail_outbox').update({ state: 'pending', body: waiting.body, attempts: 2, next_attempt_at: 0 });
     await mailer.settled();
@@ -183,17 +191,7 @@ describe('the outbox', () => {
   });
 
   it('writes again a mail whose file a power loss left empty, and leaves no file aside', async () => {
-    const service = await server();
-    const mailer = service.service.services.mailer;
-    const folder = path.join(service.dataDir, 'outbox');
-    // Held back first (a file where the folder goes), to keep the row as it is before it is sent.
-    await writeFile(folder, '');
-    await signUp(service.url, 'flushed@example.org');
-    await mailer.settled();
-    const waiting = (await service.service.db('mail_outbox').first()) as { id: number; body: string };
-    await rm(folder);
-    await mailer.retry('all');
-    expect((await readOutbox(service.dataDir)).map((m) => m.to)).toEqual(['flushed@example.org']);
+    const { service, mailer, folder, waiting } = await writtenAfterAWait('flushed@example.org');
     const [name] = await written(service.dataDir);
     const file = path.join(folder, name ?? '');
     const whole = readFileSync(file);
