@@ -50,9 +50,9 @@ const CLOSE_WAIT_MS = 5_000;
 /** How many due rows the worker reads at once. */
 const BATCH = 20;
 /**
- * How long an attempt may take before the mail may be tried again by anyone: more than the
- * transport's own timeouts together (`transport.ts`), so a mail still being sent by a worker
- * that lost its lease is not sent a second time alongside it.
+ * How long an attempt may take before the mail may be tried again by anyone: more than an SMTP
+ * attempt's deadline (`SMTP_ATTEMPT_MS`, 60 s, at which its connection is closed), so a mail still
+ * being sent by a worker that lost its lease is not sent a second time alongside it.
  */
 const ATTEMPT_BUDGET_MS = 90_000;
 

@@ -58,6 +58,14 @@ function lazyTransport(options: Parameters<typeof import('nodemailer').createTra
 const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
 
 /**
+ * How long one attempt may take in all. The socket's timeout restarts with every reply, so a
+ * server answering each command just within it could hold an attempt for many minutes; at this
+ * deadline the attempt is aborted and its connection closed, well within the outbox's budget for
+ * an attempt (`ATTEMPT_BUDGET_MS`, 90 s), after which the mail may be tried again.
+ */
+export const SMTP_ATTEMPT_MS = 60_000;
+
+/**
  * What a nodemailer error says about the delivery, in words an operator can act on: the error's
  * code, the SMTP command and reply code, and the enhanced status (`5.1.1`). Never the server's
  * reply text, which usually repeats the address.
@@ -77,14 +85,14 @@ function classify(error: unknown): DeliveryError {
   return new DeliveryError('unreachable', what);
 }
 
-/** Mail over SMTP (`SMTP_URL`): each attempt a connection of its own. */
-export function smtpTransport(url: string, from: string): Transport {
+/** Mail over SMTP (`SMTP_URL`): each attempt a connection of its own, ended at `attemptMs`. */
+export function smtpTransport(url: string, from: string, attemptMs = SMTP_ATTEMPT_MS): Transport {
   const transport = lazyTransport({ url, ...SMTP_TIMEOUTS });
   return {
     name: 'smtp',
     async deliver(mail) {
       try {
-        await (await transport.get()).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, messageId: mail.messageId });
+        await (await transport.get()).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, messageId: mail.messageId, signal: AbortSignal.timeout(attemptMs) });
       } catch (error) {
         throw classify(error);
       }
