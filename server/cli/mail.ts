@@ -64,7 +64,7 @@ export const mailCommands: Record<string, (services: Services, args: string[]) =
     const { values, positionals } = parseArgs({ args, options: { all: { type: 'boolean' } }, allowPositionals: true, strict: true });
     const input = parseOrThrow(RetryArgs, { ...(values.all ? { all: true } : {}), ids: positionals });
     const count = await services.mailer.retry('all' in input ? 'all' : input.ids);
-    if (count === 0) throw new AppError('NotFoundError', 'No failed or waiting mail with its text was found to retry');
+    if (count === 0) throw new AppError('NotFoundError', 'No failed or waiting mail was found to retry');
     console.log(`${count} mail${count === 1 ? '' : 's'} to be tried again now`);
   },
 

@@ -160,13 +160,16 @@ export class OutboxRepository {
   }
 
   /**
-   * Failed mails (the `ids` given, or all) are tried again now, for another day. Only mails
-   * that still hold their text: one purged cannot be sent.
+   * Failed and waiting mails (the `ids` given, or all) are tried again now, for another day:
+   * those that hold their text, and those not composed yet, which hold what composes it (a
+   * reset's or an activation's, whose link starts its life when it is sent).
    */
   async retry(ids: number[] | 'all', now: number, giveUpAt: number): Promise<number> {
-    const query = this.#db('mail_outbox').whereIn('state', ['failed', 'pending']).whereNotNull('body');
+    const query = this.#db('mail_outbox')
+      .whereIn('state', ['failed', ...WAITING])
+      .where((has) => has.whereNotNull('body').orWhereNotNull('params'));
     if (ids !== 'all') query.whereIn('id', ids);
-    return query.update({ state: 'pending', attempts: 0, next_attempt_at: now, give_up_at: giveUpAt, last_error: null });
+    return query.update({ state: this.#db.raw("case when body is null then 'compose' else 'pending' end"), attempts: 0, next_attempt_at: now, give_up_at: giveUpAt, last_error: null });
   }
 
   /** Deletes mails in `states` written before `before`. */

@@ -9,7 +9,8 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TestClock } from '../helpers/clock.ts';
-import { openTestDatabase } from '../helpers/database.ts';
+import { dropTestDatabase, openTestDatabase } from '../helpers/database.ts';
+import { migrateToLatest } from '../../db/knex.ts';
 import { Client } from '../helpers/http.ts';
 import { readOutbox } from '../helpers/outbox.ts';
 import { runningMark } from '../helpers/marks.ts';
@@ -19,6 +20,7 @@ import { startMailCatcher, type MailCatcher } from '../helpers/smtp.ts';
 import { childEnv, startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { CHECK_KEPT_MS } from '../../server/http/health.ts';
+import { OutboxRepository } from '../../server/mail/outbox-repository.ts';
 
 const PASSWORD = 'Kept-In-The-Outbox-1';
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -231,6 +233,41 @@ describe('the outbox', () => {
     const rows = (await service.service.db('mail_outbox').orderBy('id')) as Array<{ state: string }>;
     expect(rows.filter((r) => r.state === 'sent')).toHaveLength(1);
     expect(rows.filter((r) => r.state === 'pending' || r.state === 'compose')).toHaveLength(2);
+  });
+
+  it('tries mail never composed again on retry, waiting or given up, and no mail that holds nothing to send', async () => {
+    // A database of its own: no worker sends what is written here.
+    const dir = await tempDir();
+    const db = await openTestDatabase(dir);
+    cleanups.push(async () => {
+      await db.destroy();
+      await dropTestDatabase(dir);
+      await rm(dir, { recursive: true, force: true });
+    });
+    await migrateToLatest(db);
+    const repo = new OutboxRepository(db);
+    const table = () => db('mail_outbox');
+    const later = Date.now() + 3_600_000;
+    const row = (n: number, state: 'compose' | 'pending', what: { params?: Record<string, unknown>; body?: string }) =>
+      repo.insert({ messageId: `<retry-${n}@example.org>`, kind: 'reset', state, ...what, ...(state === 'pending' ? { to: 'a@example.org', subject: 's' } : {}), now: 1, giveUpAt: later });
+    await row(1, 'compose', { params: { email: 'a@example.org' } });
+    await row(2, 'compose', { params: { email: 'b@example.org' } });
+    await row(3, 'pending', { body: 'sealed text' });
+    await row(4, 'pending', { body: 'sealed text' });
+    // 1 waits, never composed; 2 was given up before it was composed; 3 was given up; 4 holds nothing to send (its text purged).
+    await table().where({ message_id: '<retry-1@example.org>' }).update({ next_attempt_at: later });
+    await table().where({ message_id: '<retry-2@example.org>' }).update({ state: 'failed' });
+    await table().where({ message_id: '<retry-3@example.org>' }).update({ state: 'failed' });
+    await table().where({ message_id: '<retry-4@example.org>' }).update({ state: 'failed', body: null });
+    const now = Date.now();
+    expect(await repo.retry('all', now, now + 1000)).toBe(3);
+    const rows = (await table().orderBy('message_id')) as Array<{ state: string; next_attempt_at: number | string; attempts: number }>;
+    expect(rows.map((r) => [r.state, Number(r.next_attempt_at) === now])).toEqual([
+      ['compose', true],
+      ['compose', true],
+      ['pending', true],
+      ['failed', false],
+    ]);
   });
 
   it('gives up on a mail the server refuses for good, and tries one it refuses for now again', async () => {
