@@ -33,7 +33,7 @@ export type BackupConfig = Pick<Config, 'dataDir' | 'databaseUrl' | 'storage' | 
 export interface BackupSummary {
   dir: string;
   manifest: Manifest;
-  /** Unfinished chunked uploads left out (`dropProcessState`). */
+  /** Unfinished uploads, chunked and tus, left out (`dropProcessState`). */
   unfinishedUploads: number;
   /** Secrets this install takes from its environment, which no backup of the data folder holds. */
   environmentSecrets: string[];
@@ -182,7 +182,7 @@ export function describeBackup(summary: BackupSummary): string[] {
   ];
   return [
     `Backup written to ${summary.dir}: ${parts.join(', ')}.`,
-    ...(summary.unfinishedUploads > 0 ? [`Left out: ${summary.unfinishedUploads} unfinished chunked upload(s); their clients start them again after a restore.`] : []),
+    ...(summary.unfinishedUploads > 0 ? [`Left out: ${summary.unfinishedUploads} unfinished upload(s), chunked or tus; their clients start them again after a restore.`] : []),
     'It holds password hashes and the install\'s secrets (the session signing secret, two-factor secrets): keep it where only operators can read it (its folders are 0700, its files 0600).',
     ...(summary.environmentSecrets.length > 0
       ? [`Not in it: ${summary.environmentSecrets.join(' and ')}, set in this environment. Keep them with the backup, apart from it: a restore needs the same values.`]

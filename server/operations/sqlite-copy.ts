@@ -69,9 +69,10 @@ export async function snapshotInto(source: string, target: string): Promise<void
  * Takes out of a copy what belongs to the processes of the install it was copied from, which
  * do not run against the copy: the leases they held (the sweeper's and any other, so the
  * restored install's processes need not wait for them to run out), their chunk requests under
- * way, and the unfinished chunked uploads, whose chunks (written outside any transaction, in
- * place) are not part of a backup: a client resuming one after a restore starts it again rather
- * than finding chunks recorded whose bytes are gone. Answers how many unfinished uploads went.
+ * way, and the unfinished uploads, chunked and tus (a tus part waiting for its final upload
+ * included), whose bytes (written outside any transaction, in place) are not part of a backup: a
+ * client resuming one after a restore starts it again rather than finding an offset or chunks
+ * recorded whose bytes are gone. Answers how many unfinished uploads went.
  */
 export async function dropProcessState(file: string): Promise<number> {
   return withFile(file, 'write', async (db) => {
@@ -80,9 +81,14 @@ export async function dropProcessState(file: string): Promise<number> {
     await db.run('BEGIN');
     try {
       if (tables.has('chunked_uploads')) {
-        unfinished = (await db.all<{ n: number }>("select count(*) as n from chunked_uploads where status <> 'done'"))[0]?.n ?? 0;
+        unfinished = Number((await db.all<{ n: number }>("select count(*) as n from chunked_uploads where status <> 'done'"))[0]?.n ?? 0);
         if (tables.has('upload_chunks')) await db.run("delete from upload_chunks where upload_id in (select id from chunked_uploads where status <> 'done')");
         await db.run("delete from chunked_uploads where status <> 'done'");
+      }
+      if (tables.has('tus_uploads')) {
+        unfinished += Number((await db.all<{ n: number }>('select count(*) as n from tus_uploads where url is null'))[0]?.n ?? 0);
+        await db.run('delete from tus_uploads where url is null');
+        if (tables.has('tus_spans')) await db.run('delete from tus_spans where id not in (select span from tus_uploads where span is not null)');
       }
       if (tables.has('upload_arrivals')) await db.run('delete from upload_arrivals');
       if (tables.has('leases')) await db.run('delete from leases');

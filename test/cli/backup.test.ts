@@ -16,6 +16,7 @@ import { cookieHeader } from '../helpers/cookies.ts';
 import { TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { Client, sendMultipart } from '../helpers/http.ts';
 import { runAdmin } from '../helpers/admin.ts';
+import { encodeMetadata, metadataFor, tusRequest } from '../attachments/tus-helpers.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 
@@ -63,6 +64,12 @@ describe.skipIf(TEST_POSTGRES_URL !== undefined)('backup and restore of an embed
     expect((await chunk('whole', 0, chunked.subarray(0, 10_000))).status).toBe(200);
     expect((await chunk('whole', 1, chunked.subarray(10_000))).body).toEqual({ url: `/pdf/${sha1(chunked)}.pdf` });
     expect((await chunk('half', 0, pdfBytes(10_000))).status).toBe(200);
+    // And a tus upload half sent: left out too, or a client resuming it after a restore would
+    // find its offset recorded and its bytes gone.
+    const authorToken = (await loggedIn(server, (await server.service.services.profiles.listUsers()).find((user) => user.id === authorId)?.emails[0] ?? 'the author')).token;
+    const created = await tusRequest(server, 'POST', '/attachment/tus', { token: authorToken, headers: { 'Upload-Length': '20000', 'Upload-Metadata': encodeMetadata(metadataFor(SUBMISSION, 'pdf', 'p.pdf')) } });
+    expect(created.status).toBe(201);
+    expect((await tusRequest(server, 'PATCH', created.headers.get('location') ?? '', { token: authorToken, headers: { 'Upload-Offset': '0' }, body: pdfBytes(20_000).subarray(0, 10_000) })).status).toBe(204);
     const registered = new Client(server.url);
     const signUp = (n: number) => registered.post('/register', { token: 'dev-ok', password: PASSWORD, fullname: 'Load Person', email: `load${n}@example.org` });
     expect((await signUp(0)).status).toBe(200);
@@ -92,7 +99,7 @@ describe.skipIf(TEST_POSTGRES_URL !== undefined)('backup and restore of an embed
     expect(made.stderr).toBe('');
     expect(made.code).toBe(0);
     expect(made.stdout).toMatch(/^Backup written to .*backup: the database \(\d+ profiles; schema \w+\), \d+ stored files \(.*, each checked against its SHA-1\)\.\n/);
-    expect(made.stdout).toContain('Left out: 1 unfinished chunked upload(s)');
+    expect(made.stdout).toContain('Left out: 2 unfinished upload(s), chunked or tus');
     expect(made.stdout).toContain('It holds password hashes');
 
     // Only its owner may read it.
@@ -129,6 +136,7 @@ describe.skipIf(TEST_POSTGRES_URL !== undefined)('backup and restore of an embed
       expect((await read(`/pdf?id=${note.body.id}`)).equals(Buffer.from(submitted))).toBe(true);
       // The unfinished upload is not there to resume: its chunks were not copied.
       expect(await copy.service.db('chunked_uploads').whereNot({ status: 'done' }).count({ n: '*' })).toEqual([{ n: 0 }]);
+      expect(await copy.service.db('tus_uploads').whereNull('url').count({ n: '*' })).toEqual([{ n: 0 }]);
     } finally {
       await copy.close();
     }
