@@ -70,8 +70,30 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
     log?.warn({ err: cause }, 'database busy');
     return new AppError('ServiceUnavailableError', 'The database is busy. Please try again in a moment.', { retryAfter: 1 });
   }
+  if (isUnanswered(cause)) {
+    // The file store (an S3-compatible one) or the database server did not answer, or said it
+    // cannot now (a 5xx, S3's SlowDown): the request can succeed later, so it is a 503, not our bug.
+    log?.warn({ err: cause }, 'a service the request needs did not answer');
+    return new AppError('ServiceUnavailableError', 'A service this request needs is not answering. Please try again in a moment.', { retryAfter: 5 });
+  }
   log?.error({ err: error }, 'unexpected error');
   return new AppError('InternalServerError', 'Internal server error');
+}
+
+/** The network's codes for a server that did not answer (or no longer does). */
+const UNANSWERED_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+
+/**
+ * A connection to another service (the file store, the database server) that failed, or an S3
+ * store's answer that it cannot serve now: a 5xx, whose `$metadata` the AWS SDK sets on its
+ * errors. A 4xx from the store (access denied, a missing key) is not: that is a set-up or a bug.
+ */
+function isUnanswered(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, $metadata } = error as { code?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  if (typeof code === 'string' && UNANSWERED_CODES.has(code)) return true;
+  const status = $metadata?.httpStatusCode;
+  return typeof status === 'number' && status >= 500;
 }
 
 /** The database could not take the work now (see `BUSY_CODES`); trying again shortly will do. */

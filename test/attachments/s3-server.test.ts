@@ -155,3 +155,31 @@ describe('a server storing its files in an S3-compatible bucket', () => {
     expect(await res.json()).toMatchObject({ name: 'NotFoundError' });
   });
 });
+
+describe('a server whose bucket stops answering', () => {
+  it('answers 503 with Retry-After, never a 500, and keeps nothing of an upload it could not store', LONG, async () => {
+    const own = await startS3rver('stopping-bucket');
+    let stopped = false;
+    const running = await startServer({ STORAGE_URL: own.storageUrl(PREFIX) });
+    try {
+      const { author: writer, authorId: writerId } = await venueWithAuthor(running);
+      const kept = pdfBytes(3000);
+      const { note } = await submitPaper(writer, writerId, kept);
+      expect(note.status).toBe(200);
+      await own.close();
+      stopped = true;
+      const read = await fetch(`${running.url}/pdf?id=${note.body.id}`, { headers: { cookie: cookieHeader(writer) } });
+      expect(read.status).toBe(503);
+      expect(read.headers.get('retry-after')).toBe('5');
+      expect(await read.json()).toMatchObject({ name: 'ServiceUnavailableError', status: 503 });
+      const upload = await sendMultipart(writer, 'PUT', '/attachment', { name: 'pdf', invitationId: SUBMISSION }, { filename: 'p.pdf', data: pdfBytes(5000) }, { 'cf-turnstile-token': 'dev-ok' });
+      expect(upload.status).toBe(503);
+      expect(upload.body).toMatchObject({ name: 'ServiceUnavailableError' });
+      // The request's temporary file went with it.
+      expect((await filesUnder(running.dataDir)).filter((file) => file.includes(`${path.sep}tmp${path.sep}`))).toEqual([]);
+    } finally {
+      await running.close();
+      if (!stopped) await own.close();
+    }
+  });
+});
