@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hash, hkdfSync, type KeyObject } from 'node:crypto';
 import type { OidcScope } from '../../shared/index.ts';
+import { Memo } from '../memo.ts';
 import { freshBytes, hashSecret, secretKey } from '../secrets.ts';
 
 // Authorization codes, sealed: a code is its grant, encrypted and authenticated, so the
@@ -76,7 +77,7 @@ type Wire = [string, string, string, string | null, OidcScope[], string | null, 
 export class CodeSealer {
   readonly #key: KeyObject;
   readonly #issuer: string;
-  readonly #hourKeys = new Map<number, KeyObject>();
+  readonly #hourKeys = new Memo<number, KeyObject>(HOURS_KEPT);
 
   /** `secret`: the install's session secret (never the key itself: the key is derived for codes alone); `issuer`: the provider's. */
   constructor(secret: string, issuer: string) {
@@ -130,14 +131,9 @@ export class CodeSealer {
     return Buffer.from(`${this.#issuer}\n${clientId}\n`);
   }
 
-  /** The key of the codes sealed in `hour`; the last `HOURS_KEPT` hours' are kept. */
+  /** The key of the codes sealed in `hour`; a few hours' are kept. */
   #keyOfHour(hour: number): KeyObject {
-    const kept = this.#hourKeys.get(hour);
-    if (kept) return kept;
-    const key = secretKey(createHmac('sha256', this.#key).update(`c2 ${hour}`).digest());
-    this.#hourKeys.set(hour, key);
-    if (this.#hourKeys.size > HOURS_KEPT) this.#hourKeys.delete(this.#hourKeys.keys().next().value as number);
-    return key;
+    return this.#hourKeys.get(hour, () => secretKey(createHmac('sha256', this.#key).update(`c2 ${hour}`).digest()));
   }
 
   /** A `c1` code's own key. */

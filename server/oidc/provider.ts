@@ -14,6 +14,7 @@ import type { RefreshRepository } from './refresh-repository.ts';
 import type { RegistryRepository } from './registry-repository.ts';
 import type { AuthorizationParams, ClientRecord, ConsentRecord, OidcRepository, TokenOfCode } from './repository.ts';
 import type { TurnBatch } from '../../db/turn-batch.ts';
+import { Memo } from '../memo.ts';
 import type { KeptClients } from './kept-clients.ts';
 import type { KeptReadings } from './kept-readings.ts';
 
@@ -82,9 +83,8 @@ export const STATE_MAX = 2048;
 /** How an answer goes back to the client, when not in the query (`response_mode`, `AuthorizationParams`). */
 export type ResponseMode = NonNullable<AuthorizationParams['responseMode']>;
 
-/** Redirect URIs read by `plainUri`, up to `PLAIN_URIS_KEPT` (then read again). */
-const plainUris = new Map<string, boolean>();
-const PLAIN_URIS_KEPT = 1000;
+/** Whether each redirect URI asked about is plain (`plainUri`), the last thousand or so. */
+const plainUris = new Memo<string, boolean>(1000);
 
 /**
  * Whether a redirect URI is written by `URL` exactly as it is, with no query or fragment: an
@@ -92,13 +92,7 @@ const PLAIN_URIS_KEPT = 1000;
  * for every answer (most are; a sign-in's redirect is built on each authorization request).
  */
 function plainUri(uri: string): boolean {
-  let plain = plainUris.get(uri);
-  if (plain === undefined) {
-    plain = !uri.includes('?') && !uri.includes('#') && URL.parse(uri)?.href === uri;
-    if (plainUris.size >= PLAIN_URIS_KEPT) plainUris.clear();
-    plainUris.set(uri, plain);
-  }
-  return plain;
+  return plainUris.get(uri, () => !uri.includes('?') && !uri.includes('#') && URL.parse(uri)?.href === uri);
 }
 
 /** The way back to the client: its redirect URI with `values`, and always `iss` (RFC 9207), in the response mode asked for. */
@@ -204,19 +198,15 @@ export function subjectOf(provider: Pick<Provider, 'pairwiseKey'>, client: Pick<
  * cannot match a person by it), and never shows the session's id.
  */
 export function sidOf(provider: Pick<Provider, 'pairwiseKey'>, sessionId: string, clientId: string): string {
-  const input = `sid\n${sessionId}\n${clientId}`;
+  let sids = sidsKept.get(provider.pairwiseKey);
+  if (!sids) sidsKept.set(provider.pairwiseKey, (sids = new Memo(1000)));
   // Every authorization request of a session derives its `sid` again: the last ones are kept.
-  const kept = sidsKept.get(input);
-  if (kept !== undefined && kept.key === provider.pairwiseKey) return kept.sid;
-  const sid = createHmac('sha256', provider.pairwiseKey).update(input).digest('base64url').slice(0, 32);
-  if (sidsKept.size >= SIDS_KEPT) sidsKept.clear();
-  sidsKept.set(input, { key: provider.pairwiseKey, sid });
-  return sid;
+  const input = `sid\n${sessionId}\n${clientId}`;
+  return sids.get(input, () => createHmac('sha256', provider.pairwiseKey).update(input).digest('base64url').slice(0, 32));
 }
 
-/** `sidOf`'s latest answers (a process has one provider, whose key is checked all the same), up to `SIDS_KEPT`. */
-const sidsKept = new Map<string, { key: KeyObject; sid: string }>();
-const SIDS_KEPT = 1000;
+/** `sidOf`'s latest answers, by the key they were made under (a process has one provider). */
+const sidsKept = new WeakMap<KeyObject, Memo<string, string>>();
 
 /**
  * Whether the client's last use of a person's tokens is due to be written now (at most once a
