@@ -80,18 +80,20 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
   return new AppError('InternalServerError', 'Internal server error');
 }
 
-/** The network's codes for a server that did not answer (or no longer does). */
-const UNANSWERED_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** The network's codes for a server that could not be reached: only a connection this process opens meets them. */
+const UNREACHED_CODES = new Set(['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/** A connection cut: the client's own too (a body cut halfway), so counted only on the AWS SDK's errors. */
+const CUT_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 /**
  * A connection to another service (the file store, the database server) that failed, or an S3
- * store's answer that it cannot serve now: a 5xx, whose `$metadata` the AWS SDK sets on its
- * errors. A 4xx from the store (access denied, a missing key) is not: that is a set-up or a bug.
+ * store's answer that it cannot serve now: a 5xx. The AWS SDK sets `$metadata` on its errors; a
+ * 4xx from the store (access denied, a missing key) is not this: that is a set-up or a bug.
  */
 function isUnanswered(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { code, $metadata } = error as { code?: unknown; $metadata?: { httpStatusCode?: unknown } };
-  if (typeof code === 'string' && UNANSWERED_CODES.has(code)) return true;
+  if (typeof code === 'string' && (UNREACHED_CODES.has(code) || ($metadata !== undefined && CUT_CODES.has(code)))) return true;
   const status = $metadata?.httpStatusCode;
   return typeof status === 'number' && status >= 500;
 }
