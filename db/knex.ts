@@ -102,6 +102,17 @@ export async function migrateToLatest(db: Db): Promise<void> {
 }
 
 /** The rows of a `db.raw` statement's answer: SQLite's driver answers the rows, PostgreSQL's a result holding them. */
+/**
+ * Whether a statement was refused for a row it would write: a constraint (SQLite's
+ * `SQLITE_CONSTRAINT`; PostgreSQL's class 23, integrity) or a value the column cannot hold
+ * (PostgreSQL's class 22). Such an error is the row's, not the database's: the same statement
+ * without that row would have run.
+ */
+export function refusedForARow(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CONSTRAINT') || /^2[23][0-9A-Z]{3}$/.test(code));
+}
+
 export function rawRows<T = unknown>(answer: unknown): T[] {
   return (Array.isArray(answer) ? answer : ((answer as { rows?: T[] }).rows ?? [])) as T[];
 }

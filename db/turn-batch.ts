@@ -3,10 +3,11 @@
  * a turn schedules the batch for the end of the turn (`setImmediate`: after the turn's I/O
  * callbacks, so every request read in that turn has had its say), and `run` gets up to `most`
  * items at a time, answering each item's result in order. A batch is one statement, so either
- * all of its writes happen or none: when a run of several items fails, each item is run again
- * alone, so an item fails only as it would have alone (one whose row breaks a constraint, as a
- * client deleted meanwhile on PostgreSQL, or a transient error that strikes it again) and the
- * others of its batch do not fail with it.
+ * all of its writes happen or none: when a run of several items fails for one item's sake
+ * (`runAlone`, as a row that breaks a constraint: a client deleted meanwhile on PostgreSQL),
+ * each item is run again alone, so only that item fails; any other failure (the database busy,
+ * its pool exhausted) fails every item of the run at once, rather than adding a statement per
+ * item to a database that could not take one.
  *
  * What it saves: every statement is a hop to libuv's thread pool and back, each hop a kernel
  * wake-up on both sides, and each SQLite commit a write to the log; under load, many requests
@@ -16,12 +17,15 @@
 export class TurnBatch<I, O> {
   readonly #run: (items: readonly I[]) => Promise<readonly O[]>;
   readonly #most: number;
+  readonly #runAlone: (error: unknown) => boolean;
   #waiting: Array<Waiting<I, O>> = [];
 
-  constructor(run: (items: readonly I[]) => Promise<readonly O[]>, most: number) {
-    if (!Number.isInteger(most) || most < 1) throw new Error('TurnBatch: most must be a whole number from 1');
+  /** `runAlone`: whether a run's failure may be one item's, so each is run again alone. */
+  constructor(run: (items: readonly I[]) => Promise<readonly O[]>, opts: { most: number; runAlone: (error: unknown) => boolean }) {
+    if (!Number.isInteger(opts.most) || opts.most < 1) throw new Error('TurnBatch: most must be a whole number from 1');
     this.#run = run;
-    this.#most = most;
+    this.#most = opts.most;
+    this.#runAlone = opts.runAlone;
   }
 
   /** `item`'s result, once the batch it joined has run. */
@@ -37,7 +41,10 @@ export class TurnBatch<I, O> {
     for (let start = 0; start < waiting.length; start += this.#most) {
       const part = waiting.slice(start, start + this.#most);
       this.#settle(part).catch((error: unknown) => {
-        if (part.length === 1) return part[0]?.reject(error);
+        if (part.length === 1 || !this.#runAlone(error)) {
+          for (const entry of part) entry.reject(error);
+          return;
+        }
         for (const entry of part) this.#settle([entry]).catch(entry.reject);
       });
     }

@@ -11,6 +11,7 @@ import { checkOnce, personWithClaims, sent, stillHolds, lastUseDue, subjectOf, t
 import { redirectUriHash, type CodeRecord } from './codes.ts';
 import type { ClientRecord, OidcRepository, TokenOfCode } from './repository.ts';
 import { TurnBatch } from '../../db/turn-batch.ts';
+import { refusedForARow } from '../../db/knex.ts';
 
 export type { TokenAnswer } from './id-token.ts';
 
@@ -29,7 +30,7 @@ export function tokensOfCodes(repo: OidcRepository): TurnBatch<TokenOfCode, bool
   return new TurnBatch(async (issues) => {
     const issued = await repo.issueTokensOfCodes(issues);
     return issues.map((issue) => issued.has(issue.tokenHash));
-  }, CODES_PER_STATEMENT);
+  }, { most: CODES_PER_STATEMENT, runAlone: refusedForARow });
 }
 
 /** Every refusal of a code says the same, so a client learns nothing about why. */

@@ -7,14 +7,14 @@ import { describe, expect, it } from 'vitest';
 import { TurnBatch } from '../../db/turn-batch.ts';
 
 /** A batch that doubles numbers, recording each run's items. */
-function doubling(most: number, fail?: (items: readonly number[]) => unknown) {
+function doubling(most: number, fail?: (items: readonly number[]) => unknown, runAlone: (error: unknown) => boolean = () => true) {
   const runs: number[][] = [];
   const batch = new TurnBatch<number, number>(async (items) => {
     runs.push([...items]);
     const error = fail?.(items);
     if (error) throw error;
     return items.map((n) => n * 2);
-  }, most);
+  }, { most, runAlone });
   return { batch, runs };
 }
 
@@ -55,12 +55,20 @@ describe('TurnBatch', () => {
     expect(runs).toEqual([[1, 2], [3, 4], [5], [3], [4]]);
   });
 
+  it('fails every item of a run at once when its failure is not one item\'s (the database busy), running none again', async () => {
+    const busy = Object.assign(new Error('the database is busy'), { code: 'SQLITE_BUSY' });
+    const { batch, runs } = doubling(2, (items) => (items.includes(3) ? busy : undefined), (error) => error !== busy);
+    const results = await Promise.allSettled([1, 2, 3, 4, 5].map((n) => batch.add(n)));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect(runs).toEqual([[1, 2], [3, 4], [5]]);
+  });
+
   it('fails an item alone with the error of its own run', async () => {
     let runsSoFar = 0;
     const batch = new TurnBatch<number, number>(async () => {
       runsSoFar += 1;
       throw new Error(`run ${runsSoFar}`);
-    }, 5);
+    }, { most: 5, runAlone: () => true });
     const results = await Promise.allSettled([batch.add(1), batch.add(2)]);
     expect(results.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : r.status))).toEqual(['run 2', 'run 3']);
     const alone = await Promise.allSettled([batch.add(1)]);
@@ -71,17 +79,17 @@ describe('TurnBatch', () => {
     const thrown = new Error('thrown before any promise');
     const throwing = new TurnBatch<number, number>(() => {
       throw thrown;
-    }, 5);
+    }, { most: 5, runAlone: () => true });
     await expect(throwing.add(1)).rejects.toBe(thrown);
-    const short = new TurnBatch<number, number>(async () => [1], 5);
+    const short = new TurnBatch<number, number>(async () => [1], { most: 5, runAlone: () => true });
     const results = await Promise.allSettled([short.add(1), short.add(2)]);
     // Run together, one result is short; each run alone answers its one.
     expect(results).toEqual([{ status: 'fulfilled', value: 1 }, { status: 'fulfilled', value: 1 }]);
-    const nothing = new TurnBatch<number, number>(async () => [], 5);
+    const nothing = new TurnBatch<number, number>(async () => [], { most: 5, runAlone: () => true });
     expect((await Promise.allSettled([nothing.add(1)])).map((r) => r.status)).toEqual(['rejected']);
   });
 
   it('refuses a batch size that is not a whole number from 1', () => {
-    for (const most of [0, -1, 1.5, Number.NaN]) expect(() => new TurnBatch(async () => [], most)).toThrow(/most/);
+    for (const most of [0, -1, 1.5, Number.NaN]) expect(() => new TurnBatch(async () => [], { most, runAlone: () => true })).toThrow(/most/);
   });
 });
