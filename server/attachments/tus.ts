@@ -83,8 +83,8 @@ export interface TusState {
 export interface TusWrite {
   offset: number;
   length?: number;
-  /** The bytes the request says it sends (its Content-Length; 0 when it does not say). */
-  announced?: number;
+  /** Whether the request sends a body (a Content-Length over 0, or one sent in chunks). */
+  sendsBytes?: boolean;
   body: Readable;
   checksum?: { algorithm: 'sha1' | 'sha256' | 'md5'; digest: Buffer };
 }
@@ -204,8 +204,8 @@ export class TusService {
    * `PATCH`: the bytes at the upload's offset. Who may post to the invitation was checked at the
    * upload's creation; that the person may still author (not a `Limited` profile) is checked
    * with every `PATCH` that could add bytes, before any is read, as with every chunk of
-   * `PUT /attachment/chunk`. A repeated `PATCH` of a complete upload adds nothing and is answered
-   * as before.
+   * `PUT /attachment/chunk`. A repeated `PATCH` of a complete upload at its end is answered as
+   * before when it sends no bytes, and 413 when it does (they are past the upload's length).
    */
   async write(viewer: Viewer, id: string, request: TusWrite): Promise<TusState> {
     if (viewer.readOnly) throw new AppError('ForbiddenError', 'Data cannot be modified while impersonating');
@@ -219,7 +219,7 @@ export class TusService {
     if (upload.url !== null) {
       // Sent again without bytes: answered as before. Bytes past a complete upload's length: 413,
       // as past an unfinished one's.
-      if (request.offset === upload.offset && (request.announced ?? 0) > 0) throw AppError.tooLarge(`The upload is complete at ${upload.offset} bytes: no more may be sent`, { path: 'Upload-Offset' });
+      if (request.offset === upload.offset && request.sendsBytes) throw AppError.tooLarge(`The upload is complete at ${upload.offset} bytes: no more may be sent`, { path: 'Upload-Offset' });
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }
@@ -229,6 +229,7 @@ export class TusService {
     const writer = await this.#take(viewer, upload);
     const renewal = this.#renewing(upload.id, writer);
     let bytes = 0;
+    let receivedAt: string | undefined;
     try {
       // The field's limit as it is now (the file name's extension was checked at creation).
       const maxBytes = await this.#uploads.limitFor('whole', { invitationId: upload.invitation, name: upload.field });
@@ -244,6 +245,7 @@ export class TusService {
         length = request.length;
       }
       const received = await this.#receive(upload, request, (length ?? maxBytes) - upload.offset);
+      receivedAt = received?.path;
       bytes = received?.size ?? 0;
       // The whole file in one request (tus-js-client's and Uppy's default): kept as PUT /attachment keeps it.
       if (received?.continued && upload.parts === 0 && upload.concat === null && length !== null && received.size === length) {
@@ -272,6 +274,8 @@ export class TusService {
       return this.#finishNow(viewer, after);
     } catch (error) {
       this.#metrics?.upload('tus', bytes, error instanceof AppError && error.status < 500 ? 'refused' : 'error');
+      // The bytes received, unless they were kept already (moved or linked into place: then nothing is there).
+      if (receivedAt) await removeQuietly(receivedAt);
       await this.#repo.release(upload.id, writer, null).catch(() => undefined);
       throw error;
     } finally {

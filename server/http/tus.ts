@@ -218,8 +218,7 @@ export function tusHandlers(services: Services, config: Config) {
     if (offset === undefined) throw new AppError('MissingRequiredError', 'Send Upload-Offset', { path: 'Upload-Offset' });
     const length = bytesHeader(req, 'Upload-Length');
     const checksum = parseChecksum(req.get('upload-checksum'));
-    const announced = Number(req.get('content-length') ?? 0) || 0;
-    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, announced, ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
+    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, sendsBytes: hasBody(req), ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
     res.status(204).end();
   });
 

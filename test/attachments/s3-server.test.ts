@@ -13,6 +13,8 @@ import { Client, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, venueWithAuthor } from './helpers.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from './s3rver.ts';
+import { encodeMetadata, metadataFor, tusRequest } from './tus-helpers.ts';
+import { loggedIn } from '../helpers/users.ts';
 
 /** Megabytes through an S3 server in the test process. */
 const LONG = { timeout: 60_000 };
@@ -176,6 +178,14 @@ describe('a server whose bucket stops answering', () => {
       expect(upload.status).toBe(503);
       expect(upload.body).toMatchObject({ name: 'ServiceUnavailableError' });
       // The request's temporary file went with it.
+      expect((await filesUnder(running.dataDir)).filter((file) => file.includes(`${path.sep}tmp${path.sep}`))).toEqual([]);
+      // The same through tus: a PATCH whose bytes cannot be stored keeps none of them.
+      const token = (await loggedIn(running, (await running.service.services.profiles.listUsers()).find((user) => user.id === writerId)?.emails[0] ?? 'the writer')).token;
+      const created = await tusRequest(running, 'POST', '/attachment/tus', { token, headers: { 'Upload-Length': '6000', 'Upload-Metadata': encodeMetadata(metadataFor(SUBMISSION, 'pdf', 'p.pdf')) } });
+      expect(created.status).toBe(201);
+      const patched = await tusRequest(running, 'PATCH', created.headers.get('location') ?? '', { token, headers: { 'Upload-Offset': '0' }, body: pdfBytes(6000) });
+      expect(patched.status).toBe(503);
+      expect(patched.body).toMatchObject({ name: 'ServiceUnavailableError' });
       expect((await filesUnder(running.dataDir)).filter((file) => file.includes(`${path.sep}tmp${path.sep}`))).toEqual([]);
     } finally {
       await running.close();
