@@ -423,8 +423,8 @@ export class OidcRepository {
    * index on `code_hash`). False when nothing was issued: the code was redeemed before, or its
    * consent is gone.
    */
-  async issueTokenOfCode(code: CodeRecord, tokenHash: string, now: number, expiresAt: number, familyId: string | null = null): Promise<boolean> {
-    return (await this.issueTokensOfCodes([{ code, tokenHash, now, expiresAt, familyId }])).has(tokenHash);
+  async issueTokenOfCode(issue: TokenOfCode): Promise<boolean> {
+    return (await this.issueTokensOfCodes([issue])).has(issue.tokenHash);
   }
 
   /**

@@ -161,7 +161,7 @@ async function consumeCode(provider: Provider, client: ClientRecord, code: CodeR
   const use = lastUseDue(provider, code.profileId, client.id, now);
   const issue: TokenOfCode = { code, tokenHash: hashSecret(accessToken), now, expiresAt: now + OIDC_TOKEN_SECONDS * 1000, familyId: refresh?.familyId ?? null };
   const issueWithTheRest = async (repo: OidcRepository): Promise<boolean> => {
-    if (!(await repo.issueTokenOfCode(issue.code, issue.tokenHash, issue.now, issue.expiresAt, issue.familyId))) return false;
+    if (!(await repo.issueTokenOfCode(issue))) return false;
     if (refresh) await repo.refreshTokens.insert(refresh);
     if (use.due) await repo.noteUse(code.profileId, client.id, now);
     return true;

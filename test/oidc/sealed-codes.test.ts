@@ -260,7 +260,7 @@ describe('authorization codes on two processes of one install', () => {
       clientId: 'app', profileId: user.id, redirectUriHash: '', codeChallenge: null, scopes: ['openid', 'profile'], nonce: null,
       authTime: now, tokenVersion: 0, sid: null, consentedAt, issuedAt: now, expiresAt: now + 600_000,
     });
-    const issue = (c: CodeRecord) => repo.issueTokenOfCode(c, createHash('sha256').update(Math.random().toString()).digest('hex'), now, now + 3_600_000);
+    const issue = (c: CodeRecord) => repo.issueTokenOfCode({ code: c, tokenHash: createHash('sha256').update(Math.random().toString()).digest('hex'), now, expiresAt: now + 3_600_000, familyId: null });
     const underFirst = code(now);
     expect(await issue(underFirst)).toBe(true);
     expect(await issue(underFirst)).toBe(false);
