@@ -22,12 +22,12 @@ export function csrfCookie(config: Pick<Config, 'baseUrl'>, name: string, httpPa
 }
 
 /** A new per-browser CSRF secret. */
-export function newCsrfSecret(): string {
+function newCsrfSecret(): string {
   return randomBytes(24).toString('base64url');
 }
 
 /** Sets `secret` as the browser's CSRF cookie `cookie` (HttpOnly, SameSite=Strict). */
-export function setCsrfCookie(res: Response, cookie: ReturnType<typeof csrfCookie>, secret: string): void {
+function setCsrfCookie(res: Response, cookie: ReturnType<typeof csrfCookie>, secret: string): void {
   res.cookie(cookie.name, secret, { httpOnly: true, sameSite: 'strict', secure: cookie.secure, path: cookie.path });
 }
 
@@ -37,9 +37,13 @@ export function csrfCookieName(config: Config): string {
   return pagesCookie(config).name;
 }
 
-/** The browser's CSRF secret: the one its cookie holds, or a new one set now. */
+/** The browser's CSRF secret for the account pages: the one its cookie holds, or a new one set now. */
 export function csrfTokenFor(req: Request, res: Response, config: Config): string {
-  const cookie = pagesCookie(config);
+  return csrfSecretOf(req, res, pagesCookie(config));
+}
+
+/** The browser's secret in CSRF cookie `cookie`: the one it holds, or a new one set now. */
+export function csrfSecretOf(req: Request, res: Response, cookie: ReturnType<typeof csrfCookie>): string {
   const existing: unknown = req.cookies?.[cookie.name];
   if (typeof existing === 'string' && /^[\w-]{32}$/.test(existing)) return existing;
   const secret = newCsrfSecret();

@@ -13,7 +13,7 @@ import { OAuthError } from '../../../oidc/errors.ts';
 import type { Outcome } from '../../../oidc/service.ts';
 import type { Services } from '../../../services.ts';
 import { resetRequestLink } from '../../../mail/messages.ts';
-import { csrfCookie, newCsrfSecret, setCsrfCookie } from '../../csrf.ts';
+import { csrfCookie, csrfSecretOf } from '../../csrf.ts';
 import { pagePolicy, requestIdOf, sendHtml } from '../../render.ts';
 import { errorPage, formPostPage } from './views.ts';
 
@@ -67,12 +67,7 @@ export function providerKit(services: Services, config: Config) {
    * void the form of every other provider page open in the browser (two sign-ins in two tabs,
    * the first one's login then refused as expired); the interaction in the token tells them apart.
    */
-  const csrfFor = (res: Response, interactionId: string) => {
-    const existing: unknown = (res.req as Request | undefined)?.cookies?.[csrf.name];
-    const secret = typeof existing === 'string' && /^[\w-]{32}$/.test(existing) ? existing : newCsrfSecret();
-    if (secret !== existing) setCsrfCookie(res, csrf, secret);
-    return oidc.interactionCsrfToken(secret, interactionId);
-  };
+  const csrfFor = (res: Response, interactionId: string) => oidc.interactionCsrfToken(csrfSecretOf(res.req as Request, res, csrf), interactionId);
   const field = formValue;
   const resetUrl = resetRequestLink(config.webUrl);
 
