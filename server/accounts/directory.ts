@@ -60,8 +60,8 @@ export class Directory {
     return this.#repo.groups.groupsOf(members);
   }
 
-  groupIdsWithPrefix(prefix: string, limit: number): Promise<string[]> {
-    return this.#repo.groups.groupIdsWithPrefix(prefix, limit);
+  groupIdsWithPrefix(prefix: string, limit: number, after?: string): Promise<string[]> {
+    return this.#repo.groups.groupIdsWithPrefix(prefix, limit, after);
   }
 
   upsertGroup(id: string, data: Record<string, unknown>, members: string[], now: number): Promise<void> {

@@ -28,7 +28,7 @@ export interface People {
   findGroup(id: string): Promise<GroupView | null>;
   groupsAmong(ids: readonly string[]): Promise<Array<{ id: string; data: Record<string, unknown>; tcdate: number; tmdate: number }>>;
   groupsOf(members: string[]): Promise<string[]>;
-  groupIdsWithPrefix(prefix: string, limit: number): Promise<string[]>;
+  groupIdsWithPrefix(prefix: string, limit: number, after?: string): Promise<string[]>;
   upsertGroup(id: string, data: Record<string, unknown>, members: string[], now: number): Promise<void>;
   addMember(groupId: string, member: string): Promise<void>;
 }

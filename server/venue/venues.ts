@@ -283,7 +283,7 @@ export class VenueService extends VenuePart {
       query.id !== undefined
         ? [query.id]
         : query.prefix !== undefined
-          ? await repos.people.groupIdsWithPrefix(query.prefix, 1000)
+          ? await repos.people.groupIdsWithPrefix(query.prefix, 1000, query.after)
           : await repos.people.groupsOf([query.member ?? '']);
     // The person's own ids (not the groups they are in): the `~Id` and email groups that are them.
     const ownIds = await this.readers.ownIds(reader, repos.people);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Directory } from '../../server/accounts/directory.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -262,5 +263,19 @@ describe('GET /groups pages', () => {
     const next = await root.get(`/groups?prefix=${encodeURIComponent(VENUE)}&after=${encodeURIComponent(all[1])}&count=false`);
     expect(next.status).toBe(200);
     expect(next.body.groups.map((g: { id: string }) => g.id)).toEqual(all.slice(2));
+  });
+
+  it('reads the ids of a prefix from the cursor on, so a page past the first thousand is not empty', async () => {
+    const all = (await root.get(`/groups?prefix=${encodeURIComponent(VENUE)}`)).body.groups.map((g: { id: string }) => g.id);
+    const people = new Directory(server.service.db);
+    // One id read at a time, as if each page ended at the read's bound: the cursor walks them all.
+    const walked: string[] = [];
+    for (let after: string | undefined; ; ) {
+      const [id] = await people.groupIdsWithPrefix(VENUE, 1, after);
+      if (id === undefined || walked.length > all.length + 50) break;
+      walked.push(id);
+      after = id;
+    }
+    expect(walked.filter((id) => all.includes(id))).toEqual(all);
   });
 });

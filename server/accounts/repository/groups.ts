@@ -58,10 +58,16 @@ export class GroupsRepository {
     return this.#db('group_members').whereIn('member', members).distinct().pluck('group_id');
   }
 
-  /** The ids of the groups whose id starts with `prefix` (LIKE's wildcards taken literally). */
-  async groupIdsWithPrefix(prefix: string, limit: number): Promise<string[]> {
+  /**
+   * The ids of the groups whose id starts with `prefix` (LIKE's wildcards taken literally), in
+   * order, at most `limit` of them, after `after` when given (a page's cursor, so the limit counts
+   * from there).
+   */
+  async groupIdsWithPrefix(prefix: string, limit: number, after?: string): Promise<string[]> {
     const pattern = prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%';
-    return this.#db('groups').whereRaw(`id like ? escape '\\'`, [pattern]).orderBy('id').limit(limit).pluck('id');
+    const query = this.#db('groups').whereRaw(`id like ? escape '\\'`, [pattern]);
+    if (after !== undefined) query.where('id', '>', after);
+    return query.orderBy('id').limit(limit).pluck('id');
   }
 
   /** Every group that has an `impersonators` list, with that list. */
