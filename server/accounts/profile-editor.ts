@@ -31,11 +31,13 @@
  *   Only the person changes their emails: a super user's edit of another's profile that would
  *   change them is refused (403).
  *
- * Everything an edit can be refused for is checked before anything is written: the email
- * changes' rules (`checkEmailEdit`: the person's own session with its refresh cookie, not
- * impersonated; a confirmed preferred address), then the content, replaced in one transaction
- * (moving `tmdate`, audited as `profile:update` with the names of the fields that changed, never
- * their values), then the email changes, each in its procedure's transaction.
+ * The email changes' rules are checked before anything is written (`checkEmailEdit`: the
+ * person's own session with its refresh cookie, not impersonated; a confirmed preferred
+ * address), then the content is replaced in one transaction (moving `tmdate`, audited as
+ * `profile:update` with the names of the fields that changed, never their values), then the
+ * email changes run, each in its procedure's transaction. One that another request makes fail
+ * meanwhile (the address removed, the session ended) is answered with its refusal, the content
+ * saved all the same (docs/accounts.md, Emails).
  */
 import { AppError, type EditableProfileContent, type Name, type OwnEmailsResult, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
