@@ -18,7 +18,7 @@ import type { AttachmentsRepository, ChunkedUpload, UploadStanding } from './rep
 import { RunningHashes } from './running-hashes.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, ChunkSlot, FileStore } from './store/file-store.ts';
-import { inTurn, OPEN_UPLOADS_PER_PERSON, type InvitationReader, type UploadMetrics, type UploadNotes, type UploadRequest, type UploadsService } from './uploads.ts';
+import { OPEN_UPLOADS_PER_PERSON, type InvitationReader, type UploadMetrics, type UploadNotes, type UploadRequest, type UploadsService } from './uploads.ts';
 
 /**
  * An assembly is a lease in the upload's row (`assembly_owner`, `updated_at`), renewed every
@@ -253,15 +253,15 @@ export class ChunkedUploadsService {
       const now = this.#now();
       // Every chunk's file name must have an extension the field allows (the first one's is kept).
       const extension = this.#uploads.extension(param, file.filename);
-      // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
-      // at most OPEN_UPLOADS_PER_PERSON of them at a time.
       // How this chunk says its client counts: index 0 means from 0, index `totalChunks` from 1.
       const base = fields.chunkIndex === 0 ? 0 : fields.chunkIndex === fields.totalChunks ? 1 : null;
-      // A new upload's count and row one after another (`inTurn`), counted again with the row in
-      // for uploads begun at once through other processes.
+      // Each unfinished upload holds its chunks in the store until it is swept: one person keeps
+      // at most OPEN_UPLOADS_PER_PERSON of them at a time. A new upload's count and row one after
+      // another (`inTurn`), counted again with the row in for uploads begun at once through other
+      // processes.
       let upload =
         existing ??
-        (await inTurn(viewer.profileId, async () => {
+        (await this.#uploads.inTurn(viewer.profileId, async () => {
           // Another first chunk of this upload may have opened it while this one waited its turn.
           const opener = await repo.findUploadOf(viewer.profileId, fields.clientUploadId);
           if (opener) return opener;

@@ -27,6 +27,7 @@
 import { removeQuietly } from './store/disk.ts';
 import type { AssemblyPiece, FileStore, Received } from './store/file-store.ts';
 import type { NewTusUpload, TusRepository, TusSpan, TusUpload } from './tus-repository.ts';
+import { KeyedLine, type Turn } from './keyed-line.ts';
 
 /** How long after a span's first part a part with the same metadata joins it. */
 const SPAN_WINDOW_MS = 60_000;
@@ -38,17 +39,14 @@ const S3_PART_MIN = 5 * 1024 * 1024;
 const S3_PARTS_MAX = 10_000;
 
 /** A place in line (`TusSpans.line`). */
-export interface SpanTurn {
-  run<T>(work: () => Promise<T>): Promise<T>;
-  leave(): void;
-}
+export type SpanTurn = Turn;
 
 export class TusSpans {
   readonly #repo: TusRepository;
   readonly #store: FileStore;
   readonly #now: () => number;
   /** The last place in line for partial uploads' creations in this process, by credential and `Upload-Metadata`. */
-  readonly #placing = new Map<string, Promise<void>>();
+  readonly #placing = new KeyedLine();
 
   constructor(repo: TusRepository, store: FileStore, now: () => number) {
     this.#repo = repo;
@@ -66,25 +64,7 @@ export class TusSpans {
    * writes meet: copied then, if not in the file's.)
    */
   line(key: string): SpanTurn {
-    const before = this.#placing.get(key) ?? Promise.resolve();
-    let leave!: () => void;
-    const mine = new Promise<void>((resolve) => (leave = resolve));
-    const after = before.then(() => mine);
-    this.#placing.set(key, after);
-    void after.then(() => {
-      if (this.#placing.get(key) === after) this.#placing.delete(key);
-    });
-    return {
-      async run<T>(work: () => Promise<T>): Promise<T> {
-        await before;
-        try {
-          return await work();
-        } finally {
-          leave();
-        }
-      },
-      leave,
-    };
+    return this.#placing.take(key);
   }
 
   /**

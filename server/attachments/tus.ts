@@ -39,7 +39,7 @@ import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Rece
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { keptOnCut } from './kept-on-cut.ts';
 import { TusSpans, type SpanTurn } from './tus-spans.ts';
-import { inTurn, OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
+import { OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
 const WRITER_LEASE_MS = 30_000;
@@ -159,7 +159,7 @@ export class TusService {
     if (creation.concat?.kind === 'final') return this.#concatenate(viewer, creation, creation.concat, expiresAt);
     // The count and the row one creation after another (`inTurn`), and counted again with the
     // row in, for creations sent at once through other processes.
-    const upload = await inTurn(viewer.profileId, async () => {
+    const upload = await this.#uploads.inTurn(viewer.profileId, async () => {
       if ((await this.#repo.openCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
       const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
       const made = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null });

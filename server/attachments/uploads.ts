@@ -24,6 +24,7 @@ import type { NoteService } from '../venue/notes.ts';
 import type { Metrics } from '../metrics/events.ts';
 import type { VenueService } from '../venue/venues.ts';
 import type { AttachmentsRepository } from './repository.ts';
+import { KeyedLine } from './keyed-line.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { FileStore, Received } from './store/file-store.ts';
 
@@ -33,27 +34,6 @@ export type UploadMetrics = Pick<Metrics, 'upload' | 'chunkStored' | 'assembly'>
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
 
-/**
- * Runs `work` for `person` after any other of theirs begun before it in this process has ended:
- * the open uploads' count and the new upload's row (`tus.ts`, `chunked-uploads.ts`), so that of
- * uploads begun at once each counts the ones before it, and exactly as many as the limit leaves
- * room for are taken. Uploads begun at once through several processes are counted again once
- * their rows are in (each process's own are in line here).
- */
-export function inTurn<T>(person: string, work: () => Promise<T>): Promise<T> {
-  const before = turns.get(person) ?? Promise.resolve();
-  const mine = before.then(work, work);
-  const settled = mine.then(
-    () => undefined,
-    () => undefined,
-  );
-  turns.set(person, settled);
-  void settled.then(() => {
-    if (turns.get(person) === settled) turns.delete(person);
-  });
-  return mine;
-}
-const turns = new Map<string, Promise<unknown>>();
 
 /** What the multipart adapter hands over: the text fields, and the file part if there was one. */
 export interface UploadRequest {
@@ -91,6 +71,8 @@ export class UploadsService {
   readonly #verifier: HumanVerifier;
   /** Uploads each person is beginning in this process: admitted, not yet recorded or refused (`beginUpload`). */
   readonly #beginning = new Map<string, number>();
+  /** Each person's new uploads in this process, one after another (`inTurn`). */
+  readonly #opening = new KeyedLine();
   readonly #config: Config;
   readonly #metrics: UploadMetrics | undefined;
   readonly #now: () => number;
@@ -104,6 +86,17 @@ export class UploadsService {
     this.#config = deps.config;
     this.#metrics = deps.metrics;
     this.#now = deps.now ?? Date.now;
+  }
+
+  /**
+   * Runs `work` for `person` after any other of theirs begun before it in this process has ended:
+   * the open uploads' count and the new upload's row (`tus.ts`, `chunked-uploads.ts`), so that of
+   * uploads begun at once each counts the ones before it, and exactly as many as the limit leaves
+   * room for are taken. Uploads begun at once through several processes are counted again once
+   * their rows are in (each process's own are in line here).
+   */
+  inTurn<T>(person: string, work: () => Promise<T>): Promise<T> {
+    return this.#opening.run(person, work);
   }
 
   /** Where the multipart adapter receives a file part into. */
