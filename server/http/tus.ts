@@ -56,13 +56,18 @@ function bytesHeader(req: Request, name: string): number | undefined {
   return digits.length > 15 ? Number.POSITIVE_INFINITY : Number(digits);
 }
 
-/** `Upload-Metadata`: comma-separated `key base64value` pairs; the keys this service reads. */
+/**
+ * `Upload-Metadata`: comma-separated `key base64value` pairs; the keys this service reads. A value
+ * is standard base64 with its padding (RFC 4648 section 4), as tus asks and as tusd and
+ * `@tus/server` read it: unpadded, it is refused. Spaces around a comma and an empty pair are
+ * let pass, as tusd lets them (`@tus/server` refuses them): HTTP's list syntax allows them.
+ */
 export function parseMetadata(header: string | undefined): { fields: TusFields; raw: string } {
   const raw = header ?? '';
   const values = new Map<string, string>();
   for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
     const [key, value, ...rest] = pair.split(' ');
-    if (!key || rest.length > 0 || !/^[\x21-\x2b\x2d-\x7e]+$/.test(key) || (value !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(value))) {
+    if (!key || rest.length > 0 || !/^[\x21-\x2b\x2d-\x7e]+$/.test(key) || (value !== undefined && (value.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)))) {
       throw new AppError('BadRequestError', 'Upload-Metadata must be comma-separated "key base64value" pairs', { path: 'Upload-Metadata' });
     }
     if (values.has(key)) throw new AppError('BadRequestError', `Upload-Metadata names ${key} twice`, { path: 'Upload-Metadata' });

@@ -597,6 +597,32 @@ describe('the protocol', () => {
     expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
   });
 
+  it('Upload-Metadata that is not "key base64value" pairs is 400 and creates nothing; spaces around a comma pass, as tusd lets them', async () => {
+    const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+    const good = `invitation ${b64(SUBMISSION)},name ${b64('pdf')}`;
+    const unpadded = b64('paper1.pdf').replace(/=+$/, '');
+    expect(unpadded.length % 4).not.toBe(0);
+    const tusUploadCount = async () => Number(((await server.service.db('tus_uploads').count({ n: '*' }).first()) as { n: number | string }).n);
+    const before = await tusUploadCount();
+    for (const metadata of [
+      `${good},filename ${unpadded}`,
+      `${good},filename ${b64('paper.pdf')},name ${b64('pdf')}`,
+      `${good},filename ${b64('paper.pdf')} extra`,
+      `${good},filename p@per.pdf`,
+      `${good},file name ${b64('paper.pdf')}`,
+    ]) {
+      const res = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Length': '1000', 'Upload-Metadata': metadata } });
+      expectRefusal(res, 400);
+    }
+    expect(await tusUploadCount()).toBe(before);
+    const spaced = await tusRequest(server, 'POST', '/attachment/tus', {
+      token: author.token,
+      headers: { 'Upload-Length': '1000', 'Upload-Metadata': `invitation ${b64(SUBMISSION)}, name ${b64('pdf')} ,filename ${b64('paper.pdf')},` },
+    });
+    expect(spaced.status).toBe(201);
+    expect((await tusRequest(server, 'DELETE', spaced.headers.get('location')!, { token: author.token })).status).toBe(204);
+  });
+
   it('a length once known does not change (creation-defer-length); the same value again is no change', async () => {
     const deferred = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Defer-Length': '1', 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
     expect(deferred.status).toBe(201);
