@@ -72,8 +72,9 @@ export async function backup(config: BackupConfig, to: string, now: () => number
   if (!(await lstat(source).catch(() => null))?.isFile()) {
     throw new AppError('ValidationError', `There is no database at ${source}: is DATA_DIR right? (It is ${config.dataDir}.)`);
   }
+  // Outside is `..` or under it: a folder of the data folder's own may be named `..bak`.
   const inside = path.relative(config.dataDir, target);
-  if (!inside.startsWith('..') && !path.isAbsolute(inside)) {
+  if (inside !== '..' && !inside.startsWith(`..${path.sep}`) && !path.isAbsolute(inside)) {
     throw new AppError('ValidationError', `${target} is inside the data folder: keep backups elsewhere (on another disk or machine), so that what loses the one does not lose the other.`);
   }
   if (!(await missingOrEmpty(target))) {

@@ -181,6 +181,12 @@ describe.skipIf(TEST_POSTGRES_URL !== undefined)('backup and restore of an embed
       await rerecord(dir);
     });
     const unfinished = await damaged('unfinished', async (dir) => rm(path.join(dir, 'manifest.json')));
+    const listedTwice = await damaged('twice', async (dir) => {
+      const file = path.join(dir, 'manifest.json');
+      const written = JSON.parse(await readFile(file, 'utf8')) as { files: unknown[] };
+      written.files = [...written.files, written.files[0]];
+      await writeFile(file, JSON.stringify(written));
+    });
 
     const refusals: Array<[string, RegExp]> = [
       [changed, new RegExp(`damaged: ${aFile} is not the file the backup wrote \\(its SHA-1 differs\\)`)],
@@ -188,6 +194,7 @@ describe.skipIf(TEST_POSTGRES_URL !== undefined)('backup and restore of an embed
       [corrupt, /damaged: its database fails SQLite's integrity check/],
       [newer, /migrated by a newer version of this service \(29990101000000_from_the_future unknown here\)/],
       [unfinished, /has no manifest\.json: it is not a backup, or a backup cut off before it was finished/],
+      [listedTwice, new RegExp(`damaged: its manifest names a file twice: ${aFile}`)],
     ];
     for (const [from, reason] of refusals) {
       await expect(restore(sqliteConfig(target), from)).rejects.toThrow(reason);
@@ -207,6 +214,9 @@ describe.skipIf(TEST_POSTGRES_URL !== undefined)('backup and restore of an embed
   it('backup refuses a folder that is not empty, and one inside the data folder', async () => {
     await expect(backup(server.config, saved)).rejects.toThrow(/backup.* is not an empty folder: back up into a new folder/);
     await expect(backup(server.config, path.join(server.dataDir, 'backups'))).rejects.toThrow(/is inside the data folder/);
+    // A name that only starts with `..` is still a folder of the data folder's.
+    await expect(backup(server.config, path.join(server.dataDir, '..backups'))).rejects.toThrow(/is inside the data folder/);
+    await expect(backup(server.config, server.dataDir)).rejects.toThrow(/is inside the data folder/);
     expect((await entries(root)).filter((name) => name.includes('.incomplete-'))).toEqual([]);
   });
 });
