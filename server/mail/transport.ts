@@ -1,7 +1,7 @@
 import { mkdir, open, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
-import { syncFolder } from '../operations/backup-folder.ts';
+import { syncFolder } from '../sync-folder.ts';
 import type { MailMessage } from './mailer.ts';
 
 /** A mail as the outbox hands it to a transport: the message, its Message-ID and its row. */

@@ -19,6 +19,7 @@ import { z } from 'zod';
 import { AppError } from '../../shared/errors.ts';
 import type { Config } from '../config.ts';
 import { SQLITE_FILE, sqliteFile } from '../../db/sqlite.ts';
+import { syncFolder } from '../sync-folder.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 /** The older installs' secret file (`accounts/session-tokens.ts` adopts it into the database at start). */
@@ -108,16 +109,6 @@ export async function folderBeside(dir: string, label: string): Promise<string> 
   const aside = `${dir}.${label}-${randomBytes(4).toString('hex')}`;
   await mkdir(aside, { mode: DIR_MODE });
   return aside;
-}
-
-/** Flushes a folder's entries (names made, renamed) to disk, as a file's `sync` does its bytes. */
-export async function syncFolder(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /**

@@ -21,11 +21,11 @@ import {
   SESSION_SECRET_FILE,
   shortList,
   sizeText,
-  syncFolder,
   type Entry,
   type Manifest,
 } from './backup-folder.ts';
 import { SQLITE_FILE, sqliteFile } from '../../db/sqlite.ts';
+import { syncFolder } from '../sync-folder.ts';
 import { dropProcessState, integrityProblem, readContents, snapshotInto } from './sqlite-copy.ts';
 
 export type BackupConfig = Pick<Config, 'dataDir' | 'databaseUrl' | 'storage' | 'sessionSecret' | 'mfaEncryptionKey'>;

@@ -22,10 +22,10 @@ import {
   SESSION_SECRET_FILE,
   shortList,
   sizeText,
-  syncFolder,
   type Entry,
 } from './backup-folder.ts';
 import { SQLITE_FILE, sqliteFile } from '../../db/sqlite.ts';
+import { syncFolder } from '../sync-folder.ts';
 import { integrityProblem, readContents } from './sqlite-copy.ts';
 
 export interface RestoreSummary {
