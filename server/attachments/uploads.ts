@@ -216,7 +216,7 @@ export class UploadsService {
     if (!param || param.type !== 'file') {
       throw new AppError('ValidationError', `The invitation ${invitationId} has no file field ${name}`, { path: 'name' });
     }
-    const maxBytes = param.maxSize !== undefined ? Math.floor(param.maxSize * MB) : this.#config.maxUploadBytes;
+    const maxBytes = Math.min(param.maxSize !== undefined ? Math.floor(param.maxSize * MB) : this.#config.maxUploadBytes, this.#store.maxFileBytes ?? Infinity);
     return { param, maxBytes, invitation };
   }
 

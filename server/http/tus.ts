@@ -114,6 +114,8 @@ function hasBody(req: Request): boolean {
 
 export function tusHandlers(services: Services, config: Config) {
   const tus = services.tus;
+  // The largest upload: `MAX_UPLOAD_MB`, or less where the store keeps no larger file (S3).
+  const maxSize = Math.min(config.maxUploadBytes, services.uploads.store.maxFileBytes ?? Infinity);
   const location = (id: string) => `${config.baseUrl}/attachment/tus/${id}`;
 
   const common = commonHeaders;
@@ -147,7 +149,7 @@ export function tusHandlers(services: Services, config: Config) {
     common(res);
     res.setHeader('Tus-Version', VERSION);
     res.setHeader('Tus-Extension', EXTENSIONS);
-    res.setHeader('Tus-Max-Size', String(config.maxUploadBytes));
+    res.setHeader('Tus-Max-Size', String(maxSize));
     res.setHeader('Tus-Checksum-Algorithm', Object.keys(CHECKSUMS).join(','));
     res.setHeader('Access-Control-Allow-Methods', 'POST, HEAD, PATCH, DELETE, OPTIONS');
     res.setHeader('Access-Control-Allow-Headers', ALLOWED);
@@ -165,7 +167,7 @@ export function tusHandlers(services: Services, config: Config) {
     if (concat?.kind !== 'final' && (length === undefined) === (deferred === undefined)) {
       throw new AppError('BadRequestError', 'Send Upload-Length, or Upload-Defer-Length: 1', { path: 'Upload-Length' });
     }
-    if (length !== undefined && length > config.maxUploadBytes) throw AppError.tooLarge(`A file may be at most ${config.maxUploadBytes} bytes (Tus-Max-Size)`, { path: 'Upload-Length' });
+    if (length !== undefined && length > maxSize) throw AppError.tooLarge(`A file may be at most ${maxSize} bytes (Tus-Max-Size)`, { path: 'Upload-Length' });
     const body = hasBody(req);
     if (body && !req.is(OCTETS)) throw AppError.protocol('BadRequestError', 415, `A creation's body must be ${OCTETS}`, { path: 'Content-Type' });
     if (concat?.kind === 'final' && body) throw new AppError('BadRequestError', 'A final upload has no body of its own', { path: 'Upload-Concat' });

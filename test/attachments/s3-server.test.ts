@@ -26,13 +26,14 @@ let bucket: TestBucket;
 let server: TestServer;
 let author: Client;
 let authorId: string;
+let root: Client;
 
 beforeAll(async () => {
   bucket = await startS3rver();
   vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId);
   vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey);
   server = await startServer({ STORAGE_URL: bucket.storageUrl(PREFIX) });
-  ({ author, authorId } = await venueWithAuthor(server));
+  ({ author, authorId, root } = await venueWithAuthor(server));
 });
 afterAll(async () => {
   await server?.close();
@@ -145,6 +146,15 @@ describe('a server storing its files in an S3-compatible bucket', () => {
     };
     await expect(drain()).rejects.toThrow();
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+
+  it("cuts a field's limit to the 5 GiB S3 keeps or copies in one request", async () => {
+    const huge = `${SUBMISSION.split('/-/')[0]}/-/Huge_Files`;
+    const made = await root.post('/invitations', { id: huge, domain: SUBMISSION.split('/-/')[0], form: { video: { order: 1, value: { param: { type: 'file', extensions: ['mp4'], maxSize: 6000 } } } } });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const rules = await author.get(`/attachment/rules?invitationId=${encodeURIComponent(huge)}&name=video`);
+    expect(rules.status).toBe(200);
+    expect(rules.body.maxBytes).toBe(5 * 1024 ** 3);
   });
 
   it('is a 404 once a stored file is gone from the bucket', async () => {

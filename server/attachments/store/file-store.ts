@@ -116,6 +116,12 @@ export interface ByteRange {
  * replaced (the first one stays).
  */
 export interface FileStore {
+  /**
+   * The largest file the store can keep, when it has a limit of its own: an S3 bucket stores and
+   * copies one object of at most 5 GiB in one request (`PutObject`, `CopyObject`). A field's
+   * limit is cut to it (`UploadsService.target`), so a larger file is refused (413) as it arrives.
+   */
+  readonly maxFileBytes?: number;
   init(): Promise<void>;
   /**
    * Throws unless the store can be used now: its folders are there and writable (the local disk),

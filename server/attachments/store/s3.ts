@@ -61,6 +61,8 @@ const SETTLE_WAIT = { tries: 50, ms: 200 };
  * `UPLOAD_ABANDON_SECONDS`: a parallel tus upload's parts wait in one until its final upload.
  */
 export class S3FileStore implements FileStore {
+  /** S3's limit on one `PutObject` or `CopyObject`: 5 GiB. */
+  readonly maxFileBytes = 5 * 1024 ** 3;
   readonly #client: S3Client;
   readonly #bucket: string;
   readonly #prefix: string;
