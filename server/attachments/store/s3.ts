@@ -379,8 +379,11 @@ export class S3FileStore implements FileStore {
         }),
       );
     } catch (error) {
-      // Refused as sent (a part's ETag or size): no other completion will make it.
-      if (isClientError(error) && !isMissing(error)) throw spanGone();
+      // Refused as sent (a part's ETag or size): no other completion will make it. A refusal of
+      // who asks (403, a set-up to fix) or a store busy or timing out is no verdict on the parts:
+      // it is thrown as it is, and the parts stay for a later try.
+      if (isRefusedAsSent(error)) throw spanGone();
+      if (isClientError(error) && !isMissing(error)) throw error;
       for (let tries = 0; tries < SETTLE_WAIT.tries; tries += 1) {
         const found = await this.#sizeOf(key);
         if (found === size) return;
@@ -451,7 +454,17 @@ function isMissing(error: unknown): boolean {
   return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
 }
 
-/** The store refused the request as made (a 4xx): an S3 multipart upload's parts that cannot be joined. */
+/**
+ * The store refused a completion for what it names (400: `InvalidPart`, `InvalidPartOrder`,
+ * `EntityTooSmall`, …): the parts as listed cannot be joined. `RequestTimeout` is a 400 too, but
+ * says nothing of the parts.
+ */
+function isRefusedAsSent(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.$metadata?.httpStatusCode === 400 && e.name !== 'RequestTimeout';
+}
+
+/** The store refused the request (a 4xx). */
 function isClientError(error: unknown): boolean {
   const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode ?? 0;
   return status >= 400 && status < 500;
