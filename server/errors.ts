@@ -85,15 +85,20 @@ const UNREACHED_CODES = new Set(['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'E
 /** A connection cut: the client's own too (a body cut halfway), so counted only on the AWS SDK's errors. */
 const CUT_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
+/** S3's 4xx answers that say "not now" rather than "not so": a request the store timed out, a conflicting operation under way. */
+const RETRY_LATER_ERRORS = new Set(['RequestTimeout', 'OperationAborted']);
+
 /**
  * A connection to another service (the file store, the database server) that failed, or an S3
- * store's answer that it cannot serve now: a 5xx. The AWS SDK sets `$metadata` on its errors; a
- * 4xx from the store (access denied, a missing key) is not this: that is a set-up or a bug.
+ * store's answer that it cannot serve now: a 5xx, or one of `RETRY_LATER_ERRORS`. The AWS SDK
+ * sets `$metadata` on its errors; any other 4xx from the store (access denied, a missing key) is
+ * not this: that is a set-up or a bug.
  */
 function isUnanswered(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
-  const { code, $metadata } = error as { code?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  const { code, name, $metadata } = error as { code?: unknown; name?: unknown; $metadata?: { httpStatusCode?: unknown } };
   if (typeof code === 'string' && (UNREACHED_CODES.has(code) || ($metadata !== undefined && CUT_CODES.has(code)))) return true;
+  if ($metadata !== undefined && typeof name === 'string' && RETRY_LATER_ERRORS.has(name)) return true;
   const status = $metadata?.httpStatusCode;
   return typeof status === 'number' && status >= 500;
 }

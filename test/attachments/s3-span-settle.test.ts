@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../shared/errors.ts';
+import { toAppError } from '../../server/errors.ts';
 import { S3FileStore } from '../../server/attachments/store/s3.ts';
 import { tempDir } from '../helpers/server.ts';
 
@@ -48,10 +49,25 @@ describe("joining a span's parts", () => {
     expect((error as AppError).message).toMatch(/A part of this upload is gone/);
   });
 
-  it('access denied (403) is thrown as the store said it, not taken for parts that are gone', async () => {
+  it('a refusal of who asks (403, or a 400 about the credentials) or a timeout is thrown as the store said it, not taken for parts that are gone', async () => {
+    for (const [status, code] of [
+      [403, 'AccessDenied'],
+      [400, 'ExpiredToken'],
+      [400, 'AuthorizationHeaderMalformed'],
+      [400, 'RequestTimeout'],
+    ] as const) {
+      refusal = { status, code };
+      const error = await store.settleSpan(span, parts).catch((e: unknown) => e);
+      expect(error, code).not.toBeInstanceOf(AppError);
+      expect((error as { name?: string }).name).toBe(code);
+    }
+  });
+
+  it('as the caller answers it: a timeout is a 503 to retry, access denied a 500, never the parts gone', async () => {
+    refusal = { status: 400, code: 'RequestTimeout' };
+    const timedOut = toAppError(await store.settleSpan(span, parts).catch((e: unknown) => e), undefined);
+    expect([timedOut.status, timedOut.details?.retryAfter]).toEqual([503, 5]);
     refusal = { status: 403, code: 'AccessDenied' };
-    const error = await store.settleSpan(span, parts).catch((e: unknown) => e);
-    expect(error).not.toBeInstanceOf(AppError);
-    expect((error as { name?: string }).name).toBe('AccessDenied');
+    expect(toAppError(await store.settleSpan(span, parts).catch((e: unknown) => e), undefined).status).toBe(500);
   });
 });

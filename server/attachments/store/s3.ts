@@ -360,9 +360,10 @@ export class S3FileStore implements FileStore {
    * that aborts incomplete multipart uploads must give them longer than `UPLOAD_ABANDON_SECONDS`). A completion that fails may have been done already (by
    * another process at the same moment, or before a crash; a store then answers NoSuchUpload,
    * s3rver an internal error): the object, at the parts' length, says so; a moment is given to
-   * one being completed. When the store refuses the parts, or says the multipart upload is gone
-   * and no object comes, they are gone (a 400: the client sends the file again); otherwise a 503
-   * to retry.
+   * one being completed. When the store refuses the parts as listed (`isRefusedAsSent`), or says
+   * the multipart upload is gone and no object comes, they are gone (a 400: the client sends the
+   * file again). Any other refusal is thrown as the store said it: a 503 to retry when it says
+   * "not now" (`toAppError`), a 500 for a set-up to fix (access denied), and the parts stay.
    */
   async settleSpan(span: SpanUpload, parts: SpanPart[]): Promise<void> {
     const key = this.#spanKey(span.id);
@@ -454,14 +455,16 @@ function isMissing(error: unknown): boolean {
   return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
 }
 
+/** S3's refusals of a completion for the parts it names: those parts, as listed, can never be joined. */
+const PARTS_REFUSED = new Set(['InvalidPart', 'InvalidPartOrder', 'EntityTooSmall']);
+
 /**
- * The store refused a completion for what it names (400: `InvalidPart`, `InvalidPartOrder`,
- * `EntityTooSmall`, …): the parts as listed cannot be joined. `RequestTimeout` is a 400 too, but
- * says nothing of the parts.
+ * The store refused a completion for the parts it names (`PARTS_REFUSED`). Its other 400s
+ * (`ExpiredToken`, `AuthorizationHeaderMalformed`, `RequestTimeout`, …) say nothing of the parts.
  */
 function isRefusedAsSent(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
-  return e.$metadata?.httpStatusCode === 400 && e.name !== 'RequestTimeout';
+  return e.$metadata?.httpStatusCode === 400 && typeof e.name === 'string' && PARTS_REFUSED.has(e.name);
 }
 
 /** The store refused the request (a 4xx). */
