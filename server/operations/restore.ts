@@ -106,9 +106,10 @@ async function readManifest(source: string): Promise<Manifest> {
     ...parsed.state.filter((entry) => entry.path !== SESSION_SECRET_FILE).map((entry) => entry.path),
   ];
   if (wrong.length > 0) throw damaged(source, `its manifest names files a backup never holds: ${shortList(wrong)}`);
-  const named = [parsed.database, ...parsed.files, ...parsed.state].map((entry) => entry.path);
-  const twice = [...new Set(named.filter((name, i) => named.indexOf(name) !== i))];
-  if (twice.length > 0) throw damaged(source, `its manifest names a file twice: ${shortList(twice)}`);
+  const seen = new Set<string>();
+  const twice = new Set<string>();
+  for (const { path: named } of [parsed.database, ...parsed.files, ...parsed.state]) (seen.has(named) ? twice : seen).add(named);
+  if (twice.size > 0) throw damaged(source, `its manifest names a file twice: ${shortList([...twice])}`);
   return parsed;
 }
 
