@@ -510,7 +510,7 @@ export class TusService {
     const renewal = this.#renewing(upload.id, writer);
     let assembled: Assembled | null = null;
     try {
-      const maxBytes = upload.length ?? this.#config.maxUploadBytes;
+      const maxBytes = upload.length ?? this.#uploads.maxUploadBytes;
       // What was hashed as it arrived counts only for chunks, never for what a multipart upload holds.
       const prefix = hashed && hashed.chunks <= chunks.length && chunks.slice(0, hashed.chunks).every((chunk) => typeof chunk === 'number' || !('span' in chunk));
       assembled = await this.#store.assemble(upload.id, chunks, maxBytes, prefix ? hashed : undefined);

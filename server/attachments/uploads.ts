@@ -104,6 +104,14 @@ export class UploadsService {
     return this.#store;
   }
 
+  /**
+   * The largest file of any upload: `MAX_UPLOAD_MB`, cut to what the store can keep (S3's 5 GiB,
+   * `FileStore.maxFileBytes`). A field's own `maxSize` is cut to the store's limit too (`target`).
+   */
+  get maxUploadBytes(): number {
+    return Math.min(this.#config.maxUploadBytes, this.#store.maxFileBytes ?? Infinity);
+  }
+
   /** An invitation reader for one request (`InvitationReader`): each invitation read once, however often the request asks. */
   invitationsOnce(): InvitationReader {
     const read = new Map<string, Promise<Invitation | null>>();
@@ -179,7 +187,7 @@ export class UploadsService {
    * field's limit is then checked once the fields are all in).
    */
   async limitFor(kind: 'whole' | 'chunk', fields: Record<string, string>, invitations?: InvitationReader): Promise<number> {
-    const ceiling = kind === 'chunk' ? this.#config.maxChunkBytes : this.#config.maxUploadBytes;
+    const ceiling = kind === 'chunk' ? this.#config.maxChunkBytes : this.maxUploadBytes;
     if (!fields.invitationId || !fields.name) return ceiling;
     const target = await this.target(fields.invitationId, fields.name, invitations).catch(() => null);
     return target ? Math.min(ceiling, target.maxBytes) : ceiling;
@@ -191,7 +199,7 @@ export class UploadsService {
     return {
       extensions: param.extensions?.map((e) => e.toLowerCase()) ?? null,
       maxBytes,
-      maxUploadBytes: this.#config.maxUploadBytes,
+      maxUploadBytes: this.maxUploadBytes,
       maxChunkBytes: this.#config.maxChunkBytes,
     };
   }
@@ -216,7 +224,7 @@ export class UploadsService {
     if (!param || param.type !== 'file') {
       throw new AppError('ValidationError', `The invitation ${invitationId} has no file field ${name}`, { path: 'name' });
     }
-    const maxBytes = Math.min(param.maxSize !== undefined ? Math.floor(param.maxSize * MB) : this.#config.maxUploadBytes, this.#store.maxFileBytes ?? Infinity);
+    const maxBytes = param.maxSize !== undefined ? Math.min(Math.floor(param.maxSize * MB), this.#store.maxFileBytes ?? Infinity) : this.maxUploadBytes;
     return { param, maxBytes, invitation };
   }
 

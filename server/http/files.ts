@@ -162,7 +162,7 @@ export function fileHandlers(services: Services, config: Config) {
 
   const upload = (kind: 'whole' | 'chunk') => async (req: Request, res: Response) => {
     const ctx = createHttpContext(req, res, services, config);
-    const ceiling = kind === 'chunk' ? config.maxChunkBytes : config.maxUploadBytes;
+    const ceiling = kind === 'chunk' ? config.maxChunkBytes : uploads.maxUploadBytes;
     let viewer;
     // Everything the headers decide is decided before a byte of the body is read: the session
     // (401), the upload allowance (429, 503), the content type (400) and the announced length (413).

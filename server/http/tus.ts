@@ -115,7 +115,7 @@ function hasBody(req: Request): boolean {
 export function tusHandlers(services: Services, config: Config) {
   const tus = services.tus;
   // The largest upload: `MAX_UPLOAD_MB`, or less where the store keeps no larger file (S3).
-  const maxSize = Math.min(config.maxUploadBytes, services.uploads.store.maxFileBytes ?? Infinity);
+  const maxSize = services.uploads.maxUploadBytes;
   const location = (id: string) => `${config.baseUrl}/attachment/tus/${id}`;
 
   const common = commonHeaders;

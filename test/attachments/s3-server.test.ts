@@ -9,7 +9,7 @@ import path from 'node:path';
 import { HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cookieHeader } from '../helpers/cookies.ts';
-import { Client, sendMultipart } from '../helpers/http.ts';
+import { Client, rawExchange, sendMultipart } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { filesUnder, pdfBytes, sha1, SUBMISSION, submissionContent, submitPaper, venueWithAuthor } from './helpers.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type TestBucket } from './s3rver.ts';
@@ -201,5 +201,36 @@ describe('a server whose bucket stops answering', () => {
       await running.close();
       if (!stopped) await own.close();
     }
+  });
+});
+
+describe('MAX_UPLOAD_MB above the 5 GiB S3 keeps in one request', () => {
+  const FIVE_GIB = 5 * 1024 ** 3;
+  let big: TestServer;
+  let uploader: Client;
+
+  beforeAll(async () => {
+    big = await startServer({ STORAGE_URL: bucket.storageUrl('large/'), MAX_UPLOAD_MB: '10240' });
+    ({ author: uploader } = await venueWithAuthor(big));
+  });
+  afterAll(async () => {
+    await big?.close();
+  });
+
+  it('is cut to 5 GiB everywhere: the rules, Tus-Max-Size, and a body announcing more is refused before it is read', async () => {
+    const rules = await uploader.get(`/attachment/rules?invitationId=${encodeURIComponent(SUBMISSION)}&name=pdf`);
+    expect(rules.status).toBe(200);
+    expect(rules.body.maxUploadBytes).toBe(FIVE_GIB);
+    const options = await tusRequest(big, 'OPTIONS', '/attachment/tus');
+    expect(options.headers.get('tus-max-size')).toBe(String(FIVE_GIB));
+    // The file part first: no field yet says which limit is the field's, so the server's own applies.
+    const boundary = 'cut-to-five';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="paper.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.7\n`;
+    const refused = await rawExchange(
+      big.url,
+      `PUT /attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${cookieHeader(uploader)}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${FIVE_GIB + 1024 * 1024}\r\n\r\n${head}`,
+    );
+    expect(refused.status).toBe(413);
+    expect(await filesUnder(big.dataDir)).toEqual([]);
   });
 });
