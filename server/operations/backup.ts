@@ -3,7 +3,7 @@
  * the files under `$DATA_DIR`), made while the server runs. The folder it writes is described in
  * `backup-folder.ts`; `restore.ts` puts one back.
  */
-import { chmod, lstat, mkdir, open, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import type { Config } from '../config.ts';
@@ -65,6 +65,26 @@ export interface BackupSummary {
  * off is never mistaken for a whole one (no folder `to`; and its leftover has no manifest, which
  * a restore requires). The backup holds password hashes and secrets: folders 0700, files 0600.
  */
+/** Whether `target` is `folder` or under it. Outside is `..` or under it: a folder of `folder`'s own may be named `..bak`. */
+function isWithin(folder: string, target: string): boolean {
+  const inside = path.relative(folder, target);
+  return inside !== '..' && !inside.startsWith(`..${path.sep}`) && !path.isAbsolute(inside);
+}
+
+/** An absolute path with the symbolic links of its part that exists followed (the rest does not exist yet). */
+async function resolvedPath(given: string): Promise<string> {
+  const missing: string[] = [];
+  for (let at = path.resolve(given); ; at = path.dirname(at)) {
+    try {
+      return path.join(await realpath(at), ...missing);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || path.dirname(at) === at) throw error;
+      missing.unshift(path.basename(at));
+    }
+  }
+}
+
 export async function backup(config: BackupConfig, to: string, now: () => number = Date.now): Promise<BackupSummary> {
   refuseUnsupported(config, 'backup');
   const target = path.resolve(to);
@@ -72,9 +92,9 @@ export async function backup(config: BackupConfig, to: string, now: () => number
   if (!(await lstat(source).catch(() => null))?.isFile()) {
     throw new AppError('ValidationError', `There is no database at ${source}: is DATA_DIR right? (It is ${config.dataDir}.)`);
   }
-  // Outside is `..` or under it: a folder of the data folder's own may be named `..bak`.
-  const inside = path.relative(config.dataDir, target);
-  if (inside !== '..' && !inside.startsWith(`..${path.sep}`) && !path.isAbsolute(inside)) {
+  // Compared as written and with symbolic links followed: a link can lead into the data folder.
+  const resolved = await Promise.all([resolvedPath(config.dataDir), resolvedPath(target)]);
+  if (isWithin(config.dataDir, target) || isWithin(...resolved)) {
     throw new AppError('ValidationError', `${target} is inside the data folder: keep backups elsewhere (on another disk or machine), so that what loses the one does not lose the other.`);
   }
   if (!(await missingOrEmpty(target))) {

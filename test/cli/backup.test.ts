@@ -4,7 +4,7 @@
  * that is not empty, is refused with the target left as it was; PostgreSQL and S3 installs are
  * told what to use instead.
  */
-import { cp, mkdir, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sqlite3 from 'sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -217,6 +217,11 @@ describe.skipIf(TEST_POSTGRES_URL !== undefined)('backup and restore of an embed
     // A name that only starts with `..` is still a folder of the data folder's.
     await expect(backup(server.config, path.join(server.dataDir, '..backups'))).rejects.toThrow(/is inside the data folder/);
     await expect(backup(server.config, server.dataDir)).rejects.toThrow(/is inside the data folder/);
+    // A symbolic link outside that leads into the data folder.
+    const link = path.join(root, 'link-into-data');
+    await symlink(server.dataDir, link);
+    await expect(backup(server.config, path.join(link, 'backups', 'b1'))).rejects.toThrow(/is inside the data folder/);
+    expect(await entries(server.dataDir)).not.toContain('backups');
     expect((await entries(root)).filter((name) => name.includes('.incomplete-'))).toEqual([]);
   });
 });
