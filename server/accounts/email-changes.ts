@@ -66,44 +66,55 @@ export class EmailChangeService extends AccountsPart {
   /** `accounts.removeEmail`: see the class's rules. The removed address is told, with its undo link. */
   async remove(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult> {
     const profile = await this.#self(viewer, refreshToken);
-    const address = normaliseEmail(email);
     const now = this.now();
-    await this.deps.repo.transaction(async (repo) => {
-      const emails = await repo.emails.emailsOf(profile.id);
-      const held = emails.find((e) => e.email === address);
-      if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
-      if (preferredEmail(profile, emails) === address) {
-        throw new AppError('ValidationError', `${address} is your preferred address: make another one preferred first`, { path: 'email', reason: 'preferred' });
-      }
-      if (held.confirmed && !emails.some((e) => e.confirmed && e.email !== address)) {
-        throw new AppError('ValidationError', `${address} is your last confirmed address and cannot be removed`, { path: 'email', reason: 'last-confirmed' });
-      }
-      await repo.emails.removeEmail(profile.id, address);
-      await repo.settings.audit({ actor: profile.id, action: 'email:removed', target: profile.id, details: { email: address, ...deviceDetails(origin) } }, now);
-      // An address never confirmed was nobody's proven mailbox: there is no one to tell.
-      if (held.confirmed) await this.#tell(repo, profile.id, 'removed', address, address, now);
-    });
+    await this.deps.repo.transaction((repo) => this.removeIn(repo, profile.id, normaliseEmail(email), origin, now));
     return this.list(viewer);
   }
 
   /** `accounts.setPreferredEmail`: a confirmed address of the caller's; the preferred one before is told. */
   async setPreferred(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult> {
     const profile = await this.#self(viewer, refreshToken);
-    const address = normaliseEmail(email);
     const now = this.now();
-    await this.deps.repo.transaction(async (repo) => {
-      const current = (await repo.profiles.find(profile.id)) ?? profile;
-      const emails = await repo.emails.emailsOf(profile.id);
-      const held = emails.find((e) => e.email === address);
-      if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
-      if (!held.confirmed) throw unconfirmedPreferred(address, 'email');
-      const before = preferredEmail(current, emails);
-      if (before === address) return;
-      await repo.profiles.update(profile.id, { content: { ...current.content, preferredEmail: address } }, now);
-      await repo.settings.audit({ actor: profile.id, action: 'email:preferred', target: profile.id, details: { email: address, ...(before ? { previous: before } : {}), ...deviceDetails(origin) } }, now);
-      if (before) await this.#tell(repo, profile.id, 'preferred', address, before, now);
-    });
+    await this.deps.repo.transaction((repo) => this.setPreferredIn(repo, profile.id, normaliseEmail(email), origin, now));
     return this.list(viewer);
+  }
+
+  /**
+   * The removal, in the transaction `repo`: `remove`'s, and a profile save's (`profile-editor.ts`),
+   * which runs it in its own transaction after the content, so that a refusal fails the whole save.
+   * Its caller checked who asks (`mayChange`, `#self`).
+   */
+  async removeIn(repo: AccountsRepository, profileId: string, address: string, origin: RequestOrigin, now: number): Promise<void> {
+    const profile = await repo.profiles.find(profileId);
+    if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
+    const emails = await repo.emails.emailsOf(profileId);
+    const held = emails.find((e) => e.email === address);
+    if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
+    if (preferredEmail(profile, emails) === address) {
+      throw new AppError('ValidationError', `${address} is your preferred address: make another one preferred first`, { path: 'email', reason: 'preferred' });
+    }
+    if (held.confirmed && !emails.some((e) => e.confirmed && e.email !== address)) {
+      throw new AppError('ValidationError', `${address} is your last confirmed address and cannot be removed`, { path: 'email', reason: 'last-confirmed' });
+    }
+    await repo.emails.removeEmail(profileId, address);
+    await repo.settings.audit({ actor: profileId, action: 'email:removed', target: profileId, details: { email: address, ...deviceDetails(origin) } }, now);
+    // An address never confirmed was nobody's proven mailbox: there is no one to tell.
+    if (held.confirmed) await this.#tell(repo, profileId, 'removed', address, address, now);
+  }
+
+  /** Making an address preferred, in the transaction `repo`: `setPreferred`'s, and a profile save's, as `removeIn`. */
+  async setPreferredIn(repo: AccountsRepository, profileId: string, address: string, origin: RequestOrigin, now: number): Promise<void> {
+    const current = await repo.profiles.find(profileId);
+    if (!current) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
+    const emails = await repo.emails.emailsOf(profileId);
+    const held = emails.find((e) => e.email === address);
+    if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
+    if (!held.confirmed) throw unconfirmedPreferred(address, 'email');
+    const before = preferredEmail(current, emails);
+    if (before === address) return;
+    await repo.profiles.update(profileId, { content: { ...current.content, preferredEmail: address } }, now);
+    await repo.settings.audit({ actor: profileId, action: 'email:preferred', target: profileId, details: { email: address, ...(before ? { previous: before } : {}), ...deviceDetails(origin) } }, now);
+    if (before) await this.#tell(repo, profileId, 'preferred', address, before, now);
   }
 
   /**
@@ -210,3 +221,4 @@ export class EmailChangeService extends AccountsPart {
 export function unconfirmedPreferred(address: string, path: string): AppError {
   return new AppError('ValidationError', `${address} is not confirmed yet: confirm it with its code first`, { path, reason: 'unconfirmed' });
 }
+

@@ -33,13 +33,13 @@
  *
  * The email changes' rules are checked before anything is written (`checkEmailEdit`: the
  * person's own session with its refresh cookie, not impersonated; a confirmed preferred
- * address), then the content is replaced in one transaction (moving `tmdate`, audited as
- * `profile:update` with the names of the fields that changed, never their values), then the
- * email changes run, each in its procedure's transaction. One that another request makes fail
- * meanwhile (the address removed, the session ended) is answered with its refusal, the content
- * saved all the same (docs/accounts.md, Emails).
+ * address), then one transaction replaces the content (moving `tmdate`, audited as
+ * `profile:update` with the names of the fields that changed, never their values) and makes the
+ * email changes by their procedures' rules (`setPreferredIn`, `removeIn`). One that another
+ * request makes fail meanwhile (the address removed) is answered with its refusal, and nothing
+ * of the save is written (docs/accounts.md, Emails).
  */
-import { AppError, type EditableProfileContent, type Name, type OwnEmailsResult, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
+import { AppError, type EditableProfileContent, type Name, type Profile, type ProfileContent, type ProfileEditorOptions } from '../../shared/index.ts';
 import { POSITIONS } from '../../db/seeds/institutions.ts';
 import { AccountsPart, type AccountsCore } from './core.ts';
 import { unconfirmedPreferred } from './email-changes.ts';
@@ -73,8 +73,10 @@ type Edited = Omit<EditableProfileContent, (typeof EMAIL_FIELDS)[number]>;
 export interface OwnEmailChanges {
   /** Refuses (403) a caller who may not change their emails: impersonated, or without the session's refresh cookie. */
   mayChange(viewer: Viewer, refreshToken: string | undefined): Promise<unknown>;
-  setPreferred(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult>;
-  remove(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult>;
+  /** Makes a confirmed address of the profile's preferred, in the save's transaction. */
+  setPreferredIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number): Promise<void>;
+  /** Removes an address of the profile's, in the save's transaction. */
+  removeIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number): Promise<void>;
 }
 
 /** What a post asks of the profile's emails (`checkEmailEdit`): an address to make preferred, and the unconfirmed ones to remove. */
@@ -129,9 +131,11 @@ export class ProfileEditor extends AccountsPart {
         },
         now,
       );
+      // The emails last, by their own rules, in the same transaction: a refusal (the address
+      // removed meanwhile by another request) leaves the content as it was too.
+      if (edit.preferred !== undefined) await refusedAt('content/preferredEmail', this.#emails.setPreferredIn(repo, profile.id, edit.preferred, origin, now));
+      for (const email of edit.removed) await refusedAt('content/emails', this.#emails.removeIn(repo, profile.id, email, origin, now));
     });
-    if (edit.preferred !== undefined) await refusedAt('content/preferredEmail', this.#emails.setPreferred(viewer, edit.preferred, origin, refreshToken));
-    for (const email of edit.removed) await refusedAt('content/emails', this.#emails.remove(viewer, email, origin, refreshToken));
     return this.core.profiles.presentTo((await this.deps.repo.profiles.find(target.id)) as ProfileRecord, viewer);
   }
 

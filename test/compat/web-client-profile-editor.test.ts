@@ -12,6 +12,7 @@
  * (`server/accounts/profile-editor.ts`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isPostgres } from '../../db/postgres.ts';
 import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -129,6 +130,33 @@ describe('the web client’s profile editor, saving emails', () => {
     expect(after.content).toMatchObject({ preferredEmail: email });
     expect(after.content).not.toHaveProperty('homepage');
     expect(await server.service.db('audit_log').where({ target: id, action: 'profile:update' })).toEqual([]);
+  });
+
+  it('writes nothing of a save whose email change fails after its content (one transaction)', async () => {
+    const { id, email, second, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const db = server.service.db;
+    // The change of preferred address fails as it is written, after the save's new content.
+    if (isPostgres(db)) {
+      await db.raw("create function refuse_preferred() returns trigger language plpgsql as $$ begin if new.action = 'email:preferred' then raise exception 'refused for the test'; end if; return new; end $$");
+      await db.raw('create trigger refuse_preferred before insert on audit_log for each row execute function refuse_preferred()');
+    } else {
+      await db.raw("create trigger refuse_preferred before insert on audit_log when new.action = 'email:preferred' begin select raise(abort, 'refused for the test'); end");
+    }
+    const before = await mailsTo(email);
+    let res: Answer;
+    try {
+      res = await save(web, profile, makePreferred(rows, second));
+    } finally {
+      await db.raw('drop trigger refuse_preferred' + (isPostgres(db) ? ' on audit_log' : ''));
+      if (isPostgres(db)) await db.raw('drop function refuse_preferred()');
+    }
+    expect(res.status).toBe(500);
+    const after = (await load(web)).profile;
+    expect(after.content).toMatchObject({ preferredEmail: email });
+    expect(after.content).not.toHaveProperty('homepage');
+    expect(await db('audit_log').where({ target: id, action: 'profile:update' })).toEqual([]);
+    expect(await mailsTo(email)).toEqual(before);
   });
 
   it('refuses a change of emails sent with the access token alone, not the session’s refresh cookie, as the emails page does', async () => {
