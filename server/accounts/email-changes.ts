@@ -3,7 +3,7 @@ import { emailChangedMail } from '../mail/messages.ts';
 import { hashSecret } from '../secrets.ts';
 import { AccountsPart } from './core.ts';
 import { preferredEmail } from './profiles.ts';
-import { normaliseEmail, type AccountsRepository, type ProfileRecord, type TokenRecord } from './repository.ts';
+import { normaliseEmail, type AccountsRepository, type EmailRecord, type ProfileRecord, type TokenRecord } from './repository.ts';
 import type { EmailUndoKind } from './repository/tokens.ts';
 import { deviceDetails } from './sessions.ts';
 import type { RequestOrigin, Viewer } from './viewer.ts';
@@ -67,7 +67,7 @@ export class EmailChangeService extends AccountsPart {
   async remove(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult> {
     const profile = await this.#self(viewer, refreshToken);
     const now = this.now();
-    await this.deps.repo.transaction((repo) => this.removeIn(repo, profile.id, normaliseEmail(email), origin, now));
+    await this.deps.repo.transaction((repo) => this.removeIn(repo, profile.id, email, origin, now));
     return this.list(viewer);
   }
 
@@ -75,21 +75,18 @@ export class EmailChangeService extends AccountsPart {
   async setPreferred(viewer: Viewer, email: string, origin: RequestOrigin, refreshToken: string | undefined): Promise<OwnEmailsResult> {
     const profile = await this.#self(viewer, refreshToken);
     const now = this.now();
-    await this.deps.repo.transaction((repo) => this.setPreferredIn(repo, profile.id, normaliseEmail(email), origin, now));
+    await this.deps.repo.transaction((repo) => this.setPreferredIn(repo, profile.id, email, origin, now));
     return this.list(viewer);
   }
 
   /**
    * The removal, in the transaction `repo`: `remove`'s, and a profile save's (`profile-editor.ts`),
-   * which runs it in its own transaction after the content, so that a refusal fails the whole save.
-   * Its caller checked who asks (`mayChange`, `#self`).
+   * which makes it in the save's own transaction, after the content, so that a refusal leaves
+   * nothing of the save written. Its caller checked who asks (`#self`, `mayChange`).
    */
-  async removeIn(repo: AccountsRepository, profileId: string, address: string, origin: RequestOrigin, now: number): Promise<void> {
-    const profile = await repo.profiles.find(profileId);
-    if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
-    const emails = await repo.emails.emailsOf(profileId);
-    const held = emails.find((e) => e.email === address);
-    if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
+  async removeIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number): Promise<void> {
+    const address = normaliseEmail(email);
+    const { profile, emails, held } = await this.#held(repo, profileId, address);
     if (preferredEmail(profile, emails) === address) {
       throw new AppError('ValidationError', `${address} is your preferred address: make another one preferred first`, { path: 'email', reason: 'preferred' });
     }
@@ -103,18 +100,25 @@ export class EmailChangeService extends AccountsPart {
   }
 
   /** Making an address preferred, in the transaction `repo`: `setPreferred`'s, and a profile save's, as `removeIn`. */
-  async setPreferredIn(repo: AccountsRepository, profileId: string, address: string, origin: RequestOrigin, now: number): Promise<void> {
-    const current = await repo.profiles.find(profileId);
-    if (!current) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
-    const emails = await repo.emails.emailsOf(profileId);
-    const held = emails.find((e) => e.email === address);
-    if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
+  async setPreferredIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number): Promise<void> {
+    const address = normaliseEmail(email);
+    const { profile: current, emails, held } = await this.#held(repo, profileId, address);
     if (!held.confirmed) throw unconfirmedPreferred(address, 'email');
     const before = preferredEmail(current, emails);
     if (before === address) return;
     await repo.profiles.update(profileId, { content: { ...current.content, preferredEmail: address } }, now);
     await repo.settings.audit({ actor: profileId, action: 'email:preferred', target: profileId, details: { email: address, ...(before ? { previous: before } : {}), ...deviceDetails(origin) } }, now);
     if (before) await this.#tell(repo, profileId, 'preferred', address, before, now);
+  }
+
+  /** The profile, its addresses, and the one of them `address` is (a 404 when it holds none such), as of `repo`. */
+  async #held(repo: AccountsRepository, profileId: string, address: string): Promise<{ profile: ProfileRecord; emails: EmailRecord[]; held: EmailRecord }> {
+    const profile = await repo.profiles.find(profileId);
+    if (!profile) throw new AppError('NotFoundError', `Profile Not Found: ${profileId}`);
+    const emails = await repo.emails.emailsOf(profileId);
+    const held = emails.find((e) => e.email === address);
+    if (!held) throw new AppError('NotFoundError', `${address} is not one of your addresses`, { path: 'email' });
+    return { profile, emails, held };
   }
 
   /**
