@@ -9,7 +9,7 @@ import { Client } from '../helpers/http.ts';
 import { TestClock } from '../helpers/clock.ts';
 import { lastMailTo, readOutbox } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
+import { confirmAddress, createActiveUser, loggedIn, PASSWORD } from '../helpers/users.ts';
 import { venueConfig } from '../helpers/venue.ts';
 import { approvedRegistrationToken, REDIRECT, registerByHttp, startLogoutReceiver, UserAgent, type LogoutReceiver } from '../oidc/helpers.ts';
 
@@ -45,9 +45,7 @@ async function personWithTwoAddresses(): Promise<{ id: string; email: string; se
   const user = await createActiveUser(server);
   const { client } = await loggedIn(server, user.email);
   const second = `second-${user.email}`;
-  expect((await client.post('/user/confirm', { alternate: second })).status).toBe(200);
-  const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, second)).text)?.[1];
-  expect((await client.request('PUT', '/activatelink', { email: second, token: code })).status).toBe(200);
+  await confirmAddress(server, client, second);
   return { ...user, second, client };
 }
 

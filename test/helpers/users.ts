@@ -1,5 +1,6 @@
 import type { TestServer } from './server.ts';
 import { Client } from './http.ts';
+import { lastMailTo } from './outbox.ts';
 
 export const PASSWORD = 'Correct-Horse-9';
 
@@ -60,3 +61,12 @@ export async function registerAndGetToken(
 
 /** A history entry, as activation requires one. */
 export const HISTORY = [{ position: 'PhD Student', institution: { name: 'Example University', domain: 'example.org' }, start: 2021 }];
+
+/** Adds `email` to the signed-in person's profile as the emails page does: asked for, then confirmed with its mailed code. */
+export async function confirmAddress(server: TestServer, client: Client, email: string): Promise<void> {
+  const asked = await client.post('/user/confirm', { alternate: email });
+  if (asked.status !== 200) throw new Error(`/user/confirm: ${asked.status} ${JSON.stringify(asked.body)}`);
+  const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, email)).text)?.[1];
+  const confirmed = await client.request('PUT', '/activatelink', { email, token: code });
+  if (confirmed.status !== 200) throw new Error(`/activatelink: ${confirmed.status} ${JSON.stringify(confirmed.body)}`);
+}

@@ -5,9 +5,8 @@
  * theirs. A decision names a profile by its own id first, and a merged one takes none (400).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { lastMailTo } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { createActiveUser, loggedIn } from '../helpers/users.ts';
+import { confirmAddress, createActiveUser, loggedIn } from '../helpers/users.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -19,9 +18,7 @@ it('a decision naming a merged profile’s id is refused, and the survivor stays
   const keeper = await createActiveUser(server);
   const duplicate = await createActiveUser(server);
   const { client } = await loggedIn(server, keeper.email);
-  expect((await client.post('/user/confirm', { alternate: duplicate.email })).status).toBe(200);
-  const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, duplicate.email)).text)?.[1];
-  expect((await client.request('PUT', '/activatelink', { email: duplicate.email, token: code })).status).toBe(200);
+  await confirmAddress(server, client, duplicate.email);
   expect(await server.service.db('profiles').where({ id: duplicate.id }).first('state')).toEqual({ state: 'Merged' });
 
   const moderator = (await loggedIn(server, (await createActiveUser(server, { role: 'moderator' })).email)).client;
