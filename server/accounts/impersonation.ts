@@ -53,15 +53,19 @@ export class ImpersonationService extends AccountsPart {
       throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
     }
     const callerIds = await this.#callerIdentities(repo, viewer.profileId);
-    const granting = await this.#grantingProfiles(repo, callerIds);
+    let granting = await this.#grantingProfiles(repo, callerIds);
     if (!viewer.isSuperUser && !(await this.#grants(repo, target.id, callerIds))) {
       throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
     }
     // A nested impersonation is its first impersonator's too: one allowed to impersonate B only
-    // does not reach whomever B may impersonate.
+    // does not reach whomever B may impersonate. So the people this session may impersonate
+    // (`impersonatables`) are those both may.
     const first = viewer.impersonator;
-    if (first && !first.isSuperUser && !(first.profile && (await this.#grants(repo, target.id, await this.#callerIdentities(repo, first.profile.id))))) {
-      throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
+    if (first && !first.isSuperUser) {
+      const firstIds = first.profile ? await this.#callerIdentities(repo, first.profile.id) : new Set<string>();
+      if (!(await this.#grants(repo, target.id, firstIds))) throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
+      const theirs = new Set(await this.#grantingProfiles(repo, firstIds));
+      granting = granting.filter((id) => theirs.has(id));
     }
 
     const caller = await repo.profiles.find(viewer.profileId);

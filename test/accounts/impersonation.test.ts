@@ -176,7 +176,13 @@ describe('nesting, exit and ending', () => {
     expect(nested.body.message).toBe(`You are not allowed to impersonate ${last.id}`);
     // Given the right too, the first impersonator reaches them through the middle one as well.
     await group(last.id, [last.email], [middle.id, first.id]);
-    expect((await asMiddle.post('/impersonate', { groupId: last.id })).status).toBe(200);
+    const sideline = await createActiveUser(server, { fullname: 'Middle Only' });
+    await group(sideline.id, [sideline.email], [middle.id]);
+    const reached = await asMiddle.post('/impersonate', { groupId: last.id });
+    expect(reached.status).toBe(200);
+    // Whom the middle one alone may impersonate is not listed: the first impersonator may not.
+    expect(reached.body.user.impersonatables).toEqual([last.id]);
+    expect((await asMiddle.post('/impersonate', { groupId: sideline.id })).status).toBe(403);
   });
 
   it('exit returns to the impersonator\'s own session', async () => {
