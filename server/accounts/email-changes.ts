@@ -82,11 +82,13 @@ export class EmailChangeService extends AccountsPart {
   /**
    * The removal, in the transaction `repo`: `remove`'s, and a profile save's (`profile-editor.ts`),
    * which makes it in the save's own transaction, after the content, so that a refusal leaves
-   * nothing of the save written. Its caller checked who asks (`#self`, `mayChange`).
+   * nothing of the save written. Its caller checked who asks (`#self`, `mayChange`). With
+   * `onlyUnconfirmed`, an address confirmed by now is left as it is (the save's rule).
    */
-  async removeIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number): Promise<void> {
+  async removeIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number, opts: { onlyUnconfirmed?: boolean } = {}): Promise<void> {
     const address = normaliseEmail(email);
     const { profile, emails, held } = await this.#held(repo, profileId, address);
+    if (opts.onlyUnconfirmed && held.confirmed) return;
     if (preferredEmail(profile, emails) === address) {
       throw new AppError('ValidationError', `${address} is your preferred address: make another one preferred first`, { path: 'email', reason: 'preferred' });
     }

@@ -13,15 +13,15 @@
  *   there is none, and corrected by its owner within `DOB_CORRECTION_DAYS` of `dobTimestamp`
  *   (when the date now in effect was first supplied); after that only a super user changes it.
  *   Any change moves `dobTimestamp` to now, as the spec defines it.
- * - `checkEmailEdit`: the emails are the email table's, changed only by their own procedures
- *   (`email-changes.ts`), which an edit calls as the emails page would, so that every rule of
- *   theirs holds (the person's own signed-in session, with its refresh cookie; never while
- *   impersonated; the preferred and the last confirmed address stay) and every change is told
- *   with its undo link. The web client's profile editor posts the addresses it lists
+ * - `checkEmailEdit`: the emails are the email table's, changed only by the emails page's rules
+ *   (`email-changes.ts`): the person's own signed-in session, with its refresh cookie, never
+ *   while impersonated (checked once, before anything is written: `mayChange`); the preferred
+ *   and the last confirmed address stay, and every change is told with its undo link (checked
+ *   and made in the save's transaction: `setPreferredIn`, `removeIn`). The web client's profile editor posts the addresses it lists
  *   (`content.emails`, without one its owner removed) and the one marked preferred
  *   (`content.preferredEmail`), so: a `preferredEmail` that is another of the profile's addresses
- *   is made preferred (`setPreferred`), and each unconfirmed address of the profile's missing from
- *   a given `emails` is removed (`remove`), as the web client's Emails section removes only rows
+ *   is made preferred (`setPreferredIn`), and each unconfirmed address of the profile's missing from
+ *   a given `emails` is removed (`removeIn`), as the web client's Emails section removes only rows
  *   waiting for their code. A confirmed address missing from the list is kept: a list read before
  *   it was confirmed (in another tab, by a script) does not remove it, and confirmed addresses are
  *   removed on the emails page, whose notice and undo link the removal needs. An address the
@@ -76,7 +76,7 @@ export interface OwnEmailChanges {
   /** Makes a confirmed address of the profile's preferred, in the save's transaction. */
   setPreferredIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number): Promise<void>;
   /** Removes an address of the profile's, in the save's transaction. */
-  removeIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number): Promise<void>;
+  removeIn(repo: AccountsRepository, profileId: string, email: string, origin: RequestOrigin, now: number, opts: { onlyUnconfirmed: boolean }): Promise<void>;
 }
 
 /** What a post asks of the profile's emails (`checkEmailEdit`): an address to make preferred, and the unconfirmed ones to remove. */
@@ -101,7 +101,8 @@ export class ProfileEditor extends AccountsPart {
   /**
    * `accounts.updateProfile`: checks what the post asks of the emails (`checkEmailEdit`), replaces
    * the profile's editable content (names, history, links, relations, expertise, pronouns, gender,
-   * date of birth), then changes the emails by their own procedures, and answers the profile as `GET /profiles` shows it to the caller.
+   * date of birth) and changes the emails by their rules, in one transaction, and answers the
+   * profile as `GET /profiles` shows it to the caller.
    * `refreshToken`: the request's refresh cookie, which changing emails needs.
    */
   async update(
@@ -134,7 +135,8 @@ export class ProfileEditor extends AccountsPart {
       // The emails last, by their own rules, in the same transaction: a refusal (the address
       // removed meanwhile by another request) leaves the content as it was too.
       if (edit.preferred !== undefined) await refusedAt('content/preferredEmail', this.#emails.setPreferredIn(repo, profile.id, edit.preferred, origin, now));
-      for (const email of edit.removed) await refusedAt('content/emails', this.#emails.removeIn(repo, profile.id, email, origin, now));
+      // Only addresses still unconfirmed: one confirmed meanwhile (its code entered in another tab) is kept.
+      for (const email of edit.removed) await refusedAt('content/emails', this.#emails.removeIn(repo, profile.id, email, origin, now, { onlyUnconfirmed: true }));
     });
     return this.core.profiles.presentTo((await this.deps.repo.profiles.find(target.id)) as ProfileRecord, viewer);
   }
@@ -158,7 +160,7 @@ export class ProfileEditor extends AccountsPart {
    * checkEmailEdit: what the post asks of the emails (see the header), refused now, before
    * anything is written, for whatever the email procedures would refuse it for: another's
    * profile, an impersonation, a call without the session's refresh cookie (403), a preferred
-   * address not confirmed yet (400). The procedures check again as they run.
+   * address not confirmed yet (400). The address rules are checked again in the transaction.
    */
   async #checkEmailEdit(profile: ProfileRecord, content: EditableProfileContent, viewer: Viewer, refreshToken: string | undefined): Promise<EmailEdit> {
     const held = await this.deps.repo.emails.emailsOf(profile.id);

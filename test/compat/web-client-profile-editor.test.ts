@@ -159,6 +159,31 @@ describe('the web client’s profile editor, saving emails', () => {
     expect(await mailsTo(email)).toEqual(before);
   });
 
+  it('keeps an address dropped from the list that was confirmed while the save ran (its code entered in another tab)', async () => {
+    const { id, pending, web } = await personWithTwoAddresses();
+    const { profile, rows } = await load(web);
+    const db = server.service.db;
+    // The code is entered at the moment the save writes its content: after its checks, before its removals.
+    const confirm = `update profile_emails set confirmed = ${isPostgres(db) ? 'true' : '1'} where email = '${pending}'`;
+    if (isPostgres(db)) {
+      await db.raw(`create function confirm_pending() returns trigger language plpgsql as $$ begin if new.action = 'profile:update' then ${confirm}; end if; return new; end $$`);
+      await db.raw('create trigger confirm_pending after insert on audit_log for each row execute function confirm_pending()');
+    } else {
+      await db.raw(`create trigger confirm_pending after insert on audit_log when new.action = 'profile:update' begin ${confirm}; end`);
+    }
+    let res: Answer;
+    try {
+      res = await save(web, profile, rows.filter((row) => row.email !== pending));
+    } finally {
+      await db.raw('drop trigger confirm_pending' + (isPostgres(db) ? ' on audit_log' : ''));
+      if (isPostgres(db)) await db.raw('drop function confirm_pending()');
+    }
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect(await db('profile_emails').where({ email: pending }).first()).toMatchObject({ profile_id: id });
+    expect(await db('audit_log').where({ target: id, action: 'email:removed' })).toEqual([]);
+    expect(await mailsTo(pending)).toEqual([]);
+  });
+
   it('refuses a change of emails sent with the access token alone, not the session’s refresh cookie, as the emails page does', async () => {
     const { email, second, web } = await personWithTwoAddresses();
     const { profile, rows } = await load(web);
