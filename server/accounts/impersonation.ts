@@ -58,14 +58,15 @@ export class ImpersonationService extends AccountsPart {
       throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
     }
     // A nested impersonation is its first impersonator's too: one allowed to impersonate B only
-    // does not reach whomever B may impersonate. So the people this session may impersonate
-    // (`impersonatables`) are those both may.
+    // does not reach whomever B may impersonate. So the people the calling session may
+    // impersonate (`impersonatables`) are those both may.
     const first = viewer.impersonator;
     if (first && !first.isSuperUser) {
       const firstIds = first.profile ? await this.#callerIdentities(repo, first.profile.id) : new Set<string>();
       if (!(await this.#grants(repo, target.id, firstIds))) throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
-      const theirs = new Set(await this.#grantingProfiles(repo, firstIds));
-      granting = granting.filter((id) => theirs.has(id));
+      const reached: string[] = [];
+      for (const id of granting) if (await this.#grants(repo, id, firstIds)) reached.push(id);
+      granting = reached;
     }
 
     const caller = await repo.profiles.find(viewer.profileId);
@@ -194,13 +195,18 @@ export class ImpersonationService extends AccountsPart {
     return false;
   }
 
-  /** `impersonatables`: the people whose own `~` group names the caller (the ones they may impersonate). */
+  /**
+   * `impersonatables`: the people a grant lets the caller impersonate, by profile id: whose own
+   * `~` group (their id or a username) names the caller, who can hold a session, and who are no
+   * super users (whom nobody impersonates). A super user's list holds only those too.
+   */
   async #grantingProfiles(repo: AccountsRepository, me: Set<string>): Promise<string[]> {
     const naming = (await repo.groups.groupsWithImpersonators()).filter((g) => g.id.startsWith('~') && g.impersonators.some((i) => me.has(i)));
-    const granting: string[] = [];
+    const granting = new Set<string>();
     for (const group of naming) {
-      if (await repo.profiles.findByUsername(group.id)) granting.push(group.id);
+      const profile = await repo.profiles.findByUsername(group.id);
+      if (profile && !profile.mergedInto && canHoldSession(profile) && !(await repo.groups.isMember(SUPER_USERS_GROUP, profile.id))) granting.add(profile.id);
     }
-    return granting;
+    return [...granting];
   }
 }

@@ -1,3 +1,4 @@
+import { AccountsRepository } from '../../server/accounts/repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cookieHeader, keepCookies } from '../helpers/cookies.ts';
 import { Client } from '../helpers/http.ts';
@@ -183,6 +184,27 @@ describe('nesting, exit and ending', () => {
     // Whom the middle one alone may impersonate is not listed: the first impersonator may not.
     expect(reached.body.user.impersonatables).toEqual([last.id]);
     expect((await asMiddle.post('/impersonate', { groupId: sideline.id })).status).toBe(403);
+    // Granted to each through another of the person's ids (a username of theirs): listed, once, by profile id.
+    const twoIds = await createActiveUser(server, { fullname: 'Two Ids' });
+    const other = await new AccountsRepository(server.service.db).emails.addUsername(twoIds.id, '~Second_Name', 1);
+    await group(twoIds.id, [twoIds.email], [middle.id]);
+    await group(other, [], [first.id]);
+    const both = await asMiddle.post('/impersonate', { groupId: twoIds.id });
+    expect(both.status).toBe(200);
+    expect([...both.body.user.impersonatables].sort()).toEqual([last.id, twoIds.id].sort());
+  });
+
+  it('lists only people a grant lets the caller impersonate: not a super user whose group names them', async () => {
+    const caller = await createActiveUser(server, { fullname: 'Named By A Super User' });
+    const boss = await createActiveUser(server, { role: 'superuser', fullname: 'Naming Super User' });
+    const granted = await createActiveUser(server, { fullname: 'Granting Person' });
+    await group(boss.id, [boss.email], [caller.id]);
+    await group(granted.id, [granted.email], [caller.id]);
+    const asCaller = (await loggedIn(server, caller.email)).client;
+    const answer = await asCaller.post('/impersonate', { groupId: granted.id });
+    expect(answer.status).toBe(200);
+    expect(answer.body.user.impersonatables).toEqual([granted.id]);
+    expect((await (await loggedIn(server, caller.email)).client.post('/impersonate', { groupId: boss.id })).status).toBe(403);
   });
 
   it('exit returns to the impersonator\'s own session', async () => {
