@@ -53,7 +53,8 @@ export class ImpersonationService extends AccountsPart {
       throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
     }
     const callerIds = await this.#callerIdentities(repo, viewer.profileId);
-    let granting = await this.#grantingProfiles(repo, callerIds);
+    // Not the caller themself, whose own group may name a group they belong to.
+    let granting = (await this.#grantingProfiles(repo, callerIds)).filter((id) => id !== viewer.profileId);
     if (!viewer.isSuperUser && !(await this.#grants(repo, target.id, callerIds))) {
       throw new AppError('ForbiddenError', `You are not allowed to impersonate ${groupId}`);
     }

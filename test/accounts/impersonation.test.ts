@@ -200,6 +200,9 @@ describe('nesting, exit and ending', () => {
     const granted = await createActiveUser(server, { fullname: 'Granting Person' });
     await group(boss.id, [boss.email], [caller.id]);
     await group(granted.id, [granted.email], [caller.id]);
+    // The caller's own group naming a group the caller is in: never themself.
+    await group('Self.org/Helpers', [caller.id], []);
+    await group(caller.id, [caller.email], ['Self.org/Helpers']);
     const asCaller = (await loggedIn(server, caller.email)).client;
     const answer = await asCaller.post('/impersonate', { groupId: granted.id });
     expect(answer.status).toBe(200);
