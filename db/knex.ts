@@ -101,7 +101,6 @@ export async function migrateToLatest(db: Db): Promise<void> {
   await exclusively(db, 'migrations', (trx) => trx.migrate.latest());
 }
 
-/** The rows of a `db.raw` statement's answer: SQLite's driver answers the rows, PostgreSQL's a result holding them. */
 /**
  * Whether a statement was refused for a row it would write: a constraint (SQLite's
  * `SQLITE_CONSTRAINT`; PostgreSQL's class 23, integrity) or a value the column cannot hold
@@ -113,6 +112,7 @@ export function refusedForARow(error: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('SQLITE_CONSTRAINT') || /^2[23][0-9A-Z]{3}$/.test(code));
 }
 
+/** The rows of a `db.raw` statement's answer: SQLite's driver answers the rows, PostgreSQL's a result holding them. */
 export function rawRows<T = unknown>(answer: unknown): T[] {
   return (Array.isArray(answer) ? answer : ((answer as { rows?: T[] }).rows ?? [])) as T[];
 }
