@@ -14,22 +14,22 @@
  *   (when the date now in effect was first supplied); after that only a super user changes it.
  *   Any change moves `dobTimestamp` to now, as the spec defines it.
  * - `checkEmailEdit`: the emails are the email table's, changed only by the emails page's rules
- *   (`email-changes.ts`): the person's own signed-in session, with its refresh cookie, never
- *   while impersonated (checked once, before anything is written: `mayChange`); the preferred
- *   and the last confirmed address stay, and every change is told with its undo link (checked
- *   and made in the save's transaction: `setPreferredIn`, `removeIn`). The web client's profile editor posts the addresses it lists
- *   (`content.emails`, without one its owner removed) and the one marked preferred
- *   (`content.preferredEmail`), so: a `preferredEmail` that is another of the profile's addresses
- *   is made preferred (`setPreferredIn`), and each unconfirmed address of the profile's missing from
- *   a given `emails` is removed (`removeIn`), as the web client's Emails section removes only rows
- *   waiting for their code. A confirmed address missing from the list is kept: a list read before
- *   it was confirmed (in another tab, by a script) does not remove it, and confirmed addresses are
- *   removed on the emails page, whose notice and undo link the removal needs. An address the
- *   profile does not hold is ignored (adding one goes through its confirmation code), as is
- *   `emailsConfirmed`; a left-out `emails` or `preferredEmail` changes nothing. A refusal is the
- *   procedure's own (403, 400), its `details.path` `content/preferredEmail` or `content/emails`.
- *   Only the person changes their emails: a super user's edit of another's profile that would
- *   change them is refused (403).
+ *   (`email-changes.ts`): the person's own signed-in session, with its refresh cookie, never while
+ *   impersonated (checked once, before anything is written: `mayChange`); the preferred and the
+ *   last confirmed address stay, and every change is told with its undo link (checked and made in
+ *   the save's transaction: `setPreferredIn`, `removeIn`). The web client's profile editor posts
+ *   the addresses it lists (`content.emails`, without one its owner removed) and the one marked
+ *   preferred (`content.preferredEmail`), so: a `preferredEmail` that is another of the profile's
+ *   addresses is made preferred (`setPreferredIn`), and each unconfirmed address of the profile's
+ *   missing from a given `emails` is removed (`removeIn`), as the web client's Emails section
+ *   removes only rows waiting for their code. A confirmed address missing from the list is kept: a
+ *   list read before it was confirmed (in another tab, by a script) does not remove it, and
+ *   confirmed addresses are removed on the emails page, whose notice and undo link the removal
+ *   needs (one confirmed while the save runs is kept too). An address the profile does not hold is
+ *   ignored (adding one goes through its confirmation code), as is `emailsConfirmed`; a left-out
+ *   `emails` or `preferredEmail` changes nothing. A refusal is the procedure's own (403, 400), its
+ *   `details.path` `content/preferredEmail` or `content/emails`. Only the person changes their
+ *   emails: a super user's edit of another's profile that would change them is refused (403).
  *
  * The email changes' rules are checked before anything is written (`checkEmailEdit`: the
  * person's own session with its refresh cookie, not impersonated; a confirmed preferred
