@@ -79,12 +79,12 @@ export interface TusState {
   url: string | null;
 }
 
-/** A PATCH: the offset it names, a deferred length it may set, its body, and its checksum. */
+/** A PATCH (or a creation's bytes): the offset it names, a deferred length it may set, its body, and its checksum. */
 export interface TusWrite {
   offset: number;
   length?: number;
-  /** Whether the request sends a body (a Content-Length over 0, or one sent in chunks). */
-  sendsBytes?: boolean;
+  /** Whether the request sends a body (a Content-Length over 0, or one sent in chunks): bytes for a complete upload are 413. */
+  sendsBytes: boolean;
   body: Readable;
   checksum?: { algorithm: 'sha1' | 'sha256' | 'md5'; digest: Buffer };
 }

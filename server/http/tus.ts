@@ -194,7 +194,7 @@ export function tusHandlers(services: Services, config: Config) {
       // A creation whose bytes are refused (too many, a checksum that does not match) leaves
       // nothing behind: its client never learnt the upload's URL, and starts a new one.
       const id = state.id;
-      state = await tus.write(viewer, id, { offset: 0, body: req, ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
+      state = await tus.write(viewer, id, { offset: 0, body: req, sendsBytes: true, ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
         await tus.terminate(viewer, id).catch(() => undefined);
         throw error;
       });

@@ -440,6 +440,21 @@ describe('the tus extensions', () => {
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
   });
 
+  it('a creation bringing bytes to an upload of length 0 is 413, and leaves no upload', async () => {
+    const empty = `${VENUE}/-/Empty_Notes`;
+    const made = await root.post('/invitations', { id: empty, domain: VENUE, form: { notes: { order: 1, value: { param: { type: 'file', extensions: ['txt'] } } } } });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const rows = async () => Number(((await server.service.db('tus_uploads').count({ n: '*' }).first()) as { n: number | string }).n);
+    const before = await rows();
+    const post = await tusRequest(server, 'POST', '/attachment/tus', {
+      token: author.token,
+      headers: { 'Upload-Length': '0', 'Upload-Metadata': encodeMetadata(metadataFor(empty, 'notes', 'notes.txt')), 'Content-Type': 'application/offset+octet-stream' },
+      body: Buffer.from('ten bytes!'),
+    });
+    expectRefusal(post, 413);
+    expect(await rows()).toBe(before);
+  });
+
   it('termination: abort(true) deletes the upload (204), HEAD and PATCH are then 404, and its bytes are gone', async () => {
     const before = await filesUnder(server.dataDir);
     const opts = options({ chunkSize: 100_000 });
