@@ -122,7 +122,8 @@ export class OutboxRepository {
   async claim(row: OutboxRow, nextAttemptAt: number): Promise<boolean> {
     const changed = await this.#db('mail_outbox')
       .where({ id: row.id, state: row.state, attempts: row.attempts })
-      .update({ attempts: row.attempts + 1, next_attempt_at: nextAttemptAt });
+      // No error while an attempt is under way: what `retry` tells an attempt under way by.
+      .update({ attempts: row.attempts + 1, next_attempt_at: nextAttemptAt, last_error: null });
     return changed === 1;
   }
 
@@ -162,12 +163,15 @@ export class OutboxRepository {
   /**
    * Failed and waiting mails (the `ids` given, or all) are tried again now, for another day:
    * those that hold their text, and those not composed yet, which hold what composes it (a
-   * reset's or an activation's, whose link starts its life when it is sent).
+   * reset's or an activation's, whose link starts its life when it is sent). A mail whose
+   * attempt is under way (claimed, its attempt's time not over, no error yet: `claim`) is left to
+   * it: made due again, another process could send it alongside.
    */
   async retry(ids: number[] | 'all', now: number, giveUpAt: number): Promise<number> {
     const query = this.#db('mail_outbox')
       .whereIn('state', ['failed', ...WAITING])
-      .where((has) => has.whereNotNull('body').orWhereNotNull('params'));
+      .where((has) => has.whereNotNull('body').orWhereNotNull('params'))
+      .where((free) => free.where('state', 'failed').orWhere('attempts', 0).orWhereNotNull('last_error').orWhere('next_attempt_at', '<=', now));
     if (ids !== 'all') query.whereIn('id', ids);
     return query.update({ state: this.#db.raw("case when body is null then 'compose' else 'pending' end"), attempts: 0, next_attempt_at: now, give_up_at: giveUpAt, last_error: null });
   }

@@ -270,6 +270,32 @@ describe('the outbox', () => {
     ]);
   });
 
+  it('leaves a mail whose attempt is under way to that attempt on retry: made due again, it could be sent twice', async () => {
+    const dir = await tempDir();
+    const db = await openTestDatabase(dir);
+    cleanups.push(async () => {
+      await db.destroy();
+      await dropTestDatabase(dir);
+      await rm(dir, { recursive: true, force: true });
+    });
+    await migrateToLatest(db);
+    const repo = new OutboxRepository(db);
+    const later = Date.now() + 3_600_000;
+    for (const n of [1, 2]) await repo.insert({ messageId: `<under-way-${n}@example.org>`, kind: 'reset', state: 'pending', body: 'sealed text', to: 'a@example.org', subject: 's', now: 1, giveUpAt: later });
+    const [underWay, deferred] = (await db('mail_outbox').orderBy('message_id')) as Array<{ id: number; state: 'pending'; attempts: number }>;
+    const claimedAt = Date.now();
+    // The first is claimed by a worker and being sent; the second's attempt failed and waits.
+    expect(await repo.claim({ ...underWay!, attempts: 0 } as never, claimedAt + 90_000)).toBe(true);
+    expect(await repo.claim({ ...deferred!, attempts: 0 } as never, claimedAt + 90_000)).toBe(true);
+    await repo.deferred(deferred!.id, 'ETIMEDOUT', claimedAt + 60_000);
+    expect(await repo.retry('all', claimedAt, later)).toBe(1);
+    const rows = (await db('mail_outbox').orderBy('message_id')) as Array<{ attempts: number; next_attempt_at: number | string }>;
+    expect(rows.map((r) => [r.attempts, Number(r.next_attempt_at)])).toEqual([
+      [1, claimedAt + 90_000],
+      [0, claimedAt],
+    ]);
+  });
+
   it('gives up on a mail the server refuses for good, and tries one it refuses for now again', async () => {
     const port = await freePort();
     let tries = 0;
