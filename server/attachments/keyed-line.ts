@@ -1,8 +1,9 @@
 /**
  * Work done one after another per key, in the order places were taken, within this process: a
  * person's new uploads (their count and row, `UploadsService.inTurn`), a file's tus parts
- * (`TusSpans.line`). Places are taken at once, before anything is awaited, so the order is the
- * order requests reached the process; every place taken is run or let go.
+ * (`TusSpans.line`). The order is the order places were taken: a tus part takes its place before
+ * anything is awaited, so the order requests reached the process; a new upload when its caller
+ * reaches `inTurn`. Every place taken is run or let go.
  */
 export interface Turn {
   /** `work`, once every place before this one was run or let go. */

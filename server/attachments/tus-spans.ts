@@ -39,7 +39,6 @@ const S3_PART_MIN = 5 * 1024 * 1024;
 const S3_PARTS_MAX = 10_000;
 
 /** A place in line (`TusSpans.line`). */
-export type SpanTurn = Turn;
 
 export class TusSpans {
   readonly #repo: TusRepository;
@@ -63,7 +62,7 @@ export class TusSpans {
    * the file name), as sent. (Creations taken by two processes are placed in whatever order their
    * writes meet: copied then, if not in the file's.)
    */
-  line(key: string): SpanTurn {
+  line(key: string): Turn {
     return this.#placing.take(key);
   }
 

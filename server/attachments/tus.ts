@@ -38,7 +38,8 @@ import { removeQuietly } from './store/disk.ts';
 import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { keptOnCut } from './kept-on-cut.ts';
-import { TusSpans, type SpanTurn } from './tus-spans.ts';
+import type { Turn } from './keyed-line.ts';
+import { TusSpans } from './tus-spans.ts';
 import { OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
 
 /** How long a writing request holds its upload without renewing (it renews every third of it). */
@@ -78,6 +79,9 @@ export interface TusState {
   /** The stored file's URL once complete (`Attachment-Url`). */
   url: string | null;
 }
+
+/** An offset as an answer's message tells it: one past what a number holds (`bytesHeader`) as such. */
+const offsetText = (offset: number) => (Number.isFinite(offset) ? String(offset) : 'more than 15 digits long');
 
 /** A PATCH (or a creation's bytes): the offset it names, a deferred length it may set, its body, and its checksum. */
 export interface TusWrite {
@@ -182,7 +186,7 @@ export class TusService {
    * so that requests with another person's never wait in this line; those with none share one,
    * and are refused at once.
    */
-  creationTurn(concat: string | undefined, metadata: string | undefined, credential: string | undefined): SpanTurn | null {
+  creationTurn(concat: string | undefined, metadata: string | undefined, credential: string | undefined): Turn | null {
     if (concat?.trim() !== 'partial' || !metadata) return null;
     const who = credential ? createHash('sha256').update(credential).digest('base64url') : '';
     return this.#spans.line(`${who} ${metadata}`);
@@ -221,10 +225,10 @@ export class TusService {
       // as past an unfinished one's.
       if (request.offset === upload.offset && request.sendsBytes) throw AppError.tooLarge(`The upload is complete at ${upload.offset} bytes: no more may be sent`, { path: 'Upload-Offset' });
       if (request.offset === upload.offset) return stateOf(upload);
-      throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
+      throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${offsetText(request.offset)}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }
     this.#notes.requireAuthor(viewer);
-    if (request.offset !== upload.offset) throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${request.offset}, but the upload is at ${upload.offset}`, { path: 'Upload-Offset' });
+    if (request.offset !== upload.offset) throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${offsetText(request.offset)}, but the upload is at ${upload.offset}`, { path: 'Upload-Offset' });
     if (upload.parts >= MAX_PARTS) throw AppError.tooLarge(`An upload may be sent in at most ${MAX_PARTS} requests: start again with larger ones`, { path: 'Upload-Offset' });
     const writer = await this.#take(viewer, upload);
     const renewal = this.#renewing(upload.id, writer);

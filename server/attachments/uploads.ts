@@ -34,7 +34,6 @@ export type UploadMetrics = Pick<Metrics, 'upload' | 'chunkStored' | 'assembly'>
 /** How many chunked uploads one person may have unfinished at a time. */
 export const OPEN_UPLOADS_PER_PERSON = 20;
 
-
 /** What the multipart adapter hands over: the text fields, and the file part if there was one. */
 export interface UploadRequest {
   fields: Record<string, string>;

@@ -58,9 +58,9 @@ function bytesHeader(req: Request, name: string): number | undefined {
 
 /**
  * `Upload-Metadata`: comma-separated `key base64value` pairs; the keys this service reads. A value
- * is standard base64 with its padding (RFC 4648 section 4), as tus asks and as tusd and
- * `@tus/server` read it: unpadded, it is refused. Spaces around a comma and an empty pair are
- * let pass, as tusd lets them (`@tus/server` refuses them): HTTP's list syntax allows them.
+ * is standard base64 with its padding (RFC 4648 section 4), as tus asks: unpadded, it is refused,
+ * as `@tus/server` refuses it (tusd drops such a pair). Spaces around a comma and an empty pair
+ * are let pass, as tusd lets them (`@tus/server` refuses them): HTTP's list syntax allows them.
  */
 export function parseMetadata(header: string | undefined): { fields: TusFields; raw: string } {
   const raw = header ?? '';
