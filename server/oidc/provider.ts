@@ -51,6 +51,8 @@ export interface Provider {
   refreshIdleSeconds: number;
   /** The key a pairwise `sub` and a `sid` are derived with (`subjectOf`, `sidOf`): the install's, never shown. */
   pairwiseKey: KeyObject;
+  /** `sidOf`'s latest answers: every authorization request of a session derives its `sid` again. */
+  sids: Memo<string, string>;
   /** The rate limits of the device grant's requests and typed codes (`device.ts`). */
   limits: Pick<RateLimits, 'consume' | 'refund'>;
   /** What the provider counts (`metrics/events.ts`): sign-ins to applications, tokens issued. */
@@ -197,16 +199,10 @@ export function subjectOf(provider: Pick<Provider, 'pairwiseKey'>, client: Pick<
  * logout token a client gets, a different one at each client (two apps, pairwise ones included,
  * cannot match a person by it), and never shows the session's id.
  */
-export function sidOf(provider: Pick<Provider, 'pairwiseKey'>, sessionId: string, clientId: string): string {
-  let sids = sidsKept.get(provider.pairwiseKey);
-  if (!sids) sidsKept.set(provider.pairwiseKey, (sids = new Memo(1000)));
-  // Every authorization request of a session derives its `sid` again: the last ones are kept.
+export function sidOf(provider: Pick<Provider, 'pairwiseKey' | 'sids'>, sessionId: string, clientId: string): string {
   const input = `sid\n${sessionId}\n${clientId}`;
-  return sids.get(input, () => createHmac('sha256', provider.pairwiseKey).update(input).digest('base64url').slice(0, 32));
+  return provider.sids.get(input, () => createHmac('sha256', provider.pairwiseKey).update(input).digest('base64url').slice(0, 32));
 }
-
-/** `sidOf`'s latest answers, by the key they were made under (a process has one provider). */
-const sidsKept = new WeakMap<KeyObject, Memo<string, string>>();
 
 /**
  * Whether the client's last use of a person's tokens is due to be written now (at most once a

@@ -1,3 +1,4 @@
+import { Memo } from '../memo.ts';
 import { createHmac, type KeyObject } from 'node:crypto';
 import type { DeviceClientInput, OidcClient, OidcClientInput, RegisterApplicationInput, RegisteredApplication, ResourceServerInput } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
@@ -66,6 +67,7 @@ export class OidcService {
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
     this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, issuedHere: new IssuedHere(), tokensOfCodes: tokensOfCodes(deps.repo), logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
       pairwiseKey: secretKey(createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url')),
+      sids: new Memo(1000),
       codes: new CodeSealer(deps.csrfKey, deps.config.baseUrl),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
       userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),

@@ -6,6 +6,7 @@
  */
 import { createHmac, createSecretKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { Memo } from '../../server/memo.ts';
 import { backToClient, sidOf } from '../../server/oidc/provider.ts';
 
 const provider = { issuer: 'https://openreview.example.org' };
@@ -49,7 +50,7 @@ describe('backToClient', () => {
 });
 
 describe('sidOf', () => {
-  const keyed = (secret: string) => ({ pairwiseKey: createSecretKey(Buffer.from(secret)) });
+  const keyed = (secret: string) => ({ pairwiseKey: createSecretKey(Buffer.from(secret)), sids: new Memo<string, string>(1000) });
   const expected = (secret: string, session: string, client: string) =>
     createHmac('sha256', secret).update(`sid\n${session}\n${client}`).digest('base64url').slice(0, 32);
 
