@@ -56,7 +56,12 @@ export interface CodeRecord {
 export type CodeGrant = Omit<CodeRecord, 'codeHash' | 'redirectUriHash'> & { redirectUri: string };
 
 const VERSION = 'c2';
-/** The form sealed before hourly keys: opened, never sealed (`#keyOfCode`). */
+/**
+ * The form sealed before hourly keys: opened, never sealed (`#keyOfCode`). A `c1` code lives ten
+ * minutes, so it matters only during an upgrade from a version that sealed them; meanwhile each
+ * made-up `c1` code costs an HMAC and a key, as every code did then. Remove it (and `#keyOfCode`,
+ * `NONCE_1`) in the release after the one that brought `c2`.
+ */
 const VERSION_1 = 'c1';
 const ID_BYTES = 16;
 const TAG_BYTES = 16;

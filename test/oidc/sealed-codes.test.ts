@@ -66,6 +66,9 @@ describe('CodeSealer', () => {
     const sealedFrom = code.lastIndexOf('.') + 1;
     for (let at = sealedFrom; at < code.length - 1; at += 1) expect(sealer.open(flip(code, at), 'app', AT)).toBeNull();
     expect(sealer.open(flip(code, 3), 'app', AT)).toBeNull();
+    // Every character of the id (its hour, then the nonce, which only the cipher checks) but its
+    // last, whose low bits base64url leaves unused.
+    for (let at = 3; at < sealedFrom - 2; at += 1) expect(sealer.open(flip(code, at), 'app', AT), `id character ${at}`).toBeNull();
   });
 
   it('opens nothing malformed, and never throws', () => {
@@ -353,6 +356,8 @@ describe('authorization codes on two processes of one install', () => {
       const pair = [answers[2 * i], answers[2 * i + 1]].map((answer) => answer?.status).sort();
       expect(pair).toEqual([200, 400]);
     }
+    // The winner's token is revoked, as the code was presented twice.
+    for (const answer of answers.filter((x) => x?.status === 200)) expect(await userinfo(a, answer?.body.access_token)).toBe(401);
   });
 
   it('a sign-in with a session and a consent writes once: the token', async () => {
