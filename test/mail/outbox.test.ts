@@ -235,8 +235,8 @@ describe('the outbox', () => {
     expect(rows.filter((r) => r.state === 'pending' || r.state === 'compose')).toHaveLength(2);
   });
 
-  it('tries mail never composed again on retry, waiting or given up, and no mail that holds nothing to send', async () => {
-    // A database of its own: no worker sends what is written here.
+  /** An outbox in a database of its own: no worker sends what is written there. */
+  async function outboxAlone() {
     const dir = await tempDir();
     const db = await openTestDatabase(dir);
     cleanups.push(async () => {
@@ -245,7 +245,11 @@ describe('the outbox', () => {
       await rm(dir, { recursive: true, force: true });
     });
     await migrateToLatest(db);
-    const repo = new OutboxRepository(db);
+    return { db, repo: new OutboxRepository(db) };
+  }
+
+  it('tries mail never composed again on retry, waiting or given up, and no mail that holds nothing to send', async () => {
+    const { db, repo } = await outboxAlone();
     const table = () => db('mail_outbox');
     const later = Date.now() + 3_600_000;
     const row = (n: number, state: 'compose' | 'pending', what: { params?: Record<string, unknown>; body?: string }) =>
@@ -271,15 +275,7 @@ describe('the outbox', () => {
   });
 
   it('leaves a mail whose attempt is under way to that attempt on retry: made due again, it could be sent twice', async () => {
-    const dir = await tempDir();
-    const db = await openTestDatabase(dir);
-    cleanups.push(async () => {
-      await db.destroy();
-      await dropTestDatabase(dir);
-      await rm(dir, { recursive: true, force: true });
-    });
-    await migrateToLatest(db);
-    const repo = new OutboxRepository(db);
+    const { db, repo } = await outboxAlone();
     const later = Date.now() + 3_600_000;
     for (const n of [1, 2]) await repo.insert({ messageId: `<under-way-${n}@example.org>`, kind: 'reset', state: 'pending', body: 'sealed text', to: 'a@example.org', subject: 's', now: 1, giveUpAt: later });
     const [underWay, deferred] = (await db('mail_outbox').orderBy('message_id')) as Array<{ id: number; state: 'pending'; attempts: number }>;
