@@ -1,18 +1,19 @@
 /**
  * The handler of a `procedure` route: it builds the procedure's input from the path, the query
- * string and the body, calls the procedure through a caller (the same code path as a tRPC
- * client's call) and sends its result as JSON.
+ * string and the body, calls the procedure as tRPC's HTTP adapter calls it (`callProcedure`, the
+ * door tRPC keeps for adapters: the same middleware, schemas and errors as a tRPC client's call)
+ * and sends its result as JSON. Not through a caller (`createCaller`): its proxies are built
+ * anew for every request, a measurable part of a small request's cost (docs/performance.md).
  */
+import { callProcedure } from '@trpc/server/unstable-core-do-not-import';
 import type { Request, RequestHandler } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import type { Config } from '../config.ts';
-import { createCaller } from '../router.ts';
+import { appRouter } from '../router.ts';
 import type { Services } from '../services.ts';
 import { createHttpContext } from './context.ts';
 import type { ProcedureRoute } from './routes.ts';
 import { sendError } from './send-error.ts';
-
-type Caller = ReturnType<typeof createCaller>;
 
 /** The path's parameters by their input names; a venue id's segments are joined again. */
 function pathParams(route: ProcedureRoute, req: Request): Record<string, string> {
@@ -42,20 +43,23 @@ function routeInput(route: ProcedureRoute, req: Request): unknown {
   return { ...source, ...params };
 }
 
-/** Calls the route's procedure through the caller: the same code path as a tRPC client's call. */
-function callRoute(caller: Caller, route: ProcedureRoute, req: Request): Promise<unknown> {
-  let target: unknown = caller;
-  for (const key of route.procedure.split('.')) target = (target as Record<string, unknown>)[key];
-  const procedure = target as (input?: unknown) => Promise<unknown>;
-  return route.input === 'none' && Object.keys(req.params).length === 0 ? procedure() : procedure(routeInput(route, req));
+/** The kind of the route's procedure (a query or a mutation); a route naming no procedure stops the start. */
+function procedureType(route: ProcedureRoute): 'query' | 'mutation' {
+  // At run time the router keeps its procedures by their dotted paths, as `callProcedure` reads them.
+  const procedures = appRouter._def.procedures as unknown as Record<string, { _def: { type: string } } | undefined>;
+  const type = procedures[route.procedure]?._def.type;
+  if (type !== 'query' && type !== 'mutation') throw new Error(`The route ${route.method.toUpperCase()} ${route.path} names no query or mutation: ${route.procedure}`);
+  return type;
 }
 
 /** Answers a `procedure` route; any error leaves as the Error body. */
 export function procedureHandler(route: ProcedureRoute, services: Services, config: Config): RequestHandler {
+  const type = procedureType(route);
   return async (req, res) => {
     try {
-      const caller = createCaller(createHttpContext(req, res, services, config));
-      const answer = await callRoute(caller, route, req);
+      const input = route.input === 'none' && Object.keys(req.params).length === 0 ? undefined : routeInput(route, req);
+      const ctx = createHttpContext(req, res, services, config);
+      const answer = await callProcedure({ router: appRouter, path: route.procedure, type, ctx, getRawInput: async () => input, signal: undefined, batchIndex: 0 });
       // Answers are personal and some carry secrets (session tokens, a TOTP secret, recovery
       // codes): no cache along the way keeps them.
       res.setHeader('Cache-Control', 'no-store');

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byPrecedence, mountRoutes } from '../../server/http/mount.ts';
-import { routes, type Route } from '../../server/http/routes.ts';
+import { procedureHandler } from '../../server/http/procedure.ts';
+import { routes, type ProcedureRoute, type Route } from '../../server/http/routes.ts';
 
 /** An app whose every route answers with its own method and path, mounted from `table`. */
 async function stubApp(table: readonly Route[]): Promise<{ url: string; server: Server }> {
@@ -66,6 +67,16 @@ describe('the route table', () => {
 
   it('is registered in the same order whatever the order of its lines', () => {
     expect(byPrecedence([...routes].reverse())).toEqual(byPrecedence(routes));
+  });
+
+  it('names only procedures the router has, as queries or mutations: a route naming another stops the start', () => {
+    const procedureRoutes = routes.filter((route): route is ProcedureRoute => route.kind === 'procedure');
+    expect(procedureRoutes.length).toBeGreaterThan(20);
+    for (const route of procedureRoutes) expect(() => procedureHandler(route, {} as never, {} as never)).not.toThrow();
+    const misnamed = { ...(procedureRoutes[0] as ProcedureRoute), procedure: 'accounts.noSuchProcedure' as ProcedureRoute['procedure'] };
+    expect(() => procedureHandler(misnamed, {} as never, {} as never)).toThrow(/names no query or mutation: accounts.noSuchProcedure/);
+    // The types already refuse both; this is for a route table built otherwise. A router is not a procedure.
+    expect(() => procedureHandler({ ...misnamed, procedure: 'accounts' as ProcedureRoute['procedure'] }, {} as never, {} as never)).toThrow(/names no query or mutation/);
   });
 
   it('refuses a method and path listed twice', () => {
