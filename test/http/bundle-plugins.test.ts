@@ -58,6 +58,8 @@ const CALLS: Array<[string, (spread: Spread) => object]> = [
   ['null, undefined and false are copied as nothing', (f) => f(f(f({}, null), undefined), false)],
   ['a string copies its characters, a number nothing', (f) => f(f({}, 'ab'), 7)],
   ['an array copies its indices', (f) => f(f({}, ['x', 'y']), {}, { length: 9 })],
+  ['three arguments, the one between null', (f) => f(f({}, { a: 1 }), null, { b: 2 })],
+  ['six arguments, later keys winning', (f) => f({ z: 0 }, { a: 1 }, {}, { b: 2, a: 3 }, {}, 'cd')],
   ['a first argument with keys of its own', (f) => f({ req: 1, res: 2, path: '' }, { a: 1, req: 3 })],
   ['a literal with a computed key and a __proto__ setting', (f) => f(f({}, { a: 1 }), {}, { ['com' + 'puted']: 1, __proto__: { fromLiteral: true } })],
 ];
