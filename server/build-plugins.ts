@@ -71,10 +71,16 @@ const UNSAFE_CALL = /_objectSpread2\((?!\{|_objectSpread2\()/;
 const OTHER_USE = /\b_objectSpread2(?!\()/;
 /** The helper's import and export (`{ n as _objectSpread2 }`, `_objectSpread2 as n`) and its definition, the mentions that are not calls. */
 const NAMING = /\b\w+ as _objectSpread2\b|\b_objectSpread2 as \w+\b|function _objectSpread2\(e\)/g;
-/** A prototype set in an object literal, which the native spread of that literal would not keep. */
-const PROTO_IN_LITERAL = /\b__proto__\s*:/;
-/** Babel's placeholder between a call's copied object and its literal, followed by anything but that literal. */
-const EVEN_NOT_LITERAL = /, \{\}, (?!\{)/;
+/** A prototype set in an object literal (its key quoted or not), which the native spread of that literal would not keep. */
+const PROTO_IN_LITERAL = /\b__proto__["']?\s*:/;
+/** Babel's placeholder between a call's copied object and its literal, followed by anything but that literal (line breaks allowed). */
+const EVEN_NOT_LITERAL = /,\s*\{\}\s*,(?!\s*\{)/;
+/**
+ * A call that copies a named object into `{}` and passes more after it (`_objectSpread2({}, a, b)`),
+ * whose third argument would be copied with its descriptors: Babel never writes one (it nests a
+ * call instead). Only the simple form (a name or a property path) is recognised.
+ */
+const COPIED_THEN_MORE = /_objectSpread2\(\{\},\s*[\w$.]+\s*,/;
 /**
  * An accessor in an object literal (`get name(`, `set name(`, quoted and computed names too),
  * which the spread would read instead of copying. It looks at the whole module, class bodies
@@ -103,7 +109,7 @@ export const trpcNativeSpread: Plugin = {
       const text = readFileSync(args.path, 'utf8');
       if (OTHER_USE.test(text.replace(NAMING, ''))) throw new Error(`${args.path}: _objectSpread2 is used other than by a direct call`);
       if (UNSAFE_CALL.test(text.replace('function _objectSpread2(e)', ''))) throw new Error(`${args.path}: a call of _objectSpread2 whose first argument is not an object literal`);
-      if (EVEN_NOT_LITERAL.test(text)) throw new Error(`${args.path}: a call of _objectSpread2 whose even argument is not an object literal`);
+      if (EVEN_NOT_LITERAL.test(text) || COPIED_THEN_MORE.test(text)) throw new Error(`${args.path}: a call of _objectSpread2 whose even argument is not an object literal`);
       if (ACCESSOR.test(text)) throw new Error(`${args.path}: an object literal with an accessor, which a native spread would read`);
       if (PROTO_IN_LITERAL.test(text)) throw new Error(`${args.path}: an object literal that sets its prototype, which a native spread would not keep`);
       if (!text.includes('function _objectSpread2(')) return { contents: text, loader: 'js' };

@@ -137,11 +137,14 @@ describe('the build of tRPC with the replacement', () => {
     ['a call whose first argument is not a literal', 'defining', added('export const odd = (a, b) => _objectSpread2(a, b);'), /first argument/],
     ['such a call in an adapter', 'adapters/express.mjs', added('export const odd = (a, b) => _objectSpread2(a, b);'), /first argument/],
     ['a call whose even argument is not a literal', 'defining', added('export const odd = (a, b) => _objectSpread2({}, {}, b);'), /even argument/],
+    ['such an argument after a line break', 'defining', added('export const odd = (a, b) => _objectSpread2(_objectSpread2({}, a), {},\n  b);'), /even argument/],
+    ['a third argument after an object copied into {}', 'adapters/express.mjs', added('export const odd = (a, b) => _objectSpread2({}, a, b);'), /even argument/],
     ['the helper called through .call', 'adapters/express.mjs', added('export const odd = (a) => _objectSpread2.call(null, {}, a);'), /other than by a direct call/],
     ['the helper passed as a value', 'defining', added('export const odd = (list) => list.reduce(_objectSpread2, {});'), /other than by a direct call/],
     ['an accessor in an object literal', 'defining', added('export const odd = { get size() { return 1; } };'), /accessor/],
     ['an accessor with a quoted name', 'adapters/express.mjs', added('export const odd = { get "size"() { return 1; } };'), /accessor/],
     ['a literal that sets its prototype', 'defining', added('export const odd = (a) => _objectSpread2({ __proto__: null }, a);'), /prototype/],
+    ['a literal that sets its prototype with a quoted key', 'defining', added('export const odd = (a) => _objectSpread2({ "__proto__": null }, a);'), /prototype/],
   ])('fails on %s', async (name, file, change, message) => {
     const defining = await definingModule();
     const module = await changedTrpc(file === 'defining' ? defining : file, change);
