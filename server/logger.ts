@@ -147,12 +147,18 @@ export function serializeRequest(req: { id?: unknown; method?: unknown; url?: un
   return { id: req.id, method: req.method, url: typeof url === 'string' ? redactUrl(url) : undefined };
 }
 
+/** How long a line may wait in the log's buffer: a quiet server's lines reach stdout within this. */
+const LOG_FLUSH_MS = 1000;
+
 /**
  * Structured JSON logs. Request and response headers are never logged (they carry cookies and
  * bearer tokens); bodies are never logged (they carry passwords), and errors are logged through
  * `serializeError`, which drops what they carry of the request. Without a destination they go
  * to stdout through a 4 KiB buffer written asynchronously: a synchronous write per request was
- * a tenth of a request's cost (`npm run bench`). Flush it before exiting (`main.ts` does).
+ * a tenth of a request's cost (`npm run bench`). The buffer is also written every
+ * `LOG_FLUSH_MS`, so that a quiet server's lines do not wait for 4 KiB of others, and a process
+ * killed without warning (the kernel's OOM kill) loses at most that last second. Flush it before
+ * exiting (`main.ts` does).
  */
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   return pino(
@@ -165,7 +171,7 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
         censor: '[redacted]',
       },
     },
-    (destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }),
+    (destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS }),
   );
 }
 
