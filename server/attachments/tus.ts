@@ -87,10 +87,38 @@ const offsetText = (offset: number) => (Number.isFinite(offset) ? String(offset)
 export interface TusWrite {
   offset: number;
   length?: number;
-  /** Whether the request sends a body (a Content-Length over 0, or one sent in chunks): bytes for a complete upload are 413. */
-  sendsBytes: boolean;
+  /**
+   * Whether the request sends bytes: `true` for a Content-Length over 0, `false` for none, and
+   * `'chunked'` for a body sent in chunks, whose length is known only once read (for a complete
+   * upload it is read up to its first byte). Bytes for a complete upload are 413.
+   */
+  sendsBytes: boolean | 'chunked';
   body: Readable;
   checksum?: { algorithm: 'sha1' | 'sha256' | 'md5'; digest: Buffer };
+}
+
+/**
+ * Whether a body of unstated length brings any byte: read up to its first byte (then left
+ * paused: the answer ends the connection, `endUnreadBodies`) or its end. A body cut by its
+ * client brings none that could be kept.
+ */
+function bringsAnyByte(body: Readable): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const settle = (answer: boolean | Error) => {
+      body.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      if (answer instanceof Error) reject(answer);
+      else resolve(answer);
+    };
+    const onData = (chunk: Buffer) => {
+      if (chunk.length === 0) return;
+      body.pause();
+      settle(true);
+    };
+    const onEnd = () => settle(false);
+    const onError = (error: Error) => settle(error);
+    const onClose = () => settle(false);
+    body.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }
 
 const stateOf = (u: TusUpload): TusState => ({ id: u.id, offset: u.offset, length: u.length, metadata: u.metadata, concat: u.concatHeader ?? u.concat, expiresAt: u.expiresAt, url: u.url });
@@ -221,9 +249,11 @@ export class TusService {
       throw new AppError('ValidationError', `Upload-Length is ${upload.length} already and cannot change`, { path: 'Upload-Length' });
     }
     if (upload.url !== null) {
-      // Sent again without bytes: answered as before. Bytes past a complete upload's length: 413,
-      // as past an unfinished one's.
-      if (request.offset === upload.offset && request.sendsBytes) throw AppError.tooLarge(`The upload is complete at ${upload.offset} bytes: no more may be sent`, { path: 'Upload-Offset' });
+      // Sent again without bytes (an empty body in chunks too, as @tus/server answers it): answered
+      // as before. Bytes past a complete upload's length: 413, as past an unfinished one's.
+      if (request.offset === upload.offset && (request.sendsBytes === 'chunked' ? await bringsAnyByte(request.body) : request.sendsBytes)) {
+        throw AppError.tooLarge(`The upload is complete at ${upload.offset} bytes: no more may be sent`, { path: 'Upload-Offset' });
+      }
       if (request.offset === upload.offset) return stateOf(upload);
       throw AppError.protocol('ValidationError', 409, `Upload-Offset is ${offsetText(request.offset)}, but the upload is complete at ${upload.offset}`, { path: 'Upload-Offset' });
     }

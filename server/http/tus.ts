@@ -108,8 +108,10 @@ function parseChecksum(header: string | undefined): TusWrite['checksum'] {
 }
 
 /** Whether the request carries a body (creation-with-upload, a PATCH). */
-function hasBody(req: Request): boolean {
-  return Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+/** Whether a request sends bytes: a Content-Length over 0, none, or a body in chunks (`TusWrite.sendsBytes`). */
+function sendsBytes(req: Request): boolean | 'chunked' {
+  if (req.get('transfer-encoding') !== undefined) return 'chunked';
+  return Number(req.get('content-length') ?? 0) > 0;
 }
 
 export function tusHandlers(services: Services, config: Config) {
@@ -168,7 +170,7 @@ export function tusHandlers(services: Services, config: Config) {
       throw new AppError('BadRequestError', 'Send Upload-Length, or Upload-Defer-Length: 1', { path: 'Upload-Length' });
     }
     if (length !== undefined && length > maxSize) throw AppError.tooLarge(`A file may be at most ${maxSize} bytes (Tus-Max-Size)`, { path: 'Upload-Length' });
-    const body = hasBody(req);
+    const body = sendsBytes(req) !== false;
     if (body && !req.is(OCTETS)) throw AppError.protocol('BadRequestError', 415, `A creation's body must be ${OCTETS}`, { path: 'Content-Type' });
     if (concat?.kind === 'final' && body) throw new AppError('BadRequestError', 'A final upload has no body of its own', { path: 'Upload-Concat' });
     const { fields, raw } = parseMetadata(req.get('upload-metadata'));
@@ -194,7 +196,7 @@ export function tusHandlers(services: Services, config: Config) {
       // A creation whose bytes are refused (too many, a checksum that does not match) leaves
       // nothing behind: its client never learnt the upload's URL, and starts a new one.
       const id = state.id;
-      state = await tus.write(viewer, id, { offset: 0, body: req, sendsBytes: true, ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
+      state = await tus.write(viewer, id, { offset: 0, body: req, sendsBytes: sendsBytes(req), ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
         await tus.terminate(viewer, id).catch(() => undefined);
         throw error;
       });
@@ -225,7 +227,7 @@ export function tusHandlers(services: Services, config: Config) {
     if (offset === undefined) throw new AppError('MissingRequiredError', 'Send Upload-Offset', { path: 'Upload-Offset' });
     const length = bytesHeader(req, 'Upload-Length');
     const checksum = parseChecksum(req.get('upload-checksum'));
-    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, sendsBytes: hasBody(req), ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
+    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, sendsBytes: sendsBytes(req), ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
     res.status(204).end();
   });
 

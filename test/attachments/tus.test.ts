@@ -103,6 +103,19 @@ async function readBack(url: string, person: Person = author): Promise<Buffer> {
 }
 
 /** A refusal: the spec's Error body with the answer's status, and `Tus-Resumable`. */
+/** Writes `lines` (CRLF-joined, the last one as is) on a new connection to `base`; everything it answers until it closes. */
+function rawRequest(base: string, lines: string[]): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.on('connect', () => socket.write(`${lines.slice(0, -1).join('\r\n')}\r\n${lines.at(-1)}`, 'latin1'));
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
 function expectRefusal(reply: TusReply, status: number) {
   expect(reply.status, JSON.stringify(reply.body)).toBe(status);
   expect(reply.headers.get('tus-resumable')).toBe('1.0.0');
@@ -436,6 +449,26 @@ describe('the tus extensions', () => {
     const again = await patch(url, data.length, new Uint8Array(0));
     expect([again.status, again.headers.get('upload-offset')]).toEqual([204, String(data.length)]);
     expectRefusal(await patch(url, data.length, pdfBytes(10)), 413);
+    // The same in chunks (Transfer-Encoding: chunked, no Content-Length), written on the socket as
+    // fetch would send a stream: an empty body is answered as before, as @tus/server answers it;
+    // a byte is too many.
+    const chunked = (bytes: Uint8Array) =>
+      rawRequest(server.url, [
+        `PATCH ${new URL(url, server.url).pathname} HTTP/1.1`,
+        `Host: ${new URL(server.url).host}`,
+        'Tus-Resumable: 1.0.0',
+        `Authorization: Bearer ${author.token}`,
+        'Content-Type: application/offset+octet-stream',
+        `Upload-Offset: ${data.length}`,
+        'Transfer-Encoding: chunked',
+        'Connection: close',
+        '',
+        bytes.length > 0 ? `${bytes.length.toString(16)}\r\n${Buffer.from(bytes).toString('latin1')}\r\n0\r\n\r\n` : '0\r\n\r\n',
+      ]);
+    const empty = await chunked(new Uint8Array(0));
+    expect(empty).toMatch(/^HTTP\/1\.1 204 /);
+    expect(empty).toMatch(new RegExp(`\r\nupload-offset: ${data.length}\r\n`, 'i'));
+    expect(await chunked(pdfBytes(10))).toMatch(/^HTTP\/1\.1 413 /);
     expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe(String(data.length));
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
   });
