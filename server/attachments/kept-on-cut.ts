@@ -42,3 +42,29 @@ export function keptOnCut(body: Readable): { stream: PassThrough; cut: () => boo
   }
   return { stream, cut: () => cut };
 }
+
+/**
+ * Whether a body of unstated length (sent in chunks) brings any byte: read up to its first byte
+ * (then left paused: the answer ends the connection, `endUnreadBodies`) or its end. A body its
+ * client cut, or that was gone before it was read, brings none; one silent for `IDLE_BODY_MS` is
+ * ended as `keptOnCut` ends it, and brings none either.
+ */
+export function bringsAnyByte(body: Readable): Promise<boolean> {
+  if (body.readableEnded || body.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const idle = setTimeout(() => body.destroy(), IDLE_BODY_MS);
+    const settle = (answer: boolean) => {
+      clearTimeout(idle);
+      body.off('data', onData).off('end', onEnd).off('close', onEnd);
+      resolve(answer);
+    };
+    const onData = (chunk: Buffer) => {
+      if (chunk.length === 0) return;
+      body.pause();
+      settle(true);
+    };
+    const onEnd = () => settle(false);
+    // A client that goes is an 'aborted' error, then 'close': no byte came, which is no failure.
+    body.on('data', onData).on('end', onEnd).on('close', onEnd).once('error', () => undefined);
+  });
+}

@@ -37,7 +37,7 @@ import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
-import { keptOnCut } from './kept-on-cut.ts';
+import { bringsAnyByte, keptOnCut } from './kept-on-cut.ts';
 import type { Turn } from './keyed-line.ts';
 import { TusSpans } from './tus-spans.ts';
 import { OPEN_UPLOADS_PER_PERSON, type UploadNotes, type UploadsService } from './uploads.ts';
@@ -95,30 +95,6 @@ export interface TusWrite {
   sendsBytes: boolean | 'chunked';
   body: Readable;
   checksum?: { algorithm: 'sha1' | 'sha256' | 'md5'; digest: Buffer };
-}
-
-/**
- * Whether a body of unstated length brings any byte: read up to its first byte (then left
- * paused: the answer ends the connection, `endUnreadBodies`) or its end. A body cut by its
- * client brings none that could be kept.
- */
-function bringsAnyByte(body: Readable): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const settle = (answer: boolean | Error) => {
-      body.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
-      if (answer instanceof Error) reject(answer);
-      else resolve(answer);
-    };
-    const onData = (chunk: Buffer) => {
-      if (chunk.length === 0) return;
-      body.pause();
-      settle(true);
-    };
-    const onEnd = () => settle(false);
-    const onError = (error: Error) => settle(error);
-    const onClose = () => settle(false);
-    body.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
-  });
 }
 
 const stateOf = (u: TusUpload): TusState => ({ id: u.id, offset: u.offset, length: u.length, metadata: u.metadata, concat: u.concatHeader ?? u.concat, expiresAt: u.expiresAt, url: u.url });

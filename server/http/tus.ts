@@ -107,7 +107,6 @@ function parseChecksum(header: string | undefined): TusWrite['checksum'] {
   return { algorithm: algorithm as keyof typeof CHECKSUMS, digest: bytes };
 }
 
-/** Whether the request carries a body (creation-with-upload, a PATCH). */
 /** Whether a request sends bytes: a Content-Length over 0, none, or a body in chunks (`TusWrite.sendsBytes`). */
 function sendsBytes(req: Request): boolean | 'chunked' {
   if (req.get('transfer-encoding') !== undefined) return 'chunked';
@@ -227,7 +226,10 @@ export function tusHandlers(services: Services, config: Config) {
     if (offset === undefined) throw new AppError('MissingRequiredError', 'Send Upload-Offset', { path: 'Upload-Offset' });
     const length = bytesHeader(req, 'Upload-Length');
     const checksum = parseChecksum(req.get('upload-checksum'));
-    describe(res, await tus.write(viewer, String(req.params.id), { offset, body: req, sendsBytes: sendsBytes(req), ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) }));
+    const state = await tus.write(viewer, String(req.params.id), { offset, body: req, sendsBytes: sendsBytes(req), ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) });
+    // A connection that broke mid-body was answered already (`answerClientErrors`): what arrived is kept.
+    if (res.headersSent) return;
+    describe(res, state);
     res.status(204).end();
   });
 

@@ -102,7 +102,6 @@ async function readBack(url: string, person: Person = author): Promise<Buffer> {
   return Buffer.from(await res.arrayBuffer());
 }
 
-/** A refusal: the spec's Error body with the answer's status, and `Tus-Resumable`. */
 /** Writes `lines` (CRLF-joined, the last one as is) on a new connection to `base`; everything it answers until it closes. */
 function rawRequest(base: string, lines: string[]): Promise<string> {
   const { hostname, port } = new URL(base);
@@ -116,6 +115,7 @@ function rawRequest(base: string, lines: string[]): Promise<string> {
   });
 }
 
+/** A refusal: the spec's Error body with the answer's status, and `Tus-Resumable`. */
 function expectRefusal(reply: TusReply, status: number) {
   expect(reply.status, JSON.stringify(reply.body)).toBe(status);
   expect(reply.headers.get('tus-resumable')).toBe('1.0.0');
@@ -469,6 +469,18 @@ describe('the tus extensions', () => {
     expect(empty).toMatch(/^HTTP\/1\.1 204 /);
     expect(empty).toMatch(new RegExp(`\r\nupload-offset: ${data.length}\r\n`, 'i'));
     expect(await chunked(pdfBytes(10))).toMatch(/^HTTP\/1\.1 413 /);
+    // A client that goes before its first chunk: no byte came, which is no failure of the server's.
+    const aborted = connect(Number(new URL(server.url).port), new URL(server.url).hostname);
+    await new Promise<void>((resolve) => aborted.on('connect', resolve));
+    aborted.write(
+      [`PATCH ${new URL(url, server.url).pathname} HTTP/1.1`, `Host: ${new URL(server.url).host}`, 'Tus-Resumable: 1.0.0', `Authorization: Bearer ${author.token}`, 'Content-Type: application/offset+octet-stream', `Upload-Offset: ${data.length}`, 'Transfer-Encoding: chunked', '', ''].join('\r\n'),
+    );
+    const before = server.logs.length;
+    aborted.destroy();
+    await waitUntil(() => server.logs.slice(before).some((line) => line.includes('"method":"PATCH"')), 'logged');
+    // A round trip more, for the cut request's handler to have finished.
+    expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe(String(data.length));
+    expect(server.logs.filter((line) => /"level":(50|60)/.test(line))).toEqual([]);
     expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe(String(data.length));
     expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
   });
