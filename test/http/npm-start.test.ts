@@ -17,29 +17,32 @@ function refusesConnections(url: URL): Promise<boolean> {
   });
 }
 
-let dir: string | undefined;
+const dirs: string[] = [];
 afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
+
+/** `npm start`'s server (the TypeScript sources) on a new data folder: the process, its URL once it listens, all it printed so far, and its exit. */
+async function startMain(env: Record<string, string>) {
+  const dir = await tempDir();
+  dirs.push(dir);
+  const child = spawn(process.execPath, ['server/main.ts'], { env: await childEnv({ DATA_DIR: dir, PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const printed = { out: '' };
+  const url = await new Promise<URL>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      printed.out += chunk.toString();
+      const match = /Listening on (http:\/\/\S+)/.exec(printed.out);
+      if (match?.[1]) resolve(new URL(match[1]));
+    });
+    child.on('exit', () => reject(new Error(`server exited before listening: ${printed.out}`)));
+  });
+  return { child, url, printed, exited };
+}
 
 describe('npm start', () => {
   it('on SIGTERM finishes the request in flight, then exits cleanly', async () => {
-    dir = await tempDir();
-    const child = spawn(process.execPath, ['server/main.ts'], {
-      env: await childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const url = await new Promise<URL>((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        const match = /Listening on (http:\/\/\S+)/.exec(out);
-        if (match?.[1]) resolve(new URL(match[1]));
-      });
-      child.on('exit', () => reject(new Error(`server exited before listening: ${out}`)));
-    });
-
+    const { child, url, exited } = await startMain({ LOG_LEVEL: 'warn' });
     // A login whose body has only half arrived when the signal comes.
     const body = JSON.stringify({ id: 'nobody@example.org', password: 'Some-Password1' });
     const socket = connect(Number(url.port), url.hostname);
@@ -76,5 +79,23 @@ describe('npm start', () => {
     expect(response).toMatch(/^HTTP\/1\.1 400 /);
     expect(response).toContain('Invalid username or password');
     expect(await exited).toBe(0);
+  });
+
+  // The log reaches its reader while the server runs, not only once 4 KiB of lines have piled up
+  // or the process exits: a quiet server's last requests (and an error line before a kill no
+  // handler sees, such as the kernel's OOM kill) are on stdout within about a second.
+  it('writes a quiet server’s one request line to stdout while it runs', async () => {
+    const { child, url, printed, exited } = await startMain({ LOG_LEVEL: 'info' });
+    try {
+      const res = await fetch(new URL('/tildeusername?first=Ada&last=Lovelace', url));
+      expect(res.status).toBe(200);
+      // One line of about 200 bytes: far from the buffer's 4 KiB, so only the periodic flush writes it.
+      await waitUntil(() => printed.out.includes('"url":"/tildeusername?first=Ada&last=Lovelace"'), 'logged', 10_000);
+      const line = printed.out.split('\n').find((text) => text.includes('"url":"/tildeusername'));
+      expect(JSON.parse(line ?? '{}')).toMatchObject({ level: 30, msg: 'request completed', res: { statusCode: 200 } });
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
   });
 });
