@@ -25,7 +25,6 @@
  * - A file sent whole in one request is kept as `PUT /attachment` keeps it: no chunk, no assembly.
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
@@ -36,6 +35,7 @@ import { PROCESS_OWNER, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
+import { stateOf, type TusCreation, type TusState, type TusWrite } from './tus-requests.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { bringsAnyByte, keptOnCut } from './kept-on-cut.ts';
 import type { Turn } from './keyed-line.ts';
@@ -49,55 +49,8 @@ export const MAX_PARTS = 10_000;
 /** The running hashes one process keeps, the oldest forgotten past it (its upload is then hashed at its assembly). */
 const HASHES_KEPT = 1000;
 
-/** The fields an upload is for, from its `Upload-Metadata`. */
-export interface TusFields {
-  invitationId: string;
-  name: string;
-  filename: string;
-}
-
-export type TusConcat = { kind: 'partial' } | { kind: 'final'; ids: string[]; header: string } | null;
-
-/** What a creation asks for (the HTTP side has parsed and checked the headers' syntax). */
-export interface TusCreation {
-  /** Null: deferred (`Upload-Defer-Length: 1`); a final upload's is the sum of its parts'. */
-  length: number | null;
-  metadata: string;
-  fields: TusFields;
-  concat: TusConcat;
-}
-
-/** Where an upload stands, as HEAD and every answer tell it. */
-export interface TusState {
-  id: string;
-  offset: number;
-  length: number | null;
-  metadata: string;
-  /** `partial`, or a final upload's `final;` and its parts' URLs. */
-  concat: string | null;
-  expiresAt: number;
-  /** The stored file's URL once complete (`Attachment-Url`). */
-  url: string | null;
-}
-
 /** An offset as an answer's message tells it: one past what a number holds (`bytesHeader`) as such. */
 const offsetText = (offset: number) => (Number.isFinite(offset) ? String(offset) : 'more than 15 digits long');
-
-/** A PATCH (or a creation's bytes): the offset it names, a deferred length it may set, its body, and its checksum. */
-export interface TusWrite {
-  offset: number;
-  length?: number;
-  /**
-   * Whether the request sends bytes: `true` for a Content-Length over 0, `false` for none, and
-   * `'chunked'` for a body sent in chunks, whose length is known only once read (for a complete
-   * upload it is read up to its first byte). Bytes for a complete upload are 413.
-   */
-  sendsBytes: boolean | 'chunked';
-  body: Readable;
-  checksum?: { algorithm: 'sha1' | 'sha256' | 'md5'; digest: Buffer };
-}
-
-const stateOf = (u: TusUpload): TusState => ({ id: u.id, offset: u.offset, length: u.length, metadata: u.metadata, concat: u.concatHeader ?? u.concat, expiresAt: u.expiresAt, url: u.url });
 
 /** A new upload's row, before any byte was kept. */
 function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now: number, expiresAt: number, shape: Pick<TusUpload, 'length' | 'offset' | 'concat' | 'concatHeader'>): TusUpload {

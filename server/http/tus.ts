@@ -9,7 +9,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../shared/index.ts';
-import type { TusConcat, TusCreation, TusFields, TusState, TusWrite } from '../attachments/tus.ts';
+import type { TusConcat, TusCreation, TusFields, TusState, TusWrite } from '../attachments/tus-requests.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { allowAnyOrigin } from './cors.ts';
