@@ -227,4 +227,3 @@ export class EmailChangeService extends AccountsPart {
 export function unconfirmedPreferred(address: string, path: string): AppError {
   return new AppError('ValidationError', `${address} is not confirmed yet: confirm it with its code first`, { path, reason: 'unconfirmed' });
 }
-

@@ -38,8 +38,6 @@ const S3_PART_MIN = 5 * 1024 * 1024;
 /** S3's highest part number. */
 const S3_PARTS_MAX = 10_000;
 
-/** A place in line (`TusSpans.line`). */
-
 export class TusSpans {
   readonly #repo: TusRepository;
   readonly #store: FileStore;

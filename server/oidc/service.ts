@@ -1,4 +1,3 @@
-import { Memo } from '../memo.ts';
 import { createHmac, type KeyObject } from 'node:crypto';
 import type { DeviceClientInput, OidcClient, OidcClientInput, RegisterApplicationInput, RegisteredApplication, ResourceServerInput } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
@@ -31,6 +30,7 @@ import { userinfo, USERINFO_TABLES } from './userinfo.ts';
 import { KeptClients } from './kept-clients.ts';
 import { KeptReadings } from './kept-readings.ts';
 import { secretKey } from '../secrets.ts';
+import { Memo } from '../memo.ts';
 
 export type { Outcome } from './provider.ts';
 

@@ -39,6 +39,26 @@ export interface BackupSummary {
   environmentSecrets: string[];
 }
 
+/** Whether `target` is `folder` or under it. Outside is `..` or under it: a folder of `folder`'s own may be named `..bak`. */
+function isWithin(folder: string, target: string): boolean {
+  const inside = path.relative(folder, target);
+  return inside !== '..' && !inside.startsWith(`..${path.sep}`) && !path.isAbsolute(inside);
+}
+
+/** An absolute path with the symbolic links of its part that exists followed (the rest does not exist yet). */
+async function resolvedPath(given: string): Promise<string> {
+  const missing: string[] = [];
+  for (let at = path.resolve(given); ; at = path.dirname(at)) {
+    try {
+      return path.join(await realpath(at), ...missing);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || path.dirname(at) === at) throw error;
+      missing.unshift(path.basename(at));
+    }
+  }
+}
+
 /**
  * Writes a backup of the install of `config` into `to`, a new or empty folder.
  *
@@ -65,26 +85,6 @@ export interface BackupSummary {
  * off is never mistaken for a whole one (no folder `to`; and its leftover has no manifest, which
  * a restore requires). The backup holds password hashes and secrets: folders 0700, files 0600.
  */
-/** Whether `target` is `folder` or under it. Outside is `..` or under it: a folder of `folder`'s own may be named `..bak`. */
-function isWithin(folder: string, target: string): boolean {
-  const inside = path.relative(folder, target);
-  return inside !== '..' && !inside.startsWith(`..${path.sep}`) && !path.isAbsolute(inside);
-}
-
-/** An absolute path with the symbolic links of its part that exists followed (the rest does not exist yet). */
-async function resolvedPath(given: string): Promise<string> {
-  const missing: string[] = [];
-  for (let at = path.resolve(given); ; at = path.dirname(at)) {
-    try {
-      return path.join(await realpath(at), ...missing);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || path.dirname(at) === at) throw error;
-      missing.unshift(path.basename(at));
-    }
-  }
-}
-
 export async function backup(config: BackupConfig, to: string, now: () => number = Date.now): Promise<BackupSummary> {
   refuseUnsupported(config, 'backup');
   const target = path.resolve(to);
