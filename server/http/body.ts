@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import { sendError } from './send-error.ts';
+import { sendError, sendsBody } from './send-error.ts';
 
 /** The largest JSON body (uploads stream theirs, see `files.ts`). */
 export const JSON_BODY_LIMIT = '1mb';
@@ -72,8 +72,7 @@ export const BODY_DEADLINE_MS = 60_000;
 export function bodyDeadline(ms: number) {
   return (req: Request, res: Response, next: () => void) => {
     // A request without a body (most GETs) has nothing to wait for: no timer, no listeners.
-    const bodiless = req.headers['transfer-encoding'] === undefined && !(Number(req.headers['content-length']) > 0);
-    if (bodiless || req.complete) return next();
+    if (sendsBody(req) === false || req.complete) return next();
     const timer = setTimeout(() => {
       if (!req.complete && !res.headersSent) {
         res.setHeader('Connection', 'close');

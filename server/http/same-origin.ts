@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
 import { AppError } from '../../shared/errors.ts';
 import { bearerOf } from './context.ts';
-import { sendError } from './send-error.ts';
+import { sendError, sendsBody } from './send-error.ts';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -44,8 +44,7 @@ export function refuseCrossSiteWrites(
       sendError(res, new AppError('ForbiddenError', 'Cross-site requests cannot use your session'));
       return;
     }
-    const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-    if (hasBody && !req.is([...body.types])) {
+    if (sendsBody(req) !== false && !req.is([...body.types])) {
       sendError(res, new AppError('BadRequestError', `The body must be ${body.words}`));
       return;
     }

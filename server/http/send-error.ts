@@ -1,11 +1,21 @@
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import { toAppError } from '../errors.ts';
 
+/**
+ * Whether a request sends a body: `false` for none (no Transfer-Encoding, a Content-Length of 0
+ * or none), `true` for a Content-Length over 0, `'chunked'` for a body in chunks, whose length
+ * nobody knows before it ends (it may even be empty). The one reading of these two headers.
+ */
+export function sendsBody(req: IncomingMessage): boolean | 'chunked' {
+  if (req.headers['transfer-encoding'] !== undefined) return 'chunked';
+  return Number(req.headers['content-length']) > 0;
+}
+
 /** Whether the request has a body that has not been read (all of it) yet. */
 export function bodyUnread(req: Request): boolean {
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
-  return hasBody && !req.complete;
+  return sendsBody(req) !== false && !req.complete;
 }
 
 /** Sends any error as the spec's Error body. */

@@ -14,7 +14,7 @@ import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
 import { allowAnyOrigin } from './cors.ts';
 import { createHttpContext } from './context.ts';
-import { sendError } from './send-error.ts';
+import { sendError, sendsBody } from './send-error.ts';
 
 const VERSION = '1.0.0';
 const EXTENSIONS = 'creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,concatenation';
@@ -107,12 +107,6 @@ function parseChecksum(header: string | undefined): TusWrite['checksum'] {
   return { algorithm: algorithm as keyof typeof CHECKSUMS, digest: bytes };
 }
 
-/** Whether a request sends bytes: a Content-Length over 0, none, or a body in chunks (`TusWrite.sendsBytes`). */
-function sendsBytes(req: Request): boolean | 'chunked' {
-  if (req.get('transfer-encoding') !== undefined) return 'chunked';
-  return Number(req.get('content-length') ?? 0) > 0;
-}
-
 export function tusHandlers(services: Services, config: Config) {
   const tus = services.tus;
   // The largest upload: `MAX_UPLOAD_MB`, or less where the store keeps no larger file (S3).
@@ -169,7 +163,7 @@ export function tusHandlers(services: Services, config: Config) {
       throw new AppError('BadRequestError', 'Send Upload-Length, or Upload-Defer-Length: 1', { path: 'Upload-Length' });
     }
     if (length !== undefined && length > maxSize) throw AppError.tooLarge(`A file may be at most ${maxSize} bytes (Tus-Max-Size)`, { path: 'Upload-Length' });
-    const body = sendsBytes(req) !== false;
+    const body = sendsBody(req) !== false;
     if (body && !req.is(OCTETS)) throw AppError.protocol('BadRequestError', 415, `A creation's body must be ${OCTETS}`, { path: 'Content-Type' });
     if (concat?.kind === 'final' && body) throw new AppError('BadRequestError', 'A final upload has no body of its own', { path: 'Upload-Concat' });
     const { fields, raw } = parseMetadata(req.get('upload-metadata'));
@@ -195,7 +189,7 @@ export function tusHandlers(services: Services, config: Config) {
       // A creation whose bytes are refused (too many, a checksum that does not match) leaves
       // nothing behind: its client never learnt the upload's URL, and starts a new one.
       const id = state.id;
-      state = await tus.write(viewer, id, { offset: 0, body: req, sendsBytes: sendsBytes(req), ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
+      state = await tus.write(viewer, id, { offset: 0, body: req, sendsBytes: sendsBody(req), ...(checksum ? { checksum } : {}) }).catch(async (error: unknown) => {
         await tus.terminate(viewer, id).catch(() => undefined);
         throw error;
       });
@@ -226,7 +220,7 @@ export function tusHandlers(services: Services, config: Config) {
     if (offset === undefined) throw new AppError('MissingRequiredError', 'Send Upload-Offset', { path: 'Upload-Offset' });
     const length = bytesHeader(req, 'Upload-Length');
     const checksum = parseChecksum(req.get('upload-checksum'));
-    const state = await tus.write(viewer, String(req.params.id), { offset, body: req, sendsBytes: sendsBytes(req), ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) });
+    const state = await tus.write(viewer, String(req.params.id), { offset, body: req, sendsBytes: sendsBody(req), ...(length !== undefined ? { length } : {}), ...(checksum ? { checksum } : {}) });
     // A connection that broke mid-body was answered already (`answerClientErrors`): what arrived is kept.
     if (res.headersSent) return;
     describe(res, state);
