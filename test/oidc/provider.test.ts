@@ -430,19 +430,41 @@ describe('userinfo', () => {
 });
 
 describe('revocation', () => {
-  it('answers 200 to a request naming no client, invalid_client to an unknown one, and a client_id not the token\'s revokes nothing', async () => {
+  const revoke = (body: Record<string, string>) => fetch(`${server.url}/oidc/revoke`, { method: 'POST', body: new URLSearchParams(body) });
+  const userinfo = async (token: string) => (await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
+
+  it('revokes a public client\'s token sent alone, the interface\'s request, and answers 200 to a token it does not know', async () => {
     const { tokens } = await signIn();
-    const revoke = (body: Record<string, string>) => fetch(`${server.url}/oidc/revoke`, { method: 'POST', body: new URLSearchParams(body) });
     expect((await revoke({ token: 'nonsense' })).status).toBe(200);
-    expect((await revoke({})).status).toBe(200);
+    const alone = await revoke({ token: tokens.access_token });
+    expect(alone.status).toBe(200);
+    expect(await alone.text()).toBe('');
+    expect(await userinfo(tokens.access_token)).toBe(401);
+    // Again: a revoked token is still one it knows, and still 200.
+    expect((await revoke({ token: tokens.access_token })).status).toBe(200);
+  });
+
+  it('is invalid_client for an unknown client, invalid_request without a token or from another client, and revokes for the token\'s own client', async () => {
+    const { tokens } = await signIn();
+    await new OidcRepository(server.service.db).insertClient({ ...publicClientRecord({ id: 'other-app', name: 'Other app', redirectUris: [REDIRECT], scopes: ['openid'] }, Date.now()), status: 'approved' });
+    const missing = await revoke({});
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ error: 'invalid_request' });
     const unknown = await revoke({ token: tokens.access_token, client_id: 'someone-else' });
     expect(unknown.status).toBe(401);
     expect(await unknown.json()).toMatchObject({ error: 'invalid_client' });
-    expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(200);
+    // RFC 7009 §2.1: a token not issued to the client asking is refused, and the client told.
+    const byOther = await revoke({ token: tokens.access_token, client_id: 'other-app' });
+    expect(byOther.status).toBe(400);
+    expect(await byOther.json()).toMatchObject({ error: 'invalid_request' });
+    const asJson = await fetch(`${server.url}/oidc/revoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: tokens.access_token, client_id: 'app' }) });
+    expect(asJson.status).toBe(400);
+    expect(await asJson.json()).toMatchObject({ error: 'invalid_request' });
+    expect(await userinfo(tokens.access_token)).toBe(200);
     const done = await revoke({ token: tokens.access_token, token_type_hint: 'access_token', client_id: 'app' });
     expect(done.status).toBe(200);
     expect(await done.text()).toBe('');
-    expect((await fetch(`${server.url}/oidc/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(401);
+    expect(await userinfo(tokens.access_token)).toBe(401);
   });
 });
 
