@@ -46,12 +46,9 @@ export class ImpersonationService extends AccountsPart {
     const repo = this.deps.repo;
     const target = await this.#target(repo, groupId);
     if (target.id === viewer.profileId) throw new AppError('ValidationError', 'You cannot impersonate yourself', { path: 'groupId' });
-    if (!canHoldSession(target)) {
-      throw new AppError('ValidationError', `${groupId} is not an active profile`, { path: 'groupId' });
-    }
-    if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
-      throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
-    }
+    // Whether the caller may impersonate the target comes before anything about the target's
+    // state: one who may not hears the same 403 whoever the target is, and learns nothing of
+    // who the super users are or whose profile is blocked.
     const callerIds = await this.#callerIdentities(repo, viewer.profileId);
     // Not the caller themself, whose own group may name a group they belong to.
     let granting = (await this.#grantingProfiles(repo, callerIds)).filter((id) => id !== viewer.profileId);
@@ -68,6 +65,12 @@ export class ImpersonationService extends AccountsPart {
       const reached: string[] = [];
       for (const id of granting) if (await this.#grants(repo, id, firstIds)) reached.push(id);
       granting = reached;
+    }
+    if (!canHoldSession(target)) {
+      throw new AppError('ValidationError', `${groupId} is not an active profile`, { path: 'groupId' });
+    }
+    if (await repo.groups.isMember(SUPER_USERS_GROUP, target.id)) {
+      throw new AppError('ForbiddenError', 'Super users cannot be impersonated');
     }
 
     const caller = await repo.profiles.find(viewer.profileId);

@@ -123,6 +123,14 @@ describe('impersonators named by a group', () => {
     const refused = await nobody.post('/impersonate', { groupId: target.id });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe(`You are not allowed to impersonate ${target.id}`);
+    // The same refusal whoever the target is: it tells nobody who the super users are, or whose
+    // profile is blocked.
+    const blocked = await createActiveUser(server);
+    await server.service.db('profiles').where({ id: blocked.id }).update({ state: 'Blocked' });
+    for (const other of [root.id, blocked.id]) {
+      const answer = await nobody.post('/impersonate', { groupId: other });
+      expect([answer.status, answer.body.message]).toEqual([403, `You are not allowed to impersonate ${other}`]);
+    }
     await group('Conf.org/2027/Reviewers', [target.id], []);
     const aGroup = await (await asRoot()).post('/impersonate', { groupId: 'Conf.org/2027/Reviewers' });
     expect(aGroup.status).toBe(400);
