@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idList, NonEmptyString } from './common.ts';
+import { idList, NonEmptyString, queryInt } from './common.ts';
 
 /** An attachment field name: 1 to 80 letters, digits, `_` or `-`, not starting with `-`. */
 export const AttachmentName = z
@@ -24,12 +24,16 @@ export const UploadFields = z.strictObject({
 });
 export type UploadFields = z.infer<typeof UploadFields>;
 
-/** The text fields of `PUT /attachment/chunk`; numbers arrive as multipart text. */
+/**
+ * The text fields of `PUT /attachment/chunk`; numbers arrive as multipart text, in decimal digits
+ * (an empty field, `0x1` or ` 1` is refused, where a number's coercion read them as 0, 1 and 1).
+ */
 export const ChunkFields = UploadFields.extend({
   clientUploadId: ClientUploadId,
-  chunkIndex: z.coerce.number().pipe(z.int().min(0)),
+  /** From 0 or from 1 (`chunked-uploads.ts`), so at most `totalChunks`. */
+  chunkIndex: queryInt(0, 10_000),
   /** At most 10 000 chunks: the status map lists every one. */
-  totalChunks: z.coerce.number().pipe(z.int().min(1).max(10_000)),
+  totalChunks: queryInt(1, 10_000),
 });
 export type ChunkFields = z.infer<typeof ChunkFields>;
 

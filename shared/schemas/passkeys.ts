@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from './common.ts';
 import { PasskeyAssertion } from './mfa.ts';
 import { MAX_SESSION_SECONDS } from './session.ts';
 
@@ -39,5 +40,5 @@ export type PasskeyLoginInput = z.infer<typeof PasskeyLoginInput>;
  */
 export const WebAuthnAuthQuery = z.object({
   pendingToken: z.string().min(1).max(200),
-  callbackPort: z.coerce.number().pipe(z.int().min(1).max(65535)),
+  callbackPort: queryInt(1, 65535),
 });

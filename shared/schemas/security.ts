@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from './common.ts';
 import { NewPassword } from './session.ts';
 
 /**
@@ -76,7 +77,7 @@ export const SecurityEvent = z.strictObject({
 });
 export type SecurityEvent = z.infer<typeof SecurityEvent>;
 /** `GET /security/events`: the newest first; `before` (an event's `id` of an earlier page's `older`) pages back. */
-export const SecurityEventsInput = z.strictObject({ before: z.coerce.number().int().positive().optional() }).optional();
+export const SecurityEventsInput = z.strictObject({ before: queryInt(1, Number.MAX_SAFE_INTEGER).optional() }).optional();
 export type SecurityEventsInput = z.infer<typeof SecurityEventsInput>;
 export const SecurityEventsResult = z.strictObject({
   events: z.array(SecurityEvent),

@@ -20,8 +20,10 @@ import {
   ProfileContent,
   ProfileReference,
   ResettableRequest,
+  SecurityEventsInput,
   SimplifiedProfile,
   UploadFields,
+  WebAuthnAuthQuery,
 } from '../../shared/index.ts';
 
 /** Parses and returns the Error body of the failure (or null when accepted). */
@@ -112,6 +114,18 @@ describe('limits', () => {
 
   it('totalChunks: at least 1', () => {
     expectBoundary(ChunkFields, { ...chunk, totalChunks: '1' }, { ...chunk, totalChunks: '0' }, 'totalChunks');
+  });
+
+  it('chunk numbers, a security events page and a callback port: decimal digits only', () => {
+    for (const text of ['', ' 1', '1 ', '0x1', '1e0', '-0', '+1', '1.0', 'Infinity']) {
+      expect(ChunkFields.safeParse({ ...chunk, chunkIndex: text }).success, `chunkIndex ${JSON.stringify(text)}`).toBe(false);
+      expect(ChunkFields.safeParse({ ...chunk, totalChunks: text }).success, `totalChunks ${JSON.stringify(text)}`).toBe(false);
+      expect(SecurityEventsInput.safeParse({ before: text }).success, `before ${JSON.stringify(text)}`).toBe(false);
+      expect(WebAuthnAuthQuery.safeParse({ pendingToken: 'p', callbackPort: text }).success, `callbackPort ${JSON.stringify(text)}`).toBe(false);
+    }
+    expect(ChunkFields.parse({ ...chunk, chunkIndex: '10', totalChunks: '10' })).toMatchObject({ chunkIndex: 10, totalChunks: 10 });
+    expect(SecurityEventsInput.parse({ before: '16' })).toEqual({ before: 16 });
+    expect(WebAuthnAuthQuery.parse({ pendingToken: 'p', callbackPort: '8080' }).callbackPort).toBe(8080);
   });
 
   it('access token, ID token and authorization code lifetimes: 1 hour and 10 minutes', () => {
