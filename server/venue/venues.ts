@@ -4,6 +4,8 @@ import {
   defaultEthicsReviewForm,
   defaultRegistrationForm,
   defaultSubmissionForm,
+  ENTITY_ID_MAX,
+  EntityId,
   type ErrorItem,
   type Group,
   type GroupsQuery,
@@ -71,6 +73,20 @@ export class VenueService extends VenuePart {
     }
     if (!config.submissionId.startsWith(`${venueId}/`)) {
       problems.push({ status: 400, name: 'ValidationError', message: `submissionId must be inside the venue: ${venueId}/…`, details: { path: 'submissionId' } });
+    }
+    // Every id the venue makes must be one the readers take (`EntityId`: at most 300 characters,
+    // no other characters), or the venue is made and can never be read back.
+    const made: Array<[keyof AuthorConsoleConfig, string]> = [
+      // The longest of the ids made from `venueId` alone.
+      ['venueId', `${venueId}/Ethics_Reviewers`],
+      ['authorName', `${venueId}/${config.authorName}`],
+      ['submissionId', config.submissionId],
+      ['officialReviewName', `${venueId}/-/${config.officialReviewName}`],
+      ['decisionName', `${venueId}/-/${config.decisionName}`],
+    ];
+    for (const [key, id] of made) {
+      if (problems.some((problem) => problem.details?.path === key) || EntityId.safeParse(id).success) continue;
+      problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's ids must be at most ${ENTITY_ID_MAX} characters of letters, digits and . _ ~ @ / - (${id.length} for ${id.slice(0, 40)}…)`, details: { path: key } });
     }
     if (problems.length > 0) throw AppError.fromItems(problems);
 

@@ -73,6 +73,22 @@ describe('a venue from its author-console config', () => {
     const missing = await root.post('/venues', { ...config, venueId: 'Missing.org', submissionId: 'Missing.org/-/S', officialReviewName: undefined });
     expect(missing.body).toMatchObject({ name: 'MissingRequiredError', details: { path: 'officialReviewName' } });
   });
+
+  it('refuses a venue whose ids the readers would refuse, and makes nothing of it', async () => {
+    const groups = await rowCount('groups');
+    const long = `Long.org/${'x'.repeat(300 - 'Long.org/'.length - '/Ethics_Reviewers'.length + 1)}`;
+    const tooLong = await root.post('/venues', { ...config, venueId: long, submissionId: `${long}/-/Submissions`, officialReviewName: 'Review' });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body).toMatchObject({ name: 'ValidationError', details: { path: 'venueId' } });
+    const odd = await root.post('/venues', { ...config, venueId: 'Odd.org', submissionId: 'Odd.org/-/Sub mission', officialReviewName: 'R'.repeat(300) });
+    expect(odd.status).toBe(400);
+    expect(odd.body.errors.map((e: { details: { path: string } }) => e.details.path)).toEqual(['submissionId', 'officialReviewName']);
+    expect(await rowCount('groups')).toBe(groups);
+    // One character less: every id fits, and the venue is read back.
+    const fits = long.slice(0, -1);
+    expect((await root.post('/venues', { ...config, venueId: fits, submissionId: `${fits}/-/Submissions`, officialReviewName: 'Review' })).status).toBe(200);
+    expect((await root.get(`/venues/${fits}/config`)).status).toBe(200);
+  });
 });
 
 describe('notes', () => {
