@@ -49,9 +49,10 @@ export const TOO_LARGE = 413;
  * (`/attachment/tus`) answers 409 for an offset that is not the upload's, 412 for another
  * protocol version, 415 for a body that is not `application/offset+octet-stream`, 423 while
  * another request writes the upload, and 460 for a checksum that does not match; HTTP itself
- * answers 412 for a failed precondition and 417 for an `Expect` the server does not meet.
+ * answers 412 for a failed precondition, 417 for an `Expect` the server does not meet and 431
+ * for a request line and headers past the parser's limit (RFC 6585 §5, as Node answers).
  */
-export type ProtocolStatus = typeof TOO_LARGE | 409 | 412 | 415 | 417 | 423 | 460;
+export type ProtocolStatus = typeof TOO_LARGE | 409 | 412 | 415 | 417 | 423 | 431 | 460;
 export const ErrorNameSchema = z.enum(Object.keys(ERROR_STATUS) as [ErrorName, ...ErrorName[]]);
 
 const errorItemShape = {

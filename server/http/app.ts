@@ -144,7 +144,9 @@ export function answerClientErrors(server: Server): void {
     const refusal =
       error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new AppError('RequestTimeoutError', 'The request took too long to arrive')
-        : new AppError('BadRequestError', error.code === 'HPE_HEADER_OVERFLOW' ? 'The request line and headers are too large' : 'Malformed HTTP request');
+        : error.code === 'HPE_HEADER_OVERFLOW'
+          ? AppError.protocol('BadRequestError', 431, 'The request line and headers are too large')
+          : new AppError('BadRequestError', 'Malformed HTTP request');
     if (inFlight) {
       // Nothing more of this connection is read: the parser cannot go on after its error.
       socket.pause();
@@ -154,12 +156,15 @@ export function answerClientErrors(server: Server): void {
       answerRefusal(inFlight, refusal.toBody(requestIdOf(inFlight)));
       return;
     }
-    // No request reached Express, so none has an id yet: this answer gets one of its own.
+    // No request reached Express, so none has an id yet: this answer gets one of its own. The
+    // answer to a HEAD carries no body (RFC 9110 §9.3.2), when the bytes the parser refused show
+    // the method (they do unless the request came in several reads).
     const id = randomUUID();
     const body = JSON.stringify(refusal.toBody(id));
+    const head = (error as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
     socket.end(
       `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `X-Request-Id: ${id}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `X-Request-Id: ${id}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`,
     );
   });
   // Node answers any other expectation itself, with an empty 417, unless this is listened to.

@@ -37,6 +37,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'The body or file is too large',
   416: 'The requested range is outside the file',
   429: 'Too many requests: retry later',
+  431: 'The request line and headers are too large (over 16 KB)',
   500: 'Unexpected error: its details stay in the server log',
   503: 'A service it depends on (the database, human verification) is not answering',
 };
@@ -104,8 +105,9 @@ export function openApiPath(path: string): string {
 
 /** The statuses an operation may answer with an Error body. */
 function errorStatuses(op: Operation): number[] {
-  // 503: the database stayed busy past its timeout (another process held the write lock).
-  const statuses = new Set([400, 500, 503, ...(op.errors ?? [])]);
+  // 431: the request line and headers past the parser's 16 KB, whatever the path. 503: the
+  // database stayed busy past its timeout (another process held the write lock).
+  const statuses = new Set([400, 431, 500, 503, ...(op.errors ?? [])]);
   // An expired or ended session is a 401 wherever a session is read, even where it is optional.
   if (op.session !== 'none') statuses.add(401);
   if (op.session === 'required') statuses.add(403);

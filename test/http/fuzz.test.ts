@@ -11,6 +11,7 @@
  * Deterministic: one seeded generator picks every value, so a failure is replayed by running
  * the file again. Bounded: a few thousand requests, well under a minute.
  */
+import { request } from 'node:http';
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -568,8 +569,19 @@ describe('requests the HTTP parser itself refuses', () => {
     ];
     for (const [path, headers] of oversized) {
       const res = await fetch(server.url + path, { headers });
-      expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({ status: 400, name: 'BadRequestError', message: 'The request line and headers are too large', details: { reqId: expect.any(String) } });
+      expect(res.status).toBe(431);
+      expect(await res.json()).toEqual({ status: 431, name: 'BadRequestError', message: 'The request line and headers are too large', details: { reqId: expect.any(String) } });
+      // The same as a HEAD: the answer's headers, and no body after them (RFC 9110 §9.3.2).
+      const head = await new Promise<{ status?: number; length?: string; body: string }>((resolve, reject) => {
+        const req = request(server.url + path, { method: 'HEAD', headers }, (answer) => {
+          let body = '';
+          answer.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          answer.on('end', () => resolve({ status: answer.statusCode, length: answer.headers['content-length'], body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(head).toEqual({ status: 431, length: expect.stringMatching(/^\d+$/), body: '' });
     }
   });
 
