@@ -186,7 +186,7 @@ function checkApproved(client: OidcClient): void {
  * The answer goes to the URI sent, its port included; the token endpoint then asks for that same
  * URI exactly.
  */
-function checkRedirectUri(client: OidcClient, redirectUri: string | undefined): string {
+function checkRedirectUri(client: ClientRecord, redirectUri: string | undefined): string {
   if (!redirectUri || !registeredRedirectUri(client, redirectUri)) throw new InvalidRequest('Invalid redirect_uri', { allowRedirect: false });
   return redirectUri;
 }
@@ -195,20 +195,22 @@ function checkRedirectUri(client: OidcClient, redirectUri: string | undefined): 
 const LOOPBACK_IP_URI = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?(?=[/?]|$)/;
 
 /**
- * Whether `redirectUri` is one of the client's registered URIs: equal as strings, or, for a URI
- * registered as plain http on a loopback IP literal (`127.0.0.1`, `[::1]`), equal once the port
- * is left out of both (RFC 8252 §7.3: a native application listens on whatever port the system
- * gives it at the time of the request). `localhost` is not one: RFC 8252 §8.3 advises against
- * it (the name may resolve elsewhere), and it is matched exactly, as is everything else.
+ * Whether `redirectUri` is one of the client's registered URIs: equal as strings (the interface:
+ * "must equal a registered redirect URI exactly"; OpenID Connect Core §3.1.2.1), or, for a client
+ * registered with `application_type: native` and a URI registered as plain http on a loopback IP
+ * literal (`127.0.0.1`, `[::1]`), equal once the port is left out of both (RFC 8252 §7.3: a
+ * native application listens on whatever port the system gives it at the time of the request).
+ * `localhost` is not one: RFC 8252 §8.3 advises against it (the name may resolve elsewhere), and
+ * it is matched exactly, as is everything else.
  *
- * Every client gets this, not only those registered with `application_type: native`, as
- * node-oidc-provider limits it: an operator's client (`npm run admin -- oidc-client add`) and a
- * person's (the account pages) record no application type, and command-line tools are among
- * them; and an http loopback address reaches only a program on the person's own machine, whatever
- * the client's type says, on a port no registration can reserve.
+ * Only native applications, as node-oidc-provider: a web client (the default of RFC 7591, and
+ * every client an operator or a person adds, who record no application type) registers the
+ * addresses it answers at, port included. A command line signs in through dynamic registration
+ * as a native application, or with the device grant (`npm run admin -- oidc-client device`).
  */
-function registeredRedirectUri(client: Pick<OidcClient, 'redirectUris'>, redirectUri: string): boolean {
+function registeredRedirectUri(client: Pick<ClientRecord, 'redirectUris' | 'metadata'>, redirectUri: string): boolean {
   if (client.redirectUris.includes(redirectUri)) return true;
+  if (client.metadata?.application_type !== 'native') return false;
   const asked = LOOPBACK_IP_URI.exec(redirectUri);
   if (!asked || Number(asked[2] ?? 0) > 65535) return false;
   const portless = redirectUri.replace(LOOPBACK_IP_URI, 'http://$1');

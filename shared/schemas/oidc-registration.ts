@@ -6,8 +6,8 @@ const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /**
  * Why a redirect or sign-out address cannot be registered, or null when it can: an absolute URL
- * compared as an exact string later (but for the port of an http loopback IP literal, RFC 8252
- * §7.3: `server/oidc/authorize.ts`), so no fragment (RFC 6749 §3.1.2) and no wildcard; https, or
+ * compared as an exact string later (but for the port of a native application's http loopback IP
+ * literal, RFC 8252 §7.3: `server/oidc/authorize.ts`), so no fragment (RFC 6749 §3.1.2) and no wildcard; https, or
  * http on the loopback interface (RFC 8252 §7.3); a native application may also use a private
  * scheme named after a domain it owns (`com.example.app:/callback`, RFC 8252 §7.1).
  */

@@ -234,10 +234,14 @@ describe('the spec\'s sign-in error messages, word for word', () => {
   });
 });
 
-describe('loopback redirect URIs (RFC 8252 §7.3): any port at the time of the request', () => {
-  /** An approved public client with these redirect URIs, stored as an operator's command stores one (no application type). */
-  const addClient = (id: string, redirectUris: string[]) =>
-    new OidcRepository(server.service.db).insertClient({ ...publicClientRecord({ id, name: id, redirectUris, scopes: ['openid'] }, Date.now()), status: 'approved' });
+describe('redirect URIs: equal to a registered one, but for a native application\'s loopback port (RFC 8252 §7.3)', () => {
+  /** An approved public client with these redirect URIs; `native`: registered with `application_type: native`. */
+  const addClient = (id: string, redirectUris: string[], native = true) =>
+    new OidcRepository(server.service.db).insertClient({
+      ...publicClientRecord({ id, name: id, redirectUris, scopes: ['openid'] }, Date.now()),
+      status: 'approved',
+      metadata: native ? { application_type: 'native', redirect_uris: redirectUris } : null,
+    });
   /** `/oidc/authorize` for `clientId` with `redirectUri`, in `agent`'s browser session (none: no session). */
   const ask = async (clientId: string, redirectUri: string, agent?: UserAgent) => {
     const verifier = client.randomPKCECodeVerifier();
@@ -246,46 +250,62 @@ describe('loopback redirect URIs (RFC 8252 §7.3): any port at the time of the r
     const res = await fetch(url, { redirect: 'manual', ...(agent ? { headers: { cookie: cookieHeader(agent.jar) } } : {}) });
     return { status: res.status, location: res.headers.get('location'), html: await res.text(), verifier };
   };
-  const redeem = (code: string, redirectUri: string, verifier: string) =>
-    fetch(`${server.url}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: 'app', code_verifier: verifier }) });
+  const redeem = (clientId: string, code: string, redirectUri: string, verifier: string) =>
+    fetch(`${server.url}/oidc/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: clientId, code_verifier: verifier }) });
+  const refused = (answer: { status: number; location: string | null; html: string }) => answer.status === 400 && answer.location === null && answer.html.includes('Invalid redirect_uri');
+  const toLogin = (answer: { status: number; location: string | null }) => answer.status === 303 && (answer.location ?? '').startsWith(`${server.url}/oidc/login?`);
 
-  it('answers a client registered with http://127.0.0.1:9 at the port the request names; the token endpoint asks for that URI exactly', async () => {
+  it('a web client (an operator\'s, a person\'s, or registered without an application type) is answered at its registered URIs only, port included', async () => {
+    await addClient('web-loopback', ['http://127.0.0.1/cb'], false);
+    for (const [clientId, uri] of [
+      ['app', 'http://127.0.0.1:51234/callback'],
+      ['app', 'http://127.0.0.1/callback'],
+      ['web-loopback', 'http://127.0.0.1:7000/cb'],
+    ] as const) {
+      expect(refused(await ask(clientId, uri)), uri).toBe(true);
+    }
+    expect(toLogin(await ask('web-loopback', 'http://127.0.0.1/cb'))).toBe(true);
+  });
+
+  it('answers a native application registered with http://127.0.0.1:9 at the port the request names; the token endpoint asks for that URI exactly', async () => {
+    await addClient('native-app', [REDIRECT]);
     const { agent } = await signIn();
+    // The person consents to the application once, at its registered URI.
+    const consent = new URL(`${server.url}/oidc/authorize`);
+    consent.search = new URLSearchParams({ client_id: 'native-app', redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256' }).toString();
+    expect((await agent.authorize(consent)).location).toMatch(/^http:\/\/127\.0\.0\.1:9\/callback\?/);
     const other = 'http://127.0.0.1:51234/callback';
-    const answered = await ask('app', other, agent);
+    const answered = await ask('native-app', other, agent);
     expect(answered.status).toBe(303);
     const back = new URL(answered.location ?? '');
     expect(`${back.origin}${back.pathname}`).toBe(other);
     expect(back.searchParams.get('state')).toBe('st');
     const code = back.searchParams.get('code') ?? '';
     // The registered URI is not the one this code was issued for.
-    expect(await (await redeem(code, REDIRECT, answered.verifier)).json()).toMatchObject({ error: 'invalid_grant' });
-    const again = await ask('app', other, agent);
-    const redeemed = await redeem(new URL(again.location ?? '').searchParams.get('code') ?? '', other, again.verifier);
+    expect(await (await redeem('native-app', code, REDIRECT, answered.verifier)).json()).toMatchObject({ error: 'invalid_grant' });
+    const again = await ask('native-app', other, agent);
+    const redeemed = await redeem('native-app', new URL(again.location ?? '').searchParams.get('code') ?? '', other, again.verifier);
     expect(redeemed.status).toBe(200);
   });
 
-  it('ignores the port on [::1] too, and on 127.0.0.1 registered without one; never on localhost, nor the path, query or scheme', async () => {
+  it('ignores a native application\'s port on [::1] too, and on 127.0.0.1 registered without one; never on localhost, nor the path, query or scheme', async () => {
     await addClient('loopback-v6', ['http://[::1]/cb']);
     await addClient('loopback-name', ['http://localhost:9/cb']);
     await addClient('loopback-v4', ['http://127.0.0.1/cb']);
-    const toLogin = (answer: { status: number; location: string | null }) => answer.status === 303 && (answer.location ?? '').startsWith(`${server.url}/oidc/login?`);
+    await addClient('native-9', [REDIRECT]);
     expect(toLogin(await ask('loopback-v6', 'http://[::1]:6000/cb'))).toBe(true);
     expect(toLogin(await ask('loopback-v6', 'http://[::1]/cb'))).toBe(true);
     expect(toLogin(await ask('loopback-v4', 'http://127.0.0.1:7000/cb'))).toBe(true);
     for (const [clientId, uri] of [
       ['loopback-name', 'http://localhost:5000/cb'],
-      ['app', 'http://127.0.0.1:51234/callback/other'],
-      ['app', 'http://127.0.0.1:51234/callback?x=1'],
-      ['app', 'https://127.0.0.1:9/callback'],
-      ['app', 'http://127.0.0.1:99999/callback'],
-      ['app', 'http://127.0.0.1:51234@evil.example/callback'],
-      ['app', 'http://[::1]:9/callback'],
+      ['native-9', 'http://127.0.0.1:51234/callback/other'],
+      ['native-9', 'http://127.0.0.1:51234/callback?x=1'],
+      ['native-9', 'https://127.0.0.1:9/callback'],
+      ['native-9', 'http://127.0.0.1:99999/callback'],
+      ['native-9', 'http://127.0.0.1:51234@evil.example/callback'],
+      ['native-9', 'http://[::1]:9/callback'],
     ] as const) {
-      const refused = await ask(clientId, uri);
-      expect(refused.status, uri).toBe(400);
-      expect(refused.location, uri).toBeNull();
-      expect(refused.html, uri).toContain('Invalid redirect_uri');
+      expect(refused(await ask(clientId, uri)), uri).toBe(true);
     }
   });
 });
