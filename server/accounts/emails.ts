@@ -8,6 +8,7 @@ import {
   type Name,
   type ProfileContent,
   type ProfileReference,
+  type ProfileState,
 } from '../../shared/index.ts';
 import type { AccountsRepository, ProfileRecord, TokenRecord } from './repository.ts';
 import { normaliseEmail } from './repository.ts';
@@ -17,7 +18,11 @@ import type { RequestOrigin, Viewer } from './viewer.ts';
 import type { EmailChangeService } from './email-changes.ts';
 import { AccountsPart, type AccountsCore } from './core.ts';
 import { type AccountsDeps } from './service-base.ts';
+import { preferredEmail } from './profiles.ts';
 import { ACTIVE_STATES } from './session-rule.ts';
+
+/** The states of profiles a merge may fold together: active ones, and one never activated. */
+const MERGEABLE_STATES: ReadonlySet<ProfileState> = new Set(['Active', 'Active Institutional', 'Active Automatic', 'Inactive']);
 
 const INVALID_CODE = 'Token is not valid';
 const GUEST_NEEDS_TOKEN = 'Guest user must pass activation token';
@@ -193,13 +198,17 @@ export class EmailService extends AccountsPart {
   async #merge(repo: AccountsRepository, survivorId: string, otherId: string, email: string, now: number): Promise<ProfileReference> {
     const survivor = await repo.profiles.find(survivorId);
     const other = await repo.profiles.find(otherId);
-    // A blocked or deleted profile is a moderator's decision: merged into another (its emails,
-    // usernames and groups moved to a live profile), it would be undone.
-    const settled = (p: ProfileRecord) => p.state === 'Merged' || p.state === 'Blocked' || p.ddate !== null;
+    // A moderator's decision, made (blocked, rejected, limited, deleted) or awaited (Needs
+    // Moderation), is never undone by a merge: the emails, usernames and groups of such a profile
+    // moved to a live one, or a live one's into it, would escape or spread it.
+    const settled = (p: ProfileRecord) => !MERGEABLE_STATES.has(p.state) || p.ddate !== null;
     if (!survivor || !other || settled(survivor) || settled(other) || other.id === survivor.id) {
       throw new AppError('ValidationError', 'These profiles cannot be merged', { path: 'email' });
     }
-    const content = foldContent(survivor.content, other.content);
+    // The survivor keeps the address it had as preferred: one it never chose (read as its oldest
+    // confirmed address) would otherwise become the other profile's older one, unannounced.
+    const kept = preferredEmail(survivor, await repo.emails.emailsOf(survivor.id));
+    const content = { ...foldContent(survivor.content, other.content), ...(kept ? { preferredEmail: kept } : {}) };
     await repo.emails.moveEmailsAndUsernames(other.id, survivor.id);
     await repo.emails.confirmEmail(survivor.id, email);
     await repo.groups.rewireMembers(other.id, survivor.id);

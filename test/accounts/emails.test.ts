@@ -148,4 +148,30 @@ describe('merging a duplicate profile', () => {
     // The merged profile's usernames still count for new tilde ids.
     expect((await new Client(server.url).get('/tildeusername?first=Marie&last=Sklodowska')).body.username).toBe('~Marie_Sklodowska2');
   });
+
+  it('the survivor keeps its preferred address, though the other profile\'s is older', async () => {
+    const older = await createActiveUser(server, { fullname: 'Old Account' });
+    const keeper = await createActiveUser(server, { fullname: 'New Account' });
+    const { client } = await loggedIn(server, keeper.email);
+    await client.post('/user/confirm', { alternate: older.email });
+    const res = await client.request('PUT', '/activatelink', { email: older.email, token: await codeMailedTo(older.email, 'Duplicate Profile Found') });
+    expect(res.status).toBe(200);
+    expect(res.body.content.preferredEmail).toBe(keeper.email);
+    expect((await client.get('/profiles')).body.profiles[0].content.preferredEmail).toBe(keeper.email);
+    const login = await new Client(server.url).post('/login', { id: older.email, password: PASSWORD });
+    expect([login.body.user.id, login.body.user.profile.preferredEmail]).toEqual([older.email, keeper.email]);
+  });
+
+  it.each(['Limited', 'Rejected', 'Needs Moderation', 'Blocked'])('never folds a profile a moderator decided on or waits on (%s), and changes nothing', async (state) => {
+    const decided = await createActiveUser(server, { fullname: 'Decided Upon' });
+    const live = await createActiveUser(server, { fullname: 'Live Person' });
+    const { client } = await loggedIn(server, live.email);
+    await server.service.db('profiles').where({ id: decided.id }).update({ state });
+    const before = await server.service.db('profile_emails').whereIn('profile_id', [decided.id, live.id]).orderBy('email').select('email', 'profile_id');
+    await client.post('/user/confirm', { alternate: decided.email });
+    const refused = await client.request('PUT', '/activatelink', { email: decided.email, token: await codeMailedTo(decided.email, 'Duplicate Profile Found') });
+    expect([refused.status, refused.body.message]).toEqual([400, 'These profiles cannot be merged']);
+    expect(await server.service.db('profiles').where({ id: decided.id }).first()).toMatchObject({ state, merged_into: null });
+    expect(await server.service.db('profile_emails').whereIn('profile_id', [decided.id, live.id]).orderBy('email').select('email', 'profile_id')).toEqual(before);
+  });
 });
