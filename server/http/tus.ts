@@ -20,6 +20,13 @@ const VERSION = '1.0.0';
 const EXTENSIONS = 'creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,concatenation';
 const CHECKSUMS = { sha1: 20, sha256: 32, md5: 16 } as const;
 const OCTETS = 'application/offset+octet-stream';
+
+/**
+ * Whether the request says its body is tus's (`Content-Type`, its parameters aside, in any
+ * letter case), body or none: Express's `req.is` reads no type on a request without one, and a
+ * PATCH that sends nothing with the right type is answered its offset (204), as @tus/server does.
+ */
+const saysOctets = (req: Request): boolean => (req.get('content-type') ?? '').split(';', 1)[0]?.trim().toLowerCase() === OCTETS;
 /** What a page on another origin may read of an answer (CORS): tus's headers and ours. */
 const EXPOSED = 'Location, Upload-Offset, Upload-Length, Upload-Defer-Length, Upload-Metadata, Upload-Expires, Upload-Concat, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Tus-Checksum-Algorithm, Attachment-Url, X-Request-Id';
 const ALLOWED = 'Authorization, Content-Type, Tus-Resumable, Upload-Length, Upload-Defer-Length, Upload-Metadata, Upload-Offset, Upload-Concat, Upload-Checksum, cf-turnstile-token, X-Requested-With, X-Request-Id';
@@ -164,7 +171,7 @@ export function tusHandlers(services: Services, config: Config) {
     }
     if (length !== undefined && length > maxSize) throw AppError.tooLarge(`A file may be at most ${maxSize} bytes (Tus-Max-Size)`, { path: 'Upload-Length' });
     const body = sendsBody(req) !== false;
-    if (body && !req.is(OCTETS)) throw AppError.protocol('BadRequestError', 415, `A creation's body must be ${OCTETS}`, { path: 'Content-Type' });
+    if (body && !saysOctets(req)) throw AppError.protocol('BadRequestError', 415, `A creation's body must be ${OCTETS}`, { path: 'Content-Type' });
     if (concat?.kind === 'final' && body) throw new AppError('BadRequestError', 'A final upload has no body of its own', { path: 'Upload-Concat' });
     const { fields, raw } = parseMetadata(req.get('upload-metadata'));
     const creation: TusCreation = { length: concat?.kind === 'final' ? null : (length ?? null), metadata: raw, fields, concat };
@@ -215,7 +222,7 @@ export function tusHandlers(services: Services, config: Config) {
 
   const patch = handle(async (req, res, ctx) => {
     const viewer = await ctx.viewer();
-    if (!req.is(OCTETS)) throw AppError.protocol('BadRequestError', 415, `A PATCH's body must be ${OCTETS}`, { path: 'Content-Type' });
+    if (!saysOctets(req)) throw AppError.protocol('BadRequestError', 415, `A PATCH's body must be ${OCTETS}`, { path: 'Content-Type' });
     const offset = bytesHeader(req, 'Upload-Offset');
     if (offset === undefined) throw new AppError('MissingRequiredError', 'Send Upload-Offset', { path: 'Upload-Offset' });
     const length = bytesHeader(req, 'Upload-Length');

@@ -28,6 +28,7 @@ import {
   encodeMetadata,
   HTTP_DATE,
   metadataFor,
+  pathOf,
   RecordingHttpStack,
   runUpload,
   signedInPerson,
@@ -655,6 +656,16 @@ describe('the protocol', () => {
     expectRefusal(await patch(url, 10, pdfBytes(10)), 409);
     expectRefusal(await patch(url, 0, pdfBytes(10), { 'Content-Type': 'application/octet-stream' }), 415);
     expect((await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('upload-offset')).toBe('0');
+  });
+
+  it('a PATCH with tus\'s Content-Type and no body at all (no Content-Length) is answered its offset, as @tus/server answers; with another type, 415', async () => {
+    const url = await create(1000);
+    const bodiless = (type: string) =>
+      rawRequest(server.url, [`PATCH ${pathOf(url)} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${author.token}`, 'Tus-Resumable: 1.0.0', 'Upload-Offset: 0', `Content-Type: ${type}`, 'Connection: close', '', '']);
+    const answered = await bodiless('Application/Offset+Octet-Stream; charset=binary');
+    expect(answered.slice(0, 12)).toBe('HTTP/1.1 204');
+    expect(answered).toMatch(/\r\nUpload-Offset: 0\r\n/i);
+    expect((await bodiless('application/octet-stream')).slice(0, 12)).toBe('HTTP/1.1 415');
   });
 
   it('Upload-Metadata that is not "key base64value" pairs is 400 and creates nothing; spaces around a comma pass, as tusd lets them', async () => {
