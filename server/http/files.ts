@@ -58,16 +58,17 @@ function rangeApplies(req: Request, etag: string, modifiedAt: Date): boolean {
 
 /**
  * Streams a stored file, from either store, with its type, length, ETag (the SHA-1), date and a
- * safe name. As Express's `sendFile` did for files on disk: a failed `If-Match` or
- * `If-Unmodified-Since` is the client's condition (a 400 here, as before), a matching
- * `If-None-Match` (or `If-Modified-Since`) a 304, one byte range a 206 (several are answered
- * whole), a range outside the file a 416; `HEAD` gets the headers alone.
+ * safe name. As Express's `sendFile` does for files on disk (RFC 9110): a failed `If-Match` or
+ * `If-Unmodified-Since` is a 412, a matching `If-None-Match` (or `If-Modified-Since`) a 304, one
+ * byte range a 206 (several are answered whole; a suffix longer than the file is the whole file,
+ * §14.1.3), a range outside the file a 416 with a `Content-Range` naming the file's size (§15.5.17);
+ * `HEAD` gets the headers alone.
  */
 async function sendStored(req: Request, res: Response, store: FileStore, file: StoredFile): Promise<void> {
   const etag = `"${file.sha1}"`;
   try {
     if (preconditionFails(req, etag, file.modifiedAt)) {
-      throw new AppError('BadRequestError', 'The file does not meet the request’s If-Match or If-Unmodified-Since condition');
+      throw AppError.protocol('BadRequestError', 412, 'The file does not meet the request’s If-Match or If-Unmodified-Since condition');
     }
     res.set({
       'Content-Type': mime.lookup(file.extension) || 'application/octet-stream',
@@ -85,7 +86,9 @@ async function sendStored(req: Request, res: Response, store: FileStore, file: S
     }
     let range: ByteRange | undefined;
     if (req.get('Range') !== undefined && rangeApplies(req, etag, file.modifiedAt)) {
-      const ranges = req.range(file.size, { combine: true });
+      // range-parser reads a suffix past the file's start as no range at all.
+      const suffix = /^bytes=\s*-(\d+)\s*$/.exec(req.get('Range') ?? '');
+      const ranges = suffix && file.size > 0 && Number(suffix[1]) >= file.size ? Object.assign([{ start: 0, end: file.size - 1 }], { type: 'bytes' }) : req.range(file.size, { combine: true });
       if (ranges === -1) throw new AppError('RangeNotSatisfiableError', 'The requested range is outside the file');
       if (ranges !== undefined && ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1) range = ranges[0];
     }
@@ -103,6 +106,7 @@ async function sendStored(req: Request, res: Response, store: FileStore, file: S
   } catch (error) {
     if (res.headersSent) throw error;
     for (const header of FILE_HEADERS) res.removeHeader(header);
+    if (error instanceof AppError && error.status === 416) res.setHeader('Content-Range', `bytes */${file.size}`);
     throw error;
   }
 }

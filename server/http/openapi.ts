@@ -35,7 +35,8 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not found',
   408: 'The request body took too long to arrive',
   413: 'The body or file is too large',
-  416: 'The requested range is outside the file',
+  412: 'The file does not meet the request\'s If-Match or If-Unmodified-Since condition',
+  416: 'The requested range is outside the file (`Content-Range` names its size)',
   429: 'Too many requests: retry later',
   431: 'The request line and headers are too large (over 16 KB)',
   500: 'Unexpected error: its details stay in the server log',
@@ -113,7 +114,7 @@ function errorStatuses(op: Operation): number[] {
   if (op.session === 'required') statuses.add(403);
   if (op.method !== 'get') [403, 408].forEach((s) => statuses.add(s));
   if (op.body) statuses.add(413);
-  if ('file' in op.answer) [403, 404, 416].forEach((s) => statuses.add(s));
+  if ('file' in op.answer) [403, 404, 412, 416].forEach((s) => statuses.add(s));
   return [...statuses].sort((a, b) => a - b);
 }
 

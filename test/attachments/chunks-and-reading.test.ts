@@ -183,6 +183,20 @@ describe('reading files back', () => {
     expect(cached.status).toBe(304);
   });
 
+  it('a suffix longer than the file is the whole file; a range past its end is 416 naming its size (RFC 9110 §14.1.3, §15.5.17)', async () => {
+    const headers = (range: string) => ({ headers: { cookie: cookieHeader(author), range } });
+    for (const path of [`/pdf?id=${noteId}`, `/attachment?id=${noteId}&name=pdf`]) {
+      const whole = await fetch(server.url + path, headers(`bytes=-${data.length * 3}`));
+      expect(whole.status).toBe(206);
+      expect(whole.headers.get('content-range')).toBe(`bytes 0-${data.length - 1}/${data.length}`);
+      expect(Buffer.from(await whole.arrayBuffer())).toEqual(data);
+      const outside = await fetch(server.url + path, headers(`bytes=${data.length}-`));
+      expect(outside.status).toBe(416);
+      expect(outside.headers.get('content-range')).toBe(`bytes */${data.length}`);
+      expect(await outside.json()).toMatchObject({ status: 416, name: 'RangeNotSatisfiableError' });
+    }
+  });
+
   it('a note the caller may not read is 403; a missing note or field is 404', async () => {
     const stranger = (await loggedIn(server, (await createActiveUser(server)).email)).client;
     expect((await stranger.get(`/pdf?id=${noteId}`)).status).toBe(403);

@@ -110,14 +110,14 @@ describe('malformed requests are 4xx, never 500', () => {
 });
 
 describe('a download with a condition the file does not meet', () => {
-  it('If-Match or If-Unmodified-Since that fails is a 400, not a 500', async () => {
+  it('If-Match or If-Unmodified-Since that fails is a 412 (RFC 9110 §13.1.1), not a 500', async () => {
     const { author, authorId } = await venueWithAuthor(server);
     const { url, note } = await submitPaper(author, authorId, pdfBytes(3000));
     const cookie = cookieHeader(author);
     const conditions: Array<Record<string, string>> = [{ 'if-match': '"not-this-file"' }, { 'if-unmodified-since': 'Mon, 01 Jan 1990 00:00:00 GMT' }];
     for (const condition of conditions) {
       for (const path of [url, `/pdf?id=${note.body.id}`, `/attachment?id=${note.body.id}&name=pdf`]) {
-        expectErrorBody(await send('GET', path, { cookie, ...condition }), 400);
+        expectErrorBody(await send('GET', path, { cookie, ...condition }), 412);
       }
     }
   });
