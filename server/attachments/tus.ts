@@ -30,7 +30,7 @@ import { AppError } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { Config } from '../config.ts';
 import type { Metrics } from '../metrics/events.ts';
-import type { Db } from '../../db/knex.ts';
+import { refusedForARow, type Db } from '../../db/knex.ts';
 import { PROCESS_OWNER, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
@@ -499,24 +499,53 @@ export class TusService {
    * the order given, assembled as its file straight from their chunks. Its row is written first,
    * naming its parts (`Upload-Concat`), and the parts are forgotten only once the file is kept:
    * a final upload cut by a crash is kept by the next HEAD, or by the client's repeated POST,
-   * which answers the same final upload.
+   * which answers the same final upload; so do POSTs sent at once (one row per person and
+   * `Upload-Concat`, migration `20261129220000_tus_final_once`).
    */
   async #concatenate(viewer: Viewer, creation: TusCreation, concat: { ids: string[]; header: string }, expiresAt: number): Promise<TusState> {
     const existing = await this.#repo.findFinal(viewer.profileId, concat.header);
-    if (existing?.url) return stateOf(existing);
-    if (existing) {
-      this.#notes.requireAuthor(viewer);
-      return this.#finishFinal(viewer, existing);
-    }
-    const partials = await this.#partials(viewer, creation, concat.ids);
+    if (existing) return this.#sameFinal(viewer, existing);
+    const partials = await this.#partials(viewer, creation, concat.ids).catch(async (error: unknown) => {
+      // Its parts forgotten by a request that kept this final upload meanwhile: that upload.
+      const made = await this.#repo.findFinal(viewer.profileId, concat.header);
+      if (made) return made;
+      throw error;
+    });
+    if (!Array.isArray(partials)) return this.#sameFinal(viewer, partials);
     const length = partials.reduce((sum, part) => sum + (part.length ?? 0), 0);
     const { extension } = await this.#uploads.admit(viewer, creation.fields, length);
     const now = this.#now();
     const upload = newUpload(viewer, creation, extension, now, expiresAt, { length, offset: length, concat: 'final', concatHeader: concat.header });
     await this.#spans.close(partials);
-    await this.#repo.create(upload);
+    try {
+      await this.#repo.create(upload);
+    } catch (error) {
+      // Another request wrote this final upload first: the same answer as a POST sent again.
+      const first = refusedForARow(error) ? await this.#repo.findFinal(viewer.profileId, concat.header) : null;
+      if (!first) throw error;
+      return this.#sameFinal(viewer, first);
+    }
     await this.#repo.complete(upload.id, length);
-    return this.#finishFinal(viewer, upload);
+    // Through `#sameFinal`: a POST sent at the same time may have found the row and be keeping it.
+    return this.#sameFinal(viewer, upload);
+  }
+
+  /**
+   * A POST naming a final upload that exists: its state, once kept or while another request
+   * keeps it (which a HEAD then follows); otherwise this request keeps it (one cut by a crash).
+   */
+  async #sameFinal(viewer: Viewer, existing: TusUpload): Promise<TusState> {
+    if (existing.url) return stateOf(existing);
+    this.#notes.requireAuthor(viewer);
+    try {
+      return await this.#finishFinal(viewer, existing);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      // Being kept by another request (423), or kept by it meanwhile, its parts forgotten.
+      const now = await this.#repo.findFinal(viewer.profileId, existing.concatHeader ?? '');
+      if (now && (now.url || error.status === 423)) return stateOf(now);
+      throw error;
+    }
   }
 
   /** Keeps a final upload's file from its parts' chunks, then forgets the parts. */

@@ -801,6 +801,27 @@ describe('a process stopped while it kept a complete upload', () => {
     // The parts went with the file kept.
     for (const url of parts) expect((await tusRequest(server, 'HEAD', url, { token: author.token })).status).toBe(404);
   });
+
+  it('final POSTs sent at once answer one final upload: one row, one Location, every answer 201', async () => {
+    const data = pdfBytes(150_000);
+    const parts: string[] = [];
+    for (const piece of [data.subarray(0, 60_000), data.subarray(60_000)]) {
+      const res = await tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: { 'Upload-Concat': 'partial', 'Upload-Length': String(piece.length), 'Upload-Metadata': encodeMetadata(PDF_FIELD()) } });
+      const url = res.headers.get('location') ?? '';
+      expect((await patch(url, 0, piece)).status).toBe(204);
+      parts.push(url);
+    }
+    const final = { 'Upload-Concat': `final;${parts.join(' ')}`, 'Upload-Metadata': encodeMetadata(PDF_FIELD()) };
+    const answers = await Promise.all([1, 2, 3, 4].map(() => tusRequest(server, 'POST', '/attachment/tus', { token: author.token, headers: final })));
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201, 201]);
+    expect(new Set(answers.map((answer) => answer.headers.get('location'))).size).toBe(1);
+    const rows = async (table: string, where: Record<string, string>) => Number(((await server.service.db(table).where(where).count({ n: '*' }).first()) as { n: number | string }).n);
+    expect(await rows('tus_uploads', { concat: 'final', concat_header: final['Upload-Concat'] })).toBe(1);
+    const url = answers[0]?.headers.get('location') ?? '';
+    await waitUntil(async () => (await tusRequest(server, 'HEAD', url, { token: author.token })).headers.get('attachment-url') === pdfUrl(data), 'kept');
+    expect((await readBack(pdfUrl(data))).equals(data)).toBe(true);
+    expect(await rows('uploads', { url: pdfUrl(data) })).toBe(1);
+  });
 });
 
 describe('expiry (moves the clock: last in this file)', () => {

@@ -81,6 +81,25 @@ describe('migrations', () => {
     ]);
   });
 
+  it('fold final uploads written twice into one, the one holding its file first, then refuse a second', async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    await db.migrate.down({ name: '20261129220000_tus_final_once' });
+    const row = (id: string, profile: string, header: string, createdAt: number, url: string | null = null) => ({
+      id, profile_id: profile, invitation: 'I', field: 'pdf', extension: 'pdf', metadata: '', upload_length: 10, upload_offset: 10, concat: 'final', concat_header: header, url, created_at: createdAt, expires_at: createdAt + 1,
+    });
+    await db('tus_uploads').insert([
+      row('a1', '~A1', 'final;/x /y', 1), row('a2', '~A1', 'final;/x /y', 2, 'a.pdf'), row('a3', '~A1', 'final;/x /y', 3),
+      row('b1', '~B1', 'final;/x /y', 1), row('b2', '~B1', 'final;/x /y', 2),
+      row('c1', '~A1', 'final;/z', 1),
+    ]);
+    await migrateToLatest(db);
+    expect(await db('tus_uploads').orderBy('id').pluck('id')).toEqual(['a2', 'b1', 'c1']);
+    await expect(db('tus_uploads').insert(row('b3', '~B1', 'final;/x /y', 4))).rejects.toThrow();
+    // Partial and ordinary uploads are not concerned.
+    await db('tus_uploads').insert([{ ...row('p1', '~B1', 'x', 5), concat: 'partial' }, { ...row('p2', '~B1', 'x', 5), concat: 'partial' }]);
+  });
+
   it.each([
     ['sessions', 'session_refresh_rotated', "records a session's rotated-out refresh token"],
     ['oidc_refresh_tokens', 'oidc_refresh_access_token', 'stores the access token a refresh-token rotation gives'],
