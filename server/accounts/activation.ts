@@ -19,7 +19,7 @@ import { ACTIVATION_MAIL } from './sign-up.ts';
 import { accountLimitKey, deviceDetails } from './sessions.ts';
 import { hasBirthDate } from './profile-editor.ts';
 import { hashSecret } from '../secrets.ts';
-import { tildeBase, usernameForName } from './tilde.ts';
+import { tildeBase, usernameForName, withFullname } from './tilde.ts';
 
 const INVALID_ACTIVATION = 'Activation token is not valid';
 /** A wrong, used or expired sign-up code, and an id with no activation waiting, look alike. */
@@ -135,11 +135,11 @@ export class ActivationService extends AccountsPart {
         throw new AppError('ValidationError', `The username ${name.username} does not belong to this profile`, { path: 'content/names' });
       }
       if (name.username) {
-        names.push(name);
+        names.push(withFullname(name));
         continue;
       }
       const base = tildeBase(name, `content/names/${i}/`);
-      names.push({ ...name, username: await usernameForName(repo.emails, profile.id, owned, base, new Set(names.map((n) => n.username))) });
+      names.push(withFullname({ ...name, username: await usernameForName(repo.emails, profile.id, owned, base, new Set(names.map((n) => n.username))) }));
     }
     if (names.length === 0) throw new AppError('MissingRequiredError', 'At least one name is required', { path: 'content/names' });
     if (!names.some((n) => n.preferred)) names[0] = { ...names[0], preferred: true };

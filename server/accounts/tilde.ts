@@ -50,6 +50,18 @@ export function tildeBase(name: NameInput, pathPrefix = ''): string {
   return `~${parts.map(({ part }) => part.replace(/ /g, '_')).join('_')}`.normalize('NFC');
 }
 
+/**
+ * The name with its `fullname`: as given, or, when it gives none, its first, middle and last
+ * joined by spaces. The real platform's clients read every name's `fullname` (the web client's
+ * profile editor keeps only names that have one), while the Python client's own example of an
+ * activation sends first and last alone.
+ */
+export function withFullname<T extends NameInput>(name: T): T {
+  if (name.fullname?.trim()) return name;
+  const fullname = [name.first, name.middle, name.last].map((part) => part?.trim()).filter(Boolean).join(' ');
+  return fullname ? { ...name, fullname } : name;
+}
+
 /** The smallest integer ≥ 1 not in `used`. */
 export function smallestFreeNumber(used: Iterable<number>): number {
   const taken = new Set(used);

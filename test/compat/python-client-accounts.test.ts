@@ -87,7 +87,7 @@ describe('the Python client, on accounts', () => {
     expect(res.json).toMatchObject({ token: expect.any(String), user: { profile: { id: profileId } } });
   });
 
-  it('a name posted back without its username keeps the username it has (conftest-style activation)', async () => {
+  it('a name posted back without its username or fullname keeps the username it has, and gets the full name the web client reads (conftest-style activation; client.py:360-368)', async () => {
     const guest = new PythonClient(server.url);
     const registered = await guest.send('POST', '/register', { json: { email: 'ada@example.org', fullname: 'Ada Lovelace', password: PASSWORD } });
     const token = await activationToken('ada@example.org');
@@ -95,7 +95,10 @@ describe('the Python client, on accounts', () => {
       json: { content: { names: [{ first: 'Ada', last: 'Lovelace', preferred: true }], history: [{ position: 'Countess', start: 2019, end: null, institution: { domain: 'example.org' } }] } },
     });
     expect(res.status).toBe(200);
-    expect(res.json.user.profile).toMatchObject({ id: registered.json.id, usernames: [registered.json.id], preferredId: registered.json.id });
+    expect(res.json.user.profile).toMatchObject({ id: registered.json.id, usernames: [registered.json.id], preferredId: registered.json.id, fullname: 'Ada Lovelace' });
+    // The web client's profile editor keeps only names with a fullname (ProfileEditor.js:204).
+    const stored = await guest.send('GET', '/profiles', { headers: { authorization: `Bearer ${res.json.token}` } });
+    expect(stored.json.profiles[0].content.names).toEqual([{ first: 'Ada', last: 'Lovelace', fullname: 'Ada Lovelace', username: registered.json.id, preferred: true }]);
   });
 
   it('login_user sends {id, password, expiresIn: null}, with an email or a tilde id, and reads token and user.profile.id (client.py:293-320)', async () => {
