@@ -28,7 +28,7 @@ import { oauthForm, oauthJson, oidcHandlers, pageForm } from './oidc.ts';
 import { webHandlers } from '../web/pages/index.ts';
 import { providerPages } from '../web/pages/provider/index.ts';
 import { passkeyHandlers } from '../web/pages/passkeys.ts';
-import { isPagePath, sendMissingPage } from '../web/pages/kit.ts';
+import { accountForm, isPagePath, sendMissingPage } from '../web/pages/kit.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { procedureHandler } from './procedure.ts';
 import { trpcGuard } from './trpc-guard.ts';
@@ -271,6 +271,7 @@ function routeMiddleware(config: Config): RouteMiddleware {
     oauthJson: oauthJson(jsonBody()),
     oauthForm,
     pageForm,
+    accountForm,
     protocolCors,
     readOnlyCors,
   };

@@ -20,6 +20,8 @@ export interface RouteMiddleware {
   /** The form parser of an `oauth` route (OAuth's error body) and of a `page` route (an error page). */
   oauthForm: RequestHandler;
   pageForm: RequestHandler;
+  /** The form parser of the account pages' forms (`account-form`): larger limits, the account error page. */
+  accountForm: RequestHandler;
   protocolCors: RequestHandler;
   readOnlyCors: RequestHandler;
 }
@@ -39,6 +41,7 @@ export function middlewareOf(route: RouteNeeds, use: RouteMiddleware): RequestHa
   if (route.cors === 'protocol') stack.push(use.protocolCors);
   if (route.cors === 'read-only') stack.push(use.readOnlyCors);
   if (body === 'form') stack.push(route.kind === 'oauth' ? use.oauthForm : use.pageForm);
+  if (body === 'account-form') stack.push(use.accountForm);
   return stack;
 }
 

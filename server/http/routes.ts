@@ -70,12 +70,14 @@ export type Handlers = FileHandlers & TusHandlers & OidcHandlers & ProviderPageH
  * - `json`: the JSON parser (1 MB, nesting checked); a request without a JSON body passes as is.
  * - `form`: a URL-encoded form (the sign-in provider's); a form it cannot read is answered in
  *   the route's own format (OAuth's error body, or an error page).
+ * - `account-form`: a URL-encoded form of the account pages (`server/web/`), up to 1 MB and 2,000
+ *   fields (a profile of many rows); one it cannot read is an account error page.
  * - `multipart`: not read here; the handler streams it (uploads).
  * - `octets`: not read here; the handler streams it (tus's `application/offset+octet-stream`,
  *   which the same-origin rule then accepts from our own pages).
  * - `none`: not read at all.
  */
-export type BodyKind = 'json' | 'form' | 'multipart' | 'octets' | 'none';
+export type BodyKind = 'json' | 'form' | 'account-form' | 'multipart' | 'octets' | 'none';
 
 /** The per-route middleware; every field left out takes the default that most routes need. */
 interface Middleware {
@@ -325,7 +327,7 @@ const accountPage = (path: string, handler: keyof Handlers): HandlerRoute => ({ 
  * refuses form bodies) because every such handler checks the browser's CSRF token instead
  * (`server/web/csrf.ts`, through `handle(…, {post: true})`).
  */
-const accountForm = (path: string, handler: keyof Handlers): HandlerRoute => ({ kind: 'page', method: 'post', path, body: 'form', sameOrigin: false, handler });
+const accountForm = (path: string, handler: keyof Handlers): HandlerRoute => ({ kind: 'page', method: 'post', path, body: 'account-form', sameOrigin: false, handler });
 
 /** Every route of the service. The API document lists the documented ones in this order. */
 export const routes: Route[] = [

@@ -114,6 +114,38 @@ describe('the profile page', () => {
     await context.close();
   });
 
+  it('saves a profile of many rows (more fields than a sign-in form may post), and answers a form past every limit with the account error page', LONG, async () => {
+    const person = await createActiveUser(server, { fullname: 'Many Rows' });
+    const { loggedIn } = await import('../helpers/users.ts');
+    const api = (await loggedIn(server, person.email)).client;
+    const [read] = (await api.get('/profiles')).body.profiles;
+    const history = Array.from({ length: 10 }, (_, i) => ({ position: `Position ${i}`, institution: { name: `Institute ${i}`, domain: `i${i}.example.org` }, start: 2000 + i }));
+    const relations = Array.from({ length: 4 }, (_, i) => ({ relation: 'Collaborator', name: `Colleague ${i}`, email: `c${i}@example.org`, readers: ['everyone'] }));
+    expect((await api.post('/profiles', { id: read.id, signatures: [read.id], content: { ...read.content, history, relations } })).status).toBe(200);
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await openProfile(page, person.email);
+    expect(await page.locator('form input, form select, form textarea').count()).toBeGreaterThan(50);
+    await page.getByLabel('Homepage').fill('https://many-rows.example.org');
+    await page.getByRole('button', { name: 'Save your profile' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toBeTruthy();
+    const [saved] = (await api.get('/profiles')).body.profiles;
+    expect([saved.content.homepage, saved.content.history.length, saved.content.relations.length]).toEqual(['https://many-rows.example.org', 10, 4]);
+    await context.close();
+    // Past 2,000 fields: the account pages' own error page, in plain words.
+    const jar = new Map<string, string>();
+    keepCookies(jar, await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: person.email, password: PASSWORD }) }));
+    const res = await fetch(`${server.url}/account/profile`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(jar) },
+      body: Array.from({ length: 2001 }, (_, i) => `f${i}=x`).join('&'),
+    });
+    expect(res.status).toBe(413);
+    const html = await res.text();
+    expect(html).toContain('This did not work');
+    expect(html).not.toContain('Sign-in error');
+  });
+
   it('passes axe at phone width', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Grace Hopper' });
     const phone = await newContext(browser, { phone: true });

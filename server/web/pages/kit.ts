@@ -10,11 +10,13 @@
  * that succeeds answers with a redirect (post/redirect/get) to a page that says what happened.
  * The session is the API's: the same cookies `POST /login` sets.
  */
-import type { Request, RequestHandler, Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../../shared/index.ts';
 import type { Viewer } from '../../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../../config.ts';
+import { withLengthCheck } from '../../http/body.ts';
 import { createHttpContext, formValue } from '../../http/context.ts';
+import { requestError } from '../../http/send-error.ts';
 import { causeOf, toAppError } from '../../errors.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
@@ -264,3 +266,36 @@ export function sendMissingPage(req: Request, res: Response): void {
   });
 }
 
+
+/** The largest form of the account pages: a profile of many rows, with long texts. */
+const ACCOUNT_FORM_BYTES = 1024 * 1024;
+/** The most fields one form of the account pages may post: a profile's positions take 5 each, its relations 6. */
+const ACCOUNT_FORM_FIELDS = 2000;
+const parseAccountForm = withLengthCheck(
+  'application/x-www-form-urlencoded',
+  ACCOUNT_FORM_BYTES,
+  express.urlencoded({ extended: false, limit: ACCOUNT_FORM_BYTES, parameterLimit: ACCOUNT_FORM_FIELDS }),
+);
+
+/**
+ * The form of an account page (`account-form` routes): read with limits a profile of many rows
+ * stays within (the sign-in provider's forms, a few fields each, have their own of 50 fields);
+ * one it cannot read is an account error page, in plain words.
+ */
+export function accountForm(req: Request, res: Response, next: NextFunction): void {
+  parseAccountForm(req, res, (error?: unknown) => {
+    if (!error) return next();
+    const refusal = requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
+    const heading = 'This did not work';
+    sendPage(res, refusal.status, 'error', {
+      title: heading,
+      signedIn: null,
+      csrf: '',
+      requestId: requestIdOf(req),
+      prefix: PAGES_PREFIX,
+      heading,
+      message: refusal.message,
+      action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' },
+    });
+  });
+}
