@@ -44,7 +44,8 @@ interface AxeResult {
 }
 
 /**
- * The page passes axe-core's WCAG 2.1 A and AA rules (no violation at all). With
+ * The page passes axe-core's WCAG 2.1 A and AA rules (no violation at all) and fits its viewport's
+ * width, scrolling down only (WCAG 1.4.10 Reflow: a long name or address wraps). With
  * `UPDATE_SCREENSHOTS=1` (`npm run screenshots`) its full-page screenshot is written to
  * `docs/screenshots/<name>.png`; an ordinary run leaves the committed pictures alone, so that
  * running the tests does not change the work tree.
@@ -54,6 +55,8 @@ export async function checkPage(page: Page, name: string): Promise<void> {
   // A string, evaluated in the page: the tests are compiled without the DOM's types.
   const result = await page.evaluate<AxeResult>(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })`);
   expect(result.violations.map((v) => `${v.id} (${v.help}): ${v.nodes.map((n) => JSON.stringify(n.target)).join(', ')}`), `axe on ${name}`).toEqual([]);
+  const widths = await page.evaluate<[number, number]>('[document.documentElement.scrollWidth, window.innerWidth]');
+  expect(widths[0], `${name} is wider than its viewport`).toBeLessThanOrEqual(widths[1]);
   if (!process.env.UPDATE_SCREENSHOTS) return;
   await mkdir(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });

@@ -73,6 +73,18 @@ describe('Password & security, area by area', () => {
   });
 });
 
+describe('a long address at phone width', () => {
+  it('wraps, the page scrolling down only (WCAG 1.4.10)', LONG, async () => {
+    const phone = await context({ phone: true });
+    const page = await phone.newPage();
+    const email = `firstname.lastname.${'x'.repeat(30)}@department.faculty.university.example.ac.uk`;
+    await page.goto(`${server.url}/account/check-mail?kind=signup&email=${encodeURIComponent(email)}`);
+    await page.getByText(email).waitFor();
+    await checkPage(page, 'check-mail-long-address-phone');
+    await phone.close();
+  });
+});
+
 describe('a sign-in from a new browser', () => {
   it('is mailed, and the mail’s "This was not me" ends that browser’s session', LONG, async () => {
     const person = await createActiveUser(server, { fullname: 'Mailed Person' });
