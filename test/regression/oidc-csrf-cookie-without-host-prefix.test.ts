@@ -63,6 +63,22 @@ describe("the sign-in provider's CSRF cookie", () => {
     expect(html).toMatch(/password/i);
   });
 
+  it('refuses its form, right token and all, from a browser saying it came from another site, as the account pages do', async () => {
+    const user = await createActiveUser(http);
+    const { cookie, interaction, csrf } = await loginPage(http);
+    const post = (site: string) =>
+      fetch(`${http.url}/oidc/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie.split(';')[0]!, 'sec-fetch-site': site },
+        body: new URLSearchParams({ interaction, csrf, email: user.email, password: 'Not-The-Password-1' }),
+      });
+    const crossSite = await post('cross-site');
+    expect(crossSite.status).toBe(403);
+    expect(await crossSite.text()).toContain('did not come from this site');
+    expect(await (await post('same-origin')).text()).not.toMatch(/form has expired|did not come from this site/);
+  });
+
   it('over http stays service.oidc-csrf on Path=/oidc (a __Host- cookie needs https)', async () => {
     const { cookie } = await loginPage(http);
     expect(cookie).toMatch(/^service\.oidc-csrf=/);

@@ -108,9 +108,20 @@ export function isRefusal(error: unknown): boolean {
   return serviceRefusal(error) !== null;
 }
 
-/** Where to go after signing in: a page of ours only (never another site: no open redirect). */
+/**
+ * Where to go after signing in: an account page only (never another site: no open redirect; nor
+ * another part of this one, `/account/../oidc/logout`: the path is read as a browser resolves it).
+ */
 export function safeNext(next: string): string {
-  return next.startsWith(`${PAGES_PREFIX}/`) && !next.startsWith('//') && !next.includes('\\') ? next : `${PAGES_PREFIX}/security`;
+  const home = 'http://pages.invalid';
+  let url: URL | null = null;
+  try {
+    url = new URL(next, home);
+  } catch {
+    // Not a URL at all: the default.
+  }
+  const ours = url !== null && url.origin === home && next.startsWith(`${PAGES_PREFIX}/`) && !next.includes('\\') && url.pathname.startsWith(`${PAGES_PREFIX}/`);
+  return ours && url ? `${url.pathname}${url.search}${url.hash}` : `${PAGES_PREFIX}/security`;
 }
 
 export function redirect(res: Response, to: string, notice?: Notice): void {

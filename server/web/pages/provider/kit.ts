@@ -81,6 +81,13 @@ export function providerKit(services: Services, config: Config) {
   };
 
   /** Checks a form's CSRF token against the browser's cookie and what it is bound to (an interaction). */
-  const checkFormToken = (req: Request, boundTo: string) => oidc.checkInteractionCsrf(req.cookies?.[csrf.name] as string | undefined, boundTo, formValue(req, 'csrf'));
+  /**
+   * The form's token is this browser's for this interaction; and, as on the account pages
+   * (`checkCsrf`), a browser saying the form came from another site is refused whatever it carries.
+   */
+  const checkFormToken = (req: Request, boundTo: string) => {
+    if (req.get('sec-fetch-site') === 'cross-site') throw new AppError('ForbiddenError', 'This form did not come from this site. Please go back and try again.');
+    oidc.checkInteractionCsrf(req.cookies?.[csrf.name] as string | undefined, boundTo, formValue(req, 'csrf'));
+  };
   return { services, config, oidc, viewerOf, csrfFor, checkFormToken, field, resetUrl, signedIn };
 }
