@@ -327,7 +327,9 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     return failed(error);
   } finally {
-    await services?.close({ sendMail: MAILING.has(name) });
+    // A mail the command began to send is waited for and recorded: a send finishing after the
+    // database closed would be sent again by the next process.
+    await services?.close({ sendMail: MAILING.has(name), finishSending: true });
     await db.destroy();
   }
 }

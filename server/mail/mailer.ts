@@ -57,8 +57,12 @@ export interface Mailer {
   purge(states: OutboxState[], olderThanMs: number): Promise<number>;
   /** The sweeper's: forgets sent mails after a week and failed ones after a month. */
   sweep(): Promise<void>;
-  /** Stops waking up, lets go of the worker's lease and closes the transport. */
-  close(): Promise<void>;
+  /**
+   * Stops waking up, lets go of the worker's lease and closes the transport. A mail being sent
+   * is waited for `waitMs` at most (5 s: a shutdown), or to its end (`Infinity`: an admin
+   * command, whose process would otherwise finish the send with no database to record it in).
+   */
+  close(waitMs?: number): Promise<void>;
 }
 
 /** The mailers of this process by data folder, so tests can wait for the mail of a request. */

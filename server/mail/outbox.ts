@@ -192,13 +192,14 @@ export class Outbox implements Mailer {
     await this.#repo.purge(['failed'], now - FAILED_KEPT_MS);
   }
 
-  async close(): Promise<void> {
+  async close(waitMs = CLOSE_WAIT_MS): Promise<void> {
     this.#closed = true;
     if (this.#poll) clearInterval(this.#poll);
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     // The run stops after the mail it is sending; a mail server that does not answer holds the
-    // shutdown no longer than this (the mail is then sent again by the next process: its Message-ID is the same).
-    await this.#runOrTimeout(CLOSE_WAIT_MS);
+    // shutdown no longer than this (the mail is then sent again by the next process: its Message-ID
+    // is the same). `Infinity` waits for the attempt's own deadline (`SMTP_ATTEMPT_MS`) at most.
+    await this.#runOrTimeout(waitMs);
     this.#unregister();
     this.#transport.close();
   }

@@ -58,4 +58,31 @@ describe('npm run admin -- mail', () => {
     expect(await admin('mail', 'purge', '--sent')).toMatchObject({ code: 0, stdout: '1 mail deleted\n' });
     expect((await admin('mail', 'list', '--state', 'all')).stdout).toBe('');
   });
+
+  it('retry, with the server stopped and a mail server slower than a shutdown waits: the command waits, records the mail sent, and it is never sent again', { timeout: 120_000 }, async () => {
+    const slowDir = await tempDir();
+    let slow = false;
+    const catcher = await startMailCatcher({
+      refuse: (to) => (!slow && to === 'slow@example.org' ? 550 : null),
+      // Past the 10 s the command gives due mail and the 5 s a shutdown gives a mail being sent.
+      hold: () => new Promise((resolve) => setTimeout(resolve, slow ? 16_000 : 0)),
+    });
+    try {
+      const first = await startServer({ SMTP_URL: catcher.url }, slowDir);
+      expect((await new Client(first.url).post('/register', { token: 'dev-ok', email: 'slow@example.org', password: 'Slow-Mail-Server-1', fullname: 'Slo Mail' })).status).toBe(200);
+      await first.service.services.mailer.settled();
+      await first.close();
+      slow = true;
+      const retried = await runAdmin({ DATA_DIR: slowDir, SMTP_URL: catcher.url }, 'mail', 'retry', '--all');
+      expect(retried).toMatchObject({ code: 0, stdout: '1 mail to be tried again now\n' });
+      expect(retried.stderr).not.toMatch(/Error|at /);
+      expect(catcher.mails.filter((m) => m.to === 'slow@example.org')).toHaveLength(1);
+      // Recorded as sent: the next process has nothing to send again.
+      const sent = await runAdmin({ DATA_DIR: slowDir, SMTP_URL: catcher.url }, 'mail', 'list', '--state', 'sent');
+      expect(sent.stdout).toMatch(/\tsent\tactivation\tslow@example\.org\t\d+ attempts?\t/);
+    } finally {
+      await catcher.close();
+      await rm(slowDir, { recursive: true, force: true });
+    }
+  });
 });
