@@ -342,7 +342,7 @@ export class Outbox implements Mailer {
       if (failure.kind === 'permanent' || now >= row.giveUpAt) return this.#fail(row, failure.message);
       await this.#repo.deferred(row.id, failure.message, now + retryDelay(attempts));
       this.#onDelivery('retry');
-      this.#logger.warn({ mail: row.id, kind: row.kind, attempts, error: failure.message, transport: this.#transport.name }, 'a mail was not sent: it is tried again later');
+      this.#logger.warn({ mail: row.id, kind: row.kind, attempts, reason: failure.message, transport: this.#transport.name }, 'a mail was not sent: it is tried again later');
       if (failure.kind !== 'unreachable') return 'next';
       this.#wasUnreachable = true;
       await this.#repo.deferAllDue(now, now + retryDelay(attempts));
@@ -361,7 +361,7 @@ export class Outbox implements Mailer {
   async #fail(row: OutboxRow, reason: string): Promise<'next'> {
     await this.#repo.failed(row.id, reason);
     this.#onDelivery('failed');
-    this.#logger.error({ mail: row.id, kind: row.kind, error: reason }, 'a mail was given up on: `npm run admin -- mail list` shows it');
+    this.#logger.error({ mail: row.id, kind: row.kind, reason }, 'a mail was given up on: `npm run admin -- mail list` shows it');
     return 'next';
   }
 

@@ -314,6 +314,11 @@ describe('the outbox', () => {
     ]);
     expect(rows[0]?.last_error).toMatch(/^EENVELOPE RCPT TO 550/);
     expect(rows[1]?.last_error).toMatch(/^EENVELOPE RCPT TO 451/);
+    // The log says why too, as `mail list` does (`error` is the key of thrown errors, which
+    // made a reason given as text "(not an Error)").
+    const lines = service.logs.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; reason?: string });
+    expect(lines.find((line) => line.msg.startsWith('a mail was given up on'))?.reason).toMatch(/^EENVELOPE RCPT TO 550/);
+    expect(lines.find((line) => line.msg.startsWith('a mail was not sent'))?.reason).toMatch(/^EENVELOPE RCPT TO 451/);
     expect(await mailer.backlog()).toMatchObject({ pending: 1, failed: 1 });
     // An operator's retry (`admin mail retry`) makes it due now rather than in a few seconds.
     expect(await mailer.retry('all')).toBe(2);
