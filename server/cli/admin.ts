@@ -315,7 +315,12 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!command) return 2;
   const logger = createLogger('warn', process.stderr);
-  const db = openDatabase(config);
+  let db: ReturnType<typeof openDatabase>;
+  try {
+    db = openDatabase(config);
+  } catch (error) {
+    return failed(error);
+  }
   let services: Services | undefined;
   try {
     await migrateToLatest(db);
@@ -334,16 +339,29 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** The exit code of a command that failed, its reasons written out; an unexpected error goes on up. */
+/**
+ * The exit code of a command that failed, its reasons written out: the service's refusals, a
+ * mistyped command line, and what the system or the database says (a folder that cannot be
+ * made, a database that does not answer or is locked: one line with its code, never the
+ * statement that ran). Anything else is a defect, and goes on up with its stack.
+ */
 function failed(error: unknown): number {
   if (error instanceof AppError) {
     const reasons = error.errors ?? [error.toBody()];
     for (const reason of reasons) process.stderr.write(`error: ${reason.message}\n`);
     return 1;
   }
-  if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (error instanceof TypeError && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
     process.stderr.write(`error: ${error.message}\n\n${USAGE}`);
     return 2;
+  }
+  if (error instanceof Error && typeof code === 'string' && /^(E[A-Z]+|SQLITE_[A-Z_]+|[0-9A-Z]{5})$/.test(code)) {
+    const [line = ''] = error.message.split('\n');
+    // Knex puts the statement before its driver's message (`<sql> - <message>`).
+    const said = 'sql' in error ? line.slice(line.lastIndexOf(' - ') + 3) : line;
+    process.stderr.write(`error: ${said} (${code})\n`);
+    return 1;
   }
   throw error;
 }

@@ -74,6 +74,23 @@ describe('npm run admin', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toBe('Invalid configuration:\n  PORT: must be a whole number in decimal digits\n');
   });
+
+  it('a database that does not answer, a data folder or backup that cannot be used: one line with its code, exit 1, no stack', LONG, async () => {
+    const file = `${dir}/not-a-folder`;
+    await (await import('node:fs/promises')).writeFile(file, '');
+    const runs = await Promise.all([
+      runAdmin({ DATABASE_URL: 'postgres://someone:secret-pw@127.0.0.1:1/nothing', MAIL_OUTBOX: 'on' }, 'user', 'list'),
+      runAdmin({ DATA_DIR: `${file}/sub` }, 'user', 'list'),
+      // A restore is of an embedded install (on PostgreSQL, refused before it reads its folder).
+      ...(TEST_POSTGRES_URL ? [] : [runAdmin({ DATA_DIR: `${dir}/restored` }, 'restore', '--from', file)]),
+    ]);
+    for (const [i, res] of runs.entries()) {
+      expect(res.code, `${i}: ${res.stderr}`).toBe(1);
+      expect(res.stderr, String(i)).toMatch(/^error: .+ \((E[A-Z]+|SQLITE_[A-Z_]+)\)\n$/);
+      expect(res.stderr).not.toContain('secret-pw');
+    }
+    expect(runs.map((res) => /\(([A-Z_]+)\)\n$/.exec(res.stderr)?.[1])).toEqual(['ECONNREFUSED', 'ENOTDIR', 'ENOTDIR'].slice(0, runs.length));
+  });
 });
 
 describe('npm run migrate', () => {
