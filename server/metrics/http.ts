@@ -27,7 +27,12 @@ export function routeTemplate(table: readonly Route[]): (req: Request) => string
     const url = req.originalUrl ?? req.url ?? '';
     const cut = url.indexOf('?');
     const path = cut < 0 ? url : url.slice(0, cut);
-    return literal.has(path) ? path : UNMATCHED;
+    if (literal.has(path)) return path;
+    // A prefix's request refused on its way out of the prefix's router (tRPC's method check):
+    // Express has put `baseUrl` back by the time the answer is finished.
+    const lower = path.toLowerCase();
+    for (const [prefix, route] of prefixes) if (lower === prefix || lower.startsWith(`${prefix}/`)) return route;
+    return UNMATCHED;
   };
 }
 

@@ -31,6 +31,15 @@ export interface AppMetrics extends Metrics {
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60];
 const SIGN_IN_METHODS: readonly SignInMethod[] = ['password', 'totp', 'email_code', 'recovery_code', 'passkey', 'oidc'];
 
+/**
+ * The text as the exposition format spells it: prom-client 15 writes a value that is not a
+ * number as `Nan` (the event loop's mean and deviation before their first sample), the format's
+ * is `NaN`, which strict parsers alone take.
+ */
+export function spelledAsTheFormat(text: string): string {
+  return text.replace(/ Nan$/gm, ' NaN');
+}
+
 export function createMetrics(opts: { routes: readonly Route[]; logger: Logger }): AppMetrics {
   // The process's metrics from the start (the event-loop delay is sampled from then on).
   const shared = processRegistry();
@@ -131,7 +140,7 @@ export function createMetrics(opts: { routes: readonly Route[]; logger: Logger }
       pool?.refresh();
       const mail = await backlogText();
       const own = await registry.metrics();
-      return { contentType: registry.contentType, text: [await shared.metrics(), own, mail].filter(Boolean).join('\n') };
+      return { contentType: registry.contentType, text: spelledAsTheFormat([await shared.metrics(), own, mail].filter(Boolean).join('\n')) };
     },
   };
 }
