@@ -76,7 +76,9 @@ export async function registerForPerson(provider: Provider, input: RegisterAppli
     });
   } catch (error) {
     if (!(error instanceof OAuthError)) throw error;
-    throw new AppError('ValidationError', error.message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
+    // In a person's words: the address as they typed it, not its place in RFC 7591's metadata.
+    const message = error.message.replace(/^redirect_uris\[\d+\] /, 'The address ');
+    throw new AppError('ValidationError', message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
   }
   const now = provider.now();
   const id = newClientId();

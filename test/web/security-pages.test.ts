@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookieHeader, keepCookies } from '../helpers/cookies.ts';
 import { readOutbox } from '../helpers/outbox.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createActiveUser, PASSWORD } from '../helpers/users.ts';
@@ -70,6 +71,38 @@ describe('Password & security, area by area', () => {
     expect(await time.getAttribute('title')).toMatch(/ UTC$/);
     expect(await page.getByRole('cell', { name: /Signed in with the password/ }).count()).toBeGreaterThan(0);
     await browserContext.close();
+  });
+});
+
+describe('"Register an application" refused', () => {
+  it('says what is wrong in plain words, next to the field, never the schema\'s or RFC 7591\'s text', async () => {
+    const person = await createActiveUser(server, { fullname: 'App Maker' });
+    const jar = new Map<string, string>();
+    keepCookies(jar, await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: person.email, password: PASSWORD }) }));
+    const apps = await fetch(`${server.url}/account/security/apps`, { headers: { cookie: cookieHeader(jar) } });
+    keepCookies(jar, apps);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await apps.text())?.[1] ?? '';
+    const cases: Array<[Record<string, string>, string, RegExp]> = [
+      [{ name: '', redirectUri: 'https://app.example/cb' }, 'appName', /^Enter a name for the application/],
+      [{ name: 'n'.repeat(300), redirectUri: 'https://app.example/cb' }, 'appName', /^The name .*200/],
+      [{ name: 'App', redirectUri: '' }, 'appRedirectUri', /^(Check|Enter) the address people come back to/],
+      [{ name: 'App', redirectUri: 'http://evil.example/cb' }, 'appRedirectUri', /^The address must use https/],
+      [{ name: 'App', redirectUri: 'https://a.example/cb#frag' }, 'appRedirectUri', /^The address must not have a fragment/],
+    ];
+    for (const [form, id, words] of cases) {
+      const res = await fetch(`${server.url}/account/security/applications/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(jar) },
+        body: new URLSearchParams({ csrf, kind: 'confidential', ...form }).toString(),
+      });
+      expect(res.status, JSON.stringify(form)).toBe(400);
+      const html = await res.text();
+      const said = new RegExp(`<a href="#${id}">([^<]+)</a>`).exec(html)?.[1] ?? html.slice(0, 2000);
+      expect(said.replaceAll('&#39;', "'").replaceAll('&rsquo;', '’'), JSON.stringify(form)).toMatch(words);
+      expect(html).not.toMatch(/redirect_uris|expected string|Too big|redirectUris:|name:/);
+    }
+    // Nothing was registered.
+    expect(Number(((await server.service.db('oidc_clients').where({ name: 'App' }).count({ n: '*' }).first()) as { n: number | string }).n)).toBe(0);
   });
 });
 

@@ -9,7 +9,7 @@
 import type { RequestHandler } from 'express';
 import { ChangePasswordInput, RegisterApplicationInput } from '../../../shared/index.ts';
 import { formRefusal, type FormField } from '../form-errors.ts';
-import { refusalOf, sendPage } from '../render.ts';
+import { sendPage } from '../render.ts';
 import { field, frame, redirect, type PageKit } from './kit.ts';
 import { areaPage, areaPath, SECURITY_AREAS, WORDS, type SecurityArea } from './security-areas.ts';
 import { securityActivityPages } from './security-activity.ts';
@@ -100,21 +100,26 @@ export function securityPages(kit: PageKit) {
   );
 
   // ---- applications ------------------------------------------------------------------------------------
+  const APPLICATION_FIELDS: FormField[] = [
+    { id: 'appName', paths: ['name'], what: 'a name for the application', name: 'The name' },
+    { id: 'appRedirectUri', paths: ['redirectUris', 'redirectUris/0'], what: 'the address people come back to after signing in', name: 'The address' },
+  ];
   /** "Register an application": into the approval queue; its id (and secret, shown once) on the page that follows. */
   const webRegisterApplication = signedIn(
     async (req, res, page) => {
       let registered;
       const kind = APPLICATION_KINDS.find((k) => k === field(req, 'kind')) ?? 'confidential';
+      const input = {
+        name: field(req, 'name'),
+        // A device signs people in with a code typed here: the address is left out even when typed.
+        redirectUris: kind === 'device' || field(req, 'redirectUri') === '' ? [] : [field(req, 'redirectUri')],
+        kind,
+        offline: field(req, 'offline') === 'on',
+      };
       try {
-        registered = await page.caller.oidc.registerApplication({
-          name: field(req, 'name'),
-          // A device signs people in with a code typed here: the address is left out even when typed.
-          redirectUris: kind === 'device' || field(req, 'redirectUri') === '' ? [] : [field(req, 'redirectUri')],
-          kind,
-          offline: field(req, 'offline') === 'on',
-        });
+        registered = await page.caller.oidc.registerApplication(input);
       } catch (error) {
-        const refusal = refusalOf(req, error, (at) => (at.startsWith('redirectUris') ? 'appRedirectUri' : 'appName'));
+        const refusal = formRefusal(req, error, { fields: APPLICATION_FIELDS, schema: RegisterApplicationInput, input });
         if (refusal.status >= 500) throw error;
         return areaPage(req, res, page, 'apps', refusal.status, refusal.errors, { name: field(req, 'name'), redirectUri: field(req, 'redirectUri'), kind: field(req, 'kind'), offline: field(req, 'offline') });
       }
