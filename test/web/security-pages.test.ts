@@ -106,6 +106,26 @@ describe('"Register an application" refused', () => {
   });
 });
 
+describe('ending a session or revoking an application twice', () => {
+  it('the second press leads where the first did, with its notice, never an error page', async () => {
+    const person = await createActiveUser(server, { fullname: 'Double Press' });
+    const jar = new Map<string, string>();
+    keepCookies(jar, await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: person.email, password: PASSWORD }) }));
+    const sessions = await fetch(`${server.url}/account/security/sessions`, { headers: { cookie: cookieHeader(jar) } });
+    keepCookies(jar, sessions);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await sessions.text())?.[1] ?? '';
+    const post = (path: string, fields: Record<string, string>) =>
+      fetch(`${server.url}${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(jar) }, body: new URLSearchParams({ csrf, ...fields }).toString() });
+    for (const [path, fields, to] of [
+      ['/account/security/sessions/end', { id: 'no-such-session' }, '/account/security/sessions?notice=session-ended'],
+      ['/account/security/applications/revoke', { clientId: 'no-such-app' }, '/account/security/apps?notice=revoked'],
+    ] as const) {
+      const res = await post(path, fields);
+      expect([res.status, res.headers.get('location')], path).toEqual([303, to]);
+    }
+  });
+});
+
 describe('a long address at phone width', () => {
   it('wraps, the page scrolling down only (WCAG 1.4.10)', LONG, async () => {
     const phone = await context({ phone: true });

@@ -10,7 +10,7 @@ import type { RequestHandler } from 'express';
 import { ChangePasswordInput, RegisterApplicationInput } from '../../../shared/index.ts';
 import { formRefusal, type FormField } from '../form-errors.ts';
 import { sendPage } from '../render.ts';
-import { field, frame, redirect, type PageKit } from './kit.ts';
+import { field, frame, redirect, serviceRefusal, type PageKit } from './kit.ts';
 import { areaPage, areaPath, SECURITY_AREAS, WORDS, type SecurityArea } from './security-areas.ts';
 import { securityActivityPages } from './security-activity.ts';
 import { securityTwoStepPages } from './security-two-step.ts';
@@ -83,10 +83,16 @@ export function securityPages(kit: PageKit) {
     { post: true },
   );
 
+  /** Lets a refusal saying the thing is not there (404) pass: an end or a revocation asked twice. */
+  const unlessGone = (error: unknown): void => {
+    if (serviceRefusal(error)?.status !== 404) throw error;
+  };
+
   // ---- sessions and devices ------------------------------------------------------------------------------
   const webEndSession = signedIn(
     async (req, res, page) => {
-      await page.caller.accounts.endSession({ id: field(req, 'id') });
+      // Ended already (the button pressed twice, or in another tab): what was asked holds.
+      await page.caller.accounts.endSession({ id: field(req, 'id') }).catch(unlessGone);
       redirect(res, areaPath('sessions'), 'session-ended');
     },
     { post: true },
@@ -142,7 +148,7 @@ export function securityPages(kit: PageKit) {
   );
   const webRevokeApplication = signedIn(
     async (req, res, page) => {
-      await page.caller.oidc.withdrawConsent({ clientId: field(req, 'clientId') });
+      await page.caller.oidc.withdrawConsent({ clientId: field(req, 'clientId') }).catch(unlessGone);
       redirect(res, areaPath('apps'), 'revoked');
     },
     { post: true },
