@@ -126,6 +126,26 @@ describe('ending a session or revoking an application twice', () => {
   });
 });
 
+describe('the pages in a new browser', () => {
+  it('load with nothing in the console and no request that fails (no /favicon.ico asked for)', LONG, async () => {
+    const fresh = await browser.newContext();
+    const page = await fresh.newPage();
+    const problems: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()}`);
+    });
+    page.on('response', (response) => {
+      if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`);
+    });
+    for (const path of ['/account/login', '/account/signup', '/account/reset']) {
+      await page.goto(`${server.url}${path}`);
+      await page.waitForLoadState('networkidle');
+    }
+    expect(problems).toEqual([]);
+    await fresh.close();
+  });
+});
+
 describe('a long address at phone width', () => {
   it('wraps, the page scrolling down only (WCAG 1.4.10)', LONG, async () => {
     const phone = await context({ phone: true });
