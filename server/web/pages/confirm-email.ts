@@ -28,6 +28,12 @@ export function confirmEmailPages(kit: PageKit) {
    */
   const webConfirmForm = handle(async (req, res, page) => {
     const token = query(req, 'token');
+    // Without a link's token the code is a signed-in person's (after "Add an email"): they sign
+    // in first, and come back here, rather than type it all to be sent to sign in on posting.
+    if (!token && !page.viewer) {
+      redirect(res, `${PAGES_PREFIX}/login?next=${encodeURIComponent(`${PAGES_PREFIX}/confirm`)}`, 'sign-in-first');
+      return;
+    }
     // A link the service cannot read (mangled, cut, made up) names no address: the form is shown
     // empty, as for a link whose address is gone, rather than the link schema's words.
     const linked = query(req, 'email') || (await page.caller.accounts.confirmationLinkAddress({ token }).then((found) => found.email, (error: unknown) => {
