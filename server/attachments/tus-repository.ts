@@ -17,6 +17,8 @@ export interface TusUpload {
   concat: 'partial' | 'final' | null;
   /** A final upload's `Upload-Concat` (`final;` and its parts' URLs). */
   concatHeader: string | null;
+  /** A final upload's parts, as one key (`finalKey`): one final upload per person and key. */
+  concatKey: string | null;
   /** A partial upload's place on the local disk: its first byte's position in its span's data file (0 for any other upload). */
   spanAt: number;
   /** A partial upload's span (the id of its first upload, `tus-spans.ts`) and its place among the span's parts (from 1); null outside one. */
@@ -30,7 +32,7 @@ export interface TusUpload {
 }
 
 /** A tus upload as it is first recorded: before any byte, any writer, any file. */
-export type NewTusUpload = Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'spanAt' | 'span' | 'spanPart'>;
+export type NewTusUpload = Omit<TusUpload, 'offset' | 'parts' | 'writer' | 'writerUntil' | 'url' | 'concatHeader' | 'concatKey' | 'spanAt' | 'span' | 'spanPart'>;
 
 /** A span sent as an S3 multipart upload (`tus_spans`). */
 export interface TusSpan {
@@ -54,6 +56,7 @@ interface Row {
   parts: number | string;
   concat: 'partial' | 'final' | null;
   concat_header: string | null;
+  concat_key: string | null;
   span_at: number | string | null;
   span: string | null;
   span_part: number | string | null;
@@ -76,6 +79,7 @@ const toUpload = (r: Row): TusUpload => ({
   parts: Number(r.parts),
   concat: r.concat,
   concatHeader: r.concat_header,
+  concatKey: r.concat_key,
   spanAt: r.span_at === null ? 0 : Number(r.span_at),
   span: r.span,
   spanPart: r.span_part === null ? null : Number(r.span_part),
@@ -95,7 +99,7 @@ export class TusRepository {
   }
 
   async create(
-    upload: NewTusUpload & { concatHeader?: string | null },
+    upload: NewTusUpload & { concatHeader?: string | null; concatKey?: string | null },
     span?: { id: string; at: number; end: number | null; part: number },
   ): Promise<void> {
     await this.#db('tus_uploads').insert({
@@ -111,6 +115,7 @@ export class TusRepository {
       parts: 0,
       concat: upload.concat,
       concat_header: upload.concatHeader ?? null,
+      concat_key: upload.concatKey ?? null,
       url: null,
       created_at: upload.createdAt,
       expires_at: upload.expiresAt,
@@ -242,8 +247,9 @@ export class TusRepository {
   }
 
   /** The person's final upload made of these parts (`Upload-Concat` as sent), if one was made. */
-  async findFinal(profileId: string, concatHeader: string): Promise<TusUpload | null> {
-    const row = (await this.#db('tus_uploads').where({ profile_id: profileId, concat: 'final', concat_header: concatHeader }).first()) as Row | undefined;
+  /** The person's final upload of these parts (`finalKey`). */
+  async findFinal(profileId: string, concatKey: string): Promise<TusUpload | null> {
+    const row = (await this.#db('tus_uploads').where({ profile_id: profileId, concat: 'final', concat_key: concatKey }).first()) as Row | undefined;
     return row ? toUpload(row) : null;
   }
 

@@ -2,6 +2,7 @@
  * What a tus request asks of an upload and what an answer tells of it: the shapes the HTTP side
  * (`http/tus.ts`) parses headers into and describes answers from, and `TusService` works on.
  */
+import { hash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { TusUpload } from './tus-repository.ts';
 
@@ -49,6 +50,13 @@ export interface TusWrite {
   body: Readable;
   checksum?: { algorithm: 'sha1' | 'sha256' | 'md5'; digest: Buffer };
 }
+
+/**
+ * A final upload's parts as one key: the SHA-256 of their ids in order. The same parts written
+ * as absolute URLs or as paths are one final upload; and a key of fixed length fits an index,
+ * where an `Upload-Concat` of many parts does not.
+ */
+export const finalKey = (ids: readonly string[]): string => hash('sha256', ids.join(' '));
 
 /** Where an upload stands, from its row. */
 export const stateOf = (u: TusUpload): TusState => ({ id: u.id, offset: u.offset, length: u.length, metadata: u.metadata, concat: u.concatHeader ?? u.concat, expiresAt: u.expiresAt, url: u.url });

@@ -35,7 +35,7 @@ import { PROCESS_OWNER, ownerIsGone } from './owners.ts';
 import { AttachmentsRepository } from './repository.ts';
 import { removeQuietly } from './store/disk.ts';
 import type { Assembled, AssemblyPiece, ChunkSlot, FileStore, HashedPrefix, Received } from './store/file-store.ts';
-import { stateOf, type TusCreation, type TusState, type TusWrite } from './tus-requests.ts';
+import { finalKey, stateOf, type TusCreation, type TusState, type TusWrite } from './tus-requests.ts';
 import { TusRepository, type TusUpload } from './tus-repository.ts';
 import { bringsAnyByte, keptOnCut } from './kept-on-cut.ts';
 import type { Turn } from './keyed-line.ts';
@@ -53,7 +53,7 @@ const HASHES_KEPT = 1000;
 const offsetText = (offset: number) => (Number.isFinite(offset) ? String(offset) : 'more than 15 digits long');
 
 /** A new upload's row, before any byte was kept. */
-function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now: number, expiresAt: number, shape: Pick<TusUpload, 'length' | 'offset' | 'concat' | 'concatHeader'>): TusUpload {
+function newUpload(viewer: Viewer, creation: TusCreation, extension: string, now: number, expiresAt: number, shape: Pick<TusUpload, 'length' | 'offset' | 'concat' | 'concatHeader' | 'concatKey'>): TusUpload {
   const { fields, metadata } = creation;
   return { id: randomUUID(), profileId: viewer.profileId, invitation: fields.invitationId, field: fields.name, extension, metadata, parts: 0, spanAt: 0, span: null, spanPart: null, writer: null, writerUntil: null, url: null, createdAt: now, expiresAt, ...shape };
 }
@@ -123,7 +123,7 @@ export class TusService {
     const upload = await this.#uploads.inTurn(viewer.profileId, async () => {
       if ((await this.#repo.openCount(viewer.profileId)) >= OPEN_UPLOADS_PER_PERSON) throw tooManyOpen();
       const { extension } = await this.#uploads.admit(viewer, creation.fields, creation.length);
-      const made = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null });
+      const made = newUpload(viewer, creation, extension, now, expiresAt, { length: creation.length, offset: 0, concat: creation.concat?.kind ?? null, concatHeader: null, concatKey: null });
       await (made.concat === 'partial' ? this.#spans.create(made) : this.#repo.create(made));
       if ((await this.#repo.openCount(viewer.profileId)) > OPEN_UPLOADS_PER_PERSON) {
         await this.#forget(made.id);
@@ -503,11 +503,12 @@ export class TusService {
    * `Upload-Concat`, migration `20261129220000_tus_final_once`).
    */
   async #concatenate(viewer: Viewer, creation: TusCreation, concat: { ids: string[]; header: string }, expiresAt: number): Promise<TusState> {
-    const existing = await this.#repo.findFinal(viewer.profileId, concat.header);
+    const key = finalKey(concat.ids);
+    const existing = await this.#repo.findFinal(viewer.profileId, key);
     if (existing) return this.#sameFinal(viewer, existing);
     const partials = await this.#partials(viewer, creation, concat.ids).catch(async (error: unknown) => {
       // Its parts forgotten by a request that kept this final upload meanwhile: that upload.
-      const made = await this.#repo.findFinal(viewer.profileId, concat.header);
+      const made = await this.#repo.findFinal(viewer.profileId, key);
       if (made) return made;
       throw error;
     });
@@ -515,13 +516,13 @@ export class TusService {
     const length = partials.reduce((sum, part) => sum + (part.length ?? 0), 0);
     const { extension } = await this.#uploads.admit(viewer, creation.fields, length);
     const now = this.#now();
-    const upload = newUpload(viewer, creation, extension, now, expiresAt, { length, offset: length, concat: 'final', concatHeader: concat.header });
+    const upload = newUpload(viewer, creation, extension, now, expiresAt, { length, offset: length, concat: 'final', concatHeader: concat.header, concatKey: key });
     await this.#spans.close(partials);
     try {
       await this.#repo.create(upload);
     } catch (error) {
       // Another request wrote this final upload first: the same answer as a POST sent again.
-      const first = refusedForARow(error) ? await this.#repo.findFinal(viewer.profileId, concat.header) : null;
+      const first = refusedForARow(error) ? await this.#repo.findFinal(viewer.profileId, key) : null;
       if (!first) throw error;
       return this.#sameFinal(viewer, first);
     }
@@ -542,7 +543,7 @@ export class TusService {
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       // Being kept by another request (423), or kept by it meanwhile, its parts forgotten.
-      const now = await this.#repo.findFinal(viewer.profileId, existing.concatHeader ?? '');
+      const now = existing.concatKey === null ? null : await this.#repo.findFinal(viewer.profileId, existing.concatKey);
       if (now && (now.url || error.status === 423)) return stateOf(now);
       throw error;
     }

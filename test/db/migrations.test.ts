@@ -81,21 +81,29 @@ describe('migrations', () => {
     ]);
   });
 
-  it('fold final uploads written twice into one, the one holding its file first, then refuse a second', async () => {
+  it('fold final uploads of the same parts into one, the one holding its file first, then refuse a second, whatever the header\'s length', async () => {
     const db = await fresh();
     await migrateToLatest(db);
     await db.migrate.down({ name: '20261129220000_tus_final_once' });
     const row = (id: string, profile: string, header: string, createdAt: number, url: string | null = null) => ({
       id, profile_id: profile, invitation: 'I', field: 'pdf', extension: 'pdf', metadata: '', upload_length: 10, upload_offset: 10, concat: 'final', concat_header: header, url, created_at: createdAt, expires_at: createdAt + 1,
     });
+    const part = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const xy = `final;/attachment/tus/${part(1)} /attachment/tus/${part(2)}`;
+    // The same parts as absolute URLs, and a header of many parts, past what PostgreSQL indexes (2,704 bytes).
+    const absolute = `final;https://review.example.org/attachment/tus/${part(1)}  https://review.example.org/attachment/tus/${part(2)}`;
+    const many = `final;${Array.from({ length: 80 }, (_, i) => `https://review.example.org/${'p'.repeat(20)}/attachment/tus/${part(i + 10)}`).join(' ')}`;
+    expect(many.length).toBeGreaterThan(2704);
     await db('tus_uploads').insert([
-      row('a1', '~A1', 'final;/x /y', 1), row('a2', '~A1', 'final;/x /y', 2, 'a.pdf'), row('a3', '~A1', 'final;/x /y', 3),
-      row('b1', '~B1', 'final;/x /y', 1), row('b2', '~B1', 'final;/x /y', 2),
-      row('c1', '~A1', 'final;/z', 1),
+      row('a1', '~A1', xy, 1), row('a2', '~A1', absolute, 2, 'a.pdf'), row('a3', '~A1', xy, 3),
+      row('b1', '~B1', xy, 1), row('b2', '~B1', xy, 2),
+      row('c1', '~A1', `final;/attachment/tus/${part(3)}`, 1),
+      row('m1', '~A1', many, 1),
     ]);
     await migrateToLatest(db);
-    expect(await db('tus_uploads').orderBy('id').pluck('id')).toEqual(['a2', 'b1', 'c1']);
-    await expect(db('tus_uploads').insert(row('b3', '~B1', 'final;/x /y', 4))).rejects.toThrow();
+    expect(await db('tus_uploads').orderBy('id').pluck('id')).toEqual(['a2', 'b1', 'c1', 'm1']);
+    const keyOf = async (id: string) => ((await db('tus_uploads').where({ id }).first()) as { concat_key: string }).concat_key;
+    await expect(db('tus_uploads').insert({ ...row('b3', '~B1', xy, 4), concat_key: await keyOf('b1') })).rejects.toThrow();
     // Partial and ordinary uploads are not concerned.
     await db('tus_uploads').insert([{ ...row('p1', '~B1', 'x', 5), concat: 'partial' }, { ...row('p2', '~B1', 'x', 5), concat: 'partial' }]);
   });
