@@ -188,7 +188,6 @@ export function oidcHandlers(services: Services, config: Config) {
   };
   const revoke: RequestHandler = async (req, res) => {
     try {
-      if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
       await oidc.revoke((req.body as Record<string, unknown> | undefined) ?? {}, req.get('authorization'));
     } catch (error) {
       sendOAuthError(res, error);

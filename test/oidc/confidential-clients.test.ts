@@ -208,7 +208,7 @@ describe('refresh tokens', () => {
     const otherConfig = await client.discovery(new URL(server.url), other.client_id, undefined, client.ClientSecretBasic(other.client_secret ?? ''), insecure);
     const tokens = await codeFlow(ownerConfig, 'openid offline_access', { prompt: 'consent' });
     await expect(client.refreshTokenGrant(otherConfig, tokens.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_grant' });
-    await expect(client.tokenRevocation(otherConfig, tokens.refresh_token ?? '')).rejects.toMatchObject({ error: 'invalid_request' });
+    await client.tokenRevocation(otherConfig, tokens.refresh_token ?? '');
     const still = await client.refreshTokenGrant(ownerConfig, tokens.refresh_token ?? '');
 
     // A reset (or logout everywhere, a block, a merge) moves the person's tokenVersion on.
@@ -387,11 +387,10 @@ describe('revocation by a confidential client', () => {
     const missing = await revoke({}, basic(app.client_secret ?? ''));
     expect(missing.status).toBe(400);
     expect(await missing.json()).toMatchObject({ error: 'invalid_request' });
-    // Another client, proving itself, is refused (RFC 7009 §2.1), and the token lives on.
+    // Another client, proving itself, revokes nothing of this one's: 200 (the interface), and the token lives on.
     const other = await registered({ token_endpoint_auth_method: 'client_secret_post' });
     const byOther = await revoke({ token: tokens.access_token, client_id: other.client_id, client_secret: other.client_secret ?? '' });
-    expect(byOther.status).toBe(400);
-    expect(await byOther.json()).toMatchObject({ error: 'invalid_request' });
+    expect(byOther.status).toBe(200);
     // This client's token sent alone: its client has a secret to show, and is told the token lives.
     const alone = await revoke({ token: tokens.access_token });
     expect(alone.status).toBe(401);
