@@ -34,14 +34,27 @@ export function openDatabase(where: DatabaseLocation): Db {
   // `sqliteConfig` makes it.
   mkdirSync(where.dataDir, { recursive: true, mode: 0o700 });
   if (where.databaseUrl) {
-    const db = knex({ ...postgresConfig(where.databaseUrl), compileSqlOnError: false, migrations: { migrationSource } });
+    const db = knex({ ...postgresConfig(where.databaseUrl), compileSqlOnError: false, migrations: { migrationSource }, log: KNEX_LOG });
     retryingSerializable(db);
     return db;
   }
   // Knex would write the query's values into an error's message; they may be secrets (hashes,
   // emails), and messages are logged.
-  return knex({ ...sqliteConfig(where.dataDir), compileSqlOnError: false, migrations: { migrationSource } });
+  return knex({ ...sqliteConfig(where.dataDir), compileSqlOnError: false, migrations: { migrationSource }, log: KNEX_LOG });
 }
+
+/**
+ * Knex's own warnings (a connection it could not make, a deprecation): one line on stderr, the
+ * message without its stack. Knex writes them to stdout by default, which carries the server's
+ * JSON log and an admin command's output; the error itself reaches whoever awaited the query.
+ */
+const KNEX_LOG = (() => {
+  const say = (message: unknown) => {
+    const text = message instanceof Error ? `${message.name}: ${message.message}` : String(message);
+    process.stderr.write(`knex: ${text.split('\n', 1)[0]}\n`);
+  };
+  return { warn: say, error: say, deprecate: say, debug: () => undefined };
+})();
 
 /**
  * On SQLite, starts copying the write-ahead log of `db` into the database file from a connection

@@ -323,7 +323,11 @@ async function main(argv: string[]): Promise<number> {
   }
   let services: Services | undefined;
   try {
-    await migrateToLatest(db);
+    // A database that cannot be reached or read is the operator's to fix, whatever the driver's
+    // error looks like (some have no code: a connection the server closed, a pool that waited).
+    await migrateToLatest(db).catch((error: unknown) => {
+      throw new DatabaseUnusable(error);
+    });
     // Loaded here, not above: `backup` and `restore` need none of it, and loading it is most of a second.
     const { createServices } = await import('../services.ts');
     services = await createServices(config, db, logger);
@@ -337,6 +341,21 @@ async function main(argv: string[]): Promise<number> {
     await services?.close({ sendMail: MAILING.has(name), finishSending: true });
     await db.destroy();
   }
+}
+
+/** The database could not be opened or migrated: `cause`, the driver's error. */
+class DatabaseUnusable extends Error {
+  readonly reason: unknown;
+  constructor(reason: unknown) {
+    super('the database cannot be used');
+    this.reason = reason;
+  }
+}
+
+/** An error's first line, without the statement Knex puts before its driver's message (`<sql> - <message>`). */
+function saidBy(error: Error): string {
+  const [line = ''] = error.message.split('\n');
+  return 'sql' in error ? line.slice(line.lastIndexOf(' - ') + 3) : line;
 }
 
 /**
@@ -356,11 +375,14 @@ function failed(error: unknown): number {
     process.stderr.write(`error: ${error.message}\n\n${USAGE}`);
     return 2;
   }
-  if (error instanceof Error && typeof code === 'string' && /^(E[A-Z]+|SQLITE_[A-Z_]+|[0-9A-Z]{5})$/.test(code)) {
-    const [line = ''] = error.message.split('\n');
-    // Knex puts the statement before its driver's message (`<sql> - <message>`).
-    const said = 'sql' in error ? line.slice(line.lastIndexOf(' - ') + 3) : line;
-    process.stderr.write(`error: ${said} (${code})\n`);
+  if (error instanceof DatabaseUnusable) {
+    const reason = error.reason instanceof Error ? error.reason : new Error(String(error.reason));
+    const reasonCode = (reason as { code?: unknown }).code;
+    process.stderr.write(`error: ${error.message}: ${saidBy(reason) || reason.name}${typeof reasonCode === 'string' ? ` (${reasonCode})` : ''}\n`);
+    return 1;
+  }
+  if (error instanceof Error && typeof code === 'string' && /^(E[A-Z_]+|SQLITE_[A-Z_]+|[0-9A-Z]{5})$/.test(code)) {
+    process.stderr.write(`error: ${saidBy(error)} (${code})\n`);
     return 1;
   }
   throw error;
