@@ -59,8 +59,12 @@ export function tildeBase(name: NameInput, pathPrefix = ''): string {
 export function withFullname<T extends NameInput>(name: T): T {
   if (name.fullname?.trim()) return name;
   const fullname = [name.first, name.middle, name.last].map((part) => part?.trim()).filter(Boolean).join(' ');
-  return fullname ? { ...name, fullname } : name;
+  // Three parts at their longest (100 each) join past a full name's limit: then none is made up.
+  return fullname && fullname.length <= FULLNAME_MAX ? { ...name, fullname } : name;
 }
+
+/** The longest full name a profile holds (`Name` in shared/schemas/profile.ts). */
+const FULLNAME_MAX = 300;
 
 /** The smallest integer ≥ 1 not in `used`. */
 export function smallestFreeNumber(used: Iterable<number>): number {

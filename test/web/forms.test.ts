@@ -93,8 +93,8 @@ describe('the pages’ forms', () => {
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/account/login?next=%2Faccount%2Fsecurity&notice=sign-in-first');
     // The confirmation form without a link's token is a signed-in person's: sign in before typing.
-    const confirm = await fetch(`${server.url}/account/confirm`, { redirect: 'manual' });
-    expect([confirm.status, confirm.headers.get('location')]).toEqual([303, '/account/login?next=%2Faccount%2Fconfirm&notice=sign-in-first']);
+    const confirm = await fetch(`${server.url}/account/confirm?email=new%40example.org`, { redirect: 'manual' });
+    expect([confirm.status, confirm.headers.get('location')]).toEqual([303, '/account/login?next=%2Faccount%2Fconfirm%3Femail%3Dnew%2540example.org&notice=sign-in-first']);
     const page = await (await fetch(`${server.url}/account/login?next=https://evil.example.org/`)).text();
     expect(page).toContain('name="next" value="https://evil.example.org/"');
     // Signing in with that `next` lands on our own page, not the other site.

@@ -31,7 +31,8 @@ export function confirmEmailPages(kit: PageKit) {
     // Without a link's token the code is a signed-in person's (after "Add an email"): they sign
     // in first, and come back here, rather than type it all to be sent to sign in on posting.
     if (!token && !page.viewer) {
-      redirect(res, `${PAGES_PREFIX}/login?next=${encodeURIComponent(`${PAGES_PREFIX}/confirm`)}`, 'sign-in-first');
+      // Back to this very page after signing in, the address "Add an email" named included.
+      redirect(res, `${PAGES_PREFIX}/login?next=${encodeURIComponent(req.originalUrl)}`, 'sign-in-first');
       return;
     }
     // A link the service cannot read (mangled, cut, made up) names no address: the form is shown
