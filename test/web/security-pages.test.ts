@@ -74,14 +74,21 @@ describe('Password & security, area by area', () => {
   });
 });
 
+/** A new person signed in without a browser: posts an account form (with its CSRF token) as their browser would. */
+async function formsOf(fullname: string): Promise<(path: string, fields: Record<string, string>) => Promise<Response>> {
+  const person = await createActiveUser(server, { fullname });
+  const jar = new Map<string, string>();
+  keepCookies(jar, await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: person.email, password: PASSWORD }) }));
+  const page = await fetch(`${server.url}/account/security/apps`, { headers: { cookie: cookieHeader(jar) } });
+  keepCookies(jar, page);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+  return (path, fields) =>
+    fetch(`${server.url}${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(jar) }, body: new URLSearchParams({ csrf, ...fields }).toString() });
+}
+
 describe('"Register an application" refused', () => {
   it('says what is wrong in plain words, next to the field, never the schema\'s or RFC 7591\'s text', async () => {
-    const person = await createActiveUser(server, { fullname: 'App Maker' });
-    const jar = new Map<string, string>();
-    keepCookies(jar, await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: person.email, password: PASSWORD }) }));
-    const apps = await fetch(`${server.url}/account/security/apps`, { headers: { cookie: cookieHeader(jar) } });
-    keepCookies(jar, apps);
-    const csrf = /name="csrf" value="([^"]+)"/.exec(await apps.text())?.[1] ?? '';
+    const post = await formsOf('App Maker');
     const cases: Array<[Record<string, string>, string, RegExp]> = [
       [{ name: '', redirectUri: 'https://app.example/cb' }, 'appName', /^Enter a name for the application/],
       [{ name: 'n'.repeat(300), redirectUri: 'https://app.example/cb' }, 'appName', /^The name .*200/],
@@ -90,11 +97,7 @@ describe('"Register an application" refused', () => {
       [{ name: 'App', redirectUri: 'https://a.example/cb#frag' }, 'appRedirectUri', /^The address must not have a fragment/],
     ];
     for (const [form, id, words] of cases) {
-      const res = await fetch(`${server.url}/account/security/applications/register`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(jar) },
-        body: new URLSearchParams({ csrf, kind: 'confidential', ...form }).toString(),
-      });
+      const res = await post('/account/security/applications/register', { kind: 'confidential', ...form });
       expect(res.status, JSON.stringify(form)).toBe(400);
       const html = await res.text();
       const said = new RegExp(`<a href="#${id}">([^<]+)</a>`).exec(html)?.[1] ?? html.slice(0, 2000);
@@ -108,14 +111,7 @@ describe('"Register an application" refused', () => {
 
 describe('ending a session or revoking an application twice', () => {
   it('the second press leads where the first did, with its notice, never an error page', async () => {
-    const person = await createActiveUser(server, { fullname: 'Double Press' });
-    const jar = new Map<string, string>();
-    keepCookies(jar, await fetch(`${server.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: person.email, password: PASSWORD }) }));
-    const sessions = await fetch(`${server.url}/account/security/sessions`, { headers: { cookie: cookieHeader(jar) } });
-    keepCookies(jar, sessions);
-    const csrf = /name="csrf" value="([^"]+)"/.exec(await sessions.text())?.[1] ?? '';
-    const post = (path: string, fields: Record<string, string>) =>
-      fetch(`${server.url}${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(jar) }, body: new URLSearchParams({ csrf, ...fields }).toString() });
+    const post = await formsOf('Double Press');
     for (const [path, fields, to] of [
       ['/account/security/sessions/end', { id: 'no-such-session' }, '/account/security/sessions?notice=session-ended'],
       ['/account/security/applications/revoke', { clientId: 'no-such-app' }, '/account/security/apps?notice=revoked'],
