@@ -4,6 +4,7 @@
  * a person could keep any number of tus uploads open; and the tus routes' same-origin refusal
  * said the body had to be JSON.
  */
+import { finalKey } from '../../server/attachments/tus-requests.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '../helpers/http.ts';
 import type { TestServer } from '../helpers/server.ts';
@@ -51,6 +52,7 @@ describe('tus uploads, after the review', () => {
       parts: 0,
       concat: 'final',
       concat_header: concat,
+      concat_key: finalKey([first ?? '', second ?? '']),
       created_at: Date.now(),
       expires_at: Date.now() + 60_000,
     });
