@@ -247,9 +247,19 @@ export class TusRepository {
   }
 
   /** The person's final upload made of these parts (`Upload-Concat` as sent), if one was made. */
-  /** The person's final upload of these parts (`finalKey`). */
-  async findFinal(profileId: string, concatKey: string): Promise<TusUpload | null> {
-    const row = (await this.#db('tus_uploads').where({ profile_id: profileId, concat: 'final', concat_key: concatKey }).first()) as Row | undefined;
+  /**
+   * The person's final upload of these parts (`finalKey`); or, written by a process not yet on
+   * this version (several share a database during an upgrade), with no key, of this very header.
+   */
+  async findFinal(profileId: string, concatKey: string, concatHeader?: string): Promise<TusUpload | null> {
+    const row = (await this.#db('tus_uploads')
+      .where({ profile_id: profileId, concat: 'final' })
+      .andWhere((which) => {
+        which.where({ concat_key: concatKey });
+        if (concatHeader !== undefined) which.orWhere((unkeyed) => unkeyed.whereNull('concat_key').andWhere({ concat_header: concatHeader }));
+      })
+      .orderBy('created_at')
+      .first()) as Row | undefined;
     return row ? toUpload(row) : null;
   }
 

@@ -504,7 +504,7 @@ export class TusService {
    */
   async #concatenate(viewer: Viewer, creation: TusCreation, concat: { ids: string[]; header: string }, expiresAt: number): Promise<TusState> {
     const key = finalKey(concat.ids);
-    const existing = await this.#repo.findFinal(viewer.profileId, key);
+    const existing = await this.#repo.findFinal(viewer.profileId, key, concat.header);
     if (existing) return this.#sameFinal(viewer, existing);
     const partials = await this.#partials(viewer, creation, concat.ids).catch(async (error: unknown) => {
       // Its parts forgotten by a request that kept this final upload meanwhile: that upload.
