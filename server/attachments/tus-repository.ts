@@ -246,7 +246,6 @@ export class TusRepository {
     if (ids.length > 0) await this.#db('tus_uploads').whereIn('id', ids).whereNotNull('span_end').update({ span_end: null });
   }
 
-  /** The person's final upload made of these parts (`Upload-Concat` as sent), if one was made. */
   /**
    * The person's final upload of these parts (`finalKey`); or, written by a process not yet on
    * this version (several share a database during an upgrade), with no key, of this very header.

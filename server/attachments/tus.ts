@@ -499,20 +499,22 @@ export class TusService {
    * the order given, assembled as its file straight from their chunks. Its row is written first,
    * naming its parts (`Upload-Concat`), and the parts are forgotten only once the file is kept:
    * a final upload cut by a crash is kept by the next HEAD, or by the client's repeated POST,
-   * which answers the same final upload; so do POSTs sent at once (one row per person and
-   * `Upload-Concat`, migration `20261129220000_tus_final_once`).
+   * which answers the same final upload; so do POSTs sent at once (one row per person and list
+   * of parts, `finalKey`, migration `20261129220000_tus_final_once`).
    */
   async #concatenate(viewer: Viewer, creation: TusCreation, concat: { ids: string[]; header: string }, expiresAt: number): Promise<TusState> {
     const key = finalKey(concat.ids);
     const existing = await this.#repo.findFinal(viewer.profileId, key, concat.header);
     if (existing) return this.#sameFinal(viewer, existing);
-    const partials = await this.#partials(viewer, creation, concat.ids).catch(async (error: unknown) => {
+    let partials: TusUpload[];
+    try {
+      partials = await this.#partials(viewer, creation, concat.ids);
+    } catch (error) {
       // Its parts forgotten by a request that kept this final upload meanwhile: that upload.
       const made = await this.#repo.findFinal(viewer.profileId, key);
-      if (made) return made;
+      if (made) return this.#sameFinal(viewer, made);
       throw error;
-    });
-    if (!Array.isArray(partials)) return this.#sameFinal(viewer, partials);
+    }
     const length = partials.reduce((sum, part) => sum + (part.length ?? 0), 0);
     const { extension } = await this.#uploads.admit(viewer, creation.fields, length);
     const now = this.#now();
@@ -543,7 +545,7 @@ export class TusService {
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       // Being kept by another request (423), or kept by it meanwhile, its parts forgotten.
-      const now = existing.concatKey === null ? null : await this.#repo.findFinal(viewer.profileId, existing.concatKey);
+      const now = await this.#repo.findOf(viewer.profileId, existing.id);
       if (now && (now.url || error.status === 423)) return stateOf(now);
       throw error;
     }
