@@ -343,12 +343,10 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** The database could not be opened or migrated: `cause`, the driver's error. */
+/** The database could not be opened or migrated: its `cause`, the driver's error. */
 class DatabaseUnusable extends Error {
-  readonly reason: unknown;
-  constructor(reason: unknown) {
-    super('the database cannot be used');
-    this.reason = reason;
+  constructor(cause: unknown) {
+    super('the database cannot be used', { cause });
   }
 }
 
@@ -376,7 +374,7 @@ function failed(error: unknown): number {
     return 2;
   }
   if (error instanceof DatabaseUnusable) {
-    const reason = error.reason instanceof Error ? error.reason : new Error(String(error.reason));
+    const reason = error.cause instanceof Error ? error.cause : new Error(String(error.cause));
     const reasonCode = (reason as { code?: unknown }).code;
     process.stderr.write(`error: ${error.message}: ${saidBy(reason) || reason.name}${typeof reasonCode === 'string' ? ` (${reasonCode})` : ''}\n`);
     return 1;

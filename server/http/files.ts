@@ -86,11 +86,15 @@ async function sendStored(req: Request, res: Response, store: FileStore, file: S
     }
     let range: ByteRange | undefined;
     if (req.get('Range') !== undefined && rangeApplies(req, etag, file.modifiedAt)) {
-      // range-parser reads a suffix past the file's start as no range at all.
+      // A suffix longer than the file is all of it, where range-parser reads no range at all.
       const suffix = /^bytes=\s*-(\d+)\s*$/.exec(req.get('Range') ?? '');
-      const ranges = suffix && file.size > 0 && Number(suffix[1]) >= file.size ? Object.assign([{ start: 0, end: file.size - 1 }], { type: 'bytes' }) : req.range(file.size, { combine: true });
-      if (ranges === -1) throw new AppError('RangeNotSatisfiableError', 'The requested range is outside the file');
-      if (ranges !== undefined && ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1) range = ranges[0];
+      if (suffix && file.size > 0 && Number(suffix[1]) >= file.size) {
+        range = { start: 0, end: file.size - 1 };
+      } else {
+        const ranges = req.range(file.size, { combine: true });
+        if (ranges === -1) throw new AppError('RangeNotSatisfiableError', 'The requested range is outside the file');
+        if (ranges !== undefined && ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1) range = ranges[0];
+      }
     }
     // Opened before the status is written: a file gone meanwhile is still a 404 Error body.
     const body = req.method === 'HEAD' ? null : await store.read(file.url, range);
