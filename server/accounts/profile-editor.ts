@@ -47,7 +47,7 @@ import { preferredEmail } from './profiles.ts';
 import { normaliseEmail, type AccountsRepository, type ProfileRecord } from './repository.ts';
 import type { AccountsDeps } from './service-base.ts';
 import { deviceDetails } from './sessions.ts';
-import { splitUsername, tildeBase, usernameForName, withFullname } from './tilde.ts';
+import { splitUsername, tildeBase, usernameForName } from './tilde.ts';
 import type { RequestOrigin, Viewer } from './viewer.ts';
 
 /** How long after a date of birth is first supplied its owner may still correct it. */
@@ -191,7 +191,7 @@ export class ProfileEditor extends AccountsPart {
         if (!spells(name, name.username, before.get(name.username))) {
           throw new AppError('ValidationError', `A name keeps the spelling of its profile id ${name.username}: add the new spelling as another name instead`, { path: `${at}first` });
         }
-        names.push(withFullname(name));
+        names.push(name);
         continue;
       }
       const base = tildeBase(name, at);
@@ -200,7 +200,7 @@ export class ProfileEditor extends AccountsPart {
       const twice = given.some((other, j) => j !== i && (other.username ? splitUsername(other.username)?.base === base : j < i && tildeBase(other) === base));
       if (twice) throw new AppError('ValidationError', 'This name is already in the list: give each name once', { path: `${at}first` });
       const taken = new Set([...names.map((n) => n.username), ...given.map((n) => n.username)]);
-      names.push(withFullname({ ...name, username: await usernameForName(repo.emails, profile.id, owned, base, taken) }));
+      names.push({ ...name, username: await usernameForName(repo.emails, profile.id, owned, base, taken) });
     }
     if (!names.some((n) => n.username === profile.id) && owned.has(profile.id)) {
       throw new AppError('ValidationError', `The name of your profile id ${profile.id} cannot be removed`, { path: 'content/names' });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   AppError,
+  joinedFullname,
   type PastState,
   type ProfileContent,
   type ProfileState,
@@ -68,7 +69,7 @@ export class SignUpService extends AccountsBase {
     const number = smallestFreeNumber(await repo.emails.usedNumbers(base));
     const id = `${base}${number}`;
     const parts = user.name ?? splitFullname(user.fullname ?? '');
-    const fullname = user.fullname ?? [parts.first, parts.middle, parts.last].filter(Boolean).join(' ');
+    const fullname = user.fullname ?? joinedFullname(parts);
     const content: ProfileContent = {
       names: [{ first: parts.first, middle: parts.middle ?? '', last: parts.last, fullname, username: id, preferred: true }],
     };

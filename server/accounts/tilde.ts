@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/errors.ts';
 // The one rule for a name's words, which the profile form checks too.
-import { NAME_PART } from '../../shared/schemas/profile-edit.ts';
+import { joinedFullname, NAME_PART } from '../../shared/schemas/profile-edit.ts';
 
 export interface NameInput {
   first?: string | null | undefined;
@@ -58,7 +58,7 @@ export function tildeBase(name: NameInput, pathPrefix = ''): string {
  */
 export function withFullname<T extends NameInput>(name: T): T {
   if (name.fullname?.trim()) return name;
-  const fullname = [name.first, name.middle, name.last].map((part) => part?.trim()).filter(Boolean).join(' ');
+  const fullname = joinedFullname(name);
   // Three parts at their longest (100 each) join past a full name's limit: then none is made up.
   return fullname && fullname.length <= FULLNAME_MAX ? { ...name, fullname } : name;
 }

@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
-import { sendError, sendsBody } from './send-error.ts';
+import { requestError, sendError, sendsBody } from './send-error.ts';
 
 /** The largest JSON body (uploads stream theirs, see `files.ts`). */
 export const JSON_BODY_LIMIT = '1mb';
@@ -59,6 +59,11 @@ export function jsonBody() {
       },
     }),
   );
+}
+
+/** Why a form could not be read (too many parameters, too large, not decodable), never the parser's own words. */
+export function formError(error: unknown): AppError {
+  return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
 }
 
 /** How long a request other than an upload may take to send its body. */

@@ -5,7 +5,6 @@
  * step, consent, sign-out) are `server/web/pages/provider/`.
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { AppError } from '../../shared/errors.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../config.ts';
 import { errorPage } from '../web/pages/provider/views.ts';
@@ -16,8 +15,8 @@ import { requestIdOf } from '../web/render.ts';
 import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider/kit.ts';
 import type { Services } from '../services.ts';
 import { bearerOf, browserViewer, cookieOf, formValue } from './context.ts';
-import { withLengthCheck } from './body.ts';
-import { requestError, sendError } from './send-error.ts';
+import { formError, withLengthCheck } from './body.ts';
+import { sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
 import { keptText, sendKeptText } from '../etag.ts';
 import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts';
@@ -25,11 +24,6 @@ import { ACCESS_TOKEN_COOKIE, REFRESH_TOKEN_COOKIE } from '../../shared/index.ts
 /** The largest form the provider reads: its biggest, a token request, is a few hundred bytes. */
 const FORM_BYTES = 64 * 1024;
 const parseForm = withLengthCheck('application/x-www-form-urlencoded', FORM_BYTES, express.urlencoded({ extended: false, limit: FORM_BYTES, parameterLimit: 50 }));
-
-/** Why a form could not be read (too many parameters, too large, not decodable), never the parser's own words. */
-function formError(error: unknown): AppError {
-  return requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
-}
 
 /**
  * A challenge (RFC 6750 §3, RFC 6749 §5.2), which a script on another origin may read: it says

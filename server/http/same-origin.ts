@@ -10,6 +10,15 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * refuseMethodOverride: `X-HTTP-Method-Override` and its kin are refused outright, on every
  * request, so a form POST can never become a PUT or a DELETE.
  */
+/**
+ * Whether the browser says the request comes from another site (`Sec-Fetch-Site: cross-site`,
+ * Fetch Metadata): whatever it carries, a write of ours it is not. No header (an older browser,
+ * a script) says nothing.
+ */
+export function saysCrossSite(req: Request): boolean {
+  return req.get('sec-fetch-site') === 'cross-site';
+}
+
 export function refuseMethodOverride(req: Request, res: Response, next: NextFunction): void {
   if (req.get('x-http-method-override') || req.get('x-http-method') || req.get('x-method-override')) {
     sendError(res, new AppError('BadRequestError', 'Method override headers are not accepted'));
@@ -40,7 +49,7 @@ export function refuseCrossSiteWrites(
     const byCookie = Boolean(cookies?.[ACCESS_TOKEN_COOKIE] || cookies?.[REFRESH_TOKEN_COOKIE]) && !bearerOf(req);
     if (!byCookie) return next();
     const origin = req.get('origin');
-    if (req.get('sec-fetch-site') === 'cross-site' || (origin !== undefined && !allowed.has(origin))) {
+    if (saysCrossSite(req) || (origin !== undefined && !allowed.has(origin))) {
       sendError(res, new AppError('ForbiddenError', 'Cross-site requests cannot use your session'));
       return;
     }

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { AppError } from '../../shared/errors.ts';
 import { PAGES_PREFIX, type Config } from '../config.ts';
+import { saysCrossSite } from '../http/same-origin.ts';
 import { safeEqual } from '../secrets.ts';
 
 /**
@@ -55,7 +56,7 @@ export function csrfSecretOf(req: Request, res: Response, cookie: ReturnType<typ
 export function checkCsrf(req: Request, config: Config): void {
   const cookie: unknown = req.cookies?.[csrfCookieName(config)];
   const sent: unknown = (req.body as Record<string, unknown> | undefined)?.csrf;
-  if (req.get('sec-fetch-site') === 'cross-site' || typeof cookie !== 'string' || typeof sent !== 'string' || !safeEqual(cookie, sent)) {
+  if (saysCrossSite(req) || typeof cookie !== 'string' || typeof sent !== 'string' || !safeEqual(cookie, sent)) {
     throw new AppError('ForbiddenError', 'This form has expired or did not come from this site. Please go back, reload the page and try again.');
   }
 }

@@ -192,10 +192,15 @@ export const EditableName = z
   })
   .transform((name) => {
     const { username, ...rest } = name;
-    const fullname = name.fullname || [name.first, name.middle, name.last].filter(Boolean).join(' ');
+    const fullname = name.fullname || joinedFullname(name);
     return { ...rest, fullname, ...(username ? { username } : {}) };
   });
 export type EditableName = z.output<typeof EditableName>;
+
+/** A name's full name from its parts: first, middle and last, each trimmed, joined by spaces. */
+export function joinedFullname(name: { first?: string | null | undefined; middle?: string | null | undefined; last?: string | null | undefined }): string {
+  return [name.first, name.middle, name.last].map((part) => part?.trim()).filter(Boolean).join(' ');
+}
 
 /** An institution's domain as its email addresses have it: `mit.edu`, `cs.ox.ac.uk`. */
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;

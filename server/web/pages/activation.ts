@@ -4,7 +4,7 @@
  * page), the position and institution; and a new link for an old one.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { ActivateRequest, ActivationCodeInput, type ActivatableResult, type ProfileContent } from '../../../shared/index.ts';
+import { ActivateRequest, ActivationCodeInput, joinedFullname, type ActivatableResult, type ProfileContent } from '../../../shared/index.ts';
 import { PAGES_PREFIX } from '../../config.ts';
 import { FIELDS, formRefusal, inFieldOrder, type FormField } from '../form-errors.ts';
 import { refusalOf, sendPage, when, type FieldError } from '../render.ts';
@@ -146,7 +146,7 @@ export function activationPages(kit: PageKit) {
           default:
             break;
         }
-        const name = (n: { first: string; middle: string; last: string }) => ({ first: n.first, middle: n.middle, last: n.last, fullname: [n.first, n.middle, n.last].filter(Boolean).join(' ') });
+        const name = (n: { first: string; middle: string; last: string }) => ({ first: n.first, middle: n.middle, last: n.last, fullname: joinedFullname(n) });
         const content: ProfileContent = {
           names: [{ ...name({ first: values.first ?? '', middle: values.middle ?? '', last: values.last ?? '' }), preferred: true }, ...(hasOther ? [name(otherName)] : [])],
           history: [

@@ -14,9 +14,8 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import { AppError } from '../../../shared/index.ts';
 import type { Viewer } from '../../accounts/viewer.ts';
 import { PAGES_PREFIX, type Config } from '../../config.ts';
-import { withLengthCheck } from '../../http/body.ts';
+import { formError, withLengthCheck } from '../../http/body.ts';
 import { createHttpContext, formValue } from '../../http/context.ts';
-import { requestError } from '../../http/send-error.ts';
 import { causeOf, toAppError } from '../../errors.ts';
 import { createCaller } from '../../router.ts';
 import type { Services } from '../../services.ts';
@@ -113,15 +112,11 @@ export function isRefusal(error: unknown): boolean {
  * another part of this one, `/account/../oidc/logout`: the path is read as a browser resolves it).
  */
 export function safeNext(next: string): string {
-  const home = 'http://pages.invalid';
-  let url: URL | null = null;
-  try {
-    url = new URL(next, home);
-  } catch {
-    // Not a URL at all: the default.
-  }
-  const ours = url !== null && url.origin === home && next.startsWith(`${PAGES_PREFIX}/`) && !next.includes('\\') && url.pathname.startsWith(`${PAGES_PREFIX}/`);
-  return ours && url ? `${url.pathname}${url.search}${url.hash}` : `${PAGES_PREFIX}/security`;
+  const fallback = `${PAGES_PREFIX}/security`;
+  if (!next.startsWith(`${PAGES_PREFIX}/`) || next.includes('\\')) return fallback;
+  // A path of ours (it starts with one) resolved as a browser would, dot segments and all.
+  const url = new URL(next, 'http://pages.invalid');
+  return url.pathname.startsWith(`${PAGES_PREFIX}/`) ? `${url.pathname}${url.search}${url.hash}` : fallback;
 }
 
 export function redirect(res: Response, to: string, notice?: Notice): void {
@@ -134,6 +129,17 @@ export function frame(req: Request, page: PageRequest, title: string, extra: { e
   const notice = (NOTICES as Record<string, string>)[query(req, 'notice')];
   return { title, signedIn: page.signedIn, csrf: page.csrf, requestId: requestIdOf(req), prefix: PAGES_PREFIX, notice, ...extra };
 }
+
+/** An error page: what went wrong in plain words, and the request id to quote (`page`: the page's frame, when it was opened). */
+function errorPage(req: Request, res: Response, page: PageRequest | null, error: unknown): void {
+  const refusal = refusalOf(req, error);
+  const first = refusal.errors[0]?.message ?? 'Something went wrong.';
+  // The title says what the heading says (WCAG 2.4.2): ours, or the request's.
+  const heading = refusal.status >= 500 ? 'Something went wrong on our side' : 'This did not work';
+  const base: PageFrame = page ? frame(req, page, heading) : { title: heading, signedIn: null, csrf: '', requestId: requestIdOf(req), prefix: PAGES_PREFIX };
+  sendPage(res, refusal.status, 'error', { ...base, heading, message: first, action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' } });
+}
+
 
 /** The pages' tools bound to the install: opening a request, handlers, the session, the old-link page. */
 export function pageKit(services: Services, config: Config) {
@@ -167,16 +173,6 @@ export function pageKit(services: Services, config: Config) {
       signedIn: viewer && profile ? { name: profile.fullname, id: profile.id } : null,
       csrf: csrfTokenFor(req, res, config),
     };
-  }
-
-  /** An error page: what went wrong in plain words, and the request id to quote. */
-  function errorPage(req: Request, res: Response, page: PageRequest | null, error: unknown): void {
-    const refusal = refusalOf(req, error);
-    const first = refusal.errors[0]?.message ?? 'Something went wrong.';
-    // The title says what the heading says (WCAG 2.4.2): ours, or the request's.
-    const heading = refusal.status >= 500 ? 'Something went wrong on our side' : 'This did not work';
-    const base: PageFrame = page ? frame(req, page, heading) : { title: heading, signedIn: null, csrf: '', requestId: requestIdOf(req), prefix: PAGES_PREFIX };
-    sendPage(res, refusal.status, 'error', { ...base, heading, message: first, action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' } });
   }
 
   /** A page handler: any error not handled by the page itself is an error page with the request id. */
@@ -277,7 +273,6 @@ export function sendMissingPage(req: Request, res: Response): void {
   });
 }
 
-
 /** The largest form of the account pages: a profile of many rows, with long texts. */
 const ACCOUNT_FORM_BYTES = 1024 * 1024;
 /** The most fields one form of the account pages may post: a profile's positions take 5 each, its relations 6. */
@@ -295,18 +290,7 @@ const parseAccountForm = withLengthCheck(
  */
 export function accountForm(req: Request, res: Response, next: NextFunction): void {
   parseAccountForm(req, res, (error?: unknown) => {
-    if (!error) return next();
-    const refusal = requestError(error) ?? new AppError('BadRequestError', 'The form could not be read');
-    const heading = 'This did not work';
-    sendPage(res, refusal.status, 'error', {
-      title: heading,
-      signedIn: null,
-      csrf: '',
-      requestId: requestIdOf(req),
-      prefix: PAGES_PREFIX,
-      heading,
-      message: refusal.message,
-      action: { href: `${PAGES_PREFIX}/`, label: 'Back to your account' },
-    });
+    if (error) errorPage(req, res, null, formError(error));
+    else next();
   });
 }

@@ -8,6 +8,7 @@ import type { Request, Response } from 'express';
 import { AppError } from '../../../../shared/errors.ts';
 import type { Config } from '../../../config.ts';
 import { browserViewer, createHttpContext, formValue } from '../../../http/context.ts';
+import { saysCrossSite } from '../../../http/same-origin.ts';
 import { sendError } from '../../../http/send-error.ts';
 import { OAuthError } from '../../../oidc/errors.ts';
 import type { Outcome } from '../../../oidc/service.ts';
@@ -80,13 +81,13 @@ export function providerKit(services: Services, config: Config) {
     sendOutcome(req, res, await oidc.afterLogin(interactionId, viewer));
   };
 
-  /** Checks a form's CSRF token against the browser's cookie and what it is bound to (an interaction). */
   /**
-   * The form's token is this browser's for this interaction; and, as on the account pages
-   * (`checkCsrf`), a browser saying the form came from another site is refused whatever it carries.
+   * Checks a form's CSRF token against the browser's cookie and what it is bound to (an
+   * interaction); and, as on the account pages (`checkCsrf`), a browser saying the form came
+   * from another site is refused whatever it carries.
    */
   const checkFormToken = (req: Request, boundTo: string) => {
-    if (req.get('sec-fetch-site') === 'cross-site') throw new AppError('ForbiddenError', 'This form did not come from this site. Please go back and try again.');
+    if (saysCrossSite(req)) throw new AppError('ForbiddenError', 'This form did not come from this site. Please go back and try again.');
     oidc.checkInteractionCsrf(req.cookies?.[csrf.name] as string | undefined, boundTo, formValue(req, 'csrf'));
   };
   return { services, config, oidc, viewerOf, csrfFor, checkFormToken, field, resetUrl, signedIn };
