@@ -4,7 +4,6 @@ import {
   defaultEthicsReviewForm,
   defaultRegistrationForm,
   defaultSubmissionForm,
-  ENTITY_ID_MAX,
   EntityId,
   type ErrorItem,
   type Group,
@@ -74,19 +73,30 @@ export class VenueService extends VenuePart {
     if (!config.submissionId.startsWith(`${venueId}/`)) {
       problems.push({ status: 400, name: 'ValidationError', message: `submissionId must be inside the venue: ${venueId}/…`, details: { path: 'submissionId' } });
     }
-    // Every id the venue makes must be one the readers take (`EntityId`: at most 300 characters,
-    // no other characters), or the venue is made and can never be read back.
+    // Every id the venue makes, once, with the key of the config it comes from.
+    const organisers = organisersOf(venueId);
+    const reviewers = reviewersOf(venueId);
+    const ethicsReviewers = `${venueId}/Ethics_Reviewers`;
+    const authors = `${venueId}/${config.authorName}`;
+    const invitationIds = {
+      submission: config.submissionId,
+      ethicsReview: `${venueId}/-/Ethics_Review`,
+      registration: `${venueId}/-/Registration`,
+      review: `${venueId}/-/${config.officialReviewName}`,
+      decision: `${venueId}/-/${config.decisionName}`,
+    };
     const made: Array<[keyof AuthorConsoleConfig, string]> = [
-      // The longest of the ids made from `venueId` alone.
-      ['venueId', `${venueId}/Ethics_Reviewers`],
-      ['authorName', `${venueId}/${config.authorName}`],
-      ['submissionId', config.submissionId],
-      ['officialReviewName', `${venueId}/-/${config.officialReviewName}`],
-      ['decisionName', `${venueId}/-/${config.decisionName}`],
+      ...[venueId, organisers, reviewers, ethicsReviewers, invitationIds.ethicsReview, invitationIds.registration].map((id): [keyof AuthorConsoleConfig, string] => ['venueId', id]),
+      ['authorName', authors],
+      ['submissionId', invitationIds.submission],
+      ['officialReviewName', invitationIds.review],
+      ['decisionName', invitationIds.decision],
     ];
+    // Each must be one the readers take (`EntityId`), or the venue is made and can never be read back.
     for (const [key, id] of made) {
-      if (problems.some((problem) => problem.details?.path === key) || EntityId.safeParse(id).success) continue;
-      problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's ids must be at most ${ENTITY_ID_MAX} characters of letters, digits and . _ ~ @ / - (${id.length} for ${id.slice(0, 40)}…)`, details: { path: key } });
+      if (problems.some((problem) => problem.details?.path === key)) continue;
+      const refused = EntityId.safeParse(id).error?.issues[0];
+      if (refused) problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's id ${id.slice(0, 40)}${id.length > 40 ? '…' : ''} cannot be read back: ${refused.message}`, details: { path: key } });
     }
     if (problems.length > 0) throw AppError.fromItems(problems);
 
@@ -96,15 +106,11 @@ export class VenueService extends VenuePart {
       if (await people.findGroup(venueId)) {
         throw new AppError('ValidationError', `The venue ${venueId} already exists`, { path: 'venueId' });
       }
-      const organisers = organisersOf(venueId);
-      const reviewers = reviewersOf(venueId);
-      const authors = `${venueId}/${config.authorName}`;
       // Nothing of another venue is taken over: none of the groups or invitations may exist yet.
-      for (const group of [organisers, reviewers, `${venueId}/Ethics_Reviewers`, authors]) {
+      for (const group of [organisers, reviewers, ethicsReviewers, authors]) {
         if (await people.findGroup(group)) throw new AppError('ValidationError', `The group ${group} already exists`, { path: 'venueId' });
       }
-      const invitationIds = [config.submissionId, ...['Ethics_Review', 'Registration', config.officialReviewName, config.decisionName].map((n) => `${venueId}/-/${n}`)];
-      for (const id of invitationIds) {
+      for (const id of Object.values(invitationIds)) {
         if (await venues.findInvitation(id)) throw new AppError('ValidationError', `The invitation ${id} already exists`, { path: 'venueId' });
       }
       const inner = await this.#venueOf(config.submissionId, repos);
@@ -117,7 +123,7 @@ export class VenueService extends VenuePart {
       await people.upsertGroup(venueId, { ...owned, config }, [], now);
       await people.upsertGroup(organisers, owned, [reader.profileId], now);
       await people.upsertGroup(reviewers, owned, [], now);
-      await people.upsertGroup(`${venueId}/Ethics_Reviewers`, owned, [], now);
+      await people.upsertGroup(ethicsReviewers, owned, [], now);
       await people.upsertGroup(authors, owned, [], now);
 
       const invitation = (input: InvitationInput & { invitees: string[] }): Invitation => ({
@@ -132,7 +138,7 @@ export class VenueService extends VenuePart {
       const privateToForum = [organisers, '${signatures}', '${forum.content.authorids}'];
       for (const inv of [
         invitation({
-          id: config.submissionId,
+          id: invitationIds.submission,
           domain: venueId,
           form: defaultSubmissionForm,
           invitees: ['~'],
@@ -140,22 +146,22 @@ export class VenueService extends VenuePart {
           noteWriters: [organisers, '${content.authorids}', '${signatures}'],
         }),
         invitation({
-          id: `${venueId}/-/Ethics_Review`,
+          id: invitationIds.ethicsReview,
           domain: venueId,
           form: defaultEthicsReviewForm,
-          invitees: [`${venueId}/Ethics_Reviewers`],
+          invitees: [ethicsReviewers],
           replyTo: config.submissionId,
           noteReaders: [organisers, '${signatures}'],
         }),
         invitation({
-          id: `${venueId}/-/Registration`,
+          id: invitationIds.registration,
           domain: venueId,
           form: defaultRegistrationForm,
           invitees: [reviewers],
           noteReaders: [organisers, '${signatures}'],
         }),
         invitation({
-          id: `${venueId}/-/${config.officialReviewName}`,
+          id: invitationIds.review,
           domain: venueId,
           form: reviewForm(config),
           invitees: [reviewers],
@@ -163,7 +169,7 @@ export class VenueService extends VenuePart {
           noteReaders: privateToForum,
         }),
         invitation({
-          id: `${venueId}/-/${config.decisionName}`,
+          id: invitationIds.decision,
           domain: venueId,
           form: decisionForm(config),
           invitees: [organisers],

@@ -53,14 +53,11 @@ export type AuthorConsoleConfigInput = z.input<typeof AuthorConsoleConfig>;
 
 // ---- invitations and notes (not in the spec; see the README) -----------------------------------
 
-/** The longest id of a venue, group or invitation. */
-export const ENTITY_ID_MAX = 300;
-
 /** Ids of venues, groups, invitations: letters, digits and `._~@/-`, as the platform's ids are. */
 export const EntityId = z
   .string()
   .min(1)
-  .max(ENTITY_ID_MAX)
+  .max(300)
   .regex(/^[\w.~@/-]+$/, { message: 'Only letters, digits and . _ ~ @ / - are allowed' });
 
 /**
