@@ -203,9 +203,10 @@ const LOOPBACK_IP_URI = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?(?=[/?]|
  * `localhost` is not one: RFC 8252 §8.3 advises against it (the name may resolve elsewhere), and
  * it is matched exactly, as is everything else.
  *
- * Only native applications, as node-oidc-provider: a web client (the default of RFC 7591, and
- * every client an operator or a person adds, who record no application type) registers the
- * addresses it answers at, port included. A command line signs in through dynamic registration
+ * Only native applications, as node-oidc-provider: a web client (the default of RFC 7591, a
+ * person's application but a public one at loopback addresses or its own scheme, and every client
+ * an operator adds, which records no application type) registers the addresses it answers at,
+ * port included. A command line signs in through dynamic registration
  * as a native application, or with the device grant (`npm run admin -- oidc-client device`).
  */
 function registeredRedirectUri(client: Pick<ClientRecord, 'redirectUris' | 'metadata'>, redirectUri: string): boolean {

@@ -1,4 +1,4 @@
-import { AppError, ClientMetadata, DEVICE_CODE_GRANT, OIDC_SCOPES, type OidcClient, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
+import { AppError, ClientMetadata, DEVICE_CODE_GRANT, redirectUriProblem, OIDC_SCOPES, type OidcClient, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken, OAuthError } from './errors.ts';
 import type { Provider } from './provider.ts';
@@ -66,19 +66,28 @@ export async function register(provider: Provider, bearer: string | undefined, b
  * super user manages it from then on). The secret is answered once.
  */
 export async function registerForPerson(provider: Provider, input: RegisterApplicationInput): Promise<RegisteredApplication> {
+  const redirectUris = input.kind === 'device' ? [] : input.redirectUris;
+  // A public app coming back to a loopback address or a scheme of its own is a native app (RFC
+  // 8252), answered at whatever port its system gives it, as one registered so by itself is.
+  const native = input.kind === 'public' && redirectUris.length > 0 && redirectUris.every((uri) => !uri.startsWith('https:') && redirectUriProblem(uri, 'native') === null);
+  const applicationType = native ? 'native' : 'web';
+  // In a person's words: the address as they typed it, not its place in RFC 7591's metadata.
+  for (const uri of redirectUris) {
+    const problem = redirectUriProblem(uri, applicationType);
+    if (problem) throw new AppError('ValidationError', `The address ${problem}`, { path: 'redirectUris' });
+  }
   let metadata: ClientMetadata;
   try {
     metadata = await checkMetadata({
       client_name: input.name,
-      redirect_uris: input.kind === 'device' ? [] : input.redirectUris,
+      redirect_uris: redirectUris,
+      application_type: applicationType,
       token_endpoint_auth_method: input.kind === 'confidential' ? 'client_secret_basic' : 'none',
       grant_types: [input.kind === 'device' ? DEVICE_CODE_GRANT : 'authorization_code', ...(input.offline ? (['refresh_token'] as const) : [])],
     });
   } catch (error) {
     if (!(error instanceof OAuthError)) throw error;
-    // In a person's words: the address as they typed it, not its place in RFC 7591's metadata.
-    const message = error.message.replace(/^redirect_uris\[\d+\] /, 'The address ');
-    throw new AppError('ValidationError', message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
+    throw new AppError('ValidationError', error.message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
   }
   const now = provider.now();
   const id = newClientId();

@@ -158,7 +158,9 @@ export const RegisterApplicationInput = z
     redirectUris: z.array(z.string().trim().min(1).max(2000)).max(20),
     /**
      * `confidential`: a server-side web app, given a secret; `public`: a browser or native app,
-     * with PKCE; `device`: a command line or a device without a browser (RFC 8628, no secret).
+     * with PKCE (native when every address is a loopback one or a scheme of its own: answered at
+     * any port of the loopback address, RFC 8252); `device`: a command line or a device without a
+     * browser (RFC 8628, no secret).
      */
     kind: z.enum(['confidential', 'public', 'device']),
     /** Whether it may ask for refresh tokens (`offline_access`). */

@@ -351,6 +351,24 @@ describe('clients', () => {
     expect(row?.redirectUris).toEqual([]);
   });
 
+  it('a person\'s public application coming back to a loopback address or its own scheme is a native one; one at https a web one', async () => {
+    const person = await createActiveUser(server, { fullname: 'App Kinds' });
+    const { client: api } = await loggedIn(server, person.email);
+    const typeOf = async (redirectUris: string[]) => {
+      const made = await api.post('/trpc/oidc.registerApplication', { name: 'Kinds', redirectUris, kind: 'public', offline: false });
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      return (await new OidcRepository(server.service.db).findClient(made.body.result.data.clientId))?.metadata?.application_type;
+    };
+    expect(await typeOf(['http://127.0.0.1:8765/cb'])).toBe('native');
+    expect(await typeOf(['com.example.kinds:/cb'])).toBe('native');
+    expect(await typeOf(['https://kinds.example.org/cb'])).toBe('web');
+    expect(await typeOf(['https://kinds.example.org/cb', 'http://127.0.0.1/cb'])).toBe('web');
+    // A web application may not use a scheme of its own: said in a person's words.
+    const refused = await api.post('/trpc/oidc.registerApplication', { name: 'Kinds', redirectUris: ['https://kinds.example.org/cb', 'com.example.kinds:/cb'], kind: 'public', offline: false });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('The address must use https');
+  });
+
   it('registration: redirect URIs only with the authorization_code grant, response_types matching it', async () => {
     const token = () => approvedRegistrationToken(server);
     expect((await registerByHttp(server, await token(), { grant_types: ['authorization_code', DEVICE_CODE_GRANT] })).body).toMatchObject({ error: 'invalid_redirect_uri' });
