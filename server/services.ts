@@ -97,14 +97,14 @@ export interface Services {
   yourData: YourDataService;
   /** Deleting one's own account after a grace period, and anonymising it (`accounts/account-deletion.ts`; the sweeper's). */
   accountDeletion: AccountDeletionService;
-  /** Lets go of what the services hold (the mail transport, the rate limiters' connection). */
   /**
+   * Lets go of what the services hold (the mail transport, the rate limiters' connection).
    * `sendMail: false`: mail due is left to the server's processes (an admin command that wrote no
-   * mail must not take the mail lease and wait on a mail server). `finishSending`: a mail being
-   * sent is waited for to its end and recorded (an admin command, whose process has nothing else
-   * to do; a server's shutdown waits 5 s and leaves it to the next process).
+   * mail must not take the mail lease and wait on a mail server). `mailWaitMs`: how long a mail
+   * being sent is waited for (`Mailer.close`: 5 s by default, a server's shutdown, which leaves it
+   * to the next process; `Infinity` for an admin command, whose process has nothing else to do).
    */
-  close(opts?: { sendMail?: boolean; finishSending?: boolean }): Promise<void>;
+  close(opts?: { sendMail?: boolean; mailWaitMs?: number }): Promise<void>;
 }
 
 /**
@@ -232,7 +232,7 @@ async function wireServices(config: Config, db: Db, logger: Logger, now: () => n
         // Mail due now goes out before the transport closes; what cannot (a mail server that does
         // not answer) waits in the outbox for another process or the next start.
         if (opts.sendMail ?? true) await mailer.settled(10_000);
-        await mailer.close(opts.finishSending ? Infinity : undefined);
+        await mailer.close(opts.mailWaitMs);
         await limiterStore.close();
       } finally {
         unmark();

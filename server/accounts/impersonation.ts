@@ -46,9 +46,10 @@ export class ImpersonationService extends AccountsPart {
     const repo = this.deps.repo;
     const target = await this.#target(repo, groupId);
     if (target.id === viewer.profileId) throw new AppError('ValidationError', 'You cannot impersonate yourself', { path: 'groupId' });
-    // Whether the caller may impersonate the target comes before anything about the target's
-    // state: one who may not hears the same 403 whoever the target is, and learns nothing of
-    // who the super users are or whose profile is blocked.
+    // Whether the caller may impersonate the target comes before the target's state and rank:
+    // one who may not hears the same 403 for any profile, and learns nothing of who the super
+    // users are or whose profile is blocked (an unknown id is still a 404, as a profile search
+    // tells a signed-in person anyway).
     const callerIds = await this.#callerIdentities(repo, viewer.profileId);
     // Not the caller themself, whose own group may name a group they belong to.
     let granting = (await this.#grantingProfiles(repo, callerIds)).filter((id) => id !== viewer.profileId);

@@ -338,7 +338,7 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     // A mail the command began to send is waited for and recorded: a send finishing after the
     // database closed would be sent again by the next process.
-    await services?.close({ sendMail: MAILING.has(name), finishSending: true });
+    await services?.close({ sendMail: MAILING.has(name), mailWaitMs: Infinity });
     await db.destroy();
   }
 }

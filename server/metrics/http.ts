@@ -15,7 +15,9 @@ export type RequestLabels = 'route' | 'method' | 'status';
  * a path's other methods, which its 404 answers); tRPC's route takes every path under its own
  * (`req.baseUrl`, matched whatever the letter case); a request to a literal path answered
  * without the router (`directDispatch` in `http/mount.ts`) has exactly its route's path as its
- * URL's path. Anything else reached no route: `unmatched`.
+ * URL's path; and a request refused on its way out of a prefix's router (tRPC's method check),
+ * whose `baseUrl` Express has put back by then, is the prefix's by its path. Anything else
+ * reached no route: `unmatched`.
  */
 export function routeTemplate(table: readonly Route[]): (req: Request) => string {
   const literal = new Set(table.filter((route) => !/[:*]/.test(route.path)).map((route) => route.path));
