@@ -102,18 +102,29 @@ function onceComputed(middleware: (req: Request, res: Response, next: (error?: u
  * browser shows as a page is spared their 500 bytes, which the load generator of `npm run bench`
  * parses too (docs/security.md#security-headers).
  */
-const API_HEADERS = onceComputed(
-  helmet({
-    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-    xFrameOptions: { action: 'deny' },
-    crossOriginOpenerPolicy: false,
-    originAgentCluster: false,
-    xDnsPrefetchControl: false,
-    xDownloadOptions: false,
-    xPermittedCrossDomainPolicies: false,
-    xXssProtection: false,
-  }),
-);
+function apiHeaders(secure: boolean) {
+  return onceComputed(
+    helmet({
+      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+      xFrameOptions: { action: 'deny' },
+      strictTransportSecurity: secure,
+      crossOriginOpenerPolicy: false,
+      originAgentCluster: false,
+      xDnsPrefetchControl: false,
+      xDownloadOptions: false,
+      xPermittedCrossDomainPolicies: false,
+      xXssProtection: false,
+    }),
+  );
+}
+
+/**
+ * Whether the service's public address is `https:` (behind a proxy that ends TLS, or not). Only
+ * then do answers carry `Strict-Transport-Security`, which RFC 6797 §7.2 forbids over plain
+ * http (an offline install, a development machine); and only then do pages ask browsers to
+ * upgrade their requests, which over plain http would break them.
+ */
+const servedSecurely = (config: Pick<Config, 'baseUrl'>) => config.baseUrl.startsWith('https:');
 
 /** A request id: the caller's `X-Request-Id` when it is a sane one, a fresh UUID otherwise. */
 function requestId(req: Request, res: Response): string {
@@ -260,9 +271,12 @@ export function configureTimeouts(server: Server, config: Pick<Config, 'keepAliv
 /** The middleware the route table's entries may ask for, made once. */
 function routeMiddleware(config: Config): RouteMiddleware {
   return {
-    // Over plain http (an offline install), asking browsers to upgrade every request to https
-    // would break the pages; behind https the upgrade stays on.
-    documentHeaders: onceComputed(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.baseUrl.startsWith('https:') ? [] : null } } })),
+    documentHeaders: onceComputed(
+      helmet({
+        contentSecurityPolicy: { directives: { upgradeInsecureRequests: servedSecurely(config) ? [] : null } },
+        strictTransportSecurity: servedSecurely(config),
+      }),
+    ),
     sameOrigin: refuseCrossSiteWrites([config.baseUrl, config.webUrl]),
     // Only tus's routes have `octets` bodies: their refusals carry tus's headers.
     sameOriginOctets: asTusAnswer(refuseCrossSiteWrites([config.baseUrl, config.webUrl], { types: ['application/offset+octet-stream'], words: 'application/offset+octet-stream' })),
@@ -370,7 +384,7 @@ export async function createApp(config: Config, opts: { logger?: Logger; now?: (
     // One log line per request, when it is answered (`requestLogger`).
     requestLogger(logger, requestId),
     // An API answer's security headers; a route answering a document adds a document's (`documentHeaders`).
-    API_HEADERS,
+    apiHeaders(servedSecurely(config)),
     requireHost,
     // A web application on another origin (`WEB_URL`) calls the API with the person's cookies.
     ...(config.frontendOrigin ? [frontendCors(config.frontendOrigin)] : []),

@@ -48,7 +48,7 @@ export function middlewareOf(route: RouteNeeds, use: RouteMiddleware): RequestHa
 /**
  * Whether a route's answer is a document a browser may show: a page, the API reference and its
  * files, a downloaded file (a `stream` read). Every other answer is an API's (JSON, an error,
- * OAuth's endpoints, tus, uploads), with the API's headers only (`API_HEADERS`, `app.ts`).
+ * OAuth's endpoints, tus, uploads), with the API's headers only (`apiHeaders`, `app.ts`).
  */
 function answersDocument(route: RouteNeeds): boolean {
   return route.kind === 'page' || route.kind === 'docs' || (route.kind === 'stream' && route.method === 'get');

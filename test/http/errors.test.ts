@@ -141,7 +141,8 @@ describe('operations', () => {
       expect(res.headers.get('content-security-policy')).toBe("default-src 'none';frame-ancestors 'none'");
       expect(res.headers.get('x-frame-options')).toBe('DENY');
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-      expect(res.headers.get('strict-transport-security')).toMatch(/^max-age=\d+/);
+      // Not over plain http (RFC 6797 §7.2): this server's address is `http:`.
+      expect(res.headers.get('strict-transport-security')).toBeNull();
       expect(res.headers.get('referrer-policy')).toBe('no-referrer');
       expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin');
       for (const name of DOCUMENT_ONLY) expect(res.headers.get(name), name).toBeNull();
@@ -153,6 +154,21 @@ describe('operations', () => {
       expect(res.headers.get('x-frame-options'), path).toBe('SAMEORIGIN');
       expect(res.headers.get('content-security-policy'), path).not.toBe("default-src 'none';frame-ancestors 'none'");
       expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(res.headers.get('strict-transport-security'), path).toBeNull();
+    }
+  });
+
+  it('asks browsers for https only when the public address is https (a proxy ends TLS)', async () => {
+    const behindTls = await startServer({ BASE_URL: 'https://review.example.org' });
+    try {
+      const client = new Client(behindTls.url);
+      for (const path of ['/tildeusername?first=Ada&last=Lovelace', '/nowhere', '/oidc/login', '/docs']) {
+        const res = await client.get(path);
+        expect(res.headers.get('strict-transport-security'), path).toMatch(/^max-age=\d+; includeSubDomains$/);
+      }
+      expect((await client.get('/docs')).headers.get('content-security-policy')).toMatch(/upgrade-insecure-requests/);
+    } finally {
+      await behindTls.close();
     }
   });
 
