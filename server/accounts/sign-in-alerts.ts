@@ -7,7 +7,8 @@ import type { MfaRepository } from './mfa/repository.ts';
 import { AccountsPart, type AccountsCore } from './core.ts';
 import { AccountsBase, type AccountsDeps } from './service-base.ts';
 import { preferredEmail } from './profiles.ts';
-import type { ProfileRecord } from './repository.ts';
+import { normaliseEmail, type AccountsRepository, type ProfileRecord } from './repository.ts';
+import { PasskeysRepository } from './passkeys/repository.ts';
 import { describeDevice, SIGN_INS_KEPT_MS } from './security.ts';
 import { deviceDetails } from './sessions.ts';
 import type { RequestOrigin } from './viewer.ts';
@@ -86,7 +87,9 @@ export interface PersonsApplications {
 /**
  * "This was not me": the new-browser mail's link. Its page shows the sign-in it is about
  * (`link`, which changes nothing); confirming (`act`) uses the link up and, for the person:
- * makes the password stop working (whoever signed in knows it), ends every session (the token version moves on, so every token issued before is refused, the
+ * makes the password stop working (whoever signed in knows it), removes what was added to the
+ * account from the reported sign-in on (passkeys, second factors, recovery codes, addresses: see
+ * `act`), ends every session (the token version moves on, so every token issued before is refused, the
  * sign-in provider's too, and the applications signed in through those sessions are told by
  * back-channel logout), forgets every remembered browser, revokes every application, and mails
  * a password-reset link. Audited.
@@ -114,13 +117,24 @@ export class NotMeService extends AccountsPart {
     const alert = await this.#mfa.findAlert(hashSecret(token), now);
     if (!alert || !(await this.#mfa.useAlert(alert.id, alert.profileId, now))) throw new AppError('ValidationError', USED_LINK, { path: 'token' });
     const profileId = alert.profileId;
-    await this.deps.repo.transaction(async (repo) => {
+    // Whoever signed in could change the account from the moment their session began.
+    const reported = await this.deps.repo.sessions.find(alert.sessionId);
+    const since = Math.min(alert.createdAt, reported?.createdAt ?? alert.createdAt);
+    await this.#mfa.transaction(async (mfa, trx) => {
+      const repo = this.deps.repo.with(trx);
       // Whoever signed in knows the password: it stops working here, so that they cannot sign
-      // straight back in; the person chooses a new one from the mailed link.
+      // straight back in; the person chooses a new one from the mailed link. Nor can they come
+      // back through what they added: a passkey (which signs in alone), a second factor (which
+      // would lock the person out), an address (where the reset link would go).
       await repo.profiles.update(profileId, { passwordHash: null }, now);
+      const undone = {
+        ...(await mfa.undoSetUpSince(profileId, since, now)),
+        passkeys: await new PasskeysRepository(trx).removeAddedSince(profileId, since),
+        emails: await addressesAddedSinceRemoved(repo, profileId, since, now),
+      };
       await this.core.sessions.endAllSessions(repo, profileId, now);
       await repo.sessions.revokeImpersonationsFrom(profileId, now);
-      await repo.settings.audit({ actor: profileId, action: 'sign-in:not-me', target: profileId, details: { ...deviceDetails(origin), sessionId: alert.sessionId } }, now);
+      await repo.settings.audit({ actor: profileId, action: 'sign-in:not-me', target: profileId, details: { ...deviceDetails(origin), sessionId: alert.sessionId, undone } }, now);
     });
     await this.#mfa.forgetTrusted(profileId);
     await this.#apps.revokeAll(profileId);
@@ -128,7 +142,7 @@ export class NotMeService extends AccountsPart {
     return { status: 'ok', maskedEmail };
   }
 
-  /** A reset link to the preferred address (as `POST /resettable` mails it), now: the person is waiting for it. */
+  /** A reset link to the preferred address (as `POST /resettable` mails it; one held before the reported sign-in), now: the person is waiting for it. */
   async #mailReset(profileId: string): Promise<string | null> {
     const repo = this.deps.repo;
     const profile = await repo.profiles.find(profileId);
@@ -142,4 +156,24 @@ export class NotMeService extends AccountsPart {
     });
     return maskEmail(email);
   }
+}
+
+/**
+ * The profile's addresses added since `since` removed, and the preferred address, if it was one
+ * of them, no longer named (the oldest confirmed one stands in: `preferredEmail`). None is
+ * removed when no confirmed address would be left. The addresses removed.
+ */
+async function addressesAddedSinceRemoved(repo: AccountsRepository, profileId: string, since: number, now: number): Promise<string[]> {
+  const added = await repo.emails.addedSince(profileId, since);
+  if (added.length === 0) return [];
+  const left = (await repo.emails.emailsOf(profileId)).filter((e) => !added.includes(e.email));
+  if (!left.some((e) => e.confirmed)) return [];
+  for (const email of added) await repo.emails.removeEmail(profileId, email);
+  const profile = await repo.profiles.find(profileId);
+  const named = profile?.content.preferredEmail;
+  if (profile && named !== undefined && added.includes(normaliseEmail(named))) {
+    const { preferredEmail: _removed, ...content } = profile.content;
+    await repo.profiles.update(profileId, { content }, now);
+  }
+  return added;
 }

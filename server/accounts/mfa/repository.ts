@@ -111,6 +111,23 @@ export class MfaRepository {
     await this.#db('mfa_trusted_devices').where({ profile_id: profileId }).delete();
   }
 
+  /**
+   * Every second factor set up at or after `since` turned off, and recovery codes made since
+   * forgotten ("This was not me": what whoever signed in then added). What was set up before stays.
+   */
+  async undoSetUpSince(profileId: string, since: number, now: number): Promise<{ totp: boolean; emailCodes: boolean; recoveryCodes: number }> {
+    const factors = await this.factors(profileId);
+    const totp = factors?.totpSecret != null && factors.totpEnabledAt !== null && factors.totpEnabledAt >= since;
+    const emailCodes = factors?.emailEnabledAt != null && factors.emailEnabledAt >= since;
+    if (totp) await this.disableTotp(profileId, now);
+    if (emailCodes) {
+      await this.setEmail(profileId, null, now);
+      await this.deleteEmailCode(profileId);
+    }
+    const recoveryCodes = await this.#db('mfa_recovery_codes').where({ profile_id: profileId }).andWhere('created_at', '>=', since).delete();
+    return { totp, emailCodes, recoveryCodes };
+  }
+
   // ---- lockout ------------------------------------------------------------------------------------
 
   /**

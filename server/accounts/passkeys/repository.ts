@@ -105,6 +105,11 @@ export class PasskeysRepository {
     return (await this.#db('passkeys').where({ profile_id: profileId, credential_id: credentialId }).delete()) === 1;
   }
 
+  /** The person's passkeys registered at or after `since` removed; how many. */
+  async removeAddedSince(profileId: string, since: number): Promise<number> {
+    return this.#db('passkeys').where({ profile_id: profileId }).andWhere('created_at', '>=', since).delete();
+  }
+
   /**
    * Records a use: the new counter and when, only if the stored counter is still the one the
    * check was made against (`previous`), so of two assertions racing with the same counter one

@@ -105,6 +105,12 @@ export class EmailsRepository {
     return rows.map((row: { email: string; confirmed: unknown }) => ({ email: row.email, confirmed: Boolean(row.confirmed) }));
   }
 
+  /** The profile's addresses added at or after `since`. */
+  async addedSince(profileId: string, since: number): Promise<string[]> {
+    const rows = await this.#db('profile_emails').where({ profile_id: profileId }).andWhere('created_at', '>=', since).orderBy('email');
+    return rows.map((row: { email: string }) => row.email);
+  }
+
   /** The emails of these profiles, each profile's in `emailsOf`'s order, in one statement; a profile without any is left out. */
   async emailsOfMany(profileIds: readonly string[]): Promise<Map<string, EmailRecord[]>> {
     const byProfile = new Map<string, EmailRecord[]>();
