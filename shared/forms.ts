@@ -32,8 +32,14 @@ export const FormField = z.strictObject({
 });
 export type FormField = z.infer<typeof FormField>;
 
+/** A form field's name: letters, digits and underscores; never `__proto__`, which a JavaScript object cannot hold as its own key when parsed. */
+export const FieldName = z
+  .string()
+  .regex(/^[A-Za-z0-9_]+$/, 'A field name is letters, digits and underscores')
+  .refine((name) => name !== '__proto__', 'A field name cannot be __proto__');
+
 /** A form: an object keyed by field name. */
-export const FormDefinition = z.record(z.string().regex(/^[A-Za-z0-9_]+$/), FormField).meta({ id: 'FormDefinition' });
+export const FormDefinition = z.record(FieldName, FormField).meta({ id: 'FormDefinition' });
 export type FormDefinition = z.infer<typeof FormDefinition>;
 
 /** One author name: no comma, no semicolon, no newline. */

@@ -1,4 +1,4 @@
-import type { AuthorConsoleConfig, FormDefinition } from '../../shared/index.ts';
+import { FieldName, type AuthorConsoleConfig, type ErrorItem, type FormDefinition } from '../../shared/index.ts';
 
 // The forms of a venue's official reviews and decisions, as its author-console configuration
 // names their fields; the author console reads the notes written with them.
@@ -14,6 +14,34 @@ export function ratingFields(reviewRatingName: AuthorConsoleConfig['reviewRating
   );
 }
 
+/** The review form's field for the review's text, and the decision form's for its comment. */
+const REVIEW_TEXT = 'review';
+const DECISION_COMMENT = 'comment';
+
+/**
+ * What in a config would make forms it cannot hold: a rating or confidence field whose name is
+ * not a field name (`FieldName`), or that takes the place of another field of the review form
+ * (the review's text; the confidence among the ratings), and a decision field named as the
+ * decision's comment. Each is refused when the venue is made, not found when its forms are read.
+ */
+export function formNameProblems(config: AuthorConsoleConfig): ErrorItem[] {
+  const problems: ErrorItem[] = [];
+  const refuse = (path: string, message: string) => problems.push({ status: 400, name: 'ValidationError', message: `${path}: ${message}`, details: { path } });
+  const ratings = new Set(ratingFields(config.reviewRatingName).flatMap(({ fields }) => fields));
+  for (const field of ratings) {
+    const refused = FieldName.safeParse(field).error?.issues[0];
+    if (refused) refuse('reviewRatingName', `${JSON.stringify(field.slice(0, 40))} is not a field name: ${refused.message}`);
+    else if (field === REVIEW_TEXT) refuse('reviewRatingName', `${REVIEW_TEXT} is the field of the review's text`);
+  }
+  const confidence = config.reviewConfidenceName;
+  const refused = FieldName.safeParse(confidence).error?.issues[0];
+  if (refused) refuse('reviewConfidenceName', `${JSON.stringify(confidence.slice(0, 40))} is not a field name: ${refused.message}`);
+  else if (confidence === REVIEW_TEXT) refuse('reviewConfidenceName', `${REVIEW_TEXT} is the field of the review's text`);
+  else if (ratings.has(confidence)) refuse('reviewConfidenceName', `${confidence} is one of the rating fields`);
+  if (decisionField(config) === DECISION_COMMENT) refuse('decisionName', `its field, ${DECISION_COMMENT}, is the decision's comment`);
+  return problems;
+}
+
 /** The official review form: one field per configured rating field, the confidence, the review text. */
 export function reviewForm(config: AuthorConsoleConfig): FormDefinition {
   const rating = { type: 'string', regex: '-?\\d+(\\.\\d+)?(: .*)?' } as const;
@@ -21,11 +49,12 @@ export function reviewForm(config: AuthorConsoleConfig): FormDefinition {
   let order = 1;
   for (const { fields } of ratingFields(config.reviewRatingName)) {
     fields.forEach((field, i) => {
-      form[field] ??= { order: order++, description: `Rating: a number, optionally followed by ": " and its meaning`, value: { param: { ...rating, ...(i > 0 ? { optional: true } : {}) } } };
+      // A field named twice (in two entries' fallbacks) is one field; `hasOwn`, as `constructor` is a field name too.
+      if (!Object.hasOwn(form, field)) form[field] = { order: order++, description: `Rating: a number, optionally followed by ": " and its meaning`, value: { param: { ...rating, ...(i > 0 ? { optional: true } : {}) } } };
     });
   }
-  form[config.reviewConfidenceName] ??= { order: order++, description: 'Confidence in this review', value: { param: rating } };
-  form.review = { order: order++, description: 'The review. Markdown is allowed.', value: { param: { type: 'string', maxLength: 200000, input: 'textarea', markdown: true, optional: true } } };
+  form[config.reviewConfidenceName] = { order: order++, description: 'Confidence in this review', value: { param: rating } };
+  form[REVIEW_TEXT] = { order: order++, description: 'The review. Markdown is allowed.', value: { param: { type: 'string', maxLength: 200000, input: 'textarea', markdown: true, optional: true } } };
   return form;
 }
 
@@ -37,6 +66,6 @@ export function decisionForm(config: AuthorConsoleConfig): FormDefinition {
       description: 'The decision on this submission',
       value: { param: { type: 'string', input: 'radio', enum: ['Accept (Oral)', 'Accept (Poster)', 'Reject'] } },
     },
-    comment: { order: 2, value: { param: { type: 'string', maxLength: 5000, input: 'textarea', markdown: true, optional: true } } },
+    [DECISION_COMMENT]: { order: 2, value: { param: { type: 'string', maxLength: 5000, input: 'textarea', markdown: true, optional: true } } },
   };
 }

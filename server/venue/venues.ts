@@ -14,7 +14,7 @@ import {
   type VenuesQuery,
 } from '../../shared/index.ts';
 import type { Viewer } from '../accounts/viewer.ts';
-import { decisionForm, reviewForm } from './official-forms.ts';
+import { decisionForm, formNameProblems, reviewForm } from './official-forms.ts';
 import { organisersOf, reviewersOf, type Reader, type Repos, VenuePart } from './readers.ts';
 
 /**
@@ -92,12 +92,18 @@ export class VenueService extends VenuePart {
       ['officialReviewName', invitationIds.review],
       ['decisionName', invitationIds.decision],
     ];
-    // Each must be one the readers take (`EntityId`), or the venue is made and can never be read back.
+    // Each must be one the readers take (`EntityId`), or the venue is made and can never be read
+    // back; and no two the same, or one invitation's form would take the other's place.
+    const madeBy = new Map<string, keyof AuthorConsoleConfig>();
     for (const [key, id] of made) {
       if (problems.some((problem) => problem.details?.path === key)) continue;
       const refused = EntityId.safeParse(id).error?.issues[0];
-      if (refused) problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's id ${id.slice(0, 40)}${id.length > 40 ? '…' : ''} cannot be read back: ${refused.message}`, details: { path: key } });
+      const shown = `${id.slice(0, 40)}${id.length > 40 ? '…' : ''}`;
+      if (refused) problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's id ${shown} cannot be read back: ${refused.message}`, details: { path: key } });
+      else if (madeBy.has(id)) problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's id ${shown} is already the one of ${madeBy.get(id)}`, details: { path: key } });
+      else madeBy.set(id, key);
     }
+    problems.push(...formNameProblems(config));
     if (problems.length > 0) throw AppError.fromItems(problems);
 
     const now = this.now();

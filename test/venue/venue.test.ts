@@ -89,6 +89,42 @@ describe('a venue from its author-console config', () => {
     expect((await root.post('/venues', { ...config, venueId: fits, submissionId: `${fits}/-/Submissions`, officialReviewName: 'Review' })).status).toBe(200);
     expect((await root.get(`/venues/${fits}/config`)).status).toBe(200);
   });
+
+  it('refuses a config whose ids or field names collide, or are no field names, and makes nothing of it', async () => {
+    const groups = await rowCount('groups');
+    const invitations = await rowCount('invitations');
+    const at = (venueId: string, changes: Record<string, unknown>) => root.post('/venues', { ...config, venueId, submissionId: `${venueId}/-/Submission`, ...changes });
+    const refusedAt = async (res: Awaited<ReturnType<typeof at>>) => {
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      return (res.body.errors ?? [res.body]).map((e: { details: { path: string } }) => e.details.path);
+    };
+    // Two invitations of one id: the one made last would take the other's place.
+    expect(await refusedAt(await at('Same1.org', { decisionName: 'Official_Review' }))).toEqual(['decisionName']);
+    expect(await refusedAt(await at('Same2.org', { decisionName: 'Registration' }))).toEqual(['decisionName']);
+    expect(await refusedAt(await at('Same3.org', { officialReviewName: 'Ethics_Review' }))).toEqual(['officialReviewName']);
+    expect(await refusedAt(await at('Same4.org', { submissionId: 'Same4.org/-/Official_Review' }))).toEqual(['officialReviewName']);
+    // Field names a form cannot hold, or that take another field's place.
+    expect(await refusedAt(await at('Fields1.org', { reviewRatingName: 'over all' }))).toEqual(['reviewRatingName']);
+    expect(await refusedAt(await at('Fields2.org', { reviewRatingName: ['rating', { Overall: ['over-all'] }], reviewConfidenceName: 'confidence level' }))).toEqual(['reviewRatingName', 'reviewConfidenceName']);
+    expect(await refusedAt(await at('Fields3.org', { reviewRatingName: 'review' }))).toEqual(['reviewRatingName']);
+    expect(await refusedAt(await at('Fields4.org', { reviewRatingName: 'rating', reviewConfidenceName: 'rating' }))).toEqual(['reviewConfidenceName']);
+    expect(await refusedAt(await at('Fields5.org', { decisionName: 'Comment' }))).toEqual(['decisionName']);
+    expect(await refusedAt(await at('Fields6.org', { reviewRatingName: '' }))).toEqual(['reviewRatingName']);
+    // An object maps one displayed rating; a list names at least one.
+    for (const ratings of ['[]', '[{}]', '[{"A":["a"],"B":["b"]}]', '[{"__proto__":["x"]}]']) {
+      const body = JSON.stringify({ ...config, venueId: 'Ratings.org', submissionId: 'Ratings.org/-/Submission', reviewRatingName: 'RATINGS' }).replace('"RATINGS"', ratings);
+      const res = await root.request('POST', '/venues', body);
+      expect(res.status, ratings).toBe(400);
+      expect(res.body.details.path, ratings).toMatch(/^reviewRatingName/);
+    }
+    expect(await rowCount('groups')).toBe(groups);
+    expect(await rowCount('invitations')).toBe(invitations);
+    // `constructor` is a field name like any other: its form has the field, and reads back.
+    expect((await at('Fields7.org', { reviewRatingName: 'constructor' })).status).toBe(200);
+    const review = await root.get(`/invitations?id=${encodeURIComponent('Fields7.org/-/Official_Review')}`);
+    expect(review.status).toBe(200);
+    expect(Object.keys(review.body.invitations[0].form)).toEqual(['constructor', 'confidence', 'review']);
+  });
 });
 
 describe('notes', () => {
