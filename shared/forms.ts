@@ -42,10 +42,13 @@ export const FieldName = z
 export const FormDefinition = z.record(FieldName, FormField).meta({ id: 'FormDefinition' });
 export type FormDefinition = z.infer<typeof FormDefinition>;
 
-/** One author name: no comma, no semicolon, no newline. */
-const AUTHOR_NAME_REGEX = '[^;,\\n]+';
-/** Empty, or items separated by commas (no newline). */
-const KEYWORDS_REGEX = '(^$)|[^,\\n]+(,[^,\\n]+)*';
+/**
+ * Author names: comma-separated names, the first with no semicolon, none with a newline; the real
+ * platform's own pattern (openreview-py's default submission content), kept as it writes it.
+ */
+const AUTHOR_NAME_REGEX = '[^;,\\n]+(,[^,\\n]+)*';
+/** Empty, or comma-separated items (the same pattern, as the platform writes its keywords'). */
+const KEYWORDS_REGEX = '(^$)|[^;,\\n]+(,[^,\\n]+)*';
 /** A tilde profile id, or one or more e-mail-shaped ids separated by commas. */
 const AUTHOR_ID_REGEX =
   '^~\\S+$|([a-z0-9_\\-\\.]{1,}@[a-z0-9_\\-\\.]{2,}\\.[a-z]{2,},){0,}([a-z0-9_\\-\\.]{1,}@[a-z0-9_\\-\\.]{2,}\\.[a-z]{2,})';
