@@ -78,7 +78,7 @@ export function redactUrl(url: string): string {
   const cut = url.indexOf('?');
   const path = redactPath(cut < 0 ? url : url.slice(0, cut));
   if (cut < 0) return path;
-  return `${path}?${url.slice(cut + 1).split('&').map(redactParameter).join('&')}`;
+  return `${path}?${url.slice(cut + 1).split('&').map((parameter) => redactParameter(parameter)).join('&')}`;
 }
 
 /** A plain parameter name: nothing in it that form encoding would spell otherwise. */
@@ -89,12 +89,18 @@ const PLAIN_NAME = /^[\w.-]*$/;
  * then encoded as it encodes it) with the value redacted. A parameter that holds no secret is
  * not taken apart, which sign-ins' authorization requests are mostly made of.
  */
-function redactParameter(parameter: string): string {
+function redactParameter(parameter: string, depth = 0): string {
   const end = parameter.indexOf('=');
   const sent = end < 0 ? parameter : parameter.slice(0, end);
   const name = PLAIN_NAME.test(sent) ? sent : (new URLSearchParams(parameter).keys().next().value ?? '');
-  if (!SECRET_QUERY.test(name)) return parameter;
-  return PLAIN_NAME.test(name) ? `${name}=${REDACTED_IN_QUERY}` : new URLSearchParams([[name, REDACTED]]).toString();
+  if (SECRET_QUERY.test(name)) return PLAIN_NAME.test(name) ? `${name}=${REDACTED_IN_QUERY}` : new URLSearchParams([[name, REDACTED]]).toString();
+  // A URL carried in a parameter (`next=/account/device?user_code=…`, where a sign-in returns
+  // to) has its own secrets redacted the same way.
+  const value = end < 0 ? '' : (new URLSearchParams(parameter).values().next().value ?? '');
+  const cut = value.indexOf('?');
+  if (cut < 0 || depth > 2) return parameter;
+  const inner = `${redactPath(value.slice(0, cut))}?${value.slice(cut + 1).split('&').map((p) => redactParameter(p, depth + 1)).join('&')}`;
+  return inner === value ? parameter : `${sent}=${encodeURIComponent(inner)}`;
 }
 
 /**

@@ -58,6 +58,10 @@ describe('redactUrl', () => {
     ['/x?my%20token=1', '/x?my+token=%5Bredacted%5D'],
     // Each secret parameter redacted, however often sent, with or without a value; the others as sent.
     ['/x?state=a+b%7E&code=1&code=2&code', '/x?state=a+b%7E&code=%5Bredacted%5D&code=%5Bredacted%5D&code=%5Bredacted%5D'],
+    // A URL in a parameter (where a sign-in returns to) has its own secrets redacted; without any, it is as sent.
+    ['/account/login?next=%2Faccount%2Fdevice%3Fuser_code%3DQQQQ-ZZZZ&notice=sign-in-first', '/account/login?next=%2Faccount%2Fdevice%3Fuser_code%3D%255Bredacted%255D&notice=sign-in-first'],
+    ['/account/login?next=%2Faccount%2Freset%2Fabc%3Fx%3D1', '/account/login?next=%2Faccount%2Freset%2F%5Bredacted%5D%3Fx%3D1'],
+    ['/account/login?next=%2Faccount%2Fprofile%3Ftab%3Dnames', '/account/login?next=%2Faccount%2Fprofile%3Ftab%3Dnames'],
   ])('%s → %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
   });
