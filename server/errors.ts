@@ -64,6 +64,13 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
     log?.warn({ err: cause }, 'a value the database cannot store reached it');
     return new AppError('ValidationError', refused);
   }
+  if (isConflictingWrite(cause)) {
+    // A backstop: every write that can race another checks first or handles its own; one that
+    // lost a race no check saw (the same key written at once, a row it names deleted meanwhile)
+    // wrote nothing, and is told so rather than given a 500.
+    log?.warn({ err: cause }, 'a write conflicted with another made at the same time');
+    return AppError.protocol('BadRequestError', 409, 'This conflicts with a change made at the same time. Please try again.');
+  }
   if (isBusyDatabase(cause)) {
     // Another process (an admin command, a second server) held the write lock past the busy
     // timeout: nothing was written, and trying again shortly will do.
@@ -101,6 +108,16 @@ function isUnanswered(error: unknown): boolean {
   if ($metadata !== undefined && typeof name === 'string' && RETRY_LATER_ERRORS.has(name)) return true;
   const status = $metadata?.httpStatusCode;
   return typeof status === 'number' && status >= 500;
+}
+
+/**
+ * A unique key or a foreign key refused the statement: PostgreSQL's 23505 and 23503, SQLite's
+ * constraint error naming either (its other constraints, `NOT NULL` and `CHECK`, are bugs).
+ */
+function isConflictingWrite(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === '23505' || code === '23503') return true;
+  return code === 'SQLITE_CONSTRAINT' && typeof message === 'string' && /\b(UNIQUE|FOREIGN KEY) constraint failed\b/.test(message);
 }
 
 /** The database could not take the work now (see `BUSY_CODES`); trying again shortly will do. */
