@@ -1,13 +1,11 @@
+import { KEPT_MS } from './kept-readings.ts';
 import type { ClientRecord, OidcRepository } from './repository.ts';
-
-/** How long a reading of a client's record is kept: another process's change is seen within it. */
-const CLIENT_READ_MS = 1000;
 /** Past this many ids (most of them unknown ones a caller made up), the cache starts over. */
 const MAX_ENTRIES = 1000;
 
 /**
  * The client records as the endpoints read them (authorize, the pages, token), kept per process:
- * each is read from the database at most once a second, rather than on every request. A change
+ * each is read from the database at most once a second (on PostgreSQL, every time: `keptMsFor`), rather than on every request. A change
  * made by this process (`forget`, called by add, approve, reject and remove) is seen at once; one
  * made by another process (the admin command, another server) within that second. An unknown id
  * is remembered as unknown for the same second. The same idea as `KeptReadings` (kept-readings.ts), told
@@ -16,16 +14,19 @@ const MAX_ENTRIES = 1000;
 export class KeptClients {
   readonly #repo: OidcRepository;
   readonly #now: () => number;
+  readonly #keptMs: number;
   readonly #entries = new Map<string, { client: ClientRecord | null; until: number }>();
   /** Moved on by `forget`, so a reading begun before a change here is not kept. */
   #generation = 0;
 
-  constructor(repo: OidcRepository, now: () => number) {
+  constructor(repo: OidcRepository, now: () => number, keptMs = KEPT_MS) {
     this.#repo = repo;
     this.#now = now;
+    this.#keptMs = keptMs;
   }
 
   async find(id: string): Promise<ClientRecord | null> {
+    if (this.#keptMs === 0) return this.#repo.findClient(id);
     const now = this.#now();
     const entry = this.#entries.get(id);
     if (entry && now < entry.until) return entry.client;
@@ -33,7 +34,7 @@ export class KeptClients {
     const client = await this.#repo.findClient(id);
     if (generation === this.#generation) {
       if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
-      this.#entries.set(id, { client, until: now + CLIENT_READ_MS });
+      this.#entries.set(id, { client, until: now + this.#keptMs });
     }
     return client;
   }

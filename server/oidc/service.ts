@@ -28,7 +28,7 @@ import { revoke } from './revoke.ts';
 import { token, tokensOfCodes, type TokenAnswer } from './token.ts';
 import { userinfo, USERINFO_TABLES } from './userinfo.ts';
 import { KeptClients } from './kept-clients.ts';
-import { KeptReadings } from './kept-readings.ts';
+import { KeptReadings, keptMsFor } from './kept-readings.ts';
 import { secretKey } from '../secrets.ts';
 import { Memo } from '../memo.ts';
 
@@ -50,7 +50,7 @@ export class OidcService {
   readonly keys: KeyStore;
   /**
    * The browser sessions the authorization endpoint has checked, by a hash of both its cookies,
-   * each kept for up to a second and never past the token's expiry (`KeptReadings`). Watched:
+   * each kept for up to a second (none on PostgreSQL: `keptMsFor`) and never past the token's expiry (`KeptReadings`). Watched:
    * the tables `SessionService.authenticate` reads (the session's row and its parent's, the
    * profile, the roles), so a logout, a logout of every device, a reset or a block made through
    * this process drops them at once; another process's, within the second.
@@ -64,22 +64,23 @@ export class OidcService {
 
   constructor(deps: { repo: OidcRepository; accounts: AccountsForSignIn; config: Config; csrfKey: string; log: Logger; limits: Pick<RateLimits, 'consume' | 'refund'>; metrics?: Pick<Metrics, 'signIn' | 'oidcTokens'>; now?: () => number }) {
     const now = deps.now ?? Date.now;
+    const keptMs = keptMsFor(deps.config);
     this.keys = new KeyStore(deps.repo, deps.config.oidcKeyActivationSeconds, now);
-    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, issuedHere: new IssuedHere(), tokensOfCodes: tokensOfCodes(deps.repo), logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now),
+    this.#provider = { repo: deps.repo, registry: deps.repo.registry, refreshTokens: deps.repo.refreshTokens, issuedHere: new IssuedHere(), tokensOfCodes: tokensOfCodes(deps.repo), logouts: deps.repo.logouts, lastUses: new OnceInAWhile(60_000), sessionClients: new OnceInAWhile(600_000), accounts: deps.accounts, keys: this.keys, clients: new KeptClients(deps.repo, now, keptMs),
       pairwiseKey: secretKey(createHmac('sha256', deps.csrfKey).update('oidc pairwise subjects').digest('base64url')),
       sids: new Memo(1000),
       codes: new CodeSealer(deps.csrfKey, deps.config.baseUrl),
       refreshAbsoluteSeconds: deps.config.oidcRefreshAbsoluteSeconds, refreshIdleSeconds: deps.config.oidcRefreshIdleSeconds,
-      userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now),
+      userinfoAnswers: new KeptReadings(deps.repo.watchWrites(USERINFO_TABLES, { insertsIgnored: ['oidc_tokens'] }), now, keptMs),
       // A consent row also goes when its client or its person is deleted (ON DELETE CASCADE), by a
       // statement that names only their table: those are watched too.
-      consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents', 'oidc_clients', 'profiles']), now),
-      people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now),
-      proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now),
+      consents: new KeptReadings(deps.repo.watchWrites(['oidc_consents', 'oidc_clients', 'profiles']), now, keptMs),
+      people: new KeptReadings(deps.repo.watchWrites(['profiles', 'profile_emails']), now, keptMs),
+      proofs: new KeptReadings(deps.repo.watchWrites(['mfa_sign_ins']), now, keptMs),
       limits: deps.limits, metrics: deps.metrics ?? NO_METRICS, issuer: deps.config.baseUrl, webUrl: deps.config.webUrl, now };
     this.#csrfKey = secretKey(deps.csrfKey);
     this.logouts = new LogoutNotifier(this.#provider, deps.log);
-    this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now);
+    this.sessions = new KeptReadings(deps.repo.watchWrites(SESSION_TABLES), now, keptMs);
   }
 
   get issuer(): string {
