@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errors, jwtVerify, type CryptoKey } from 'jose';
@@ -6,7 +6,7 @@ import { AppError } from '../../shared/errors.ts';
 import type { Impersonator, SimplifiedProfile } from '../../shared/index.ts';
 import type { Db } from '../../db/knex.ts';
 import { signJwt } from '../jwt.ts';
-import { hashSecret } from '../secrets.ts';
+import { hashSecret, secretKey } from '../secrets.ts';
 
 /** What a session's access token carries. */
 export interface SessionClaims {
@@ -64,6 +64,9 @@ export class SessionTokens {
   /** Tokens this process verified, by hash, with their claims; the oldest goes first past `VERIFIED_KEPT`. */
   readonly #verified = new Map<string, VerifiedClaims>();
 
+  /** The key of refresh tokens' successors (`refreshSuccessor`), derived from the secret for that use alone. */
+  readonly #successorKey: KeyObject;
+
   /**
    * `formerIssuer`: the service's address, which tokens signed before `SESSION_TOKEN_ISSUER` name
    * (a session's access token lives a week at most).
@@ -72,6 +75,18 @@ export class SessionTokens {
     this.#issuers = [SESSION_TOKEN_ISSUER, formerIssuer];
     this.#now = now;
     this.#cryptoKey = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+    this.#successorKey = secretKey(createHmac('sha256', secret).update('session refresh token successors').digest('base64url'));
+  }
+
+  /**
+   * The refresh token that replaces `token` when a session's refresh rotates it: an HMAC of it
+   * under a key of the install's secret, as long and as unguessable as a random one (32 bytes).
+   * Made again for the same token, it is the same: a browser presenting the token rotated out a
+   * moment ago (its answer lost, or a second tab) is given the token it replaced it with, if that
+   * was never used (`SessionService.refresh`); without the secret, no one can work it out.
+   */
+  refreshSuccessor(token: string): string {
+    return createHmac('sha256', this.#successorKey).update(token).digest('base64url');
   }
 
   /**

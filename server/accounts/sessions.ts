@@ -249,14 +249,14 @@ export class SessionService extends AccountsBase {
     if (credentials.refreshToken) {
       const oldHash = hashSecret(credentials.refreshToken);
       try {
-        const rotated = (await this.#rotateAtOnce(oldHash)) ?? (await this.#rotateAfterReading(oldHash));
+        const rotated = (await this.#rotateAtOnce(credentials.refreshToken, oldHash)) ?? (await this.#rotateAfterReading(oldHash));
         if (rotated) return { rotated };
       } catch (error) {
         // Refused, yet the token is now rotated out: a simultaneous refresh of it won the race,
         // or this one rotated and its answer failed. `#replayed` answers it as any rotated-out token.
         if (!(await repo.sessions.findRotatedRefresh(oldHash))) throw error;
       }
-      return { accessOnly: await this.#replayed(oldHash) };
+      return this.#replayed(credentials.refreshToken, oldHash);
     }
     const viewer = credentials.viewer;
     if (!viewer) throw sessionEnded();
@@ -271,8 +271,9 @@ export class SessionService extends AccountsBase {
    * answer is made from the row the rotation returns, as `resumeSession` makes it from the row it
    * read first. Null when nothing was rotated, and nothing was written.
    */
-  async #rotateAtOnce(oldHash: string): Promise<IssuedSession | null> {
-    const refreshToken = randomToken();
+  async #rotateAtOnce(oldToken: string, oldHash: string): Promise<IssuedSession | null> {
+    // Its successor is the one `#replayed` can give again (`refreshSuccessor`).
+    const refreshToken = this.deps.tokens.refreshSuccessor(oldToken);
     const done = await this.deps.repo.sessions.rotateLive(oldHash, hashSecret(refreshToken), this.deps.config.refreshTokenSeconds, this.now());
     if (!done) return null;
     return this.#issue(done.profile, done.session, refreshToken, this.#refreshSeconds(done.session.accessSeconds), { knownEmails: done.emails });
@@ -289,8 +290,14 @@ export class SessionService extends AccountsBase {
     return found ? this.resumeSession(found.session, oldHash, found.profile, found.emails) : null;
   }
 
-  /** A refresh token that is not any session's current one: the grace case, or reuse. */
-  async #replayed(oldHash: string): Promise<SessionResult> {
+  /**
+   * A refresh token that is not any session's current one: the grace case, or reuse. In the grace
+   * case, when the token's successor (`refreshSuccessor`) is still the session's current one,
+   * never used, the answer is the rotation's again, that refresh token with a new access token: a
+   * browser whose answer was lost (a dropped connection, a server stopped after the rotation was
+   * written) carries on, and two tabs set the same cookie. Otherwise an access token only.
+   */
+  async #replayed(oldToken: string, oldHash: string): Promise<RefreshOutcome> {
     const repo = this.deps.repo;
     const now = this.now();
     const rotated = await repo.sessions.findRotatedRefresh(oldHash);
@@ -300,7 +307,11 @@ export class SessionService extends AccountsBase {
     const justBefore = found !== null && session !== null && session.revokedAt === null && safeEqual(rotated.nextHash, found.currentRefreshHash);
     if (justBefore && now - rotated.rotatedAt <= REFRESH_REUSE_GRACE_MS) {
       const profile = await this.#liveSession(session, found!.profile);
-      return (await this.#issueAccess(profile, session)).result;
+      const successor = this.deps.tokens.refreshSuccessor(oldToken);
+      if (safeEqual(hashSecret(successor), found!.currentRefreshHash)) {
+        return { rotated: await this.#issue(profile, session, successor, this.#refreshSeconds(session.accessSeconds)) };
+      }
+      return { accessOnly: (await this.#issueAccess(profile, session)).result };
     }
     if (session && session.revokedAt === null) {
       await repo.sessions.revoke(session.id, now);
