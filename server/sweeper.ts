@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { deleteExpiredRateLimits, type Db } from '../db/knex.ts';
-import { releaseLease, takeLease } from './leases.ts';
+import { processHolder, releaseLease, takeLeaseFromStopped } from './leases.ts';
 import type { Services } from './services.ts';
 
 /** How often the sweeper wakes up in each process. */
@@ -22,7 +21,8 @@ const LEASE = 'sweeper';
  * expired rate-limit counters), run by one process of the install at a time. Every process
  * wakes up every ten minutes and tries to take the `sweeper` lease, a row of the `leases` table
  * shared through the database; the process that has it sweeps and keeps it by renewing it, the
- * others do nothing. A row, not PostgreSQL's session advisory lock: it works the same on both
+ * others do nothing. A holder that stopped without letting go (killed) is taken over at once by a
+ * process of its kernel (`takeLeaseFromStopped`), by any other once its lease runs out. A row, not PostgreSQL's session advisory lock: it works the same on both
  * databases, and needs no connection held for the life of the process (a pooled connection
  * returned with the lock still on it would hand the lock to whatever query borrows it next).
  */
@@ -31,8 +31,8 @@ export class Sweeper {
   readonly #services: Pick<Services, 'chunkedUploads' | 'oidc' | 'security' | 'sessions' | 'mfa' | 'passkeys' | 'accountDeletion' | 'mailer' | 'tus'>;
   readonly #logger: Logger;
   readonly #now: () => number;
-  /** This process's name in the lease: random, as processes on other machines share the table. */
-  readonly #holder = randomUUID();
+  /** This process's name in the lease (`processHolder`): a successor on this kernel can tell it stopped. */
+  readonly #holder = processHolder();
   #running: Promise<boolean> | null = null;
   #timer: NodeJS.Timeout | null = null;
 
@@ -62,7 +62,9 @@ export class Sweeper {
 
   async #sweepOnce(): Promise<boolean> {
     try {
-      if (!(await takeLease(this.#db, LEASE, this.#holder, this.#now(), SWEEP_LEASE_MS))) return false;
+      // A holder that stopped on this kernel (a crash, a restarted container) is taken over at
+      // once, not half an hour later; one elsewhere, when its lease runs out.
+      if (!(await takeLeaseFromStopped(this.#db, LEASE, this.#holder, this.#now(), SWEEP_LEASE_MS)).taken) return false;
     } catch (error) {
       this.#logger.error({ err: error }, 'the sweeper could not take its lease');
       return false;

@@ -20,15 +20,13 @@
  * from the session secret, bound to the Message-ID) and dropped once sent.
  */
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ZodError } from 'zod';
 import type { Db } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import { SecretBox } from '../secrets.ts';
-import { releaseLease, takeLease } from '../leases.ts';
-import { KERNEL, machineTag, PID_SPACE, processId, processIsGone } from '../processes.ts';
+import { processHolder, releaseLease, takeLease, takeLeaseFromStopped } from '../leases.ts';
 import { registerMailer, type Composer, type Mail, type Mailer, type OutboxWriter } from './mailer.ts';
 import { OutboxRepository, type OutboxRow, type OutboxState } from './outbox-repository.ts';
 import { DeliveryError, outboxFolderTransport, smtpTransport, type Transport } from './transport.ts';
@@ -77,20 +75,6 @@ export interface OutboxOptions {
   onDelivery?: (outcome: DeliveryOutcome) => void;
 }
 
-/**
- * Whether `holder` (a lease holder's name, "host pid pid-space uuid") is a process of this kernel
- * that is gone (`processIsGone`: by its pid in this pid space, by its mark in another). This
- * start of this process is not (another outbox of it: tests run several); an earlier start with
- * its pid is (a restarted container's server, pid 1 again).
- */
-function stoppedOnThisKernel(holder: string): boolean {
-  const [host = '', pidText, space = '-', id = ''] = holder.split(' ');
-  const pid = Number(pidText);
-  // A pid space is "<boot id>/<namespace>": another kernel's (or boot's) processes are not asked.
-  if (!PID_SPACE || !space.startsWith(`${KERNEL}/`) || !Number.isInteger(pid) || pid <= 0) return false;
-  return processIsGone(machineTag(host, space), pid, id);
-}
-
 export class Outbox implements Mailer {
   readonly #db: Db;
   readonly #repo: OutboxRepository;
@@ -102,7 +86,7 @@ export class Outbox implements Mailer {
   readonly #onDelivery: (outcome: DeliveryOutcome) => void;
   readonly #composers = new Map<string, Composer>();
   /** This process's name in the lease: its machine and pid, so a successor can tell it is gone. */
-  readonly #holder = `${hostname()} ${process.pid} ${PID_SPACE || '-'} ${processId()}`;
+  readonly #holder = processHolder();
   #running: Promise<boolean> | null = null;
   #again = false;
   #closed = false;
@@ -298,13 +282,8 @@ export class Outbox implements Mailer {
    */
   async #takeLease(): Promise<boolean> {
     const now = this.#now();
-    const held = (await this.#db('leases').where({ name: MAIL_LEASE }).first()) as { holder: string } | undefined;
-    const predecessorDied = held !== undefined && held.holder !== this.#holder && stoppedOnThisKernel(held.holder);
-    let taken = await takeLease(this.#db, MAIL_LEASE, this.#holder, now, LEASE_MS);
-    if (!taken && held && predecessorDied) {
-      taken = (await this.#db('leases').where({ name: MAIL_LEASE, holder: held.holder }).update({ holder: this.#holder, held_until: now + LEASE_MS })) === 1;
-    }
-    if (taken && predecessorDied) await this.#repo.dueNow(now);
+    const { taken, fromStopped } = await takeLeaseFromStopped(this.#db, MAIL_LEASE, this.#holder, now, LEASE_MS);
+    if (fromStopped) await this.#repo.dueNow(now);
     return taken;
   }
 

@@ -6,8 +6,12 @@
  * it while it runs, and another takes it over when it stops or its lease runs out. The sweep also
  * deletes expired rate-limit counters, which nothing deleted on PostgreSQL.
  */
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PID_SPACE } from '../../server/processes.ts';
 import { dropTestDatabase } from '../helpers/database.ts';
 import { startServer, tempDir, type TestServer } from '../helpers/server.ts';
 
@@ -55,6 +59,17 @@ describe('the sweeper, with several processes on one database', () => {
     await b.service.db('leases').update({ held_until: Date.now() - 1 });
     expect(await b.service.sweep()).toBe(true);
     expect(await a.service.sweep()).toBe(false);
+  });
+
+  it('is taken over at once from a process of this machine that was killed holding it, not when its lease runs out', async () => {
+    const [a] = await twoServers();
+    // A process that held the lease for half an hour more, and is gone (its pid ended).
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+    await a.service.db('leases').insert({ name: 'sweeper', holder: `${hostname()} ${gone} ${PID_SPACE} ${randomUUID()}`, held_until: Date.now() + 30 * 60_000 }).onConflict('name').merge();
+    expect(await a.service.sweep()).toBe(true);
+    // A holder still running (this process's other server) is left alone.
+    const [, b] = servers as [TestServer, TestServer];
+    expect(await b.service.sweep()).toBe(false);
   });
 
   it('deletes expired rate-limit counters and keeps the others', async () => {
