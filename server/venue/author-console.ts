@@ -43,13 +43,17 @@ export class AuthorConsoleService extends VenuePart {
       const value = fieldValue(note, field);
       return Array.isArray(value) && value.some((v) => typeof v === 'string' && ids.has(v)) && this.readers.canRead(note.readers, ids, reader);
     });
-    const reviewInvitation = `${venueId}/-/${config.officialReviewName}`;
-    const decisionInvitation = `${venueId}/-/${config.decisionName}`;
     const submissions = [];
     for (const note of mine) {
+      // A paper's reviews and decision: posted to the venue's invitation (`POST /venues` makes
+      // `{venueId}/-/{officialReviewName}`), or to the paper's own, whose id the real platform
+      // composes from `submissionName` and the paper's number: `{venueId}/{submissionName}{number}/-/{officialReviewName}`.
+      const paper = `${venueId}/${config.submissionName}${note.number}/-/`;
+      const reviewInvitations = [`${venueId}/-/${config.officialReviewName}`, `${paper}${config.officialReviewName}`];
+      const decisionInvitations = [`${venueId}/-/${config.decisionName}`, `${paper}${config.decisionName}`];
       const replies = (await repos.venues.findNotes({ forum: note.id })).filter((n) => this.readers.canRead(n.readers, ids, reader));
-      const reviews = replies.filter((n) => n.invitation === reviewInvitation);
-      const decisionNote = replies.filter((n) => n.invitation === decisionInvitation).at(-1);
+      const reviews = replies.filter((n) => reviewInvitations.includes(n.invitation));
+      const decisionNote = replies.filter((n) => decisionInvitations.includes(n.invitation)).at(-1);
       const ratings: Record<string, RatingSummary> = {};
       for (const { display, fields } of ratingFields(config.reviewRatingName)) {
         const values = reviews

@@ -242,6 +242,15 @@ describe('notes', () => {
         { id: coauthor.email, state: 'Active' },
       ],
     });
+    // A review posted to the paper's own invitation, as the real platform names it
+    // (`{venueId}/{submissionName}{number}/-/{officialReviewName}`), counts as well.
+    const venueReview = (await root.get(`/invitations?id=${encodeURIComponent(`${VENUE}/-/Official_Review`)}`)).body.invitations[0];
+    const paperReview = `${VENUE}/Submission${console.body.submissions[0].note.number}/-/Official_Review`;
+    const made = await root.post('/invitations', { id: paperReview, domain: VENUE, form: venueReview.form, invitees: [`${VENUE}/Reviewers`], replyTo: SUBMISSION, noteReaders: venueReview.noteReaders });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const third = (await loggedIn(server, reviewers[0]?.email ?? '')).client;
+    expect((await third.post('/notes', { invitation: paperReview, forum: paperId, content: { rating: { value: '5: borderline' }, confidence: { value: '3: fairly' } } })).status).toBe(200);
+    expect((await author.client.get(`/venues/${VENUE}/author-console`)).body.submissions[0]).toMatchObject({ reviewCount: 3, ratings: { rating: { min: 3, max: 8, average: '5.33' } } });
     // A user with no submissions sees an empty console.
     const other = (await loggedIn(server, (await createActiveUser(server)).email)).client;
     expect((await other.get(`/venues/${VENUE}/author-console`)).body.submissions).toEqual([]);
