@@ -8,6 +8,8 @@
 import { createHash } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import * as tus from 'tus-js-client';
+import { expect } from 'vitest';
+import { ErrorBody } from '../../shared/errors.ts';
 import { Client } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser, loggedIn } from '../helpers/users.ts';
@@ -197,6 +199,49 @@ export async function tusRequest(server: TestServer, method: string, target: str
     // not JSON
   }
   return { status: res.status, headers: res.headers, body };
+}
+
+/** A refusal: the spec's Error body with the answer's status, and `Tus-Resumable`. */
+export function expectRefusal(reply: TusReply, status: number): void {
+  expect(reply.status, JSON.stringify(reply.body)).toBe(status);
+  expect(reply.headers.get('tus-resumable')).toBe('1.0.0');
+  expect(ErrorBody.safeParse(reply.body).success, JSON.stringify(reply.body)).toBe(true);
+  expect(reply.body.status).toBe(status);
+}
+
+/** Writes `lines` (CRLF-joined, the last one as is) on a new connection to `base`; everything it answers until it closes. */
+export function rawRequest(base: string, lines: string[]): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.on('connect', () => socket.write(`${lines.slice(0, -1).join('\r\n')}\r\n${lines.at(-1)}`, 'latin1'));
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+/**
+ * A file's raw tus calls on `context()`'s server, by its author unless another person is given:
+ * a creation without a body (its upload URL), a `PATCH` at an offset, and reading a stored
+ * file back.
+ */
+export function tusCalls(context: () => { server: TestServer; author: Person }) {
+  return {
+    async create(length: number, metadata = metadataFor(SUBMISSION, 'pdf', 'paper.pdf'), person: Person = context().author): Promise<string> {
+      const res = await tusRequest(context().server, 'POST', '/attachment/tus', { token: person.token, headers: { 'Upload-Length': String(length), 'Upload-Metadata': encodeMetadata(metadata) } });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.headers.get('location') ?? '';
+    },
+    patch: (url: string, offset: number, body: Uint8Array, headers: Record<string, string> = {}, person: Person = context().author) =>
+      tusRequest(context().server, 'PATCH', url, { token: person.token, headers: { 'Upload-Offset': String(offset), ...headers }, body }),
+    async readBack(url: string, person: Person = context().author): Promise<Buffer> {
+      const res = await fetch(context().server.url + url, { headers: { authorization: `Bearer ${person.token}` } });
+      expect(res.status).toBe(200);
+      return Buffer.from(await res.arrayBuffer());
+    },
+  };
 }
 
 /** `Upload-Checksum` for bytes: the algorithm and the base64 digest. */
