@@ -39,6 +39,7 @@ import * as oidcDeviceCodes from './20261129100000_oidc_device_codes.ts';
 import * as oidcClientApprovedByToken from './20261129200000_oidc_client_approved_by_token.ts';
 import * as oidcPushedRequests from './20261129210000_oidc_pushed_requests.ts';
 import * as tusFinalOnce from './20261129220000_tus_final_once.ts';
+import * as signInAlertAddress from './20261129230000_sign_in_alert_address.ts';
 
 export interface Migration {
   name: string;
@@ -88,4 +89,5 @@ export const migrations: Migration[] = [
   { name: '20261129200000_oidc_client_approved_by_token', ...oidcClientApprovedByToken },
   { name: '20261129210000_oidc_pushed_requests', ...oidcPushedRequests },
   { name: '20261129220000_tus_final_once', ...tusFinalOnce },
+  { name: '20261129230000_sign_in_alert_address', ...signInAlertAddress },
 ];

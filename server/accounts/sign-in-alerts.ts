@@ -56,7 +56,7 @@ export class NewBrowserAlerts extends AccountsBase {
     const token = randomToken();
     // The link's token and the mail that carries it, together.
     await this.#mfa.transaction(async (mfa, trx) => {
-      await mfa.insertAlert({ tokenHash: hashSecret(token), profileId: before.id, sessionId, now, expiresAt: now + NOT_ME_SECONDS * 1000 });
+      await mfa.insertAlert({ tokenHash: hashSecret(token), profileId: before.id, sessionId, email, now, expiresAt: now + NOT_ME_SECONDS * 1000 });
       const mail = newBrowserSignInMail({ baseUrl: this.deps.config.baseUrl, profileId: before.id, when: utcMinute(now), from: fromWords(origin), token, validForSeconds: NOT_ME_SECONDS });
       await this.deps.mailer.queue(this.deps.repo.with(trx), { to: email, ...mail });
     });
@@ -120,6 +120,7 @@ export class NotMeService extends AccountsPart {
     // Whoever signed in could change the account from the moment their session began.
     const reported = await this.deps.repo.sessions.find(alert.sessionId);
     const since = Math.min(alert.createdAt, reported?.createdAt ?? alert.createdAt);
+    let resetTo: string | null = null;
     await this.#mfa.transaction(async (mfa, trx) => {
       const repo = this.deps.repo.with(trx);
       // Whoever signed in knows the password: it stops working here, so that they cannot sign
@@ -127,10 +128,16 @@ export class NotMeService extends AccountsPart {
       // back through what they added: a passkey (which signs in alone), a second factor (which
       // would lock the person out), an address (where the reset link would go).
       await repo.profiles.update(profileId, { passwordHash: null }, now);
+      // Links and codes not used yet (an address's confirmation, a reset) may be in their hands.
+      await repo.tokens.voidAll(profileId, 'email', now);
+      await repo.tokens.voidAll(profileId, 'reset', now);
+      const addresses = await addressesPutBack(repo, profileId, since, alert.email, now);
+      resetTo = addresses.resetTo;
       const undone = {
         ...(await mfa.undoSetUpSince(profileId, since, now)),
         passkeys: await new PasskeysRepository(trx).removeAddedSince(profileId, since),
-        emails: await addressesAddedSinceRemoved(repo, profileId, since, now),
+        emails: addresses.removed,
+        ...(addresses.restored ? { restored: addresses.restored } : {}),
       };
       await this.core.sessions.endAllSessions(repo, profileId, now);
       await repo.sessions.revokeImpersonationsFrom(profileId, now);
@@ -138,16 +145,16 @@ export class NotMeService extends AccountsPart {
     });
     await this.#mfa.forgetTrusted(profileId);
     await this.#apps.revokeAll(profileId);
-    const maskedEmail = await this.#mailReset(profileId);
+    const maskedEmail = await this.#mailReset(profileId, resetTo);
     return { status: 'ok', maskedEmail };
   }
 
-  /** A reset link to the preferred address (as `POST /resettable` mails it; one held before the reported sign-in), now: the person is waiting for it. */
-  async #mailReset(profileId: string): Promise<string | null> {
+  /** A reset link to `to` (`addressesPutBack`'s), as `POST /resettable` mails one, now: the person is waiting for it. */
+  async #mailReset(profileId: string, to: string | null): Promise<string | null> {
     const repo = this.deps.repo;
     const profile = await repo.profiles.find(profileId);
     if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return null;
-    const email = preferredEmail(profile, await repo.emails.emailsOf(profile.id));
+    const email = to;
     if (!email) return null;
     const seconds = this.deps.config.resetTokenSeconds;
     await repo.transaction(async (trx) => {
@@ -159,21 +166,33 @@ export class NotMeService extends AccountsPart {
 }
 
 /**
- * The profile's addresses added since `since` removed, and the preferred address, if it was one
- * of them, no longer named (the oldest confirmed one stands in: `preferredEmail`). None is
- * removed when no confirmed address would be left. The addresses removed.
+ * The profile's addresses as they were before `since`, as far as can be told: the address the
+ * alert was mailed to (`alerted`, which the person clicking its link has just shown they read)
+ * given back if it was removed and no one else holds it, and made preferred again; every
+ * address added since removed (unless no confirmed one would be left), and no longer named
+ * preferred. `resetTo`: where the reset link goes, the alerted address, or for a link mailed
+ * before alerts kept theirs, the first confirmed address held before; never one added since.
  */
-async function addressesAddedSinceRemoved(repo: AccountsRepository, profileId: string, since: number, now: number): Promise<string[]> {
-  const added = await repo.emails.addedSince(profileId, since);
-  if (added.length === 0) return [];
-  const left = (await repo.emails.emailsOf(profileId)).filter((e) => !added.includes(e.email));
-  if (!left.some((e) => e.confirmed)) return [];
-  for (const email of added) await repo.emails.removeEmail(profileId, email);
-  const profile = await repo.profiles.find(profileId);
-  const named = profile?.content.preferredEmail;
-  if (profile && named !== undefined && added.includes(normaliseEmail(named))) {
-    const { preferredEmail: _removed, ...content } = profile.content;
-    await repo.profiles.update(profileId, { content }, now);
+async function addressesPutBack(repo: AccountsRepository, profileId: string, since: number, alerted: string | null, now: number): Promise<{ removed: string[]; restored: string | null; resetTo: string | null }> {
+  const own = alerted === null ? null : normaliseEmail(alerted);
+  let restored: string | null = null;
+  if (own !== null && !(await repo.emails.emailsOf(profileId)).some((e) => e.email === own) && (await repo.emails.findEmail(own)) === null) {
+    await repo.emails.addEmail(profileId, own, true, now);
+    restored = own;
   }
-  return added;
+  const added = (await repo.emails.addedSince(profileId, since)).filter((email) => email !== own);
+  const held = await repo.emails.emailsOf(profileId);
+  const left = held.filter((e) => !added.includes(e.email));
+  const removed = left.some((e) => e.confirmed) ? added : [];
+  for (const email of removed) await repo.emails.removeEmail(profileId, email);
+  const profile = await repo.profiles.find(profileId);
+  if (profile) {
+    const named = profile.content.preferredEmail;
+    const { preferredEmail: _named, ...content } = profile.content;
+    const ownHeld = own !== null && (restored !== null || held.some((e) => e.email === own && e.confirmed));
+    if (ownHeld && named !== own) await repo.profiles.update(profileId, { content: { ...content, preferredEmail: own } }, now);
+    else if (!ownHeld && named !== undefined && removed.includes(normaliseEmail(named))) await repo.profiles.update(profileId, { content }, now);
+  }
+  const resetTo = own ?? left.find((e) => e.confirmed)?.email ?? null;
+  return { removed, restored, resetTo };
 }

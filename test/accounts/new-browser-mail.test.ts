@@ -188,6 +188,41 @@ describe('"This was not me" after the intruder changed the account', () => {
   }, LONG);
 });
 
+describe('"This was not me" after the intruder took the address the mail went to', () => {
+  it("gives the person's address back, makes it preferred, and voids the links and codes the intruder was sent", async () => {
+    const user = await createActiveUser(server);
+    await login(new Client(server.url), user.email, FIREFOX);
+    const intruder = new Client(server.url);
+    await login(intruder, user.email, CHROME_MAC);
+    const [mail] = await newBrowserMails(user.email);
+    // Their own address, confirmed and preferred; the person's removed.
+    const theirs = `own-${user.id.slice(1).toLowerCase()}@attacker.test`;
+    expect((await intruder.post('/user/confirm', { alternate: theirs, username: user.id })).status).toBe(200);
+    const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, theirs)).text)?.[1];
+    expect((await intruder.request('PUT', '/activatelink', { email: theirs, token: code })).status).toBe(200);
+    expect((await intruder.post('/trpc/accounts.setPreferredEmail', { email: theirs })).status).toBe(200);
+    expect((await intruder.post('/trpc/accounts.removeEmail', { email: user.email })).status).toBe(200);
+    // A second address asked for and kept for later, and a reset link to their address.
+    const later = `later-${user.id.slice(1).toLowerCase()}@attacker.test`;
+    expect((await intruder.post('/user/confirm', { alternate: later, username: user.id })).status).toBe(200);
+    const laterCode = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, later)).text)?.[1];
+    expect((await new Client(server.url).post('/resettable', { id: theirs, token: 'dev-ok' })).status).toBe(200);
+    const theirReset = /token=([\w-]+)/.exec((await lastMailTo(server.dataDir, theirs)).text)?.[1];
+
+    const done = await new Client(server.url).post('/security/not-me', { token: notMeToken(mail as Mail) });
+    expect(done.body).toEqual({ status: 'ok', maskedEmail: `${user.email[0]}•••@${user.email.split('@')[1]}` });
+    const db = server.service.db;
+    expect((await db('profile_emails').where({ profile_id: user.id })).map((e) => [e.email, Boolean(e.confirmed)])).toEqual([[user.email, true]]);
+    expect(JSON.parse((await db('profiles').where({ id: user.id }).first()).content).preferredEmail).toBe(user.email);
+    const resets = (await readOutbox(server.dataDir)).filter((m) => m.subject === 'Password reset' && m.to === user.email);
+    expect(resets).toHaveLength(1);
+    // What they were sent no longer works: the kept code, their reset link.
+    expect((await new Client(server.url).request('PUT', '/activatelink', { email: later, token: laterCode })).status).toBe(400);
+    expect((await new Client(server.url).request('PUT', `/reset/${theirReset}`, { password: 'An0ther-Long-Passphrase!' })).status).toBe(400);
+    expect((await db('profile_emails').where({ profile_id: user.id })).map((e) => e.email)).toEqual([user.email]);
+  }, LONG);
+});
+
 describe('one session per browser', () => {
   it('a browser signing in again as the same person signs its session in again: one session, a new sign-in time', async () => {
     const user = await createActiveUser(server);

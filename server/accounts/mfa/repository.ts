@@ -312,14 +312,15 @@ export class MfaRepository {
 
   // ---- "This was not me" links (the mail on a sign-in from a new browser) ---------------------------
 
-  async insertAlert(alert: { tokenHash: string; profileId: string; sessionId: string; now: number; expiresAt: number }): Promise<void> {
-    await this.#db('sign_in_alerts').insert({ token_hash: alert.tokenHash, profile_id: alert.profileId, session_id: alert.sessionId, created_at: alert.now, expires_at: alert.expiresAt });
+  /** `email`: the address the mail carrying the link goes to. */
+  async insertAlert(alert: { tokenHash: string; profileId: string; sessionId: string; email: string; now: number; expiresAt: number }): Promise<void> {
+    await this.#db('sign_in_alerts').insert({ token_hash: alert.tokenHash, profile_id: alert.profileId, session_id: alert.sessionId, email: alert.email, created_at: alert.now, expires_at: alert.expiresAt });
   }
 
-  /** The live (unused, unexpired) link a hash names. */
-  async findAlert(tokenHash: string, now: number): Promise<{ id: number; profileId: string; sessionId: string; createdAt: number } | null> {
+  /** The live (unused, unexpired) link a hash names; `email` null for a link mailed before addresses were kept. */
+  async findAlert(tokenHash: string, now: number): Promise<{ id: number; profileId: string; sessionId: string; email: string | null; createdAt: number } | null> {
     const row = await this.#db('sign_in_alerts').where({ token_hash: tokenHash }).whereNull('used_at').andWhere('expires_at', '>', now).first();
-    return row ? { id: Number(row.id), profileId: String(row.profile_id), sessionId: String(row.session_id), createdAt: Number(row.created_at) } : null;
+    return row ? { id: Number(row.id), profileId: String(row.profile_id), sessionId: String(row.session_id), email: row.email === null ? null : String(row.email), createdAt: Number(row.created_at) } : null;
   }
 
   /** Uses a link up: of two simultaneous uses, one gets true. Every other link of the person goes with it (one act ends everything). */
