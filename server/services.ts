@@ -150,7 +150,8 @@ async function wireServices(config: Config, db: Db, logger: Logger, now: () => n
   };
   const profiles = new ProfileService(deps);
   const accounts: AccountsCore = { signUp: new SignUpService(deps), sessions: new SessionService(deps, profiles), profiles };
-  const passkeys = new PasskeyService({ passkeys: new PasskeysRepository(db), accounts: deps.repo, settings: config.webauthn, logger, now });
+  const passkeysRepository = new PasskeysRepository(db);
+  const passkeys = new PasskeyService({ passkeys: passkeysRepository, accounts: deps.repo, settings: config.webauthn, logger, now });
   const mfaRepository = new MfaRepository(db);
   const factorDeps = {
     mfa: mfaRepository,
@@ -212,7 +213,7 @@ async function wireServices(config: Config, db: Db, logger: Logger, now: () => n
     moderation: new ModerationService(deps, accounts),
     impersonation: new ImpersonationService(deps, accounts),
     security,
-    notMe: new NotMeService(deps, accounts, mfaRepository, { revokeAll: forgetApplications }),
+    notMe: new NotMeService(deps, accounts, mfaRepository, passkeysRepository, { revokeAll: forgetApplications }),
     signIn,
     mfa,
     venue,

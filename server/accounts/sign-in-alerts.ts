@@ -96,11 +96,13 @@ export interface PersonsApplications {
  */
 export class NotMeService extends AccountsPart {
   readonly #mfa: MfaRepository;
+  readonly #passkeys: PasskeysRepository;
   readonly #apps: PersonsApplications;
 
-  constructor(deps: AccountsDeps, core: AccountsCore, mfa: MfaRepository, apps: PersonsApplications) {
+  constructor(deps: AccountsDeps, core: AccountsCore, mfa: MfaRepository, passkeys: PasskeysRepository, apps: PersonsApplications) {
     super(deps, core);
     this.#mfa = mfa;
+    this.#passkeys = passkeys;
     this.#apps = apps;
   }
 
@@ -109,7 +111,15 @@ export class NotMeService extends AccountsPart {
     if (!alert) return { live: false };
     const session = await this.deps.repo.sessions.find(alert.sessionId);
     const device = describeDevice(session?.userAgent);
-    return { live: true, at: session?.createdAt ?? alert.createdAt, browser: device.browser, os: device.os, address: session?.address ?? null };
+    const since = sinceSignIn(alert, session);
+    const factors = await this.#mfa.setUpSince(alert.profileId, since);
+    const addedSince = {
+      passkeys: (await this.#passkeys.listOf(alert.profileId)).filter((p) => p.createdAt >= since).map((p) => p.name),
+      authenticatorApp: factors.totp,
+      emailCodes: factors.emailCodes,
+      emails: (await this.deps.repo.emails.addedSince(alert.profileId, since)).filter((email) => email !== alert.email),
+    };
+    return { live: true, at: session?.createdAt ?? alert.createdAt, browser: device.browser, os: device.os, address: session?.address ?? null, addedSince };
   }
 
   async act(token: string, origin: RequestOrigin): Promise<NotMeResult> {
@@ -117,9 +127,7 @@ export class NotMeService extends AccountsPart {
     const alert = await this.#mfa.findAlert(hashSecret(token), now);
     if (!alert || !(await this.#mfa.useAlert(alert.id, alert.profileId, now))) throw new AppError('ValidationError', USED_LINK, { path: 'token' });
     const profileId = alert.profileId;
-    // Whoever signed in could change the account from the moment their session began.
-    const reported = await this.deps.repo.sessions.find(alert.sessionId);
-    const since = Math.min(alert.createdAt, reported?.createdAt ?? alert.createdAt);
+    const since = sinceSignIn(alert, await this.deps.repo.sessions.find(alert.sessionId));
     let resetTo: string | null = null;
     await this.#mfa.transaction(async (mfa, trx) => {
       const repo = this.deps.repo.with(trx);
@@ -163,6 +171,11 @@ export class NotMeService extends AccountsPart {
     });
     return maskEmail(email);
   }
+}
+
+/** When whoever signed in could start changing the account: their session's start (the alert is made just after). */
+function sinceSignIn(alert: { createdAt: number }, session: { createdAt: number } | null): number {
+  return Math.min(alert.createdAt, session?.createdAt ?? alert.createdAt);
 }
 
 /**

@@ -96,6 +96,10 @@ export const NotMeLink = z.strictObject({
   browser: z.string().nullable().optional(),
   os: z.string().nullable().optional(),
   address: z.string().nullable().optional(),
+  /** What was added to the account from that sign-in on, which confirming removes (the person's own additions in that time too). */
+  addedSince: z
+    .strictObject({ passkeys: z.array(z.string()), authenticatorApp: z.boolean(), emailCodes: z.boolean(), emails: z.array(z.string()) })
+    .optional(),
 });
 export type NotMeLink = z.infer<typeof NotMeLink>;
 /** Done: every session ended, every application revoked, a reset link mailed to `maskedEmail`. */

@@ -167,6 +167,8 @@ describe('"This was not me" after the intruder changed the account', () => {
     await passkeyRow(user.id, 'own laptop', 24 * 60 * 60 * 1000);
 
     const [mail] = await newBrowserMails(user.email);
+    // The link's page says what confirming removes.
+    expect(await server.service.services.notMe.link(notMeToken(mail as Mail))).toMatchObject({ live: true, addedSince: { passkeys: ['their key'], authenticatorApp: true, emailCodes: false, emails: [theirs] } });
     const done = await new Client(server.url).post('/security/not-me', { token: notMeToken(mail as Mail) });
     expect(done.body).toEqual({ status: 'ok', maskedEmail: `${user.email[0]}•••@${user.email.split('@')[1]}` });
 

@@ -167,8 +167,11 @@ describe('a sign-in from a new browser', () => {
     const mail = (await readOutbox(server.dataDir)).find((m) => m.to === person.email && m.subject === 'A new sign-in to your account');
     expect(mail, 'the new-browser mail').toBeDefined();
     const link = /https?:\/\/\S+\/account\/security\/not-me\?token=\S+/.exec(mail?.text ?? '')?.[0] ?? '';
+    // A passkey registered since that sign-in (written here: the ceremony is another test's), which confirming removes.
+    await server.service.db('passkeys').insert({ credential_id: `cred-${person.id}`, profile_id: person.id, public_key: 'pAEC', counter: 0, transports: '[]', backed_up: false, device_type: 'singleDevice', name: 'Their key', created_at: Date.now() });
     await mine.goto(link);
     await mine.getByRole('heading', { name: 'Was this you?' }).waitFor();
+    await mine.getByText('the passkey “Their key”').waitFor();
     await checkPage(mine, 'security-not-me');
     await mine.getByRole('button', { name: /This was not me/ }).click();
     await expect.poll(() => mine.getByRole('status').textContent()).toContain('Every session of your account was ended');
@@ -177,6 +180,7 @@ describe('a sign-in from a new browser', () => {
     await theirs.getByRole('heading', { name: 'Sign in' }).waitFor();
     const reset = (await readOutbox(server.dataDir)).filter((m) => m.to === person.email && m.subject === 'Password reset');
     expect(reset).toHaveLength(1);
+    expect(await server.service.db('passkeys').where({ profile_id: person.id })).toEqual([]);
     await own.close();
     await other.close();
   });

@@ -111,14 +111,18 @@ export class MfaRepository {
     await this.#db('mfa_trusted_devices').where({ profile_id: profileId }).delete();
   }
 
+  /** Which second factors were set up at or after `since` (`undoSetUpSince` turns them off). */
+  async setUpSince(profileId: string, since: number): Promise<{ totp: boolean; emailCodes: boolean }> {
+    const factors = await this.factors(profileId);
+    return { totp: factors?.totpSecret != null && factors.totpEnabledAt !== null && factors.totpEnabledAt >= since, emailCodes: factors?.emailEnabledAt != null && factors.emailEnabledAt >= since };
+  }
+
   /**
    * Every second factor set up at or after `since` turned off, and recovery codes made since
    * forgotten ("This was not me": what whoever signed in then added). What was set up before stays.
    */
   async undoSetUpSince(profileId: string, since: number, now: number): Promise<{ totp: boolean; emailCodes: boolean; recoveryCodes: number }> {
-    const factors = await this.factors(profileId);
-    const totp = factors?.totpSecret != null && factors.totpEnabledAt !== null && factors.totpEnabledAt >= since;
-    const emailCodes = factors?.emailEnabledAt != null && factors.emailEnabledAt >= since;
+    const { totp, emailCodes } = await this.setUpSince(profileId, since);
     if (totp) await this.disableTotp(profileId, now);
     if (emailCodes) {
       await this.setEmail(profileId, null, now);
