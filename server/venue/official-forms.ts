@@ -19,7 +19,8 @@ const REVIEW_TEXT = 'review';
 const DECISION_COMMENT = 'comment';
 
 /**
- * What in a config would make forms it cannot hold: a rating or confidence field whose name is
+ * What in a config would make forms it cannot hold: no rating, an object of ratings that maps
+ * none or several, a rating or confidence field whose name is
  * not a field name (`FieldName`), or that takes the place of another field of the review form
  * (the review's text; the confidence among the ratings), and a decision field named as the
  * decision's comment. Each is refused when the venue is made, not found when its forms are read.
@@ -27,6 +28,10 @@ const DECISION_COMMENT = 'comment';
 export function formNameProblems(config: AuthorConsoleConfig): ErrorItem[] {
   const problems: ErrorItem[] = [];
   const refuse = (path: string, message: string) => problems.push({ status: 400, name: 'ValidationError', message: `${path}: ${message}`, details: { path } });
+  const entries = typeof config.reviewRatingName === 'string' ? [config.reviewRatingName] : config.reviewRatingName;
+  if (entries.length === 0) refuse('reviewRatingName', 'name one rating field at least');
+  // An object maps one displayed rating (a `__proto__` key, which parsing drops, leaves none).
+  if (entries.some((entry) => typeof entry !== 'string' && Object.keys(entry).length !== 1)) refuse('reviewRatingName', 'each object maps one displayed rating to its fields');
   const ratings = new Set(ratingFields(config.reviewRatingName).flatMap(({ fields }) => fields));
   for (const field of ratings) {
     const refused = FieldName.safeParse(field).error?.issues[0];

@@ -6,19 +6,13 @@ import { AttachmentName } from './attachments.ts';
 import { ProfileState } from './profile.ts';
 
 /**
- * A rating field, a list of them, or a displayed name mapped to ordered fallback field names:
- * each object maps one displayed rating, and a list names at least one.
+ * A rating field, a list of them, or a displayed name mapped to ordered fallback field names.
+ * (A new venue's list names one at least, each object one displayed rating: `POST /venues`
+ * checks it, `formNameProblems`; configs stored before are read as they are.)
  */
 export const ReviewRatingName = z.union([
   z.string(),
-  z
-    .array(
-      z.union([
-        z.string(),
-        z.record(z.string(), z.array(z.string()).min(1)).refine((entry) => Object.keys(entry).length === 1, 'An object of reviewRatingName maps one displayed rating to its fields'),
-      ]),
-    )
-    .min(1),
+  z.array(z.union([z.string(), z.record(z.string(), z.array(z.string()).min(1))])),
 ]);
 
 /**

@@ -124,6 +124,14 @@ describe('a venue from its author-console config', () => {
     const review = await root.get(`/invitations?id=${encodeURIComponent('Fields7.org/-/Official_Review')}`);
     expect(review.status).toBe(200);
     expect(Object.keys(review.body.invitations[0].form)).toEqual(['constructor', 'confidence', 'review']);
+    // A config stored before these checks (several displayed ratings in one object) is still read.
+    const stored = await server.service.db('groups').where({ id: 'Fields7.org' }).first();
+    const data = JSON.parse(stored.data);
+    data.config.reviewRatingName = [{ Overall: ['overall'], Soundness: ['soundness'] }];
+    await server.service.db('groups').where({ id: 'Fields7.org' }).update({ data: JSON.stringify(data) });
+    const read = await root.get('/venues/Fields7.org/config');
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body.reviewRatingName).toEqual([{ Overall: ['overall'], Soundness: ['soundness'] }]);
   });
 });
 
