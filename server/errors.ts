@@ -12,7 +12,10 @@ const TRPC_CODE: Record<number, TRPC_ERROR_CODE_KEY> = {
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   408: 'TIMEOUT',
+  409: 'CONFLICT',
+  412: 'PRECONDITION_FAILED',
   413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
   416: 'BAD_REQUEST',
   429: 'TOO_MANY_REQUESTS',
   500: 'INTERNAL_SERVER_ERROR',
@@ -68,8 +71,9 @@ export function toAppError(error: unknown, input: unknown, log?: Logger): AppErr
     // A backstop: every write that can race another checks first or handles its own; one that
     // lost a race no check saw (the same key written at once, a row it names deleted meanwhile)
     // wrote nothing, and is told so rather than given a 500.
-    log?.warn({ err: cause }, 'a write conflicted with another made at the same time');
-    return AppError.protocol('BadRequestError', 409, 'This conflicts with a change made at the same time. Please try again.');
+    // Logged as an error all the same: a write that forgot its check refuses the same way.
+    log?.error({ err: cause }, 'a write conflicted with another made at the same time');
+    return new AppError('ConflictError', 'This conflicts with a change made at the same time. Please try again.');
   }
   if (isBusyDatabase(cause)) {
     // Another process (an admin command, a second server) held the write lock past the busy

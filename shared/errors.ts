@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   ForbiddenError: 403,
   /** The resource or the route does not exist. */
   NotFoundError: 404,
+  /** A write met another made at the same moment (a key both wrote); nothing was written, and sending it again may succeed. */
+  ConflictError: 409,
   /** A `Range` outside the file. */
   RangeNotSatisfiableError: 416,
   /** The request body did not arrive in time. */

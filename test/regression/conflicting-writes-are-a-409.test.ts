@@ -6,7 +6,7 @@
  * `DATABASE_URL`); a constraint that only a bug breaks (`NOT NULL`) stays a 500.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toAppError } from '../../server/errors.ts';
+import { toAppError, toTRPCError } from '../../server/errors.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createActiveUser } from '../helpers/users.ts';
 
@@ -36,7 +36,9 @@ describe('a write refused by a key', () => {
     const foreign = await thrown(() => db('profile_emails').insert({ email: `x-${user.email}`, profile_id: '~Nobody_There1', confirmed: true, created_at: Date.now() }));
     for (const cause of [unique, foreign]) {
       const error = toAppError(cause, undefined);
-      expect([error.status, error.name, error.message], String(cause)).toEqual([409, 'BadRequestError', 'This conflicts with a change made at the same time. Please try again.']);
+      expect([error.status, error.name, error.message], String(cause)).toEqual([409, 'ConflictError', 'This conflicts with a change made at the same time. Please try again.']);
+      // A tRPC client is told the same: CONFLICT, tRPC's name for 409.
+      expect(toTRPCError(error).code).toBe('CONFLICT');
     }
   });
 
