@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Delivery, SessionClient } from './logout-repository.ts';
 import { signJwt } from '../jwt.ts';
-import { sessionClientKey } from './flow.ts';
 import { subjectOf, type Provider } from './provider.ts';
 import type { ClientRecord } from './repository.ts';
 
@@ -102,9 +101,9 @@ export class LogoutNotifier {
     const client = await this.#provider.clients.find(entry.clientId);
     const uri = client?.backchannelLogoutUri ?? null;
     const delivery = client && uri ? { uri, logoutToken: await this.#logoutToken(entry.profileId, entry.sid, client) } : null;
+    // A new sign-in of the same session to the same client comes after a consent given again,
+    // under a key of its own (`sessionClientKey`), and is recorded again by any process.
     await this.#provider.logouts.endSessionClient(entry, delivery, this.#provider.now());
-    // A new sign-in of the same session to the same client (after a revoked consent) is recorded again.
-    this.#provider.sessionClients.forget(sessionClientKey(entry.sessionId, entry.clientId, entry.tokenVersion));
   }
 
   /**

@@ -31,9 +31,14 @@ function needsLogin(provider: Pick<Provider, 'now'>, interaction: Interaction, v
   return params.maxAge !== undefined && provider.now() - viewer.authTime > params.maxAge * 1000;
 }
 
-/** The key under which a process remembers having recorded a session's client (`Provider.sessionClients`). */
-export function sessionClientKey(sessionId: string, clientId: string, tokenVersion: number): string {
-  return `${sessionId} ${clientId} ${tokenVersion}`;
+/**
+ * The key under which a process remembers having recorded a session's client
+ * (`Provider.sessionClients`): the session, the client, the person's token version and when
+ * the consent was given. A record ended (the app revoked, by whichever process) is followed by a
+ * consent given again, a new key: every process records the next sign-in, whatever it remembers.
+ */
+export function sessionClientKey(sessionId: string, clientId: string, tokenVersion: number, consentedAt: number): string {
+  return `${sessionId} ${clientId} ${tokenVersion} ${consentedAt}`;
 }
 
 /**
@@ -189,7 +194,7 @@ export async function issueCode(
   const { params } = interaction;
   const sid = sidOf(provider, person.sessionId, params.clientId);
   // The client is told by back-channel logout when this browser session ends (`back-channel.ts`).
-  const recorded = sessionClientKey(person.sessionId, params.clientId, person.tokenVersion);
+  const recorded = sessionClientKey(person.sessionId, params.clientId, person.tokenVersion, signIn.consentedAt);
   if (provider.sessionClients.due(recorded, now)) {
     const entry = { sessionId: person.sessionId, clientId: params.clientId, profileId: person.profileId, sid, tokenVersion: person.tokenVersion };
     await provider.logouts.recordSessionClient(entry, now).catch((error: unknown) => {
