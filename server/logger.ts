@@ -96,10 +96,15 @@ function redactParameter(parameter: string, depth = 0): string {
   if (SECRET_QUERY.test(name)) return PLAIN_NAME.test(name) ? `${name}=${REDACTED_IN_QUERY}` : new URLSearchParams([[name, REDACTED]]).toString();
   // A URL carried in a parameter (`next=/account/device?user_code=…`, where a sign-in returns
   // to) has its own secrets redacted the same way.
-  const value = end < 0 ? '' : (new URLSearchParams(parameter).values().next().value ?? '');
-  const cut = value.indexOf('?');
-  if (cut < 0 || depth > 2) return parameter;
-  const inner = `${redactPath(value.slice(0, cut))}?${value.slice(cut + 1).split('&').map((p) => redactParameter(p, depth + 1)).join('&')}`;
+  // Read only when it may be one (as sent: `/` or `http` first, perhaps percent-encoded).
+  if (end < 0 || depth > 2 || !/^(\/|%2F|https?(:|%3A))/i.test(parameter.slice(end + 1))) return parameter;
+  const value = new URLSearchParams(parameter).values().next().value ?? '';
+  // Its fragment (`#access_token=…` of an implicit answer) is dropped whole.
+  const hash = value.indexOf('#');
+  const url = hash < 0 ? value : value.slice(0, hash);
+  const cut = url.indexOf('?');
+  const path = redactPath(cut < 0 ? url : url.slice(0, cut));
+  const inner = (cut < 0 ? path : `${path}?${url.slice(cut + 1).split('&').map((p) => redactParameter(p, depth + 1)).join('&')}`) + (hash < 0 ? '' : `#${REDACTED}`);
   return inner === value ? parameter : `${sent}=${encodeURIComponent(inner)}`;
 }
 

@@ -25,8 +25,8 @@ type SignedSession = Pick<SessionRecord, 'id' | 'loginEmail' | 'accessSeconds'> 
 
 /**
  * How long after a rotation the refresh token just rotated out is still taken as the same
- * browser's second simultaneous refresh (it gets a new access token, no new refresh token);
- * after that, presenting it is reuse and ends the session.
+ * browser's second simultaneous refresh, or its retry (`SessionService.refresh`); after that,
+ * presenting it is reuse and ends the session.
  */
 export const REFRESH_REUSE_GRACE_MS = 10_000;
 
@@ -238,7 +238,10 @@ export class SessionService extends AccountsBase {
    * new access token issued even if the old one expired. A rotated-out refresh token presented
    * again is reuse (RFC 9700 §4.14.2): the session ends, the newest token with it, except for
    * the token rotated out just before the current one within `REFRESH_REUSE_GRACE_MS` (a
-   * browser's two tabs refreshing at once), which gets an access token and nothing else.
+   * browser's two tabs refreshing at once, or a retry after a lost answer), which gets the
+   * rotation's answer again while its successor was never used, an access token only otherwise
+   * (`#replayed`; a session rotated through `resumeSession`, as an impersonation's is, has a
+   * random successor, so only the latter).
    *
    * With only a valid access token (no refresh cookie) the answer is a new access token for the
    * same session that expires no later than the one presented: a stolen access token never

@@ -62,6 +62,8 @@ describe('redactUrl', () => {
     ['/account/login?next=%2Faccount%2Fdevice%3Fuser_code%3DQQQQ-ZZZZ&notice=sign-in-first', '/account/login?next=%2Faccount%2Fdevice%3Fuser_code%3D%255Bredacted%255D&notice=sign-in-first'],
     ['/account/login?next=%2Faccount%2Freset%2Fabc%3Fx%3D1', '/account/login?next=%2Faccount%2Freset%2F%5Bredacted%5D%3Fx%3D1'],
     ['/account/login?next=%2Faccount%2Fprofile%3Ftab%3Dnames', '/account/login?next=%2Faccount%2Fprofile%3Ftab%3Dnames'],
+    ['/account/login?next=%2Factivate%2Fsecret-token', '/account/login?next=%2Factivate%2F%5Bredacted%5D'],
+    ['/account/login?next=https%3A%2F%2Fapp.example%2Fcb%23access_token%3Dabc', '/account/login?next=https%3A%2F%2Fapp.example%2Fcb%23%5Bredacted%5D'],
   ])('%s → %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
   });
