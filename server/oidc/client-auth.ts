@@ -1,5 +1,5 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import type { OidcAuthMethod } from '../../shared/index.ts';
+import { AssertionAlgorithm, type OidcAuthMethod } from '../../shared/index.ts';
 import { hashSecret, safeEqual } from '../secrets.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
 import { sent, type Provider } from './provider.ts';
@@ -12,7 +12,7 @@ export const CLIENT_PARAMETERS = ['client_id', 'client_secret', 'client_assertio
 /** How far ahead an assertion's `exp` may be: assertions are meant for one request, made just before it. */
 const ASSERTION_MAX_SECONDS = 10 * 60;
 /** The algorithms an assertion may be signed with (asymmetric only: a client's keys are public ones). */
-export const ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+export const ASSERTION_ALGORITHMS = AssertionAlgorithm.options;
 
 /** What a request to the token, introspection or revocation endpoint carries to prove its client. */
 export interface ClientProof {
@@ -122,7 +122,9 @@ async function checkAssertion(provider: Provider, client: ClientRecord, assertio
       issuer: client.id,
       subject: client.id,
       audience: [...new Set([provider.issuer, `${provider.issuer}/oidc/token`, endpoint])],
-      algorithms: ASSERTION_ALGORITHMS,
+      // The one a client registered (`token_endpoint_auth_signing_alg`) is the one it signs with:
+      // Dynamic Client Registration §2, any other refused.
+      algorithms: typeof client.metadata?.token_endpoint_auth_signing_alg === 'string' ? [client.metadata.token_endpoint_auth_signing_alg] : ASSERTION_ALGORITHMS,
       requiredClaims: ['exp', 'jti'],
       currentDate: new Date(nowSeconds * 1000),
       clockTolerance: 5,

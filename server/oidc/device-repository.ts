@@ -41,6 +41,9 @@ const toRecord = (row: Record<string, unknown>): DeviceCodeRecord => ({
   intervalSeconds: Number(row.interval_seconds),
 });
 
+/** How much of a device's polling interval is forgiven, for the time an answer takes on its way. */
+const POLL_LEEWAY_MS = 1000;
+
 /** SQL for `oidc_device_codes`: devices' requests, until answered and collected, or expired. */
 export class DeviceRepository {
   readonly #db: Knex;
@@ -92,12 +95,14 @@ export class DeviceRepository {
   /**
    * Notes a poll of a pending request: null when it kept its interval; otherwise (RFC 8628 §3.5
    * `slow_down`) its interval grows by 5 s for good, and the new one is answered. Each is one
-   * conditional statement, so two polls sent at once are never both within the interval.
+   * conditional statement, so two polls sent at once are never both within the interval. A
+   * second of the interval is forgiven (`POLL_LEEWAY_MS`): a device that times its polls from
+   * when it sent the last one is not slowed down by the time our answer took.
    */
   async notePoll(deviceCodeHash: string, now: number): Promise<number | null> {
     const kept = await this.#db('oidc_device_codes')
       .where({ device_code_hash: deviceCodeHash })
-      .where((q) => q.whereNull('polled_at').orWhereRaw('polled_at + interval_seconds * 1000 <= ?', [now]))
+      .where((q) => q.whereNull('polled_at').orWhereRaw('polled_at + interval_seconds * 1000 <= ?', [now + POLL_LEEWAY_MS]))
       .update({ polled_at: now });
     if (kept === 1) return null;
     const rows: Array<{ interval_seconds: unknown }> = await this.#db('oidc_device_codes')

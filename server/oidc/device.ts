@@ -82,7 +82,7 @@ export async function deviceAuthorization(provider: Provider, form: Record<strin
   const client = await approvedClient(provider, { form, ...proof });
   if (!client.grantTypes.includes(DEVICE_CODE_GRANT)) throw new UnauthorizedClient('This client is not registered for the device_code grant');
   const scopes = checkScope(client, sent(form, 'scope'), ['consent']);
-  // Each request is a row for ten minutes: a flood from one address stops here (429, OAuth's `slow_down`).
+  // Each request is a row for ten minutes: a flood from one address stops here (429 with `Retry-After`).
   await provider.limits.consume('deviceAuthorizationAddress', addressKey(from.address)).catch((error: unknown) => {
     throw error instanceof AppError && error.name === 'TooManyError' ? new TooManyDeviceRequests(error.message, Number(error.details?.retryAfter ?? 60)) : error;
   });

@@ -181,10 +181,11 @@ export class ExpiredToken extends OAuthError {
 
 /**
  * The device authorization endpoint asked too often from one address (`RATE_LIMITS.deviceAuthorizationAddress`):
- * 429 with `Retry-After`, in OAuth's body, with the device grant's word for "too fast".
+ * 429 with `Retry-After`, in OAuth's body (RFC 8628 §3.2: RFC 6749 §5.2's errors; `slow_down` is
+ * the token endpoint's alone).
  */
 export class TooManyDeviceRequests extends OAuthError {
-  readonly error = 'slow_down';
+  readonly error = 'invalid_request';
   override readonly status = 429;
   override readonly allowRedirect = false;
 

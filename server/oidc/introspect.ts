@@ -47,7 +47,7 @@ async function accessToken(provider: Provider, caller: ClientRecord, hash: strin
   if (!client || client.status !== 'approved') return INACTIVE;
   const person = await personWithClaims(provider, token.profileId, token.scopes);
   if (!person || !stillHolds(person.profile, token.tokenVersion)) return INACTIVE;
-  return { active: true, token_type: 'Bearer', scope: token.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, token.profileId), aud: client.id, iss: provider.issuer, exp: Math.floor(token.expiresAt / 1000) };
+  return { active: true, token_type: 'Bearer', scope: token.scopes.join(' '), client_id: client.id, sub: subjectOf(provider, client, token.profileId), aud: client.id, iss: provider.issuer, iat: Math.floor(token.createdAt / 1000), exp: Math.floor(token.expiresAt / 1000) };
 }
 
 /** A refresh token: only ever its own client's (a resource server sees access tokens alone). */

@@ -204,7 +204,7 @@ async function registered(provider: Provider, clientId: string, bearer: string |
 }
 
 /**
- * checkMetadata: the schema's checks (`ClientMetadata`), a redirect or sign-out address's
+ * checkMetadata: the schema's checks (`ClientMetadata`), a redirect address's
  * refusal being `invalid_redirect_uri` and any other `invalid_client_metadata`; then a pairwise
  * client's sector identifier document must list every redirect URI (OpenID Connect Dynamic
  * Client Registration §5). Callers check the caller's credentials first: the sector document
@@ -218,7 +218,8 @@ async function checkMetadata(body: unknown): Promise<ClientMetadata> {
     const [issue] = parsed.error.issues;
     const field = String(issue?.path[0] ?? '');
     const message = issue?.code === 'custom' ? issue.message : `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`;
-    if (field === 'redirect_uris' || field === 'post_logout_redirect_uris') throw new InvalidRedirectUri(message);
+    // RFC 7591 §3.2.2: `invalid_redirect_uri` is about redirection URIs; a sign-out address is other metadata (as node-oidc-provider answers).
+    if (field === 'redirect_uris') throw new InvalidRedirectUri(message);
     throw new InvalidClientMetadata(message);
   }
   const metadata = parsed.data;

@@ -53,6 +53,8 @@ export interface TokenRecord {
   scopes: OidcScope[];
   /** The profile's `tokenVersion` when the token was issued (null: issued before it was kept). */
   tokenVersion: number | null;
+  /** When it was issued. */
+  createdAt: number;
   expiresAt: number;
   revokedAt: number | null;
   /** The refresh-token family it was issued with (null: none was). */
@@ -181,6 +183,7 @@ function toToken(row: Record<string, unknown>): TokenRecord {
     profileId: row.profile_id as string,
     scopes: json<OidcScope[]>(row.scopes),
     tokenVersion: numberOrNull(row.token_version),
+    createdAt: Number(row.created_at),
     expiresAt: Number(row.expires_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
     familyId: (row.family_id ?? null) as string | null,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEVICE_CODE_GRANT, OidcAuthMethod, OidcGrantType, OidcScope, OidcSubjectType } from './oidc.ts';
+import { AssertionAlgorithm, DEVICE_CODE_GRANT, OidcAuthMethod, OidcGrantType, OidcScope, OidcSubjectType } from './oidc.ts';
 
 /** Hosts a native application's loopback redirect may name (RFC 8252 §7.3), besides https anywhere. */
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -66,7 +66,8 @@ export function backchannelUriProblem(uri: string): string | null {
 const PRIVATE_KEY_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 const Uri = z.string().min(1).max(2000);
-const Text = z.string().max(500);
+/** A page a person may be shown or sent to (the client's site, logo, policy, terms): an http(s) address. */
+const WebPage = z.url({ protocol: /^https?$/, error: 'must be an http or https address' }).max(2000);
 
 /**
  * A client's metadata as an application registers it (RFC 7591 §2, OpenID Connect Dynamic
@@ -81,7 +82,7 @@ const ClientMetadataFields = z.object({
     application_type: z.enum(['web', 'native']).default('web'),
     client_name: z.string().min(1).max(200).optional(),
     token_endpoint_auth_method: OidcAuthMethod.default('client_secret_basic'),
-    token_endpoint_auth_signing_alg: z.string().max(20).optional(),
+    token_endpoint_auth_signing_alg: AssertionAlgorithm.optional(),
     grant_types: z.array(OidcGrantType).min(1).default(['authorization_code']),
     // `code` exactly when the client has the authorization_code grant (RFC 7591 §2.1), its default then.
     response_types: z.array(z.literal('code')).max(1).optional(),
@@ -96,11 +97,11 @@ const ClientMetadataFields = z.object({
     backchannel_logout_session_required: z.boolean().default(false),
     // RFC 9126 §6: its authorization requests are pushed first, or refused.
     require_pushed_authorization_requests: z.boolean().default(false),
-    client_uri: Uri.optional(),
-    logo_uri: Uri.optional(),
-    policy_uri: Uri.optional(),
-    tos_uri: Uri.optional(),
-    contacts: z.array(Text).max(20).optional(),
+    client_uri: WebPage.optional(),
+    logo_uri: WebPage.optional(),
+    policy_uri: WebPage.optional(),
+    tos_uri: WebPage.optional(),
+    contacts: z.array(z.email().max(254)).max(20).optional(),
     refresh_token_absolute_seconds: z.int().min(60).max(366 * 24 * 3600).optional(),
     refresh_token_idle_seconds: z.int().min(60).max(366 * 24 * 3600).optional(),
 });
@@ -126,6 +127,14 @@ export const ClientMetadata = ClientMetadataFields.superRefine((m, ctx) => {
     }
     for (const s of (m.scope ?? '').split(' ').filter(Boolean)) {
       if (!OidcScope.safeParse(s).success) ctx.addIssue({ code: 'custom', path: ['scope'], message: `Unsupported scope: ${s}` });
+    }
+    if (m.token_endpoint_auth_signing_alg !== undefined && m.token_endpoint_auth_method !== 'private_key_jwt') {
+      ctx.addIssue({ code: 'custom', path: ['token_endpoint_auth_signing_alg'], message: 'token_endpoint_auth_signing_alg goes with private_key_jwt' });
+    }
+    // A device-grant client receives nothing at its redirect URIs, so they prove no host it holds:
+    // its pairwise sector is a sector_identifier_uri's, or another application's subjects would be its.
+    if (m.subject_type === 'pairwise' && m.grant_types.includes(DEVICE_CODE_GRANT) && !m.sector_identifier_uri) {
+      ctx.addIssue({ code: 'custom', path: ['sector_identifier_uri'], message: 'A pairwise client with the device grant needs a sector_identifier_uri' });
     }
     if (m.jwks && m.jwks_uri) ctx.addIssue({ code: 'custom', path: ['jwks'], message: 'Send jwks or jwks_uri, not both' });
     if (m.token_endpoint_auth_method === 'private_key_jwt' && !m.jwks && !m.jwks_uri) {

@@ -21,6 +21,9 @@ export type OidcAuthMethod = z.infer<typeof OidcAuthMethod>;
 /** The device authorization grant's type (RFC 8628 §3.4): a device without a browser, or a command line. */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 export const OidcGrantType = z.enum(['authorization_code', 'refresh_token', DEVICE_CODE_GRANT]);
+/** The algorithms a client's assertion (`private_key_jwt`) may be signed with: asymmetric only, a client's keys being public ones. */
+export const AssertionAlgorithm = z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
+export type AssertionAlgorithm = z.infer<typeof AssertionAlgorithm>;
 export type OidcGrantType = z.infer<typeof OidcGrantType>;
 /** `pairwise`: the person is a different `sub` at each sector (an app cannot match people across venues). */
 export const OidcSubjectType = z.enum(['public', 'pairwise']);

@@ -134,6 +134,28 @@ describe('private_key_jwt', () => {
   }, LONG);
 });
 
+describe('private_key_jwt with a registered signing algorithm', () => {
+  it('takes assertions signed with that algorithm only (Dynamic Client Registration §2); the value must be one this provider verifies', async () => {
+    const rsa = await generateKeyPair('RS256', { extractable: true });
+    const ec = await generateKeyPair('ES256', { extractable: true });
+    const keys = [{ ...(await exportJWK(rsa.publicKey)), kid: 'rsa' }, { ...(await exportJWK(ec.publicKey)), kid: 'ec' }];
+    const app = await registered({ token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'RS256', jwks: { keys } });
+    const introspect = async (assertion: string) =>
+      (await fetch(`${server.url}/oidc/introspect`, { method: 'POST', body: new URLSearchParams({ token: 'x', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }) })).status;
+    const sign = (alg: string, kid: string, key: Parameters<SignJWT['sign']>[0], jti: string) => new SignJWT({ jti }).setProtectedHeader({ alg, kid }).setIssuer(app.client_id).setSubject(app.client_id).setAudience(server.url).setIssuedAt().setExpirationTime('1m').sign(key);
+    expect(await introspect(await sign('ES256', 'ec', ec.privateKey, 'with-es256'))).toBe(401);
+    expect(await introspect(await sign('RS256', 'rsa', rsa.privateKey, 'with-rs256'))).toBe(200);
+    const token = await approvedRegistrationToken(server);
+    for (const metadata of [
+      { token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'HS256', jwks: { keys } },
+      { token_endpoint_auth_method: 'client_secret_basic', token_endpoint_auth_signing_alg: 'RS256' },
+    ]) {
+      const refused = await registerByHttp(server, token, { redirect_uris: [REDIRECT], ...metadata });
+      expect(refused.body, JSON.stringify(metadata)).toMatchObject({ error: 'invalid_client_metadata' });
+    }
+  }, LONG);
+});
+
 describe('private_key_jwt with keys that cannot be read', () => {
   it('is invalid_client (401), never a 500, when the jwks_uri does not answer', async () => {
     const { privateKey } = await generateKeyPair('ES256', { extractable: true });

@@ -131,6 +131,11 @@ describe('while the person has not answered', () => {
     expect(tooSoon.body.error_description).toContain('10 seconds');
     clock.advance(10_000);
     expect(await poll(codes.device_code)).toMatchObject({ status: 400, body: { error: 'authorization_pending' } });
+    // A second of the interval is forgiven (the time an answer takes on its way), not more.
+    clock.advance(9_100);
+    expect(await poll(codes.device_code)).toMatchObject({ status: 400, body: { error: 'authorization_pending' } });
+    clock.advance(8_000);
+    expect(await poll(codes.device_code)).toMatchObject({ status: 400, body: { error: 'slow_down' } });
   });
 
   it('is expired_token once the codes expire, and the page no longer knows the code', async () => {
@@ -391,7 +396,7 @@ describe('clients', () => {
   });
 
   // Last: it spends the address's allowance, which every test of this file shares.
-  it('an address asking for too many device codes gets 429 slow_down, with Retry-After', async () => {
+  it('an address asking for too many device codes gets 429 with Retry-After, in RFC 6749 §5.2 words (slow_down is the token endpoint\'s)', async () => {
     let last: Response | undefined;
     for (let i = 0; i < 110; i += 1) {
       last = await fetch(`${server.url}/oidc/device/auth`, { method: 'POST', body: new URLSearchParams({ client_id: cli, scope: 'openid' }) });
@@ -399,6 +404,6 @@ describe('clients', () => {
     }
     expect(last?.status).toBe(429);
     expect(Number(last?.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(await last?.json()).toMatchObject({ error: 'slow_down' });
+    expect(await last?.json()).toMatchObject({ error: 'invalid_request' });
   });
 });

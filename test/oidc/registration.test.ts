@@ -46,6 +46,14 @@ describe('POST /oidc/register', () => {
     }
     expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'private_key_jwt' })).body).toMatchObject({ error: 'invalid_client_metadata' });
     expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT], grant_types: ['implicit'] })).body).toMatchObject({ error: 'invalid_client_metadata' });
+    // A sign-out address is other metadata (RFC 7591 §3.2.2), as node-oidc-provider answers; pages shown to people are http(s); contacts are addresses.
+    expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT], post_logout_redirect_uris: ['ftp://app.example/out'] })).body).toMatchObject({ error: 'invalid_client_metadata' });
+    for (const page of [{ client_uri: 'javascript:alert(1)' }, { logo_uri: 'data:image/png;base64,AAAA' }, { contacts: ['not an address'] }]) {
+      expect((await registerByHttp(server, token, { redirect_uris: [REDIRECT], ...page })).body, JSON.stringify(page)).toMatchObject({ error: 'invalid_client_metadata' });
+    }
+    // A device-grant client's redirect URIs receive nothing, so they prove no sector: pairwise needs a sector_identifier_uri.
+    const pairwiseDevice = await registerByHttp(server, token, { redirect_uris: [REDIRECT], subject_type: 'pairwise', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none' });
+    expect(pairwiseDevice.body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringContaining('sector_identifier_uri') });
     // A native app's private-use scheme, and https anywhere: both fine; the token is still good.
     const native = await registerByHttp(server, token, { redirect_uris: ['com.example.reviews:/callback', 'https://app.example/cb'], application_type: 'native', token_endpoint_auth_method: 'none' });
     expect(native.status, JSON.stringify(native.body)).toBe(201);
