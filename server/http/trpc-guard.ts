@@ -108,14 +108,23 @@ function checkStreamed(call: TrpcRequest): void {
 }
 
 /**
+ * The procedures that answer up to a thousand notes each: a batch calls each of them once at
+ * most, so one request cannot ask for ten thousand (the notes' reads wait their turn too:
+ * `NoteService`'s gate).
+ */
+const ONCE_A_BATCH = new Set(['venue.notes', 'venue.noteEdits']);
+
+/**
  * checkBatch: a batch calls each procedure its decoded path lists, split on `,` (so `%2C`
- * separates too): at most `maxBatch` of them, and all queries or all mutations (procedures
- * unknown to the router are left to tRPC's 404).
+ * separates too): at most `maxBatch` of them, each of `ONCE_A_BATCH` once at most, and all
+ * queries or all mutations (procedures unknown to the router are left to tRPC's 404).
  */
 function checkBatch(call: TrpcRequest, maxBatch: number, typeOf: (path: string) => string | undefined): void {
   if (!isBatch(call)) return;
   const paths = call.path.split(',');
   if (paths.length > maxBatch) throw new AppError('BadRequestError', `A batch may hold at most ${maxBatch} calls`);
+  const twice = paths.find((path, i) => ONCE_A_BATCH.has(path) && paths.indexOf(path) !== i);
+  if (twice) throw new AppError('BadRequestError', `A batch may call ${twice} once at most`);
   const types = new Set(paths.map(typeOf).filter((type) => type !== undefined));
   if (types.size > 1) throw new AppError('BadRequestError', 'A batch holds queries or mutations, not both');
 }

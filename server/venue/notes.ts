@@ -12,6 +12,7 @@ import {
   type PostNoteEditInput,
   type PostNoteInput,
 } from '../../shared/index.ts';
+import { Gate } from '../gate.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import type { UploadsView } from './collaborators.ts';
 import { type Reader, type Repos, type VenueDeps, VenuePart } from './readers.ts';
@@ -28,6 +29,13 @@ export const fieldValue = (note: Note, field: string): unknown => valueIn(note.c
  */
 export class NoteService extends VenuePart {
   readonly #uploads: UploadsView;
+  /**
+   * Lists of notes at once: a list reads every note its query matches before the reader's rights
+   * sort and page them, so a few asked together (tens of megabytes each for a venue of thousands
+   * of submissions) would otherwise hold the process's memory. Two at a time, 32 waiting, one
+   * person's two at most (guests count as one).
+   */
+  readonly #lists = new Gate({ width: 2, maxWaiting: 32, perOwner: 2, what: 'note lists' });
 
   constructor(deps: VenueDeps & { uploads: UploadsView }) {
     super(deps);
@@ -251,7 +259,11 @@ export class NoteService extends VenuePart {
    * asked, with how many there are in all. Asked by `id`, a missing note is a 404 and one the
    * reader may not read a 403, as on the real platform.
    */
-  async notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {
+  notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {
+    return this.#lists.run(reader?.profileId ?? 'guest', () => this.#notes(query, reader));
+  }
+
+  async #notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {
     const repos = this.repos();
     let author: string[] | undefined;
     const authorId = query['content.authorids'];

@@ -75,6 +75,7 @@ describe('a request tRPC cannot make calls of', () => {
     ['a path that does not percent-decode', '/trpc/%zz'],
     ['a batch mixing a query and a mutation', '/trpc/accounts.tildeUsername,accounts.logout?batch=1'],
     ['a batch past the limit, separated by %2C', `/trpc/${batchOf(11, '%2C')}?batch=1`],
+    ['a batch listing notes twice (up to a thousand each)', '/trpc/venue.notes,venue.notes?batch=1'],
     ['connectionParams that are not JSON', '/trpc/accounts.tildeUsername?connectionParams=zz'],
   ])('GET with %s is a 400 Error body', async (_what, path) => {
     expectErrorBody(await raw(`GET ${path}`), 400);
