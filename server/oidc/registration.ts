@@ -1,3 +1,4 @@
+import { addressKey } from '../accounts/ids.ts';
 import { AppError, ClientMetadata, DEVICE_CODE_GRANT, redirectUriProblem, OIDC_SCOPES, type OidcClient, type OidcScope, type RegisterApplicationInput, type RegisteredApplication } from '../../shared/index.ts';
 import { hashSecret, randomToken, safeEqual } from '../secrets.ts';
 import { InvalidClientMetadata, InvalidRedirectUri, InvalidRequest, InvalidToken, OAuthError } from './errors.ts';
@@ -63,9 +64,10 @@ export async function register(provider: Provider, bearer: string | undefined, b
 /**
  * A signed-in person registers an application from the account pages: the same metadata rules
  * as `register`, into the approval queue, without a registration access token (an operator or
- * super user manages it from then on). The secret is answered once.
+ * super user manages it from then on). The secret is answered once. Ten a day per person, 30 per
+ * address (`RATE_LIMITS`).
  */
-export async function registerForPerson(provider: Provider, input: RegisterApplicationInput): Promise<RegisteredApplication> {
+export async function registerForPerson(provider: Provider, input: RegisterApplicationInput, by: { profileId: string; address: string }): Promise<RegisteredApplication> {
   const redirectUris = input.kind === 'device' ? [] : input.redirectUris;
   // A public app coming back to a loopback address or a scheme of its own is a native app (RFC
   // 8252), answered at whatever port its system gives it, as one registered so by itself is.
@@ -89,6 +91,10 @@ export async function registerForPerson(provider: Provider, input: RegisterAppli
     if (!(error instanceof OAuthError)) throw error;
     throw new AppError('ValidationError', error.message, { path: error instanceof InvalidRedirectUri ? 'redirectUris' : 'name' });
   }
+  // Each waits in the operators' queue: a person (and an address) registers a few a day; a
+  // refused form counts for nothing.
+  await provider.limits.consume('registerApplicationAccount', by.profileId);
+  await provider.limits.consume('registerApplicationAddress', addressKey(by.address));
   const now = provider.now();
   const id = newClientId();
   const client = recordOf(id, metadata, { status: 'pending', approvedByToken: false, createdAt: now, updatedAt: now, registrationTokenHash: null });

@@ -82,7 +82,7 @@ export const oidcRouter = router({
     .meta({ whileImpersonating: 'refused' })
     .input(RegisterApplicationInput)
     .output(RegisteredApplication)
-    .mutation(({ ctx, input }) => ctx.services.oidc.registerForPerson(input)),
+    .mutation(({ ctx, input }) => ctx.services.oidc.registerForPerson(input, { profileId: ctx.user.profileId, address: ctx.origin.address })),
 
   consents: authedProcedure.output(OidcConsentsResult).query(async ({ ctx }) => ({ consents: await ctx.services.oidc.consents(ctx.user) })),
 

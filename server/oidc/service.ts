@@ -200,8 +200,8 @@ export class OidcService {
   }
 
   /** A person registers an application from the account pages, into the approval queue. */
-  registerForPerson(input: RegisterApplicationInput): Promise<RegisteredApplication> {
-    return registerForPerson(this.#provider, input);
+  registerForPerson(input: RegisterApplicationInput, by: { profileId: string; address: string }): Promise<RegisteredApplication> {
+    return registerForPerson(this.#provider, input, by);
   }
 
   /** An initial access token for the registration endpoint (`npm run admin -- oidc-client registration-token`). */

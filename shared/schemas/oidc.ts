@@ -158,7 +158,7 @@ export const RegisterApplicationInput = z
   .strictObject({
     name: z.string().trim().min(1, 'Give the application a name').max(200),
     /** None for a `device` (it signs people in with a code they type here). */
-    redirectUris: z.array(z.string().trim().min(1).max(2000)).max(20),
+    redirectUris: z.array(z.string().trim().min(1).max(2000)).max(10),
     /**
      * `confidential`: a server-side web app, given a secret; `public`: a browser or native app,
      * with PKCE (native when every address is a loopback one or a scheme of its own: answered at

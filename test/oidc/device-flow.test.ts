@@ -374,6 +374,18 @@ describe('clients', () => {
     expect(JSON.stringify(refused.body)).toContain('The address must use https');
   });
 
+  it('a person registers ten applications a day: each waits in the operators\' queue', async () => {
+    const person = await createActiveUser(server, { fullname: 'Many Apps' });
+    const { client: api } = await loggedIn(server, person.email);
+    const register = () => api.post('/trpc/oidc.registerApplication', { name: 'One More', redirectUris: [], kind: 'device', offline: false });
+    // A refused form counts for nothing.
+    expect((await api.post('/trpc/oidc.registerApplication', { name: 'No Address', redirectUris: [], kind: 'public', offline: false })).status).toBe(400);
+    for (let i = 0; i < 10; i += 1) expect((await register()).status).toBe(200);
+    const refused = await register();
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.data.error).toMatchObject({ name: 'TooManyError', details: { retryAfter: expect.any(Number) } });
+  });
+
   it('registration: redirect URIs only with the authorization_code grant, response_types matching it', async () => {
     const token = () => approvedRegistrationToken(server);
     expect((await registerByHttp(server, await token(), { grant_types: ['authorization_code', DEVICE_CODE_GRANT] })).body).toMatchObject({ error: 'invalid_redirect_uri' });
