@@ -16,6 +16,8 @@ const MAX_FIELD_BYTES = 1024;
  * refused before a byte of it is read.
  */
 export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+/** How long an upload's body may send nothing at all before it is given up (a stalled or trickling client). */
+export const UPLOAD_IDLE_MS = 60_000;
 
 /** The length the client announced, or null when it did not (chunked transfer). */
 export function announcedLength(req: Request): number | null {
@@ -44,7 +46,8 @@ export function checkUploadHeaders(req: Request, ceiling: number): void {
  * fields.
  *
  * The first refusal (a malformed part, a field too long or sent twice, a second file, a file
- * under another name, a file too large, the client going away) stops the reading at once: the
+ * under another name, a file too large, a body past the largest file and its overhead however
+ * it is sent, a minute with no byte, the client going away) stops the reading at once: the
  * request is unpiped, a file being received is cut off, and every temporary file is removed
  * before the promise rejects. Nothing that arrives after a refusal is ever written to disk. The
  * caller answers at once and closes the connection (`Connection: close`) rather than read the
@@ -183,6 +186,24 @@ export function readUpload(
     };
     req.on('aborted', interrupted);
     req.on('close', interrupted);
+    // What the headers could not say of a body sent without a length (chunked): past the largest
+    // file and its parts' overhead it is refused, however its bytes are spread (before the first
+    // boundary, after the last); and a body that sends nothing for a minute is given up, rather
+    // than held for the hour a request may take.
+    let bytes = 0;
+    const idle = setTimeout(stalled, UPLOAD_IDLE_MS);
+    function stalled() {
+      refuse(new AppError('RequestTimeoutError', 'The upload sent nothing for a minute'));
+    }
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > opts.ceiling + MULTIPART_OVERHEAD_BYTES) refuse(AppError.tooLarge('The request body is larger than the largest upload allowed', { path: 'file' }));
+      idle.refresh();
+    });
+    const done = () => clearTimeout(idle);
+    req.on('end', done);
+    req.on('close', done);
+    parser.on('close', done);
     req.pipe(parser);
   });
 }
