@@ -125,7 +125,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
   const authorize = providerPage(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
-    sendOutcome(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req)));
+    sendOutcome(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req), req.ip ?? req.socket.remoteAddress ?? 'unknown'));
   });
 
   // ---- token, userinfo, revocation ---------------------------------------------------------------

@@ -1,7 +1,8 @@
-import { OidcScope, type OidcClient } from '../../shared/index.ts';
+import { AppError, OidcScope, type OidcClient } from '../../shared/index.ts';
+import { addressKey } from '../accounts/ids.ts';
 import type { Viewer } from '../accounts/viewer.ts';
 import { hashSecret, randomToken } from '../secrets.ts';
-import { InvalidClient, InvalidRequest, InvalidRequestObject, InvalidRequestUri, InvalidScope, RequestNotSupported, RequestUriNotSupported, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
+import { InvalidClient, InvalidRequest, InvalidRequestObject, InvalidRequestUri, InvalidScope, RequestNotSupported, RequestUriNotSupported, TemporarilyUnavailable, UnauthorizedClient, UnsupportedResponseType } from './errors.ts';
 import { next, usable } from './flow.ts';
 import { checkIdTokenHint } from './id-token-hint.ts';
 import { checkOnce, errorOutcome, sent, STATE_MAX, type Outcome, type Provider, type ResponseMode } from './provider.ts';
@@ -51,7 +52,7 @@ type Back = Pick<AuthorizationParams, 'redirectUri' | 'state' | 'responseMode'>;
  * beside them is ignored. A client registered with `require_pushed_authorization_requests` is
  * refused any other way.
  */
-export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
+export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null, address = 'local'): Promise<Outcome> {
   let back: Back | undefined;
   try {
     // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is
@@ -73,8 +74,14 @@ export async function authorize(provider: Provider, query: Record<string, unknow
       completedAt: null,
     };
     // Stored only when a page has to continue it: a person with a session and a consent goes
-    // straight back with a code, and their request needs no row.
-    const store = () => provider.repo.insertInteraction(interaction.id, params, now, interaction.expiresAt);
+    // straight back with a code, and their request needs no row. Each row lives ten minutes, so
+    // an address stores a few hundred in fifteen (past it, `temporarily_unavailable` to the client).
+    const store = async () => {
+      await provider.limits.consume('authorizationRequestAddress', addressKey(address)).catch((error: unknown) => {
+        throw error instanceof AppError && error.name === 'TooManyError' ? new TemporarilyUnavailable('Too many sign-in requests from this address; try again in a few minutes') : error;
+      });
+      await provider.repo.insertInteraction(interaction.id, params, now, interaction.expiresAt);
+    };
     return await next(provider, interaction, usable(viewer), store);
   } catch (error) {
     return errorOutcome(provider, error, back);

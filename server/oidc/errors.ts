@@ -112,6 +112,11 @@ export class UnmetAuthenticationRequirements extends OAuthError {
   readonly error = 'unmet_authentication_requirements';
 }
 
+/** RFC 6749 §4.1.2.1: the server cannot take the request now (here, an address past its allowance of stored sign-in requests). */
+export class TemporarilyUnavailable extends OAuthError {
+  readonly error = 'temporarily_unavailable';
+}
+
 /** The person answered "Deny" on the consent page. */
 export class AccessDenied extends OAuthError {
   readonly error = 'access_denied';

@@ -139,8 +139,9 @@ export class OidcService {
     return discovery(this.#provider.issuer);
   }
 
-  authorize(query: Record<string, unknown>, viewer: Viewer | null): Promise<Outcome> {
-    return authorize(this.#provider, query, viewer);
+  /** `address`: the client address the request came from (`authorize`'s rate limit). */
+  authorize(query: Record<string, unknown>, viewer: Viewer | null, address = 'local'): Promise<Outcome> {
+    return authorize(this.#provider, query, viewer, address);
   }
 
   token(form: Record<string, unknown>, authorization?: string): Promise<TokenAnswer> {
