@@ -91,10 +91,14 @@ const migrationSource: Knex.MigrationSource<(typeof migrations)[number]> = {
  * advisory lock held until the transaction ends, and the transaction reads what committed before
  * it got the lock (read committed), so the second to run sees the first one's work.
  */
-export async function exclusively<T>(db: Db, name: string, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+export async function exclusively<T>(db: Db, name: string, work: (trx: Knex.Transaction) => Promise<T>, opts: { unbounded?: boolean } = {}): Promise<T> {
   if (!isPostgres(db)) return db.transaction(work);
   return db.transaction(
     async (trx) => {
+      // `unbounded`: neither the wait for the lock nor a statement of the work is cut short by the
+      // connection's timeouts (`db/postgres.ts`: 5 s for a lock, 60 s a statement), for work that
+      // may take minutes on a large install, such as a migration another process is running.
+      if (opts.unbounded) await trx.raw('set local lock_timeout = 0; set local statement_timeout = 0');
       await trx.raw('select pg_advisory_xact_lock(?::bigint)', [advisoryKey(name)]);
       return work(trx);
     },
@@ -111,7 +115,30 @@ export async function exclusively<T>(db: Db, name: string, work: (trx: Knex.Tran
  * process killed half-way leaves nothing behind.
  */
 export async function migrateToLatest(db: Db): Promise<void> {
-  await exclusively(db, 'migrations', (trx) => trx.migrate.latest());
+  await exclusively(
+    db,
+    'migrations',
+    async (trx) => {
+      await renameMigrations(trx);
+      await trx.migrate.latest();
+    },
+    // A migration of a large install may take minutes, and processes started with it wait for it.
+    { unbounded: true },
+  );
+}
+
+/** Migrations renamed after a version was out (the one before the arrow), as that version recorded them. */
+const RENAMED_MIGRATIONS: ReadonlyArray<[string, string]> = [['20261123000000_note_deletion', '20261123020000_note_deletion']];
+
+/** A recorded migration's name as this version names it. */
+export function migrationNameNow(recorded: string): string {
+  return RENAMED_MIGRATIONS.find(([before]) => before === recorded)?.[1] ?? recorded;
+}
+
+/** An install that recorded a migration under an earlier name has it recorded under its name now (Knex refuses names it does not know). */
+async function renameMigrations(trx: Knex.Transaction): Promise<void> {
+  if (!(await trx.schema.hasTable('knex_migrations'))) return;
+  for (const [before, now] of RENAMED_MIGRATIONS) await trx('knex_migrations').where({ name: before }).update({ name: now });
 }
 
 /**

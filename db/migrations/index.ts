@@ -40,6 +40,7 @@ import * as oidcClientApprovedByToken from './20261129200000_oidc_client_approve
 import * as oidcPushedRequests from './20261129210000_oidc_pushed_requests.ts';
 import * as tusFinalOnce from './20261129220000_tus_final_once.ts';
 import * as signInAlertAddress from './20261129230000_sign_in_alert_address.ts';
+import * as textColumnsAgain from './20261129233000_text_columns_again.ts';
 
 export interface Migration {
   name: string;
@@ -90,4 +91,5 @@ export const migrations: Migration[] = [
   { name: '20261129210000_oidc_pushed_requests', ...oidcPushedRequests },
   { name: '20261129220000_tus_final_once', ...tusFinalOnce },
   { name: '20261129230000_sign_in_alert_address', ...signInAlertAddress },
+  { name: '20261129233000_text_columns_again', ...textColumnsAgain },
 ];

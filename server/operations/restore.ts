@@ -8,6 +8,7 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../../shared/errors.ts';
 import { migrations } from '../../db/migrations/index.ts';
+import { migrationNameNow } from '../../db/knex.ts';
 import type { Config } from '../config.ts';
 import {
   addressOf,
@@ -59,7 +60,8 @@ export async function restore(config: Pick<Config, 'dataDir' | 'databaseUrl' | '
     if (problem) throw damaged(source, `its database fails SQLite's integrity check (${problem})`);
     const contents = await readContents(database);
     const known = new Set(migrations.map((m) => m.name));
-    const unknown = contents.migrations.filter((name) => !known.has(name));
+    const recorded = contents.migrations.map(migrationNameNow);
+    const unknown = recorded.filter((name) => !known.has(name));
     if (unknown.length > 0) {
       throw new AppError('ValidationError', `The backup's database was migrated by a newer version of this service (${shortList(unknown)} unknown here): restore it with that version or a later one.`);
     }
@@ -73,7 +75,7 @@ export async function restore(config: Pick<Config, 'dataDir' | 'databaseUrl' | '
 
     for (const dir of [path.join(aside, 'files', 'pdf'), path.join(aside, 'files', 'attachment'), path.join(aside, 'files'), aside]) await syncFolder(dir);
     await moveIntoPlace(aside, target);
-    const applied = new Set(contents.migrations);
+    const applied = new Set(recorded);
     return { dataDir: target, manifest, pending: migrations.filter((m) => !applied.has(m.name)).length };
   } catch (error) {
     await rm(aside, { recursive: true, force: true });

@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, type Db } from '../../db/knex.ts';
+import { advisoryKey } from '../../db/postgres.ts';
 import { migrations } from '../../db/migrations/index.ts';
 import { openTestDatabase, TEST_POSTGRES_URL } from '../helpers/database.ts';
 import { childEnv, tempDir } from '../helpers/server.ts';
@@ -130,6 +131,38 @@ describe('migrations', () => {
     expect([done.length, pending.length]).toEqual([migrations.length, 0]);
     expect(await db('knex_migrations_lock').select('is_locked')).toEqual([{ is_locked: 0 }]);
   }, 60_000);
+
+  it.runIf(TEST_POSTGRES_URL)('leave no varchar column on PostgreSQL: lengths are the request schemas\' (a profile id may pass 300 characters)', async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    const { rows } = (await db.raw(
+      "select table_name || '.' || column_name as name from information_schema.columns where table_schema = current_schema() and data_type = 'character varying' and table_name not like 'knex\\_%'",
+    )) as { rows: Array<{ name: string }> };
+    expect(rows.map((r) => r.name)).toEqual([]);
+  });
+
+  it.runIf(TEST_POSTGRES_URL)('wait on PostgreSQL for another process\'s migration however long it takes (past the connections\' 5 s lock timeout)', async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    // Another process holding the migrations' lock for six seconds, as a long migration would.
+    const holding = db.transaction(async (trx) => {
+      await trx.raw('select pg_advisory_xact_lock(?::bigint)', [advisoryKey('migrations')]);
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await migrateToLatest(db);
+    await holding;
+  }, 30_000);
+
+  it('record a migration under the name this version gives it, when an install recorded an earlier one', async () => {
+    const db = await fresh();
+    await migrateToLatest(db);
+    await db('knex_migrations').where({ name: '20261123020000_note_deletion' }).update({ name: '20261123000000_note_deletion' });
+    await migrateToLatest(db);
+    const [done, pending] = await db.migrate.list();
+    expect([done.length, pending.length]).toEqual([migrations.length, 0]);
+    expect(await db('knex_migrations').where({ name: '20261123000000_note_deletion' })).toEqual([]);
+  });
 
   it.skipIf(TEST_POSTGRES_URL)('opens SQLite with foreign keys and WAL on', async () => {
     const db = await fresh();
