@@ -32,10 +32,11 @@ export class NoteService extends VenuePart {
   /**
    * Lists of notes at once: a list reads every note its query matches before the reader's rights
    * sort and page them, so a few asked together (tens of megabytes each for a venue of thousands
-   * of submissions) would otherwise hold the process's memory. Two at a time, 32 waiting, one
-   * person's two at most (guests count as one).
+   * of submissions) would otherwise hold the process's memory. Two at a time, 64 waiting, eight
+   * of one person's (or one guest address's) running or waiting: a page's few lists asked
+   * together wait their turn, a flood from one caller is refused.
    */
-  readonly #lists = new Gate({ width: 2, maxWaiting: 32, perOwner: 2, what: 'note lists' });
+  readonly #lists = new Gate({ width: 2, maxWaiting: 64, perOwner: 8, what: 'note lists' });
 
   constructor(deps: VenueDeps & { uploads: UploadsView }) {
     super(deps);
@@ -259,8 +260,9 @@ export class NoteService extends VenuePart {
    * asked, with how many there are in all. Asked by `id`, a missing note is a 404 and one the
    * reader may not read a 403, as on the real platform.
    */
-  notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {
-    return this.#lists.run(reader?.profileId ?? 'guest', () => this.#notes(query, reader));
+  /** `owner`: whose turn it is among lists waiting (the person; a guest's address). */
+  notes(query: NotesQuery, reader: Reader, owner = reader?.profileId ?? 'guest'): Promise<{ notes: Note[]; count: number }> {
+    return this.#lists.run(owner, () => this.#notes(query, reader));
   }
 
   async #notes(query: NotesQuery, reader: Reader): Promise<{ notes: Note[]; count: number }> {

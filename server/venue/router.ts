@@ -78,7 +78,11 @@ export const venueRouter = router({
   notes: publicProcedure
     .input(NotesQuery)
     .output(NotesResult)
-    .query(async ({ ctx, input }) => ctx.services.notes.notes(input, await ctx.optionalViewer())),
+    .query(async ({ ctx, input }) => {
+      const viewer = await ctx.optionalViewer();
+      // Whose turn it is among lists waiting (`NoteService`'s gate): the person's, or a guest's address.
+      return ctx.services.notes.notes(input, viewer, viewer?.profileId ?? `address:${ctx.origin.address}`);
+    }),
 
   noteEdits: publicProcedure
     .input(NoteEditsQuery)
