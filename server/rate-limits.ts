@@ -49,7 +49,7 @@ export const RATE_LIMITS = {
   deviceCodeAccount: { points: 10, seconds: 15 * 60 },
   deviceCodeAddress: { points: 100, seconds: 15 * 60 },
   /** Sign-in requests stored for the login and consent pages (`oidc/authorize.ts`), by address: each is a row for ten minutes. */
-  authorizationRequestAddress: { points: 300, seconds: 15 * 60 },
+  authorizationRequestAddress: { points: 1000, seconds: 15 * 60 },
   /** Applications a signed-in person registers from the account pages, by person and by address: each waits in the operators' queue. */
   registerApplicationAccount: { points: 10, seconds: 24 * 60 * 60 },
   registerApplicationAddress: { points: 30, seconds: 24 * 60 * 60 },

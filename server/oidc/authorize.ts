@@ -75,7 +75,7 @@ export async function authorize(provider: Provider, query: Record<string, unknow
     };
     // Stored only when a page has to continue it: a person with a session and a consent goes
     // straight back with a code, and their request needs no row. Each row lives ten minutes, so
-    // an address stores a few hundred in fifteen (past it, `temporarily_unavailable` to the client).
+    // an address stores a thousand in fifteen minutes (past it, `temporarily_unavailable` to the client).
     const store = async () => {
       await provider.limits.consume('authorizationRequestAddress', addressKey(address)).catch((error: unknown) => {
         throw error instanceof AppError && error.name === 'TooManyError' ? new TemporarilyUnavailable('Too many sign-in requests from this address; try again in a few minutes') : error;
