@@ -179,33 +179,43 @@ function sinceSignIn(alert: { createdAt: number }, session: { createdAt: number 
 }
 
 /**
- * The profile's addresses as they were before `since`, as far as can be told: the address the
- * alert was mailed to (`alerted`, which the person clicking its link has just shown they read)
- * given back if it was removed and no one else holds it, and made preferred again; every
- * address added since removed (unless no confirmed one would be left), and no longer named
- * preferred. `resetTo`: where the reset link goes, the alerted address, or for a link mailed
- * before alerts kept theirs, the first confirmed address held before; never one added since.
+ * The profile's addresses as they were before `since`, as far as can be told. The address the
+ * alert was mailed to (`alerted`; the person clicking its link has just shown they read it) is
+ * given back if it was removed, confirmed, with its groups, taken from a profile that only
+ * claimed it unconfirmed since (a sign-up parked on it), and made preferred again. Every address
+ * added since is removed, and no longer named preferred; even the last confirmed one, when the
+ * alerted address could not be given back (another profile proved it since), as it is the
+ * intruder's. `resetTo`: where the reset link goes: the alerted address when the profile holds
+ * it, otherwise the first confirmed address held before; never one added since, and none at all
+ * when there is no such address (the person then needs the operators).
  */
 async function addressesPutBack(repo: AccountsRepository, profileId: string, since: number, alerted: string | null, now: number): Promise<{ removed: string[]; restored: string | null; resetTo: string | null }> {
   const own = alerted === null ? null : normaliseEmail(alerted);
   let restored: string | null = null;
-  if (own !== null && !(await repo.emails.emailsOf(profileId)).some((e) => e.email === own) && (await repo.emails.findEmail(own)) === null) {
-    await repo.emails.addEmail(profileId, own, true, now);
-    restored = own;
+  if (own !== null) {
+    const holder = await repo.emails.findEmail(own);
+    if (holder === null || (holder.profileId !== profileId && !holder.confirmed)) {
+      if (holder) await repo.emails.removeEmail(holder.profileId, own);
+      await repo.emails.addEmail(profileId, own, true, now);
+      restored = own;
+    } else if (holder.profileId === profileId && !holder.confirmed) {
+      await repo.emails.confirmEmail(profileId, own);
+      restored = own;
+    }
+    if (restored) await repo.groups.linkEmailGroups(profileId, own, now);
   }
   const added = (await repo.emails.addedSince(profileId, since)).filter((email) => email !== own);
   const held = await repo.emails.emailsOf(profileId);
+  const ownHeld = own !== null && held.some((e) => e.email === own && e.confirmed);
   const left = held.filter((e) => !added.includes(e.email));
-  const removed = left.some((e) => e.confirmed) ? added : [];
-  for (const email of removed) await repo.emails.removeEmail(profileId, email);
+  for (const email of added) await repo.emails.removeEmail(profileId, email);
   const profile = await repo.profiles.find(profileId);
   if (profile) {
     const named = profile.content.preferredEmail;
     const { preferredEmail: _named, ...content } = profile.content;
-    const ownHeld = own !== null && (restored !== null || held.some((e) => e.email === own && e.confirmed));
     if (ownHeld && named !== own) await repo.profiles.update(profileId, { content: { ...content, preferredEmail: own } }, now);
-    else if (!ownHeld && named !== undefined && removed.includes(normaliseEmail(named))) await repo.profiles.update(profileId, { content }, now);
+    else if (!ownHeld && named !== undefined && added.includes(normaliseEmail(named))) await repo.profiles.update(profileId, { content }, now);
   }
-  const resetTo = own ?? left.find((e) => e.confirmed)?.email ?? null;
-  return { removed, restored, resetTo };
+  const resetTo = ownHeld ? own : (left.find((e) => e.confirmed)?.email ?? null);
+  return { removed: added, restored, resetTo };
 }

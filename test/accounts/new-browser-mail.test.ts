@@ -13,7 +13,7 @@ import { Client } from '../helpers/http.ts';
 import { Secret, TOTP } from 'otpauth';
 import { lastMailTo, readOutbox, type Mail } from '../helpers/outbox.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { createActiveUser, PASSWORD } from '../helpers/users.ts';
+import { createActiveUser, PASSWORD, registerAndGetToken } from '../helpers/users.ts';
 import { approvedRegistrationToken, REDIRECT, registerByHttp, startLogoutReceiver, UserAgent, type LogoutReceiver } from '../oidc/helpers.ts';
 
 const FIREFOX = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:132.0) Gecko/20100101 Firefox/132.0';
@@ -222,6 +222,34 @@ describe('"This was not me" after the intruder took the address the mail went to
     expect((await new Client(server.url).request('PUT', '/activatelink', { email: later, token: laterCode })).status).toBe(400);
     expect((await new Client(server.url).request('PUT', `/reset/${theirReset}`, { password: 'An0ther-Long-Passphrase!' })).status).toBe(400);
     expect((await db('profile_emails').where({ profile_id: user.id })).map((e) => e.email)).toEqual([user.email]);
+  }, LONG);
+});
+
+describe('"This was not me" when a sign-up was parked on the removed address', () => {
+  it('takes the address back from the unconfirmed sign-up, and the reset link mailed there works', async () => {
+    const user = await createActiveUser(server);
+    await login(new Client(server.url), user.email, FIREFOX);
+    const intruder = new Client(server.url);
+    await login(intruder, user.email, CHROME_MAC);
+    const [mail] = await newBrowserMails(user.email);
+    const theirs = `parked-${user.id.slice(1).toLowerCase()}@attacker.test`;
+    expect((await intruder.post('/user/confirm', { alternate: theirs, username: user.id })).status).toBe(200);
+    const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, theirs)).text)?.[1];
+    expect((await intruder.request('PUT', '/activatelink', { email: theirs, token: code })).status).toBe(200);
+    expect((await intruder.post('/trpc/accounts.setPreferredEmail', { email: theirs })).status).toBe(200);
+    expect((await intruder.post('/trpc/accounts.removeEmail', { email: user.email })).status).toBe(200);
+    // The person's address, claimed by a new sign-up that no one confirms.
+    await registerAndGetToken(server, { email: user.email, fullname: 'Parked Here' });
+
+    const done = await new Client(server.url).post('/security/not-me', { token: notMeToken(mail as Mail) });
+    expect(done.body).toEqual({ status: 'ok', maskedEmail: `${user.email[0]}•••@${user.email.split('@')[1]}` });
+    const db = server.service.db;
+    expect((await db('profile_emails').where({ email: user.email })).map((e) => [e.profile_id, Boolean(e.confirmed)])).toEqual([[user.id, true]]);
+    expect((await db('profile_emails').where({ profile_id: user.id })).map((e) => e.email)).toEqual([user.email]);
+    const reset = (await readOutbox(server.dataDir)).filter((m) => m.subject === 'Password reset' && m.to === user.email);
+    expect(reset).toHaveLength(1);
+    const token = /token=([\w-]+)/.exec(reset[0]?.text ?? '')?.[1];
+    expect((await new Client(server.url).request('PUT', `/reset/${token}`, { password: 'An0ther-Long-Passphrase!' })).status).toBe(200);
   }, LONG);
 });
 
