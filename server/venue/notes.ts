@@ -262,6 +262,8 @@ export class NoteService extends VenuePart {
    */
   /** `owner`: whose turn it is among lists waiting (the person; a guest's address). */
   notes(query: NotesQuery, reader: Reader, owner = reader?.profileId ?? 'guest'): Promise<{ notes: Note[]; count: number }> {
+    // A note asked for by its id reads one note: it waits for no list.
+    if (query.id !== undefined) return this.#notes(query, reader);
     return this.#lists.run(owner, () => this.#notes(query, reader));
   }
 
