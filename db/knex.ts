@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import knex, { type Knex } from 'knex';
 import type { RateLimiterAbstract, RateLimiterPostgres as PostgresLimiter, RateLimiterRes as LimiterAnswer } from 'rate-limiter-flexible';
 import { migrations } from './migrations/index.ts';
-import { advisoryKey, isPostgres, postgresConfig, retryingSerializable } from './postgres.ts';
+import { advisoryKey, isPostgres, LOCK_TIMEOUT, postgresConfig, retryingSerializable } from './postgres.ts';
 import { readsOnly } from './queries.ts';
 import { BackgroundCheckpoints, sqliteConfig } from './sqlite.ts';
 
@@ -95,11 +95,14 @@ export async function exclusively<T>(db: Db, name: string, work: (trx: Knex.Tran
   if (!isPostgres(db)) return db.transaction(work);
   return db.transaction(
     async (trx) => {
-      // `unbounded`: neither the wait for the lock nor a statement of the work is cut short by the
+      // `unbounded`: neither the wait for this lock nor a statement of the work is cut short by the
       // connection's timeouts (`db/postgres.ts`: 5 s for a lock, 60 s a statement), for work that
-      // may take minutes on a large install, such as a migration another process is running.
+      // may take minutes on a large install, such as a migration another process is running. The
+      // work's own locks keep their 5 s: a schema change waiting behind a long transaction would
+      // otherwise hold every later reader of its table for as long.
       if (opts.unbounded) await trx.raw('set local lock_timeout = 0; set local statement_timeout = 0');
       await trx.raw('select pg_advisory_xact_lock(?::bigint)', [advisoryKey(name)]);
+      if (opts.unbounded) await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
       return work(trx);
     },
     { isolationLevel: 'read committed' },

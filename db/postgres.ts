@@ -28,7 +28,7 @@ export function postgresConfig(url: string): Knex.Config {
       // A lock or statement that runs this long is a fault, answered as "busy" (503), not a wait
       // that holds the connection forever.
       afterCreate(conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) {
-        conn.query("SET lock_timeout = '5s'; SET statement_timeout = '60s'; SET idle_in_transaction_session_timeout = '60s'", (err) => done(err, conn));
+        conn.query(`SET lock_timeout = '${LOCK_TIMEOUT}'; SET statement_timeout = '60s'; SET idle_in_transaction_session_timeout = '60s'`, (err) => done(err, conn));
       },
     },
   };
@@ -51,6 +51,8 @@ export function isPostgres(db: Knex): boolean {
 }
 
 /** How often a transaction is tried when concurrent ones keep conflicting with it. */
+/** How long a statement waits for a row's or a table's lock before it is a 503 (`55P03`). */
+export const LOCK_TIMEOUT = '5s';
 const SERIALIZATION_ATTEMPTS = 12;
 
 /**
