@@ -52,7 +52,7 @@ export const RATE_LIMITS = {
   authorizationRequestAddress: { points: 1000, seconds: 15 * 60 },
   /** Applications a signed-in person registers from the account pages, by person and by address: each waits in the operators' queue. */
   registerApplicationAccount: { points: 10, seconds: 24 * 60 * 60 },
-  registerApplicationAddress: { points: 30, seconds: 24 * 60 * 60 },
+  registerApplicationAddress: { points: 100, seconds: 24 * 60 * 60 },
 } as const;
 
 export type RateLimitName = keyof typeof RATE_LIMITS;

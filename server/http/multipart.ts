@@ -193,7 +193,10 @@ export function readUpload(
     let bytes = 0;
     const idle = setTimeout(stalled, UPLOAD_IDLE_MS);
     function stalled() {
-      refuse(new AppError('RequestTimeoutError', 'The upload sent nothing for a minute'));
+      // Paused by us (the store or the field's limit still being worked out holds the bytes back):
+      // the client is not the one waiting.
+      if (req.isPaused()) idle.refresh();
+      else refuse(new AppError('RequestTimeoutError', 'The upload sent nothing for a minute'));
     }
     req.on('data', (chunk: Buffer) => {
       bytes += chunk.length;

@@ -124,7 +124,8 @@ async function checkAssertion(provider: Provider, client: ClientRecord, assertio
       audience: [...new Set([provider.issuer, `${provider.issuer}/oidc/token`, endpoint])],
       // The one a client registered (`token_endpoint_auth_signing_alg`) is the one it signs with:
       // Dynamic Client Registration §2, any other refused.
-      algorithms: typeof client.metadata?.token_endpoint_auth_signing_alg === 'string' ? [client.metadata.token_endpoint_auth_signing_alg] : ASSERTION_ALGORITHMS,
+      // (A value stored before it was checked, that no assertion could be signed with, is no rule.)
+      algorithms: registeredAlgorithm(client) ?? ASSERTION_ALGORITHMS,
       requiredClaims: ['exp', 'jti'],
       currentDate: new Date(nowSeconds * 1000),
       clockTolerance: 5,
@@ -137,6 +138,12 @@ async function checkAssertion(provider: Provider, client: ClientRecord, assertio
   const jti = payload.jti as string;
   if (jti.length === 0 || jti.length > 200) throw new InvalidClient('Invalid client assertion');
   if (!(await provider.registry.recordAssertion(client.id, jti, exp * 1000))) throw new InvalidClient('The client assertion was used before');
+}
+
+/** The algorithm the client registered for its assertions, when it is one this provider verifies. */
+function registeredAlgorithm(client: ClientRecord): string[] | undefined {
+  const parsed = AssertionAlgorithm.safeParse(client.metadata?.token_endpoint_auth_signing_alg);
+  return parsed.success ? [parsed.data] : undefined;
 }
 
 function keySetOf(client: ClientRecord): JWTVerifyGetKey | null {

@@ -64,7 +64,7 @@ export async function register(provider: Provider, bearer: string | undefined, b
 /**
  * A signed-in person registers an application from the account pages: the same metadata rules
  * as `register`, into the approval queue, without a registration access token (an operator or
- * super user manages it from then on). The secret is answered once. Ten a day per person, 30 per
+ * super user manages it from then on). The secret is answered once. Ten a day per person, 100 per
  * address (`RATE_LIMITS`).
  */
 export async function registerForPerson(provider: Provider, input: RegisterApplicationInput, by: { profileId: string; address: string }): Promise<RegisteredApplication> {
