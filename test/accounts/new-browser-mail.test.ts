@@ -190,20 +190,29 @@ describe('"This was not me" after the intruder changed the account', () => {
   }, LONG);
 });
 
+/**
+ * A person signed in once in their own browser; then someone who knows the password signs in from
+ * another, adds an address of their own (confirmed), makes it preferred and removes the person's.
+ * The new-browser mail, the intruder's client and their address.
+ */
+async function takenOver(prefix: string): Promise<{ user: Awaited<ReturnType<typeof createActiveUser>>; mail: Mail; intruder: Client; theirs: string }> {
+  const user = await createActiveUser(server);
+  await login(new Client(server.url), user.email, FIREFOX);
+  const intruder = new Client(server.url);
+  await login(intruder, user.email, CHROME_MAC);
+  const [mail] = await newBrowserMails(user.email);
+  const theirs = `${prefix}-${user.id.slice(1).toLowerCase()}@attacker.test`;
+  expect((await intruder.post('/user/confirm', { alternate: theirs, username: user.id })).status).toBe(200);
+  const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, theirs)).text)?.[1];
+  expect((await intruder.request('PUT', '/activatelink', { email: theirs, token: code })).status).toBe(200);
+  expect((await intruder.post('/trpc/accounts.setPreferredEmail', { email: theirs })).status).toBe(200);
+  expect((await intruder.post('/trpc/accounts.removeEmail', { email: user.email })).status).toBe(200);
+  return { user, mail: mail as Mail, intruder, theirs };
+}
+
 describe('"This was not me" after the intruder took the address the mail went to', () => {
   it("gives the person's address back, makes it preferred, and voids the links and codes the intruder was sent", async () => {
-    const user = await createActiveUser(server);
-    await login(new Client(server.url), user.email, FIREFOX);
-    const intruder = new Client(server.url);
-    await login(intruder, user.email, CHROME_MAC);
-    const [mail] = await newBrowserMails(user.email);
-    // Their own address, confirmed and preferred; the person's removed.
-    const theirs = `own-${user.id.slice(1).toLowerCase()}@attacker.test`;
-    expect((await intruder.post('/user/confirm', { alternate: theirs, username: user.id })).status).toBe(200);
-    const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, theirs)).text)?.[1];
-    expect((await intruder.request('PUT', '/activatelink', { email: theirs, token: code })).status).toBe(200);
-    expect((await intruder.post('/trpc/accounts.setPreferredEmail', { email: theirs })).status).toBe(200);
-    expect((await intruder.post('/trpc/accounts.removeEmail', { email: user.email })).status).toBe(200);
+    const { user, mail, intruder, theirs } = await takenOver('own');
     // A second address asked for and kept for later, and a reset link to their address.
     const later = `later-${user.id.slice(1).toLowerCase()}@attacker.test`;
     expect((await intruder.post('/user/confirm', { alternate: later, username: user.id })).status).toBe(200);
@@ -211,7 +220,7 @@ describe('"This was not me" after the intruder took the address the mail went to
     expect((await new Client(server.url).post('/resettable', { id: theirs, token: 'dev-ok' })).status).toBe(200);
     const theirReset = /token=([\w-]+)/.exec((await lastMailTo(server.dataDir, theirs)).text)?.[1];
 
-    const done = await new Client(server.url).post('/security/not-me', { token: notMeToken(mail as Mail) });
+    const done = await new Client(server.url).post('/security/not-me', { token: notMeToken(mail) });
     expect(done.body).toEqual({ status: 'ok', maskedEmail: `${user.email[0]}•••@${user.email.split('@')[1]}` });
     const db = server.service.db;
     expect((await db('profile_emails').where({ profile_id: user.id })).map((e) => [e.email, Boolean(e.confirmed)])).toEqual([[user.email, true]]);
@@ -227,17 +236,7 @@ describe('"This was not me" after the intruder took the address the mail went to
 
 describe('"This was not me" when a sign-up was parked on the removed address', () => {
   it('takes the address back from the unconfirmed sign-up, and the reset link mailed there works', async () => {
-    const user = await createActiveUser(server);
-    await login(new Client(server.url), user.email, FIREFOX);
-    const intruder = new Client(server.url);
-    await login(intruder, user.email, CHROME_MAC);
-    const [mail] = await newBrowserMails(user.email);
-    const theirs = `parked-${user.id.slice(1).toLowerCase()}@attacker.test`;
-    expect((await intruder.post('/user/confirm', { alternate: theirs, username: user.id })).status).toBe(200);
-    const code = /code: (\d{6})/.exec((await lastMailTo(server.dataDir, theirs)).text)?.[1];
-    expect((await intruder.request('PUT', '/activatelink', { email: theirs, token: code })).status).toBe(200);
-    expect((await intruder.post('/trpc/accounts.setPreferredEmail', { email: theirs })).status).toBe(200);
-    expect((await intruder.post('/trpc/accounts.removeEmail', { email: user.email })).status).toBe(200);
+    const { user, mail } = await takenOver('parked');
     // The person's address, claimed by a new sign-up that no one confirms.
     await registerAndGetToken(server, { email: user.email, fullname: 'Parked Here' });
 
