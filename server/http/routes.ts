@@ -395,7 +395,7 @@ export const routes: Route[] = [
   { kind: 'procedure', method: 'post', path: '/invitations', procedure: 'venue.saveInvitation', input: 'body', summary: 'Create or replace an invitation of a venue', errors: [404] },
   { kind: 'procedure', method: 'get', path: '/invitations', procedure: 'venue.invitations', input: 'query', summary: 'An invitation with its form', errors: [404] },
   { kind: 'procedure', method: 'post', path: '/notes', procedure: 'venue.postNote', input: 'body', summary: 'Post or edit a note under an invitation', errors: [404] },
-  { kind: 'procedure', method: 'get', path: '/notes', procedure: 'venue.notes', input: 'query', summary: 'Notes the caller may read; by `id`, a missing note is a 404; lists wait their turn, a caller with eight under way is told 429', errors: [403, 404, 429] },
+  { kind: 'procedure', method: 'get', path: '/notes', procedure: 'venue.notes', input: 'query', summary: 'Notes the caller may read; by `id`, a missing note is a 404; lists wait their turn, a caller with 64 under way is told 429', errors: [403, 404, 429] },
   { kind: 'procedure', method: 'get', path: '/notes/edits', procedure: 'venue.noteEdits', input: 'query', summary: 'The revisions of a note, or one revision by id', errors: [404] },
   { kind: 'procedure', method: 'post', path: '/notes/edits', procedure: 'venue.postNoteEdit', input: 'body', summary: 'Post, revise or delete a note as an edit (the real platform’s way)', errors: [404] },
   { kind: 'procedure', method: 'delete', path: '/notes', procedure: 'venue.deleteNote', input: 'query-or-body', summary: 'Delete a note (`?id=`, or `{id}` as a JSON body)', errors: [404] },

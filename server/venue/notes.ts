@@ -31,12 +31,14 @@ export class NoteService extends VenuePart {
   readonly #uploads: UploadsView;
   /**
    * Lists of notes at once: a list reads every note its query matches before the reader's rights
-   * sort and page them, so a few asked together (tens of megabytes each for a venue of thousands
-   * of submissions) would otherwise hold the process's memory. Two at a time, 64 waiting, eight
-   * of one person's (or one guest address's) running or waiting: a page's few lists asked
-   * together wait their turn, a flood from one caller is refused.
+   * sort and page them, so many asked together (tens of megabytes each for a venue of thousands
+   * of submissions) would otherwise hold the process's memory. Four at a time, which is what
+   * bounds it; 256 waiting, 64 of one person's (or one guest address's) running or waiting. The
+   * real web client asks for every page of a large venue's submissions at once and reads any
+   * refusal as a failure of the page, so lists wait their turn far past what a page asks for; a
+   * flood from one caller is refused, one from many callers finds the queue full (503).
    */
-  readonly #lists = new Gate({ width: 2, maxWaiting: 64, perOwner: 8, what: 'note lists' });
+  readonly #lists = new Gate({ width: 4, maxWaiting: 256, perOwner: 64, what: 'note lists' });
 
   constructor(deps: VenueDeps & { uploads: UploadsView }) {
     super(deps);
