@@ -2,7 +2,7 @@ import { AppError } from '../shared/errors.ts';
 
 /**
  * At most `width` pieces of heavy work at once, at most `maxWaiting` more waiting their turn, and
- * at most `perOwner` of one owner's (a person, or guests as one) running or waiting; past either
+ * at most `perOwner` of one owner's (a person, a guest's address: the caller's to say) running or waiting; past either
  * limit the work is refused at once rather than queued without end: 429 when it is the owner's
  * own limit, 503 with `Retry-After` when the service is busy. What each piece holds while it runs
  * (a list of notes read whole, for one) is then bounded by the width, whatever is sent at once.

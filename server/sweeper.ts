@@ -22,8 +22,8 @@ const LEASE = 'sweeper';
  * wakes up every ten minutes and tries to take the `sweeper` lease, a row of the `leases` table
  * shared through the database; the process that has it sweeps and keeps it by renewing it, the
  * others do nothing. A holder that stopped without letting go (killed) is taken over at once by a
- * process of its kernel (`takeLeaseFromStopped`), by any other once its lease runs out. A row, not PostgreSQL's session advisory lock: it works the same on both
- * databases, and needs no connection held for the life of the process (a pooled connection
+ * process of its kernel (`takeLeaseFromStopped`), by any other once its lease runs out. A row,
+ * not PostgreSQL's session advisory lock: it works the same on both databases, and needs no connection held for the life of the process (a pooled connection
  * returned with the lock still on it would hand the lock to whatever query borrows it next).
  */
 export class Sweeper {

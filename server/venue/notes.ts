@@ -260,10 +260,11 @@ export class NoteService extends VenuePart {
   /**
    * `GET /notes`: the notes matching the query that the reader may read, sorted and paged as
    * asked, with how many there are in all. Asked by `id`, a missing note is a 404 and one the
-   * reader may not read a 403, as on the real platform.
+   * reader may not read a 403, as on the real platform. A list waits its turn (`#lists`) among
+   * `owner`'s (the person; a guest, by address); a note asked for by its id reads one note, and
+   * waits for no list.
    */
-  /** `owner`: whose turn it is among lists waiting (the person; a guest's address). */
-  notes(query: NotesQuery, reader: Reader, owner = reader?.profileId ?? 'guest'): Promise<{ notes: Note[]; count: number }> {
+  notes(query: NotesQuery, reader: Reader, owner: string): Promise<{ notes: Note[]; count: number }> {
     // A note asked for by its id reads one note: it waits for no list.
     if (query.id !== undefined) return this.#notes(query, reader);
     return this.#lists.run(owner, () => this.#notes(query, reader));

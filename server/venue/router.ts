@@ -27,6 +27,7 @@ import {
   VenuesResult,
 } from '../../shared/index.ts';
 import { authedProcedure, publicProcedure, router } from '../trpc.ts';
+import { addressKey } from '../accounts/ids.ts';
 import { pageOf } from './paging.ts';
 
 export const venueRouter = router({
@@ -80,8 +81,9 @@ export const venueRouter = router({
     .output(NotesResult)
     .query(async ({ ctx, input }) => {
       const viewer = await ctx.optionalViewer();
-      // Whose turn it is among lists waiting (`NoteService`'s gate): the person's, or a guest's address.
-      return ctx.services.notes.notes(input, viewer, viewer?.profileId ?? `address:${ctx.origin.address}`);
+      // Whose turn it is among lists waiting (`NoteService`'s gate): the person's, or a guest's
+      // address as the rate limits count it (an IPv6 network, not each of its addresses).
+      return ctx.services.notes.notes(input, viewer, viewer?.profileId ?? addressKey(ctx.origin.address));
     }),
 
   noteEdits: publicProcedure
