@@ -71,6 +71,11 @@ function redactPath(path: string): string {
  * A tRPC query carries its whole input in `input`, which may hold a token: it is never logged.
  */
 export function redactUrl(url: string): string {
+  return redactUrlAt(url, 0);
+}
+
+/** `redactUrl` of a URL `depth` parameters deep (one carried in another's value). */
+function redactUrlAt(url: string, depth: number): string {
   // Most URLs have nothing to redact, and say so without being taken apart: no percent-encoding
   // (which could spell a word otherwise hidden) and none of the words a secret's path segment or
   // query parameter name holds.
@@ -78,7 +83,7 @@ export function redactUrl(url: string): string {
   const cut = url.indexOf('?');
   const path = redactPath(cut < 0 ? url : url.slice(0, cut));
   if (cut < 0) return path;
-  return `${path}?${url.slice(cut + 1).split('&').map((parameter) => redactParameter(parameter)).join('&')}`;
+  return `${path}?${url.slice(cut + 1).split('&').map((parameter) => redactParameter(parameter, depth)).join('&')}`;
 }
 
 /** A plain parameter name: nothing in it that form encoding would spell otherwise. */
@@ -86,25 +91,21 @@ const PLAIN_NAME = /^[\w.-]*$/;
 
 /**
  * One `name=value` of a query: as sent, or its name (decoded as `URLSearchParams` decodes it,
- * then encoded as it encodes it) with the value redacted. A parameter that holds no secret is
- * not taken apart, which sign-ins' authorization requests are mostly made of.
+ * then encoded as it encodes it) with the value redacted; or, when its value is a URL (a path or
+ * an http address: `next=/account/device?user_code=…`, where a sign-in returns to), that URL
+ * redacted as `redactUrl` redacts one, its fragment (`#access_token=…`) dropped whole. Any other
+ * parameter is not taken apart, which sign-ins' authorization requests are mostly made of.
  */
-function redactParameter(parameter: string, depth = 0): string {
+function redactParameter(parameter: string, depth: number): string {
   const end = parameter.indexOf('=');
   const sent = end < 0 ? parameter : parameter.slice(0, end);
   const name = PLAIN_NAME.test(sent) ? sent : (new URLSearchParams(parameter).keys().next().value ?? '');
   if (SECRET_QUERY.test(name)) return PLAIN_NAME.test(name) ? `${name}=${REDACTED_IN_QUERY}` : new URLSearchParams([[name, REDACTED]]).toString();
-  // A URL carried in a parameter (`next=/account/device?user_code=…`, where a sign-in returns
-  // to) has its own secrets redacted the same way.
-  // Read only when it may be one (as sent: `/` or `http` first, perhaps percent-encoded).
+  // Read only when it may be a URL (as sent: `/` or `http` first, perhaps percent-encoded).
   if (end < 0 || depth > 2 || !/^(\/|%2F|https?(:|%3A))/i.test(parameter.slice(end + 1))) return parameter;
   const value = new URLSearchParams(parameter).values().next().value ?? '';
-  // Its fragment (`#access_token=…` of an implicit answer) is dropped whole.
   const hash = value.indexOf('#');
-  const url = hash < 0 ? value : value.slice(0, hash);
-  const cut = url.indexOf('?');
-  const path = redactPath(cut < 0 ? url : url.slice(0, cut));
-  const inner = (cut < 0 ? path : `${path}?${url.slice(cut + 1).split('&').map((p) => redactParameter(p, depth + 1)).join('&')}`) + (hash < 0 ? '' : `#${REDACTED}`);
+  const inner = redactUrlAt(hash < 0 ? value : value.slice(0, hash), depth + 1) + (hash < 0 ? '' : `#${REDACTED}`);
   return inner === value ? parameter : `${sent}=${encodeURIComponent(inner)}`;
 }
 
