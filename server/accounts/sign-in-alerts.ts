@@ -117,7 +117,8 @@ export class NotMeService extends AccountsPart {
       passkeys: (await this.#passkeys.listOf(alert.profileId)).filter((p) => p.createdAt >= since).map((p) => p.name),
       authenticatorApp: factors.totp,
       emailCodes: factors.emailCodes,
-      emails: (await this.deps.repo.emails.addedSince(alert.profileId, since)).filter((email) => email !== alert.email),
+      // As `addressesPutBack` removes them: every address added since, but the alerted one.
+      emails: (await this.deps.repo.emails.addedSince(alert.profileId, since)).filter((email) => alert.email === null || email !== normaliseEmail(alert.email)),
     };
     return { live: true, at: session?.createdAt ?? alert.createdAt, browser: device.browser, os: device.os, address: session?.address ?? null, addedSince };
   }
@@ -158,12 +159,11 @@ export class NotMeService extends AccountsPart {
   }
 
   /** A reset link to `to` (`addressesPutBack`'s), as `POST /resettable` mails one, now: the person is waiting for it. */
-  async #mailReset(profileId: string, to: string | null): Promise<string | null> {
+  async #mailReset(profileId: string, email: string | null): Promise<string | null> {
+    if (!email) return null;
     const repo = this.deps.repo;
     const profile = await repo.profiles.find(profileId);
     if (!profile || profile.ddate !== null || profile.state === 'Blocked' || profile.state === 'Merged') return null;
-    const email = to;
-    if (!email) return null;
     const seconds = this.deps.config.resetTokenSeconds;
     await repo.transaction(async (trx) => {
       const { token } = await this.deps.oneTime.issue(trx, { kind: 'reset', profileId, email, seconds, now: this.now() });
