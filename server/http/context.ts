@@ -110,7 +110,7 @@ export function createHttpContext(req: Request, res: Response, services: Service
       device: cookieOf(req, deviceCookieName(config)),
     },
     cookies: httpCookies(res, config),
-    origin: { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', userAgent: req.get('user-agent') },
+    origin: { address: clientAddress(req), userAgent: req.get('user-agent') },
   });
 }
 
@@ -127,4 +127,9 @@ export function browserViewer(req: Request, services: Services): Promise<Viewer 
 export function formValue(req: Request, name: string): string | undefined {
   const value: unknown = (req.body as Record<string, unknown> | undefined)?.[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** The client's address: the one `TRUST_PROXY`'s proxies name, or the connection's. */
+export function clientAddress(req: Request): string {
+  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
 }

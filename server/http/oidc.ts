@@ -14,7 +14,7 @@ import type { RegistrationAnswer } from '../oidc/registration.ts';
 import { requestIdOf } from '../web/render.ts';
 import { providerPage, sendOutcome, sendProviderPage } from '../web/pages/provider/kit.ts';
 import type { Services } from '../services.ts';
-import { bearerOf, browserViewer, cookieOf, formValue } from './context.ts';
+import { bearerOf, browserViewer, clientAddress, cookieOf, formValue } from './context.ts';
 import { formError, withLengthCheck } from './body.ts';
 import { sendError } from './send-error.ts';
 import { bearerToken, hashSecret } from '../secrets.ts';
@@ -125,7 +125,7 @@ export function oidcHandlers(services: Services, config: Config) {
 
   const authorize = providerPage(async (req, res) => {
     const params = req.method === 'POST' ? (req.body as Record<string, unknown>) : (req.query as Record<string, unknown>);
-    sendOutcome(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req), req.ip ?? req.socket.remoteAddress ?? 'unknown'));
+    sendOutcome(req, res, await oidc.authorize(params ?? {}, await keptViewerOf(req), clientAddress(req)));
   });
 
   // ---- token, userinfo, revocation ---------------------------------------------------------------
@@ -209,7 +209,7 @@ export function oidcHandlers(services: Services, config: Config) {
     res.setHeader('Cache-Control', 'no-store');
     try {
       if (!req.is('application/x-www-form-urlencoded')) throw new InvalidRequest('The body must be application/x-www-form-urlencoded');
-      const from = { address: req.ip ?? req.socket.remoteAddress ?? 'unknown', verificationUri };
+      const from = { address: clientAddress(req), verificationUri };
       res.json(await oidc.deviceAuthorization(req.body as Record<string, unknown>, req.get('authorization'), from));
     } catch (error) {
       sendOAuthError(res, error);

@@ -52,7 +52,7 @@ type Back = Pick<AuthorizationParams, 'redirectUri' | 'state' | 'responseMode'>;
  * beside them is ignored. A client registered with `require_pushed_authorization_requests` is
  * refused any other way.
  */
-export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null, address = 'local'): Promise<Outcome> {
+export async function authorize(provider: Provider, query: Record<string, unknown>, viewer: Viewer | null, address: string): Promise<Outcome> {
   let back: Back | undefined;
   try {
     // RFC 6749 §3.1: no parameter may be sent twice. Which client or redirect URI was meant is

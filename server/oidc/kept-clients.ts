@@ -1,11 +1,11 @@
-import { KEPT_MS } from './kept-readings.ts';
 import type { ClientRecord, OidcRepository } from './repository.ts';
 /** Past this many ids (most of them unknown ones a caller made up), the cache starts over. */
 const MAX_ENTRIES = 1000;
 
 /**
  * The client records as the endpoints read them (authorize, the pages, token), kept per process:
- * each is read from the database at most once a second (on PostgreSQL, every time: `keptMsFor`), rather than on every request. A change
+ * each is read from the database at most once a second (on PostgreSQL, every time:
+ * `keptMsFor`), rather than on every request. A change
  * made by this process (`forget`, called by add, approve, reject and remove) is seen at once; one
  * made by another process (the admin command, another server) within that second. An unknown id
  * is remembered as unknown for the same second. The same idea as `KeptReadings` (kept-readings.ts), told
@@ -19,7 +19,8 @@ export class KeptClients {
   /** Moved on by `forget`, so a reading begun before a change here is not kept. */
   #generation = 0;
 
-  constructor(repo: OidcRepository, now: () => number, keptMs = KEPT_MS) {
+  /** `keptMs`: how long a reading is kept (`keptMsFor`); 0 reads every time. */
+  constructor(repo: OidcRepository, now: () => number, keptMs: number) {
     this.#repo = repo;
     this.#now = now;
     this.#keptMs = keptMs;

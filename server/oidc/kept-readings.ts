@@ -22,7 +22,8 @@ export function keptMsFor(config: { databaseUrl: string | undefined }): number {
 const MAX_KEPT = 10_000;
 
 /**
- * Readings of the database kept per process for at most a second (`keptMsFor`: none on PostgreSQL) from the moment the reading
+ * Readings of the database kept per process for at most a second (`keptMsFor`: none on
+ * PostgreSQL) from the moment the reading
  * began (and never past the `until` a reading gives itself). A change made by this process is
  * seen at once: any write this process sends to the tables the readings come from drops them
  * all (`WriteWatch`), and a reading made while such a write's transaction was open is not kept.
@@ -36,7 +37,7 @@ export class KeptReadings<V> {
   readonly #kept = new Map<string, { value: V; until: number; generation: number }>();
 
   /** `keptMs`: how long a reading is kept (`keptMsFor`); 0 reads every time. */
-  constructor(writes: WriteWatch, now: () => number, keptMs = KEPT_MS) {
+  constructor(writes: WriteWatch, now: () => number, keptMs: number) {
     this.#writes = writes;
     this.#now = now;
     this.#keptMs = keptMs;

@@ -140,7 +140,7 @@ export class OidcService {
   }
 
   /** `address`: the client address the request came from (`authorize`'s rate limit). */
-  authorize(query: Record<string, unknown>, viewer: Viewer | null, address = 'local'): Promise<Outcome> {
+  authorize(query: Record<string, unknown>, viewer: Viewer | null, address: string): Promise<Outcome> {
     return authorize(this.#provider, query, viewer, address);
   }
 
