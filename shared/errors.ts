@@ -67,6 +67,11 @@ const errorItemShape = {
 export const ErrorItem = z.strictObject(errorItemShape);
 export type ErrorItem = z.infer<typeof ErrorItem>;
 
+/** One reason a request's value is refused, at `path`: a 400 `ValidationError` item (`AppError.fromItems` answers several). */
+export function invalidAt(path: string, message: string): ErrorItem {
+  return { status: 400, name: 'ValidationError', message, details: { path } };
+}
+
 /** The spec's Error body; `errors` is present only when the request failed for several reasons. */
 export const ErrorBody = z.strictObject({ ...errorItemShape, errors: z.array(ErrorItem).optional() });
 export type ErrorBody = z.infer<typeof ErrorBody>;

@@ -1,4 +1,4 @@
-import { FieldName, type AuthorConsoleConfig, type ErrorItem, type FormDefinition } from '../../shared/index.ts';
+import { FieldName, invalidAt, type AuthorConsoleConfig, type ErrorItem, type FormDefinition } from '../../shared/index.ts';
 
 // The forms of a venue's official reviews and decisions, as its author-console configuration
 // names their fields; the author console reads the notes written with them.
@@ -20,31 +20,35 @@ const DECISION_COMMENT = 'comment';
 
 /**
  * What in a config would make forms it cannot hold: no rating, an object of ratings that maps
- * none or several, a rating or confidence field whose name is
- * not a field name (`FieldName`), or that takes the place of another field of the review form
+ * none or several, a rating or confidence field whose name is not a field name (`FieldName`),
+ * or that takes the place of another field of the review form
  * (the review's text; the confidence among the ratings), and a decision field named as the
  * decision's comment. Each is refused when the venue is made, not found when its forms are read.
  */
 export function formNameProblems(config: AuthorConsoleConfig): ErrorItem[] {
   const problems: ErrorItem[] = [];
-  const refuse = (path: string, message: string) => problems.push({ status: 400, name: 'ValidationError', message: `${path}: ${message}`, details: { path } });
+  const refuse = (path: string, message: string) => problems.push(invalidAt(path, `${path}: ${message}`));
   const entries = typeof config.reviewRatingName === 'string' ? [config.reviewRatingName] : config.reviewRatingName;
   if (entries.length === 0) refuse('reviewRatingName', 'name one rating field at least');
   // An object maps one displayed rating (a `__proto__` key, which parsing drops, leaves none).
   if (entries.some((entry) => typeof entry !== 'string' && Object.keys(entry).length !== 1)) refuse('reviewRatingName', 'each object maps one displayed rating to its fields');
   const ratings = new Set(ratingFields(config.reviewRatingName).flatMap(({ fields }) => fields));
   for (const field of ratings) {
-    const refused = FieldName.safeParse(field).error?.issues[0];
-    if (refused) refuse('reviewRatingName', `${JSON.stringify(field.slice(0, 40))} is not a field name: ${refused.message}`);
-    else if (field === REVIEW_TEXT) refuse('reviewRatingName', `${REVIEW_TEXT} is the field of the review's text`);
+    const problem = fieldNameProblem(field);
+    if (problem) refuse('reviewRatingName', problem);
   }
   const confidence = config.reviewConfidenceName;
-  const refused = FieldName.safeParse(confidence).error?.issues[0];
-  if (refused) refuse('reviewConfidenceName', `${JSON.stringify(confidence.slice(0, 40))} is not a field name: ${refused.message}`);
-  else if (confidence === REVIEW_TEXT) refuse('reviewConfidenceName', `${REVIEW_TEXT} is the field of the review's text`);
-  else if (ratings.has(confidence)) refuse('reviewConfidenceName', `${confidence} is one of the rating fields`);
+  const problem = fieldNameProblem(confidence) ?? (ratings.has(confidence) ? `${confidence} is one of the rating fields` : null);
+  if (problem) refuse('reviewConfidenceName', problem);
   if (decisionField(config) === DECISION_COMMENT) refuse('decisionName', `its field, ${DECISION_COMMENT}, is the decision's comment`);
   return problems;
+}
+
+/** Why a rating's or the confidence's name cannot be a field of the review form, or null. */
+function fieldNameProblem(name: string): string | null {
+  const refused = FieldName.safeParse(name).error?.issues[0];
+  if (refused) return `${JSON.stringify(name.slice(0, 40))} is not a field name: ${refused.message}`;
+  return name === REVIEW_TEXT ? `${REVIEW_TEXT} is the field of the review's text` : null;
 }
 
 /** The official review form: one field per configured rating field, the confidence, the review text. */

@@ -5,6 +5,7 @@ import {
   defaultRegistrationForm,
   defaultSubmissionForm,
   EntityId,
+  invalidAt,
   type ErrorItem,
   type Group,
   type GroupsQuery,
@@ -50,28 +51,18 @@ export class VenueService extends VenuePart {
     ];
     const problems: ErrorItem[] = names
       .filter(([, name]) => !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))
-      .map(([key, name]) => ({
-        status: 400,
-        name: 'ValidationError',
-        message: `${key}: ${name} must be letters, digits and underscores, starting with a letter`,
-        details: { path: key },
-      }));
+      .map(([key, name]) => invalidAt(key, `${key}: ${name} must be letters, digits and underscores, starting with a letter`));
     // A venue id is never a person's (`~Id`, an email) and has no empty or `-` segment (`-`
     // holds a venue's invitations), so a venue cannot be made over a person or inside another
     // venue's invitations.
     if (!/^[\w.-]+(?:\/[\w.-]+)*$/.test(venueId) || venueId.split('/').includes('-')) {
-      problems.push({
-        status: 400,
-        name: 'ValidationError',
-        message: 'venueId must be segments of letters, digits, . _ - separated by /, as Conf.org/2027',
-        details: { path: 'venueId' },
-      });
+      problems.push(invalidAt('venueId', 'venueId must be segments of letters, digits, . _ - separated by /, as Conf.org/2027'));
     }
     if (['Program_Chairs', 'Reviewers', 'Ethics_Reviewers'].includes(config.authorName)) {
-      problems.push({ status: 400, name: 'ValidationError', message: `authorName: ${config.authorName} is the name of another group of the venue`, details: { path: 'authorName' } });
+      problems.push(invalidAt('authorName', `authorName: ${config.authorName} is the name of another group of the venue`));
     }
     if (!config.submissionId.startsWith(`${venueId}/`)) {
-      problems.push({ status: 400, name: 'ValidationError', message: `submissionId must be inside the venue: ${venueId}/…`, details: { path: 'submissionId' } });
+      problems.push(invalidAt('submissionId', `submissionId must be inside the venue: ${venueId}/…`));
     }
     // Every id the venue makes, once, with the key of the config it comes from.
     const organisers = organisersOf(venueId);
@@ -99,8 +90,8 @@ export class VenueService extends VenuePart {
       if (problems.some((problem) => problem.details?.path === key)) continue;
       const refused = EntityId.safeParse(id).error?.issues[0];
       const shown = `${id.slice(0, 40)}${id.length > 40 ? '…' : ''}`;
-      if (refused) problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's id ${shown} cannot be read back: ${refused.message}`, details: { path: key } });
-      else if (madeBy.has(id)) problems.push({ status: 400, name: 'ValidationError', message: `${key}: the venue's id ${shown} is already the one of ${madeBy.get(id)}`, details: { path: key } });
+      if (refused) problems.push(invalidAt(key, `${key}: the venue's id ${shown} cannot be read back: ${refused.message}`));
+      else if (madeBy.has(id)) problems.push(invalidAt(key, `${key}: the venue's id ${shown} is already the one of ${madeBy.get(id)}`));
       else madeBy.set(id, key);
     }
     problems.push(...formNameProblems(config));
