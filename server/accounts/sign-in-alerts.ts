@@ -114,7 +114,7 @@ export class NotMeService extends AccountsPart {
     const since = sinceSignIn(alert, session);
     const factors = await this.#mfa.setUpSince(alert.profileId, since);
     const addedSince = {
-      passkeys: (await this.#passkeys.listOf(alert.profileId)).filter((p) => p.createdAt >= since).map((p) => p.name),
+      passkeys: (await this.#passkeys.addedSince(alert.profileId, since)).map((p) => p.name),
       authenticatorApp: factors.totp,
       emailCodes: factors.emailCodes,
       // As `addressesPutBack` removes them: every address added since, but the alerted one.
@@ -126,11 +126,14 @@ export class NotMeService extends AccountsPart {
   async act(token: string, origin: RequestOrigin): Promise<NotMeResult> {
     const now = this.now();
     const alert = await this.#mfa.findAlert(hashSecret(token), now);
-    if (!alert || !(await this.#mfa.useAlert(alert.id, alert.profileId, now))) throw new AppError('ValidationError', USED_LINK, { path: 'token' });
+    if (!alert) throw new AppError('ValidationError', USED_LINK, { path: 'token' });
     const profileId = alert.profileId;
     const since = sinceSignIn(alert, await this.deps.repo.sessions.find(alert.sessionId));
     let resetTo: string | null = null;
     await this.#mfa.transaction(async (mfa, trx) => {
+      // The link is used up with what it does: a refusal below (a race on an address) leaves it
+      // live, to be clicked again. Of two clicks at once, one acts.
+      if (!(await mfa.useAlert(alert.id, profileId, now))) throw new AppError('ValidationError', USED_LINK, { path: 'token' });
       const repo = this.deps.repo.with(trx);
       // Whoever signed in knows the password: it stops working here, so that they cannot sign
       // straight back in; the person chooses a new one from the mailed link. Nor can they come

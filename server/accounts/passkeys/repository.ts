@@ -105,6 +105,11 @@ export class PasskeysRepository {
     return (await this.#db('passkeys').where({ profile_id: profileId, credential_id: credentialId }).delete()) === 1;
   }
 
+  /** The person's passkeys registered at or after `since` (those `removeAddedSince` removes). */
+  async addedSince(profileId: string, since: number): Promise<PasskeyRecord[]> {
+    return (await this.listOf(profileId)).filter((passkey) => passkey.createdAt >= since);
+  }
+
   /** The person's passkeys registered at or after `since` removed; how many. */
   async removeAddedSince(profileId: string, since: number): Promise<number> {
     return this.#db('passkeys').where({ profile_id: profileId }).andWhere('created_at', '>=', since).delete();
