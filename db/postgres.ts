@@ -50,9 +50,9 @@ export function isPostgres(db: Knex): boolean {
   return db.client.config.client === 'pg';
 }
 
-/** How often a transaction is tried when concurrent ones keep conflicting with it. */
 /** How long a statement waits for a row's or a table's lock before it is a 503 (`55P03`). */
 export const LOCK_TIMEOUT = '5s';
+/** How often a transaction is tried when concurrent ones keep conflicting with it. */
 const SERIALIZATION_ATTEMPTS = 12;
 
 /**

@@ -121,6 +121,7 @@ function isUnanswered(error: unknown): boolean {
 function isConflictingWrite(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   if (code === '23505' || code === '23503') return true;
+  // The sqlite3 driver gives no extended codes (`SQLITE_CONSTRAINT_UNIQUE`): the constraint is named only in its message.
   return code === 'SQLITE_CONSTRAINT' && typeof message === 'string' && /\b(UNIQUE|FOREIGN KEY) constraint failed\b/.test(message);
 }
 

@@ -41,7 +41,7 @@ export function processHolder(): string {
  * (`processIsGone`: by its pid in this pid space, by its mark in another). This start of this
  * process is not; an earlier start with its pid is (a restarted container's server, pid 1 again).
  */
-export function stoppedOnThisKernel(holder: string): boolean {
+function stoppedOnThisKernel(holder: string): boolean {
   const [host = '', pidText, space = '-', id = ''] = holder.split(' ');
   const pid = Number(pidText);
   // A pid space is "<boot id>/<namespace>": another kernel's (or boot's) processes are not asked.

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('sign_in_alerts', (t) => {
-    t.string('email', 254).nullable();
+    t.text('email').nullable();
   });
 }
 

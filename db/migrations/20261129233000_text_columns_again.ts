@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isPostgres } from '../postgres.ts';
 
 /**
  * `20261123090000_text_without_length_limits` again: tables and columns made since with Knex's
@@ -10,7 +11,7 @@ import type { Knex } from 'knex';
  * tables concerned are set aside and made again from their own definitions, in this transaction.
  */
 export async function up(db: Knex): Promise<void> {
-  if (db.client.config.client !== 'pg') return;
+  if (!isPostgres(db)) return;
   const { rows: columns } = (await db.raw(
     `select table_name, column_name from information_schema.columns
       where table_schema = current_schema() and data_type = 'character varying' and table_name not like 'knex\\_%'

@@ -17,7 +17,7 @@ const MAX_FIELD_BYTES = 1024;
  */
 export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 /** How long an upload's body may send nothing at all before it is given up (a stalled or trickling client). */
-export const UPLOAD_IDLE_MS = 60_000;
+const UPLOAD_IDLE_MS = 60_000;
 
 /** The length the client announced, or null when it did not (chunked transfer). */
 export function announcedLength(req: Request): number | null {
@@ -191,7 +191,7 @@ export function readUpload(
     // boundary, after the last); and a body that sends nothing for a minute is given up, rather
     // than held for the hour a request may take.
     let bytes = 0;
-    const idle = setTimeout(stalled, UPLOAD_IDLE_MS);
+    const idle = setTimeout(stalled, UPLOAD_IDLE_MS).unref();
     function stalled() {
       // Paused by us (the store or the field's limit still being worked out holds the bytes back):
       // the client is not the one waiting.
